@@ -1,0 +1,73 @@
+// Package fault classifies errors into the few kinds a caller can act on.
+//
+// Every error that crosses a layer boundary MUST match (errors.Is) at most one of the kind sentinels
+// below; the CLI maps kinds to exit codes and never inspects message text.
+package fault
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The kinds. Compare with errors.Is.
+var (
+	// ErrNotFound: a checkpoint, decision, correction or workspace that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: input that can never succeed: a malformed ID, plan file or path.
+	ErrInvalid = errors.New("invalid input")
+	// ErrConflict: the request is valid but the current state forbids it (busy, wrong status).
+	ErrConflict = errors.New("conflict")
+	// ErrIntegrity: stored data is corrupt or missing.
+	ErrIntegrity = errors.New("integrity")
+)
+
+// Error is an error of a known kind with a human message and an optional cause.
+type Error struct {
+	kind error
+	msg  string
+	err  error
+}
+
+func (e *Error) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+// Is reports whether target is this error's kind.
+func (e *Error) Is(target error) bool { return target == e.kind }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.err }
+
+// Kind returns the kind sentinel of err, or nil when err carries none.
+func Kind(err error) error {
+	for _, k := range []error{ErrNotFound, ErrInvalid, ErrConflict, ErrIntegrity} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return nil
+}
+
+func newf(kind error, format string, args ...any) error {
+	return &Error{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// NotFound returns an ErrNotFound error with a formatted message.
+func NotFound(format string, args ...any) error { return newf(ErrNotFound, format, args...) }
+
+// Invalid returns an ErrInvalid error with a formatted message.
+func Invalid(format string, args ...any) error { return newf(ErrInvalid, format, args...) }
+
+// Conflict returns an ErrConflict error with a formatted message.
+func Conflict(format string, args ...any) error { return newf(ErrConflict, format, args...) }
+
+// Integrity returns an ErrIntegrity error with a formatted message.
+func Integrity(format string, args ...any) error { return newf(ErrIntegrity, format, args...) }
+
+// Wrap classifies cause as kind, keeping it reachable through errors.Unwrap.
+func Wrap(kind, cause error, format string, args ...any) error {
+	return &Error{kind: kind, msg: fmt.Sprintf(format, args...), err: cause}
+}
