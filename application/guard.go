@@ -1,0 +1,204 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+type lockKey struct{}
+
+// Finisher completes the database side of a journaled operation of one kind after its workspace side
+// reached the target tree. It MUST be idempotent: recovery may call it for an operation whose
+// database commit already happened before a crash.
+type Finisher func(ctx context.Context, op Operation) error
+
+// Guard serialises mutating use cases on one workspace and recovers interrupted operations before any
+// of them runs. Services share one Guard.
+type Guard struct {
+	// Failpoint, when set, is called at each step of a journaled operation; crash tests arm it.
+	Failpoint func(name string) error
+
+	locker    Locker
+	journal   Journal
+	restorer  Restorer
+	finishers map[string]Finisher
+}
+
+// NewGuard returns a Guard.
+func NewGuard(l Locker, j Journal, r Restorer) *Guard {
+	return &Guard{locker: l, journal: j, restorer: r, finishers: map[string]Finisher{}}
+}
+
+// Register installs the finisher for operations of kind. Services call it from their constructors.
+func (g *Guard) Register(kind string, f Finisher) { g.finishers[kind] = f }
+
+// Enter takes the workspace lock for purpose (unless ctx already carries it) and recovers a pending
+// operation. The returned context carries the lock; release MUST be called exactly once.
+func (g *Guard) Enter(ctx context.Context, purpose string) (context.Context, func(), error) {
+	if ctx.Value(lockKey{}) != nil {
+		return ctx, func() {}, nil
+	}
+	unlock, err := g.locker.Lock(ctx, purpose)
+	if err != nil {
+		return ctx, nil, err
+	}
+	release := func() { _ = unlock() }
+	ctx = context.WithValue(ctx, lockKey{}, purpose)
+	if _, err := g.recover(ctx); err != nil {
+		release()
+		return ctx, nil, fmt.Errorf("recover an interrupted operation before %s: %w", purpose, err)
+	}
+	return ctx, release, nil
+}
+
+// RecoverResult says what recovery found and did.
+type RecoverResult struct {
+	Recovered bool
+	Operation *Operation
+	// Outcome is "completed" (the operation was finished) or "rolled_back" (undone).
+	Outcome string
+	Stats   ApplyStats
+}
+
+// Recover finishes or undoes an operation a crash left behind. It is what `plan recover` runs; every
+// mutating use case runs it implicitly through Enter.
+func (g *Guard) Recover(ctx context.Context) (RecoverResult, error) {
+	ctx, release, err := g.enterNoRecover(ctx)
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	defer release()
+	return g.recover(ctx)
+}
+
+func (g *Guard) enterNoRecover(ctx context.Context) (context.Context, func(), error) {
+	if ctx.Value(lockKey{}) != nil {
+		return ctx, func() {}, nil
+	}
+	unlock, err := g.locker.Lock(ctx, "recover")
+	if err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, lockKey{}, "recover"), func() { _ = unlock() }, nil
+}
+
+// Pending reports the operation a crash left behind, if any, without taking the lock.
+func (g *Guard) Pending() (*Operation, error) { return g.journal.Pending() }
+
+func (g *Guard) recover(ctx context.Context) (RecoverResult, error) {
+	op, err := g.journal.Pending()
+	if err != nil || op == nil {
+		return RecoverResult{}, err
+	}
+	// Recovery must not be cut short by the signal that interrupted the original command.
+	ctx = context.WithoutCancel(ctx)
+	res := RecoverResult{Recovered: true, Operation: op}
+	switch op.Direction {
+	case Forward:
+		to, err := parseHash(op.Target)
+		if err != nil {
+			return res, err
+		}
+		if res.Stats, err = g.restorer.Reconcile(ctx, to); err != nil {
+			return res, fmt.Errorf("finish %s %s: %w", op.Kind, op.ID, err)
+		}
+		fin, ok := g.finishers[op.Kind]
+		if !ok {
+			return res, fmt.Errorf("finish %s %s: no finisher registered for kind %q", op.Kind, op.ID, op.Kind)
+		}
+		if err := fin(ctx, *op); err != nil {
+			return res, fmt.Errorf("finish %s %s: %w", op.Kind, op.ID, err)
+		}
+		res.Outcome = "completed"
+	case Backward:
+		from, err := parseHash(op.Source)
+		if err != nil {
+			return res, err
+		}
+		if res.Stats, err = g.restorer.Reconcile(ctx, from); err != nil {
+			return res, fmt.Errorf("undo %s %s: %w", op.Kind, op.ID, err)
+		}
+		res.Outcome = "rolled_back"
+	default:
+		return res, errors.New("journal names an unknown direction " + string(op.Direction))
+	}
+	if err := g.journal.Clear(); err != nil {
+		return res, fmt.Errorf("clear journal: %w", err)
+	}
+	return res, nil
+}
+
+// run journals op, applies the workspace change from→to, runs the finisher and clears the journal.
+// On an apply error the journal is turned Backward while the restorer puts the source tree back;
+// the journal is cleared only when the workspace is known to equal the source again.
+func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, error) {
+	from, err := parseHash(op.Source)
+	if err != nil {
+		return ApplyStats{}, err
+	}
+	to, err := parseHash(op.Target)
+	if err != nil {
+		return ApplyStats{}, err
+	}
+	op.Direction = Forward
+	if err := g.journal.Write(op); err != nil {
+		return ApplyStats{}, fmt.Errorf("write journal: %w", err)
+	}
+	stats, applyErr := g.restorer.Apply(ctx, from, to, p)
+	if applyErr != nil {
+		var ie *IncompleteUndoError
+		if errors.As(applyErr, &ie) {
+			// The source tree could not be put back: leave a Backward journal so the next command retries.
+			op.Direction = Backward
+			if err := g.journal.Write(op); err != nil {
+				return stats, errors.Join(applyErr, fmt.Errorf("write journal: %w", err))
+			}
+			return stats, applyErr
+		}
+		if err := g.journal.Clear(); err != nil {
+			return stats, errors.Join(applyErr, fmt.Errorf("clear journal: %w", err))
+		}
+		return stats, applyErr
+	}
+	fin, ok := g.finishers[op.Kind]
+	if !ok {
+		return stats, fmt.Errorf("no finisher registered for kind %q", op.Kind)
+	}
+	if err := g.hit(op.Kind + ".applied"); err != nil {
+		return stats, err
+	}
+	// Past this point the workspace holds the target: a finisher failure leaves the journal Forward so
+	// the next command completes the database side instead of undoing a finished restore.
+	if err := fin(context.WithoutCancel(ctx), op); err != nil {
+		return stats, fmt.Errorf("record %s: %w", op.Kind, err)
+	}
+	if err := g.hit(op.Kind + ".recorded"); err != nil {
+		return stats, err
+	}
+	if err := g.journal.Clear(); err != nil {
+		return stats, fmt.Errorf("clear journal: %w", err)
+	}
+	return stats, nil
+}
+
+func (g *Guard) hit(name string) error {
+	if g.Failpoint == nil {
+		return nil
+	}
+	return g.Failpoint(name)
+}
+
+// IncompleteUndoError is returned by a Restorer when a failed Apply could not put the source tree
+// back. The workspace is then mixed until recovery succeeds.
+type IncompleteUndoError struct {
+	Cause error // why the forward step failed
+	Undo  error // why putting the source back failed
+}
+
+func (e *IncompleteUndoError) Error() string {
+	return fmt.Sprintf("%v; putting the workspace back also failed (%v): run `plan recover` once the cause is fixed", e.Cause, e.Undo)
+}
+
+// Unwrap exposes both causes.
+func (e *IncompleteUndoError) Unwrap() []error { return []error{e.Cause, e.Undo} }

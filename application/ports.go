@@ -1,0 +1,125 @@
+package application
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// Clock tells the time; tests inject a fixed one.
+type Clock interface{ Now() time.Time }
+
+// Transactor runs fn in one database transaction. Repositories called with the context fn receives
+// take part in that transaction.
+type Transactor interface {
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// Locker takes the workspace-wide exclusive lock. When another process holds it, Lock waits briefly
+// and then fails with a fault.ErrConflict error that names the holder.
+type Locker interface {
+	Lock(ctx context.Context, purpose string) (unlock func() error, err error)
+}
+
+// Progress receives coarse progress of a long operation. Implementations must be cheap; a nil
+// Progress is allowed wherever one is accepted.
+type Progress interface {
+	Start(label string, total int64)
+	Add(n int64)
+	Done()
+}
+
+// Snapshot is the result of recording the live workspace.
+type Snapshot struct {
+	Root        tree.Hash
+	Files       int64 // regular files and symlinks
+	Bytes       int64 // their logical size
+	StoredBytes int64 // bytes newly written to the store
+	Warnings    []string // special files skipped, names that cannot be stored
+}
+
+// Snapshotter reads the live workspace (honouring the ignore rules) and records it in the store.
+type Snapshotter interface {
+	// Snapshot stores every new object and returns the durable root tree.
+	Snapshot(ctx context.Context, p Progress) (Snapshot, error)
+	// Scan returns the live workspace as an ordered entry list without storing anything.
+	Scan(ctx context.Context, p Progress) ([]tree.Entry, error)
+	// OpenLive opens the regular file at a workspace-relative path without following symlinks.
+	OpenLive(path string) (io.ReadCloser, error)
+}
+
+// TreeStore reads what the store holds. Every read verifies content hashes; damage is a
+// fault.ErrIntegrity error.
+type TreeStore interface {
+	Flatten(root tree.Hash) ([]tree.Entry, error)
+	DiffTrees(from, to tree.Hash) ([]tree.Change, error)
+	OpenBlob(h tree.Hash) (io.ReadCloser, error)
+}
+
+// ApplyStats counts what a workspace change did.
+type ApplyStats struct {
+	Written int // files and symlinks written
+	Removed int // paths removed
+	Dirs    int // directories created
+	Chmods  int // mode-only changes
+	// Kept lists paths left alone because they hold data outside every snapshot (ignored files).
+	Kept []string
+}
+
+// Restorer changes the live workspace to a stored tree, one path at a time, never writing through a
+// symlink or outside the workspace.
+type Restorer interface {
+	// Apply turns the workspace, which holds tree from, into tree to. It stages and verifies every new
+	// file before touching the workspace; if it fails part-way it puts from back before returning.
+	// It returns the error of the forward step; if putting from back failed too, the error says so and
+	// the caller must leave the journal in place for recovery.
+	Apply(ctx context.Context, from, to tree.Hash, p Progress) (ApplyStats, error)
+	// Reconcile makes the workspace equal to tree to, whatever it holds now. Crash recovery uses it.
+	Reconcile(ctx context.Context, to tree.Hash) (ApplyStats, error)
+}
+
+// Direction says which way a journaled operation is heading.
+type Direction string
+
+// The directions.
+const (
+	Forward  Direction = "forward"  // toward the operation's target tree
+	Backward Direction = "backward" // back to the source tree after a failure
+)
+
+// Operation is what the journal records about a workspace change in progress: enough to finish it
+// or undo it after a crash without asking anyone.
+type Operation struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"` // "rollback" or "correction"
+	Direction Direction `json:"direction"`
+	Source    string    `json:"source_tree"`
+	Target    string    `json:"target_tree"`
+	// TargetCheckpoint is the checkpoint being restored; BackupCheckpoint the pre_rollback one.
+	TargetCheckpoint string    `json:"target_checkpoint"`
+	BackupCheckpoint string    `json:"backup_checkpoint"`
+	StartedAt        time.Time `json:"started_at"`
+	// Counts is what the change does to the workspace, for the history record.
+	Counts ChangeCounts `json:"counts"`
+	// Detail carries use-case specific data (a correction's record) as opaque JSON.
+	Detail []byte `json:"detail,omitempty"`
+}
+
+// Journal stores at most one pending Operation durably.
+type Journal interface {
+	// Write records op, replacing any previous record, and returns only once it is durable.
+	Write(op Operation) error
+	// Pending returns the recorded operation, or nil when there is none. A journal that cannot be
+	// parsed is a fault.ErrIntegrity error.
+	Pending() (*Operation, error)
+	// Clear removes the record durably.
+	Clear() error
+}
+
+// GitProbe reads the HEAD commit of the git repository containing the workspace without running
+// git or changing anything. ok is false outside a repository or on an unborn branch.
+type GitProbe interface {
+	Head() (commit string, ok bool)
+}

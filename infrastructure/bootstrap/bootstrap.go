@@ -1,0 +1,205 @@
+// Package bootstrap wires plan with uber-go/fx: one module per adapter, and Module, which assembles
+// them for one workspace. A host program embeds plan by adding Module to its own fx graph and asking
+// for the services it needs; the CLI uses Open to start a short-lived app per command.
+//
+// Invariants: constructors stay plain New… functions so everything can also be wired by hand; fx
+// appears in no other package; OnStop hooks close the store and the database, so stopping the app
+// releases every file handle.
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Config selects the workspace.
+type Config struct {
+	// Root is the workspace directory.
+	Root string
+	// Init creates .plan/ when it is missing (plan init, plan run, plan exec); otherwise a missing
+	// workspace is a fault.ErrNotFound error with a hint to run `plan init`.
+	Init bool
+}
+
+// Module assembles every adapter and service for the workspace cfg names.
+func Module(cfg Config) fx.Option {
+	return fx.Module("plan",
+		fx.Supply(cfg),
+		fx.Provide(newLayout),
+		PersistenceModule,
+		StoreModule,
+		WorkspaceModule,
+		ApplicationModule,
+	)
+}
+
+func newLayout(cfg Config) (workspace.Layout, error) {
+	l, err := workspace.NewLayout(cfg.Root)
+	if err != nil {
+		return l, err
+	}
+	if cfg.Init {
+		if !l.Initialized() && hasPacks(l) {
+			return l, fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor` instead of re-initialising", l.State())
+		}
+		return l, l.Init()
+	}
+	if !l.Initialized() {
+		if hasPacks(l) {
+			return l, fault.Integrity("the metadata database %s is missing but the store is not empty: run `plan doctor`", l.Database())
+		}
+		return l, l.RequireInitialized()
+	}
+	return l, nil
+}
+
+func hasPacks(l workspace.Layout) bool {
+	entries, err := os.ReadDir(filepath.Join(l.Objects(), "packs"))
+	return err == nil && len(entries) > 0
+}
+
+// PersistenceModule provides the SQLite database and the repositories.
+var PersistenceModule = fx.Module("persistence",
+	fx.Provide(
+		newDB,
+		fx.Annotate(persistence.NewCheckpoints, fx.As(new(checkpoint.Repository))),
+		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
+		fx.Annotate(persistence.NewTransactor, fx.As(new(application.Transactor))),
+	),
+)
+
+func newDB(lc fx.Lifecycle, l workspace.Layout, cfg Config) (*persistence.DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := persistence.Open(ctx, l.Database(), cfg.Init)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(db.Close))
+	return db, nil
+}
+
+// StoreModule provides the object store.
+var StoreModule = fx.Module("objectstore",
+	fx.Provide(newStore),
+)
+
+func newStore(lc fx.Lifecycle, l workspace.Layout) (*objectstore.Store, error) {
+	s, err := objectstore.Open(l.Objects())
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(s.Close))
+	return s, nil
+}
+
+// WorkspaceModule provides the filesystem adapters.
+var WorkspaceModule = fx.Module("workspace",
+	fx.Provide(
+		workspace.NewScanner,
+		workspace.NewRestorer,
+		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
+		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
+		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
+		fx.Annotate(workspace.NewLocker, fx.As(new(application.Locker))),
+		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
+		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
+	),
+)
+
+// ApplicationModule provides the use cases.
+var ApplicationModule = fx.Module("application",
+	fx.Provide(
+		fx.Annotate(func() application.Clock { return systemClock{} }),
+		newGuard,
+		newCheckpointService,
+	),
+)
+
+func newGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
+	g := application.NewGuard(l, j, r)
+	g.Failpoint = failpoint.Hit
+	return g
+}
+
+type checkpointIn struct {
+	fx.In
+	Repo    checkpoint.Repository
+	Snap    application.Snapshotter
+	Store   application.TreeStore
+	Guard   *application.Guard
+	Tx      application.Transactor
+	History application.History
+	Clock   application.Clock
+	Git     application.GitProbe
+}
+
+func newCheckpointService(in checkpointIn) *application.CheckpointService {
+	return application.NewCheckpointService(application.CheckpointDeps{
+		Repo: in.Repo, Snapshotter: in.Snap, Store: in.Store, Guard: in.Guard, Tx: in.Tx,
+		History: in.History, Clock: in.Clock, Git: in.Git,
+	})
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now().UTC() }
+
+// Services are what the CLI (or a host program) uses.
+type Services struct {
+	fx.In
+	Layout      workspace.Layout
+	Checkpoints *application.CheckpointService
+	Guard       *application.Guard
+	DB          *persistence.DB
+	Store       *objectstore.Store
+}
+
+// App is a started plan application for one workspace.
+type App struct {
+	fx       *fx.App
+	Services Services
+}
+
+// Open builds and starts the application for cfg.
+func Open(ctx context.Context, cfg Config) (*App, error) {
+	a := &App{}
+	a.fx = fx.New(Module(cfg), fx.Populate(&a.Services), fx.NopLogger)
+	if err := a.fx.Err(); err != nil {
+		return nil, rootCause(err)
+	}
+	if err := a.fx.Start(ctx); err != nil {
+		return nil, rootCause(err)
+	}
+	return a, nil
+}
+
+// Close stops the application, closing the store and the database.
+func (a *App) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return a.fx.Stop(ctx)
+}
+
+// rootCause strips fx's dependency-graph wrapping when a constructor failed with a classified error,
+// so callers see that error (and its exit code); fx's wording adds nothing a user can act on.
+func rootCause(err error) error {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return err
+}

@@ -1,0 +1,158 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+type checkpointRow struct {
+	ID            string `gorm:"primaryKey"`
+	Type          string
+	Created       int64 `gorm:"column:created_at"`
+	Note          string
+	DecisionID    sql.NullString
+	ParentID      sql.NullString
+	GitCommit     sql.NullString
+	RootTree      string
+	Files         int64
+	Bytes         int64
+	StoredBytes   int64
+	DurationNs    int64
+	RollbackCount int
+}
+
+func (checkpointRow) TableName() string { return "checkpoints" }
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func toCheckpointRow(c *checkpoint.Checkpoint) checkpointRow {
+	st := c.Stats()
+	return checkpointRow{
+		ID: string(c.ID()), Type: string(c.Type()), Created: c.CreatedAt().UnixNano(), Note: c.Note(),
+		DecisionID: nullable(c.DecisionID()), ParentID: nullable(string(c.ParentID())),
+		GitCommit: nullable(c.GitCommit()), RootTree: c.Root().String(),
+		Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes, DurationNs: int64(st.Duration),
+		RollbackCount: c.RollbackCount(),
+	}
+}
+
+func (r checkpointRow) toDomain() (*checkpoint.Checkpoint, error) {
+	root, err := tree.ParseHash(r.RootTree)
+	if err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "checkpoint %s has a damaged root tree reference", r.ID)
+	}
+	return checkpoint.Rehydrate(checkpoint.Params{
+		ID: r.ID, Type: checkpoint.Type(r.Type), CreatedAt: time.Unix(0, r.Created), Note: r.Note,
+		DecisionID: r.DecisionID.String, ParentID: checkpoint.ID(r.ParentID.String),
+		GitCommit: r.GitCommit.String, Root: root,
+		Stats: checkpoint.Stats{
+			Files: r.Files, Bytes: r.Bytes, StoredBytes: r.StoredBytes, Duration: time.Duration(r.DurationNs),
+		},
+	}, r.RollbackCount), nil
+}
+
+// Checkpoints is the checkpoint repository.
+type Checkpoints struct{ db *DB }
+
+// NewCheckpoints returns the repository on d.
+func NewCheckpoints(d *DB) *Checkpoints { return &Checkpoints{db: d} }
+
+var _ checkpoint.Repository = (*Checkpoints)(nil)
+
+// Add inserts c.
+func (r *Checkpoints) Add(ctx context.Context, c *checkpoint.Checkpoint) error {
+	row := toCheckpointRow(c)
+	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("insert checkpoint %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Get loads a checkpoint by full ID.
+func (r *Checkpoints) Get(ctx context.Context, id checkpoint.ID) (*checkpoint.Checkpoint, error) {
+	var row checkpointRow
+	if err := r.db.conn(ctx).Where("id = ?", string(id)).Take(&row).Error; err != nil {
+		return nil, notFound(err, "checkpoint %s not found", id)
+	}
+	return row.toDomain()
+}
+
+// Resolve finds the single checkpoint whose ID starts with ref.
+func (r *Checkpoints) Resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	var rows []checkpointRow
+	// ref is validated lower-case hex, so it holds no LIKE wildcards.
+	if err := r.db.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("look up checkpoint %s: %w", ref, err)
+	}
+	switch len(rows) {
+	case 0:
+		return nil, fault.NotFound("checkpoint %s not found", ref)
+	case 1:
+		return rows[0].toDomain()
+	}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	return nil, fault.Invalid("checkpoint ID prefix %s is ambiguous: it matches %s", ref, strings.Join(ids, ", "))
+}
+
+// List returns every checkpoint, newest first.
+func (r *Checkpoints) List(ctx context.Context) ([]*checkpoint.Checkpoint, error) {
+	var rows []checkpointRow
+	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	out := make([]*checkpoint.Checkpoint, 0, len(rows))
+	for _, row := range rows {
+		c, err := row.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Latest returns the newest checkpoint.
+func (r *Checkpoints) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
+	var row checkpointRow
+	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Take(&row).Error; err != nil {
+		return nil, notFound(err, "no checkpoint yet")
+	}
+	return row.toDomain()
+}
+
+// Delete removes a checkpoint's row.
+func (r *Checkpoints) Delete(ctx context.Context, id checkpoint.ID) error {
+	res := r.db.conn(ctx).Where("id = ?", string(id)).Delete(&checkpointRow{})
+	if res.Error != nil {
+		return fmt.Errorf("delete checkpoint %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fault.NotFound("checkpoint %s not found", id)
+	}
+	return nil
+}
+
+// Update loads a checkpoint, applies fn and saves the result, in one transaction.
+func (r *Checkpoints) Update(ctx context.Context, id checkpoint.ID, fn func(*checkpoint.Checkpoint) error) error {
+	return NewTransactor(r.db).Do(ctx, func(ctx context.Context) error {
+		c, err := r.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+		row := toCheckpointRow(c)
+		return r.db.conn(ctx).Save(&row).Error
+	})
+}

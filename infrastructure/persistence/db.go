@@ -1,0 +1,127 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+)
+
+// DB is the metadata database.
+type DB struct {
+	gorm *gorm.DB
+	path string
+}
+
+// Open opens (creating when create is true) the database at path and migrates it.
+func Open(ctx context.Context, path string, create bool) (*DB, error) {
+	if !create {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fault.Integrity("the metadata database %s is missing: run `plan doctor`", path)
+		}
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_foreign_keys", "on")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+		TranslateError:         true,
+		SkipDefaultTransaction: true,
+		Logger:                 logger.Default.LogMode(logger.Silent),
+	})
+	if err != nil {
+		return nil, classify(path, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time is what SQLite allows anyway; a single connection also keeps the
+	// transaction-in-context pattern free of cross-connection surprises.
+	sqlDB.SetMaxOpenConns(1)
+	db := &DB{gorm: g, path: path}
+	if err := db.migrate(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, classify(path, err)
+	}
+	return db, nil
+}
+
+// classify turns SQLite's corruption errors into integrity errors that point at the repair path.
+func classify(path string, err error) error {
+	msg := err.Error()
+	for _, s := range []string{"not a database", "malformed", "corrupt", "disk image"} {
+		if strings.Contains(msg, s) {
+			return fault.Wrap(fault.ErrIntegrity, err, "the metadata database %s is damaged: run `plan doctor`", path)
+		}
+	}
+	return err
+}
+
+// Close closes the database.
+func (d *DB) Close() error {
+	sqlDB, err := d.gorm.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// IntegrityCheck runs SQLite's integrity_check and returns its complaints (none when healthy).
+func (d *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
+	var rows []string
+	if err := d.gorm.WithContext(ctx).Raw("PRAGMA integrity_check").Scan(&rows).Error; err != nil {
+		return nil, classify(d.path, err)
+	}
+	if len(rows) == 1 && rows[0] == "ok" {
+		return nil, nil
+	}
+	return rows, nil
+}
+
+type txKey struct{}
+
+// conn returns the transaction in ctx, or the database bound to ctx.
+func (d *DB) conn(ctx context.Context) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return tx
+	}
+	return d.gorm.WithContext(ctx)
+}
+
+// Transactor implements application.Transactor on d.
+type Transactor struct{ db *DB }
+
+// NewTransactor returns the unit of work of d.
+func NewTransactor(d *DB) *Transactor { return &Transactor{db: d} }
+
+var _ application.Transactor = (*Transactor)(nil)
+
+// Do runs fn in a transaction, or in the caller's when ctx already carries one.
+func (t *Transactor) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return fn(ctx)
+	}
+	return t.db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(context.WithValue(ctx, txKey{}, tx))
+	})
+}
+
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fault.NotFound(format, args...)
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

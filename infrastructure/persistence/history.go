@@ -1,0 +1,97 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/planhq/plan/application"
+)
+
+type historyRow struct {
+	ID               string `gorm:"primaryKey"`
+	Kind             string
+	TargetCheckpoint string
+	BackupCheckpoint string
+	StartedAt        int64 `gorm:"column:started_at"`
+	FinishedAt       int64 `gorm:"column:finished_at"`
+	Added            int
+	Modified         int
+	Deleted          int
+	Reverted         string
+}
+
+func (historyRow) TableName() string { return "history" }
+
+// History is the operation history.
+type History struct{ db *DB }
+
+// NewHistory returns the history on d.
+func NewHistory(d *DB) *History { return &History{db: d} }
+
+var _ application.History = (*History)(nil)
+
+// Record inserts a finished operation.
+func (h *History) Record(ctx context.Context, r application.HistoryRecord) error {
+	rev, err := json.Marshal(append([]string{}, r.Reverted...))
+	if err != nil {
+		return err
+	}
+	row := historyRow{
+		ID: r.ID, Kind: r.Kind, TargetCheckpoint: r.TargetCheckpoint, BackupCheckpoint: r.BackupCheckpoint,
+		StartedAt: r.StartedAt.UnixNano(), FinishedAt: r.FinishedAt.UnixNano(),
+		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: string(rev),
+	}
+	if err := h.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("record operation %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Has reports whether operation id was recorded.
+func (h *History) Has(ctx context.Context, id string) (bool, error) {
+	var n int64
+	if err := h.db.conn(ctx).Model(&historyRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// Get returns one record.
+func (h *History) Get(ctx context.Context, id string) (application.HistoryRecord, error) {
+	var row historyRow
+	if err := h.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return application.HistoryRecord{}, notFound(err, "operation %s not found", id)
+	}
+	return row.toRecord()
+}
+
+// List returns the history, oldest first.
+func (h *History) List(ctx context.Context) ([]application.HistoryRecord, error) {
+	var rows []historyRow
+	if err := h.db.conn(ctx).Order("started_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list history: %w", err)
+	}
+	out := make([]application.HistoryRecord, 0, len(rows))
+	for _, r := range rows {
+		rec, err := r.toRecord()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func (r historyRow) toRecord() (application.HistoryRecord, error) {
+	var rev []string
+	if err := json.Unmarshal([]byte(r.Reverted), &rev); err != nil {
+		return application.HistoryRecord{}, fmt.Errorf("history %s: %w", r.ID, err)
+	}
+	return application.HistoryRecord{
+		ID: r.ID, Kind: r.Kind, TargetCheckpoint: r.TargetCheckpoint, BackupCheckpoint: r.BackupCheckpoint,
+		StartedAt: time.Unix(0, r.StartedAt).UTC(), FinishedAt: time.Unix(0, r.FinishedAt).UTC(),
+		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: rev,
+	}, nil
+}

@@ -1,0 +1,85 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// migration is one schema step. Steps are append-only: never edit or renumber a released one.
+type migration struct {
+	version int
+	name    string
+	sql     []string
+}
+
+var migrations = []migration{
+	{1, "checkpoints and history", []string{
+		`CREATE TABLE checkpoints (
+			id TEXT PRIMARY KEY,
+			type TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			note TEXT NOT NULL DEFAULT '',
+			decision_id TEXT,
+			parent_id TEXT,
+			git_commit TEXT,
+			root_tree TEXT NOT NULL,
+			files INTEGER NOT NULL,
+			bytes INTEGER NOT NULL,
+			stored_bytes INTEGER NOT NULL,
+			duration_ns INTEGER NOT NULL,
+			rollback_count INTEGER NOT NULL DEFAULT 0
+		)`,
+		`CREATE INDEX checkpoints_created ON checkpoints(created_at DESC, id DESC)`,
+		`CREATE TABLE history (
+			id TEXT PRIMARY KEY,
+			kind TEXT NOT NULL,
+			target_checkpoint TEXT NOT NULL,
+			backup_checkpoint TEXT NOT NULL,
+			started_at INTEGER NOT NULL,
+			finished_at INTEGER NOT NULL,
+			added INTEGER NOT NULL,
+			modified INTEGER NOT NULL,
+			deleted INTEGER NOT NULL,
+			reverted TEXT NOT NULL DEFAULT '[]'
+		)`,
+	}},
+}
+
+func (d *DB) migrate(ctx context.Context) error {
+	g := d.gorm.WithContext(ctx)
+	if err := g.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`).Error; err != nil {
+		return fmt.Errorf("prepare schema table: %w", err)
+	}
+	var current int
+	if err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	latest := migrations[len(migrations)-1].version
+	if current > latest {
+		return fault.Conflict("the database schema (version %d) is newer than this plan binary understands (%d): upgrade plan", current, latest)
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		err := g.Transaction(func(tx *gorm.DB) error {
+			for _, stmt := range m.sql {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return tx.Exec(`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UnixNano()).Error
+		})
+		if err != nil {
+			return fmt.Errorf("migrate schema to version %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+// Package workspace is the adapter between plan and the workspace directory: it lays out .plan/,
+// scans the live tree into the object store (Scanner), restores stored trees (Restorer), keeps the
+// operation journal (Journal) and the workspace lock (Locker), and reads the git HEAD (GitHead).
+//
+// Invariants:
+//   - .plan/ and .git/ (at any depth) are never scanned, written or removed; paths matched by the
+//     root .planignore are neither scanned nor touched by a restore;
+//   - the scanner never opens a special file (FIFO, socket, device) and never follows a symlink: files
+//     are opened O_NOFOLLOW|O_NONBLOCK and checked to be the regular file that was listed;
+//   - a stat cache entry is trusted only while the file's size, mtime, ctime, inode, device and mode
+//     are unchanged and the entry was not racy when recorded (its mtime or ctime within the timestamp
+//     granularity of the moment it was recorded); everything else is read and hashed again;
+//   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
+//     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
+//     new content inside .plan/ before it changes the first workspace path;
+//   - a failed restore puts the source tree back before returning; journal and stat cache files are
+//     replaced atomically (write temp, fsync, rename, fsync directory).
+package workspace

@@ -1,0 +1,91 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// StateDir is the name of the directory that holds plan's state inside a workspace.
+const StateDir = ".plan"
+
+// Layout names every path plan keeps under <root>/.plan.
+type Layout struct {
+	Root string // absolute workspace root
+}
+
+// NewLayout resolves root to an absolute, symlink-free path.
+func NewLayout(root string) (Layout, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Layout{}, fmt.Errorf("resolve workspace %q: %w", root, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return Layout{}, fault.NotFound("workspace directory %s does not exist", abs)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return Layout{}, fmt.Errorf("workspace %s: %w", abs, err)
+	}
+	if !st.IsDir() {
+		return Layout{}, fault.Invalid("workspace %s is not a directory", abs)
+	}
+	return Layout{Root: abs}, nil
+}
+
+// State is <root>/.plan.
+func (l Layout) State() string { return filepath.Join(l.Root, StateDir) }
+
+// Database is the SQLite metadata file.
+func (l Layout) Database() string { return filepath.Join(l.State(), "plan.db") }
+
+// Objects is the object store directory.
+func (l Layout) Objects() string { return filepath.Join(l.State(), "objects") }
+
+// StatCache is the stat cache file.
+func (l Layout) StatCache() string { return filepath.Join(l.State(), "statcache") }
+
+// JournalFile is the operation journal.
+func (l Layout) JournalFile() string { return filepath.Join(l.State(), "journal.json") }
+
+// LockFile is the flock target.
+func (l Layout) LockFile() string { return filepath.Join(l.State(), "lock") }
+
+// Staging is where a restore stages new content (relative to the root, for os.Root calls).
+func (l Layout) Staging() string { return StateDir + "/staging" }
+
+// Archive is the corrections archive directory.
+func (l Layout) Archive() string { return filepath.Join(l.State(), "archive") }
+
+// Logs holds decisions' output.
+func (l Layout) Logs() string { return filepath.Join(l.State(), "logs") }
+
+// Initialized reports whether .plan/ holds a database.
+func (l Layout) Initialized() bool {
+	st, err := os.Stat(l.Database())
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Init creates .plan/ and its directories; it is idempotent.
+func (l Layout) Init() error {
+	for _, d := range []string{l.State(), l.Objects(), l.Archive(), l.Logs()} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// RequireInitialized fails with fault.ErrNotFound and a hint when .plan/ is missing.
+func (l Layout) RequireInitialized() error {
+	if !l.Initialized() {
+		return fault.NotFound("%s is not a plan workspace (no %s/plan.db): run `plan init`", l.Root, StateDir)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+)
+
+// Locker is the workspace lock: an flock on .plan/lock, which the kernel drops when the holder dies,
+// so a crash never leaves a stale lock behind. The holder's description is kept beside it for the
+// message the next process prints.
+type Locker struct {
+	path string
+	// Wait is how long Lock waits for a busy lock before failing.
+	Wait time.Duration
+}
+
+// NewLocker returns the lock of the workspace in l.
+func NewLocker(l Layout) *Locker { return &Locker{path: l.LockFile(), Wait: 2 * time.Second} }
+
+var _ application.Locker = (*Locker)(nil)
+
+func (l *Locker) ownerPath() string { return l.path + ".owner" }
+
+// Lock takes the lock or fails with fault.ErrConflict naming the holder.
+func (l *Locker) Lock(ctx context.Context, purpose string) (func() error, error) {
+	fl := flock.New(l.path)
+	wctx, cancel := context.WithTimeout(ctx, l.Wait)
+	defer cancel()
+	ok, err := fl.TryLockContext(wctx, 25*time.Millisecond)
+	if !ok {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		holder := "unknown process"
+		if b, rerr := os.ReadFile(l.ownerPath()); rerr == nil && len(b) > 0 {
+			holder = strings.TrimSpace(string(b))
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("lock %s: %w", l.path, err)
+		}
+		return nil, fault.Conflict("the workspace is busy: another plan process holds its lock (%s)", holder)
+	}
+	owner := fmt.Sprintf("pid %d, plan %s, since %s", os.Getpid(), purpose, time.Now().UTC().Format(time.RFC3339))
+	_ = os.WriteFile(l.ownerPath(), []byte(owner+"\n"), 0o600)
+	return func() error {
+		_ = os.Remove(l.ownerPath())
+		return fl.Unlock()
+	}, nil
+}
+
+func dirOf(p string) string { return filepath.Dir(p) }

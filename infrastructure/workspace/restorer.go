@@ -1,0 +1,397 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/objectstore"
+)
+
+// Restorer applies stored trees to the workspace.
+type Restorer struct {
+	layout  Layout
+	store   *objectstore.Store
+	scanner *Scanner
+	// Failpoint is called at each step of an apply; crash tests arm it (see package failpoint).
+	Failpoint func(name string) error
+}
+
+// NewRestorer returns a restorer for the workspace in l.
+func NewRestorer(l Layout, store *objectstore.Store, sc *Scanner) *Restorer {
+	return &Restorer{layout: l, store: store, scanner: sc, Failpoint: failpoint.Hit}
+}
+
+var _ application.Restorer = (*Restorer)(nil)
+
+// Apply turns the workspace from tree from into tree to; on failure it puts from back.
+func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.Progress) (application.ApplyStats, error) {
+	changes, err := r.store.DiffTrees(from, to)
+	if err != nil {
+		return application.ApplyStats{}, fmt.Errorf("compare trees: %w", err)
+	}
+	stats, touched, err := r.apply(ctx, changes, p)
+	if err != nil && touched {
+		if _, uerr := r.Reconcile(context.WithoutCancel(ctx), from); uerr != nil {
+			return stats, &application.IncompleteUndoError{Cause: err, Undo: uerr}
+		}
+	}
+	return stats, err
+}
+
+// Reconcile makes the workspace equal to tree to, whatever it holds now.
+func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.ApplyStats, error) {
+	live, err := r.scanner.Scan(ctx, nil)
+	if err != nil {
+		return application.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
+	}
+	want, err := r.store.Flatten(to)
+	if err != nil {
+		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
+	}
+	stats, _, err := r.apply(ctx, tree.Diff(live, want), nil)
+	return stats, err
+}
+
+// applier carries one apply's state.
+type applier struct {
+	r        *Restorer
+	root     *os.Root
+	staging  string
+	verified map[string]bool // directories checked to be real directories (not symlinks)
+	stats    application.ApplyStats
+	written  map[string]tree.Hash // files written, for the stat cache
+	removed  []string
+}
+
+// apply performs changes. touched reports whether the workspace itself was modified (staging
+// inside .plan/ does not count), so the caller knows whether an undo is needed.
+func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p application.Progress) (application.ApplyStats, bool, error) {
+	if len(changes) == 0 {
+		return application.ApplyStats{}, false, nil
+	}
+	for _, ch := range changes {
+		if err := tree.ValidatePath(ch.Path); err != nil {
+			return application.ApplyStats{}, false, fault.Wrap(fault.ErrIntegrity, err, "refusing to restore")
+		}
+	}
+	root, err := os.OpenRoot(r.layout.Root)
+	if err != nil {
+		return application.ApplyStats{}, false, fmt.Errorf("open workspace: %w", err)
+	}
+	defer func() { _ = root.Close() }()
+	a := &applier{r: r, root: root, staging: r.layout.Staging(), verified: map[string]bool{}, written: map[string]tree.Hash{}}
+	defer func() { _ = root.RemoveAll(a.staging) }()
+
+	staged, err := a.stage(ctx, changes, p)
+	if err != nil {
+		return a.stats, false, err
+	}
+	if err := r.Failpoint("restore.staged"); err != nil {
+		return a.stats, false, err
+	}
+	if err := a.removeStale(changes); err != nil {
+		return a.stats, true, err
+	}
+	if err := r.Failpoint("restore.removed"); err != nil {
+		return a.stats, true, err
+	}
+	if err := a.create(changes, staged); err != nil {
+		return a.stats, true, err
+	}
+	if err := a.fixDirModes(changes); err != nil {
+		return a.stats, true, err
+	}
+	if err := syncFS(r.layout.Root); err != nil {
+		return a.stats, true, err
+	}
+	if err := r.Failpoint("restore.applied"); err != nil {
+		return a.stats, true, err
+	}
+	a.updateStatCache()
+	return a.stats, true, nil
+}
+
+// stage writes every new file and symlink under .plan/staging, verifying content hashes, and syncs
+// them once. Nothing in the workspace changes here.
+func (a *applier) stage(ctx context.Context, changes []tree.Change, p application.Progress) (map[int]string, error) {
+	if err := a.root.RemoveAll(a.staging); err != nil {
+		return nil, fmt.Errorf("clear staging: %w", err)
+	}
+	if err := a.root.MkdirAll(a.staging, 0o700); err != nil {
+		return nil, fmt.Errorf("create staging: %w", err)
+	}
+	var total int64
+	for _, ch := range changes {
+		if needsContent(ch) {
+			total += ch.To.Size
+		}
+	}
+	if p != nil {
+		p.Start("restoring files", total)
+		defer p.Done()
+	}
+	staged := map[int]string{}
+	for i, ch := range changes {
+		if !needsContent(ch) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name := a.staging + "/" + strconv.Itoa(i)
+		switch ch.To.Kind {
+		case tree.KindSymlink:
+			if err := a.root.Symlink(ch.To.Target, name); err != nil {
+				return nil, fmt.Errorf("stage symlink %q: %w", ch.Path, err)
+			}
+		case tree.KindFile:
+			if err := a.stageFile(name, *ch.To); err != nil {
+				return nil, err
+			}
+			if p != nil {
+				p.Add(ch.To.Size)
+			}
+		}
+		staged[i] = name
+	}
+	if err := syncFS(a.r.layout.Root); err != nil {
+		return nil, err
+	}
+	return staged, nil
+}
+
+// needsContent reports whether ch writes a file or symlink (not only a mode change).
+func needsContent(ch tree.Change) bool {
+	if ch.To == nil || ch.To.Kind == tree.KindDir {
+		return false
+	}
+	if ch.To.Kind == tree.KindFile && ch.From != nil && ch.From.Kind == tree.KindFile &&
+		ch.From.Hash == ch.To.Hash && ch.From.Size == ch.To.Size {
+		return false // same content, only the mode differs
+	}
+	return true
+}
+
+func (a *applier) stageFile(name string, e tree.Entry) error {
+	rc, err := a.r.store.OpenBlob(e.Hash)
+	if err != nil {
+		return fmt.Errorf("read stored content of %q: %w", e.Path, err)
+	}
+	defer func() { _ = rc.Close() }()
+	f, err := a.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("stage %q: %w", e.Path, err)
+	}
+	n, err := io.Copy(f, rc)
+	if err == nil && n != e.Size {
+		err = fault.Integrity("stored content of %q has %d bytes, the tree says %d", e.Path, n, e.Size)
+	}
+	if err == nil {
+		err = f.Chmod(tree.GoMode(e.Mode))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("stage %q: %w", e.Path, err)
+	}
+	return nil
+}
+
+// checkParents makes sure every directory above rel is a real directory, so no write can pass
+// through a symlink, even one pointing inside the workspace.
+func (a *applier) checkParents(rel string) error {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		if a.verified[dir] {
+			continue
+		}
+		fi, err := a.root.Lstat(dir)
+		if err != nil {
+			return fmt.Errorf("check %q: %w", dir, err)
+		}
+		if !fi.IsDir() {
+			return fault.Conflict("refusing to write %q: %q is not a directory (a %s)", rel, dir, fi.Mode().Type())
+		}
+		a.verified[dir] = true
+	}
+	return nil
+}
+
+// removeStale removes, deepest first, every path the target does not have or has as another kind.
+// A directory that still holds ignored files is kept when the target does not need its place.
+func (a *applier) removeStale(changes []tree.Change) error {
+	for i := len(changes) - 1; i >= 0; i-- {
+		ch := changes[i]
+		if ch.From == nil || (ch.To != nil && ch.To.Kind == ch.From.Kind) {
+			continue
+		}
+		if err := a.checkParents(ch.Path); err != nil {
+			return err
+		}
+		err := a.root.Remove(ch.Path)
+		switch {
+		case err == nil:
+			a.stats.Removed++
+			a.removed = append(a.removed, ch.Path)
+			delete(a.verified, ch.Path)
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST):
+			if ch.To != nil {
+				return fault.Conflict("cannot replace directory %q: it still holds ignored files", ch.Path)
+			}
+			a.stats.Kept = append(a.stats.Kept, ch.Path)
+		default:
+			return fmt.Errorf("remove %q: %w", ch.Path, err)
+		}
+	}
+	return nil
+}
+
+// create makes directories and moves staged files into place, parents first.
+func (a *applier) create(changes []tree.Change, staged map[int]string) error {
+	for i, ch := range changes {
+		if ch.To == nil {
+			continue
+		}
+		if err := a.checkParents(ch.Path); err != nil {
+			return err
+		}
+		switch {
+		case ch.To.Kind == tree.KindDir:
+			if ch.From != nil && ch.From.Kind == tree.KindDir {
+				continue // mode only: fixDirModes
+			}
+			if err := a.root.Mkdir(ch.Path, 0o700); err != nil {
+				fi, lerr := a.root.Lstat(ch.Path)
+				if lerr != nil || !fi.IsDir() {
+					return fmt.Errorf("create directory %q: %w", ch.Path, err)
+				}
+			}
+			a.stats.Dirs++
+		case staged[i] != "":
+			if ch.From == nil {
+				// The live scan did not list this path; if something is there it is ignored data the
+				// workspace holds outside every snapshot: never overwrite it.
+				if _, err := a.root.Lstat(ch.Path); err == nil {
+					a.stats.Kept = append(a.stats.Kept, ch.Path)
+					continue
+				}
+			}
+			if err := a.r.Failpoint("restore.write"); err != nil {
+				return err
+			}
+			if err := a.root.Rename(staged[i], ch.Path); err != nil {
+				return fmt.Errorf("write %q: %w", ch.Path, err)
+			}
+			a.stats.Written++
+			if ch.To.Kind == tree.KindFile {
+				a.written[ch.Path] = ch.To.Hash
+			}
+		default: // same content, new mode
+			if err := a.chmodFile(ch.Path, ch.To.Mode); err != nil {
+				return err
+			}
+			a.stats.Chmods++
+			a.written[ch.Path] = ch.To.Hash
+		}
+	}
+	return nil
+}
+
+func (a *applier) chmodFile(rel string, mode uint32) error {
+	fi, err := a.root.Lstat(rel)
+	if err != nil {
+		return fmt.Errorf("chmod %q: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fault.Conflict("refusing to chmod %q: not a regular file", rel)
+	}
+	if err := a.root.Chmod(rel, tree.GoMode(mode)); err != nil {
+		return fmt.Errorf("chmod %q: %w", rel, err)
+	}
+	return nil
+}
+
+// fixDirModes sets directory modes deepest first, after their contents are written (a read-only
+// directory would refuse them).
+func (a *applier) fixDirModes(changes []tree.Change) error {
+	for i := len(changes) - 1; i >= 0; i-- {
+		ch := changes[i]
+		if ch.To == nil || ch.To.Kind != tree.KindDir {
+			continue
+		}
+		fi, err := a.root.Lstat(ch.Path)
+		if err != nil {
+			return fmt.Errorf("chmod %q: %w", ch.Path, err)
+		}
+		if !fi.IsDir() {
+			return fault.Conflict("refusing to chmod %q: not a directory", ch.Path)
+		}
+		if tree.UnixMode(fi.Mode()) == ch.To.Mode {
+			continue
+		}
+		if err := a.root.Chmod(ch.Path, tree.GoMode(ch.To.Mode)); err != nil {
+			return fmt.Errorf("chmod %q: %w", ch.Path, err)
+		}
+		if ch.From != nil && ch.From.Kind == tree.KindDir {
+			a.stats.Chmods++
+		}
+	}
+	return nil
+}
+
+// updateStatCache records the restored files with the hashes already known, so the next snapshot
+// does not read them again. Failure only costs re-hashing, so it is not an error.
+func (a *applier) updateStatCache() {
+	path := a.r.layout.StatCache()
+	c := loadStatCache(path)
+	// A removed directory's files are removals of their own in the change list, so exact deletes
+	// suffice.
+	for _, p := range a.removed {
+		delete(c, p)
+	}
+	now := time.Now()
+	for p, h := range a.written {
+		fi, err := a.root.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			delete(c, p)
+			continue
+		}
+		k, ok := keyOf(fi)
+		if !ok {
+			continue
+		}
+		c[p] = statEntry{Key: k, Hash: h, Racy: racy(k, now)}
+	}
+	_ = saveStatCache(path, c)
+}
+
+// syncFS flushes the whole file system holding dir once, instead of one fsync per file.
+func syncFS(dir string) error {
+	f, err := os.Open(dir) //nolint:gosec // the workspace root
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if err := unix.Syncfs(int(f.Fd())); err != nil { //nolint:gosec // fd fits in int
+		return fmt.Errorf("sync file system: %w", err)
+	}
+	return nil
+}

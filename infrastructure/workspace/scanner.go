@@ -1,0 +1,527 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
+)
+
+// smallFile is the size up to which a file is read into memory once; larger files are streamed
+// twice (hash, then store) so memory stays bounded whatever their size.
+const smallFile = 8 << 20
+
+// maxAttempts bounds how often a file that keeps changing while being read is retried.
+const maxAttempts = 5
+
+// Scanner records the live workspace into the object store.
+type Scanner struct {
+	layout  Layout
+	store   *objectstore.Store
+	workers int
+	clock   func() time.Time
+}
+
+// NewScanner returns a scanner for the workspace in l storing into store.
+func NewScanner(l Layout, store *objectstore.Store) *Scanner {
+	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now}
+}
+
+var _ application.Snapshotter = (*Scanner)(nil)
+
+// node is one directory of a scan.
+type node struct {
+	rel      string
+	mode     uint32
+	children []*item
+}
+
+// item is one entry of a directory.
+type item struct {
+	name   string
+	kind   tree.Kind
+	mode   uint32
+	size   int64
+	hash   tree.Hash
+	target string
+	key    statKey
+	dir    *node
+}
+
+type scan struct {
+	s      *Scanner
+	ignore *Ignore
+	old    statCache
+	store  bool
+	batch  *objectstore.Batch
+
+	mu       sync.Mutex // guards the fields below
+	next     statCache
+	jobs     []job
+	warnings []string
+	stored   int64
+}
+
+type job struct {
+	rel string
+	it  *item
+}
+
+// Snapshot stores every new object of the live workspace and returns the durable root tree.
+func (s *Scanner) Snapshot(ctx context.Context, p application.Progress) (application.Snapshot, error) {
+	sc, root, err := s.run(ctx, p, true)
+	if err != nil {
+		return application.Snapshot{}, err
+	}
+	rootHash, err := sc.buildTrees(root)
+	if err != nil {
+		sc.batch.Abort()
+		return application.Snapshot{}, err
+	}
+	if err := sc.batch.Commit(); err != nil {
+		sc.batch.Abort()
+		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
+	}
+	if err := saveStatCache(s.layout.StatCache(), sc.next); err != nil {
+		// The snapshot is durable; a stale cache only costs re-hashing next time.
+		sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
+	}
+	var files, bytes int64
+	walkItems(root, func(it *item) {
+		if it.kind != tree.KindDir {
+			files++
+			bytes += it.size
+		}
+	})
+	return application.Snapshot{
+		Root: rootHash, Files: files, Bytes: bytes, StoredBytes: sc.stored, Warnings: sc.warnings,
+	}, nil
+}
+
+// Scan returns the live workspace as an ordered entry list, storing nothing.
+func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
+	_, root, err := s.run(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []tree.Entry
+	if _, err := flattenNode(root, "", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Scanner) run(ctx context.Context, p application.Progress, store bool) (*scan, *node, error) {
+	ig, err := LoadIgnore(s.layout.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := &scan{s: s, ignore: ig, old: loadStatCache(s.layout.StatCache()), store: store, next: statCache{}}
+	if store {
+		sc.batch = s.store.NewBatch()
+	}
+	root := &node{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.workers * 2)
+	g.Go(func() error { return sc.walk(gctx, g, root) })
+	if err := g.Wait(); err != nil {
+		sc.abort()
+		return nil, nil, err
+	}
+	if err := sc.hashAll(ctx, p); err != nil {
+		sc.abort()
+		return nil, nil, err
+	}
+	return sc, root, nil
+}
+
+func (sc *scan) abort() {
+	if sc.batch != nil {
+		sc.batch.Abort()
+	}
+}
+
+func (sc *scan) abs(rel string) string {
+	if rel == "" {
+		return sc.s.layout.Root
+	}
+	return filepath.Join(sc.s.layout.Root, filepath.FromSlash(rel))
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func (sc *scan) warn(format string, args ...any) {
+	sc.mu.Lock()
+	sc.warnings = append(sc.warnings, fmt.Sprintf(format, args...))
+	sc.mu.Unlock()
+}
+
+// walk lists directory n, queues files that need hashing and descends, in parallel where the group
+// has room and inline otherwise.
+func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(sc.abs(n.rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("open directory %q: %w", displayRel(n.rel), err)
+	}
+	des, err := f.ReadDir(-1)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("list directory %q: %w", displayRel(n.rel), err)
+	}
+	var queued []job
+	for _, de := range des {
+		name := de.Name()
+		rel := join(n.rel, name)
+		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since listed: not part of this snapshot
+		}
+		if err != nil {
+			return fmt.Errorf("stat %q: %w", rel, err)
+		}
+		if tree.ValidateName(name) != nil {
+			sc.warn("skipped %q: its name cannot be stored", rel)
+			continue
+		}
+		mode := info.Mode()
+		it := &item{name: name, mode: tree.UnixMode(mode)}
+		switch {
+		case mode.IsDir():
+			if sc.ignore.Skip(rel, name, true) {
+				continue
+			}
+			it.kind = tree.KindDir
+			it.dir = &node{rel: rel, mode: it.mode}
+			child := it.dir
+			if !g.TryGo(func() error { return sc.walk(ctx, g, child) }) {
+				if err := sc.walk(ctx, g, child); err != nil {
+					return err
+				}
+			}
+		case mode&fs.ModeSymlink != 0:
+			if sc.ignore.Skip(rel, name, false) {
+				continue
+			}
+			target, err := os.Readlink(sc.abs(rel))
+			if err != nil {
+				return fmt.Errorf("read symlink %q: %w", rel, err)
+			}
+			if target == "" || len(target) > 4096 || strings.IndexByte(target, 0) >= 0 {
+				sc.warn("skipped symlink %q: its target cannot be stored", rel)
+				continue
+			}
+			it.kind, it.mode, it.target, it.size = tree.KindSymlink, 0o777, target, int64(len(target))
+		case mode.IsRegular():
+			if sc.ignore.Skip(rel, name, false) {
+				continue
+			}
+			it.kind, it.size = tree.KindFile, info.Size()
+			key, ok := keyOf(info)
+			if !ok {
+				queued = append(queued, job{rel: rel, it: it})
+				break
+			}
+			it.key = key
+			if e, hit := sc.old[rel]; hit && !e.Racy && e.Key == key {
+				it.hash = e.Hash
+				if !sc.store || sc.batch.Has(e.Hash) {
+					sc.record(rel, e)
+					break
+				}
+			}
+			queued = append(queued, job{rel: rel, it: it})
+		default:
+			if !sc.ignore.Skip(rel, name, false) {
+				sc.warn("skipped special file %q (%s)", rel, typeName(mode))
+			}
+			continue
+		}
+		n.children = append(n.children, it)
+	}
+	slices.SortFunc(n.children, func(a, b *item) int { return strings.Compare(a.name, b.name) })
+	if len(queued) > 0 {
+		sc.mu.Lock()
+		sc.jobs = append(sc.jobs, queued...)
+		sc.mu.Unlock()
+	}
+	return nil
+}
+
+func (sc *scan) record(rel string, e statEntry) {
+	sc.mu.Lock()
+	sc.next[rel] = e
+	sc.mu.Unlock()
+}
+
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "irregular file"
+}
+
+func displayRel(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// hashAll reads and hashes every queued file with a few workers, storing content when snapshotting.
+func (sc *scan) hashAll(ctx context.Context, p application.Progress) error {
+	if len(sc.jobs) == 0 {
+		return nil
+	}
+	var total int64
+	for _, j := range sc.jobs {
+		total += j.it.size
+	}
+	if p != nil {
+		p.Start("reading files", total)
+		defer p.Done()
+	}
+	ch := make(chan job)
+	g, gctx := errgroup.WithContext(ctx)
+	for range sc.s.workers {
+		g.Go(func() error {
+			bufp := new([]byte)
+			for j := range ch {
+				if err := sc.hashOne(gctx, j, bufp); err != nil {
+					return err
+				}
+				if p != nil {
+					p.Add(j.it.size)
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(ch)
+		for _, j := range sc.jobs {
+			select {
+			case ch <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// errChanged reports a file that changed while it was read; the caller retries.
+var errChanged = errors.New("file changed while being read")
+
+func (sc *scan) hashOne(ctx context.Context, j job, bufp *[]byte) error {
+	var err error
+	for range maxAttempts {
+		if err = ctx.Err(); err != nil {
+			return err
+		}
+		err = sc.tryHash(j, bufp)
+		if !errors.Is(err, errChanged) && !errors.Is(err, objectstore.ErrContentChanged) {
+			return err
+		}
+	}
+	return fmt.Errorf("%q kept changing while it was read (%d attempts): %w", j.rel, maxAttempts, err)
+}
+
+func (sc *scan) tryHash(j job, bufp *[]byte) error {
+	abs := sc.abs(j.rel)
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("open %q: %w", j.rel, err)
+	}
+	defer func() { _ = f.Close() }()
+	before, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %q: %w", j.rel, err)
+	}
+	if !before.Mode().IsRegular() {
+		return fmt.Errorf("%q: %w (no longer a regular file)", j.rel, errChanged)
+	}
+	observed := sc.s.clock()
+	size := before.Size()
+	var h tree.Hash
+	var data []byte
+	if size <= smallFile {
+		data, err = readAll(f, size, bufp)
+		if err != nil {
+			return fmt.Errorf("read %q: %w", j.rel, err)
+		}
+		h = sha256.Sum256(data)
+	} else {
+		hw := sha256.New()
+		n, err := io.Copy(hw, f)
+		if err != nil {
+			return fmt.Errorf("read %q: %w", j.rel, err)
+		}
+		if n != size {
+			return errChanged
+		}
+		copy(h[:], hw.Sum(nil))
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %q: %w", j.rel, err)
+	}
+	kb, _ := keyOf(before)
+	ka, _ := keyOf(after)
+	if kb != ka {
+		return errChanged
+	}
+	if sc.store && !sc.batch.Has(h) {
+		var r io.Reader
+		if data != nil {
+			r = bytes.NewReader(data)
+		} else {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return fmt.Errorf("rewind %q: %w", j.rel, err)
+			}
+			r = f
+		}
+		n, err := sc.batch.PutBlob(r, h, size)
+		if err != nil {
+			return fmt.Errorf("store %q: %w", j.rel, err)
+		}
+		sc.mu.Lock()
+		sc.stored += n
+		sc.mu.Unlock()
+	}
+	j.it.hash, j.it.size, j.it.key = h, size, ka
+	j.it.mode = tree.UnixMode(after.Mode())
+	sc.record(j.rel, statEntry{Key: ka, Hash: h, Racy: racy(ka, observed)})
+	return nil
+}
+
+// readAll reads exactly size bytes (and checks for more) into a reusable buffer.
+func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
+	if int64(cap(*bufp)) < size+1 {
+		*bufp = make([]byte, size+1, max(size+1, 64<<10))
+	}
+	buf := (*bufp)[:size+1]
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		if int64(n) != size {
+			return nil, errChanged
+		}
+		return buf[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, errChanged // more bytes than stat said: still being written
+}
+
+// buildTrees stores the Merkle trees bottom-up and returns the root hash.
+func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
+	t := make(objectstore.Tree, 0, len(n.children))
+	for _, it := range n.children {
+		e := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
+		if it.kind == tree.KindDir {
+			h, err := sc.buildTrees(it.dir)
+			if err != nil {
+				return tree.ZeroHash, err
+			}
+			e.Hash, e.Size = h, 0
+		}
+		if it.kind == tree.KindSymlink {
+			e.Size, e.Hash = 0, tree.ZeroHash
+		}
+		t = append(t, e)
+	}
+	h, stored, err := sc.batch.PutTree(t)
+	if err != nil {
+		return tree.ZeroHash, fmt.Errorf("store tree %q: %w", displayRel(n.rel), err)
+	}
+	sc.stored += stored
+	return h, nil
+}
+
+// flattenNode appends the entries under n in tree.Compare order and returns n's tree hash.
+func flattenNode(n *node, prefix string, out *[]tree.Entry) (tree.Hash, error) {
+	t := make(objectstore.Tree, 0, len(n.children))
+	for _, it := range n.children {
+		p := join(prefix, it.name)
+		idx := len(*out)
+		e := tree.Entry{Path: p, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
+		*out = append(*out, e)
+		te := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
+		switch it.kind {
+		case tree.KindDir:
+			h, err := flattenNode(it.dir, p, out)
+			if err != nil {
+				return tree.ZeroHash, err
+			}
+			(*out)[idx].Hash, (*out)[idx].Size = h, 0
+			te.Hash, te.Size = h, 0
+		case tree.KindSymlink:
+			(*out)[idx].Size = int64(len(it.target))
+			te.Size, te.Hash = 0, tree.ZeroHash
+		}
+		t = append(t, te)
+	}
+	h, _, err := objectstore.HashTree(t)
+	if err != nil {
+		return tree.ZeroHash, fault.Wrap(fault.ErrInvalid, err, "encode directory %q", displayRel(n.rel))
+	}
+	return h, nil
+}
+
+func walkItems(n *node, fn func(*item)) {
+	for _, it := range n.children {
+		fn(it)
+		if it.dir != nil {
+			walkItems(it.dir, fn)
+		}
+	}
+}
+
+// OpenLive opens the regular file at rel without following symlinks, for diffs against the
+// workspace.
+func (s *Scanner) OpenLive(rel string) (io.ReadCloser, error) {
+	if err := tree.ValidatePath(rel); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(s.layout.Root, filepath.FromSlash(rel)), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %q: %w", rel, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fault.Invalid("%q is not a regular file", rel)
+	}
+	return f, nil
+}

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+func (h *handler) commands() []*ucli.Command {
+	return []*ucli.Command{
+		{
+			Name: "init", Usage: "create .plan/ in the workspace (idempotent)",
+			Action: h.initCmd,
+		},
+		{
+			Name: "checkpoint", Usage: "create, list, show and delete checkpoints",
+			Subcommands: []*ucli.Command{
+				{
+					Name: "create", Usage: "record the workspace as a checkpoint",
+					Flags: []ucli.Flag{
+						&ucli.StringFlag{Name: "note", Usage: "a note to keep with the checkpoint"},
+						&ucli.StringFlag{Name: "type", Value: string(checkpoint.Manual), Usage: "checkpoint `TYPE`"},
+					},
+					Action: h.checkpointCreate,
+				},
+				{Name: "list", Usage: "list checkpoints, newest first", Action: h.checkpointList},
+				{
+					Name: "show", Usage: "show a checkpoint", ArgsUsage: "ID",
+					Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "files", Usage: "list every entry"}},
+					Action: h.checkpointShow,
+				},
+				{Name: "delete", Usage: "delete a checkpoint (its data goes at the next gc)", ArgsUsage: "ID", Action: h.checkpointDelete},
+			},
+		},
+		{
+			Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "FROM [TO]",
+			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"}},
+			Action: h.diff,
+		},
+		{
+			Name: "rollback", Usage: "restore the workspace to a checkpoint, atomically",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "to-checkpoint", Usage: "the checkpoint `ID` to restore"},
+				&ucli.BoolFlag{Name: "dry-run", Usage: "show what would change; change nothing"},
+			},
+			Action: h.rollback,
+		},
+		{Name: "recover", Usage: "finish or undo an operation a crash interrupted", Action: h.recoverCmd},
+		{Name: "demo", Usage: "run a self-contained demonstration in a temporary directory", Action: h.demo},
+	}
+}
+
+func (h *handler) initCmd(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	ctx := c.Context
+	var v initView
+	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
+		l := app.Services.Layout
+		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created}
+		return h.emit(v, func(w io.Writer) {
+			if created {
+				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s\n", l.Root)
+			} else {
+				_, _ = fmt.Fprintf(w, "plan workspace %s is already initialised\n", l.Root)
+			}
+		})
+	})
+}
+
+// withInit opens the workspace, creating .plan/ when needed, and tells fn whether it did.
+func (h *handler) withInit(ctx context.Context, fn func(app *bootstrap.App, created bool) error) error {
+	l, err := workspace.NewLayout(h.root)
+	if err != nil {
+		return err
+	}
+	created := !l.Initialized()
+	return h.with(ctx, true, func(app *bootstrap.App) error { return fn(app, created) })
+}
+
+func (h *handler) checkpointCreate(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	typ, err := checkpoint.ParseType(c.String("type"))
+	if err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		cp, err := app.Services.Checkpoints.Create(c.Context, application.CreateRequest{
+			Type: typ, Note: c.String("note"), Progress: h.progress(), Warn: h.warn,
+		})
+		if err != nil {
+			return err
+		}
+		return h.emit(newCheckpointView(cp), func(w io.Writer) {
+			st := cp.Stats()
+			_, _ = fmt.Fprintf(w, "Created checkpoint %s (%s): %d files, %s, %s newly stored, %.1f ms\n",
+				cp.ID(), cp.Type(), st.Files, humanBytes(st.Bytes), humanBytes(st.StoredBytes),
+				float64(st.Duration.Microseconds())/1000)
+		})
+	})
+}
+
+func (h *handler) checkpointList(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		cps, err := app.Services.Checkpoints.List(c.Context)
+		if err != nil {
+			return err
+		}
+		views := make([]checkpointView, 0, len(cps))
+		for _, cp := range cps {
+			views = append(views, newCheckpointView(cp))
+		}
+		return h.emit(views, func(w io.Writer) {
+			if len(cps) == 0 {
+				_, _ = fmt.Fprintln(w, "No checkpoints yet: `plan checkpoint create` takes one.")
+				return
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			_, _ = fmt.Fprintln(tw, "ID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
+			for _, cp := range cps {
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cp.ID(), cp.Type(),
+					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), cp.Note())
+			}
+			_ = tw.Flush()
+		})
+	})
+}
+
+func (h *handler) checkpointShow(c *ucli.Context) error {
+	ref, err := arg(c, 0, "ID")
+	if err != nil {
+		return err
+	}
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		svc := app.Services.Checkpoints
+		cp, err := svc.Resolve(c.Context, ref)
+		if err != nil {
+			return err
+		}
+		v := newCheckpointView(cp)
+		if c.Bool("files") {
+			entries, err := svc.Entries(c.Context, cp)
+			if err != nil {
+				return err
+			}
+			ev := newEntryViews(entries)
+			v.Entries = &ev
+		}
+		return h.emit(v, func(w io.Writer) {
+			printCheckpoint(w, v)
+			if v.Entries != nil {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				for _, e := range *v.Entries {
+					detail := ""
+					switch {
+					case e.SHA256 != nil:
+						detail = (*e.SHA256)[:16]
+					case e.Target != nil:
+						detail = "-> " + *e.Target
+					}
+					_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.Mode, e.Kind, e.Size, detail, e.Path)
+				}
+				_ = tw.Flush()
+			}
+		})
+	})
+}
+
+func printCheckpoint(w io.Writer, v checkpointView) {
+	or := func(s *string, none string) string {
+		if s == nil {
+			return none
+		}
+		return *s
+	}
+	_, _ = fmt.Fprintf(w, "checkpoint %s\n", v.ID)
+	_, _ = fmt.Fprintf(w, "type:        %s\ncreated:     %s\n", v.Type, v.CreatedAt)
+	if v.Note != "" {
+		_, _ = fmt.Fprintf(w, "note:        %s\n", v.Note)
+	}
+	_, _ = fmt.Fprintf(w, "decision:    %s\nparent:      %s\ngit commit:  %s\n",
+		or(v.DecisionID, "-"), or(v.ParentID, "-"), or(v.GitCommit, "-"))
+	_, _ = fmt.Fprintf(w, "files:       %d (%s), %s newly stored, taken in %.1f ms\nrollbacks:   %d\n",
+		v.Files, humanBytes(v.Bytes), humanBytes(v.StoredBytes), v.DurationMs, v.RollbackCount)
+}
+
+func (h *handler) checkpointDelete(c *ucli.Context) error {
+	ref, err := arg(c, 0, "ID")
+	if err != nil {
+		return err
+	}
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		cp, err := app.Services.Checkpoints.Delete(c.Context, ref)
+		if err != nil {
+			return err
+		}
+		return h.emit(map[string]string{"deleted": string(cp.ID())}, func(w io.Writer) {
+			_, _ = fmt.Fprintf(w, "Deleted checkpoint %s; `plan gc` reclaims its data.\n", cp.ID())
+		})
+	})
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

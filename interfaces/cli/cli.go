@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+)
+
+// Runner runs plan commands against injected streams.
+type Runner struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Stdin  io.Reader
+	// Interactive says stdin is a terminal a person answers prompts on.
+	Interactive bool
+	// ProgressTerminal says stderr is a terminal where progress bars may be drawn.
+	ProgressTerminal bool
+	// Version is printed by --version.
+	Version string
+}
+
+// handler holds one invocation's state; a Runner creates a fresh one per Run.
+type handler struct {
+	r        *Runner
+	root     string
+	json     bool
+	yes      bool
+	notFound error
+}
+
+// Run executes args (args[0] is the program name) and returns the exit code.
+func (r *Runner) Run(ctx context.Context, args []string) int {
+	h := &handler{r: r}
+	app := h.app()
+	err := app.RunContext(ctx, reorder(app, args))
+	if err == nil && h.notFound != nil {
+		err = h.notFound
+	}
+	if err == nil {
+		return ExitOK
+	}
+	code, kind := exitCode(err)
+	if h.json {
+		var v errorView
+		v.Error.Kind, v.Error.Message, v.Code = kind, err.Error(), code
+		b, _ := json.Marshal(v)
+		_, _ = fmt.Fprintln(r.Stderr, string(b))
+	} else {
+		_, _ = fmt.Fprintf(r.Stderr, "plan: %v\n", err)
+	}
+	return code
+}
+
+func (h *handler) app() *ucli.App {
+	app := &ucli.App{
+		Name:                 "plan",
+		Usage:                "safe, fast undo for automated work",
+		Version:              h.r.Version,
+		Writer:               h.r.Stdout,
+		ErrWriter:            h.r.Stderr,
+		Reader:               h.r.Stdin,
+		HideHelpCommand:      true,
+		EnableBashCompletion: false,
+		Flags:                globalFlags(),
+		Before:               h.before,
+		ExitErrHandler:       func(*ucli.Context, error) {},
+		CommandNotFound: func(_ *ucli.Context, name string) {
+			h.notFound = usagef("unknown command %q (see `plan --help`)", name)
+		},
+		Action:   groupAction,
+		Commands: h.commands(),
+	}
+	app.OnUsageError = onUsageError
+	setUsageHandlers(app.Commands)
+	return app
+}
+
+func globalFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "the workspace root `DIR`", Value: "."},
+		&ucli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
+	}
+}
+
+func (h *handler) before(c *ucli.Context) error {
+	h.root, h.json, h.yes = c.String("workspace"), c.Bool("json"), c.Bool("yes")
+	return nil
+}
+
+func onUsageError(_ *ucli.Context, err error, _ bool) error { return usagef("%v", err) }
+
+func setUsageHandlers(cmds []*ucli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = onUsageError
+		if len(c.Subcommands) > 0 {
+			c.Action = groupAction
+			setUsageHandlers(c.Subcommands)
+		}
+	}
+}
+
+// groupAction runs for a command group without a (known) subcommand.
+func groupAction(c *ucli.Context) error {
+	if c.Args().Present() {
+		return usagef("unknown command %q (see `plan --help`)", c.Args().First())
+	}
+	_ = ucli.ShowSubcommandHelp(c)
+	if c.Command == nil || c.Command.Name == "" {
+		return usagef("missing command")
+	}
+	return usagef("missing subcommand for %q", c.Command.Name)
+}
+
+// open starts the application for the workspace; init creates .plan/ when missing. Any operation
+// a crash left behind is recovered first and reported on stderr.
+func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: h.root, Init: init})
+	if err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+// recoverFirst finishes or undoes an interrupted operation before a command runs.
+func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
+	pending, err := app.Services.Guard.Pending()
+	if err != nil || pending == nil {
+		return err
+	}
+	res, err := app.Services.Guard.Recover(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Recovered {
+		_, _ = fmt.Fprintf(h.r.Stderr, "plan: recovered an interrupted %s (%s): %s\n",
+			res.Operation.Kind, res.Operation.ID, res.Outcome)
+	}
+	return nil
+}
+
+// with opens the workspace, recovers, runs fn and closes the application.
+func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) error) (err error) {
+	app, err := h.open(ctx, init)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := app.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if err := h.recoverFirst(ctx, app); err != nil {
+		return err
+	}
+	return fn(app)
+}
+
+// emit prints v as JSON with --json, else runs text.
+func (h *handler) emit(v any, text func(w io.Writer)) error {
+	if h.json {
+		enc := json.NewEncoder(h.r.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(h.r.Stdout)
+	return nil
+}
+
+func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", msg) }
+
+func (h *handler) progress() application.Progress {
+	if !h.r.ProgressTerminal || h.json {
+		return nil
+	}
+	return &termProgress{w: h.r.Stderr}
+}
+
+// confirm asks for consent to a change. summary is shown before the question.
+func (h *handler) confirm(what, summary string) error {
+	if h.yes {
+		return nil
+	}
+	if !h.r.Interactive {
+		return usagef("%s needs confirmation and there is no terminal to ask on: pass --yes", what)
+	}
+	_, _ = fmt.Fprint(h.r.Stderr, summary)
+	_, _ = fmt.Fprint(h.r.Stderr, "Continue? [y/N] ")
+	line, err := bufio.NewReader(h.r.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return usagef("%s cancelled: nothing was changed", what)
+}
+
+// arg returns the n-th positional argument or a usage error naming it.
+func arg(c *ucli.Context, n int, name string) (string, error) {
+	if c.NArg() <= n {
+		return "", usagef("missing argument %s (see `plan %s --help`)", name, c.Command.FullName())
+	}
+	return c.Args().Get(n), nil
+}
+
+// noExtraArgs refuses positional arguments beyond max.
+func noExtraArgs(c *ucli.Context, maxArgs int) error {
+	if c.NArg() > maxArgs {
+		return usagef("unexpected argument %q (see `plan %s --help`)", c.Args().Get(maxArgs), c.Command.FullName())
+	}
+	return nil
+}
+
+// reorder lets flags follow positional arguments (`plan checkpoint show ID --files`), as users of git
+// expect, and lets global flags follow the command. urfave/cli v2 stops parsing flags at the first
+// positional argument, so flags are moved in front of them; everything after "--" stays as it is.
+func reorder(app *ucli.App, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	globals := flagArity(app.Flags)
+	// Leading global flags.
+	i := 0
+	for i < len(rest) && strings.HasPrefix(rest[i], "-") && rest[i] != "--" && rest[i] != "-" {
+		i += takes(globals, rest[i])
+	}
+	if i > len(rest) {
+		return args
+	}
+	out = append(out, rest[:i]...)
+	rest = rest[i:]
+	// The command path.
+	cmds := app.Commands
+	var leaf *ucli.Command
+	var path []string
+	for len(rest) > 0 {
+		var found *ucli.Command
+		for _, c := range cmds {
+			if c.HasName(rest[0]) {
+				found = c
+			}
+		}
+		if found == nil {
+			break
+		}
+		path = append(path, rest[0])
+		rest = rest[1:]
+		leaf = found
+		if len(found.Subcommands) == 0 {
+			break
+		}
+		cmds = found.Subcommands
+	}
+	if leaf == nil {
+		return args
+	}
+	local := flagArity(leaf.Flags)
+	var moveGlobal, flags, positional []string
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		if a == "--" {
+			positional = append(positional, rest[j:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		n, isLocal := arity(local, a)
+		if !isLocal {
+			if gn, isGlobal := arity(globals, a); isGlobal {
+				moveGlobal = append(moveGlobal, rest[j:min(j+gn, len(rest))]...)
+				j += gn - 1
+				continue
+			}
+		}
+		flags = append(flags, rest[j:min(j+n, len(rest))]...)
+		j += n - 1
+	}
+	out = append(out, moveGlobal...)
+	out = append(out, path...)
+	out = append(out, flags...)
+	if len(positional) > 0 && positional[0] != "--" && len(flags) > 0 {
+		// Keep positionals that look like flags from being parsed as flags.
+		return append(append(out, "--"), positional...)
+	}
+	return append(out, positional...)
+}
+
+// flagArity maps every flag name to whether it takes a value.
+func flagArity(fs []ucli.Flag) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range fs {
+		_, isBool := f.(*ucli.BoolFlag)
+		for _, n := range f.Names() {
+			m[n] = !isBool
+		}
+	}
+	return m
+}
+
+// arity returns how many tokens flag token a consumes and whether it is defined in m.
+func arity(m map[string]bool, a string) (int, bool) {
+	name := strings.TrimLeft(a, "-")
+	if k, _, hasValue := strings.Cut(name, "="); hasValue {
+		_, ok := m[k]
+		return 1, ok
+	}
+	takesValue, ok := m[name]
+	if ok && takesValue {
+		return 2, true
+	}
+	return 1, ok
+}
+
+func takes(m map[string]bool, a string) int {
+	n, _ := arity(m, a)
+	return n
+}
+
+// DefaultRunner returns a Runner on the process's standard streams.
+func DefaultRunner(version string) *Runner {
+	return &Runner{
+		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin,
+		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), Version: version,
+	}
+}

@@ -1,0 +1,10 @@
+// Package cli is plan's command-line interface (urfave/cli v2), built to ../shared/CONTRACT.md.
+//
+// Invariants:
+//   - Run never calls os.Exit and keeps no package state, so it can run many times in one process
+//     (the behaviour suite does); all output goes to the Runner's writers;
+//   - every failure becomes exactly one exit code through exitCode, from the error's fault kind; with
+//     --json the error is one JSON document on stderr, and stdout carries one JSON document on success;
+//   - --json output is built from the view structs in views.go, never by marshalling domain types;
+//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal.
+package cli

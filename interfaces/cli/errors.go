@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// The exit codes of the contract. Never renumber.
+const (
+	ExitOK          = 0
+	ExitInternal    = 1
+	ExitUsage       = 2
+	ExitInvalid     = 3
+	ExitNotFound    = 4
+	ExitConflict    = 5
+	ExitIntegrity   = 6
+	ExitInterrupted = 130
+)
+
+// usageError is a command-line mistake: unknown command or flag, missing argument, missing --yes.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCode maps an error to the contract's exit code and the kind name printed with --json.
+func exitCode(err error) (int, string) {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK, ""
+	case errors.As(err, &ue):
+		return ExitUsage, "usage"
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted, "interrupted"
+	case errors.Is(err, fault.ErrIntegrity):
+		return ExitIntegrity, "integrity"
+	case errors.Is(err, fault.ErrInvalid):
+		return ExitInvalid, "invalid"
+	case errors.Is(err, fault.ErrNotFound):
+		return ExitNotFound, "not_found"
+	case errors.Is(err, fault.ErrConflict):
+		return ExitConflict, "conflict"
+	}
+	return ExitInternal, "internal"
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// checkpointView is the checkpoint object of the contract.
+type checkpointView struct {
+	ID            string       `json:"id"`
+	Type          string       `json:"type"`
+	CreatedAt     string       `json:"created_at"`
+	Note          string       `json:"note"`
+	DecisionID    *string      `json:"decision_id"`
+	ParentID      *string      `json:"parent_id"`
+	GitCommit     *string      `json:"git_commit"`
+	Files         int64        `json:"files"`
+	Bytes         int64        `json:"bytes"`
+	StoredBytes   int64        `json:"stored_bytes"`
+	DurationMs    float64      `json:"duration_ms"`
+	RollbackCount int          `json:"rollback_count"`
+	RootTree      string       `json:"root_tree"`
+	Entries       *[]entryView `json:"entries,omitempty"`
+}
+
+type entryView struct {
+	Path   string  `json:"path"`
+	Kind   string  `json:"kind"`
+	Mode   string  `json:"mode"`
+	Size   int64   `json:"size"`
+	SHA256 *string `json:"sha256"`
+	Target *string `json:"target,omitempty"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func newCheckpointView(c *checkpoint.Checkpoint) checkpointView {
+	st := c.Stats()
+	return checkpointView{
+		ID: string(c.ID()), Type: string(c.Type()), CreatedAt: c.CreatedAt().UTC().Format(time.RFC3339),
+		Note: c.Note(), DecisionID: optional(c.DecisionID()), ParentID: optional(string(c.ParentID())),
+		GitCommit: optional(c.GitCommit()), Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes,
+		DurationMs: float64(st.Duration.Microseconds()) / 1000, RollbackCount: c.RollbackCount(),
+		RootTree: c.Root().String(),
+	}
+}
+
+func newEntryViews(entries []tree.Entry) []entryView {
+	out := make([]entryView, 0, len(entries))
+	for _, e := range entries {
+		v := entryView{Path: e.Path, Kind: e.Kind.String(), Mode: modeString(e.Mode), Size: e.Size}
+		switch e.Kind {
+		case tree.KindFile:
+			h := e.Hash.String()
+			v.SHA256 = &h
+		case tree.KindSymlink:
+			t := e.Target
+			v.Target = &t
+		case tree.KindDir:
+			v.Size = 0
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func modeString(m uint32) string { return "0" + formatOctal(m) }
+
+func formatOctal(m uint32) string {
+	const digits = "01234567"
+	var b [12]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = digits[m&7]
+		m >>= 3
+		if m == 0 {
+			break
+		}
+	}
+	for len(b)-i < 3 {
+		i--
+		b[i] = '0'
+	}
+	return string(b[i:])
+}
+
+type changeView struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+	Size   int64  `json:"size"`
+	Kind   string `json:"kind"`
+	Patch  string `json:"patch,omitempty"`
+}
+
+func newChangeViews(changes []tree.Change) []changeView {
+	out := make([]changeView, 0, len(changes))
+	for _, c := range changes {
+		kind := ""
+		if c.To != nil {
+			kind = c.To.Kind.String()
+		} else {
+			kind = c.From.Kind.String()
+		}
+		size := c.Size()
+		if kind == "dir" {
+			size = 0
+		}
+		out = append(out, changeView{Path: c.Path, Change: string(c.Type), Size: size, Kind: kind})
+	}
+	return out
+}
+
+type diffView struct {
+	From    string       `json:"from"`
+	To      *string      `json:"to"`
+	Changes []changeView `json:"changes"`
+}
+
+type rollbackView struct {
+	CheckpointID       string       `json:"checkpoint_id"`
+	BackupCheckpointID *string      `json:"backup_checkpoint_id"`
+	Added              int          `json:"added"`
+	Modified           int          `json:"modified"`
+	Deleted            int          `json:"deleted"`
+	RevertedDecisions  []string     `json:"reverted_decisions"`
+	DryRun             bool         `json:"dry_run"`
+	Changes            []changeView `json:"changes"`
+	Kept               []string     `json:"kept,omitempty"`
+}
+
+func newRollbackView(r application.RollbackResult, kept []string) rollbackView {
+	v := rollbackView{
+		CheckpointID: string(r.Target.ID()), Added: r.Counts.Added, Modified: r.Counts.Modified,
+		Deleted: r.Counts.Deleted, RevertedDecisions: append([]string{}, r.RevertedDecisions...),
+		DryRun: r.DryRun, Changes: newChangeViews(r.Changes), Kept: kept,
+	}
+	if r.Backup != nil {
+		v.BackupCheckpointID = optional(string(r.Backup.ID()))
+	}
+	return v
+}
+
+type recoverView struct {
+	Recovered bool    `json:"recovered"`
+	Operation *string `json:"operation"`
+	Outcome   *string `json:"outcome"`
+	Kind      *string `json:"kind,omitempty"`
+}
+
+type errorView struct {
+	Error struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Code int `json:"code"`
+}
+
+type initView struct {
+	Workspace string `json:"workspace"`
+	StateDir  string `json:"state_dir"`
+	Created   bool   `json:"created"`
+}
