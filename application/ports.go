@@ -34,9 +34,9 @@ type Progress interface {
 // Snapshot is the result of recording the live workspace.
 type Snapshot struct {
 	Root        tree.Hash
-	Files       int64 // regular files and symlinks
-	Bytes       int64 // their logical size
-	StoredBytes int64 // bytes newly written to the store
+	Files       int64    // regular files and symlinks
+	Bytes       int64    // their logical size
+	StoredBytes int64    // bytes newly written to the store
 	Warnings    []string // special files skipped, names that cannot be stored
 }
 
