@@ -283,6 +283,15 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	return s.rollback(ctx, target, req, nil)
 }
 
+// rollbackToID rolls back to a known checkpoint; the caller holds the guard.
+func (s *CheckpointService) rollbackToID(ctx context.Context, id checkpoint.ID, req RollbackRequest) (RollbackResult, error) {
+	target, err := s.repo.Get(ctx, id)
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	return s.rollback(ctx, target, req, nil)
+}
+
 func (s *CheckpointService) previewRollback(ctx context.Context, target *checkpoint.Checkpoint, p Progress) (RollbackResult, error) {
 	want, err := s.Entries(ctx, target)
 	if err != nil {

@@ -23,6 +23,7 @@ type Guard struct {
 	journal   Journal
 	restorer  Restorer
 	finishers map[string]Finisher
+	repairs   []func(ctx context.Context) error
 }
 
 // NewGuard returns a Guard.
@@ -32,6 +33,25 @@ func NewGuard(l Locker, j Journal, r Restorer) *Guard {
 
 // Register installs the finisher for operations of kind. Services call it from their constructors.
 func (g *Guard) Register(kind string, f Finisher) { g.finishers[kind] = f }
+
+// AddRepair installs a check that runs under the lock after journal recovery, whenever no other
+// process holds the lock: the plan use cases use it to close attempts a killed run left "running".
+func (g *Guard) AddRepair(fn func(ctx context.Context) error) { g.repairs = append(g.repairs, fn) }
+
+// RecoverIfIdle recovers an interrupted operation and runs the repairs, but only when the workspace
+// lock is free: a busy lock means the journal belongs to an operation that is still running.
+// Read-only commands call it so they never show a half-finished state.
+func (g *Guard) RecoverIfIdle(ctx context.Context) (RecoverResult, error) {
+	if ctx.Value(lockKey{}) != nil {
+		return g.recover(ctx)
+	}
+	unlock, ok, err := g.locker.TryLock("recover")
+	if err != nil || !ok {
+		return RecoverResult{}, err
+	}
+	defer func() { _ = unlock() }()
+	return g.recover(context.WithValue(ctx, lockKey{}, "recover"))
+}
 
 // Enter takes the workspace lock for purpose (unless ctx already carries it) and recovers a pending
 // operation. The returned context carries the lock; release MUST be called exactly once.
@@ -87,6 +107,19 @@ func (g *Guard) enterNoRecover(ctx context.Context) (context.Context, func(), er
 func (g *Guard) Pending() (*Operation, error) { return g.journal.Pending() }
 
 func (g *Guard) recover(ctx context.Context) (RecoverResult, error) {
+	res, err := g.recoverJournal(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, fn := range g.repairs {
+		if err := fn(context.WithoutCancel(ctx)); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 	op, err := g.journal.Pending()
 	if err != nil || op == nil {
 		return RecoverResult{}, err

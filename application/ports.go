@@ -21,6 +21,8 @@ type Transactor interface {
 // and then fails with a fault.ErrConflict error that names the holder.
 type Locker interface {
 	Lock(ctx context.Context, purpose string) (unlock func() error, err error)
+	// TryLock takes the lock only if it is free right now; ok is false when another process has it.
+	TryLock(purpose string) (unlock func() error, ok bool, err error)
 }
 
 // Progress receives coarse progress of a long operation. Implementations must be cheap; a nil
@@ -122,4 +124,30 @@ type Journal interface {
 // git or changing anything. ok is false outside a repository or on an unborn branch.
 type GitProbe interface {
 	Head() (commit string, ok bool)
+}
+
+// Command is one decision execution for the Executor.
+type Command struct {
+	DecisionID string
+	Attempt    int
+	Script     string // run by /bin/sh -c in the workspace root
+	Env        map[string]string
+	Timeout    time.Duration // 0: none
+	LogPath    string        // relative to the state directory
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode    int
+	TimedOut    bool
+	Interrupted bool // the context was cancelled (a signal); the process group was stopped
+}
+
+// Executor runs decisions' commands as real processes, keeping their output in the log.
+type Executor interface {
+	// Execute runs c, writes its output to its log and to live (when not nil), and returns once the
+	// process (and its process group) is gone. An error means it could not be started.
+	Execute(ctx context.Context, c Command, live io.Writer) (ExecResult, error)
+	// OpenLog opens a recorded log.
+	OpenLog(path string) (io.ReadCloser, error)
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/infrastructure/executor"
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
@@ -78,6 +80,7 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewCheckpoints, fx.As(new(checkpoint.Repository))),
 		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
 		fx.Annotate(persistence.NewTransactor, fx.As(new(application.Transactor))),
+		fx.Annotate(persistence.NewPlans, fx.As(new(plan.Repository))),
 	),
 )
 
@@ -117,6 +120,7 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(workspace.NewLocker, fx.As(new(application.Locker))),
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
+		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
 	),
 )
 
@@ -126,7 +130,11 @@ var ApplicationModule = fx.Module("application",
 		fx.Annotate(func() application.Clock { return systemClock{} }),
 		newGuard,
 		newCheckpointService,
+		application.NewPlanService,
 	),
+	// The plan service hooks itself into rollback (reverting decisions) and recovery (closing
+	// attempts a killed run left running); construct it even when a host asks only for checkpoints.
+	fx.Invoke(func(*application.PlanService) {}),
 )
 
 func newGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
@@ -163,6 +171,7 @@ type Services struct {
 	fx.In
 	Layout      workspace.Layout
 	Checkpoints *application.CheckpointService
+	Plans       *application.PlanService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

@@ -48,6 +48,45 @@ var migrations = []migration{
 			reverted TEXT NOT NULL DEFAULT '[]'
 		)`,
 	}},
+	{2, "plans, decisions and attempts", []string{
+		`CREATE TABLE plans (
+			id TEXT PRIMARY KEY,
+			name TEXT NOT NULL UNIQUE,
+			source TEXT NOT NULL DEFAULT '',
+			checkpoints INTEGER NOT NULL,
+			created_at INTEGER NOT NULL,
+			updated_at INTEGER NOT NULL
+		)`,
+		`CREATE TABLE decisions (
+			plan_id TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+			id TEXT NOT NULL,
+			position INTEGER NOT NULL,
+			name TEXT NOT NULL DEFAULT '',
+			run TEXT NOT NULL,
+			timeout_ns INTEGER NOT NULL DEFAULT 0,
+			env TEXT NOT NULL DEFAULT '{}',
+			skipped INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (plan_id, id)
+		)`,
+		`CREATE TABLE attempts (
+			plan_id TEXT NOT NULL,
+			decision_id TEXT NOT NULL,
+			number INTEGER NOT NULL,
+			status TEXT NOT NULL,
+			command TEXT NOT NULL,
+			checkpoint_id TEXT NOT NULL DEFAULT '',
+			result_tree TEXT NOT NULL DEFAULT '',
+			exit_code INTEGER,
+			started_at INTEGER NOT NULL,
+			finished_at INTEGER NOT NULL DEFAULT 0,
+			artifacts TEXT NOT NULL DEFAULT '[]',
+			reverted_by TEXT NOT NULL DEFAULT '',
+			log_path TEXT NOT NULL DEFAULT '',
+			PRIMARY KEY (plan_id, decision_id, number),
+			FOREIGN KEY (plan_id, decision_id) REFERENCES decisions(plan_id, id) ON DELETE CASCADE
+		)`,
+		`CREATE INDEX attempts_checkpoint ON attempts(checkpoint_id)`,
+	}},
 }
 
 func (d *DB) migrate(ctx context.Context) error {

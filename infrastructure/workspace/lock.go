@@ -50,12 +50,27 @@ func (l *Locker) Lock(ctx context.Context, purpose string) (func() error, error)
 		}
 		return nil, fault.Conflict("the workspace is busy: another plan process holds its lock (%s)", holder)
 	}
+	return l.held(fl, purpose), nil
+}
+
+// TryLock takes the lock only if it is free now.
+func (l *Locker) TryLock(purpose string) (func() error, bool, error) {
+	fl := flock.New(l.path)
+	ok, err := fl.TryLock()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return l.held(fl, purpose), true, nil
+}
+
+// held records the holder for others' messages and returns the release function.
+func (l *Locker) held(fl *flock.Flock, purpose string) func() error {
 	owner := fmt.Sprintf("pid %d, plan %s, since %s", os.Getpid(), purpose, time.Now().UTC().Format(time.RFC3339))
 	_ = os.WriteFile(l.ownerPath(), []byte(owner+"\n"), 0o600)
 	return func() error {
 		_ = os.Remove(l.ownerPath())
 		return fl.Unlock()
-	}, nil
+	}
 }
 
 func dirOf(p string) string { return filepath.Dir(p) }

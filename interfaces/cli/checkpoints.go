@@ -15,6 +15,10 @@ import (
 )
 
 func (h *handler) commands() []*ucli.Command {
+	return append(h.checkpointCommands(), h.planCommands()...)
+}
+
+func (h *handler) checkpointCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
 			Name: "init", Usage: "create .plan/ in the workspace (idempotent)",

@@ -134,11 +134,7 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 
 // recoverFirst finishes or undoes an interrupted operation before a command runs.
 func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
-	pending, err := app.Services.Guard.Pending()
-	if err != nil || pending == nil {
-		return err
-	}
-	res, err := app.Services.Guard.Recover(ctx)
+	res, err := app.Services.Guard.RecoverIfIdle(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,6 +167,7 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 	if h.json {
 		enc := json.NewEncoder(h.r.Stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
 	text(h.r.Stdout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 )
 
@@ -30,6 +31,7 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 // exitCode maps an error to the contract's exit code and the kind name printed with --json.
 func exitCode(err error) (int, string) {
 	var ue *usageError
+	var df *application.DecisionFailedError
 	switch {
 	case err == nil:
 		return ExitOK, ""
@@ -45,6 +47,8 @@ func exitCode(err error) (int, string) {
 		return ExitNotFound, "not_found"
 	case errors.Is(err, fault.ErrConflict):
 		return ExitConflict, "conflict"
+	case errors.As(err, &df):
+		return ExitInternal, "decision_failed"
 	}
 	return ExitInternal, "internal"
 }

@@ -1,0 +1,392 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/domain/plan"
+)
+
+// OnFailure is what a run does when a decision fails.
+type OnFailure string
+
+// The failure policies.
+const (
+	StopOnFailure     OnFailure = "stop"
+	RollbackOnFailure OnFailure = "rollback"
+)
+
+// ParseOnFailure validates a policy name.
+func ParseOnFailure(s string) (OnFailure, error) {
+	switch OnFailure(s) {
+	case StopOnFailure, RollbackOnFailure:
+		return OnFailure(s), nil
+	}
+	return "", fault.Invalid("--on-failure must be stop or rollback, not %q", s)
+}
+
+// DecisionFailedError reports a decision that ran and did not succeed.
+type DecisionFailedError struct {
+	DecisionID string
+	Status     plan.Status
+	ExitCode   *int
+	TimedOut   bool
+}
+
+func (e *DecisionFailedError) Error() string {
+	switch {
+	case e.TimedOut:
+		return fmt.Sprintf("decision %q timed out", e.DecisionID)
+	case e.ExitCode != nil:
+		return fmt.Sprintf("decision %q failed with exit code %d", e.DecisionID, *e.ExitCode)
+	}
+	return fmt.Sprintf("decision %q %s", e.DecisionID, e.Status)
+}
+
+// PlanService executes plans and ad-hoc decisions, checkpointing before each decision and recording
+// what each one changed.
+type PlanService struct {
+	plans plan.Repository
+	cps   *CheckpointService
+	exec  Executor
+	snap  Snapshotter
+	store TreeStore
+	clock Clock
+}
+
+// NewPlanService returns the service, makes rollbacks revert the decisions they undo, and registers
+// the repair that closes attempts a killed run left running.
+func NewPlanService(plans plan.Repository, cps *CheckpointService, exec Executor, snap Snapshotter, store TreeStore, clock Clock) *PlanService {
+	s := &PlanService{plans: plans, cps: cps, exec: exec, snap: snap, store: store, clock: clock}
+	cps.SetDecisionReverter(s)
+	cps.Guard().AddRepair(s.closeStale)
+	return s
+}
+
+// Event narrates a run for the user.
+type Event struct {
+	Kind       string // "skip", "start", "finish"
+	DecisionID string
+	Attempt    *plan.Attempt
+}
+
+// RunRequest describes `plan run`.
+type RunRequest struct {
+	Name          string
+	Source        string
+	Decisions     []plan.Definition
+	NoCheckpoints bool
+	OnFailure     OnFailure
+	Live          io.Writer
+	Events        func(Event)
+	Warn          func(string)
+}
+
+// RunResult is the state after a run.
+type RunResult struct {
+	Plan     *plan.Plan
+	Ran      []string
+	Skipped  []string
+	Rollback *RollbackResult // set when --on-failure rollback rolled back
+}
+
+// Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
+func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	ctx, release, err := s.cps.Guard().Enter(ctx, "run")
+	if err != nil {
+		return RunResult{}, err
+	}
+	defer release()
+	p, err := s.plans.ByName(ctx, req.Name)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		if p, err = plan.New(ident.New(s.clock.Now()), req.Name, req.Source, !req.NoCheckpoints, s.clock.Now()); err != nil {
+			return RunResult{}, err
+		}
+	case err != nil:
+		return RunResult{}, err
+	}
+	if err := p.Define(req.Decisions); err != nil {
+		return RunResult{}, err
+	}
+	p.SetCheckpoints(!req.NoCheckpoints)
+	if err := s.plans.Save(ctx, p); err != nil {
+		return RunResult{}, err
+	}
+	res := RunResult{Plan: p}
+	for _, def := range req.Decisions {
+		d, err := p.Decision(def.ID)
+		if err != nil {
+			return res, err
+		}
+		if d.Status() == plan.Succeeded {
+			res.Skipped = append(res.Skipped, d.ID())
+			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: d.Latest()})
+			continue
+		}
+		a, err := s.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		res.Ran = append(res.Ran, d.ID())
+		if err != nil {
+			return res, err
+		}
+		if a.Status == plan.Succeeded {
+			continue
+		}
+		p.SkipPending(d.ID())
+		if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+			return res, err
+		}
+		failure := &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode}
+		if a.Status == plan.Interrupted {
+			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
+		}
+		if req.OnFailure == RollbackOnFailure && a.CheckpointID != "" {
+			rb, err := s.cps.rollbackToID(ctx, checkpoint.ID(a.CheckpointID), RollbackRequest{Warn: req.Warn})
+			if err != nil {
+				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
+			}
+			res.Rollback = &rb
+			if res.Plan, err = s.plans.ByName(ctx, req.Name); err != nil {
+				return res, err
+			}
+		}
+		return res, failure
+	}
+	return res, nil
+}
+
+func emit(fn func(Event), e Event) {
+	if fn != nil {
+		fn(e)
+	}
+}
+
+// ExecRequest describes `plan exec`.
+type ExecRequest struct {
+	ID      string
+	Name    string
+	Command string
+	Live    io.Writer
+	Events  func(Event)
+	Warn    func(string)
+}
+
+// AdhocPlan is the name of the plan `plan exec` uses when no plan has run yet.
+const AdhocPlan = "adhoc"
+
+// Exec runs one ad-hoc decision appended to the current plan.
+func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, error) {
+	ctx, release, err := s.cps.Guard().Enter(ctx, "exec")
+	if err != nil {
+		return RunResult{}, err
+	}
+	defer release()
+	p, err := s.plans.Current(ctx)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		if p, err = plan.New(ident.New(s.clock.Now()), AdhocPlan, "", true, s.clock.Now()); err != nil {
+			return RunResult{}, err
+		}
+	case err != nil:
+		return RunResult{}, err
+	}
+	name := req.Name
+	if name == "" {
+		name = req.ID
+	}
+	if _, err := p.Append(plan.Definition{ID: req.ID, Name: name, Run: req.Command}); err != nil {
+		return RunResult{}, err
+	}
+	if err := s.plans.Save(ctx, p); err != nil {
+		return RunResult{}, err
+	}
+	res := RunResult{Plan: p, Ran: []string{req.ID}}
+	a, err := s.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
+	if err != nil {
+		return res, err
+	}
+	if a.Status != plan.Succeeded {
+		failure := &DecisionFailedError{DecisionID: req.ID, Status: a.Status, ExitCode: a.ExitCode}
+		if a.Status == plan.Interrupted {
+			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
+		}
+		return res, failure
+	}
+	return res, nil
+}
+
+// execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
+// process, then the result tree and artifacts. The outcome is recorded even when the context is
+// cancelled, so an interrupted decision is never left "running".
+func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, error) {
+	d, err := p.Decision(id)
+	if err != nil {
+		return nil, err
+	}
+	number := len(d.Attempts()) + 1
+	var pre *checkpoint.Checkpoint
+	if p.Checkpoints() {
+		pre, err = s.cps.create(ctx, CreateRequest{
+			Type: checkpoint.PreDecision, DecisionID: id, Warn: warn,
+			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
+		}
+	}
+	cpID := ""
+	if pre != nil {
+		cpID = string(pre.ID())
+	}
+	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
+	a, err := p.Start(id, command, cpID, logPath, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.plans.Save(ctx, p); err != nil {
+		return nil, err
+	}
+	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
+	def := d.Definition()
+	res, execErr := s.exec.Execute(ctx, Command{
+		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
+	}, live)
+	octx := context.WithoutCancel(ctx)
+	out := plan.Outcome{Status: plan.Failed}
+	switch {
+	case execErr != nil:
+		if warn != nil {
+			warn(fmt.Sprintf("decision %q could not start: %v", id, execErr))
+		}
+	case res.Interrupted:
+		out.Status = plan.Interrupted
+	case res.ExitCode == 0 && !res.TimedOut:
+		out.Status = plan.Succeeded
+	}
+	if execErr == nil && !res.Interrupted {
+		code := res.ExitCode
+		out.ExitCode = &code
+	}
+	var recordErr error
+	if pre != nil {
+		out.ResultTree, out.Artifacts, recordErr = s.changesSince(octx, pre)
+	}
+	if err := p.Finish(id, out, s.clock.Now()); err != nil {
+		return nil, err
+	}
+	if err := s.plans.Save(octx, p); err != nil {
+		return nil, err
+	}
+	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
+	if recordErr != nil {
+		return a, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
+	}
+	if res.TimedOut && out.Status == plan.Failed {
+		return a, &DecisionFailedError{DecisionID: id, Status: plan.Failed, ExitCode: out.ExitCode, TimedOut: true}
+	}
+	return a, nil
+}
+
+// changesSince snapshots the workspace and returns its tree and the artifacts since pre.
+func (s *PlanService) changesSince(ctx context.Context, pre *checkpoint.Checkpoint) (string, []artifact.Artifact, error) {
+	snap, err := s.snap.Snapshot(ctx, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := s.store.DiffTrees(pre.Root(), snap.Root)
+	if err != nil {
+		return "", nil, err
+	}
+	return snap.Root.String(), artifact.FromChanges(changes), nil
+}
+
+// closeStale finishes attempts a killed `plan run` left running: no process holds the lock, so none
+// of them is still executing. What they changed is recorded from the workspace as it is now.
+func (s *PlanService) closeStale(ctx context.Context) error {
+	p, err := s.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d := p.Running()
+	if d == nil {
+		return nil
+	}
+	a := d.Latest()
+	out := plan.Outcome{Status: plan.Interrupted}
+	if a.CheckpointID != "" {
+		if pre, err := s.cps.repo.Get(ctx, checkpoint.ID(a.CheckpointID)); err == nil {
+			out.ResultTree, out.Artifacts, err = s.changesSince(ctx, pre)
+			if err != nil {
+				return fmt.Errorf("record what interrupted decision %q changed: %w", d.ID(), err)
+			}
+		}
+	}
+	if err := p.Finish(d.ID(), out, s.clock.Now()); err != nil {
+		return err
+	}
+	return s.plans.Save(ctx, p)
+}
+
+// RevertAfter marks every attempt that started at or after cp as reverted by operation op. It runs
+// inside the rollback's unit of work.
+func (s *PlanService) RevertAfter(ctx context.Context, cp *checkpoint.Checkpoint, op string) ([]string, error) {
+	p, err := s.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := p.RevertStartedSince(cp.CreatedAt(), op)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, s.plans.Save(ctx, p)
+}
+
+// Status returns the current plan.
+func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) {
+	p, err := s.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fault.NotFound("no plan has run in this workspace yet: `plan run FILE` or `plan exec` starts one")
+	}
+	return p, err
+}
+
+// Log opens the recorded output of decision id's attempt (0: the latest).
+func (s *PlanService) Log(ctx context.Context, id string, attempt int) (io.ReadCloser, *plan.Attempt, error) {
+	p, err := s.Status(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := p.Decision(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	as := d.Attempts()
+	if len(as) == 0 {
+		return nil, nil, fault.NotFound("decision %q has not run yet", id)
+	}
+	a := as[len(as)-1]
+	if attempt > 0 {
+		if attempt > len(as) {
+			return nil, nil, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
+		}
+		a = as[attempt-1]
+	}
+	if strings.TrimSpace(a.LogPath) == "" {
+		return nil, a, fault.NotFound("attempt %d of %q has no log", a.Number, id)
+	}
+	rc, err := s.exec.OpenLog(a.LogPath)
+	return rc, a, err
+}

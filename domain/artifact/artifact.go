@@ -1,0 +1,45 @@
+// Package artifact is the record of what one decision produced: the files it added, modified and
+// deleted, with the size and SHA-256 of the content it left behind (of the content it removed, for
+// deletions). The content itself stays in the object store under the attempt's result tree, so a
+// correction can archive exactly what the decision produced even after later decisions changed it.
+package artifact
+
+import "github.com/planhq/plan/domain/tree"
+
+// Artifact is one path a decision changed.
+type Artifact struct {
+	Path   string
+	Change tree.ChangeType
+	Size   int64
+	SHA256 string
+}
+
+// FromChanges derives the artifacts of a decision from the change between the tree before it and
+// the tree after it. Directories are not artifacts; a path whose type changed is reported with the
+// new entry (or as deleted when it became a directory).
+func FromChanges(changes []tree.Change) []Artifact {
+	var out []Artifact
+	for _, c := range changes {
+		from := c.From != nil && c.From.Kind != tree.KindDir
+		to := c.To != nil && c.To.Kind != tree.KindDir
+		switch {
+		case to:
+			ch := c.Type
+			if !from {
+				ch = tree.Added
+			}
+			out = append(out, Artifact{Path: c.Path, Change: ch, Size: c.To.Size, SHA256: entryHash(c.To)})
+		case from:
+			out = append(out, Artifact{Path: c.Path, Change: tree.Deleted, Size: c.From.Size, SHA256: entryHash(c.From)})
+		}
+	}
+	return out
+}
+
+// entryHash is the content hash of a file, or of a symlink's target text.
+func entryHash(e *tree.Entry) string {
+	if e.Kind == tree.KindSymlink {
+		return tree.Sum([]byte(e.Target)).String()
+	}
+	return e.Hash.String()
+}

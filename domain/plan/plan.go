@@ -1,0 +1,348 @@
+// Package plan is the plan aggregate: a named, ordered list of decisions, each with the history of
+// its executions (attempts). The aggregate enforces the legal status transitions; no other layer
+// sets a status directly.
+//
+// Invariants:
+//   - decision IDs are unique within a plan and match ^[a-z0-9][a-z0-9_-]{0,63}$;
+//   - a decision's status is its latest attempt's status, or pending/skipped before any attempt;
+//   - at most one attempt of a plan is running at any time, and a new attempt starts only from
+//     pending, skipped, failed, interrupted or reverted: a succeeded decision must be reverted first;
+//   - attempts are numbered 1, 2, … per decision and never removed; reverting marks them, so the
+//     record of what ran is never lost.
+package plan
+
+import (
+	"context"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/fault"
+)
+
+// Status is a decision's or an attempt's state.
+type Status string
+
+// The statuses of the contract.
+const (
+	Pending     Status = "pending"
+	Running     Status = "running"
+	Succeeded   Status = "succeeded"
+	Failed      Status = "failed"
+	Interrupted Status = "interrupted"
+	Reverted    Status = "reverted"
+	Skipped     Status = "skipped"
+)
+
+var decisionID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidateDecisionID checks a decision ID.
+func ValidateDecisionID(id string) error {
+	if !decisionID.MatchString(id) {
+		return fault.Invalid("decision ID %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", id)
+	}
+	return nil
+}
+
+// Definition is what a plan file (or `plan exec`) says about a decision.
+type Definition struct {
+	ID      string
+	Name    string
+	Run     string
+	Timeout time.Duration
+	Env     map[string]string
+}
+
+func (d Definition) validate() error {
+	if err := ValidateDecisionID(d.ID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(d.Run) == "" {
+		return fault.Invalid("decision %q has no command to run", d.ID)
+	}
+	if d.Timeout < 0 {
+		return fault.Invalid("decision %q has a negative timeout", d.ID)
+	}
+	return nil
+}
+
+// Attempt is one execution of a decision.
+type Attempt struct {
+	Number       int
+	Status       Status
+	Command      string
+	CheckpointID string // the pre_decision checkpoint, "" when checkpoints were off
+	ResultTree   string // the workspace tree right after the attempt, "" when unknown
+	ExitCode     *int
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	Artifacts    []artifact.Artifact
+	RevertedBy   string // the rollback or correction that reverted it
+	LogPath      string
+}
+
+// Decision is one step of a plan.
+type Decision struct {
+	def      Definition
+	skipped  bool
+	attempts []*Attempt
+}
+
+// ID returns the decision's ID.
+func (d *Decision) ID() string { return d.def.ID }
+
+// Definition returns what the plan says about the decision.
+func (d *Decision) Definition() Definition {
+	def := d.def
+	def.Env = maps.Clone(d.def.Env)
+	return def
+}
+
+// Attempts returns the attempts, oldest first. Callers must not modify them.
+func (d *Decision) Attempts() []*Attempt { return d.attempts }
+
+// Latest returns the newest attempt, or nil.
+func (d *Decision) Latest() *Attempt {
+	if len(d.attempts) == 0 {
+		return nil
+	}
+	return d.attempts[len(d.attempts)-1]
+}
+
+// Status is the latest attempt's status, or pending/skipped.
+func (d *Decision) Status() Status {
+	if a := d.Latest(); a != nil {
+		return a.Status
+	}
+	if d.skipped {
+		return Skipped
+	}
+	return Pending
+}
+
+// Plan is the aggregate root.
+type Plan struct {
+	id          string
+	name        string
+	source      string
+	checkpoints bool
+	createdAt   time.Time
+	decisions   []*Decision
+}
+
+// New returns an empty plan.
+func New(id, name, source string, checkpoints bool, now time.Time) (*Plan, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, fault.Invalid("a plan needs a name")
+	}
+	return &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: now.UTC()}, nil
+}
+
+// DecisionState is the persisted form of a decision, for Rehydrate.
+type DecisionState struct {
+	Def      Definition
+	Skipped  bool
+	Attempts []*Attempt
+}
+
+// Rehydrate rebuilds a stored plan. Only persistence mappers call it.
+func Rehydrate(id, name, source string, checkpoints bool, createdAt time.Time, ds []DecisionState) *Plan {
+	p := &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: createdAt.UTC()}
+	for _, s := range ds {
+		p.decisions = append(p.decisions, &Decision{def: s.Def, skipped: s.Skipped, attempts: s.Attempts})
+	}
+	return p
+}
+
+// ID returns the plan's ID.
+func (p *Plan) ID() string { return p.id }
+
+// Name returns the plan's name.
+func (p *Plan) Name() string { return p.name }
+
+// Source returns the plan file the plan came from ("" for ad-hoc plans).
+func (p *Plan) Source() string { return p.source }
+
+// Checkpoints reports whether decisions get pre_decision checkpoints.
+func (p *Plan) Checkpoints() bool { return p.checkpoints }
+
+// SetCheckpoints records the latest run's checkpoint setting.
+func (p *Plan) SetCheckpoints(on bool) { p.checkpoints = on }
+
+// CreatedAt returns when the plan was first run.
+func (p *Plan) CreatedAt() time.Time { return p.createdAt }
+
+// Decisions returns the decisions in plan order. Callers must not modify them.
+func (p *Plan) Decisions() []*Decision { return p.decisions }
+
+// Decision finds a decision by ID.
+func (p *Plan) Decision(id string) (*Decision, error) {
+	for _, d := range p.decisions {
+		if d.def.ID == id {
+			return d, nil
+		}
+	}
+	return nil, fault.NotFound("decision %q not found in plan %q", id, p.name)
+}
+
+// Define brings the plan in line with a plan file's definitions: new decisions are appended in
+// file order, existing ones take the file's command, name, env and timeout for future attempts.
+// A file that reorders decisions that already ran is refused: resuming it would be ambiguous.
+func (p *Plan) Define(defs []Definition) error {
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if err := d.validate(); err != nil {
+			return err
+		}
+		if seen[d.ID] {
+			return fault.Invalid("decision ID %q appears twice", d.ID)
+		}
+		seen[d.ID] = true
+	}
+	lastIdx := -1
+	for _, def := range defs {
+		d, err := p.Decision(def.ID)
+		if err != nil {
+			p.decisions = append(p.decisions, &Decision{def: def})
+			lastIdx = len(p.decisions) - 1
+			continue
+		}
+		idx := slices.Index(p.decisions, d)
+		if idx < lastIdx {
+			return fault.Conflict("plan file moves decision %q before decisions that already come after it; start a plan with a new name instead", def.ID)
+		}
+		lastIdx = idx
+		d.def = def
+	}
+	return nil
+}
+
+// Append adds one ad-hoc decision at the end (plan exec). An existing decision that has not
+// succeeded gets the new definition and may run again.
+func (p *Plan) Append(def Definition) (*Decision, error) {
+	if err := def.validate(); err != nil {
+		return nil, err
+	}
+	if d, err := p.Decision(def.ID); err == nil {
+		if d.Status() == Succeeded {
+			return nil, fault.Conflict("decision %q already succeeded; correct it with `plan correct --decision %s`", def.ID, def.ID)
+		}
+		d.def = def
+		return d, nil
+	}
+	d := &Decision{def: def}
+	p.decisions = append(p.decisions, d)
+	return d, nil
+}
+
+// Running returns the running decision, if any.
+func (p *Plan) Running() *Decision {
+	for _, d := range p.decisions {
+		if d.Status() == Running {
+			return d
+		}
+	}
+	return nil
+}
+
+// Start begins a new attempt of decision id with command (the definition's unless overridden).
+func (p *Plan) Start(id, command, checkpointID, logPath string, now time.Time) (*Attempt, error) {
+	d, err := p.Decision(id)
+	if err != nil {
+		return nil, err
+	}
+	if r := p.Running(); r != nil {
+		return nil, fault.Conflict("decision %q is still running", r.ID())
+	}
+	switch d.Status() {
+	case Pending, Skipped, Failed, Interrupted, Reverted:
+	default:
+		return nil, fault.Conflict("decision %q is %s and cannot start again", id, d.Status())
+	}
+	if command == "" {
+		command = d.def.Run
+	}
+	a := &Attempt{
+		Number: len(d.attempts) + 1, Status: Running, Command: command, CheckpointID: checkpointID,
+		StartedAt: now.UTC(), LogPath: logPath,
+	}
+	d.attempts = append(d.attempts, a)
+	d.skipped = false
+	return a, nil
+}
+
+// Outcome is how an attempt ended.
+type Outcome struct {
+	Status     Status // Succeeded, Failed or Interrupted
+	ExitCode   *int
+	ResultTree string
+	Artifacts  []artifact.Artifact
+}
+
+// Finish ends decision id's running attempt.
+func (p *Plan) Finish(id string, o Outcome, now time.Time) error {
+	d, err := p.Decision(id)
+	if err != nil {
+		return err
+	}
+	a := d.Latest()
+	if a == nil || a.Status != Running {
+		return fault.Conflict("decision %q has no running attempt", id)
+	}
+	switch o.Status {
+	case Succeeded, Failed, Interrupted:
+	default:
+		return fault.Invalid("an attempt cannot finish as %s", o.Status)
+	}
+	a.Status, a.ExitCode, a.ResultTree, a.Artifacts, a.FinishedAt = o.Status, o.ExitCode, o.ResultTree, o.Artifacts, now.UTC()
+	return nil
+}
+
+// SkipPending marks every pending decision after id as skipped (a run stopped before them).
+func (p *Plan) SkipPending(after string) {
+	found := false
+	for _, d := range p.decisions {
+		if found && d.Status() == Pending {
+			d.skipped = true
+		}
+		if d.def.ID == after {
+			found = true
+		}
+	}
+}
+
+// RevertStartedSince marks every finished attempt that started at or after t as reverted by op and
+// returns the IDs of the decisions whose latest attempt that reverted, in plan order.
+func (p *Plan) RevertStartedSince(t time.Time, op string) []string {
+	var ids []string
+	for _, d := range p.decisions {
+		changed := false
+		for _, a := range d.attempts {
+			if a.StartedAt.Before(t) {
+				continue
+			}
+			switch a.Status {
+			case Succeeded, Failed, Interrupted:
+				a.Status, a.RevertedBy = Reverted, op
+				changed = true
+			}
+		}
+		if changed {
+			ids = append(ids, d.def.ID)
+		}
+	}
+	return ids
+}
+
+// Repository persists plans. The current plan is the one most recently run.
+type Repository interface {
+	// Current returns the current plan, or fault.ErrNotFound when none ran yet.
+	Current(ctx context.Context) (*Plan, error)
+	// ByName returns the plan with this name, or fault.ErrNotFound.
+	ByName(ctx context.Context, name string) (*Plan, error)
+	// Save inserts or replaces p and makes it the current plan.
+	Save(ctx context.Context, p *Plan) error
+}

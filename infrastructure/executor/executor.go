@@ -1,0 +1,154 @@
+// Package executor runs decisions as real processes: /bin/sh -c in the workspace root, in a process
+// group of their own, with the decision's environment and timeout, output kept in .plan/logs/.
+//
+// Invariants:
+//   - Execute returns only after the shell and every process of its group are gone (on timeout or
+//     cancellation the group gets SIGTERM, then SIGKILL after Grace), so a decision never keeps
+//     changing the workspace after plan has recorded its outcome;
+//   - the shell dies with plan (Pdeathsig), so a killed plan does not leave it running unobserved;
+//   - log paths are relative to .plan/ and validated, so a stored path cannot point elsewhere.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Shell is the Executor.
+type Shell struct {
+	layout workspace.Layout
+	// Grace is how long a stopped decision gets between SIGTERM and SIGKILL.
+	Grace time.Duration
+}
+
+// NewShell returns the executor for the workspace in l.
+func NewShell(l workspace.Layout) *Shell { return &Shell{layout: l, Grace: 3 * time.Second} }
+
+var _ application.Executor = (*Shell)(nil)
+
+func (s *Shell) logFile(rel string) (string, error) {
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, "..") || !strings.HasPrefix(clean, "logs"+string(filepath.Separator)) {
+		return "", fault.Integrity("log path %q is not inside .plan/logs", rel)
+	}
+	return filepath.Join(s.layout.State(), clean), nil
+}
+
+// Execute runs c.
+func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writer) (application.ExecResult, error) {
+	path, err := s.logFile(c.LogPath)
+	if err != nil {
+		return application.ExecResult{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return application.ExecResult{}, err
+	}
+	logf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) //nolint:gosec // validated above
+	if err != nil {
+		return application.ExecResult{}, fmt.Errorf("create log: %w", err)
+	}
+	defer func() { _ = logf.Close() }()
+
+	cmd := exec.Command("/bin/sh", "-c", c.Script) //nolint:gosec // running the user's decision is the point
+	cmd.Dir = s.layout.Root
+	cmd.Env = append(os.Environ(),
+		"PLAN_WORKSPACE="+s.layout.Root,
+		"PLAN_DECISION_ID="+c.DecisionID,
+		fmt.Sprintf("PLAN_ATTEMPT=%d", c.Attempt),
+	)
+	for k, v := range c.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin = nil
+	if live != nil {
+		w := io.MultiWriter(logf, live)
+		cmd.Stdout, cmd.Stderr = w, w
+		// Output goes through pipes here; do not wait forever for grandchildren holding them.
+		cmd.WaitDelay = s.Grace
+	} else {
+		cmd.Stdout, cmd.Stderr = logf, logf
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return application.ExecResult{}, fmt.Errorf("start /bin/sh: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var res application.ExecResult
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		res.Interrupted = true
+		waitErr = s.stop(cmd, done)
+	case <-timeout:
+		res.TimedOut = true
+		_, _ = fmt.Fprintf(logf, "\nplan: decision timed out after %s; stopping it\n", c.Timeout)
+		waitErr = s.stop(cmd, done)
+	}
+	// Whatever the shell did, its group must be gone before the outcome is recorded.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	res.ExitCode = exitCode(cmd.ProcessState, waitErr)
+	return res, nil
+}
+
+// stop sends SIGTERM to the group, then SIGKILL after the grace period, and waits for the shell.
+func (s *Shell) stop(cmd *exec.Cmd, done <-chan error) error {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(s.Grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return <-done
+	}
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if code := ps.ExitCode(); code >= 0 {
+		return code
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// OpenLog opens a recorded log.
+func (s *Shell) OpenLog(rel string) (io.ReadCloser, error) {
+	path, err := s.logFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path) //nolint:gosec // validated above
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fault.NotFound("log %s is missing", rel)
+	}
+	return f, err
+}

@@ -1,0 +1,212 @@
+// Package planfile reads plan files (YAML, see the contract's "Plan file") into plan definitions.
+//
+// Invariant: a file is either accepted whole or refused with a fault.ErrInvalid error that names the
+// file, the line and the problem; unknown keys, duplicate keys and wrong types are refused rather
+// than ignored, because a typo in a plan would otherwise run the wrong thing.
+package planfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+)
+
+// MaxSize bounds a plan file; anything larger is not a plan someone wrote.
+const MaxSize = 1 << 20
+
+// File is a parsed plan file.
+type File struct {
+	Path      string
+	Name      string
+	Decisions []plan.Definition
+}
+
+// Load reads and validates the plan file at path.
+func Load(path string) (File, error) {
+	f, err := os.Open(path) //nolint:gosec // the user names the plan file to read
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return File{}, fault.NotFound("plan file %s does not exist", path)
+		}
+		return File{}, fmt.Errorf("read plan file: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return File{}, fmt.Errorf("read plan file %s: %w", path, err)
+	}
+	if len(b) > MaxSize {
+		return File{}, fault.Invalid("%s: larger than %d bytes", path, MaxSize)
+	}
+	return Parse(path, b)
+}
+
+type parser struct{ path string }
+
+func (p parser) errf(n *yaml.Node, format string, args ...any) error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	return fault.Invalid("%s:%d: %s", p.path, line, fmt.Sprintf(format, args...))
+}
+
+// Parse validates a plan file's content; path is used in messages.
+func Parse(path string, b []byte) (File, error) {
+	p := parser{path: path}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return File{}, fault.Invalid("%s: not valid YAML: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return File{}, fault.Invalid("%s: the file is empty; a plan needs a name and decisions", path)
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return File{}, p.errf(root, "the top level must be a mapping with name and decisions")
+	}
+	out := File{Path: path}
+	var decisions *yaml.Node
+	err := p.fields(root, "plan", []string{"name", "decisions"}, func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "name":
+			s, err := p.str(v, "name")
+			out.Name = s
+			return err
+		default:
+			decisions = v
+			return nil
+		}
+	})
+	if err != nil {
+		return File{}, err
+	}
+	if strings.TrimSpace(out.Name) == "" {
+		return File{}, p.errf(root, "missing required key \"name\"")
+	}
+	if decisions == nil {
+		return File{}, p.errf(root, "missing required key \"decisions\"")
+	}
+	if decisions.Kind != yaml.SequenceNode || len(decisions.Content) == 0 {
+		return File{}, p.errf(decisions, "\"decisions\" must be a list with at least one decision")
+	}
+	seen := map[string]int{}
+	for i, dn := range decisions.Content {
+		d, err := p.decision(i+1, dn)
+		if err != nil {
+			return File{}, err
+		}
+		if first, dup := seen[d.ID]; dup {
+			return File{}, p.errf(dn, "decision %d: ID %q is already used by decision %d", i+1, d.ID, first)
+		}
+		seen[d.ID] = i + 1
+		out.Decisions = append(out.Decisions, d)
+	}
+	return out, nil
+}
+
+// fields walks a mapping, refusing unknown and duplicate keys.
+func (p parser) fields(m *yaml.Node, what string, known []string, fn func(key string, k, v *yaml.Node) error) error {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if !slices.Contains(known, k.Value) {
+			return p.errf(k, "%s: unknown key %q (known keys: %s)", what, k.Value, strings.Join(known, ", "))
+		}
+		if seen[k.Value] {
+			return p.errf(k, "%s: key %q appears twice", what, k.Value)
+		}
+		seen[k.Value] = true
+		if err := fn(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p parser) str(v *yaml.Node, what string) (string, error) {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		return "", p.errf(v, "%s must be a string", what)
+	}
+	return v.Value, nil
+}
+
+func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
+	var d plan.Definition
+	if dn.Kind != yaml.MappingNode {
+		return d, p.errf(dn, "decision %d must be a mapping with id and run", n)
+	}
+	what := fmt.Sprintf("decision %d", n)
+	var idNode, runNode *yaml.Node
+	err := p.fields(dn, what, []string{"id", "name", "run", "timeout", "env"}, func(key string, _, v *yaml.Node) error {
+		var err error
+		switch key {
+		case "id":
+			idNode = v
+			d.ID, err = p.str(v, what+": id")
+		case "name":
+			d.Name, err = p.str(v, what+": name")
+		case "run":
+			runNode = v
+			d.Run, err = p.str(v, what+": run")
+		case "timeout":
+			var s string
+			if s, err = p.str(v, what+": timeout"); err == nil {
+				d.Timeout, err = time.ParseDuration(s)
+				if err != nil || d.Timeout <= 0 {
+					err = p.errf(v, "%s: timeout %q is not a positive duration such as 30s or 5m", what, s)
+				}
+			}
+		case "env":
+			d.Env, err = p.env(v, what)
+		}
+		return err
+	})
+	if err != nil {
+		return d, err
+	}
+	if idNode == nil {
+		return d, p.errf(dn, "%s: missing required key \"id\"", what)
+	}
+	if err := plan.ValidateDecisionID(d.ID); err != nil {
+		return d, p.errf(idNode, "%s: ID %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", what, d.ID)
+	}
+	if runNode == nil || strings.TrimSpace(d.Run) == "" {
+		n := dn
+		if runNode != nil {
+			n = runNode
+		}
+		return d, p.errf(n, "%s (%s): missing required key \"run\"", what, d.ID)
+	}
+	return d, nil
+}
+
+func (p parser) env(v *yaml.Node, what string) (map[string]string, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, "%s: env must be a mapping of NAME: value", what)
+	}
+	env := map[string]string{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		if k.Value == "" || strings.ContainsAny(k.Value, "=\x00") {
+			return nil, p.errf(k, "%s: env name %q is not valid", what, k.Value)
+		}
+		if _, dup := env[k.Value]; dup {
+			return nil, p.errf(k, "%s: env name %q appears twice", what, k.Value)
+		}
+		if val.Kind != yaml.ScalarNode {
+			return nil, p.errf(val, "%s: env %s must be a scalar value", what, k.Value)
+		}
+		env[k.Value] = val.Value
+	}
+	return env, nil
+}

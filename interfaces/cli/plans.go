@@ -1,0 +1,348 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/planfile"
+)
+
+func (h *handler) planCommands() []*ucli.Command {
+	return []*ucli.Command{
+		{
+			Name: "run", Usage: "execute a plan file's decisions in order (resumes: succeeded decisions are skipped)",
+			ArgsUsage: "FILE",
+			Flags: []ucli.Flag{
+				&ucli.BoolFlag{Name: "no-checkpoints", Usage: "do not checkpoint before each decision"},
+				&ucli.StringFlag{Name: "on-failure", Value: "stop", Usage: "`stop` or rollback (to the failed decision's pre_decision checkpoint)"},
+			},
+			Action: h.run,
+		},
+		{
+			Name: "exec", Usage: "execute one ad-hoc decision on the current plan", ArgsUsage: "-- CMD [ARG…]",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "id", Usage: "the decision `ID`"},
+				&ucli.StringFlag{Name: "name", Usage: "a readable name"},
+			},
+			Action: h.exec,
+		},
+		{Name: "status", Usage: "show the current plan and its decisions", Action: h.status},
+		{
+			Name: "log", Usage: "show the recorded output of a decision (all decisions without an ID)", ArgsUsage: "[DECISION]",
+			Flags:  []ucli.Flag{&ucli.IntFlag{Name: "attempt", Usage: "attempt `N` (default: the latest)"}},
+			Action: h.log,
+		},
+	}
+}
+
+func (h *handler) run(c *ucli.Context) error {
+	file, err := arg(c, 0, "FILE")
+	if err != nil {
+		return err
+	}
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	policy, err := application.ParseOnFailure(c.String("on-failure"))
+	if err != nil {
+		return err
+	}
+	pf, err := planfile.Load(file)
+	if err != nil {
+		return err
+	}
+	return h.with(c.Context, true, func(app *bootstrap.App) error {
+		res, err := app.Services.Plans.Run(c.Context, application.RunRequest{
+			Name: pf.Name, Source: file, Decisions: pf.Decisions, NoCheckpoints: c.Bool("no-checkpoints"),
+			OnFailure: policy, Live: h.live(), Events: h.events(), Warn: h.warn,
+		})
+		return h.emitRun(res, err)
+	})
+}
+
+func (h *handler) exec(c *ucli.Context) error {
+	id := c.String("id")
+	if id == "" {
+		return usagef("missing --id ID (see `plan exec --help`)")
+	}
+	if err := plan.ValidateDecisionID(id); err != nil {
+		return err
+	}
+	if c.NArg() == 0 {
+		return usagef("missing command: plan exec --id %s -- CMD [ARG…]", id)
+	}
+	script := shellJoin(c.Args().Slice())
+	return h.with(c.Context, true, func(app *bootstrap.App) error {
+		res, err := app.Services.Plans.Exec(c.Context, application.ExecRequest{
+			ID: id, Name: c.String("name"), Command: script, Live: h.live(), Events: h.events(), Warn: h.warn,
+		})
+		return h.emitRun(res, err)
+	})
+}
+
+// emitRun prints the plan state after a run, also when the run failed, then returns the error.
+func (h *handler) emitRun(res application.RunResult, runErr error) error {
+	if res.Plan == nil {
+		return runErr
+	}
+	v := runView{statusView: newStatusView(res.Plan), Ran: nonNil(res.Ran), Skipped: nonNil(res.Skipped)}
+	if res.Rollback != nil {
+		rv := newRollbackView(*res.Rollback, res.Rollback.Kept)
+		v.Rollback = &rv
+	}
+	if runErr != nil {
+		// One JSON document on stdout, the error on stderr: print the state only in text mode.
+		if !h.json {
+			printStatus(h.r.Stderr, v.statusView)
+		}
+		return runErr
+	}
+	return h.emit(v, func(w io.Writer) { printStatus(w, v.statusView) })
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// live is where decisions' output is shown as it happens: stderr, except with --json.
+func (h *handler) live() io.Writer {
+	if h.json {
+		return nil
+	}
+	return h.r.Stderr
+}
+
+func (h *handler) events() func(application.Event) {
+	if h.json {
+		return nil
+	}
+	return func(e application.Event) {
+		w := h.r.Stderr
+		switch e.Kind {
+		case "skip":
+			_, _ = fmt.Fprintf(w, "plan: %s already succeeded; skipping it\n", e.DecisionID)
+		case "start":
+			cp := "no checkpoint"
+			if e.Attempt.CheckpointID != "" {
+				cp = "checkpoint " + e.Attempt.CheckpointID
+			}
+			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", e.DecisionID, e.Attempt.Number, cp, e.Attempt.Command)
+		case "finish":
+			_, _ = fmt.Fprintf(w, "plan: %s %s (%d artifacts)\n", e.DecisionID, e.Attempt.Status, len(e.Attempt.Artifacts))
+		}
+	}
+}
+
+func (h *handler) status(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		p, err := app.Services.Plans.Status(c.Context)
+		if err != nil {
+			return err
+		}
+		v := newStatusView(p)
+		return h.emit(v, func(w io.Writer) { printStatus(w, v) })
+	})
+}
+
+func (h *handler) log(c *ucli.Context) error {
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	attempt := c.Int("attempt")
+	if attempt < 0 {
+		return fault.Invalid("--attempt must be positive")
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		svc := app.Services.Plans
+		var ids []string
+		if c.NArg() == 1 {
+			ids = []string{c.Args().First()}
+		} else {
+			p, err := svc.Status(c.Context)
+			if err != nil {
+				return err
+			}
+			for _, d := range p.Decisions() {
+				if len(d.Attempts()) > 0 {
+					ids = append(ids, d.ID())
+				}
+			}
+		}
+		var views []logView
+		for _, id := range ids {
+			rc, a, err := svc.Log(c.Context, id, attempt)
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(rc)
+			_ = rc.Close()
+			if err != nil {
+				return err
+			}
+			views = append(views, logView{Decision: id, Attempt: a.Number, Status: string(a.Status), LogPath: ".plan/" + a.LogPath, Output: string(b)})
+		}
+		return h.emit(views, func(w io.Writer) {
+			for _, v := range views {
+				if len(views) > 1 {
+					_, _ = fmt.Fprintf(w, "==> %s (attempt %d, %s) <==\n", v.Decision, v.Attempt, v.Status)
+				}
+				_, _ = io.WriteString(w, v.Output)
+			}
+		})
+	})
+}
+
+type logView struct {
+	Decision string `json:"decision"`
+	Attempt  int    `json:"attempt"`
+	Status   string `json:"status"`
+	LogPath  string `json:"log_path"`
+	Output   string `json:"output"`
+}
+
+type planView struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Source      string `json:"source"`
+	Checkpoints bool   `json:"checkpoints"`
+	CreatedAt   string `json:"created_at"`
+}
+
+type artifactView struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+type attemptView struct {
+	Attempt      int            `json:"attempt"`
+	Status       string         `json:"status"`
+	Command      string         `json:"command"`
+	CheckpointID *string        `json:"checkpoint_id"`
+	ExitCode     *int           `json:"exit_code"`
+	StartedAt    *string        `json:"started_at"`
+	FinishedAt   *string        `json:"finished_at"`
+	RevertedBy   *string        `json:"reverted_by,omitempty"`
+	Artifacts    []artifactView `json:"artifacts"`
+}
+
+type decisionView struct {
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	Status       string         `json:"status"`
+	Attempt      int            `json:"attempt"`
+	Command      string         `json:"command"`
+	CheckpointID *string        `json:"checkpoint_id"`
+	ExitCode     *int           `json:"exit_code"`
+	StartedAt    *string        `json:"started_at"`
+	FinishedAt   *string        `json:"finished_at"`
+	Artifacts    []artifactView `json:"artifacts"`
+	Attempts     []attemptView  `json:"attempts"`
+}
+
+type statusView struct {
+	Plan      planView       `json:"plan"`
+	Decisions []decisionView `json:"decisions"`
+}
+
+type runView struct {
+	statusView
+	Ran      []string      `json:"ran"`
+	Skipped  []string      `json:"skipped"`
+	Rollback *rollbackView `json:"rollback,omitempty"`
+}
+
+func timeString(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+func newAttemptView(a *plan.Attempt) attemptView {
+	v := attemptView{
+		Attempt: a.Number, Status: string(a.Status), Command: a.Command, CheckpointID: optional(a.CheckpointID),
+		ExitCode: a.ExitCode, StartedAt: timeString(a.StartedAt), FinishedAt: timeString(a.FinishedAt),
+		RevertedBy: optional(a.RevertedBy), Artifacts: []artifactView{},
+	}
+	for _, x := range a.Artifacts {
+		v.Artifacts = append(v.Artifacts, artifactView{Path: x.Path, Change: string(x.Change), Size: x.Size, SHA256: x.SHA256})
+	}
+	return v
+}
+
+func newStatusView(p *plan.Plan) statusView {
+	v := statusView{
+		Plan: planView{ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
+			CreatedAt: p.CreatedAt().UTC().Format(time.RFC3339)},
+		Decisions: []decisionView{},
+	}
+	for _, d := range p.Decisions() {
+		def := d.Definition()
+		dv := decisionView{ID: d.ID(), Name: def.Name, Status: string(d.Status()), Command: def.Run,
+			Artifacts: []artifactView{}, Attempts: []attemptView{}}
+		for _, a := range d.Attempts() {
+			dv.Attempts = append(dv.Attempts, newAttemptView(a))
+		}
+		if a := d.Latest(); a != nil {
+			av := newAttemptView(a)
+			dv.Attempt, dv.CheckpointID, dv.ExitCode = av.Attempt, av.CheckpointID, av.ExitCode
+			dv.StartedAt, dv.FinishedAt, dv.Artifacts, dv.Command = av.StartedAt, av.FinishedAt, av.Artifacts, av.Command
+		}
+		v.Decisions = append(v.Decisions, dv)
+	}
+	return v
+}
+
+func printStatus(w io.Writer, v statusView) {
+	cps := "checkpoints on"
+	if !v.Plan.Checkpoints {
+		cps = "checkpoints OFF (--no-checkpoints): decisions cannot be rolled back or corrected"
+	}
+	_, _ = fmt.Fprintf(w, "plan %s (%s)\n", v.Plan.Name, cps)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "DECISION\tSTATUS\tATTEMPT\tEXIT\tCHECKPOINT\tARTIFACTS\tNAME")
+	for _, d := range v.Decisions {
+		exit, cp := "-", "-"
+		if d.ExitCode != nil {
+			exit = fmt.Sprint(*d.ExitCode)
+		}
+		if d.CheckpointID != nil {
+			cp = *d.CheckpointID
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", d.ID, d.Status, d.Attempt, exit, cp, len(d.Artifacts), d.Name)
+	}
+	_ = tw.Flush()
+}
+
+// shellJoin quotes argv so that /bin/sh -c runs exactly these arguments.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
