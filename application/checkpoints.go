@@ -308,12 +308,21 @@ func (s *CheckpointService) previewRollback(ctx context.Context, target *checkpo
 // rollback is the rollback step other use cases (corrections) compose: the caller already holds the
 // guard. A non-nil op carries the kind and detail its finisher needs.
 func (s *CheckpointService) rollback(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation) (RollbackResult, error) {
-	backup, err := s.create(ctx, CreateRequest{
-		Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn,
-		Note: "before rollback to " + string(target.ID()),
-	})
-	if err != nil {
-		return RollbackResult{}, fmt.Errorf("record the current state before rolling back: %w", err)
+	return s.rollbackWithBackup(ctx, target, req, op, nil)
+}
+
+// rollbackWithBackup rolls back using backup as the undo point when the caller already recorded the
+// current state (a correction's pre_correction checkpoint); otherwise it takes a pre_rollback one.
+func (s *CheckpointService) rollbackWithBackup(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation, backup *checkpoint.Checkpoint) (RollbackResult, error) {
+	if backup == nil {
+		var err error
+		backup, err = s.create(ctx, CreateRequest{
+			Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn,
+			Note: "before rollback to " + string(target.ID()),
+		})
+		if err != nil {
+			return RollbackResult{}, fmt.Errorf("record the current state before rolling back: %w", err)
+		}
 	}
 	changes, err := s.store.DiffTrees(backup.Root(), target.Root())
 	if err != nil {
@@ -322,7 +331,9 @@ func (s *CheckpointService) rollback(ctx context.Context, target *checkpoint.Che
 	if op == nil {
 		op = &Operation{Kind: kindRollback}
 	}
-	op.ID = ident.New(s.clock.Now())
+	if op.ID == "" {
+		op.ID = ident.New(s.clock.Now())
+	}
 	op.Source = backup.Root().String()
 	op.Target = target.Root().String()
 	op.TargetCheckpoint = string(target.ID())
@@ -364,27 +375,32 @@ func (s *CheckpointService) finishRollback(ctx context.Context, op Operation) er
 		if err != nil || done {
 			return err
 		}
-		var target *checkpoint.Checkpoint
-		err = s.repo.Update(ctx, checkpoint.ID(op.TargetCheckpoint), func(c *checkpoint.Checkpoint) error {
-			c.RecordRollback()
-			target = c
-			return nil
-		})
-		if err != nil {
+		return s.recordRollback(ctx, op)
+	})
+}
+
+// recordRollback is finishRollback's body for callers that already run a transaction and checked
+// that op is not recorded yet.
+func (s *CheckpointService) recordRollback(ctx context.Context, op Operation) error {
+	var target *checkpoint.Checkpoint
+	err := s.repo.Update(ctx, checkpoint.ID(op.TargetCheckpoint), func(c *checkpoint.Checkpoint) error {
+		c.RecordRollback()
+		target = c
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var reverted []string
+	if s.reverter != nil {
+		if reverted, err = s.reverter.RevertAfter(ctx, target, op.ID); err != nil {
 			return err
 		}
-		var reverted []string
-		if s.reverter != nil {
-			if reverted, err = s.reverter.RevertAfter(ctx, target, op.ID); err != nil {
-				return err
-			}
-		}
-		counts := op.Counts
-		return s.history.Record(ctx, HistoryRecord{
-			ID: op.ID, Kind: op.Kind, TargetCheckpoint: op.TargetCheckpoint,
-			BackupCheckpoint: op.BackupCheckpoint, StartedAt: op.StartedAt, FinishedAt: s.clock.Now(),
-			Added: counts.Added, Modified: counts.Modified, Deleted: counts.Deleted, Reverted: reverted,
-		})
+	}
+	return s.history.Record(ctx, HistoryRecord{
+		ID: op.ID, Kind: op.Kind, TargetCheckpoint: op.TargetCheckpoint,
+		BackupCheckpoint: op.BackupCheckpoint, StartedAt: op.StartedAt, FinishedAt: s.clock.Now(),
+		Added: op.Counts.Added, Modified: op.Counts.Modified, Deleted: op.Counts.Deleted, Reverted: reverted,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -150,4 +151,29 @@ type Executor interface {
 	Execute(ctx context.Context, c Command, live io.Writer) (ExecResult, error)
 	// OpenLog opens a recorded log.
 	OpenLog(path string) (io.ReadCloser, error)
+}
+
+// ArchiveItem is one reverted attempt whose artifacts are archived.
+type ArchiveItem struct {
+	DecisionID string
+	Attempt    int
+	// ResultTree is the workspace tree right after the attempt: the content of its artifacts.
+	ResultTree tree.Hash
+	Artifacts  []artifact.Artifact
+}
+
+// Archiver keeps what reverted decisions produced under .plan/archive/<correction_id>/. Staging and
+// publishing are separate so the archive appears only together with the correction record.
+type Archiver interface {
+	// Stage writes every artifact (content from the store, verified) and the manifest into a staging
+	// directory and makes it durable. Nothing is visible under the correction's name yet.
+	Stage(ctx context.Context, correctionID string, items []ArchiveItem) error
+	// Publish moves the staged archive to its final place; it is idempotent.
+	Publish(correctionID string) (dir string, err error)
+	// Discard removes a staged (unpublished) archive.
+	Discard(correctionID string) error
+	// Dir is where the correction's archive is published.
+	Dir(correctionID string) string
+	// CleanStaged removes staged archives no operation refers to any more.
+	CleanStaged() error
 }

@@ -346,3 +346,16 @@ type Repository interface {
 	// Save inserts or replaces p and makes it the current plan.
 	Save(ctx context.Context, p *Plan) error
 }
+
+// Redefine replaces decision id's command for its next attempts (a correction's --run).
+func (p *Plan) Redefine(id, command string) error {
+	d, err := p.Decision(id)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(command) == "" {
+		return fault.Invalid("decision %q needs a command", id)
+	}
+	d.def.Run = command
+	return nil
+}

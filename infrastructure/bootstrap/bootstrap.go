@@ -18,8 +18,10 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/infrastructure/archive"
 	"github.com/planhq/plan/infrastructure/executor"
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -81,6 +83,7 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
 		fx.Annotate(persistence.NewTransactor, fx.As(new(application.Transactor))),
 		fx.Annotate(persistence.NewPlans, fx.As(new(plan.Repository))),
+		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
 	),
 )
 
@@ -121,6 +124,7 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
+		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
 	),
 )
 
@@ -131,10 +135,12 @@ var ApplicationModule = fx.Module("application",
 		newGuard,
 		newCheckpointService,
 		application.NewPlanService,
+		application.NewCorrectionService,
 	),
-	// The plan service hooks itself into rollback (reverting decisions) and recovery (closing
-	// attempts a killed run left running); construct it even when a host asks only for checkpoints.
-	fx.Invoke(func(*application.PlanService) {}),
+	// The plan and correction services hook themselves into rollback (reverting decisions) and
+	// recovery (closing attempts a killed run left running, finishing corrections); construct them
+	// even when a host asks only for checkpoints.
+	fx.Invoke(func(*application.PlanService, *application.CorrectionService) {}),
 )
 
 func newGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
@@ -172,6 +178,7 @@ type Services struct {
 	Layout      workspace.Layout
 	Checkpoints *application.CheckpointService
 	Plans       *application.PlanService
+	Corrections *application.CorrectionService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

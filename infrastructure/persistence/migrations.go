@@ -87,6 +87,22 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX attempts_checkpoint ON attempts(checkpoint_id)`,
 	}},
+	{3, "corrections", []string{
+		`CREATE TABLE corrections (
+			id TEXT PRIMARY KEY,
+			decision_id TEXT NOT NULL,
+			reason TEXT NOT NULL,
+			command TEXT NOT NULL DEFAULT '',
+			scope TEXT NOT NULL,
+			safety_checkpoint TEXT NOT NULL,
+			rollback_checkpoint TEXT NOT NULL,
+			archive_dir TEXT NOT NULL,
+			status TEXT NOT NULL,
+			reexecuted TEXT NOT NULL DEFAULT '[]',
+			created_at INTEGER NOT NULL,
+			finished_at INTEGER NOT NULL DEFAULT 0
+		)`,
+	}},
 }
 
 func (d *DB) migrate(ctx context.Context) error {

@@ -15,7 +15,7 @@ import (
 )
 
 func (h *handler) commands() []*ucli.Command {
-	return append(h.checkpointCommands(), h.planCommands()...)
+	return append(append(h.checkpointCommands(), h.planCommands()...), h.correctionCommands()...)
 }
 
 func (h *handler) checkpointCommands() []*ucli.Command {

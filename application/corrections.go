@@ -1,0 +1,298 @@
+package application
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+const kindCorrection = "correction"
+
+// CorrectionService reverts a wrong decision and everything executed after it, archives what they
+// produced, and re-executes from the corrected decision.
+//
+// The revert step is one journaled operation: pre_correction checkpoint → archive staged durably →
+// journal → workspace rolled back to the target's pre_decision checkpoint → (finisher) archive
+// published, decisions marked reverted, rollback and correction recorded in one transaction →
+// journal cleared. A crash anywhere leaves either the state before the correction or the state after
+// its revert step, with archive and database in agreement.
+type CorrectionService struct {
+	corrections correction.Repository
+	plans       plan.Repository
+	cps         *CheckpointService
+	ps          *PlanService
+	archiver    Archiver
+	tx          Transactor
+	clock       Clock
+}
+
+// NewCorrectionService returns the service and registers its finisher and its archive clean-up.
+func NewCorrectionService(corrections correction.Repository, plans plan.Repository, cps *CheckpointService,
+	ps *PlanService, archiver Archiver, tx Transactor, clock Clock) *CorrectionService {
+	s := &CorrectionService{corrections: corrections, plans: plans, cps: cps, ps: ps, archiver: archiver, tx: tx, clock: clock}
+	cps.Guard().Register(kindCorrection, s.finish)
+	cps.Guard().AddRepair(func(context.Context) error { return archiver.CleanStaged() })
+	return s
+}
+
+// CorrectRequest describes `plan correct`.
+type CorrectRequest struct {
+	DecisionID  string
+	Reason      string
+	Run         string // replacement command for the corrected decision; "" keeps it
+	NoReexecute bool
+	DryRun      bool
+	Progress    Progress
+	Live        io.Writer
+	Events      func(Event)
+	Warn        func(string)
+}
+
+// CorrectResult is what a correction did (or, dry, would do).
+type CorrectResult struct {
+	Correction *correction.Correction // nil on a dry run
+	Scope      []correction.Item
+	Rollback   RollbackResult
+	Reexecuted []string
+	DryRun     bool
+}
+
+// Correct runs RevertDecisions and then, unless asked not to, ApplyCorrection.
+func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (CorrectResult, error) {
+	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	defer release()
+	res, err := s.RevertDecisions(ctx, req)
+	if err != nil || req.DryRun || req.NoReexecute {
+		return res, err
+	}
+	c, reexecuted, err := s.ApplyCorrection(ctx, res.Correction.ID(), req)
+	res.Correction, res.Reexecuted = c, reexecuted
+	return res, err
+}
+
+// correctionDetail is what the journal carries for the finisher.
+type correctionDetail struct {
+	DecisionID string            `json:"decision_id"`
+	Reason     string            `json:"reason"`
+	Command    string            `json:"command"`
+	Scope      []correction.Item `json:"scope"`
+}
+
+// RevertDecisions reverts decision req.DecisionID and every decision executed after it: it takes a
+// pre_correction checkpoint, archives the reverted decisions' artifacts, rolls the workspace back to
+// the decision's pre_decision checkpoint and records the correction, atomically.
+func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequest) (CorrectResult, error) {
+	if err := correction.ValidateReason(req.Reason); err != nil {
+		return CorrectResult{}, err
+	}
+	if err := plan.ValidateDecisionID(req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
+	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	defer release()
+	p, err := s.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return CorrectResult{}, fault.NotFound("decision %q not found: no plan has run in this workspace", req.DecisionID)
+	}
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	scope, err := correction.Scope(p, req.DecisionID)
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	target, err := s.cps.repo.Get(ctx, checkpoint.ID(scope[0].CheckpointID))
+	if errors.Is(err, fault.ErrNotFound) {
+		return CorrectResult{}, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be corrected", scope[0].CheckpointID, req.DecisionID)
+	}
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	if req.DryRun {
+		rb, err := s.cps.previewRollback(ctx, target, req.Progress)
+		return CorrectResult{Scope: scope, Rollback: rb, DryRun: true}, err
+	}
+
+	id := ident.New(s.clock.Now())
+	safety, err := s.cps.create(ctx, CreateRequest{
+		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn,
+		Note: fmt.Sprintf("before correction %s of %s: %s", id, req.DecisionID, req.Reason),
+	})
+	if err != nil {
+		return CorrectResult{}, fmt.Errorf("record the workspace before correcting: %w", err)
+	}
+	items, err := archiveItems(scope, req.Warn)
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	if err := s.archiver.Stage(ctx, id, items); err != nil {
+		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.archiver.Discard(id))
+	}
+	detail, err := json.Marshal(correctionDetail{DecisionID: req.DecisionID, Reason: req.Reason, Command: req.Run, Scope: scope})
+	if err != nil {
+		return CorrectResult{}, errors.Join(err, s.archiver.Discard(id))
+	}
+	op := &Operation{ID: id, Kind: kindCorrection, Detail: detail}
+	rb, err := s.cps.rollbackWithBackup(ctx, target, RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op, safety)
+	if err != nil {
+		// A journal still pending means recovery will finish (and publish) or undo the operation;
+		// otherwise the workspace is back as it was and the staged archive must go.
+		if pending, perr := s.cps.Guard().Pending(); perr == nil && pending == nil {
+			err = errors.Join(err, s.archiver.Discard(id))
+		}
+		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
+	}
+	c, err := s.corrections.Get(ctx, id)
+	if err != nil {
+		return CorrectResult{}, err
+	}
+	return CorrectResult{Correction: c, Scope: scope, Rollback: rb}, nil
+}
+
+func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, error) {
+	items := make([]ArchiveItem, 0, len(scope))
+	for _, it := range scope {
+		if it.ResultTree == "" {
+			if len(it.Artifacts) > 0 && warn != nil {
+				warn(fmt.Sprintf("decision %q attempt %d has no recorded result tree; its artifacts cannot be archived", it.DecisionID, it.Attempt))
+			}
+			items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt})
+			continue
+		}
+		h, err := tree.ParseHash(it.ResultTree)
+		if err != nil {
+			return nil, fault.Wrap(fault.ErrIntegrity, err, "decision %q attempt %d has a damaged result tree", it.DecisionID, it.Attempt)
+		}
+		items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt, ResultTree: h, Artifacts: it.Artifacts})
+	}
+	return items, nil
+}
+
+// finish is the database side of a correction's revert step; recovery calls it too. It publishes
+// the staged archive, then records the rollback (marking the decisions reverted) and the correction
+// in one transaction. Every step is idempotent.
+func (s *CorrectionService) finish(ctx context.Context, op Operation) error {
+	var d correctionDetail
+	if err := json.Unmarshal(op.Detail, &d); err != nil {
+		return fault.Wrap(fault.ErrIntegrity, err, "the journal's correction record is damaged")
+	}
+	dir, err := s.archiver.Publish(op.ID)
+	if err != nil {
+		return fmt.Errorf("publish archive: %w", err)
+	}
+	return s.tx.Do(ctx, func(ctx context.Context) error {
+		done, err := s.cps.history.Has(ctx, op.ID)
+		if err != nil || done {
+			return err
+		}
+		if err := s.cps.recordRollback(ctx, op); err != nil {
+			return err
+		}
+		c, err := correction.New(correction.Params{
+			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
+			SafetyCheckpointID: op.BackupCheckpoint, RollbackCheckpointID: op.TargetCheckpoint,
+			ArchiveDir: dir, CreatedAt: op.StartedAt,
+		})
+		if err != nil {
+			return err
+		}
+		return s.corrections.Add(ctx, c)
+	})
+}
+
+// ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command
+// when given) and every later decision that has not succeeded, each with a new pre_decision
+// checkpoint and attempt. The correction's status says whether re-execution succeeded.
+func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (*correction.Correction, []string, error) {
+	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	var c *correction.Correction
+	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
+		c = x
+		return x.StartReexecution()
+	}); err != nil {
+		return nil, nil, err
+	}
+	p, err := s.plans.Current(ctx)
+	if err != nil {
+		return c, nil, err
+	}
+	target := c.Params().DecisionID
+	if cmd := c.Params().Command; cmd != "" {
+		if err := p.Redefine(target, cmd); err != nil {
+			return c, nil, err
+		}
+	}
+	var reexecuted []string
+	var runErr error
+	started := false
+	for _, d := range p.Decisions() {
+		if d.ID() == target {
+			started = true
+		}
+		if !started || d.Status() == plan.Succeeded {
+			continue
+		}
+		a, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		if a != nil {
+			reexecuted = append(reexecuted, d.ID())
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		if a.Status != plan.Succeeded {
+			runErr = &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode}
+			if a.Status == plan.Interrupted {
+				runErr = fmt.Errorf("%w: %w", runErr, context.Canceled)
+			}
+			p.SkipPending(d.ID())
+			if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+				runErr = errors.Join(runErr, err)
+			}
+			break
+		}
+	}
+	err = s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
+		for _, r := range reexecuted {
+			x.RecordReexecuted(r)
+		}
+		c = x
+		return x.Finish(runErr == nil, s.clock.Now())
+	})
+	if runErr != nil {
+		return c, reexecuted, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
+	}
+	return c, reexecuted, err
+}
+
+// List returns the corrections, newest first.
+func (s *CorrectionService) List(ctx context.Context) ([]*correction.Correction, error) {
+	return s.corrections.List(ctx)
+}
+
+// Show finds a correction by ID or unique prefix.
+func (s *CorrectionService) Show(ctx context.Context, ref string) (*correction.Correction, error) {
+	if err := ident.ValidateRef("correction", ref); err != nil {
+		return nil, err
+	}
+	return s.corrections.Resolve(ctx, ref)
+}

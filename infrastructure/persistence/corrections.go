@@ -1,0 +1,187 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+type correctionRow struct {
+	ID                 string `gorm:"primaryKey"`
+	DecisionID         string
+	Reason             string
+	Command            string
+	Scope              string
+	SafetyCheckpoint   string
+	RollbackCheckpoint string
+	ArchiveDir         string
+	Status             string
+	Reexecuted         string
+	Created            int64 `gorm:"column:created_at"`
+	Finished           int64 `gorm:"column:finished_at"`
+}
+
+func (correctionRow) TableName() string { return "corrections" }
+
+type scopeJSON struct {
+	DecisionID   string         `json:"decision_id"`
+	Attempt      int            `json:"attempt"`
+	CheckpointID string         `json:"checkpoint_id"`
+	ResultTree   string         `json:"result_tree"`
+	StartedAt    int64          `json:"started_at"`
+	Artifacts    []artifactJSON `json:"artifacts"`
+}
+
+// Corrections is the correction repository.
+type Corrections struct{ db *DB }
+
+// NewCorrections returns the repository on d.
+func NewCorrections(d *DB) *Corrections { return &Corrections{db: d} }
+
+var _ correction.Repository = (*Corrections)(nil)
+
+func toCorrectionRow(c *correction.Correction) (correctionRow, error) {
+	p := c.Params()
+	scope := make([]scopeJSON, 0, len(p.Scope))
+	for _, it := range p.Scope {
+		arts := make([]artifactJSON, 0, len(it.Artifacts))
+		for _, a := range it.Artifacts {
+			arts = append(arts, artifactJSON{Path: a.Path, Change: string(a.Change), Size: a.Size, SHA256: a.SHA256})
+		}
+		scope = append(scope, scopeJSON{
+			DecisionID: it.DecisionID, Attempt: it.Attempt, CheckpointID: it.CheckpointID,
+			ResultTree: it.ResultTree, StartedAt: it.StartedAt.UnixNano(), Artifacts: arts,
+		})
+	}
+	sb, err := json.Marshal(scope)
+	if err != nil {
+		return correctionRow{}, err
+	}
+	rb, err := json.Marshal(append([]string{}, c.Reexecuted()...))
+	if err != nil {
+		return correctionRow{}, err
+	}
+	row := correctionRow{
+		ID: p.ID, DecisionID: p.DecisionID, Reason: p.Reason, Command: p.Command, Scope: string(sb),
+		SafetyCheckpoint: p.SafetyCheckpointID, RollbackCheckpoint: p.RollbackCheckpointID,
+		ArchiveDir: p.ArchiveDir, Status: string(c.Status()), Reexecuted: string(rb),
+		Created: p.CreatedAt.UnixNano(),
+	}
+	if !c.FinishedAt().IsZero() {
+		row.Finished = c.FinishedAt().UnixNano()
+	}
+	return row, nil
+}
+
+func (r correctionRow) toDomain() (*correction.Correction, error) {
+	var scope []scopeJSON
+	if err := json.Unmarshal([]byte(r.Scope), &scope); err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "correction %s has a damaged scope", r.ID)
+	}
+	var reexecuted []string
+	if err := json.Unmarshal([]byte(r.Reexecuted), &reexecuted); err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "correction %s has a damaged record", r.ID)
+	}
+	items := make([]correction.Item, 0, len(scope))
+	for _, s := range scope {
+		it := correction.Item{
+			DecisionID: s.DecisionID, Attempt: s.Attempt, CheckpointID: s.CheckpointID,
+			ResultTree: s.ResultTree, StartedAt: time.Unix(0, s.StartedAt).UTC(),
+		}
+		for _, a := range s.Artifacts {
+			it.Artifacts = append(it.Artifacts, artifact.Artifact{Path: a.Path, Change: tree.ChangeType(a.Change), Size: a.Size, SHA256: a.SHA256})
+		}
+		items = append(items, it)
+	}
+	var finished time.Time
+	if r.Finished != 0 {
+		finished = time.Unix(0, r.Finished).UTC()
+	}
+	return correction.Rehydrate(correction.Params{
+		ID: r.ID, DecisionID: r.DecisionID, Reason: r.Reason, Command: r.Command, Scope: items,
+		SafetyCheckpointID: r.SafetyCheckpoint, RollbackCheckpointID: r.RollbackCheckpoint,
+		ArchiveDir: r.ArchiveDir, CreatedAt: time.Unix(0, r.Created).UTC(),
+	}, correction.Status(r.Status), reexecuted, finished), nil
+}
+
+// Add inserts c.
+func (r *Corrections) Add(ctx context.Context, c *correction.Correction) error {
+	row, err := toCorrectionRow(c)
+	if err != nil {
+		return err
+	}
+	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("insert correction %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Get loads a correction by full ID.
+func (r *Corrections) Get(ctx context.Context, id string) (*correction.Correction, error) {
+	var row correctionRow
+	if err := r.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, notFound(err, "correction %s not found", id)
+	}
+	return row.toDomain()
+}
+
+// Resolve finds one correction by prefix.
+func (r *Corrections) Resolve(ctx context.Context, ref string) (*correction.Correction, error) {
+	var rows []correctionRow
+	if err := r.db.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("look up correction %s: %w", ref, err)
+	}
+	switch len(rows) {
+	case 0:
+		return nil, fault.NotFound("correction %s not found", ref)
+	case 1:
+		return rows[0].toDomain()
+	}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	return nil, fault.Invalid("correction ID prefix %s is ambiguous: it matches %s", ref, strings.Join(ids, ", "))
+}
+
+// List returns corrections, newest first.
+func (r *Corrections) List(ctx context.Context) ([]*correction.Correction, error) {
+	var rows []correctionRow
+	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list corrections: %w", err)
+	}
+	out := make([]*correction.Correction, 0, len(rows))
+	for _, row := range rows {
+		c, err := row.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Update loads a correction, applies fn and saves it, in one transaction.
+func (r *Corrections) Update(ctx context.Context, id string, fn func(*correction.Correction) error) error {
+	return NewTransactor(r.db).Do(ctx, func(ctx context.Context) error {
+		c, err := r.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+		row, err := toCorrectionRow(c)
+		if err != nil {
+			return err
+		}
+		return r.db.conn(ctx).Save(&row).Error
+	})
+}

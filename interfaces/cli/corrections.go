@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+)
+
+func (h *handler) correctionCommands() []*ucli.Command {
+	return []*ucli.Command{
+		{
+			Name: "correct", Usage: "revert a decision and everything after it, archive what they produced, re-execute",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "decision", Usage: "the decision `ID` to correct"},
+				&ucli.StringFlag{Name: "reason", Usage: "why it was wrong (kept with the correction)"},
+				&ucli.StringFlag{Name: "run", Usage: "a corrected `CMD` replacing the decision's command"},
+				&ucli.BoolFlag{Name: "no-reexecute", Usage: "revert and archive only"},
+				&ucli.BoolFlag{Name: "dry-run", Usage: "show the scope, the files to archive and the rollback; change nothing"},
+			},
+			Action: h.correct,
+		},
+		{
+			Name: "correction", Usage: "list and show corrections",
+			Subcommands: []*ucli.Command{
+				{Name: "list", Usage: "list corrections, newest first", Action: h.correctionList},
+				{Name: "show", Usage: "show a correction", ArgsUsage: "ID", Action: h.correctionShow},
+			},
+		},
+	}
+}
+
+type correctionView struct {
+	CorrectionID         *string         `json:"correction_id"`
+	DecisionID           string          `json:"decision_id"`
+	Reason               string          `json:"reason"`
+	Command              *string         `json:"command"`
+	RevertedDecisions    []string        `json:"reverted_decisions"`
+	SafetyCheckpointID   *string         `json:"safety_checkpoint_id"`
+	RollbackCheckpointID *string         `json:"rollback_checkpoint_id"`
+	ArchiveDir           *string         `json:"archive_dir"`
+	ReexecutedDecisions  []string        `json:"reexecuted_decisions"`
+	Status               string          `json:"status"`
+	CreatedAt            *string         `json:"created_at,omitempty"`
+	FinishedAt           *string         `json:"finished_at,omitempty"`
+	Scope                []scopeItemView `json:"scope"`
+	DryRun               bool            `json:"dry_run"`
+	Rollback             *rollbackCounts `json:"rollback,omitempty"`
+}
+
+type scopeItemView struct {
+	DecisionID string         `json:"decision_id"`
+	Attempt    int            `json:"attempt"`
+	Artifacts  []artifactView `json:"artifacts"`
+}
+
+type rollbackCounts struct {
+	Added    int          `json:"added"`
+	Modified int          `json:"modified"`
+	Deleted  int          `json:"deleted"`
+	Changes  []changeView `json:"changes"`
+}
+
+func newScopeViews(items []correction.Item) []scopeItemView {
+	out := make([]scopeItemView, 0, len(items))
+	for _, it := range items {
+		v := scopeItemView{DecisionID: it.DecisionID, Attempt: it.Attempt, Artifacts: []artifactView{}}
+		for _, a := range it.Artifacts {
+			v.Artifacts = append(v.Artifacts, artifactView{Path: a.Path, Change: string(a.Change), Size: a.Size, SHA256: a.SHA256})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func newCorrectionView(c *correction.Correction) correctionView {
+	p := c.Params()
+	return correctionView{
+		CorrectionID: optional(p.ID), DecisionID: p.DecisionID, Reason: p.Reason, Command: optional(p.Command),
+		RevertedDecisions: c.RevertedDecisions(), SafetyCheckpointID: optional(p.SafetyCheckpointID),
+		RollbackCheckpointID: optional(p.RollbackCheckpointID), ArchiveDir: optional(p.ArchiveDir),
+		ReexecutedDecisions: nonNil(c.Reexecuted()), Status: string(c.Status()),
+		CreatedAt: timeString(p.CreatedAt), FinishedAt: timeString(c.FinishedAt()), Scope: newScopeViews(p.Scope),
+	}
+}
+
+func (h *handler) correct(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	id, reason := c.String("decision"), c.String("reason")
+	if id == "" {
+		return usagef("missing --decision ID (see `plan correct --help`)")
+	}
+	if reason == "" {
+		return usagef("missing --reason TEXT: say why the decision was wrong")
+	}
+	req := application.CorrectRequest{
+		DecisionID: id, Reason: reason, Run: c.String("run"), NoReexecute: c.Bool("no-reexecute"),
+		DryRun: c.Bool("dry-run"), Progress: h.progress(), Live: h.live(), Events: h.events(), Warn: h.warn,
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		svc := app.Services.Corrections
+		if !req.DryRun && !h.yes {
+			dry := req
+			dry.DryRun = true
+			preview, err := svc.Correct(c.Context, dry)
+			if err != nil {
+				return err
+			}
+			if err := h.confirm("correction", correctionSummary(dry, preview)); err != nil {
+				return err
+			}
+		}
+		res, err := svc.Correct(c.Context, req)
+		if err != nil {
+			if res.Correction != nil && !h.json {
+				printCorrection(h.r.Stderr, newCorrectionView(res.Correction))
+			}
+			return err
+		}
+		if res.DryRun {
+			v := correctionView{
+				DecisionID: id, Reason: reason, Command: optional(req.Run), DryRun: true, Status: "dry_run",
+				Scope: newScopeViews(res.Scope), ReexecutedDecisions: []string{},
+				RollbackCheckpointID: optional(string(res.Rollback.Target.ID())),
+				Rollback: &rollbackCounts{Added: res.Rollback.Counts.Added, Modified: res.Rollback.Counts.Modified,
+					Deleted: res.Rollback.Counts.Deleted, Changes: newChangeViews(res.Rollback.Changes)},
+			}
+			for _, it := range res.Scope {
+				v.RevertedDecisions = append(v.RevertedDecisions, it.DecisionID)
+			}
+			return h.emit(v, func(w io.Writer) { _, _ = io.WriteString(w, correctionSummary(req, res)) })
+		}
+		v := newCorrectionView(res.Correction)
+		v.Rollback = &rollbackCounts{Added: res.Rollback.Counts.Added, Modified: res.Rollback.Counts.Modified,
+			Deleted: res.Rollback.Counts.Deleted, Changes: newChangeViews(res.Rollback.Changes)}
+		return h.emit(v, func(w io.Writer) { printCorrection(w, v) })
+	})
+}
+
+func correctionSummary(req application.CorrectRequest, res application.CorrectResult) string {
+	var b strings.Builder
+	ids := make([]string, len(res.Scope))
+	files := 0
+	for i, it := range res.Scope {
+		ids[i] = fmt.Sprintf("%s (attempt %d)", it.DecisionID, it.Attempt)
+		files += len(it.Artifacts)
+	}
+	_, _ = fmt.Fprintf(&b, "Correcting %s would revert %s,\n", req.DecisionID, strings.Join(ids, ", "))
+	_, _ = fmt.Fprintf(&b, "archive their %d artifacts:\n", files)
+	for _, it := range res.Scope {
+		for _, a := range it.Artifacts {
+			_, _ = fmt.Fprintf(&b, "  %s %s/%s\n", a.Change.Letter(), it.DecisionID, a.Path)
+		}
+	}
+	_, _ = io.WriteString(&b, rollbackSummary(res.Rollback))
+	switch {
+	case req.NoReexecute:
+		b.WriteString("and not re-execute anything (--no-reexecute).\n")
+	case req.Run != "":
+		_, _ = fmt.Fprintf(&b, "then re-execute from %s with the command: %s\n", req.DecisionID, req.Run)
+	default:
+		_, _ = fmt.Fprintf(&b, "then re-execute from %s.\n", req.DecisionID)
+	}
+	return b.String()
+}
+
+func printCorrection(w io.Writer, v correctionView) {
+	or := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), v.DecisionID, v.Status)
+	_, _ = fmt.Fprintf(w, "reason:              %s\n", v.Reason)
+	if v.Command != nil {
+		_, _ = fmt.Fprintf(w, "corrected command:   %s\n", *v.Command)
+	}
+	_, _ = fmt.Fprintf(w, "reverted:            %s\n", strings.Join(v.RevertedDecisions, ", "))
+	_, _ = fmt.Fprintf(w, "re-executed:         %s\n", strings.Join(v.ReexecutedDecisions, ", "))
+	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the correction)\n", or(v.SafetyCheckpointID))
+	_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
+	_, _ = fmt.Fprintf(w, "archive:             %s\n", or(v.ArchiveDir))
+}
+
+func (h *handler) correctionList(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		cs, err := app.Services.Corrections.List(c.Context)
+		if err != nil {
+			return err
+		}
+		views := make([]correctionView, 0, len(cs))
+		for _, x := range cs {
+			views = append(views, newCorrectionView(x))
+		}
+		return h.emit(views, func(w io.Writer) {
+			if len(views) == 0 {
+				_, _ = fmt.Fprintln(w, "No corrections yet.")
+				return
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
+			for _, x := range cs {
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.Status(),
+					x.Params().CreatedAt.Format(time.DateTime), x.Params().Reason)
+			}
+			_ = tw.Flush()
+		})
+	})
+}
+
+func (h *handler) correctionShow(c *ucli.Context) error {
+	ref, err := arg(c, 0, "ID")
+	if err != nil {
+		return err
+	}
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		x, err := app.Services.Corrections.Show(c.Context, ref)
+		if err != nil {
+			return err
+		}
+		v := newCorrectionView(x)
+		return h.emit(v, func(w io.Writer) {
+			printCorrection(w, v)
+			for _, it := range v.Scope {
+				for _, a := range it.Artifacts {
+					_, _ = fmt.Fprintf(w, "  %s %s/%s (%d bytes)\n", tree.ChangeType(a.Change).Letter(), it.DecisionID, a.Path, a.Size)
+				}
+			}
+		})
+	})
+}
