@@ -58,7 +58,11 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 			Action: h.rollback,
 		},
 		{Name: "recover", Usage: "finish or undo an operation a crash interrupted", Action: h.recoverCmd},
-		{Name: "demo", Usage: "run a self-contained demonstration in a temporary directory", Action: h.demo},
+		{
+			Name: "demo", Usage: "run a self-contained demonstration in a temporary directory",
+			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "keep", Usage: "keep the demo workspace"}},
+			Action: h.demo,
+		},
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,6 +56,10 @@ func (h *handler) run(c *ucli.Context) error {
 	policy, err := application.ParseOnFailure(c.String("on-failure"))
 	if err != nil {
 		return err
+	}
+	// Like git -C, -C DIR means "as if started in DIR": a relative plan file is found there.
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(h.root, file)
 	}
 	pf, err := planfile.Load(file)
 	if err != nil {
@@ -138,7 +143,11 @@ func (h *handler) events() func(application.Event) {
 			if e.Attempt.CheckpointID != "" {
 				cp = "checkpoint " + e.Attempt.CheckpointID
 			}
-			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", e.DecisionID, e.Attempt.Number, cp, e.Attempt.Command)
+			cmd, _, multi := strings.Cut(strings.TrimSpace(e.Attempt.Command), "\n")
+			if multi {
+				cmd += " …"
+			}
+			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", e.DecisionID, e.Attempt.Number, cp, cmd)
 		case "finish":
 			_, _ = fmt.Fprintf(w, "plan: %s %s (%d artifacts)\n", e.DecisionID, e.Attempt.Status, len(e.Attempt.Artifacts))
 		}
