@@ -1,0 +1,494 @@
+package objectstore
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// ErrContentChanged says the bytes read for a blob were not the ones its hash names: the file
+// changed between hashing and storing. The caller re-hashes and retries. It is a fault.ErrConflict.
+var ErrContentChanged = fault.Conflict("content changed while it was being stored")
+
+// Batch collects new objects into packs under tmp/; Commit makes them durable and visible. Its
+// methods are safe for concurrent use, except that Commit and Abort must not race with puts.
+type Batch struct {
+	s *Store
+
+	mu    sync.Mutex
+	added map[tree.Hash]struct{}
+	cur   *packWriter   // pack receiving small objects, nil until needed
+	packs []*packWriter // every pack this batch will install, in creation order
+	err   error         // first write failure; the batch can then only be aborted
+	state batchState
+}
+
+type batchState uint8
+
+const (
+	batchOpen batchState = iota
+	batchCommitted
+	batchAborted
+)
+
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{s: s, added: make(map[tree.Hash]struct{})}
+}
+
+// Has reports whether h is in the store or already added to this batch.
+func (b *Batch) Has(h tree.Hash) bool {
+	if b.s.Has(h) {
+		return true
+	}
+	b.mu.Lock()
+	_, ok := b.added[h]
+	b.mu.Unlock()
+	return ok
+}
+
+// PutBlob stores the size bytes of r as blob h and returns the compressed size added (0 when h is
+// already present, in which case r is not read). If r does not yield exactly size bytes hashing to
+// h, nothing is stored and the error wraps ErrContentChanged.
+func (b *Batch) PutBlob(r io.Reader, h tree.Hash, size int64) (int64, error) {
+	if size < 0 {
+		return 0, fault.Invalid("blob %s: negative size %d", h, size)
+	}
+	if b.Has(h) {
+		return 0, nil
+	}
+	if size > largeBlob {
+		return b.putLarge(r, h, size)
+	}
+	buf := getBuf(int(size))
+	defer putBuf(buf)
+	if err := readExactly(r, *buf); err != nil {
+		return 0, fmt.Errorf("blob %s: %w", h, err)
+	}
+	if sha256.Sum256(*buf) != h {
+		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
+	}
+	return b.putSmall(BlobObject, h, *buf)
+}
+
+// readExactly fills buf from r and checks r is then at EOF: a file that grew or shrank since it
+// was hashed is a changed file, not a read error.
+func readExactly(r io.Reader, buf []byte) error {
+	if n, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read %d of %d bytes: %w", n, len(buf), ErrContentChanged)
+		}
+		return fmt.Errorf("read: %w", err)
+	}
+	var one [1]byte
+	switch _, err := io.ReadFull(r, one[:]); {
+	case err == nil:
+		return fmt.Errorf("more than %d bytes: %w", len(buf), ErrContentChanged)
+	case !errors.Is(err, io.EOF):
+		return fmt.Errorf("read: %w", err)
+	}
+	return nil
+}
+
+// PutTree stores t and returns its hash and the compressed size added (0 when already present).
+func (b *Batch) PutTree(t Tree) (tree.Hash, int64, error) {
+	h, enc, err := HashTree(t)
+	if err != nil {
+		return h, 0, err
+	}
+	if b.Has(h) {
+		return h, 0, nil
+	}
+	n, err := b.putSmall(TreeObject, h, enc)
+	return h, n, err
+}
+
+// putSmall compresses raw outside any lock (that is where the CPU goes) and appends the record.
+func (b *Batch) putSmall(kind Kind, h tree.Hash, raw []byte) (int64, error) {
+	c, err := sharedCodec()
+	if err != nil {
+		return 0, err
+	}
+	dst := getBuf(0)
+	defer putBuf(dst)
+	*dst = c.enc.EncodeAll(raw, (*dst)[:0])
+	comp := *dst
+	return b.append(idxEntry{hash: h, kind: kind, raw: int64(len(raw)), comp: int64(len(comp))},
+		func(w io.Writer) error {
+			_, err := w.Write(comp)
+			return err
+		})
+}
+
+// append writes one record into the current pack, starting one if needed, and finishes the pack
+// (outside the lock, so other workers keep going) once it reaches packTarget.
+func (b *Batch) append(e idxEntry, write func(io.Writer) error) (int64, error) {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	if _, dup := b.added[e.hash]; dup {
+		b.mu.Unlock()
+		return 0, nil // another worker stored the same content meanwhile
+	}
+	if b.cur == nil {
+		pw, err := b.s.newPackWriter()
+		if err != nil {
+			b.err = err
+			b.mu.Unlock()
+			return 0, err
+		}
+		b.cur = pw
+		b.packs = append(b.packs, pw)
+	}
+	pw := b.cur
+	if err := pw.writeRecord(e, write); err != nil {
+		b.err = err
+		b.mu.Unlock()
+		return 0, err
+	}
+	b.added[e.hash] = struct{}{}
+	var full *packWriter
+	if pw.size >= packTarget {
+		full, b.cur = pw, nil
+	}
+	b.mu.Unlock()
+	if full != nil {
+		if err := full.finish(); err != nil {
+			b.mu.Lock()
+			b.err = err
+			b.mu.Unlock()
+			return 0, err
+		}
+	}
+	return e.comp, nil
+}
+
+func (b *Batch) usable() error {
+	switch {
+	case b.state == batchCommitted:
+		return errors.New("object batch already committed")
+	case b.state == batchAborted:
+		return errors.New("object batch aborted")
+	case b.err != nil:
+		return fmt.Errorf("object batch failed earlier: %w", b.err)
+	}
+	return nil
+}
+
+// putLarge streams a blob too big to hold in memory into a pack of its own. Its compressed size is
+// only known at the end, so the record carries a padded uvarint that is patched in place.
+func (b *Batch) putLarge(r io.Reader, h tree.Hash, size int64) (int64, error) {
+	pw, err := b.s.newPackWriter()
+	if err != nil {
+		return 0, err
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			pw.discard()
+		}
+	}()
+	hdr := appendRecordHeader(nil, BlobObject, h, size, 0)
+	compAt := pw.size + int64(len(hdr)) - 1
+	hdr = append(hdr[:len(hdr)-1], make([]byte, paddedVarintLen)...)
+	if _, err := pw.w.Write(hdr); err != nil {
+		return 0, pw.writeErr(err)
+	}
+	cw := &countWriter{w: pw.w}
+	enc, err := getStreamEncoder(cw, size)
+	if err != nil {
+		return 0, err
+	}
+	hasher := sha256.New()
+	buf := getBuf(copyBuf)
+	n, err := copyHashing(enc, io.LimitReader(r, size+1), hasher, *buf)
+	putBuf(buf)
+	if err == nil && n != size {
+		err = fmt.Errorf("read %d bytes, want %d: %w", n, size, ErrContentChanged)
+	}
+	if err == nil {
+		err = pw.writeErr(enc.Close())
+	}
+	putStreamEncoder(enc)
+	if err != nil {
+		return 0, fmt.Errorf("blob %s: %w", h, err)
+	}
+	if tree.Hash(hasher.Sum(nil)) != h {
+		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
+	}
+	if err := pw.w.Flush(); err != nil {
+		return 0, pw.writeErr(err)
+	}
+	var patch [paddedVarintLen]byte
+	putPaddedUvarint(patch[:], u64(cw.n))
+	if _, err := pw.f.WriteAt(patch[:], compAt); err != nil {
+		return 0, pw.writeErr(err)
+	}
+	pw.entries = append(pw.entries, idxEntry{hash: h, kind: BlobObject, offset: int64(packHeaderLen), comp: cw.n, raw: size})
+	pw.size += int64(len(hdr)) + cw.n
+	// Syncing here, in the worker, overlaps the flush of a big file with other workers' hashing.
+	if err := pw.finish(); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return 0, err
+	}
+	if _, dup := b.added[h]; dup {
+		return 0, nil
+	}
+	b.added[h] = struct{}{}
+	b.packs = append(b.packs, pw)
+	kept = true
+	return cw.n, nil
+}
+
+// copyHashing copies r to w through buf, hashing what it reads; read errors are returned as such,
+// so only a wrong length or hash counts as changed content.
+func copyHashing(w io.Writer, r io.Reader, hasher hash.Hash, buf []byte) (int64, error) {
+	var n int64
+	for {
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			_, _ = hasher.Write(buf[:m]) // a hash.Hash never fails
+			if _, err := w.Write(buf[:m]); err != nil {
+				return n, fmt.Errorf("compress: %w", err)
+			}
+			n += int64(m)
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, fmt.Errorf("read: %w", rerr)
+		}
+	}
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Commit makes every object of the batch durable and then visible: each pack is fsync'd, its idx
+// written and fsync'd, both renamed into packs/ (pack first, so a crash leaves at worst a pack
+// whose idx Open rebuilds), and packs/ is fsync'd. An empty batch writes nothing.
+func (b *Batch) Commit() error {
+	return b.commit(false)
+}
+
+// commit with relocate set points the index at the new copies even for objects already indexed,
+// which is what GC needs before it deletes the old packs.
+func (b *Batch) commit(relocate bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == batchCommitted {
+		return nil
+	}
+	if err := b.usable(); err != nil {
+		return err
+	}
+	for _, pw := range b.packs {
+		if err := pw.finish(); err != nil {
+			b.err = err
+			return err
+		}
+	}
+	for _, pw := range b.packs {
+		if err := pw.install(); err != nil {
+			b.err = err
+			return err
+		}
+	}
+	if len(b.packs) > 0 {
+		if err := syncDir(b.s.packsDir); err != nil {
+			b.err = err
+			return fmt.Errorf("commit objects: %w", err)
+		}
+	}
+	b.s.register(b.packs, relocate)
+	b.state = batchCommitted
+	b.cur = nil
+	return nil
+}
+
+// Abort drops the batch and removes its temporary files. It is a no-op after Commit. Packs that a
+// failed Commit already installed stay: they are complete, and GC collects what nothing references.
+func (b *Batch) Abort() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != batchOpen {
+		return
+	}
+	b.state = batchAborted
+	for _, pw := range b.packs {
+		if !pw.installed {
+			pw.discard()
+		}
+	}
+	b.packs, b.cur = nil, nil
+}
+
+// register makes committed packs readable.
+func (s *Store) register(pws []*packWriter, relocate bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pw := range pws {
+		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize}
+		s.packs[pw.id] = p
+		delete(s.temps, pw.id)
+		for _, e := range pw.entries {
+			if _, dup := s.index[e.hash]; dup && !relocate {
+				continue
+			}
+			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+		}
+	}
+}
+
+// packWriter is one pack being written under tmp/.
+type packWriter struct {
+	s               *Store
+	id              string
+	tmpPack, tmpIdx string
+	f               *os.File
+	w               *bufio.Writer
+	size            int64
+	idxSize         int64
+	entries         []idxEntry
+
+	mu        sync.Mutex // serialises finish between a rollover and Commit
+	finished  bool
+	installed bool
+}
+
+func (s *Store) newPackWriter() (*packWriter, error) {
+	id, err := newPackID()
+	if err != nil {
+		return nil, err
+	}
+	pw := &packWriter{
+		s:       s,
+		id:      id,
+		tmpPack: filepath.Join(s.tmpDir, id+".pack"),
+		tmpIdx:  filepath.Join(s.tmpDir, id+".idx"),
+	}
+	s.mu.Lock()
+	s.temps[id] = struct{}{}
+	s.mu.Unlock()
+	// Read-only, owner-only: nothing may modify a pack once written (the open descriptor still can),
+	// and it holds copies of files that may be private.
+	pw.f, err = os.OpenFile(pw.tmpPack, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		s.dropTemp(id)
+		return nil, fmt.Errorf("create pack: %w", err)
+	}
+	pw.w = bufio.NewWriterSize(pw.f, 1<<20)
+	hdr := packHeader()
+	if _, err := pw.w.Write(hdr); err != nil {
+		pw.discard()
+		return nil, pw.writeErr(err)
+	}
+	pw.size = int64(len(hdr))
+	return pw, nil
+}
+
+func (s *Store) dropTemp(id string) {
+	s.mu.Lock()
+	delete(s.temps, id)
+	s.mu.Unlock()
+}
+
+func (pw *packWriter) writeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("write pack %s: %w", pw.tmpPack, err)
+}
+
+func (pw *packWriter) writeRecord(e idxEntry, write func(io.Writer) error) error {
+	var hb [maxRecordHeader]byte
+	hdr := appendRecordHeader(hb[:0], e.kind, e.hash, e.raw, e.comp)
+	if _, err := pw.w.Write(hdr); err != nil {
+		return pw.writeErr(err)
+	}
+	if err := write(pw.w); err != nil {
+		return pw.writeErr(err)
+	}
+	e.offset = pw.size
+	pw.entries = append(pw.entries, e)
+	pw.size += int64(len(hdr)) + e.comp
+	return nil
+}
+
+// finish makes the pack durable and writes its idx (durable too) next to it in tmp/.
+func (pw *packWriter) finish() error {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.finished {
+		return nil
+	}
+	err := pw.w.Flush()
+	if err == nil {
+		err = pw.f.Sync()
+	}
+	if cerr := pw.f.Close(); err == nil {
+		err = cerr
+	}
+	pw.f = nil
+	if err != nil {
+		return pw.writeErr(err)
+	}
+	idx := encodeIdx(sortEntries(append([]idxEntry(nil), pw.entries...)))
+	if err := writeFileDurable(pw.tmpIdx, idx); err != nil {
+		return fmt.Errorf("write idx %s: %w", pw.tmpIdx, err)
+	}
+	pw.idxSize = int64(len(idx))
+	pw.finished = true
+	return nil
+}
+
+func (pw *packWriter) install() error {
+	if pw.installed {
+		return nil
+	}
+	dst := filepath.Join(pw.s.packsDir, pw.id)
+	if err := os.Rename(pw.tmpPack, dst+".pack"); err != nil {
+		return fmt.Errorf("install pack: %w", err)
+	}
+	if err := os.Rename(pw.tmpIdx, dst+".idx"); err != nil {
+		return fmt.Errorf("install idx: %w", err)
+	}
+	pw.installed = true
+	return nil
+}
+
+func (pw *packWriter) discard() {
+	pw.mu.Lock()
+	if pw.f != nil {
+		_ = pw.f.Close()
+		pw.f = nil
+	}
+	pw.mu.Unlock()
+	_ = os.Remove(pw.tmpPack)
+	_ = os.Remove(pw.tmpIdx)
+	pw.s.dropTemp(pw.id)
+}

@@ -1,0 +1,116 @@
+package objectstore
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+const (
+	// largeBlob is the size above which a blob is streamed into a pack of its own instead of being
+	// read whole, so memory stays bounded whatever the file size.
+	largeBlob = 8 << 20
+	// wholeRead is the size up to which a read decodes an object in one go (one pread, one DecodeAll)
+	// instead of streaming it.
+	wholeRead = 1 << 20
+	// maxWindow bounds the history a stream decoder may allocate; our encoder uses 8 MiB, and a
+	// damaged frame header must not make us allocate gigabytes.
+	maxWindow = 32 << 20
+	// copyBuf is the read size when streaming a large blob.
+	copyBuf = 1 << 20
+)
+
+// packTarget is the size at which a pack is closed and a new one started (a variable so tests can
+// exercise rollover without writing 64 MiB).
+var packTarget int64 = 64 << 20
+
+// SHA-256 already guards every object, so the frames carry no checksum of their own (4 bytes and an
+// xxhash pass saved per object).
+var sharedCodec = sync.OnceValues(func() (*codec, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+	if err != nil {
+		return nil, fmt.Errorf("zstd encoder: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(maxWindow),
+		zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		return nil, fmt.Errorf("zstd decoder: %w", err)
+	}
+	return &codec{enc: enc, dec: dec}, nil
+})
+
+// codec holds the shared EncodeAll/DecodeAll instances; both are safe for concurrent use and keep
+// their own internal pools, so small objects never pay for building an encoder.
+type codec struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+// Stream coders are stateful, one per goroutine, so they are pooled. Concurrency 1 keeps them
+// synchronous (no goroutines to leak) and their memory to one window.
+var (
+	streamEncPool sync.Pool
+	streamDecPool sync.Pool
+	bufPool       sync.Pool
+)
+
+func getStreamEncoder(w io.Writer, size int64) (*zstd.Encoder, error) {
+	if e, ok := streamEncPool.Get().(*zstd.Encoder); ok {
+		e.ResetContentSize(w, size)
+		return e, nil
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("zstd stream encoder: %w", err)
+	}
+	e.ResetContentSize(w, size)
+	return e, nil
+}
+
+func putStreamEncoder(e *zstd.Encoder) {
+	e.Reset(nil)
+	streamEncPool.Put(e)
+}
+
+func getStreamDecoder(r io.Reader) (*zstd.Decoder, error) {
+	if d, ok := streamDecPool.Get().(*zstd.Decoder); ok {
+		if err := d.Reset(r); err != nil {
+			return nil, fmt.Errorf("zstd stream decoder: %w", err)
+		}
+		return d, nil
+	}
+	d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+	if err != nil {
+		return nil, fmt.Errorf("zstd stream decoder: %w", err)
+	}
+	return d, nil
+}
+
+func putStreamDecoder(d *zstd.Decoder) {
+	if d.Reset(nil) == nil {
+		streamDecPool.Put(d)
+	}
+}
+
+// getBuf returns a pooled buffer of length n. Buffers above largeBlob never enter the pool.
+func getBuf(n int) *[]byte {
+	if p, ok := bufPool.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:n]
+			return p
+		}
+	}
+	b := make([]byte, n, max(n, 64<<10)) // a floor, so the pool settles instead of churning
+	return &b
+}
+
+func putBuf(p *[]byte) {
+	if cap(*p) <= 2*largeBlob {
+		bufPool.Put(p)
+	}
+}

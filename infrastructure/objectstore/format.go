@@ -1,0 +1,257 @@
+package objectstore
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// Kind says what an object holds. The values are part of the pack format; never renumber.
+type Kind uint8
+
+// The object kinds.
+const (
+	BlobObject Kind = 1
+	TreeObject Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case BlobObject:
+		return "blob"
+	case TreeObject:
+		return "tree"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+func (k Kind) valid() bool { return k == BlobObject || k == TreeObject }
+
+// u64 converts a size or offset for encoding. They are never negative here; clamping instead of
+// wrapping keeps a bug from writing a huge value.
+func u64(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
+}
+
+// i64 converts a decoded size or offset, refusing what does not fit.
+func i64(v uint64) (int64, bool) {
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+const (
+	packMagic     = "PLANPACK"
+	packVersion   = 1
+	packHeaderLen = len(packMagic) + 4
+	idxMagic      = "PLANIDX1"
+	idxHeaderLen  = len(idxMagic) + 4
+	idxEntryLen   = 32 + 1 + 8 + 8 + 8
+	// maxRecordHeader is the longest record header: kind, hash and two ten-byte uvarints.
+	maxRecordHeader = 1 + 32 + 2*binary.MaxVarintLen64
+	// paddedVarintLen is the width of a compSize patched in after streaming.
+	paddedVarintLen = binary.MaxVarintLen64
+)
+
+// idxEntry locates one object inside one pack. offset is where its record header starts.
+type idxEntry struct {
+	hash   tree.Hash
+	kind   Kind
+	offset int64
+	comp   int64
+	raw    int64
+}
+
+func packHeader() []byte {
+	return binary.BigEndian.AppendUint32([]byte(packMagic), packVersion)
+}
+
+func checkPackHeader(b []byte) error {
+	if len(b) < packHeaderLen || string(b[:len(packMagic)]) != packMagic {
+		return errors.New("bad pack magic")
+	}
+	if v := binary.BigEndian.Uint32(b[len(packMagic):]); v != packVersion {
+		return fmt.Errorf("unsupported pack version %d", v)
+	}
+	return nil
+}
+
+func appendRecordHeader(b []byte, kind Kind, h tree.Hash, raw, comp int64) []byte {
+	b = append(b, byte(kind))
+	b = append(b, h[:]...)
+	b = binary.AppendUvarint(b, u64(raw))
+	return binary.AppendUvarint(b, u64(comp))
+}
+
+// putPaddedUvarint writes v as a uvarint of exactly paddedVarintLen bytes (continuation bits set on
+// the first nine), which binary.Uvarint reads back as v; it lets a size be patched in place.
+func putPaddedUvarint(b []byte, v uint64) {
+	for i := 0; i < paddedVarintLen-1; i++ {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+	}
+	b[paddedVarintLen-1] = byte(v)
+}
+
+// parseRecordHeader reads a record header from b and returns it (offset unset) with its length.
+func parseRecordHeader(b []byte) (idxEntry, int, error) {
+	var e idxEntry
+	if len(b) < 1+32 {
+		return e, 0, errors.New("truncated record header")
+	}
+	e.kind = Kind(b[0])
+	copy(e.hash[:], b[1:33])
+	n := 33
+	raw, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return e, 0, errors.New("bad raw size in record header")
+	}
+	n += m
+	comp, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return e, 0, errors.New("bad compressed size in record header")
+	}
+	n += m
+	var ok1, ok2 bool
+	e.raw, ok1 = i64(raw)
+	e.comp, ok2 = i64(comp)
+	if !e.kind.valid() || !ok1 || !ok2 {
+		return e, 0, errors.New("bad record header")
+	}
+	return e, n, nil
+}
+
+// encodeIdx returns the idx file for entries, which must be sorted by hash without duplicates.
+func encodeIdx(entries []idxEntry) []byte {
+	b := make([]byte, 0, idxHeaderLen+len(entries)*idxEntryLen+sha256.Size)
+	b = append(b, idxMagic...)
+	// A pack cannot hold 2^32 records: each takes at least 35 bytes of a 64 MiB pack.
+	b = binary.BigEndian.AppendUint32(b, uint32(min(len(entries), math.MaxUint32)))
+	for i := range entries {
+		e := &entries[i]
+		b = append(b, e.hash[:]...)
+		b = append(b, byte(e.kind))
+		b = binary.BigEndian.AppendUint64(b, u64(e.offset))
+		b = binary.BigEndian.AppendUint64(b, u64(e.comp))
+		b = binary.BigEndian.AppendUint64(b, u64(e.raw))
+	}
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// decodeIdx parses and checks an idx file; any problem means the file is damaged.
+func decodeIdx(b []byte) ([]idxEntry, error) {
+	if len(b) < idxHeaderLen+sha256.Size || string(b[:len(idxMagic)]) != idxMagic {
+		return nil, errors.New("bad idx magic or too short")
+	}
+	body := b[:len(b)-sha256.Size]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
+		return nil, errors.New("idx checksum mismatch")
+	}
+	count := int(binary.BigEndian.Uint32(b[len(idxMagic):]))
+	if (len(body)-idxHeaderLen)%idxEntryLen != 0 || (len(body)-idxHeaderLen)/idxEntryLen != count {
+		return nil, fmt.Errorf("idx length does not match its count %d", count)
+	}
+	entries := make([]idxEntry, count)
+	p := body[idxHeaderLen:]
+	for i := range entries {
+		e := &entries[i]
+		copy(e.hash[:], p[:32])
+		e.kind = Kind(p[32])
+		off := binary.BigEndian.Uint64(p[33:])
+		comp := binary.BigEndian.Uint64(p[41:])
+		raw := binary.BigEndian.Uint64(p[49:])
+		p = p[idxEntryLen:]
+		var ok1, ok2, ok3 bool
+		e.offset, ok1 = i64(off)
+		e.comp, ok2 = i64(comp)
+		e.raw, ok3 = i64(raw)
+		// Halved bounds keep offset+comp from overflowing in readers.
+		if !e.kind.valid() || !ok1 || !ok2 || !ok3 || e.offset < int64(packHeaderLen) ||
+			e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
+			return nil, fmt.Errorf("idx entry %d is out of range", i)
+		}
+		if i > 0 && bytes.Compare(entries[i-1].hash[:], e.hash[:]) >= 0 {
+			return nil, fmt.Errorf("idx entry %d is out of order", i)
+		}
+	}
+	return entries, nil
+}
+
+// sortEntries orders entries by hash and drops repeats (a pack may, harmlessly, hold an object twice).
+func sortEntries(entries []idxEntry) []idxEntry {
+	slices.SortStableFunc(entries, func(a, b idxEntry) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+	return slices.CompactFunc(entries, func(a, b idxEntry) bool { return a.hash == b.hash })
+}
+
+// scanPack rebuilds a pack's entries from its records alone. It reads sizes and skips the
+// compressed bytes; hashes are checked later, on every read.
+func scanPack(r io.Reader, size int64) ([]idxEntry, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	hdr := make([]byte, packHeaderLen)
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return nil, fmt.Errorf("read pack header: %w", err)
+	}
+	if err := checkPackHeader(hdr); err != nil {
+		return nil, err
+	}
+	var entries []idxEntry
+	pos := int64(packHeaderLen)
+	for pos < size {
+		var e idxEntry
+		e.offset = pos
+		var head [33]byte
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return nil, fmt.Errorf("record at %d: %w", pos, err)
+		}
+		e.kind = Kind(head[0])
+		copy(e.hash[:], head[1:])
+		cr := &countingByteReader{r: br}
+		raw, err1 := binary.ReadUvarint(cr)
+		comp, err2 := binary.ReadUvarint(cr)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("record at %d: sizes: %w", pos, err)
+		}
+		pos += int64(len(head)) + cr.n
+		var ok1, ok2 bool
+		e.raw, ok1 = i64(raw)
+		e.comp, ok2 = i64(comp)
+		if !e.kind.valid() || !ok1 || !ok2 || e.comp > size-pos {
+			return nil, fmt.Errorf("record at %d: bad header", e.offset)
+		}
+		if _, err := br.Discard(int(e.comp)); err != nil {
+			return nil, fmt.Errorf("record at %d: %w", e.offset, err)
+		}
+		pos += e.comp
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 {
+		return nil, errors.New("pack holds no records")
+	}
+	return sortEntries(entries), nil
+}
+
+type countingByteReader struct {
+	r io.ByteReader
+	n int64
+}
+
+func (c *countingByteReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}

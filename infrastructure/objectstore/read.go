@@ -1,0 +1,252 @@
+package objectstore
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// maxTreeSize bounds a tree read into memory; a listing of a million entries stays far below it.
+const maxTreeSize = 256 << 20
+
+// small says whether an object is read whole rather than streamed. The compressed size is bounded
+// too because the read buffer is sized from it.
+func (l location) small() bool { return l.raw <= wholeRead && l.comp <= 2*wholeRead }
+
+func missing(h tree.Hash) error { return fault.Integrity("object %s is missing", h) }
+
+func damaged(h tree.Hash, l location, format string, args ...any) error {
+	return fault.Integrity("object %s in pack %s: %s", h, l.pack.id, fmt.Sprintf(format, args...))
+}
+
+// readHeader reads and checks the record header of l and returns the offset of its data. b, when
+// long enough, receives the header and as much of the data as fits (one pread for small objects).
+func readHeader(f *os.File, h tree.Hash, l location, b []byte) (int64, int, error) {
+	n, err := f.ReadAt(b, l.offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: read", h, l.pack.id)
+	}
+	got, hl, perr := parseRecordHeader(b[:n])
+	if perr != nil {
+		return 0, n, damaged(h, l, "%v at offset %d", perr, l.offset)
+	}
+	if got.kind != l.kind || got.hash != h || got.raw != l.raw || got.comp != l.comp {
+		return 0, n, damaged(h, l, "record header at offset %d does not match the idx", l.offset)
+	}
+	return l.offset + int64(hl), n, nil
+}
+
+// readWhole reads, decompresses and verifies an object in one go.
+func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
+	f, release, err := s.openPack(l.pack)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	defer release()
+	buf := getBuf(maxRecordHeader + int(l.comp))
+	defer putBuf(buf)
+	dataAt, n, err := readHeader(f, h, l, *buf)
+	if err != nil {
+		return nil, err
+	}
+	start := int(dataAt - l.offset)
+	if n < start+int(l.comp) {
+		return nil, damaged(h, l, "record truncated (pack cut short)")
+	}
+	c, err := sharedCodec()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.dec.DecodeAll((*buf)[start:start+int(l.comp)], make([]byte, 0, l.raw))
+	if err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", h, l.pack.id)
+	}
+	if int64(len(out)) != l.raw || sha256.Sum256(out) != h {
+		return nil, damaged(h, l, "content does not match its hash")
+	}
+	return out, nil
+}
+
+// OpenBlob returns a reader of h's content. Every byte is checked: damage is reported as a
+// fault.ErrIntegrity error by OpenBlob or by Read (at the latest instead of io.EOF), so a caller
+// must treat an error from either as damage and discard what it read.
+func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
+	l, ok := s.lookup(h)
+	if !ok {
+		return nil, missing(h)
+	}
+	if l.small() {
+		return &wholeReader{s: s, h: h, l: l}, nil
+	}
+	f, release, err := s.openPack(l.pack)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	var hb [maxRecordHeader]byte
+	dataAt, _, err := readHeader(f, h, l, hb[:])
+	if err != nil {
+		release()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10)
+	dec, err := getStreamDecoder(br)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &streamReader{h: h, l: l, dec: dec, release: release, sum: sha256.New()}, nil
+}
+
+// wholeReader decodes a small object at the first Read; holding nothing until then keeps many
+// open readers cheap.
+type wholeReader struct {
+	s    *Store
+	h    tree.Hash
+	l    location
+	data []byte
+	read bool
+	err  error
+}
+
+func (r *wholeReader) Read(p []byte) (int, error) {
+	if !r.read {
+		r.read = true
+		r.data, r.err = r.s.readWhole(r.h, r.l)
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func (r *wholeReader) Close() error {
+	r.data, r.read, r.err = nil, true, errors.New("read of closed blob")
+	return nil
+}
+
+// streamReader decompresses a large object as it is read, hashing the output; the verdict is
+// given in place of io.EOF.
+type streamReader struct {
+	h       tree.Hash
+	l       location
+	dec     *zstd.Decoder
+	release func()
+	sum     hash.Hash
+	n       int64
+	err     error
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.dec == nil {
+		return 0, errors.New("read of closed blob")
+	}
+	n, err := r.dec.Read(p)
+	_, _ = r.sum.Write(p[:n]) // a hash.Hash never fails
+	r.n += int64(n)
+	switch {
+	case r.n > r.l.raw:
+		r.err = damaged(r.h, r.l, "content longer than recorded")
+	case errors.Is(err, io.EOF):
+		if r.n != r.l.raw || tree.Hash(r.sum.Sum(nil)) != r.h {
+			r.err = damaged(r.h, r.l, "content does not match its hash")
+		} else {
+			r.err = io.EOF
+		}
+	case err != nil:
+		r.err = fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", r.h, r.l.pack.id)
+	}
+	if r.err != nil && !errors.Is(r.err, io.EOF) {
+		return 0, r.err // never hand out bytes of an object known to be damaged
+	}
+	return n, r.err
+}
+
+func (r *streamReader) Close() error {
+	if r.dec != nil {
+		putStreamDecoder(r.dec)
+		r.dec = nil
+		r.release()
+	}
+	return nil
+}
+
+// ReadTree reads and decodes tree h. The zero hash names the empty tree.
+func (s *Store) ReadTree(h tree.Hash) (Tree, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	l, ok := s.lookup(h)
+	if !ok {
+		return nil, missing(h)
+	}
+	if l.raw > maxTreeSize || l.comp > maxTreeSize {
+		return nil, damaged(h, l, "too large for a tree (%d bytes)", l.raw)
+	}
+	b, err := s.readWhole(h, l)
+	if err != nil {
+		return nil, err
+	}
+	t, err := DecodeTree(b)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", h, err)
+	}
+	return t, nil
+}
+
+// CheckObject checks that h is present, that its pack holds the whole record and that the record
+// header matches the idx; with readData it also decompresses and re-hashes the content.
+func (s *Store) CheckObject(h tree.Hash, readData bool) error {
+	l, ok := s.lookup(h)
+	if !ok {
+		return missing(h)
+	}
+	f, release, err := s.openPack(l.pack)
+	if err != nil {
+		return fmt.Errorf("object %s: %w", h, err)
+	}
+	defer release()
+	var hb [maxRecordHeader]byte
+	dataAt, _, err := readHeader(f, h, l, hb[:])
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("object %s: stat pack: %w", h, err)
+	}
+	if dataAt+l.comp > fi.Size() {
+		return damaged(h, l, "record truncated (pack cut short)")
+	}
+	if !readData {
+		return nil
+	}
+	if l.small() {
+		_, err := s.readWhole(h, l)
+		return err
+	}
+	r, err := s.OpenBlob(h)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := getBuf(copyBuf)
+	defer putBuf(buf)
+	_, err = io.CopyBuffer(io.Discard, r, *buf)
+	return err
+}

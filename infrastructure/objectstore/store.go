@@ -1,0 +1,375 @@
+package objectstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// maxCachedFDs bounds the pack files kept open between reads; past it a read opens and closes its
+// own descriptor, so a store with thousands of packs cannot exhaust the process's file limit.
+const maxCachedFDs = 256
+
+// Store is an open object store. Its methods are safe for concurrent use.
+type Store struct {
+	dir, packsDir, tmpDir string
+
+	mu      sync.RWMutex
+	index   map[tree.Hash]location
+	packs   map[string]*packFile
+	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
+	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
+
+	cachedFDs atomic.Int32
+	closed    atomic.Bool
+}
+
+// location is where the index found an object.
+type location struct {
+	pack   *packFile
+	offset int64
+	comp   int64
+	raw    int64
+	kind   Kind
+}
+
+func (l location) entry(h tree.Hash) idxEntry {
+	return idxEntry{hash: h, kind: l.kind, offset: l.offset, comp: l.comp, raw: l.raw}
+}
+
+// packFile is one installed pack. size is -1 when the pack was missing at Open (its idx survived).
+type packFile struct {
+	id      string
+	path    string
+	size    int64
+	idxSize int64
+
+	mu sync.Mutex
+	f  *os.File
+}
+
+// ObjectInfo describes a stored object. StoredSize is its compressed size; Pack is the pack id.
+type ObjectInfo struct {
+	Kind       Kind
+	RawSize    int64
+	StoredSize int64
+	Pack       string
+}
+
+// StoreStats sums up a store. StoredBytes is the size of the pack files on disk; RawBytes the
+// uncompressed size of the indexed objects.
+type StoreStats struct {
+	Packs, Objects        int
+	StoredBytes, RawBytes int64
+}
+
+// Open opens (creating if needed) the store in dir and loads every idx. A pack whose idx is missing
+// is re-indexed from its records; a corrupt idx is a fault.ErrIntegrity error naming the file.
+func Open(dir string) (*Store, error) {
+	s := &Store{
+		dir:      dir,
+		packsDir: filepath.Join(dir, "packs"),
+		tmpDir:   filepath.Join(dir, "tmp"),
+		index:    make(map[tree.Hash]location),
+		packs:    make(map[string]*packFile),
+		temps:    make(map[string]struct{}),
+	}
+	if err := s.makeDirs(); err != nil {
+		return nil, err
+	}
+	names, err := os.ReadDir(s.packsDir)
+	if err != nil {
+		return nil, fmt.Errorf("open object store: %w", err)
+	}
+	hasPack, hasIdx := map[string]bool{}, map[string]bool{}
+	var ids []string
+	for _, de := range names {
+		id, ext, ok := strings.Cut(de.Name(), ".")
+		if !ok || !validPackID(id) || (ext != "pack" && ext != "idx") {
+			continue // not ours; leave it alone rather than refuse to open
+		}
+		if !hasPack[id] && !hasIdx[id] {
+			ids = append(ids, id)
+		}
+		if ext == "pack" {
+			hasPack[id] = true
+		} else {
+			hasIdx[id] = true
+		}
+	}
+	slices.Sort(ids)
+	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
+	// is gone, the index keeps the copy that can be read.
+	for _, present := range []bool{true, false} {
+		for _, id := range ids {
+			if hasPack[id] != present {
+				continue
+			}
+			if err := s.loadPack(id, hasIdx[id]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) makeDirs() error {
+	_, statErr := os.Stat(s.packsDir)
+	for _, d := range []string{s.packsDir, s.tmpDir} {
+		// Private: packs hold copies of every workspace file, including the owner-only ones.
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create object store: %w", err)
+		}
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// A fresh store: its directories must be durable before any pack inside them can be.
+		for _, d := range []string{s.dir, filepath.Dir(s.dir)} {
+			if err := syncDir(d); err != nil {
+				return fmt.Errorf("create object store: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) loadPack(id string, haveIdx bool) error {
+	p := &packFile{id: id, path: filepath.Join(s.packsDir, id+".pack"), size: -1}
+	if fi, err := os.Stat(p.path); err == nil {
+		p.size = fi.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("stat pack %s: %w", p.path, err)
+	}
+	idxPath := filepath.Join(s.packsDir, id+".idx")
+	var entries []idxEntry
+	if haveIdx {
+		b, err := os.ReadFile(idxPath)
+		if err != nil {
+			return fmt.Errorf("read idx %s: %w", idxPath, err)
+		}
+		if entries, err = decodeIdx(b); err != nil {
+			return fault.Wrap(fault.ErrIntegrity, err,
+				"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
+		}
+		p.idxSize = int64(len(b))
+	} else {
+		var err error
+		if entries, err = s.rebuildIdx(p); err != nil {
+			return err
+		}
+	}
+	s.packs[id] = p
+	for _, e := range entries {
+		if _, dup := s.index[e.hash]; !dup {
+			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+		}
+	}
+	return nil
+}
+
+// rebuildIdx re-indexes a pack left without its idx (a crash between the two renames of a commit,
+// or a deleted idx) and writes the idx durably.
+func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return nil, fmt.Errorf("open pack %s: %w", p.path, err)
+	}
+	defer f.Close()
+	entries, err := scanPack(f, p.size)
+	if err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
+	}
+	idx := encodeIdx(entries)
+	suffix, err := newPackID()
+	if err != nil {
+		return nil, err
+	}
+	// Unique, because a read-only command may rebuild the same idx as another process at once.
+	tmp := filepath.Join(s.tmpDir, p.id+".idx-rebuild-"+suffix)
+	if err := writeFileDurable(tmp, idx); err != nil {
+		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.packsDir, p.id+".idx")); err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
+	}
+	if err := syncDir(s.packsDir); err != nil {
+		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
+	}
+	p.idxSize = int64(len(idx))
+	return entries, nil
+}
+
+// Close releases the open pack files. Readers still open fail afterwards.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, p := range append(slices.Collect(maps.Values(s.packs)), s.retired...) {
+		p.mu.Lock()
+		if p.f != nil {
+			errs = append(errs, p.f.Close())
+			p.f = nil
+		}
+		p.mu.Unlock()
+	}
+	s.retired = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close object store: %w", err)
+	}
+	return nil
+}
+
+// Has reports whether the store holds h (committed objects only).
+func (s *Store) Has(h tree.Hash) bool {
+	s.mu.RLock()
+	_, ok := s.index[h]
+	s.mu.RUnlock()
+	return ok
+}
+
+func (s *Store) lookup(h tree.Hash) (location, bool) {
+	s.mu.RLock()
+	l, ok := s.index[h]
+	s.mu.RUnlock()
+	return l, ok
+}
+
+// Info describes h without reading it.
+func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
+	l, ok := s.lookup(h)
+	if !ok {
+		return ObjectInfo{}, false
+	}
+	return ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}, true
+}
+
+// Stats sums up the store.
+func (s *Store) Stats() StoreStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	for _, p := range s.packs {
+		st.StoredBytes += max(p.size, 0)
+	}
+	for _, l := range s.index {
+		st.RawBytes += l.raw
+	}
+	return st
+}
+
+// CleanTemp removes what crashed writers left in tmp/. Batches of this process are spared; those
+// of another process are not, which is why the caller must hold the workspace lock.
+func (s *Store) CleanTemp() (int, error) {
+	des, err := os.ReadDir(s.tmpDir)
+	if err != nil {
+		return 0, fmt.Errorf("clean object store temp: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	removed := 0
+	var errs []error
+	for _, de := range des {
+		id, _, _ := strings.Cut(de.Name(), ".")
+		if _, busy := s.temps[id]; busy {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.tmpDir, de.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("clean object store temp: %w", err)
+	}
+	return removed, nil
+}
+
+// openPack returns a descriptor for reads (ReadAt only, so it can be shared) and the function that
+// releases it.
+func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
+	if s.closed.Load() {
+		return nil, nil, errors.New("object store is closed")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f != nil {
+		return p.f, func() {}, nil
+	}
+	f, err := os.Open(p.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fault.Integrity("pack %s is missing", p.path)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pack: %w", err)
+	}
+	if s.cachedFDs.Add(1) <= maxCachedFDs {
+		p.f = f
+		return f, func() {}, nil
+	}
+	s.cachedFDs.Add(-1)
+	return f, func() { _ = f.Close() }, nil
+}
+
+func newPackID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("pack id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func validPackID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// writeFileDurable creates path (which must not exist), writes data and fsyncs it.
+func writeFileDurable(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
