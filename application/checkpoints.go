@@ -53,6 +53,7 @@ type CheckpointService struct {
 	history  History
 	clock    Clock
 	git      GitProbe
+	metrics  Metrics
 	reverter DecisionReverter
 }
 
@@ -66,13 +67,14 @@ type CheckpointDeps struct {
 	History     History
 	Clock       Clock
 	Git         GitProbe
+	Metrics     Metrics
 }
 
 // NewCheckpointService returns the service and registers its rollback finisher with the guard.
 func NewCheckpointService(d CheckpointDeps) *CheckpointService {
 	s := &CheckpointService{
 		repo: d.Repo, snap: d.Snapshotter, store: d.Store, guard: d.Guard, tx: d.Tx,
-		history: d.History, clock: d.Clock, git: d.Git,
+		history: d.History, clock: d.Clock, git: d.Git, metrics: d.Metrics,
 	}
 	d.Guard.Register(kindRollback, s.finishRollback)
 	return s
@@ -105,6 +107,15 @@ func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (*che
 }
 
 func (s *CheckpointService) create(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
+	cp, err := s.take(ctx, req)
+	if err != nil && s.metrics != nil && !errors.Is(err, fault.ErrInvalid) {
+		// Counted for `plan stats`; the failure itself is returned, never swallowed.
+		_ = s.metrics.RecordCheckpointFailure(context.WithoutCancel(ctx), s.clock.Now(), err.Error())
+	}
+	return cp, err
+}
+
+func (s *CheckpointService) take(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
 	if req.Type == "" {
 		req.Type = checkpoint.Manual
 	}

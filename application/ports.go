@@ -177,3 +177,55 @@ type Archiver interface {
 	// CleanStaged removes staged archives no operation refers to any more.
 	CleanStaged() error
 }
+
+// ObjectProblem is one damaged or missing object found by verification.
+type ObjectProblem struct {
+	Path    string
+	Problem string
+}
+
+// GCReport says what garbage collection removed.
+type GCReport struct {
+	PacksDeleted   int
+	PacksRewritten int
+	BytesReclaimed int64
+	LiveObjects    int
+}
+
+// StoreUsage describes the object store's size.
+type StoreUsage struct {
+	Packs       int
+	Objects     int
+	StoredBytes int64
+	RawBytes    int64
+}
+
+// StoreHealth is what the maintenance use cases need from the object store.
+type StoreHealth interface {
+	// ListTree returns one stored directory's entries (Path holds the bare name).
+	ListTree(h tree.Hash) ([]tree.Entry, error)
+	// CheckObject verifies one object: present with a sane size, and with readData its content
+	// re-hashed. Damage is a fault.ErrIntegrity error; anything else is an I/O error worth a retry.
+	CheckObject(h tree.Hash, readData bool) error
+	// Collect removes every object not reachable from roots.
+	Collect(roots []tree.Hash) (GCReport, error)
+	Usage() StoreUsage
+}
+
+// RetentionRule is the retention policy kept in .plan/config.yaml.
+type RetentionRule struct {
+	Keep      int
+	OlderThan time.Duration
+}
+
+// Settings reads the workspace's optional configuration.
+type Settings interface {
+	// Retention returns the policy applied after each run; ok is false when none is configured.
+	Retention() (rule RetentionRule, ok bool, err error)
+}
+
+// Metrics records what the stats command reports beyond the checkpoint rows.
+type Metrics interface {
+	RecordCheckpointFailure(ctx context.Context, at time.Time, reason string) error
+	CheckpointFailures(ctx context.Context) (int, error)
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/planhq/plan/infrastructure/archive"
 	"github.com/planhq/plan/infrastructure/executor"
 	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
@@ -84,6 +85,7 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewTransactor, fx.As(new(application.Transactor))),
 		fx.Annotate(persistence.NewPlans, fx.As(new(plan.Repository))),
 		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
+		fx.Annotate(persistence.NewMetrics, fx.As(new(application.Metrics))),
 	),
 )
 
@@ -125,6 +127,8 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
 		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
+		fx.Annotate(maintenance.NewHealth, fx.As(new(application.StoreHealth))),
+		fx.Annotate(maintenance.NewSettings, fx.As(new(application.Settings))),
 	),
 )
 
@@ -136,6 +140,7 @@ var ApplicationModule = fx.Module("application",
 		newCheckpointService,
 		application.NewPlanService,
 		application.NewCorrectionService,
+		application.NewMaintenanceService,
 	),
 	// The plan and correction services hook themselves into rollback (reverting decisions) and
 	// recovery (closing attempts a killed run left running, finishing corrections); construct them
@@ -159,12 +164,13 @@ type checkpointIn struct {
 	History application.History
 	Clock   application.Clock
 	Git     application.GitProbe
+	Metrics application.Metrics
 }
 
 func newCheckpointService(in checkpointIn) *application.CheckpointService {
 	return application.NewCheckpointService(application.CheckpointDeps{
 		Repo: in.Repo, Snapshotter: in.Snap, Store: in.Store, Guard: in.Guard, Tx: in.Tx,
-		History: in.History, Clock: in.Clock, Git: in.Git,
+		History: in.History, Clock: in.Clock, Git: in.Git, Metrics: in.Metrics,
 	})
 }
 
@@ -179,6 +185,7 @@ type Services struct {
 	Checkpoints *application.CheckpointService
 	Plans       *application.PlanService
 	Corrections *application.CorrectionService
+	Maintenance *application.MaintenanceService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

@@ -103,6 +103,13 @@ var migrations = []migration{
 			finished_at INTEGER NOT NULL DEFAULT 0
 		)`,
 	}},
+	{4, "checkpoint failures", []string{
+		`CREATE TABLE checkpoint_failures (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			at INTEGER NOT NULL,
+			reason TEXT NOT NULL
+		)`,
+	}},
 }
 
 func (d *DB) migrate(ctx context.Context) error {

@@ -15,7 +15,9 @@ import (
 )
 
 func (h *handler) commands() []*ucli.Command {
-	return append(append(h.checkpointCommands(), h.planCommands()...), h.correctionCommands()...)
+	cmds := append(h.checkpointCommands(), h.planCommands()...)
+	cmds = append(cmds, h.correctionCommands()...)
+	return append(cmds, h.maintenanceCommands()...)
 }
 
 func (h *handler) checkpointCommands() []*ucli.Command {
@@ -42,6 +44,7 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 					Action: h.checkpointShow,
 				},
 				{Name: "delete", Usage: "delete a checkpoint (its data goes at the next gc)", ArgsUsage: "ID", Action: h.checkpointDelete},
+				h.pruneCommand(),
 			},
 		},
 		{

@@ -70,6 +70,14 @@ func (h *handler) run(c *ucli.Context) error {
 			Name: pf.Name, Source: file, Decisions: pf.Decisions, NoCheckpoints: c.Bool("no-checkpoints"),
 			OnFailure: policy, Live: h.live(), Events: h.events(), Warn: h.warn,
 		})
+		if err == nil {
+			// The retention policy (.plan/config.yaml) runs after each successful run.
+			if pr, ok, perr := app.Services.Maintenance.ApplyRetention(c.Context); perr != nil {
+				h.warn("retention policy: " + perr.Error())
+			} else if ok && len(pr.Deleted) > 0 && !h.json {
+				_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy pruned %d checkpoints\n", len(pr.Deleted))
+			}
+		}
 		return h.emitRun(res, err)
 	})
 }

@@ -1,0 +1,383 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// MaintenanceService keeps the store healthy for months of use: retention (prune), garbage
+// collection, verification and statistics.
+type MaintenanceService struct {
+	repo        checkpoint.Repository
+	plans       plan.Repository
+	corrections correction.Repository
+	store       StoreHealth
+	guard       *Guard
+	settings    Settings
+	metrics     Metrics
+	clock       Clock
+}
+
+// NewMaintenanceService returns the service.
+func NewMaintenanceService(repo checkpoint.Repository, plans plan.Repository, corrections correction.Repository,
+	store StoreHealth, guard *Guard, settings Settings, metrics Metrics, clock Clock) *MaintenanceService {
+	return &MaintenanceService{repo: repo, plans: plans, corrections: corrections, store: store, guard: guard,
+		settings: settings, metrics: metrics, clock: clock}
+}
+
+// PruneRequest describes `plan checkpoint prune`.
+type PruneRequest struct {
+	Keep      int
+	OlderThan time.Duration // 0: no age condition
+	DryRun    bool
+}
+
+// PruneResult lists what was (or would be) deleted and kept, and why protected ones were kept.
+type PruneResult struct {
+	Deleted []checkpoint.ID
+	Kept    []checkpoint.ID
+	Reasons map[checkpoint.ID]string
+}
+
+// Prune deletes checkpoints beyond the newest Keep (and, with OlderThan, only those older than
+// that), except those a live decision, an unfinished correction or a pending operation needs.
+func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (PruneResult, error) {
+	if req.Keep < 0 {
+		return PruneResult{}, fault.Invalid("--keep must be zero or more")
+	}
+	if req.OlderThan < 0 {
+		return PruneResult{}, fault.Invalid("--older-than must be positive")
+	}
+	ctx, release, err := s.guard.Enter(ctx, "checkpoint prune")
+	if err != nil {
+		return PruneResult{}, err
+	}
+	defer release()
+	all, err := s.repo.List(ctx)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	protected, err := s.protected(ctx)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	res := PruneResult{Reasons: map[checkpoint.ID]string{}}
+	cutoff := s.clock.Now().Add(-req.OlderThan)
+	for i, cp := range all { // newest first
+		switch {
+		case i < req.Keep:
+			res.Kept = append(res.Kept, cp.ID())
+		case req.OlderThan > 0 && cp.CreatedAt().After(cutoff):
+			res.Kept = append(res.Kept, cp.ID())
+			res.Reasons[cp.ID()] = "newer than --older-than"
+		case protected[cp.ID()] != "":
+			res.Kept = append(res.Kept, cp.ID())
+			res.Reasons[cp.ID()] = protected[cp.ID()]
+		default:
+			res.Deleted = append(res.Deleted, cp.ID())
+		}
+	}
+	if req.DryRun {
+		return res, nil
+	}
+	for _, id := range res.Deleted {
+		if err := s.repo.Delete(ctx, id); err != nil {
+			return res, fmt.Errorf("prune %s: %w", id, err)
+		}
+	}
+	return res, nil
+}
+
+// protected maps checkpoints that must not be pruned to the reason.
+func (s *MaintenanceService) protected(ctx context.Context) (map[checkpoint.ID]string, error) {
+	out := map[checkpoint.ID]string{}
+	p, err := s.plans.Current(ctx)
+	switch {
+	case err == nil:
+		for _, d := range p.Decisions() {
+			a := d.Latest()
+			if a == nil || a.CheckpointID == "" || a.Status == plan.Reverted {
+				continue
+			}
+			out[checkpoint.ID(a.CheckpointID)] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
+		}
+	case !errors.Is(err, fault.ErrNotFound):
+		return nil, err
+	}
+	cs, err := s.corrections.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c.Status() != correction.Reverted && c.Status() != correction.Reexecuting {
+			continue
+		}
+		p := c.Params()
+		out[checkpoint.ID(p.SafetyCheckpointID)] = fmt.Sprintf("safety checkpoint of unfinished correction %s", p.ID)
+		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
+	}
+	return out, nil
+}
+
+// ApplyRetention prunes by the configured policy, if there is one. ok is false without a policy.
+func (s *MaintenanceService) ApplyRetention(ctx context.Context) (PruneResult, bool, error) {
+	rule, ok, err := s.settings.Retention()
+	if err != nil || !ok {
+		return PruneResult{}, false, err
+	}
+	res, err := s.Prune(ctx, PruneRequest{Keep: rule.Keep, OlderThan: rule.OlderThan})
+	return res, true, err
+}
+
+// GC removes every object no checkpoint and no live attempt needs.
+func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
+	ctx, release, err := s.guard.Enter(ctx, "gc")
+	if err != nil {
+		return GCReport{}, err
+	}
+	defer release()
+	roots, err := s.roots(ctx)
+	if err != nil {
+		return GCReport{}, err
+	}
+	return s.store.Collect(roots)
+}
+
+// roots are the trees gc keeps: every checkpoint's, and every recorded attempt result a future
+// correction could archive.
+func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
+	cps, err := s.repo.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var roots []tree.Hash
+	for _, cp := range cps {
+		roots = append(roots, cp.Root())
+	}
+	p, err := s.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return roots, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range p.Decisions() {
+		for _, a := range d.Attempts() {
+			if a.ResultTree == "" || a.Status == plan.Reverted {
+				continue
+			}
+			h, err := tree.ParseHash(a.ResultTree)
+			if err != nil {
+				return nil, fault.Wrap(fault.ErrIntegrity, err, "attempt %d of %s has a damaged result tree", a.Number, d.ID())
+			}
+			roots = append(roots, h)
+		}
+	}
+	return roots, nil
+}
+
+// VerifyProblem is one problem verification found, attributed to a checkpoint.
+type VerifyProblem struct {
+	CheckpointID checkpoint.ID
+	Path         string
+	Problem      string
+}
+
+// VerifyResult is the outcome of Verify.
+type VerifyResult struct {
+	CheckedCheckpoints int
+	CheckedObjects     int
+	Retried            int // transient read errors that succeeded on the retry
+	Problems           []VerifyProblem
+}
+
+// Verify checks that every object the checkpoints (or the one ref names) reference is present with
+// the right size, and with readData that its content hashes right. Shared objects are checked once
+// and their damage reported for every checkpoint that references them.
+func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bool) (VerifyResult, error) {
+	var cps []*checkpoint.Checkpoint
+	if ref != "" {
+		cp, err := (&CheckpointService{repo: s.repo}).Resolve(ctx, ref)
+		if err != nil {
+			return VerifyResult{}, err
+		}
+		cps = []*checkpoint.Checkpoint{cp}
+	} else {
+		var err error
+		if cps, err = s.repo.List(ctx); err != nil {
+			return VerifyResult{}, err
+		}
+	}
+	v := &verifier{store: s.store, readData: readData, objects: map[tree.Hash]string{}, trees: map[tree.Hash][]ObjectProblem{}}
+	var res VerifyResult
+	for _, cp := range cps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		for _, p := range v.tree(cp.Root(), "") {
+			res.Problems = append(res.Problems, VerifyProblem{CheckpointID: cp.ID(), Path: p.Path, Problem: p.Problem})
+		}
+		res.CheckedCheckpoints++
+	}
+	res.CheckedObjects, res.Retried = len(v.objects), v.retried
+	return res, nil
+}
+
+type verifier struct {
+	store    StoreHealth
+	readData bool
+	objects  map[tree.Hash]string          // checked objects → problem ("" when fine)
+	trees    map[tree.Hash][]ObjectProblem // checked trees → problems below them (relative paths)
+	retried  int
+}
+
+// check verifies one object once, retrying a non-integrity (I/O) error once.
+func (v *verifier) check(h tree.Hash) string {
+	if p, ok := v.objects[h]; ok {
+		return p
+	}
+	err := v.store.CheckObject(h, v.readData)
+	if err != nil && !errors.Is(err, fault.ErrIntegrity) {
+		if err = v.store.CheckObject(h, v.readData); err == nil {
+			v.retried++
+		} else if !errors.Is(err, fault.ErrIntegrity) {
+			err = fmt.Errorf("read error (failed twice): %w", err)
+		}
+	}
+	p := ""
+	if err != nil {
+		p = err.Error()
+	}
+	v.objects[h] = p
+	return p
+}
+
+// tree returns the problems under tree h, with paths prefixed by prefix.
+func (v *verifier) tree(h tree.Hash, prefix string) []ObjectProblem {
+	rel, ok := v.trees[h]
+	if !ok {
+		rel = v.scanTree(h)
+		v.trees[h] = rel
+	}
+	out := make([]ObjectProblem, 0, len(rel))
+	for _, p := range rel {
+		out = append(out, ObjectProblem{Path: join(prefix, p.Path), Problem: p.Problem})
+	}
+	return out
+}
+
+func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
+	if p := v.check(h); p != "" {
+		return []ObjectProblem{{Path: ".", Problem: p}}
+	}
+	entries, err := v.store.ListTree(h)
+	if err != nil {
+		return []ObjectProblem{{Path: ".", Problem: err.Error()}}
+	}
+	var out []ObjectProblem
+	for _, e := range entries {
+		switch e.Kind {
+		case tree.KindFile:
+			if p := v.check(e.Hash); p != "" {
+				out = append(out, ObjectProblem{Path: e.Path, Problem: p})
+			}
+		case tree.KindDir:
+			for _, p := range v.tree(e.Hash, e.Path) {
+				if p.Path == e.Path+"/." {
+					p.Path = e.Path
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func join(prefix, p string) string {
+	switch {
+	case prefix == "":
+		return p
+	case p == ".":
+		return prefix
+	}
+	return prefix + "/" + p
+}
+
+// Stats are the figures `plan stats` prints.
+type Stats struct {
+	Checkpoints        int
+	LogicalBytes       int64
+	Store              StoreUsage
+	DedupRatio         float64
+	AvgCheckpoint      time.Duration
+	P95Checkpoint      time.Duration
+	MaxCheckpoint      time.Duration
+	CheckpointFailures int
+	SuccessRate        float64
+	GrowthPerDay       []DayGrowth
+}
+
+// DayGrowth is what one day's checkpoints added to the store.
+type DayGrowth struct {
+	Day         string
+	Checkpoints int
+	StoredBytes int64
+}
+
+// Stats gathers the store and checkpoint figures.
+func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
+	cps, err := s.repo.List(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	failures, err := s.metrics.CheckpointFailures(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Checkpoints: len(cps), Store: s.store.Usage(), CheckpointFailures: failures}
+	var durations []time.Duration
+	days := map[string]*DayGrowth{}
+	for _, cp := range cps {
+		st.LogicalBytes += cp.Stats().Bytes
+		durations = append(durations, cp.Stats().Duration)
+		day := cp.CreatedAt().UTC().Format(time.DateOnly)
+		g := days[day]
+		if g == nil {
+			g = &DayGrowth{Day: day}
+			days[day] = g
+		}
+		g.Checkpoints++
+		g.StoredBytes += cp.Stats().StoredBytes
+	}
+	if st.Store.StoredBytes > 0 {
+		st.DedupRatio = float64(st.LogicalBytes) / float64(st.Store.StoredBytes)
+	}
+	if n := len(durations); n > 0 {
+		slices.Sort(durations)
+		var sum time.Duration
+		for _, d := range durations {
+			sum += d
+		}
+		st.AvgCheckpoint = sum / time.Duration(n)
+		st.P95Checkpoint = durations[min(n-1, (n*95+99)/100-1)]
+		st.MaxCheckpoint = durations[n-1]
+	}
+	if total := len(cps) + failures; total > 0 {
+		st.SuccessRate = float64(len(cps)) / float64(total)
+	}
+	for _, g := range days {
+		st.GrowthPerDay = append(st.GrowthPerDay, *g)
+	}
+	sort.Slice(st.GrowthPerDay, func(i, j int) bool { return st.GrowthPerDay[i].Day < st.GrowthPerDay[j].Day })
+	return st, nil
+}

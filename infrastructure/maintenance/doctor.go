@@ -1,0 +1,166 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Finding is one thing doctor noticed.
+type Finding struct {
+	Check    string `json:"check"`
+	OK       bool   `json:"ok"`
+	Problem  string `json:"problem,omitempty"`
+	Repair   string `json:"repair,omitempty"`
+	Repaired bool   `json:"repaired"`
+}
+
+// Report is doctor's result.
+type Report struct {
+	OK       bool      `json:"ok"`
+	Findings []Finding `json:"findings"`
+}
+
+// Doctor checks the database, the store, the journal and temporary files. With repair it performs
+// the safe repairs. It opens nothing through the application graph, so it works when that cannot
+// start (a missing or damaged database).
+func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
+	var r Report
+	add := func(f Finding) { r.Findings = append(r.Findings, f) }
+
+	// Database.
+	switch _, err := os.Stat(l.Database()); {
+	case errors.Is(err, fs.ErrNotExist):
+		add(Finding{Check: "database", Problem: "the metadata database " + l.Database() + " is missing",
+			Repair: "restore .plan/plan.db from a backup; the object store is intact but checkpoint metadata cannot be rebuilt from it"})
+	case err != nil:
+		add(Finding{Check: "database", Problem: err.Error()})
+	default:
+		db, err := persistence.Open(ctx, l.Database(), false)
+		if err != nil {
+			add(Finding{Check: "database", Problem: err.Error(),
+				Repair: "restore .plan/plan.db from a backup (SQLite's .recover in the sqlite3 shell may salvage rows)"})
+			break
+		}
+		complaints, err := db.IntegrityCheck(ctx)
+		_ = db.Close()
+		switch {
+		case err != nil:
+			add(Finding{Check: "database", Problem: err.Error(), Repair: "restore .plan/plan.db from a backup"})
+		case len(complaints) > 0:
+			add(Finding{Check: "database", Problem: "SQLite integrity_check: " + strings.Join(complaints, "; "),
+				Repair: "restore .plan/plan.db from a backup (SQLite's .recover in the sqlite3 shell may salvage rows)"})
+		default:
+			add(Finding{Check: "database", OK: true})
+		}
+	}
+
+	// Store: index files that do not match their packs, packs without an index.
+	packs := filepath.Join(l.Objects(), "packs")
+	add(checkIndexes(packs, repair))
+	if s, err := objectstore.Open(l.Objects()); err != nil {
+		add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named .idx file: plan rebuilds it from its pack"})
+	} else {
+		if repair {
+			if n, err := s.CleanTemp(); err == nil && n > 0 {
+				add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files", n),
+					Repair: "removed (they belonged to checkpoints that never committed)", Repaired: true})
+			}
+		} else if n := countEntries(filepath.Join(l.Objects(), "tmp")); n > 0 {
+			add(Finding{Check: "store temporary files", Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
+				Repair: "`plan doctor --repair` removes them (no checkpoint references them)"})
+		}
+		_ = s.Close()
+		add(Finding{Check: "store", OK: true})
+	}
+
+	// Journal and staging.
+	if _, err := os.Stat(l.JournalFile()); err == nil {
+		add(Finding{Check: "journal", Problem: "an interrupted rollback or correction is pending",
+			Repair: "`plan recover` (or any plan command) finishes or undoes it"})
+	} else {
+		add(Finding{Check: "journal", OK: true})
+	}
+	if _, err := os.Stat(filepath.Join(l.Root, filepath.FromSlash(l.Staging()))); err == nil {
+		_, pending := os.Stat(l.JournalFile())
+		f := Finding{Check: "staging", Problem: "restore staging files were left behind"}
+		if pending == nil {
+			f.Repair = "`plan recover` uses and then removes them"
+		} else if repair {
+			if err := os.RemoveAll(filepath.Join(l.Root, filepath.FromSlash(l.Staging()))); err == nil {
+				f.Repair, f.Repaired, f.OK = "removed (no operation is pending)", true, true
+			}
+		} else {
+			f.Repair = "`plan doctor --repair` removes them (no operation is pending)"
+		}
+		add(f)
+	}
+	r.OK = true
+	for _, f := range r.Findings {
+		if !f.OK {
+			r.OK = false
+		}
+	}
+	return r
+}
+
+// checkIndexes finds packs whose index is missing or corrupt; with repair it removes a corrupt
+// index so the next open rebuilds it from the pack, which is self-describing.
+func checkIndexes(dir string, repair bool) Finding {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Finding{Check: "pack indexes", OK: true}
+	}
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}
+	}
+	var missing, empty []string
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if base, ok := strings.CutSuffix(name, ".pack"); ok && !names[base+".idx"] {
+			missing = append(missing, name)
+		}
+		if strings.HasSuffix(name, ".idx") {
+			if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+				empty = append(empty, name)
+			}
+		}
+	}
+	switch {
+	case len(empty) > 0 && repair:
+		for _, n := range empty {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return Finding{Check: "pack indexes", Problem: err.Error()}
+			}
+		}
+		return Finding{Check: "pack indexes", OK: true, Problem: fmt.Sprintf("%d empty index files", len(empty)),
+			Repair: "removed; they are rebuilt from their packs on the next open", Repaired: true}
+	case len(empty) > 0:
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d empty index files: %s", len(empty), strings.Join(empty, ", ")),
+			Repair: "`plan doctor --repair` removes them; plan rebuilds each from its self-describing pack"}
+	case len(missing) > 0:
+		return Finding{Check: "pack indexes", OK: true, Problem: fmt.Sprintf("%d packs without an index", len(missing)),
+			Repair: "rebuilt automatically from the packs when the store is opened"}
+	}
+	return Finding{Check: "pack indexes", OK: true}
+}
+
+func countEntries(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	return len(entries)
+}

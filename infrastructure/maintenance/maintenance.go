@@ -1,0 +1,131 @@
+// Package maintenance adapts the object store to the maintenance use cases (verify, gc, stats),
+// reads the workspace's optional .plan/config.yaml, and implements `plan doctor`: the checks that
+// must work even when the database or the store cannot be opened.
+//
+// Invariants: Health never changes the store except in Collect, which the caller runs under the
+// workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
+// that cannot lose data (removing temporary files, rebuilding an index from its self-describing
+// pack, finishing or undoing an interrupted operation through the normal recovery path).
+package maintenance
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Health is the application.StoreHealth adapter.
+type Health struct{ store *objectstore.Store }
+
+// NewHealth wraps store.
+func NewHealth(store *objectstore.Store) *Health { return &Health{store: store} }
+
+var _ application.StoreHealth = (*Health)(nil)
+
+// ListTree returns one directory's entries, names in Path.
+func (h *Health) ListTree(hash tree.Hash) ([]tree.Entry, error) {
+	t, err := h.store.ReadTree(hash)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tree.Entry, len(t))
+	for i, e := range t {
+		out[i] = tree.Entry{Path: e.Name, Kind: e.Kind, Mode: e.Mode, Size: e.Size, Hash: e.Hash, Target: e.Target}
+	}
+	return out, nil
+}
+
+// CheckObject verifies one object.
+func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
+	return h.store.CheckObject(hash, readData)
+}
+
+// Collect removes every object unreachable from roots.
+func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
+	live, err := h.store.Reachable(roots)
+	if err != nil {
+		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
+	}
+	r, err := h.store.GC(live)
+	if err != nil {
+		return application.GCReport{}, err
+	}
+	return application.GCReport{
+		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
+		LiveObjects: len(live),
+	}, nil
+}
+
+// Usage reports the store's size.
+func (h *Health) Usage() application.StoreUsage {
+	s := h.store.Stats()
+	return application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+}
+
+// ConfigFile is the optional configuration's name inside .plan/.
+const ConfigFile = "config.yaml"
+
+// Settings reads .plan/config.yaml:
+//
+//	retention:
+//	  keep: 50          # newest checkpoints kept after each run
+//	  older_than: 168h  # optional: only prune checkpoints older than this
+type Settings struct{ path string }
+
+// NewSettings returns the settings of the workspace in l.
+func NewSettings(l workspace.Layout) *Settings {
+	return &Settings{path: filepath.Join(l.State(), ConfigFile)}
+}
+
+var _ application.Settings = (*Settings)(nil)
+
+type config struct {
+	Retention *struct {
+		Keep      *int   `yaml:"keep"`
+		OlderThan string `yaml:"older_than"`
+	} `yaml:"retention"`
+}
+
+// Retention returns the configured policy.
+func (s *Settings) Retention() (application.RetentionRule, bool, error) {
+	f, err := os.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return application.RetentionRule{}, false, nil
+	}
+	if err != nil {
+		return application.RetentionRule{}, false, err
+	}
+	defer func() { _ = f.Close() }()
+	var c config
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return application.RetentionRule{}, false, fault.Invalid("%s: %v", s.path, err)
+	}
+	if c.Retention == nil || c.Retention.Keep == nil {
+		return application.RetentionRule{}, false, nil
+	}
+	rule := application.RetentionRule{Keep: *c.Retention.Keep}
+	if rule.Keep < 1 {
+		return rule, false, fault.Invalid("%s: retention.keep must be at least 1", s.path)
+	}
+	if c.Retention.OlderThan != "" {
+		d, err := time.ParseDuration(c.Retention.OlderThan)
+		if err != nil || d <= 0 {
+			return rule, false, fault.Invalid("%s: retention.older_than %q is not a positive duration", s.path, c.Retention.OlderThan)
+		}
+		rule.OlderThan = d
+	}
+	return rule, true, nil
+}

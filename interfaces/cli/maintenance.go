@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/maintenance"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+func (h *handler) maintenanceCommands() []*ucli.Command {
+	return []*ucli.Command{
+		{
+			Name: "verify", Usage: "check that every object the checkpoints need is present (and intact)", ArgsUsage: "[ID]",
+			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "read-data", Usage: "also re-hash every object's content"}},
+			Action: h.verify,
+		},
+		{Name: "gc", Usage: "remove objects no checkpoint references", Action: h.gc},
+		{Name: "stats", Usage: "counts, sizes, dedup ratio and checkpoint timings", Action: h.stats},
+		{
+			Name: "doctor", Usage: "check the database and the store, and say how to repair them",
+			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "repair", Usage: "perform the safe repairs"}},
+			Action: h.doctor,
+		},
+	}
+}
+
+func (h *handler) pruneCommand() *ucli.Command {
+	return &ucli.Command{
+		Name: "prune", Usage: "delete old checkpoints, keeping the newest N and those still needed",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "keep", Usage: "how many of the newest checkpoints to keep", Value: -1},
+			&ucli.StringFlag{Name: "older-than", Usage: "only delete checkpoints older than `DURATION` (e.g. 72h)"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be deleted"},
+		},
+		Action: h.prune,
+	}
+}
+
+type pruneView struct {
+	Deleted []string          `json:"deleted"`
+	Kept    []string          `json:"kept"`
+	Reasons map[string]string `json:"reasons"`
+	DryRun  bool              `json:"dry_run"`
+}
+
+func newPruneView(r application.PruneResult, dry bool) pruneView {
+	v := pruneView{Deleted: []string{}, Kept: []string{}, Reasons: map[string]string{}, DryRun: dry}
+	for _, id := range r.Deleted {
+		v.Deleted = append(v.Deleted, string(id))
+	}
+	for _, id := range r.Kept {
+		v.Kept = append(v.Kept, string(id))
+	}
+	for id, why := range r.Reasons {
+		v.Reasons[string(id)] = why
+	}
+	return v
+}
+
+func (h *handler) prune(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	if !c.IsSet("keep") {
+		return usagef("missing --keep N (see `plan checkpoint prune --help`)")
+	}
+	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run")}
+	if s := c.String("older-than"); s != "" {
+		d, err := parseAge(s)
+		if err != nil {
+			return err
+		}
+		req.OlderThan = d
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		res, err := app.Services.Maintenance.Prune(c.Context, req)
+		if err != nil {
+			return err
+		}
+		v := newPruneView(res, req.DryRun)
+		return h.emit(v, func(w io.Writer) {
+			verb := "Deleted"
+			if req.DryRun {
+				verb = "Would delete"
+			}
+			_, _ = fmt.Fprintf(w, "%s %d checkpoints, kept %d.\n", verb, len(v.Deleted), len(v.Kept))
+			ids := make([]string, 0, len(v.Reasons))
+			for id := range v.Reasons {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, v.Reasons[id])
+			}
+			if len(v.Deleted) > 0 && !req.DryRun {
+				_, _ = fmt.Fprintln(w, "`plan gc` reclaims their space.")
+			}
+		})
+	})
+}
+
+// parseAge accepts Go durations plus a day suffix ("7d").
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		if _, err := fmt.Sscanf(days, "%d", &n); err == nil && n > 0 && fmt.Sprint(n) == days {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fault.Invalid("--older-than %q is not a positive duration such as 36h or 7d", s)
+	}
+	return d, nil
+}
+
+func (h *handler) gc(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		r, err := app.Services.Maintenance.GC(c.Context)
+		if err != nil {
+			return err
+		}
+		v := map[string]any{
+			"bytes_reclaimed": r.BytesReclaimed, "packs_deleted": r.PacksDeleted,
+			"packs_rewritten": r.PacksRewritten, "live_objects": r.LiveObjects,
+		}
+		return h.emit(v, func(w io.Writer) {
+			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
+				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+		})
+	})
+}
+
+type problemView struct {
+	CheckpointID string `json:"checkpoint_id"`
+	Path         string `json:"path"`
+	Problem      string `json:"problem"`
+}
+
+func (h *handler) verify(c *ucli.Context) error {
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		r, err := app.Services.Maintenance.Verify(c.Context, c.Args().First(), c.Bool("read-data"))
+		if err != nil {
+			return err
+		}
+		problems := make([]problemView, 0, len(r.Problems))
+		damaged := map[string]bool{}
+		for _, p := range r.Problems {
+			problems = append(problems, problemView{CheckpointID: string(p.CheckpointID), Path: p.Path, Problem: p.Problem})
+			damaged[string(p.CheckpointID)] = true
+		}
+		v := map[string]any{
+			"ok": len(problems) == 0, "checked_checkpoints": r.CheckedCheckpoints, "checked_objects": r.CheckedObjects,
+			"problems": problems, "retried_reads": r.Retried, "read_data": c.Bool("read-data"),
+		}
+		if err := h.emit(v, func(w io.Writer) {
+			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
+			if c.Bool("read-data") {
+				_, _ = fmt.Fprint(w, " (content re-hashed)")
+			}
+			_, _ = fmt.Fprintln(w, ".")
+			if r.Retried > 0 {
+				_, _ = fmt.Fprintf(w, "%d transient read errors succeeded when retried.\n", r.Retried)
+			}
+			for _, p := range problems {
+				_, _ = fmt.Fprintf(w, "  %s %s: %s\n", p.CheckpointID, p.Path, p.Problem)
+			}
+		}); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return fault.Integrity("%d problems in %d checkpoints; rolling back to them is refused. `plan doctor` explains repairs", len(problems), len(damaged))
+		}
+		return nil
+	})
+}
+
+func (h *handler) stats(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		st, err := app.Services.Maintenance.Stats(c.Context)
+		if err != nil {
+			return err
+		}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		growth := make([]map[string]any, 0, len(st.GrowthPerDay))
+		for _, g := range st.GrowthPerDay {
+			growth = append(growth, map[string]any{"day": g.Day, "checkpoints": g.Checkpoints, "stored_bytes": g.StoredBytes})
+		}
+		v := map[string]any{
+			"checkpoints": st.Checkpoints, "logical_bytes": st.LogicalBytes, "stored_bytes": st.Store.StoredBytes,
+			"objects": st.Store.Objects, "packs": st.Store.Packs, "dedup_ratio": st.DedupRatio,
+			"checkpoint_ms":           map[string]float64{"avg": ms(st.AvgCheckpoint), "p95": ms(st.P95Checkpoint), "max": ms(st.MaxCheckpoint)},
+			"checkpoint_failures":     st.CheckpointFailures,
+			"checkpoint_success_rate": st.SuccessRate,
+			"growth_per_day":          growth,
+		}
+		return h.emit(v, func(w io.Writer) {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			_, _ = fmt.Fprintf(tw, "checkpoints\t%d\n", st.Checkpoints)
+			_, _ = fmt.Fprintf(tw, "logical size\t%s (what full copies would take)\n", humanBytes(st.LogicalBytes))
+			_, _ = fmt.Fprintf(tw, "stored size\t%s in %d objects, %d packs\n", humanBytes(st.Store.StoredBytes), st.Store.Objects, st.Store.Packs)
+			_, _ = fmt.Fprintf(tw, "dedup ratio\t%.1fx\n", st.DedupRatio)
+			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
+			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
+			for _, g := range st.GrowthPerDay {
+				_, _ = fmt.Fprintf(tw, "  %s\t%d checkpoints, +%s stored\n", g.Day, g.Checkpoints, humanBytes(g.StoredBytes))
+			}
+			_ = tw.Flush()
+		})
+	})
+}
+
+func (h *handler) doctor(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	l, err := workspace.NewLayout(h.root)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(l.State()); err != nil {
+		return fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
+	}
+	r := maintenance.Doctor(c.Context, l, c.Bool("repair"))
+	if err := h.emit(r, func(w io.Writer) {
+		for _, f := range r.Findings {
+			mark := "ok  "
+			if !f.OK {
+				mark = "FAIL"
+			}
+			_, _ = fmt.Fprintf(w, "%s %s", mark, f.Check)
+			if f.Problem != "" {
+				_, _ = fmt.Fprintf(w, ": %s", f.Problem)
+			}
+			_, _ = fmt.Fprintln(w)
+			if f.Repair != "" {
+				_, _ = fmt.Fprintf(w, "     → %s\n", f.Repair)
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if !r.OK {
+		return fault.Integrity("doctor found problems it could not repair; see above")
+	}
+	return nil
+}
