@@ -43,15 +43,22 @@ func (a *agent) work(ctx context.Context) error {
 		return err
 	}
 	notes, err := os.ReadFile(filepath.Join(a.root, "notes.txt"))
-	if err != nil || string(notes) != "keep me\n" {
-		return fmt.Errorf("notes.txt was not restored: %q, %v", notes, err)
+	if err != nil {
+		return fmt.Errorf("notes.txt was not restored: %w", err)
+	}
+	if string(notes) != "keep me\n" {
+		return fmt.Errorf("notes.txt was restored with the wrong content %q", notes)
 	}
 	if _, err := os.Stat(filepath.Join(a.root, "broken.txt")); !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("broken.txt should be gone from the workspace: %v", err)
+		return fmt.Errorf("broken.txt should be gone from the workspace: %w", err)
 	}
 	archived := filepath.Join(res.Correction.Params().ArchiveDir, "cleanup", "broken.txt")
-	if b, err := os.ReadFile(archived); err != nil || string(b) != "oops\n" {
-		return fmt.Errorf("the archive should hold broken.txt as the decision wrote it: %q, %v", b, err)
+	b, err := os.ReadFile(archived)
+	if err != nil {
+		return fmt.Errorf("the archive should hold broken.txt: %w", err)
+	}
+	if string(b) != "oops\n" {
+		return fmt.Errorf("the archive holds broken.txt as %q, not as the decision wrote it", b)
 	}
 	fmt.Printf("correction %s reverted %v; workspace restored, artifacts archived in %s\n",
 		res.Correction.ID(), res.Correction.RevertedDecisions(), res.Correction.Params().ArchiveDir)

@@ -24,8 +24,8 @@ func NewLayout(root string) (Layout, error) {
 	if err != nil {
 		return Layout{}, fmt.Errorf("resolve workspace %q: %w", root, err)
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
 	} else if errors.Is(err, fs.ErrNotExist) {
 		return Layout{}, fault.NotFound("workspace directory %s does not exist", abs)
 	}

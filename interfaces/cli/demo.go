@@ -36,7 +36,7 @@ func (h *handler) demo(c *ucli.Context) error {
 	run := func(args ...string) (string, error) {
 		_, _ = fmt.Fprintf(w, "$ plan %s\n", strings.Join(quoteAll(args), " "))
 		var out strings.Builder
-		var stdout io.Writer = io.MultiWriter(w, &out)
+		stdout := io.MultiWriter(w, &out)
 		if args[0] == "--json" {
 			stdout = &out // machine-readable step: the next step shows it for people
 		}

@@ -354,7 +354,8 @@ func shellJoin(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
 		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+			plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)
+			return !plain
 		}) < 0 {
 			q[i] = a
 			continue
