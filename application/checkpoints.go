@@ -143,7 +143,10 @@ func (s *CheckpointService) take(ctx context.Context, req CreateRequest) (*check
 	case !errors.Is(err, fault.ErrNotFound):
 		return nil, err
 	}
-	commit, _ := s.git.Head()
+	commit, ok := s.git.Head()
+	if !ok {
+		commit = ""
+	}
 	cp, err := checkpoint.New(checkpoint.Params{
 		ID: ident.New(now), Type: req.Type, CreatedAt: now, Note: req.Note,
 		DecisionID: req.DecisionID, ParentID: parent, GitCommit: commit, Root: snap.Root,

@@ -195,7 +195,7 @@ func (s *CorrectionService) finish(ctx context.Context, op Operation) error {
 	if err != nil {
 		return fmt.Errorf("publish archive: %w", err)
 	}
-	return s.tx.Do(ctx, func(ctx context.Context) error {
+	err = s.tx.Do(ctx, func(ctx context.Context) error {
 		done, err := s.cps.history.Has(ctx, op.ID)
 		if err != nil || done {
 			return err
@@ -213,6 +213,12 @@ func (s *CorrectionService) finish(ctx context.Context, op Operation) error {
 		}
 		return s.corrections.Add(ctx, c)
 	})
+	if err != nil {
+		// Not recorded: the guard puts the workspace back, and the archive must not outlive the
+		// correction it belongs to.
+		return errors.Join(err, s.archiver.Unpublish(op.ID))
+	}
+	return nil
 }
 
 // ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command

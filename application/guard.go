@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/planhq/plan/domain/tree"
 )
 
 type lockKey struct{}
@@ -163,8 +165,11 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 }
 
 // run journals op, applies the workspace change from→to, runs the finisher and clears the journal.
-// On an apply error the journal is turned Backward while the restorer puts the source tree back;
-// the journal is cleared only when the workspace is known to equal the source again.
+//
+// The finisher's transaction is the commit point. Before it, any failure puts the source tree back
+// (the journal turned Backward while that happens), so a failed operation leaves the workspace as it
+// was. After it, the operation has succeeded: a journal that cannot be cleared is harmless, because
+// the next command's recovery finds the workspace at the target and the finisher already recorded.
 func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, error) {
 	from, err := parseHash(op.Source)
 	if err != nil {
@@ -194,25 +199,38 @@ func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, 
 		}
 		return stats, applyErr
 	}
-	fin, ok := g.finishers[op.Kind]
-	if !ok {
-		return stats, fmt.Errorf("no finisher registered for kind %q", op.Kind)
+	err = g.hit(op.Kind + ".applied")
+	if err == nil {
+		fin, ok := g.finishers[op.Kind]
+		if !ok {
+			err = fmt.Errorf("no finisher registered for kind %q", op.Kind)
+		} else if err = fin(context.WithoutCancel(ctx), op); err != nil {
+			err = fmt.Errorf("record %s: %w", op.Kind, err)
+		}
 	}
-	if err := g.hit(op.Kind + ".applied"); err != nil {
-		return stats, err
+	if err != nil {
+		return stats, g.undo(ctx, op, from, err)
 	}
-	// Past this point the workspace holds the target: a finisher failure leaves the journal Forward so
-	// the next command completes the database side instead of undoing a finished restore.
-	if err := fin(context.WithoutCancel(ctx), op); err != nil {
-		return stats, fmt.Errorf("record %s: %w", op.Kind, err)
-	}
-	if err := g.hit(op.Kind + ".recorded"); err != nil {
-		return stats, err
-	}
-	if err := g.journal.Clear(); err != nil {
-		return stats, fmt.Errorf("clear journal: %w", err)
+	if g.hit(op.Kind+".recorded") == nil {
+		_ = g.journal.Clear() // see above: past the commit point, a leftover journal is harmless
 	}
 	return stats, nil
+}
+
+// undo puts the source tree back after the forward step succeeded but the operation could not be
+// recorded, so the workspace and the database agree on the state before the operation.
+func (g *Guard) undo(ctx context.Context, op Operation, from tree.Hash, cause error) error {
+	op.Direction = Backward
+	if err := g.journal.Write(op); err != nil {
+		return errors.Join(cause, fmt.Errorf("write journal: %w", err))
+	}
+	if _, err := g.restorer.Reconcile(context.WithoutCancel(ctx), from); err != nil {
+		return &IncompleteUndoError{Cause: cause, Undo: err}
+	}
+	if err := g.journal.Clear(); err != nil {
+		return errors.Join(cause, fmt.Errorf("clear journal: %w", err))
+	}
+	return cause
 }
 
 func (g *Guard) hit(name string) error {

@@ -170,6 +170,8 @@ type Archiver interface {
 	Stage(ctx context.Context, correctionID string, items []ArchiveItem) error
 	// Publish moves the staged archive to its final place; it is idempotent.
 	Publish(correctionID string) (dir string, err error)
+	// Unpublish moves a published archive back to staging (its correction was not recorded).
+	Unpublish(correctionID string) error
 	// Discard removes a staged (unpublished) archive.
 	Discard(correctionID string) error
 	// Dir is where the correction's archive is published.

@@ -226,6 +226,17 @@ func (a *Archive) Publish(id string) (string, error) {
 	return final, d.Sync()
 }
 
+// Unpublish moves a published archive back to staging, where CleanStaged or Discard removes it.
+func (a *Archive) Unpublish(id string) error {
+	if err := ident.ValidateFull("correction", id); err != nil {
+		return err
+	}
+	if err := os.Rename(a.Dir(id), a.staging(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // Discard removes a staged archive.
 func (a *Archive) Discard(id string) error {
 	if err := ident.ValidateFull("correction", id); err != nil {

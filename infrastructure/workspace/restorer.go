@@ -42,17 +42,27 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("compare trees: %w", err)
 	}
-	stats, touched, err := r.apply(ctx, changes, p)
+	stats, touched, err := r.apply(ctx, changes, p, r.Failpoint)
 	if err != nil && touched {
-		if _, uerr := r.Reconcile(context.WithoutCancel(ctx), from); uerr != nil {
+		// The undo runs with failpoints disarmed. Fix: it used to hit the same failpoints as the
+		// forward pass, so an injected error (PLAN_FAILPOINT=name=error) failed the undo as well and
+		// every such failure ended as an IncompleteUndoError with a mixed workspace: the in-process
+		// undo, which is what the "=error" action exists to exercise, could never succeed.
+		if _, uerr := r.reconcile(context.WithoutCancel(ctx), from, noFailpoint); uerr != nil {
 			return stats, &application.IncompleteUndoError{Cause: err, Undo: uerr}
 		}
 	}
 	return stats, err
 }
 
+func noFailpoint(string) error { return nil }
+
 // Reconcile makes the workspace equal to tree to, whatever it holds now.
 func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.ApplyStats, error) {
+	return r.reconcile(ctx, to, r.Failpoint)
+}
+
+func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string) error) (application.ApplyStats, error) {
 	live, err := r.scanner.Scan(ctx, nil)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
@@ -61,13 +71,14 @@ func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.App
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
 	}
-	stats, _, err := r.apply(ctx, tree.Diff(live, want), nil)
+	stats, _, err := r.apply(ctx, tree.Diff(live, want), nil, hit)
 	return stats, err
 }
 
 // applier carries one apply's state.
 type applier struct {
 	r        *Restorer
+	hit      func(name string) error // the failpoints of this apply
 	root     *os.Root
 	staging  string
 	verified map[string]bool // directories checked to be real directories (not symlinks)
@@ -78,7 +89,7 @@ type applier struct {
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
 // inside .plan/ does not count), so the caller knows whether an undo is needed.
-func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p application.Progress) (application.ApplyStats, bool, error) {
+func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p application.Progress, hit func(string) error) (application.ApplyStats, bool, error) {
 	if len(changes) == 0 {
 		return application.ApplyStats{}, false, nil
 	}
@@ -92,20 +103,20 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 		return application.ApplyStats{}, false, fmt.Errorf("open workspace: %w", err)
 	}
 	defer func() { _ = root.Close() }()
-	a := &applier{r: r, root: root, staging: r.layout.Staging(), verified: map[string]bool{}, written: map[string]tree.Hash{}}
+	a := &applier{r: r, hit: hit, root: root, staging: r.layout.Staging(), verified: map[string]bool{}, written: map[string]tree.Hash{}}
 	defer func() { _ = root.RemoveAll(a.staging) }()
 
 	staged, err := a.stage(ctx, changes, p)
 	if err != nil {
 		return a.stats, false, err
 	}
-	if err := r.Failpoint("restore.staged"); err != nil {
+	if err := hit("restore.staged"); err != nil {
 		return a.stats, false, err
 	}
 	if err := a.removeStale(changes); err != nil {
 		return a.stats, true, err
 	}
-	if err := r.Failpoint("restore.removed"); err != nil {
+	if err := hit("restore.removed"); err != nil {
 		return a.stats, true, err
 	}
 	if err := a.create(changes, staged); err != nil {
@@ -117,7 +128,7 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	if err := syncFS(r.layout.Root); err != nil {
 		return a.stats, true, err
 	}
-	if err := r.Failpoint("restore.applied"); err != nil {
+	if err := hit("restore.applied"); err != nil {
 		return a.stats, true, err
 	}
 	a.updateStatCache()
@@ -294,7 +305,7 @@ func (a *applier) create(changes []tree.Change, staged map[int]string) error {
 					continue
 				}
 			}
-			if err := a.r.Failpoint("restore.write"); err != nil {
+			if err := a.hit("restore.write"); err != nil {
 				return err
 			}
 			if err := a.root.Rename(staged[i], ch.Path); err != nil {

@@ -207,7 +207,7 @@ func (h *handler) confirm(what, summary string) error {
 // arg returns the n-th positional argument or a usage error naming it.
 func arg(c *ucli.Context, n int, name string) (string, error) {
 	if c.NArg() <= n {
-		return "", usagef("missing argument %s (see `plan %s --help`)", name, c.Command.FullName())
+		return "", usagef("missing argument %s (see `plan %s --help`)", name, commandPath(c))
 	}
 	return c.Args().Get(n), nil
 }
@@ -215,9 +215,21 @@ func arg(c *ucli.Context, n int, name string) (string, error) {
 // noExtraArgs refuses positional arguments beyond max.
 func noExtraArgs(c *ucli.Context, maxArgs int) error {
 	if c.NArg() > maxArgs {
-		return usagef("unexpected argument %q (see `plan %s --help`)", c.Args().Get(maxArgs), c.Command.FullName())
+		return usagef("unexpected argument %q (see `plan %s --help`)", c.Args().Get(maxArgs), commandPath(c))
 	}
 	return nil
+}
+
+// commandPath is the command's full name ("checkpoint show"); urfave/cli v2's FullName gives only
+// the last word for subcommands.
+func commandPath(c *ucli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" {
+			names = append([]string{x.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // reorder lets flags follow positional arguments (`plan checkpoint show ID --files`), as users of git

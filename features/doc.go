@@ -1,0 +1,15 @@
+// Package features is plan's behaviour suite: Gherkin scenarios (*.feature) and the step definitions
+// that drive the plan CLI through them, run by godog under `go test ./features/...`.
+//
+// Invariants the harness keeps, so a green run means what it says:
+//   - every scenario starts from nothing: a fresh temporary directory holding its workspace (and an
+//     "outside" directory for escape checks), removed afterwards even when files were made immutable;
+//   - commands run in-process through cli.Runner by default and, when PLAN_BINARY names a binary,
+//     through that binary with the workspace as its working directory; scenarios that need a real
+//     process (crashes injected with PLAN_FAILPOINT, a terminal on stdin) always use a binary, built
+//     once per run when PLAN_BINARY is unset;
+//   - a command that exits non-zero MUST be followed by a step that asserts its exit code, or the
+//     scenario fails: a failure nobody looked at never passes silently;
+//   - "the workspace equals" compares every path's type, permission bits, content hash and link
+//     target exactly, ignoring only .plan/ and .git/ at the root, as the contract does.
+package features
