@@ -41,7 +41,29 @@ func NewCorrectionService(corrections correction.Repository, plans plan.Reposito
 	s := &CorrectionService{corrections: corrections, plans: plans, cps: cps, ps: ps, archiver: archiver, tx: tx, clock: clock}
 	cps.Guard().Register(kindCorrection, s.finish)
 	cps.Guard().AddRepair(func(context.Context) error { return archiver.CleanStaged() })
+	cps.Guard().AddRepair(s.closeStale)
 	return s
+}
+
+// closeStale marks corrections whose re-execution a killed plan left "reexecuting" as failed: no
+// process holds the lock, so none of them is still re-executing. The plan repair runs first and
+// records the interrupted attempt.
+func (s *CorrectionService) closeStale(ctx context.Context) error {
+	cs, err := s.corrections.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Status() != correction.Reexecuting {
+			continue
+		}
+		if err := s.corrections.Update(ctx, c.ID(), func(x *correction.Correction) error {
+			return x.Finish(false, s.clock.Now())
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CorrectRequest describes `plan correct`.
@@ -257,7 +279,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		if !started || d.Status() == plan.Succeeded {
 			continue
 		}
-		a, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		a, _, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
 		if a != nil {
 			reexecuted = append(reexecuted, d.ID())
 		}

@@ -23,6 +23,10 @@ const (
 	RollbackOnFailure OnFailure = "rollback"
 )
 
+// ErrRollbackNeedsCheckpoints refuses --on-failure rollback with --no-checkpoints: there would be
+// nothing to roll back to, and skipping the rollback silently would mislead.
+var ErrRollbackNeedsCheckpoints = fault.Invalid("--on-failure rollback needs the pre_decision checkpoints that --no-checkpoints turns off")
+
 // ParseOnFailure validates a policy name.
 func ParseOnFailure(s string) (OnFailure, error) {
 	switch OnFailure(s) {
@@ -99,6 +103,9 @@ type RunResult struct {
 
 // Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
 func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	if req.NoCheckpoints && req.OnFailure == RollbackOnFailure {
+		return RunResult{}, ErrRollbackNeedsCheckpoints
+	}
 	ctx, release, err := s.cps.Guard().Enter(ctx, "run")
 	if err != nil {
 		return RunResult{}, err
@@ -131,7 +138,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: d.Latest()})
 			continue
 		}
-		a, err := s.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		a, timedOut, err := s.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
 			return res, err
@@ -143,7 +150,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 			return res, err
 		}
-		failure := &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode}
+		failure := &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
 		if a.Status == plan.Interrupted {
 			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
 		}
@@ -208,12 +215,12 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 		return RunResult{}, err
 	}
 	res := RunResult{Plan: p, Ran: []string{req.ID}}
-	a, err := s.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
+	a, timedOut, err := s.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
 	if err != nil {
 		return res, err
 	}
 	if a.Status != plan.Succeeded {
-		failure := &DecisionFailedError{DecisionID: req.ID, Status: a.Status, ExitCode: a.ExitCode}
+		failure := &DecisionFailedError{DecisionID: req.ID, Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
 		if a.Status == plan.Interrupted {
 			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
 		}
@@ -224,11 +231,23 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 
 // execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
 // process, then the result tree and artifacts. The outcome is recorded even when the context is
-// cancelled, so an interrupted decision is never left "running".
-func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, error) {
+// cancelled, so an interrupted decision is never left "running". A decision that ran and failed
+// (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
+func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (a *plan.Attempt, timedOut bool, err error) {
+	a, res, err := s.executeAttempt(ctx, p, id, command, live, events, warn)
+	return a, res.TimedOut, err
+}
+
+// AttemptToken names one attempt's processes: the executor puts it in their environment so a later
+// command can find and stop what a killed plan left running.
+func AttemptToken(p *plan.Plan, id string, number int) string {
+	return fmt.Sprintf("%s/%s/%d", p.ID(), id, number)
+}
+
+func (s *PlanService) executeAttempt(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, ExecResult, error) {
 	d, err := p.Decision(id)
 	if err != nil {
-		return nil, err
+		return nil, ExecResult{}, err
 	}
 	number := len(d.Attempts()) + 1
 	var pre *checkpoint.Checkpoint
@@ -238,7 +257,7 @@ func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command str
 			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
+			return nil, ExecResult{}, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
 		}
 	}
 	cpID := ""
@@ -248,15 +267,16 @@ func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command str
 	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
 	a, err := p.Start(id, command, cpID, logPath, s.clock.Now())
 	if err != nil {
-		return nil, err
+		return nil, ExecResult{}, err
 	}
 	if err := s.plans.Save(ctx, p); err != nil {
-		return nil, err
+		return nil, ExecResult{}, err
 	}
 	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
 	def := d.Definition()
 	res, execErr := s.exec.Execute(ctx, Command{
 		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
+		Token: AttemptToken(p, id, number),
 	}, live)
 	octx := context.WithoutCancel(ctx)
 	out := plan.Outcome{Status: plan.Failed}
@@ -279,19 +299,16 @@ func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command str
 		out.ResultTree, out.Artifacts, recordErr = s.changesSince(octx, pre)
 	}
 	if err := p.Finish(id, out, s.clock.Now()); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if err := s.plans.Save(octx, p); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
 	if recordErr != nil {
-		return a, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
+		return a, res, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
 	}
-	if res.TimedOut && out.Status == plan.Failed {
-		return a, &DecisionFailedError{DecisionID: id, Status: plan.Failed, ExitCode: out.ExitCode, TimedOut: true}
-	}
-	return a, nil
+	return a, res, nil
 }
 
 // changesSince snapshots the workspace and returns its tree and the artifacts since pre.
@@ -322,6 +339,11 @@ func (s *PlanService) closeStale(ctx context.Context) error {
 		return nil
 	}
 	a := d.Latest()
+	// The killed plan's decision may have left processes behind; stop them before recording what
+	// the decision changed, or they would go on changing the workspace unrecorded.
+	if _, err := s.exec.Reap(AttemptToken(p, d.ID(), a.Number)); err != nil {
+		return fmt.Errorf("stop what interrupted decision %q left running: %w", d.ID(), err)
+	}
 	out := plan.Outcome{Status: plan.Interrupted}
 	if a.CheckpointID != "" {
 		if pre, err := s.cps.repo.Get(ctx, checkpoint.ID(a.CheckpointID)); err == nil {

@@ -135,6 +135,8 @@ type Command struct {
 	Env        map[string]string
 	Timeout    time.Duration // 0: none
 	LogPath    string        // relative to the state directory
+	// Token is put in the processes' environment (PLAN_ATTEMPT_TOKEN) so Reap can find them.
+	Token string
 }
 
 // ExecResult is how a command ended.
@@ -151,6 +153,9 @@ type Executor interface {
 	Execute(ctx context.Context, c Command, live io.Writer) (ExecResult, error)
 	// OpenLog opens a recorded log.
 	OpenLog(path string) (io.ReadCloser, error)
+	// Reap stops every process still carrying token (left behind by a plan that was killed) and
+	// returns how many it stopped.
+	Reap(token string) (int, error)
 }
 
 // ArchiveItem is one reverted attempt whose artifacts are archived.

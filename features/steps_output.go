@@ -218,6 +218,10 @@ func (s *scenario) jsonField(which, path string) (any, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// A path may name a remembered ID, as in "reasons.<one>".
+	if path, err = s.expand(path); err != nil {
+		return nil, nil, err
+	}
 	v, err := lookup(doc, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w in\n%s", err, show(doc))
@@ -318,19 +322,38 @@ func (s *scenario) jsonHasCount(n int, path string) error {
 
 func (s *scenario) jsonListsItems(n int) error { return s.jsonHasCount(n, "") }
 
+// Table cells with a special meaning: absent says a field must not be there at all (an omitted
+// optional field); set says it must be there and be neither null nor empty.
+const (
+	absent = "(absent)"
+	set    = "(set)"
+)
+
 // rowMatches reports whether item has every column of the table row (dot paths within the item).
 func (s *scenario) rowMatches(item any, header []string, row []string) (bool, error) {
 	for i, col := range header {
 		v, err := lookup(item, col)
+		if row[i] == absent {
+			if err == nil {
+				return false, nil
+			}
+			continue
+		}
 		if err != nil {
 			return false, nil //nolint:nilerr // a missing field is a mismatch, not an error
+		}
+		if row[i] == set {
+			if v == nil || v == "" {
+				return false, nil
+			}
+			continue
 		}
 		want, err := s.expand(row[i])
 		if err != nil {
 			return false, err
 		}
 		if matchValue(v, want) != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a value that differs is a mismatch, not an error
 		}
 	}
 	return true, nil
@@ -414,6 +437,9 @@ func (s *scenario) jsonArrayIncluding(path string, table *godog.Table) error {
 func (s *scenario) jsonNoItemStartingWith(path, field, prefix string) error {
 	arr, err := s.jsonArray(path)
 	if err != nil {
+		return err
+	}
+	if prefix, err = s.expand(prefix); err != nil {
 		return err
 	}
 	for _, item := range arr {

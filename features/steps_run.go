@@ -64,16 +64,31 @@ func (s *scenario) runAndRemember(command, field, name string) error {
 	return s.iRememberTheJSONOutput(field, name)
 }
 
-// aCheckpoint takes a checkpoint and remembers both its ID and the workspace it recorded as name.
+// aCheckpoint takes a checkpoint and remembers its ID, the workspace it recorded and the pack files
+// it wrote as name.
 func (s *scenario) aCheckpoint(name string) error {
+	before, err := s.packFiles()
+	if err != nil {
+		return err
+	}
 	if err := s.runAndRemember("plan checkpoint create --note "+strconv.Quote(name), "id", name); err != nil {
 		return err
+	}
+	after, err := s.packFiles()
+	if err != nil {
+		return err
+	}
+	s.packs[name] = nil
+	for _, p := range after {
+		if !slices.Contains(before, p) {
+			s.packs[name] = append(s.packs[name], p)
+		}
 	}
 	return s.iRememberTheWorkspace(name)
 }
 
 func (s *scenario) iRememberTheJSONOutput(field, name string) error {
-	if name == "workspace" || name == "outside" {
+	if name == "workspace" || name == "outside" || name == "plans" {
 		return fmt.Errorf("%q is a built-in placeholder; pick another name", name)
 	}
 	doc, err := s.jsonDoc("output")
@@ -128,6 +143,7 @@ func (s *scenario) run(command string, opt runOptions) error {
 	}
 	var out, errOut bytes.Buffer
 	var code int
+	began := time.Now()
 	switch {
 	case s.h.Binary != "" || opt.failpoint != "":
 		bin, err := s.h.processBinary()
@@ -149,6 +165,7 @@ func (s *scenario) run(command string, opt runOptions) error {
 		s.cmdline = "PLAN_FAILPOINT=" + opt.failpoint + " " + s.cmdline
 	}
 	s.stdout, s.stderr, s.exitCode = out.String(), errOut.String(), code
+	s.elapsed = time.Since(began)
 	s.unchecked = code != 0
 	return nil
 }
@@ -255,14 +272,14 @@ func splitArgs(line string) ([]string, error) {
 	inWord := false
 	for i := 0; i < len(line); i++ {
 		c := line[i]
-		switch {
-		case c == ' ' || c == '\t':
+		switch c {
+		case ' ', '\t':
 			if inWord {
 				args = append(args, cur.String())
 				cur.Reset()
 				inWord = false
 			}
-		case c == '"' || c == '\'':
+		case '"', '\'':
 			inWord = true
 			j := i + 1
 			for ; j < len(line) && line[j] != c; j++ {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cucumber/godog"
 )
@@ -85,19 +86,23 @@ type scenario struct {
 	root    string // the scenario's temporary directory
 	ws      string // the workspace, root/ws (symlink-free, as plan resolves it)
 	outside string // root/outside: a directory outside the workspace, for escape checks
+	plans   string // root/plans: where plan files are written, outside the workspace they change
 
 	// The last command.
 	cmdline   string
 	stdout    string
 	stderr    string
 	exitCode  int
-	unchecked bool // the last command exited non-zero and no step has asserted its exit code yet
+	elapsed   time.Duration // how long the last command took
+	unchecked bool          // the last command exited non-zero and no step has asserted its exit code yet
 
 	answer    *string             // what the next command reads on a terminal stdin
-	ids       map[string]string   // remembered checkpoint IDs by name
+	ids       map[string]string   // remembered IDs (checkpoints, corrections) by name
 	snapshots map[string]snapshot // remembered workspace states by name
 	immutable map[string]struct{} // absolute paths made immutable, undone at teardown
 	held      []*os.File          // locks the scenario holds, released at teardown
+	outputs   map[string]string   // remembered stdouts by name
+	packs     map[string][]string // the pack files each remembered checkpoint wrote, by checkpoint name
 }
 
 // exitAssertion matches the steps that look at a command's exit code; only these may follow a
@@ -108,7 +113,7 @@ var exitAssertion = regexp.MustCompile(`^(the exit code is|it succeeds|the proce
 func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s := &scenario{
 		h: h, ids: map[string]string{}, snapshots: map[string]snapshot{},
-		immutable: map[string]struct{}{},
+		immutable: map[string]struct{}{}, outputs: map[string]string{}, packs: map[string][]string{},
 	}
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, s.setUp()
@@ -129,6 +134,8 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerWorkspaceSteps(sc)
 	s.registerRunSteps(sc)
 	s.registerOutputSteps(sc)
+	s.registerPlanSteps(sc)
+	s.registerStoreSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {
@@ -147,6 +154,7 @@ func (s *scenario) setUp() error {
 	s.h.track(root)
 	s.root = root
 	s.outside = filepath.Join(root, "outside")
+	s.plans = filepath.Join(root, "plans")
 	return os.Mkdir(s.outside, 0o750)
 }
 
@@ -158,7 +166,10 @@ func (s *scenario) tearDown() error {
 	if s.root == "" {
 		return nil
 	}
-	err := removeTree(s.root, s.immutable)
+	// A decision's processes may outlive a plan the scenario killed; they must not outlive the
+	// scenario (nor write into its directory while it is removed).
+	killErr := killProcessesIn(s.root)
+	err := errors.Join(killErr, removeTree(s.root, s.immutable))
 	if err == nil {
 		s.h.untrack(s.root)
 	}
@@ -181,7 +192,7 @@ func removeTree(dir string, immutable map[string]struct{}) error {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			if info, ierr := d.Info(); ierr == nil {
-				_ = os.Chmod(p, info.Mode().Perm()|0o700) // #nosec G302 -- directories need search rights to be removed
+				_ = os.Chmod(p, info.Mode().Perm()|0o700) // #nosec G302 G122 -- directories need search rights to be removed; the tree is the scenario's own
 			}
 		}
 		return nil
@@ -197,8 +208,8 @@ func statErr(p string) error {
 	return err
 }
 
-// placeholder is `<name>` or `<name:N>` (the first N characters): a remembered checkpoint ID, or one
-// of the built-in names workspace and outside.
+// placeholder is `<name>` or `<name:N>` (the first N characters): a remembered ID, or one of the
+// built-in names workspace, outside and plans (the directory plan files are written to).
 var placeholder = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9_-]*)(?::([0-9]+))?>`)
 
 // expand replaces placeholders in text.
@@ -213,6 +224,8 @@ func (s *scenario) expand(text string) (string, error) {
 			v = s.ws
 		case "outside":
 			v = s.outside
+		case "plans":
+			v = s.plans
 		default:
 			id, ok := s.ids[name]
 			if !ok {
@@ -221,7 +234,7 @@ func (s *scenario) expand(text string) (string, error) {
 					known = append(known, k)
 				}
 				sort.Strings(known)
-				err = errors.Join(err, fmt.Errorf("no checkpoint remembered as %q (known: %s)", name, strings.Join(known, ", ")))
+				err = errors.Join(err, fmt.Errorf("no ID remembered as %q (known: %s)", name, strings.Join(known, ", ")))
 				return m
 			}
 			v = id

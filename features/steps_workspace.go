@@ -256,48 +256,73 @@ func (s *scenario) iMakeImmutable(rel string) error {
 // iCorruptEveryPack flips one byte in the middle of every pack: past the 12-byte pack header, inside
 // the records, where the store must notice the damage when it reads.
 func (s *scenario) iCorruptEveryPack() error {
-	packs, err := filepath.Glob(filepath.Join(s.ws, ".plan", "objects", "packs", "*.pack"))
+	packs, err := s.packFiles()
 	if err != nil {
 		return err
 	}
 	if len(packs) == 0 {
 		return errors.New("no pack files under .plan/objects/packs")
 	}
-	const header = 12
 	for _, p := range packs {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.Size() <= header+1 {
-			return fmt.Errorf("pack %s has only %d bytes", p, fi.Size())
-		}
-		off := max(fi.Size()/2, header+1)
-		if err := os.Chmod(p, 0o600); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			return err
-		}
-		b := []byte{0}
-		if _, err := f.ReadAt(b, off); err != nil {
-			_ = f.Close()
-			return err
-		}
-		b[0] ^= 0xff
-		if _, err := f.WriteAt(b, off); err != nil {
-			_ = f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if err := os.Chmod(p, fi.Mode().Perm()); err != nil { // #nosec G302 -- put the pack's mode back
+		if err := flipMiddleByte(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// packFiles lists the pack files of the workspace's store, sorted.
+func (s *scenario) packFiles() ([]string, error) {
+	if s.ws == "" {
+		return nil, errors.New("no workspace yet")
+	}
+	packs, err := filepath.Glob(filepath.Join(s.ws, ".plan", "objects", "packs", "*.pack"))
+	sort.Strings(packs)
+	return packs, err
+}
+
+// packHeader is the size of a pack file's header; damage past it lands in the records.
+const packHeader = 12
+
+// flipMiddleByte inverts the byte in the middle of pack p (past its header), keeping p's mode.
+func flipMiddleByte(p string) error {
+	return rewriteKeepingMode(p, func(f *os.File, size int64) error {
+		if size <= packHeader+1 {
+			return fmt.Errorf("pack %s has only %d bytes", p, size)
+		}
+		off := max(size/2, packHeader+1)
+		b := []byte{0}
+		if _, err := f.ReadAt(b, off); err != nil {
+			return err
+		}
+		b[0] ^= 0xff
+		_, err := f.WriteAt(b, off)
+		return err
+	})
+}
+
+// rewriteKeepingMode opens p for writing (store files are read-only), lets change modify it and puts
+// its mode back.
+func rewriteKeepingMode(p string, change func(f *os.File, size int64) error) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = change(f, fi.Size())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chmod(p, fi.Mode().Perm()) // #nosec G302 -- put the store file's mode back
 }
 
 // anotherProcessHoldsTheLock takes the flock on .plan/lock as a concurrent plan would. flock(2) locks

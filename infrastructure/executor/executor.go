@@ -10,6 +10,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +69,7 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 		"PLAN_WORKSPACE="+s.layout.Root,
 		"PLAN_DECISION_ID="+c.DecisionID,
 		fmt.Sprintf("PLAN_ATTEMPT=%d", c.Attempt),
+		TokenVar+"="+c.Token,
 	)
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -138,6 +141,57 @@ func exitCode(ps *os.ProcessState, err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// TokenVar is the environment variable that tags every process of one attempt.
+const TokenVar = "PLAN_ATTEMPT_TOKEN"
+
+// Reap stops every process whose environment carries token: what a killed plan's decision left
+// running (the shell dies with plan, its children do not). Matching the token rather than a
+// process group survives PID reuse: an unrelated process never carries it.
+func (s *Shell) Reap(token string) (int, error) {
+	if token == "" {
+		return 0, nil
+	}
+	want := []byte(TokenVar + "=" + token + "\x00")
+	killed := 0
+	for range 50 { // processes may fork while being stopped; repeat until none is left
+		pids, err := tagged(want)
+		if err != nil || len(pids) == 0 {
+			return killed, err
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return killed, fmt.Errorf("processes of attempt %s keep reappearing", token)
+}
+
+// tagged lists the processes whose environment contains want.
+func tagged(want []byte) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		if bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }
 
 // OpenLog opens a recorded log.

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func TestPlanWorkloadShape(t *testing.T) {
+	w := planWorkload("/ws", 10000, 1)
+	if len(w.files) != 10000 {
+		t.Fatalf("files = %d", len(w.files))
+	}
+	// ~90 MB for 10k files, within a tolerance for the random sizes.
+	if mb := float64(w.totalBytes()) / 1e6; mb < 80 || mb > 110 {
+		t.Errorf("total = %.1f MB, want ~90", mb)
+	}
+	var classes [3]int
+	perDir := map[string]int{}
+	seen := map[string]bool{}
+	for _, f := range w.files {
+		classes[f.class]++
+		dir := f.rel[:strings.LastIndexByte(f.rel, '/')]
+		perDir[dir]++
+		if depth := strings.Count(f.rel, "/"); depth < 1 || depth > maxDepth {
+			t.Fatalf("%s: depth %d", f.rel, depth)
+		}
+		if seen[f.rel] {
+			t.Fatalf("duplicate path %s", f.rel)
+		}
+		seen[f.rel] = true
+	}
+	if classes[classLarge] != 8 || classes[classMedium] != 150 {
+		t.Errorf("classes = %v, want 8 large and 150 medium", classes)
+	}
+	if avg := 10000 / len(perDir); avg < 20 || avg > 50 {
+		t.Errorf("%d files per directory on average, want 20-50", avg)
+	}
+
+	again := planWorkload("/ws", 10000, 1)
+	for i := range w.files {
+		if w.files[i] != again.files[i] {
+			t.Fatalf("layout is not reproducible at %d: %+v vs %+v", i, w.files[i], again.files[i])
+		}
+	}
+	if other := planWorkload("/ws", 10000, 2); other.files[0] == w.files[0] && other.files[1] == w.files[1] {
+		t.Error("a different seed gave the same layout")
+	}
+}
+
+func TestLayoutDirs(t *testing.T) {
+	for _, want := range []int{1, 2, 35, 285, 2857} {
+		dirs := layoutDirs(want)
+		if len(dirs) != want {
+			t.Errorf("layoutDirs(%d) gave %d", want, len(dirs))
+		}
+	}
+}
+
+func TestFillIsReproducibleAndCompressible(t *testing.T) {
+	gen := func(seed uint64, incompressible bool) []byte {
+		return fill(nil, rand.New(rand.NewPCG(seed, 0)), 64<<10, incompressible)
+	}
+	a, b := gen(7, false), gen(7, false)
+	if !bytes.Equal(a, b) || len(a) != 64<<10 {
+		t.Fatal("same seed, different text")
+	}
+	if bytes.Equal(a, gen(8, false)) {
+		t.Fatal("different seeds, same text")
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	if z := len(enc.EncodeAll(a, nil)); z > len(a)/2 {
+		t.Errorf("text compresses to %d of %d bytes; want source-like (< 1/2)", z, len(a))
+	}
+	bin := gen(7, true)
+	if z := len(enc.EncodeAll(bin, nil)); z < len(bin)*95/100 {
+		t.Errorf("binary compresses to %d of %d bytes; want incompressible", z, len(bin))
+	}
+}
+
+func TestRewriteReplaysTheSameChange(t *testing.T) {
+	w := planWorkload(t.TempDir(), 40, 3)
+	if err := w.write(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	idx := w.pickChanges(4, 9)
+	before, err := hashFiles(w, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.rewrite(context.Background(), idx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := differing(w, idx, before); err != nil || bad != len(idx) {
+		t.Fatalf("after a rewrite %d of %d files differ (%v)", bad, len(idx), err)
+	}
+	changed, _ := hashFiles(w, idx)
+	if err := w.rewrite(context.Background(), idx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := differing(w, idx, changed); err != nil || bad != 0 {
+		t.Fatalf("replaying the change differs in %d files (%v)", bad, err)
+	}
+	if err := os.Remove(w.path(idx[0])); err != nil {
+		t.Fatal(err)
+	}
+	if bad, _ := differing(w, idx, changed); bad != 1 {
+		t.Fatalf("a missing file counts as differing: got %d", bad)
+	}
+	if _, err := os.Stat(filepath.Join(w.root, filepath.FromSlash(w.dirs[0]))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMedianAndResults(t *testing.T) {
+	if m := median([]float64{5, 1, 3}); m != 3 {
+		t.Errorf("median = %v", m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median = %v", m)
+	}
+	ms := func(xs ...int) []time.Duration {
+		out := make([]time.Duration, len(xs))
+		for i, x := range xs {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	faster3 := func(o, g float64) bool { return g >= 3*o }
+	if r := timeResult("x", "x", ms(100, 90, 110), ms(300, 310, 290), "git", "", faster3); r.Status != statusPass || r.Ratio != 3 {
+		t.Errorf("3x faster: %+v", r)
+	}
+	if r := timeResult("x", "x", ms(200), ms(300), "git", "", faster3); r.Status != statusFail || ratioText(r) != "1.5x faster" {
+		t.Errorf("1.5x: %+v %q", r, ratioText(r))
+	}
+	if r := timeResult("x", "x", ms(200), ms(100), "git", "", nil); r.Status != statusInfo || ratioText(r) != "2.0x slower" {
+		t.Errorf("info: %+v %q", r, ratioText(r))
+	}
+	if r := timeResult("x", "x", nil, ms(100), "git", "", faster3); r.Status != statusNA || ratioText(r) != "-" {
+		t.Errorf("n/a: %+v", r)
+	}
+}
+
+func TestDecodeCheckpoint(t *testing.T) {
+	cp, err := decodeCheckpoint([]byte(`{"id":"01J","stored_bytes":42,"files":3,"bytes":9,"duration_ms":1.5}`))
+	if err != nil || cp.ID != "01J" || cp.StoredBytes != 42 {
+		t.Fatalf("%+v %v", cp, err)
+	}
+	cp, err = decodeCheckpoint([]byte(`{"checkpoint":{"id":"01K","stored_bytes":7}}`))
+	if err != nil || cp.ID != "01K" || cp.StoredBytes != 7 {
+		t.Fatalf("wrapped: %+v %v", cp, err)
+	}
+	for _, bad := range []string{``, `created`, `{"note":"x"}`} {
+		if _, err := decodeCheckpoint([]byte(bad)); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
+
+func TestReportText(t *testing.T) {
+	rep := &report{Files: 10, Bytes: 2048}
+	rep.add(timeResult("a", "first checkpoint", []time.Duration{time.Second}, []time.Duration{4 * time.Second}, "git", ">= 3x faster",
+		func(o, g float64) bool { return g >= 3*o }))
+	rep.add(result{ID: "m", Name: "peak RSS", Unit: "MB", Ours: 12.5, Status: statusInfo, Note: "small run"})
+	var buf bytes.Buffer
+	if err := rep.writeText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"4.0x faster", "PASS", "12.5 MB", "small run", "1 passed, 0 failed, 1 info, 0 n/a"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if err := rep.writeJSON(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"-files=5"}, io.Discard); err == nil {
+		t.Error("-files=5 accepted")
+	}
+	if _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
+		t.Error("a positional argument accepted")
+	}
+	cfg, err := parseFlags([]string{"-files=100000", "-strict", "-json"}, io.Discard)
+	if err != nil || cfg.files != 100000 || !cfg.strict || !cfg.jsonOut || cfg.runs != 3 {
+		t.Errorf("%+v %v", cfg, err)
+	}
+}

@@ -1,0 +1,589 @@
+Feature: Plans and decisions
+  `plan run FILE` executes a plan file's decisions in order, each a shell command run in the workspace
+  root. Before each decision it takes a pre_decision checkpoint, and after it records what the decision
+  changed: its artifacts. Running the same plan again resumes it. `plan exec` adds one ad-hoc decision
+  to the current plan; `plan status` and `plan log` show what happened.
+
+  Plan files are written under <plans>, outside the workspace, so they are not among what the
+  decisions change.
+
+  Background:
+    Given a workspace
+
+  Scenario: a three-decision plan runs and records each decision's checkpoint and artifacts
+    Given a plan file "site.yaml" with:
+      """
+      name: site
+      decisions:
+        - id: scaffold
+          name: Scaffold the sources
+          run: mkdir -p src && echo main > src/main.txt && echo old > legacy.txt
+        - id: configure
+          run: echo env=production > config.txt && rm legacy.txt && echo debug=false >> src/main.txt
+        - id: build
+          run: mkdir -p out && cat config.txt src/main.txt > out/site.txt && ln -s out/site.txt current
+      """
+    When I run "plan run <plans>/site.yaml"
+    Then it succeeds
+    And ".plan/plan.db" exists
+    And the file "out/site.txt" contains "env=production\nmain\ndebug=false\n"
+    And "current" is a symlink to "out/site.txt"
+    And "legacy.txt" does not exist
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "plan.name" equal to "site"
+    And the JSON output has "plan.checkpoints" equal to "true"
+    And the JSON output has "decisions.0.id" equal to "scaffold"
+    And the JSON output has "decisions.1.id" equal to "configure"
+    And the JSON output has "decisions.2.id" equal to "build"
+    And the JSON output has "decisions" with exactly:
+      | id        | name                 | status    | attempt | exit_code |
+      | scaffold  | Scaffold the sources | succeeded | 1       | 0         |
+      | configure |                      | succeeded | 1       | 0         |
+      | build     |                      | succeeded | 1       | 0         |
+    And the JSON output has "decisions.0.started_at" matching "^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
+    And the JSON output has "decisions.0.finished_at" matching "^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
+    And the JSON output has decision "scaffold" with artifacts:
+      | path         | change | content |
+      | legacy.txt   | added  | old\n   |
+      | src/main.txt | added  | main\n  |
+    And the JSON output has decision "configure" with artifacts:
+      | path         | change   | content           |
+      | config.txt   | added    | env=production\n  |
+      | legacy.txt   | deleted  | old\n             |
+      | src/main.txt | modified | main\ndebug=false\n |
+    And the JSON output has decision "build" with artifacts:
+      | path         | change | content                            |
+      | out/site.txt | added  | env=production\nmain\ndebug=false\n |
+      | current      | added  | out/site.txt                       |
+    And every decision's checkpoint_id in the JSON output names its pre_decision checkpoint
+    When I run "plan --json checkpoint list"
+    Then it succeeds
+    And the JSON output lists 3 items
+
+  Scenario: the run's JSON output says what ran and what was skipped
+    Given a plan file "plan.yaml" with:
+      """
+      name: twice
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    When I run "plan --json run <plans>/plan.yaml"
+    Then it succeeds
+    And the JSON output has "ran" equal to "["one"]"
+    And the JSON output has "skipped" equal to "[]"
+    When I run "plan --json run <plans>/plan.yaml"
+    Then it succeeds
+    And the JSON output has "ran" equal to "[]"
+    And the JSON output has "skipped" equal to "["one"]"
+    And the JSON output has decision "one" with attempts:
+      | attempt | status    |
+      | 1       | succeeded |
+
+  Scenario: a failing decision stops the run, and running the fixed plan again resumes it
+    Given a plan file "plan.yaml" with:
+      """
+      name: resumable
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: echo two > two.txt && exit 3
+        - id: three
+          run: echo three > three.txt
+      """
+    When I run "plan run <plans>/plan.yaml"
+    Then the exit code is not 0
+    And stderr contains "decision \"two\" failed with exit code 3"
+    And the file "one.txt" contains "one\n"
+    And "three.txt" does not exist
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    | attempt | exit_code | checkpoint_id |
+      | one   | succeeded | 1       | 0         | (set)         |
+      | two   | failed    | 1       | 3         | (set)         |
+      | three | skipped   | 0       | null      | null          |
+    Given a plan file "plan.yaml" with:
+      """
+      name: resumable
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: echo two > two.txt
+        - id: three
+          run: echo three > three.txt
+      """
+    When I run "plan run <plans>/plan.yaml"
+    Then it succeeds
+    And stderr contains "one already succeeded; skipping it"
+    And the file "three.txt" contains "three\n"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    | attempt | exit_code |
+      | one   | succeeded | 1       | 0         |
+      | two   | succeeded | 2       | 0         |
+      | three | succeeded | 1       | 0         |
+    And the JSON output has decision "one" with attempts:
+      | attempt | status    |
+      | 1       | succeeded |
+    And the JSON output has decision "two" with attempts:
+      | attempt | status    | exit_code | command                        |
+      | 1       | failed    | 3         | echo two > two.txt && exit 3   |
+      | 2       | succeeded | 0         | echo two > two.txt             |
+    And every decision's checkpoint_id in the JSON output names its pre_decision checkpoint
+
+  Scenario: --on-failure rollback undoes the failed decision's changes
+    Given a plan file "first.yaml" with:
+      """
+      name: careful
+      decisions:
+        - id: one
+          run: echo one > one.txt && echo keep > keep.txt
+      """
+    And a plan file "all.yaml" with:
+      """
+      name: careful
+      decisions:
+        - id: one
+          run: echo one > one.txt && echo keep > keep.txt
+        - id: two
+          run: echo two > two.txt && rm keep.txt && echo changed > one.txt && mkdir -p junk/deep && exit 3
+        - id: three
+          run: echo three > three.txt
+      """
+    When I run "plan run <plans>/first.yaml"
+    Then it succeeds
+    And I remember the workspace as "before-two"
+    When I run "plan run <plans>/all.yaml --on-failure rollback"
+    Then the exit code is not 0
+    And stderr contains "decision \"two\" failed with exit code 3"
+    And the workspace equals "before-two"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    | attempt | exit_code |
+      | one   | succeeded | 1       | 0         |
+      | two   | reverted  | 1       | 3         |
+      | three | skipped   | 0       | null      |
+    And the JSON output has "decisions.1.attempts.0.reverted_by" matching "^[0-9a-f]{24}$"
+    When I run "plan --json checkpoint list"
+    Then it succeeds
+    And the JSON output has "0.type" equal to "pre_rollback"
+
+  Scenario: --on-failure rollback is refused without checkpoints instead of silently skipped
+    Given a plan file "plan.yaml" with:
+      """
+      name: fast
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    When I run "plan run <plans>/plan.yaml --no-checkpoints --on-failure rollback"
+    Then the exit code is 3
+    And stderr contains "needs the pre_decision checkpoints"
+    And "one.txt" does not exist
+
+  Scenario: --no-checkpoints runs without checkpoints, and its decisions cannot be corrected
+    Given a plan file "plan.yaml" with:
+      """
+      name: fast
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: echo two > two.txt
+      """
+    When I run "plan run <plans>/plan.yaml --no-checkpoints"
+    Then it succeeds
+    And the file "two.txt" contains "two\n"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "plan.checkpoints" equal to "false"
+    And the JSON output has "decisions" with exactly:
+      | id  | status    | checkpoint_id |
+      | one | succeeded | null          |
+      | two | succeeded | null          |
+    When I run "plan checkpoint list --json"
+    Then it succeeds
+    And the JSON output lists 0 items
+    When I run "plan correct --decision one --reason 'it was wrong' --yes"
+    Then the exit code is 5
+    And stderr contains "--no-checkpoints"
+    And the file "one.txt" contains "one\n"
+    And the file "two.txt" contains "two\n"
+
+  Scenario: a plan file that is not YAML is refused with its name and line
+    Given a plan file "bad.yaml" with:
+      """
+      name: broken
+      decisions: [
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml"
+    And stderr contains "line 2"
+    And ".plan" does not exist
+
+  Scenario: a plan file without a name is refused
+    Given a plan file "bad.yaml" with:
+      """
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:1:"
+    And stderr contains "name"
+    And "one.txt" does not exist
+    And ".plan" does not exist
+
+  Scenario: a plan file without decisions is refused
+    Given a plan file "bad.yaml" with:
+      """
+      name: idle
+      decisions: []
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:2:"
+    And stderr contains "at least one decision"
+    And ".plan" does not exist
+
+  Scenario: a plan file that uses a decision ID twice is refused
+    Given a plan file "bad.yaml" with:
+      """
+      name: twice
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: one
+          run: echo again > again.txt
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:5:"
+    And stderr contains "\"one\""
+    And "one.txt" does not exist
+    And ".plan" does not exist
+
+  Scenario: a plan file with an illegal decision ID is refused
+    Given a plan file "bad.yaml" with:
+      """
+      name: shouting
+      decisions:
+        - id: ok
+          run: echo ok > ok.txt
+        - id: Bad_ID
+          run: echo bad > bad.txt
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:5:"
+    And stderr contains "Bad_ID"
+    And "ok.txt" does not exist
+    And ".plan" does not exist
+
+  Scenario: a plan file with a decision that has nothing to run is refused
+    Given a plan file "bad.yaml" with:
+      """
+      name: lazy
+      decisions:
+        - id: one
+          name: Does nothing
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:3:"
+    And stderr contains "run"
+    And ".plan" does not exist
+
+  Scenario: a plan file with an unknown key is refused rather than ignored
+    Given a plan file "bad.yaml" with:
+      """
+      name: typo
+      decisions:
+        - id: one
+          rn: echo one > one.txt
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:4:"
+    And stderr contains "\"rn\""
+    And "one.txt" does not exist
+    And ".plan" does not exist
+
+  Scenario: a plan file with a timeout that is no duration is refused
+    Given a plan file "bad.yaml" with:
+      """
+      name: patient
+      decisions:
+        - id: one
+          run: echo one > one.txt
+          timeout: soon
+      """
+    When I run "plan run <plans>/bad.yaml"
+    Then the exit code is 3
+    And stderr contains "<plans>/bad.yaml:5:"
+    And stderr contains "soon"
+    And "one.txt" does not exist
+    And ".plan" does not exist
+
+  Scenario: a plan file that does not exist is not found
+    When I run "plan run <plans>/missing.yaml"
+    Then the exit code is 4
+    And stderr contains "<plans>/missing.yaml"
+    And ".plan" does not exist
+
+  Scenario: a decision that outlives its timeout is stopped and fails
+    Given a plan file "slow.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: wait
+          timeout: 1s
+          run: echo started > started.txt && sleep 30 && echo done > done.txt
+      """
+    When I run "plan run <plans>/slow.yaml"
+    Then the exit code is not 0
+    And it took less than 10 seconds
+    And stderr contains "decision \"wait\" timed out"
+    And the file "started.txt" contains "started\n"
+    And "done.txt" does not exist
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id   | status | attempt |
+      | wait | failed | 1       |
+    And the JSON output has decision "wait" with artifacts:
+      | path        | change | content   |
+      | started.txt | added  | started\n |
+
+  # A timeout ends the run before the code that handles a failed decision (application.PlanService.Run
+  # returns the timeout error of execute before SkipPending and the --on-failure rollback branch): the
+  # decisions after it stay pending, and --on-failure rollback does not roll back.
+  Scenario: a decision that timed out stops the run like any failure: the later decisions are skipped
+    Given a plan file "slow.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: wait
+          timeout: 1s
+          run: sleep 30
+        - id: after
+          run: echo after > after.txt
+      """
+    When I run "plan run <plans>/slow.yaml"
+    Then the exit code is not 0
+    And "after.txt" does not exist
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status  | attempt |
+      | wait  | failed  | 1       |
+      | after | skipped | 0       |
+
+  Scenario: --on-failure rollback also undoes a decision that timed out
+    Given a plan file "first.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    And a plan file "all.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: wait
+          timeout: 1s
+          run: echo partial > partial.txt && rm one.txt && sleep 30
+      """
+    When I run "plan run <plans>/first.yaml"
+    Then it succeeds
+    And I remember the workspace as "before-wait"
+    When I run "plan run <plans>/all.yaml --on-failure rollback"
+    Then the exit code is not 0
+    And the workspace equals "before-wait"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id   | status    | attempt |
+      | one  | succeeded | 1       |
+      | wait | reverted  | 1       |
+
+  Scenario: a decision's env reaches its command, with PLAN_DECISION_ID set
+    Given a plan file "env.yaml" with:
+      """
+      name: env
+      decisions:
+        - id: greet
+          env: {GREETING: hello world, MODE: fast}
+          run: echo "$GREETING|$MODE|$PLAN_DECISION_ID" > greet.txt
+        - id: other
+          run: echo "[$GREETING]|$PLAN_DECISION_ID" > other.txt
+      """
+    When I run "plan run <plans>/env.yaml"
+    Then it succeeds
+    And the file "greet.txt" contains "hello world|fast|greet\n"
+    And the file "other.txt" contains "[]|other\n"
+
+  Scenario: plan exec appends an ad-hoc decision with its checkpoint and artifacts
+    Given a plan file "plan.yaml" with:
+      """
+      name: site
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    When I run "plan run <plans>/plan.yaml"
+    Then it succeeds
+    When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
+    Then it succeeds
+    And the file "hi.txt" contains "hi\n"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "plan.name" equal to "site"
+    And the JSON output has "decisions.1.id" equal to "fix"
+    And the JSON output has "decisions" with exactly:
+      | id  | status    | attempt | exit_code |
+      | one | succeeded | 1       | 0         |
+      | fix | succeeded | 1       | 0         |
+    And the JSON output has decision "fix" with artifacts:
+      | path   | change | content |
+      | hi.txt | added  | hi\n    |
+    And every decision's checkpoint_id in the JSON output names its pre_decision checkpoint
+
+  Scenario: plan exec starts an ad-hoc plan in a workspace that has none
+    When I run "plan exec --id first -- sh -c 'echo first > first.txt'"
+    Then it succeeds
+    And ".plan/plan.db" exists
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "plan.name" equal to "adhoc"
+    And the JSON output has decision "first" with artifacts:
+      | path      | change | content |
+      | first.txt | added  | first\n |
+
+  Scenario: plan exec refuses a decision that already succeeded, and needs --id
+    When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
+    Then it succeeds
+    When I run "plan exec --id fix -- sh -c 'echo again > hi.txt'"
+    Then the exit code is 5
+    And stderr contains "already succeeded"
+    And the file "hi.txt" contains "hi\n"
+    When I run "plan exec -- sh -c 'echo no > no.txt'"
+    Then the exit code is 2
+    And stderr contains "--id"
+    And "no.txt" does not exist
+    When I run "plan exec --id Bad_ID -- true"
+    Then the exit code is 3
+
+  Scenario: plan log prints a decision's recorded output
+    Given a plan file "talk.yaml" with:
+      """
+      name: talk
+      decisions:
+        - id: talk
+          run: echo hello from talk && echo to stderr >&2
+        - id: quiet
+          run: "true"
+      """
+    When I run "plan run <plans>/talk.yaml"
+    Then it succeeds
+    When I run "plan log talk"
+    Then it succeeds
+    And stdout is:
+      """
+      hello from talk
+      to stderr
+      """
+    When I run "plan log quiet"
+    Then it succeeds
+    And stdout is empty
+    When I run "plan log --json talk"
+    Then it succeeds
+    And the JSON output has "0.decision" equal to "talk"
+    And the JSON output has "0.attempt" equal to "1"
+    And the JSON output has "0.output" containing "hello from talk\nto stderr\n"
+    And the JSON output has "0.log_path" equal to ".plan/logs/talk.1.log"
+    When I run "plan log nope"
+    Then the exit code is 4
+    And stderr contains "nope"
+
+  Scenario: status and log need a plan
+    Given an initialised workspace
+    When I run "plan status"
+    Then the exit code is 4
+    And stderr contains "no plan has run"
+    When I run "plan status --json"
+    Then the exit code is 4
+    And the JSON error has "error.kind" equal to "not_found"
+    When I run "plan log"
+    Then the exit code is 4
+
+  Scenario: a plan killed during a decision leaves it interrupted, and the next command closes it
+    Given a plan file "slow.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: test -f go.txt || { echo started > marker.txt && sleep 30; }
+        - id: three
+          run: echo three > three.txt
+      """
+    When I start "plan run <plans>/slow.yaml" and kill it once "marker.txt" exists
+    Then the process was killed
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status      | attempt | exit_code |
+      | one   | succeeded   | 1       | 0         |
+      | two   | interrupted | 1       | null      |
+      | three | pending     | 0       | null      |
+    And the JSON output has decision "two" with artifacts:
+      | path       | change | content    |
+      | marker.txt | added  | started\n  |
+    When I run "plan verify --json"
+    Then it succeeds
+    And the JSON output has "ok" equal to "true"
+    When I run "plan correct --decision three --reason 'never ran' --yes"
+    Then the exit code is 5
+    And stderr contains "not executed"
+    Given a file "go.txt" containing "go"
+    When I run "plan run <plans>/slow.yaml"
+    Then it succeeds
+    And the file "three.txt" contains "three\n"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    | attempt |
+      | one   | succeeded | 1       |
+      | two   | succeeded | 2       |
+      | three | succeeded | 1       |
+
+  # The shell dies with plan (Pdeathsig), but what it started does not: after plan is killed, the
+  # decision's command keeps running and changing the workspace, although the next command records
+  # the decision as interrupted with the artifacts it sees then.
+  Scenario: killing plan stops the decision's processes too
+    Given a plan file "slow.yaml" with:
+      """
+      name: slow
+      decisions:
+        - id: one
+          run: sh -c 'echo started > marker.txt; sleep 2; echo late > late.txt'
+      """
+    When I start "plan run <plans>/slow.yaml" and kill it once "marker.txt" exists
+    Then the process was killed
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions.0.status" equal to "interrupted"
+    And no process is left running in the workspace
