@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,6 +98,9 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 		if err := tree.ValidatePath(ch.Path); err != nil {
 			return application.ApplyStats{}, false, fault.Wrap(fault.ErrIntegrity, err, "refusing to restore")
 		}
+		if reserved(ch.Path) {
+			return application.ApplyStats{}, false, fault.Integrity("refusing to restore %q: no snapshot holds .plan or .git", ch.Path)
+		}
 	}
 	root, err := os.OpenRoot(r.layout.Root)
 	if err != nil {
@@ -135,6 +139,19 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	return a.stats, true, nil
 }
 
+// reserved reports whether rel is or passes through a .plan or .git entry. Fix: the package
+// invariant says these are never written or removed, but only the scanner enforced it; a damaged or
+// crafted tree naming .git/hooks/x was restored (and could plant a git hook), one naming .plan
+// wrote into plan's own state. The scanner skips them at every depth, so no snapshot holds them.
+func reserved(rel string) bool {
+	for c := range strings.SplitSeq(rel, "/") {
+		if c == StateDir || c == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
 // stage writes every new file and symlink under .plan/staging, verifying content hashes, and syncs
 // them once. Nothing in the workspace changes here.
 func (a *applier) stage(ctx context.Context, changes []tree.Change, p application.Progress) (map[int]string, error) {
@@ -146,7 +163,9 @@ func (a *applier) stage(ctx context.Context, changes []tree.Change, p applicatio
 	}
 	var total int64
 	for _, ch := range changes {
-		if needsContent(ch) {
+		// Files only: they are what p.Add reports below. Fix: symlinks were counted here too, and
+		// since a symlink's Size is its target's length the progress never reached its total.
+		if needsContent(ch) && ch.To.Kind == tree.KindFile {
 			total += ch.To.Size
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
@@ -64,6 +65,8 @@ type item struct {
 	target string
 	key    statKey
 	dir    *node
+	// gone marks a file removed after it was listed: it is not part of the snapshot.
+	gone bool
 }
 
 type scan struct {
@@ -100,9 +103,11 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress) (applica
 		sc.batch.Abort()
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
-	if err := saveStatCache(s.layout.StatCache(), sc.next); err != nil {
-		// The snapshot is durable; a stale cache only costs re-hashing next time.
-		sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
+	if len(sc.jobs) > 0 || len(sc.next) != len(sc.old) {
+		if err := saveStatCache(s.layout.StatCache(), sc.next); err != nil {
+			// The snapshot is durable; a stale cache only costs re-hashing next time.
+			sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
+		}
 	}
 	var files, bytes int64
 	walkItems(root, func(it *item) {
@@ -138,10 +143,15 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool) (
 	if store {
 		sc.batch = s.store.NewBatch()
 	}
+	rootFd, err := unix.Open(s.layout.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		sc.abort()
+		return nil, nil, fmt.Errorf("open workspace %s: %w", s.layout.Root, err)
+	}
 	root := &node{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.workers * 2)
-	g.Go(func() error { return sc.walk(gctx, g, root) })
+	g.Go(func() error { return sc.walk(gctx, g, root, rootFd) })
 	if err := g.Wait(); err != nil {
 		sc.abort()
 		return nil, nil, err
@@ -179,56 +189,59 @@ func (sc *scan) warn(format string, args ...any) {
 	sc.mu.Unlock()
 }
 
-// walk lists directory n, queues files that need hashing and descends, in parallel where the group
-// has room and inline otherwise.
-func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node) error {
+// walk lists directory n (open as fd, which walk closes), queues files that need hashing and
+// descends, in parallel where the group has room and inline otherwise. Every lookup is relative to
+// the directory's descriptor (openat/fstatat, never following a symlink), which is both what keeps a
+// concurrent rename from redirecting the walk and what makes it as cheap as find(1).
+func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) error {
+	defer func() { _ = unix.Close(fd) }()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(sc.abs(n.rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return fmt.Errorf("open directory %q: %w", displayRel(n.rel), err)
-	}
-	des, err := f.ReadDir(-1)
-	_ = f.Close()
+	names, err := readNames(fd)
 	if err != nil {
 		return fmt.Errorf("list directory %q: %w", displayRel(n.rel), err)
 	}
 	var queued []job
-	for _, de := range des {
-		name := de.Name()
+	for _, name := range names {
 		rel := join(n.rel, name)
-		info, err := de.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since listed: not part of this snapshot
-		}
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed since listed: not part of this snapshot
+			}
 			return fmt.Errorf("stat %q: %w", rel, err)
 		}
 		if tree.ValidateName(name) != nil {
 			sc.warn("skipped %q: its name cannot be stored", rel)
 			continue
 		}
-		mode := info.Mode()
-		it := &item{name: name, mode: tree.UnixMode(mode)}
-		switch {
-		case mode.IsDir():
+		it := &item{name: name, mode: st.Mode & tree.ModeMask}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
 			if sc.ignore.Skip(rel, name, true) {
 				continue
+			}
+			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("open directory %q: %w", rel, err)
 			}
 			it.kind = tree.KindDir
 			it.dir = &node{rel: rel, mode: it.mode}
 			child := it.dir
-			if !g.TryGo(func() error { return sc.walk(ctx, g, child) }) {
-				if err := sc.walk(ctx, g, child); err != nil {
+			if !g.TryGo(func() error { return sc.walk(ctx, g, child, cfd) }) {
+				if err := sc.walk(ctx, g, child, cfd); err != nil {
 					return err
 				}
 			}
-		case mode&fs.ModeSymlink != 0:
+		case unix.S_IFLNK:
 			if sc.ignore.Skip(rel, name, false) {
 				continue
 			}
-			target, err := os.Readlink(sc.abs(rel))
+			target, err := readlinkat(fd, name)
 			if err != nil {
 				return fmt.Errorf("read symlink %q: %w", rel, err)
 			}
@@ -237,17 +250,12 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node) error {
 				continue
 			}
 			it.kind, it.mode, it.target, it.size = tree.KindSymlink, 0o777, target, int64(len(target))
-		case mode.IsRegular():
+		case unix.S_IFREG:
 			if sc.ignore.Skip(rel, name, false) {
 				continue
 			}
-			it.kind, it.size = tree.KindFile, info.Size()
-			key, ok := keyOf(info)
-			if !ok {
-				queued = append(queued, job{rel: rel, it: it})
-				break
-			}
-			it.key = key
+			key := keyOfStat(&st)
+			it.kind, it.size, it.key = tree.KindFile, st.Size, key
 			if e, hit := sc.old[rel]; hit && !e.Racy && e.Key == key {
 				it.hash = e.Hash
 				if !sc.store || sc.batch.Has(e.Hash) {
@@ -258,7 +266,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node) error {
 			queued = append(queued, job{rel: rel, it: it})
 		default:
 			if !sc.ignore.Skip(rel, name, false) {
-				sc.warn("skipped special file %q (%s)", rel, typeName(mode))
+				sc.warn("skipped special file %q (%s)", rel, typeName(fs.FileMode(st.Mode)&fs.ModeType|unixType(st.Mode)))
 			}
 			continue
 		}
@@ -271,6 +279,61 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node) error {
 		sc.mu.Unlock()
 	}
 	return nil
+}
+
+// unixType maps a st_mode file type to Go's mode bits, for messages.
+func unixType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readNames lists a directory's entry names (without "." and "..").
+func readNames(fd int) ([]string, error) {
+	bp, ok := direntBufs.Get().(*[]byte)
+	if !ok {
+		b := make([]byte, 32<<10)
+		bp = &b
+	}
+	defer direntBufs.Put(bp)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, *bp)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
+	}
+}
+
+func readlinkat(fd int, name string) (string, error) {
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", errors.New("symlink target too long")
 }
 
 func (sc *scan) record(rel string, e statEntry) {
@@ -361,6 +424,12 @@ func (sc *scan) hashOne(ctx context.Context, j job, bufp *[]byte) error {
 func (sc *scan) tryHash(j job, bufp *[]byte) error {
 	abs := sc.abs(j.rel)
 	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed between the listing and now: the snapshot is of the tree without it, exactly as if
+		// the listing had come a moment later.
+		j.it.gone = true
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("open %q: %w", j.rel, err)
 	}
@@ -449,6 +518,9 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	t := make(objectstore.Tree, 0, len(n.children))
 	for _, it := range n.children {
+		if it.gone {
+			continue
+		}
 		e := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
 		if it.kind == tree.KindDir {
 			h, err := sc.buildTrees(it.dir)
@@ -474,6 +546,9 @@ func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 func flattenNode(n *node, prefix string, out *[]tree.Entry) (tree.Hash, error) {
 	t := make(objectstore.Tree, 0, len(n.children))
 	for _, it := range n.children {
+		if it.gone {
+			continue
+		}
 		p := join(prefix, it.name)
 		idx := len(*out)
 		e := tree.Entry{Path: p, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
@@ -502,6 +577,9 @@ func flattenNode(n *node, prefix string, out *[]tree.Entry) (tree.Hash, error) {
 
 func walkItems(n *node, fn func(*item)) {
 	for _, it := range n.children {
+		if it.gone {
+			continue
+		}
 		fn(it)
 		if it.dir != nil {
 			walkItems(it.dir, fn)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -35,6 +37,13 @@ type statEntry struct {
 
 // statCache maps workspace-relative paths to the content hash last seen for a stat key.
 type statCache map[string]statEntry
+
+func keyOfStat(st *unix.Stat_t) statKey {
+	return statKey{
+		Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+		Ino: st.Ino, Dev: st.Dev, Mode: st.Mode, //nolint:unconvert // field widths differ across arches
+	}
+}
 
 func keyOf(fi fs.FileInfo) (statKey, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
@@ -142,12 +151,17 @@ func encodeStatCache(c statCache) []byte {
 	return append(b, s[:]...)
 }
 
+// saveStatCache replaces the cache atomically but without fsync: the cache is a hint, checksummed
+// as a whole, so a torn or lost write after a power failure only costs re-hashing, and skipping the
+// sync keeps it off every checkpoint's critical path.
 func saveStatCache(path string, c statCache) error {
-	return writeFileAtomic(path, encodeStatCache(c))
+	return replaceFile(path, encodeStatCache(c), false)
 }
 
 // writeFileAtomic replaces path with data durably: temp file, fsync, rename, fsync directory.
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(path string, data []byte) error { return replaceFile(path, data, true) }
+
+func replaceFile(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -164,8 +178,10 @@ func writeFileAtomic(path string, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", path, err)
@@ -174,6 +190,9 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	return syncDir(dir)
 }
 

@@ -1,0 +1,403 @@
+package application
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// The fakes below stand in for the adapters in this package's unit tests only. They keep state in
+// memory and record calls so the tests can check what the use cases asked for and in which order.
+
+type fakeLocker struct {
+	mu       sync.Mutex
+	held     bool
+	locks    int
+	unlocks  int
+	purposes []string
+	err      error // Lock fails with it
+	busy     bool  // TryLock reports the lock taken
+}
+
+func (l *fakeLocker) Lock(_ context.Context, purpose string) (func() error, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, l.err
+	}
+	if l.held {
+		return nil, fault.Conflict("fake lock already held")
+	}
+	return l.take(purpose), nil
+}
+
+func (l *fakeLocker) TryLock(purpose string) (func() error, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, false, l.err
+	}
+	if l.busy || l.held {
+		return nil, false, nil
+	}
+	return l.take(purpose), true, nil
+}
+
+func (l *fakeLocker) take(purpose string) func() error {
+	l.held = true
+	l.locks++
+	l.purposes = append(l.purposes, purpose)
+	released := false
+	return func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if released {
+			panic("unlock called twice")
+		}
+		released = true
+		l.held = false
+		l.unlocks++
+		return nil
+	}
+}
+
+type fakeJournal struct {
+	op         *Operation
+	writes     []Operation
+	clears     int
+	pendingErr error
+	writeErr   func(n int, op Operation) error // n counts writes from 1
+	clearErr   error
+}
+
+func (j *fakeJournal) Write(op Operation) error {
+	if j.writeErr != nil {
+		if err := j.writeErr(len(j.writes)+1, op); err != nil {
+			return err
+		}
+	}
+	j.writes = append(j.writes, op)
+	c := op
+	j.op = &c
+	return nil
+}
+
+func (j *fakeJournal) Pending() (*Operation, error) {
+	if j.pendingErr != nil {
+		return nil, j.pendingErr
+	}
+	if j.op == nil {
+		return nil, nil
+	}
+	c := *j.op
+	return &c, nil
+}
+
+func (j *fakeJournal) Clear() error {
+	if j.clearErr != nil {
+		return j.clearErr
+	}
+	j.clears++
+	j.op = nil
+	return nil
+}
+
+// fakeStore holds trees as flat entry lists and blobs as bytes.
+type fakeStore struct {
+	trees map[tree.Hash][]tree.Entry
+	blobs map[tree.Hash][]byte
+	err   error
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{trees: map[tree.Hash][]tree.Entry{}, blobs: map[tree.Hash][]byte{}}
+}
+
+// put records entries as a tree and returns its (fake) root hash.
+func (s *fakeStore) put(entries []tree.Entry) tree.Hash {
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%s|%d|%o|%d|%s|%s\n", e.Path, e.Kind, e.Mode, e.Size, e.Hash, e.Target)
+	}
+	h := tree.Sum([]byte("tree\n" + b.String()))
+	s.trees[h] = slices.Clone(entries)
+	return h
+}
+
+func (s *fakeStore) Flatten(root tree.Hash) ([]tree.Entry, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	e, ok := s.trees[root]
+	if !ok {
+		return nil, fault.Integrity("tree %s is missing", root)
+	}
+	return slices.Clone(e), nil
+}
+
+func (s *fakeStore) DiffTrees(from, to tree.Hash) ([]tree.Change, error) {
+	f, err := s.Flatten(from)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.Flatten(to)
+	if err != nil {
+		return nil, err
+	}
+	return tree.Diff(f, t), nil
+}
+
+func (s *fakeStore) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
+	b, ok := s.blobs[h]
+	if !ok {
+		return nil, fault.Integrity("blob %s is missing", h)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// fakeSnap is the live workspace: an entry list (plus file contents for OpenLive).
+type fakeSnap struct {
+	store    *fakeStore
+	live     []tree.Entry
+	content  map[string][]byte
+	warnings []string
+	err      error
+	snaps    int
+}
+
+func (s *fakeSnap) Snapshot(context.Context, Progress) (Snapshot, error) {
+	if s.err != nil {
+		return Snapshot{}, s.err
+	}
+	s.snaps++
+	var files, size int64
+	for _, e := range s.live {
+		if e.Kind != tree.KindDir {
+			files++
+			size += e.Size
+		}
+	}
+	return Snapshot{Root: s.store.put(s.live), Files: files, Bytes: size, StoredBytes: 1, Warnings: s.warnings}, nil
+}
+
+func (s *fakeSnap) Scan(context.Context, Progress) ([]tree.Entry, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return slices.Clone(s.live), nil
+}
+
+func (s *fakeSnap) OpenLive(path string) (io.ReadCloser, error) {
+	b, ok := s.content[path]
+	if !ok {
+		return nil, fault.NotFound("%s", path)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// fakeRestorer changes fakeSnap's live list to the requested tree.
+type fakeRestorer struct {
+	snap         *fakeSnap
+	applies      [][2]tree.Hash
+	reconciles   []tree.Hash
+	applyErr     error
+	reconcileErr error
+}
+
+func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ Progress) (ApplyStats, error) {
+	r.applies = append(r.applies, [2]tree.Hash{from, to})
+	if r.applyErr != nil {
+		return ApplyStats{}, r.applyErr
+	}
+	return r.set(to)
+}
+
+func (r *fakeRestorer) Reconcile(_ context.Context, to tree.Hash) (ApplyStats, error) {
+	r.reconciles = append(r.reconciles, to)
+	if r.reconcileErr != nil {
+		return ApplyStats{}, r.reconcileErr
+	}
+	return r.set(to)
+}
+
+func (r *fakeRestorer) set(to tree.Hash) (ApplyStats, error) {
+	if r.snap == nil {
+		return ApplyStats{Written: 1}, nil
+	}
+	want, err := r.snap.store.Flatten(to)
+	if err != nil {
+		return ApplyStats{}, err
+	}
+	n := len(tree.Diff(r.snap.live, want))
+	r.snap.live = want
+	return ApplyStats{Written: n}, nil
+}
+
+type fakeRepo struct {
+	cps       map[checkpoint.ID]*checkpoint.Checkpoint
+	addErr    error
+	updateErr error
+	latestErr error
+}
+
+func newFakeRepo() *fakeRepo { return &fakeRepo{cps: map[checkpoint.ID]*checkpoint.Checkpoint{}} }
+
+func (r *fakeRepo) Add(_ context.Context, c *checkpoint.Checkpoint) error {
+	if r.addErr != nil {
+		return r.addErr
+	}
+	if _, dup := r.cps[c.ID()]; dup {
+		return fault.Conflict("duplicate %s", c.ID())
+	}
+	r.cps[c.ID()] = c
+	return nil
+}
+
+func (r *fakeRepo) Get(_ context.Context, id checkpoint.ID) (*checkpoint.Checkpoint, error) {
+	c, ok := r.cps[id]
+	if !ok {
+		return nil, fault.NotFound("checkpoint %s not found", id)
+	}
+	return c, nil
+}
+
+func (r *fakeRepo) Resolve(_ context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	var found []*checkpoint.Checkpoint
+	for id, c := range r.cps {
+		if strings.HasPrefix(string(id), ref) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fault.NotFound("checkpoint %s not found", ref)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fault.Invalid("ambiguous %s", ref)
+}
+
+func (r *fakeRepo) List(context.Context) ([]*checkpoint.Checkpoint, error) {
+	out := make([]*checkpoint.Checkpoint, 0, len(r.cps))
+	for _, c := range r.cps {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *checkpoint.Checkpoint) int {
+		if c := b.CreatedAt().Compare(a.CreatedAt()); c != 0 {
+			return c
+		}
+		return strings.Compare(string(b.ID()), string(a.ID()))
+	})
+	return out, nil
+}
+
+func (r *fakeRepo) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
+	if r.latestErr != nil {
+		return nil, r.latestErr
+	}
+	l, _ := r.List(ctx)
+	if len(l) == 0 {
+		return nil, fault.NotFound("no checkpoint yet")
+	}
+	return l[0], nil
+}
+
+func (r *fakeRepo) Delete(_ context.Context, id checkpoint.ID) error {
+	if _, ok := r.cps[id]; !ok {
+		return fault.NotFound("checkpoint %s not found", id)
+	}
+	delete(r.cps, id)
+	return nil
+}
+
+func (r *fakeRepo) Update(ctx context.Context, id checkpoint.ID, fn func(*checkpoint.Checkpoint) error) error {
+	if r.updateErr != nil {
+		return r.updateErr
+	}
+	c, err := r.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fn(c)
+}
+
+type fakeHistory struct {
+	recs      map[string]HistoryRecord
+	recordErr error
+}
+
+func (h *fakeHistory) Record(_ context.Context, r HistoryRecord) error {
+	if h.recordErr != nil {
+		return h.recordErr
+	}
+	if _, dup := h.recs[r.ID]; dup {
+		return errors.New("duplicate history record " + r.ID)
+	}
+	h.recs[r.ID] = r
+	return nil
+}
+
+func (h *fakeHistory) Has(_ context.Context, id string) (bool, error) {
+	_, ok := h.recs[id]
+	return ok, nil
+}
+
+func (h *fakeHistory) Get(_ context.Context, id string) (HistoryRecord, error) {
+	r, ok := h.recs[id]
+	if !ok {
+		return r, fault.NotFound("operation %s not found", id)
+	}
+	return r, nil
+}
+
+func (h *fakeHistory) List(context.Context) ([]HistoryRecord, error) {
+	out := make([]HistoryRecord, 0, len(h.recs))
+	for _, r := range h.recs {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// fakeTx runs fn directly; a real database would roll back on error, which the tests that need it
+// check through the recorded state.
+type fakeTx struct{ calls int }
+
+func (t *fakeTx) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	t.calls++
+	return fn(ctx)
+}
+
+// fakeClock advances one millisecond per call so generated IDs sort in creation order.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time {
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+type fakeGit struct {
+	commit string
+	ok     bool
+}
+
+func (g fakeGit) Head() (string, bool) { return g.commit, g.ok }
+
+type fakeReverter struct {
+	ids   []string
+	calls []string
+}
+
+func (r *fakeReverter) RevertAfter(_ context.Context, cp *checkpoint.Checkpoint, opID string) ([]string, error) {
+	r.calls = append(r.calls, string(cp.ID())+"@"+opID)
+	return r.ids, nil
+}
