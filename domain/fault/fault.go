@@ -41,9 +41,11 @@ func (e *Error) Is(target error) bool { return target == e.kind }
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.err }
 
-// Kind returns the kind sentinel of err, or nil when err carries none.
+// Kind returns the kind sentinel of err, or nil when err carries none. When an error carries
+// several (errors.Join), integrity wins, then invalid input, not found and conflict: damage must
+// never be reported as something milder.
 func Kind(err error) error {
-	for _, k := range []error{ErrNotFound, ErrInvalid, ErrConflict, ErrIntegrity} {
+	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict} {
 		if errors.Is(err, k) {
 			return k
 		}

@@ -152,8 +152,8 @@ func reserved(rel string) bool {
 	return false
 }
 
-// stage writes every new file and symlink under .plan/staging, verifying content hashes, and syncs
-// them once. Nothing in the workspace changes here.
+// stage writes every new file and symlink under .plan/staging, verifying content hashes. Nothing in
+// the workspace changes here.
 func (a *applier) stage(ctx context.Context, changes []tree.Change, p application.Progress) (map[int]string, error) {
 	if err := a.root.RemoveAll(a.staging); err != nil {
 		return nil, fmt.Errorf("clear staging: %w", err)
@@ -197,9 +197,10 @@ func (a *applier) stage(ctx context.Context, changes []tree.Change, p applicatio
 		}
 		staged[i] = name
 	}
-	if err := syncFS(a.r.layout.Root); err != nil {
-		return nil, err
-	}
+	// No sync here: staged content need not be durable before it is renamed into place. The journal
+	// is durable and every target object is durable in the store, so a crash that tears a renamed
+	// file is repaired by recovery, which re-hashes the workspace and rewrites what differs. The one
+	// sync that matters comes after the renames, before the database records the rollback.
 	return staged, nil
 }
 

@@ -39,15 +39,18 @@ func exitCode(err error) (int, string) {
 		return ExitUsage, "usage"
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted, "interrupted"
-	case errors.Is(err, fault.ErrIntegrity):
+	}
+	switch fault.Kind(err) {
+	case fault.ErrIntegrity:
 		return ExitIntegrity, "integrity"
-	case errors.Is(err, fault.ErrInvalid):
+	case fault.ErrInvalid:
 		return ExitInvalid, "invalid"
-	case errors.Is(err, fault.ErrNotFound):
+	case fault.ErrNotFound:
 		return ExitNotFound, "not_found"
-	case errors.Is(err, fault.ErrConflict):
+	case fault.ErrConflict:
 		return ExitConflict, "conflict"
-	case errors.As(err, &df):
+	}
+	if errors.As(err, &df) {
 		return ExitInternal, "decision_failed"
 	}
 	return ExitInternal, "internal"
