@@ -26,7 +26,7 @@ const MinPrefix = 4
 func New(now time.Time) string {
 	var b [12]byte
 	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli())) //nolint:gosec // time after 1970
+	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli())) // #nosec -- time after 1970
 	copy(b[:6], ms[2:])
 	if _, err := rand.Read(b[6:]); err != nil {
 		panic("crypto/rand failed: " + err.Error()) // documented never to fail on Linux

@@ -265,10 +265,10 @@ func (a *Archive) CleanStaged() error {
 }
 
 func syncFS(dir string) error {
-	f, err := os.Open(dir) //nolint:gosec // plan's own archive directory
+	f, err := os.Open(dir) // #nosec -- plan's own archive directory
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	return unix.Syncfs(int(f.Fd())) //nolint:gosec // fd fits in int
+	return unix.Syncfs(int(f.Fd())) // #nosec -- fd fits in int
 }

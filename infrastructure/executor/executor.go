@@ -57,13 +57,13 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return application.ExecResult{}, err
 	}
-	logf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) //nolint:gosec // validated above
+	logf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // #nosec -- validated above
 	if err != nil {
 		return application.ExecResult{}, fmt.Errorf("create log: %w", err)
 	}
 	defer func() { _ = logf.Close() }()
 
-	cmd := exec.Command("/bin/sh", "-c", c.Script) //nolint:gosec // running the user's decision is the point
+	cmd := exec.Command("/bin/sh", "-c", c.Script) // #nosec -- running the user's decision is the point
 	cmd.Dir = s.layout.Root
 	cmd.Env = append(os.Environ(),
 		"PLAN_WORKSPACE="+s.layout.Root,
@@ -200,7 +200,7 @@ func (s *Shell) OpenLog(rel string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path) //nolint:gosec // validated above
+	f, err := os.Open(path) // #nosec -- validated above
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fault.NotFound("log %s is missing", rel)
 	}

@@ -24,12 +24,14 @@ var ErrContentChanged = fault.Conflict("content changed while it was being store
 type Batch struct {
 	s *Store
 
-	mu    sync.Mutex
-	added map[tree.Hash]struct{}
-	cur   *packWriter   // pack receiving small objects, nil until needed
-	packs []*packWriter // every pack this batch will install, in creation order
-	err   error         // first write failure; the batch can then only be aborted
-	state batchState
+	mu        sync.Mutex
+	added     map[tree.Hash]struct{}
+	trees     map[tree.Hash]batchTree // encodings of trees added, to serve as delta bases
+	treeBytes int
+	cur       *packWriter   // pack receiving small objects, nil until needed
+	packs     []*packWriter // every pack this batch will install, in creation order
+	err       error         // first write failure; the batch can then only be aborted
+	state     batchState
 }
 
 type batchState uint8
@@ -42,7 +44,7 @@ const (
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, added: make(map[tree.Hash]struct{})}
+	return &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
 }
 
 // Has reports whether h is in the store or already added to this batch.
@@ -101,6 +103,16 @@ func readExactly(r io.Reader, buf []byte) error {
 
 // PutTree stores t and returns its hash and the compressed size added (0 when already present).
 func (b *Batch) PutTree(t Tree) (tree.Hash, int64, error) {
+	return b.PutTreeDelta(t, tree.ZeroHash)
+}
+
+// PutTreeDelta is PutTree for a tree that is likely a new version of tree base: same hash, same
+// no-op (0 stored) when the tree is present already, but the tree is stored as a delta against base
+// when that is smaller. It is stored whole when base is zero, missing (neither in the store nor
+// added to this batch), unreadable, larger than 4 MiB, or itself the end of a chain of maxDeltaDepth
+// deltas, and when the delta would not be smaller than the whole compressed tree. Readers do not
+// see the difference.
+func (b *Batch) PutTreeDelta(t Tree, base tree.Hash) (h tree.Hash, stored int64, err error) {
 	h, enc, err := HashTree(t)
 	if err != nil {
 		return h, 0, err
@@ -108,8 +120,87 @@ func (b *Batch) PutTree(t Tree) (tree.Hash, int64, error) {
 	if b.Has(h) {
 		return h, 0, nil
 	}
-	n, err := b.putSmall(TreeObject, h, enc)
+	c, err := sharedCodec()
+	if err != nil {
+		return h, 0, err
+	}
+	dst := getBuf(0)
+	defer putBuf(dst)
+	*dst = c.enc.EncodeAll(enc, (*dst)[:0])
+	e := idxEntry{hash: h, kind: TreeObject, raw: int64(len(enc))}
+	data, depth := *dst, 0
+	if !base.IsZero() && base != h && len(enc) <= maxDeltaTree {
+		ddst := getBuf(0)
+		defer putBuf(ddst)
+		if d, n, ok := b.delta(enc, base, (*ddst)[:0]); ok && len(d) < len(data) {
+			*ddst = d
+			e.kind, e.base, data, depth = TreeDeltaObject, base, d, n
+		}
+	}
+	e.comp = int64(len(data))
+	n, err := b.append(e, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err == nil && n > 0 {
+		b.remember(h, enc, depth)
+	}
 	return h, n, err
+}
+
+// delta appends to dst the data of a delta record of enc against base and returns it with its
+// depth; ok is false when no delta can be made (see PutTreeDelta).
+func (b *Batch) delta(enc []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
+	baseEnc, baseDepth, ok := b.recalled(base)
+	if !ok {
+		l, found := b.s.lookup(base)
+		if !found || l.raw > maxDeltaTree {
+			return nil, 0, false
+		}
+		var err error
+		// Any failure only costs the saving: the tree is then stored whole, independent of base.
+		if baseEnc, baseDepth, err = b.s.readChain(base, l, nil); err != nil {
+			return nil, 0, false
+		}
+	}
+	if baseDepth >= maxDeltaDepth {
+		return nil, 0, false
+	}
+	dst = appendDeltaPrefix(dst, base, baseDepth+1)
+	dst, err := encodeWithDict(enc, baseEnc, dst)
+	if err != nil {
+		return nil, 0, false
+	}
+	return dst, baseDepth + 1, true
+}
+
+// batchTreeMemory bounds the tree encodings a batch keeps to serve as delta bases before they are
+// committed (and readable from the store). Past it, a base added to this batch counts as missing.
+const batchTreeMemory = 4 << 20
+
+type batchTree struct {
+	enc   []byte
+	depth int
+}
+
+// remember keeps the encoding of a tree just added, while the budget lasts.
+func (b *Batch) remember(h tree.Hash, enc []byte, depth int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.trees == nil || b.treeBytes+len(enc) > batchTreeMemory {
+		return
+	}
+	if _, ok := b.trees[h]; !ok {
+		b.trees[h] = batchTree{enc: enc, depth: depth}
+		b.treeBytes += len(enc)
+	}
+}
+
+func (b *Batch) recalled(h tree.Hash) ([]byte, int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.trees[h]
+	return t.enc, t.depth, ok
 }
 
 // putSmall compresses raw outside any lock (that is where the CPU goes) and appends the record.
@@ -326,7 +417,7 @@ func (b *Batch) commit(relocate bool) error {
 	}
 	b.s.register(b.packs, relocate)
 	b.state = batchCommitted
-	b.cur = nil
+	b.cur, b.trees = nil, nil
 	return nil
 }
 
@@ -344,7 +435,7 @@ func (b *Batch) Abort() {
 			pw.discard()
 		}
 	}
-	b.packs, b.cur = nil, nil
+	b.packs, b.cur, b.trees = nil, nil, nil
 }
 
 // register makes committed packs readable.
@@ -355,8 +446,9 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize}
 		s.packs[pw.id] = p
 		delete(s.temps, pw.id)
+		p.setDeltas(pw.entries)
 		for _, e := range pw.entries {
-			if _, dup := s.index[e.hash]; dup && !relocate {
+			if old, dup := s.index[e.hash]; dup && !relocate && !preferred(old.kind, e.kind) {
 				continue
 			}
 			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}

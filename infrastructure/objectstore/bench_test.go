@@ -2,7 +2,9 @@ package objectstore
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,5 +103,81 @@ func BenchmarkLargeBlob(b *testing.B) {
 		r.Close()
 		b.ReportMetric(float64(time.Since(t0).Milliseconds()), "read-ms")
 		s.Close()
+	}
+}
+
+// BenchmarkTreeDelta measures a 35-entry directory changed in one entry: stored whole and as a
+// delta of its previous version (sizes as metrics), the cost of each put, and of reading a tree
+// at the end of a chain of each depth.
+func BenchmarkTreeDelta(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	base := randomDirs(r, dirTree(r, 35))
+	edits := make([]Tree, 4096)
+	for i := range edits {
+		edits[i] = editOne(r, base)
+	}
+	setup := func(b *testing.B) (*Store, tree.Hash) {
+		s := TestStore(b)
+		batch := s.NewBatch()
+		h, _, err := batch.PutTree(base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commit(b, batch)
+		return s, h
+	}
+	for _, mode := range []string{"whole", "delta"} {
+		b.Run("put-"+mode, func(b *testing.B) {
+			s, h := setup(b)
+			batch := s.NewBatch()
+			defer batch.Abort()
+			var stored int64
+			i := 0
+			for b.Loop() {
+				tr := edits[i%len(edits)]
+				if i >= len(edits) {
+					tr = editOne(r, base) // past the prepared ones, a fresh edit (rare)
+				}
+				i++
+				var n int64
+				var err error
+				if mode == "whole" {
+					_, n, err = batch.PutTree(tr)
+				} else {
+					_, n, err = batch.PutTreeDelta(tr, h)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				stored += n
+			}
+			b.ReportMetric(float64(stored)/float64(i), "stored-B/op")
+		})
+	}
+	b.Run("encode-only", func(b *testing.B) {
+		enc0, _ := EncodeTree(base)
+		enc1, _ := EncodeTree(edits[0])
+		var dst []byte
+		for b.Loop() {
+			dst, _ = encodeWithDict(enc1, enc0, dst[:0])
+		}
+		b.ReportMetric(float64(len(dst)), "frame-B")
+	})
+	for _, depth := range []int{0, 1, maxDeltaDepth} {
+		b.Run(fmt.Sprintf("read-depth-%d", depth), func(b *testing.B) {
+			s, h := setup(b)
+			tr := base
+			for range depth {
+				tr = editOne(r, tr)
+				batch := s.NewBatch()
+				h, _, _ = batch.PutTreeDelta(tr, h)
+				commit(b, batch)
+			}
+			for b.Loop() {
+				if _, err := s.ReadTree(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

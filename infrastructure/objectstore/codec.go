@@ -97,6 +97,55 @@ func putStreamDecoder(d *zstd.Decoder) {
 	}
 }
 
+// Delta coders carry a raw dictionary (the base's content), set per use with ResetWithOptions, so
+// they are pooled per goroutine like the stream coders. A dictionary is only referenced, never
+// copied, by the options; the fast encoder rebuilds its match table from it on every use (about
+// 20 µs, a 256 KiB copy), which is what a per-base encoder cache would save and not worth its memory.
+var (
+	dictEncPool sync.Pool
+	dictDecPool sync.Pool
+)
+
+// encodeWithDict appends to dst the zstd frame of src compressed with dict as raw dictionary (id 0,
+// so the frame names no dictionary).
+func encodeWithDict(src, dict, dst []byte) ([]byte, error) {
+	e, ok := dictEncPool.Get().(*zstd.Encoder)
+	if !ok {
+		var err error
+		e, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+			zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return dst, fmt.Errorf("zstd delta encoder: %w", err)
+		}
+	}
+	if err := e.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, dict)); err != nil {
+		return dst, fmt.Errorf("zstd delta encoder: %w", err)
+	}
+	dst = e.EncodeAll(src, dst)
+	dictEncPool.Put(e)
+	return dst, nil
+}
+
+// decodeWithDict appends to dst (whose spare capacity bounds the output) the content of frame,
+// compressed with dict as raw dictionary.
+func decodeWithDict(frame, dict, dst []byte) ([]byte, error) {
+	d, ok := dictDecPool.Get().(*zstd.Decoder)
+	if !ok {
+		var err error
+		d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow),
+			zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			return dst, fmt.Errorf("zstd delta decoder: %w", err)
+		}
+	}
+	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, dict)); err != nil {
+		return dst, fmt.Errorf("zstd delta decoder: %w", err)
+	}
+	out, err := d.DecodeAll(frame, dst)
+	dictDecPool.Put(d)
+	return out, err
+}
+
 // getBuf returns a pooled buffer of length n. Buffers above largeBlob never enter the pool.
 func getBuf(n int) *[]byte {
 	if p, ok := bufPool.Get().(*[]byte); ok {

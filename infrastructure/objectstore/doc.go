@@ -4,7 +4,12 @@
 // Layout:
 //
 //	packs/<packid>.pack  records: "PLANPACK", u32 version 1, then per object
-//	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | zstd frame
+//	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data
+//	                     data (compSize bytes) is, by kind:
+//	                       1 blob, 2 tree   a zstd frame of the content
+//	                       3 tree delta     base [32] | depth u8 | zstd frame of the content,
+//	                                        compressed with the base's content as raw dictionary
+//	                                        (no dictionary id in the frame)
 //	packs/<packid>.idx   "PLANIDX1", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
 //	                     then the SHA-256 of every preceding byte
@@ -13,6 +18,13 @@
 // Integers in headers and idx entries are big-endian; offset is where the record (its kind byte)
 // starts. A record's compSize may be written as a padded, ten-byte uvarint: a blob too big to hold in
 // memory is compressed straight into its pack, and its compressed size is only known afterwards.
+//
+// A tree delta (Batch.PutTreeDelta) stores a new version of a directory listing in what it changed,
+// about 90 bytes for one entry of 35, instead of the ~1.4 KB the compressed listing takes (every
+// entry holds an incompressible hash). rawSize is the size of the content, as for any record; base
+// names the object whose content is the dictionary, in any pack, itself whole or a delta; depth is
+// the number of deltas down to an object stored whole (1 when base is stored whole). The idx lists a
+// delta like any object, with kind 3 and the sizes of its record.
 //
 // Invariants:
 //   - an object is immutable and named by the SHA-256 of its raw (uncompressed) content. The kind is a
@@ -28,5 +40,17 @@
 //     object in two packs is harmless: the in-memory index keeps one location;
 //   - a zero-length pack or idx is damage, never a valid empty file: an empty batch writes nothing;
 //   - decoding never trusts a stored length to size an allocation before checking it against the
-//     bytes actually there, and never panics on bad data.
+//     bytes actually there, and never panics on bad data;
+//   - a delta is only a way of storing an object: its name is the SHA-256 of the content rebuilt
+//     from its base, checked on every read like any other, and every reader (ReadTree, OpenBlob,
+//     CheckObject, Walk, ...) sees the content, never the delta. A missing, damaged or over-long
+//     (cyclic) base chain is fault.ErrIntegrity naming the object read. Info reports a delta as a
+//     TreeObject with Delta set;
+//   - chains are bounded: a writer stores a tree whole when its base is missing, unreadable, over
+//     4 MiB or at depth maxDeltaDepth (8), and when the delta is not smaller than the whole
+//     compressed tree; a reader gives up past maxDeltaChain (32) links. When the index has a whole
+//     copy and a delta of one object, it uses the whole one;
+//   - a delta never outlives its base: Reachable includes the base chain of every reachable tree,
+//     GC keeps the chain of every delta it keeps (live, or dead in a pack it does not rewrite) even
+//     if the live set does not name it, and copies records as they are.
 package objectstore

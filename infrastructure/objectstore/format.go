@@ -17,10 +17,12 @@ import (
 // Kind says what an object holds. The values are part of the pack format; never renumber.
 type Kind uint8
 
-// The object kinds.
+// The object kinds. TreeDeltaObject is a record kind only: such a record holds a tree encoding as a
+// delta against another object (see doc.go), and Info reports the object as a TreeObject.
 const (
-	BlobObject Kind = 1
-	TreeObject Kind = 2
+	BlobObject      Kind = 1
+	TreeObject      Kind = 2
+	TreeDeltaObject Kind = 3
 )
 
 func (k Kind) String() string {
@@ -29,11 +31,13 @@ func (k Kind) String() string {
 		return "blob"
 	case TreeObject:
 		return "tree"
+	case TreeDeltaObject:
+		return "tree-delta"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k == BlobObject || k == TreeObject }
+func (k Kind) valid() bool { return k == BlobObject || k == TreeObject || k == TreeDeltaObject }
 
 // u64 converts a size or offset for encoding. They are never negative here; clamping instead of
 // wrapping keeps a bug from writing a huge value.
@@ -65,13 +69,16 @@ const (
 	paddedVarintLen = binary.MaxVarintLen64
 )
 
-// idxEntry locates one object inside one pack. offset is where its record header starts.
+// idxEntry locates one object inside one pack. offset is where its record header starts. base is
+// not part of the idx: it is the delta base of a TreeDeltaObject record when the writer knows it
+// (zero otherwise), kept so GC need not read it back.
 type idxEntry struct {
 	hash   tree.Hash
 	kind   Kind
 	offset int64
 	comp   int64
 	raw    int64
+	base   tree.Hash
 }
 
 func packHeader() []byte {
@@ -93,6 +100,47 @@ func appendRecordHeader(b []byte, kind Kind, h tree.Hash, raw, comp int64) []byt
 	b = append(b, h[:]...)
 	b = binary.AppendUvarint(b, u64(raw))
 	return binary.AppendUvarint(b, u64(comp))
+}
+
+// A TreeDeltaObject record's data starts with the hash of its base and its depth (1 when the base is
+// stored whole), followed by a zstd frame that decodes, with the base's content as raw dictionary, to
+// the tree encoding.
+const (
+	deltaPrefixLen = 32 + 1
+	// maxDeltaDepth is the longest chain a writer builds: a tree whose base is already this deep is
+	// stored whole, so a read decodes at most maxDeltaDepth frames on top of one whole object.
+	maxDeltaDepth = 8
+	// maxDeltaChain is how many deltas a reader follows before calling the chain damaged (a cycle).
+	// It is above maxDeltaDepth because two batches racing to store one tree in different forms can,
+	// in theory, join chains the writers measured separately.
+	maxDeltaChain = 4 * maxDeltaDepth
+	// maxDeltaTree bounds the size of a tree stored as a delta and of the base it refers to, which
+	// is what a read of a delta holds in memory per link.
+	maxDeltaTree = 4 << 20
+)
+
+// appendDeltaPrefix appends base and depth; a depth outside 0..255 (never written) is clamped
+// rather than wrapped.
+func appendDeltaPrefix(b []byte, base tree.Hash, depth int) []byte {
+	b = append(b, base[:]...)
+	return append(b, uint8(min(max(depth, 0), math.MaxUint8)))
+}
+
+// parseDeltaPrefix splits a delta record's data into base, depth and frame.
+func parseDeltaPrefix(b []byte) (tree.Hash, int, []byte, error) {
+	var base tree.Hash
+	if len(b) < deltaPrefixLen {
+		return base, 0, nil, errors.New("delta record too short")
+	}
+	copy(base[:], b)
+	depth := int(b[32])
+	if depth < 1 || depth > maxDeltaDepth {
+		return base, 0, nil, fmt.Errorf("delta depth %d out of range", depth)
+	}
+	if base.IsZero() {
+		return base, 0, nil, errors.New("delta without a base")
+	}
+	return base, depth, b[deltaPrefixLen:], nil
 }
 
 // putPaddedUvarint writes v as a uvarint of exactly paddedVarintLen bytes (continuation bits set on

@@ -31,3 +31,29 @@ func FuzzDecodeTree(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDeltaCodec: a delta frame decodes, with its dictionary, to what was encoded; and arbitrary
+// bytes as a frame (a damaged record) never panic nor exceed the output bound.
+func FuzzDeltaCodec(f *testing.F) {
+	base, _ := EncodeTree(sampleTree())
+	next := bytes.Replace(base, []byte("a-b"), []byte("a-c"), 1)
+	frame, err := encodeWithDict(next, base, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(base, next, frame)
+	f.Add([]byte{}, []byte("x"), []byte{0x28, 0xb5, 0x2f, 0xfd})
+	f.Fuzz(func(t *testing.T, dict, src, junk []byte) {
+		fr, err := encodeWithDict(src, dict, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeWithDict(fr, dict, make([]byte, 0, len(src)))
+		if err != nil || !bytes.Equal(got, src) {
+			t.Fatalf("round trip: %v", err)
+		}
+		if out, err := decodeWithDict(junk, dict, make([]byte, 0, 64)); err == nil && len(out) > 64 {
+			t.Fatalf("decoded %d bytes past the bound", len(out))
+		}
+	})
+}

@@ -23,45 +23,165 @@ type GCResult struct {
 }
 
 type packUse struct {
-	p         *packFile
-	live      []tree.Hash
-	liveBytes int64
+	p             *packFile
+	live          []tree.Hash
+	liveBytes     int64
+	drop, rewrite bool
 }
 
-// GC removes what live does not name: packs holding no live object are deleted, and packs whose
-// live records fill less than half the file are rewritten into new packs first. Crash-safe at any
-// point: new packs are durable before an old one goes, and an old pack's idx is removed before the
-// pack, so a crash leaves either both files or a pack that Open re-indexes.
-// The caller must hold the workspace lock and have no batch open.
-func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
-	var res GCResult
-	uses := make(map[*packFile]*packUse)
+// planGC says, for the live set isLive, which packs go (no live object) and which are rewritten
+// (live records fill less than half the file), each list in pack id order.
+func (s *Store) planGC(isLive func(tree.Hash) bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
+	uses = make(map[*packFile]*packUse)
 	s.mu.RLock()
 	for _, p := range s.packs {
 		uses[p] = &packUse{p: p}
 	}
 	for h, l := range s.index {
-		if _, ok := live[h]; ok {
+		if isLive(h) {
 			u := uses[l.pack]
 			u.live = append(u.live, h)
 			u.liveBytes += l.comp + maxRecordHeader
 		}
 	}
 	s.mu.RUnlock()
-
-	var drop, rewrite []*packUse
 	for _, u := range uses {
 		switch {
 		case len(u.live) == 0:
+			u.drop = true
 			drop = append(drop, u)
 		case u.p.size >= 0 && 2*u.liveBytes < u.p.size:
+			u.rewrite = true
 			rewrite = append(rewrite, u)
 		}
 	}
 	byID := func(a, b *packUse) int { return strings.Compare(a.p.id, b.p.id) }
 	slices.SortFunc(drop, byID)
 	slices.SortFunc(rewrite, byID)
+	return uses, drop, rewrite
+}
 
+// gcLive is the set GC keeps: what the caller named plus the delta bases that must stay with it.
+type gcLive struct {
+	s     *Store
+	live  map[tree.Hash]struct{}
+	extra map[tree.Hash]struct{}
+	work  []tree.Hash // kept deltas whose base is still to be kept
+}
+
+func (g *gcLive) has(h tree.Hash) bool {
+	if _, ok := g.live[h]; ok {
+		return true
+	}
+	_, ok := g.extra[h]
+	return ok
+}
+
+// add keeps h (when the store has it) and queues it if it is a delta.
+func (g *gcLive) add(h tree.Hash) {
+	if g.has(h) {
+		return
+	}
+	l, ok := g.s.lookup(h)
+	if !ok {
+		return
+	}
+	g.extra[h] = struct{}{}
+	if l.kind == TreeDeltaObject {
+		g.work = append(g.work, h)
+	}
+}
+
+// closeChains keeps the base chain of every queued delta. A delta whose base cannot be read for a
+// reason other than damage fails it: GC would otherwise risk deleting that base. Damage (including
+// a base the store no longer has) fails it only for chains of what the caller named live (strict):
+// their content is lost, and GC says so; a dead chain that is damaged cannot be read anyway.
+func (g *gcLive) closeChains(strict bool) error {
+	for len(g.work) > 0 {
+		h := g.work[len(g.work)-1]
+		g.work = g.work[:len(g.work)-1]
+		l, ok := g.s.lookup(h)
+		if !ok {
+			continue
+		}
+		d := l.pack.delta(h)
+		if d == nil || d.base.IsZero() {
+			base, err := g.s.deltaBase(h, l)
+			if err != nil {
+				if strict || !errors.Is(err, fault.ErrIntegrity) {
+					return err
+				}
+				continue
+			}
+			if d != nil {
+				d.base = base
+			}
+			d = &deltaRec{hash: h, base: base}
+		}
+		if strict && !g.s.Has(d.base) {
+			return damaged(h, l, "delta base %s is missing", d.base)
+		}
+		g.add(d.base)
+	}
+	return nil
+}
+
+// GC removes what live does not name: packs holding no live object are deleted, and packs whose
+// live records fill less than half the file are rewritten into new packs first. Crash-safe at any
+// point: new packs are durable before an old one goes, and an old pack's idx is removed before the
+// pack, so a crash leaves either both files or a pack that Open re-indexes.
+//
+// A delta is never left without its base: the base chain of every live delta is kept, whether or
+// not live names it, and so is the chain of every delta record in a pack that stays as it is (a
+// dead delta there is still in the index, and a later put of the same tree would trust it).
+// The caller must hold the workspace lock and have no batch open.
+func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	var res GCResult
+	keep := gcLive{s: s, live: live, extra: make(map[tree.Hash]struct{})}
+	s.mu.RLock()
+	for h, l := range s.index {
+		if _, ok := live[h]; ok && l.kind == TreeDeltaObject {
+			keep.work = append(keep.work, h)
+		}
+	}
+	s.mu.RUnlock()
+	if err := keep.closeChains(true); err != nil {
+		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	var uses map[*packFile]*packUse
+	var drop, rewrite []*packUse
+	for {
+		uses, drop, rewrite = s.planGC(keep.has)
+		kept := len(keep.extra)
+		// Every delta record that stays where it is keeps its base; keeping a base can change the
+		// plan (a pack to drop now holds a live object), so plan again until nothing is added.
+		for _, u := range uses {
+			if u.rewrite || u.drop || u.p.size < 0 {
+				continue // a missing pack's records cannot be read, nor rebuilt from their base
+			}
+			for i := range u.p.deltas {
+				d := &u.p.deltas[i]
+				if d.base.IsZero() {
+					base, err := s.deltaBase(d.hash, d.location(u.p))
+					if err != nil && !errors.Is(err, fault.ErrIntegrity) {
+						return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+					}
+					d.base = base // zero when the record is damaged: it cannot be read anyway
+				}
+				if !d.base.IsZero() {
+					keep.add(d.base)
+				}
+			}
+		}
+		if err := keep.closeChains(false); err != nil {
+			return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+		}
+		if len(keep.extra) == kept {
+			break
+		}
+	}
 	if len(rewrite) > 0 {
 		written, err := s.rewrite(rewrite)
 		if err != nil {
@@ -155,7 +275,11 @@ func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.append(l.entry(h), func(w io.Writer) error {
+	e := l.entry(h)
+	if d := l.pack.delta(h); d != nil {
+		e.base = d.base // known (GC read it), so the new pack's GC need not read it again
+	}
+	_, err = b.append(e, func(w io.Writer) error {
 		n, err := io.Copy(w, io.NewSectionReader(f, dataAt, l.comp))
 		if err != nil {
 			return fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: copy", h, l.pack.id)

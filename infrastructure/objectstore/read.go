@@ -44,15 +44,19 @@ func readHeader(f *os.File, h tree.Hash, l location, b []byte) (int64, int, erro
 	return l.offset + int64(hl), n, nil
 }
 
-// readWhole reads, decompresses and verifies an object in one go.
-func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
+// readStored checks h's record header and returns the record's data as stored (compressed), read
+// with one pread into *buf, a pooled buffer the caller puts back.
+func (s *Store) readStored(h tree.Hash, l location, buf *[]byte) ([]byte, error) {
 	f, release, err := s.openPack(l.pack)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", h, err)
 	}
 	defer release()
-	buf := getBuf(maxRecordHeader + int(l.comp))
-	defer putBuf(buf)
+	if n := maxRecordHeader + int(l.comp); cap(*buf) < n {
+		*buf = make([]byte, n)
+	} else {
+		*buf = (*buf)[:n]
+	}
 	dataAt, n, err := readHeader(f, h, l, *buf)
 	if err != nil {
 		return nil, err
@@ -61,11 +65,31 @@ func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
 	if n < start+int(l.comp) {
 		return nil, damaged(h, l, "record truncated (pack cut short)")
 	}
+	return (*buf)[start : start+int(l.comp)], nil
+}
+
+// readWhole reads and verifies an object in one go, through its delta chain if it has one.
+func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
+	if l.kind == TreeDeltaObject {
+		b, _, err := s.readChain(h, l, nil)
+		return b, err
+	}
+	return s.readPlain(h, l)
+}
+
+// readPlain reads, decompresses and verifies an object stored whole.
+func (s *Store) readPlain(h tree.Hash, l location) ([]byte, error) {
+	buf := getBuf(0)
+	defer putBuf(buf)
+	data, err := s.readStored(h, l, buf)
+	if err != nil {
+		return nil, err
+	}
 	c, err := sharedCodec()
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.dec.DecodeAll((*buf)[start:start+int(l.comp)], make([]byte, 0, l.raw))
+	out, err := c.dec.DecodeAll(data, make([]byte, 0, l.raw))
 	if err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", h, l.pack.id)
 	}
@@ -83,7 +107,7 @@ func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 	if !ok {
 		return nil, missing(h)
 	}
-	if l.small() {
+	if l.small() || l.kind == TreeDeltaObject {
 		return &wholeReader{s: s, h: h, l: l}, nil
 	}
 	f, release, err := s.openPack(l.pack)
@@ -188,6 +212,11 @@ func (r *streamReader) Close() error {
 
 // ReadTree reads and decodes tree h. The zero hash names the empty tree.
 func (s *Store) ReadTree(h tree.Hash) (Tree, error) {
+	return s.readTree(h, nil)
+}
+
+// readTree is ReadTree calling visit, if not nil, with every delta base read on the way.
+func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
@@ -198,7 +227,13 @@ func (s *Store) ReadTree(h tree.Hash) (Tree, error) {
 	if l.raw > maxTreeSize || l.comp > maxTreeSize {
 		return nil, damaged(h, l, "too large for a tree (%d bytes)", l.raw)
 	}
-	b, err := s.readWhole(h, l)
+	var b []byte
+	var err error
+	if l.kind == TreeDeltaObject {
+		b, _, err = s.readChain(h, l, visit)
+	} else {
+		b, err = s.readPlain(h, l)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +245,8 @@ func (s *Store) ReadTree(h tree.Hash) (Tree, error) {
 }
 
 // CheckObject checks that h is present, that its pack holds the whole record and that the record
-// header matches the idx; with readData it also decompresses and re-hashes the content.
+// header matches the idx (and, for a delta, that its base is present); with readData it also
+// decompresses and re-hashes the content, rebuilding a delta from its base chain.
 func (s *Store) CheckObject(h tree.Hash, readData bool) error {
 	l, ok := s.lookup(h)
 	if !ok {
@@ -233,10 +269,19 @@ func (s *Store) CheckObject(h tree.Hash, readData bool) error {
 	if dataAt+l.comp > fi.Size() {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
+	if l.kind == TreeDeltaObject {
+		base, err := s.deltaBase(h, l)
+		if err != nil {
+			return err
+		}
+		if !s.Has(base) {
+			return damaged(h, l, "delta base %s is missing", base)
+		}
+	}
 	if !readData {
 		return nil
 	}
-	if l.small() {
+	if l.small() || l.kind == TreeDeltaObject {
 		_, err := s.readWhole(h, l)
 		return err
 	}

@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -32,6 +33,8 @@ type Store struct {
 	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
 	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
 
+	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
+
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
 }
@@ -56,16 +59,56 @@ type packFile struct {
 	size    int64
 	idxSize int64
 
+	// deltas lists the pack's TreeDeltaObject records, sorted by hash, whether or not the index
+	// points at them: GC must know every delta that outlives it, to keep its base.
+	deltas []deltaRec
+
 	mu sync.Mutex
 	f  *os.File
 }
 
-// ObjectInfo describes a stored object. StoredSize is its compressed size; Pack is the pack id.
+// deltaRec is one delta record of a pack. base is zero until known (written by this process, or
+// read back by GC, which alone touches it after the pack is registered).
+type deltaRec struct {
+	hash              tree.Hash
+	offset, comp, raw int64
+	base              tree.Hash
+}
+
+func (d *deltaRec) location(p *packFile) location {
+	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: TreeDeltaObject}
+}
+
+func (p *packFile) setDeltas(entries []idxEntry) {
+	for _, e := range entries {
+		if e.kind == TreeDeltaObject {
+			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, base: e.base})
+		}
+	}
+	slices.SortFunc(p.deltas, func(a, b deltaRec) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+}
+
+// delta returns the pack's delta record for h, or nil.
+func (p *packFile) delta(h tree.Hash) *deltaRec {
+	i, ok := slices.BinarySearchFunc(p.deltas, h, func(d deltaRec, h tree.Hash) int { return bytes.Compare(d.hash[:], h[:]) })
+	if !ok {
+		return nil
+	}
+	return &p.deltas[i]
+}
+
+// preferred says whether a copy of an object of kind other replaces an indexed copy of kind have: a
+// whole copy is preferred to a delta, which depends on other objects.
+func preferred(have, other Kind) bool { return have == TreeDeltaObject && other != TreeDeltaObject }
+
+// ObjectInfo describes a stored object. StoredSize is its compressed size (for a delta, the size of
+// the delta); Pack is the pack id. A tree stored as a delta has Kind TreeObject and Delta set.
 type ObjectInfo struct {
 	Kind       Kind
 	RawSize    int64
 	StoredSize int64
 	Pack       string
+	Delta      bool
 }
 
 // StoreStats sums up a store. StoredBytes is the size of the pack files on disk; RawBytes the
@@ -170,8 +213,10 @@ func (s *Store) loadPack(id string, haveIdx bool) error {
 		}
 	}
 	s.packs[id] = p
+	p.setDeltas(entries)
 	for _, e := range entries {
-		if _, dup := s.index[e.hash]; !dup {
+		// A copy in a missing pack never displaces one that can be read.
+		if old, dup := s.index[e.hash]; !dup || (p.size >= 0 && preferred(old.kind, e.kind)) {
 			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 		}
 	}
@@ -253,7 +298,11 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 	if !ok {
 		return ObjectInfo{}, false
 	}
-	return ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}, true
+	info := ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}
+	if l.kind == TreeDeltaObject {
+		info.Kind, info.Delta = TreeObject, true
+	}
+	return info, true
 }
 
 // Stats sums up the store.

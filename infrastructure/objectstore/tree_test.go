@@ -197,19 +197,22 @@ func (m *model) mutate(r *rand.Rand, depth int) {
 	}
 }
 
-func (m *model) store(t testing.TB, b *Batch) tree.Hash {
+// store puts m's trees, each as a delta of the tree stored last at the same path (prev, updated),
+// as the scanner does.
+func (m *model) store(t testing.TB, b *Batch, prev map[string]tree.Hash, path string) tree.Hash {
 	var tr Tree
 	for _, e := range m.files {
 		tr = append(tr, e)
 	}
 	for n, d := range m.dirs {
-		tr = append(tr, TreeEntry{Name: n, Kind: tree.KindDir, Mode: d.mode, Hash: d.store(t, b)})
+		tr = append(tr, TreeEntry{Name: n, Kind: tree.KindDir, Mode: d.mode, Hash: d.store(t, b, prev, path+"/"+n)})
 	}
 	slices.SortFunc(tr, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
-	h, _, err := b.PutTree(tr)
+	h, _, err := b.PutTreeDelta(tr, prev[path])
 	if err != nil {
 		t.Fatal(err)
 	}
+	prev[path] = h
 	return h
 }
 
@@ -230,6 +233,7 @@ func TestFlattenAndDiffProperty(t *testing.T) {
 	var models []*model
 	b := s.NewBatch()
 	m := randomModel(r, 3)
+	prev := map[string]tree.Hash{}
 	for i := 0; i < 60; i++ {
 		if i%15 == 0 {
 			m = randomModel(r, 3)
@@ -237,34 +241,15 @@ func TestFlattenAndDiffProperty(t *testing.T) {
 			m = m.clone()
 			m.mutate(r, 3)
 		}
-		roots = append(roots, m.store(t, b))
+		roots = append(roots, m.store(t, b, prev, ""))
 		models = append(models, m)
+		if i%4 == 3 { // some bases committed, some in the batch
+			commit(t, b)
+			b = s.NewBatch()
+		}
 	}
 	commit(t, b)
-	for i, root := range roots {
-		flat, err := s.Flatten(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.IsSortedFunc(flat, func(a, b tree.Entry) int { return tree.Compare(a.Path, b.Path) }) {
-			t.Fatalf("Flatten not in tree.Compare order: %v", flat)
-		}
-		var want []tree.Entry
-		models[i].flat("", &want)
-		slices.SortFunc(want, func(a, b tree.Entry) int { return tree.Compare(a.Path, b.Path) })
-		if len(want) != len(flat) {
-			t.Fatalf("Flatten has %d entries, model %d", len(flat), len(want))
-		}
-		for k := range want {
-			got := flat[k]
-			if got.Kind == tree.KindDir {
-				got.Hash = tree.Hash{} // the model does not know subtree hashes
-			}
-			if got != want[k] {
-				t.Fatalf("entry %d: got %+v want %+v", k, got, want[k])
-			}
-		}
-	}
+	checkFlatten(t, s, roots, models)
 	for i := range roots {
 		for _, j := range []int{i, (i + 1) % len(roots), r.IntN(len(roots))} {
 			fa, _ := s.Flatten(roots[i])
@@ -284,6 +269,92 @@ func TestFlattenAndDiffProperty(t *testing.T) {
 	got, err := s.DiffTrees(tree.ZeroHash, roots[0])
 	if err != nil || !reflect.DeepEqual(got, tree.Diff(nil, fa)) {
 		t.Fatalf("diff from the empty tree: %v", err)
+	}
+	// GC keeping a random subset of the versions (deltas or bases of the dropped ones): the kept
+	// ones read the same, after a reopen too, and a second GC finds nothing to do.
+	var keptRoots []tree.Hash
+	var keptModels []*model
+	for i := range roots {
+		if r.IntN(3) == 0 {
+			keptRoots = append(keptRoots, roots[i])
+			keptModels = append(keptModels, models[i])
+		}
+	}
+	deltas := 0
+	for h := range s.index {
+		if isDelta(s, h) {
+			deltas++
+		}
+	}
+	t.Logf("%d of %d objects stored as deltas", deltas, len(s.index))
+	if deltas < 20 {
+		t.Fatalf("only %d trees stored as deltas", deltas)
+	}
+	live, err := s.Reachable(keptRoots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []tree.Hash // the model's file hashes are not all stored
+	for h := range live {
+		if s.Has(h) {
+			stored = append(stored, h)
+		}
+	}
+	if res, err := s.GC(live); err != nil || res.PacksDeleted+res.PacksRewritten == 0 {
+		t.Fatalf("GC = %+v, %v", res, err)
+	}
+	for _, h := range stored {
+		if !s.Has(h) {
+			t.Fatalf("live object %s gone", h)
+		}
+	}
+	s2, err := Open(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	checkFlatten(t, s2, keptRoots, keptModels)
+	for _, root := range keptRoots {
+		if err := s2.Walk(root, func(_ string, e TreeEntry) error {
+			if e.Kind == tree.KindDir {
+				return s2.CheckObject(e.Hash, true)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := s2.GC(live); err != nil || res.PacksDeleted+res.PacksRewritten != 0 {
+		t.Fatalf("second GC = %+v, %v", res, err)
+	}
+}
+
+// checkFlatten compares Flatten of each root with its model.
+func checkFlatten(t *testing.T, s *Store, roots []tree.Hash, models []*model) {
+	t.Helper()
+	for i, root := range roots {
+		flat, err := s.Flatten(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.IsSortedFunc(flat, func(a, b tree.Entry) int { return tree.Compare(a.Path, b.Path) }) {
+			t.Fatalf("Flatten not in tree.Compare order: %v", flat)
+		}
+		var want []tree.Entry
+		models[i].flat("", &want)
+		slices.SortFunc(want, func(a, b tree.Entry) int { return tree.Compare(a.Path, b.Path) })
+		if len(want) != len(flat) {
+			t.Fatalf("root %d: Flatten has %d entries, model %d", i, len(flat), len(want))
+		}
+		for k := range want {
+			got := flat[k]
+			if got.Kind == tree.KindDir {
+				got.Hash = tree.Hash{} // the model does not know subtree hashes
+			}
+			if got != want[k] {
+				t.Fatalf("root %d entry %d: got %+v want %+v", i, k, got, want[k])
+			}
+		}
 	}
 }
 

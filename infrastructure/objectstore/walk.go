@@ -171,33 +171,74 @@ func change(p string, e TreeEntry, typ tree.ChangeType) tree.Change {
 	return tree.Change{Path: p, Type: typ, From: &fe}
 }
 
-// Reachable returns every tree and blob reachable from roots. Subtrees already seen are not read
-// again, so many checkpoints of one workspace cost about as much as their distinct trees.
+// Reachable returns every tree and blob reachable from roots, and every object a reachable tree
+// stored as a delta is rebuilt from (its base chain), which GC must keep too. Subtrees already seen
+// are not read again, so many checkpoints of one workspace cost about as much as their distinct
+// trees.
 func (s *Store) Reachable(roots []tree.Hash) (map[tree.Hash]struct{}, error) {
-	seen := make(map[tree.Hash]struct{})
+	r := reach{s: s, seen: make(map[tree.Hash]struct{}), walked: make(map[tree.Hash]struct{})}
+	r.visit = func(h tree.Hash) { r.seen[h] = struct{}{} }
 	for _, root := range roots {
-		if root.IsZero() {
-			continue
-		}
-		if _, ok := seen[root]; ok {
-			continue
-		}
-		seen[root] = struct{}{}
-		err := s.Walk(root, func(_ string, e TreeEntry) error {
-			switch e.Kind {
-			case tree.KindFile:
-				seen[e.Hash] = struct{}{}
-			case tree.KindDir:
-				if _, ok := seen[e.Hash]; ok {
-					return fs.SkipDir
-				}
-				seen[e.Hash] = struct{}{}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := r.tree(root); err != nil {
 			return nil, err
 		}
 	}
-	return seen, nil
+	return r.seen, nil
+}
+
+// reach is one Reachable run. walked holds the trees whose entries were visited; seen, the result,
+// also holds blobs and delta bases, which may be trees not (yet) walked.
+type reach struct {
+	s      *Store
+	seen   map[tree.Hash]struct{}
+	walked map[tree.Hash]struct{}
+	visit  func(tree.Hash)
+}
+
+func (r *reach) tree(h tree.Hash) error {
+	if h.IsZero() {
+		return nil
+	}
+	if _, ok := r.walked[h]; ok {
+		return nil
+	}
+	r.walked[h] = struct{}{}
+	r.seen[h] = struct{}{}
+	t, err := r.s.readTree(h, r.visit)
+	if err != nil {
+		return err
+	}
+	for _, e := range t {
+		switch e.Kind {
+		case tree.KindFile:
+			if err := r.blob(e.Hash); err != nil {
+				return err
+			}
+		case tree.KindDir:
+			if err := r.tree(e.Hash); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// blob adds a file's content. Content equal to a tree's encoding is that tree's object, which may
+// be stored as a delta: its chain is then added too, reading only record headers.
+func (r *reach) blob(h tree.Hash) error {
+	for {
+		if _, ok := r.seen[h]; ok {
+			return nil // and so is its chain: everything added to seen comes with its chain
+		}
+		r.seen[h] = struct{}{}
+		l, ok := r.s.lookup(h)
+		if !ok || l.kind != TreeDeltaObject {
+			return nil // a missing blob is not Reachable's to report
+		}
+		base, err := r.s.deltaBase(h, l)
+		if err != nil {
+			return err
+		}
+		h = base
+	}
 }

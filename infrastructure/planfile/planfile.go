@@ -32,7 +32,7 @@ type File struct {
 
 // Load reads and validates the plan file at path.
 func Load(path string) (File, error) {
-	f, err := os.Open(path) //nolint:gosec // the user names the plan file to read
+	f, err := os.Open(path) // #nosec -- the user names the plan file to read
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return File{}, fault.NotFound("plan file %s does not exist", path)

@@ -21,14 +21,14 @@ func (g *GitHead) Head() (string, bool) {
 		return "", false
 	}
 	common := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil { //nolint:gosec // inside .git
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil { // #nosec -- inside .git
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
 		}
 		common = c
 	}
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD")) //nolint:gosec // inside .git
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD")) // #nosec -- inside .git
 	if err != nil {
 		return "", false
 	}
@@ -53,11 +53,11 @@ func (g *GitHead) Head() (string, bool) {
 
 func readRef(gitDir, common, name string) (string, bool) {
 	for _, dir := range []string{gitDir, common} {
-		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name))); err == nil { //nolint:gosec // ref name checked for ".."
+		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name))); err == nil { // #nosec -- ref name checked for ".."
 			return strings.TrimSpace(string(b)), true
 		}
 	}
-	f, err := os.Open(filepath.Join(common, "packed-refs")) //nolint:gosec // inside .git
+	f, err := os.Open(filepath.Join(common, "packed-refs")) // #nosec -- inside .git
 	if err != nil {
 		return "", false
 	}
@@ -81,7 +81,7 @@ func findGitDir(start string) (string, bool) {
 				return p, true
 			}
 			// A worktree or submodule: .git is a file "gitdir: <path>".
-			if b, err := os.ReadFile(p); err == nil { //nolint:gosec // the .git file itself
+			if b, err := os.ReadFile(p); err == nil { // #nosec -- the .git file itself
 				if d, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok {
 					if !filepath.IsAbs(d) {
 						d = filepath.Join(dir, d)

@@ -22,7 +22,7 @@ type Ignore struct {
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
 func LoadIgnore(root string) (*Ignore, error) {
-	f, err := os.Open(filepath.Join(root, IgnoreFile)) //nolint:gosec // fixed name under the workspace root
+	f, err := os.Open(filepath.Join(root, IgnoreFile)) // #nosec -- fixed name under the workspace root
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Ignore{}, nil
 	}

@@ -416,12 +416,12 @@ func (a *applier) updateStatCache() {
 
 // syncFS flushes the whole file system holding dir once, instead of one fsync per file.
 func syncFS(dir string) error {
-	f, err := os.Open(dir) //nolint:gosec // the workspace root
+	f, err := os.Open(dir) // #nosec -- the workspace root
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	if err := unix.Syncfs(int(f.Fd())); err != nil { //nolint:gosec // fd fits in int
+	if err := unix.Syncfs(int(f.Fd())); err != nil { // #nosec -- fd fits in int
 		return fmt.Errorf("sync file system: %w", err)
 	}
 	return nil

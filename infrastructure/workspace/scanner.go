@@ -514,7 +514,9 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 	return nil, errChanged // more bytes than stat said: still being written
 }
 
-// buildTrees stores the Merkle trees bottom-up and returns the root hash.
+// buildTrees stores the Merkle trees bottom-up and returns the root hash. Each directory's tree is
+// stored as a delta against the tree the same directory had at the last snapshot (remembered in the
+// stat cache), which is what keeps a small change in a large tree small in the store.
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	t := make(objectstore.Tree, 0, len(n.children))
 	for _, it := range n.children {
@@ -534,11 +536,16 @@ func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 		}
 		t = append(t, e)
 	}
-	h, stored, err := sc.batch.PutTree(t)
+	var base tree.Hash
+	if prev, ok := sc.old[n.rel]; ok && prev.Key.Mode&unix.S_IFMT == unix.S_IFDIR {
+		base = prev.Hash
+	}
+	h, stored, err := sc.batch.PutTreeDelta(t, base)
 	if err != nil {
 		return tree.ZeroHash, fmt.Errorf("store tree %q: %w", displayRel(n.rel), err)
 	}
 	sc.stored += stored
+	sc.next[n.rel] = statEntry{Key: statKey{Mode: unix.S_IFDIR}, Hash: h}
 	return h, nil
 }
 

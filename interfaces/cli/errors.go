@@ -40,18 +40,27 @@ func exitCode(err error) (int, string) {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted, "interrupted"
 	}
-	switch fault.Kind(err) {
-	case fault.ErrIntegrity:
-		return ExitIntegrity, "integrity"
-	case fault.ErrInvalid:
-		return ExitInvalid, "invalid"
-	case fault.ErrNotFound:
-		return ExitNotFound, "not_found"
-	case fault.ErrConflict:
-		return ExitConflict, "conflict"
+	if k := fault.Kind(err); k != nil {
+		for _, x := range kindCodes {
+			if errors.Is(k, x.kind) {
+				return x.code, x.name
+			}
+		}
 	}
 	if errors.As(err, &df) {
 		return ExitInternal, "decision_failed"
 	}
 	return ExitInternal, "internal"
+}
+
+// kindCodes maps each fault kind to its exit code and JSON name.
+var kindCodes = []struct {
+	kind error
+	code int
+	name string
+}{
+	{fault.ErrIntegrity, ExitIntegrity, "integrity"},
+	{fault.ErrInvalid, ExitInvalid, "invalid"},
+	{fault.ErrNotFound, ExitNotFound, "not_found"},
+	{fault.ErrConflict, ExitConflict, "conflict"},
 }

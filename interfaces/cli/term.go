@@ -6,4 +6,4 @@ import (
 	"golang.org/x/term"
 )
 
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) } //nolint:gosec // fd fits in int
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) } // #nosec -- fd fits in int
