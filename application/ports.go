@@ -26,8 +26,9 @@ type Locker interface {
 	TryLock(purpose string) (unlock func() error, ok bool, err error)
 }
 
-// Progress receives coarse progress of a long operation. Implementations must be cheap; a nil
-// Progress is allowed wherever one is accepted.
+// Progress receives coarse progress of a long operation. Implementations must be cheap and safe
+// for concurrent use (workers report in parallel); a nil Progress is allowed wherever one is
+// accepted.
 type Progress interface {
 	Start(label string, total int64)
 	Add(n int64)
