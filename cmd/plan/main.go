@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/planhq/plan/interfaces/cli"
@@ -14,7 +15,16 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
+// softMemoryLimit keeps a checkpoint of a 100,000-file tree near 140 MB of RSS instead of letting
+// the heap double past its live size (measured: 229 MB → 142 MB, no slower). It is soft: a larger
+// live heap only makes the collector work harder (the runtime caps that at half the CPU).
+// GOMEMLIMIT in the environment overrides it.
+const softMemoryLimit = 100 << 20
+
 func main() {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.DefaultRunner(version).Run(ctx, os.Args)
 	stop()
