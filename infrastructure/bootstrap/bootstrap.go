@@ -12,6 +12,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -43,7 +44,7 @@ type Config struct {
 func Module(cfg Config) fx.Option {
 	return fx.Module("plan",
 		fx.Supply(cfg),
-		fx.Provide(newLayout),
+		fx.Provide(newLayout, newResources),
 		PersistenceModule,
 		StoreModule,
 		WorkspaceModule,
@@ -89,14 +90,47 @@ var PersistenceModule = fx.Module("persistence",
 	),
 )
 
-func newDB(lc fx.Lifecycle, l workspace.Layout, cfg Config) (*persistence.DB, error) {
+// resources closes what the constructors opened. It is one lifecycle hook rather than one per
+// resource so that Open can also close everything when the graph fails half-built: fx runs no stop
+// hook for an app that never started, and a host or test process would keep the database open.
+type resources struct {
+	mu      sync.Mutex // guards closers
+	closers []func() error
+}
+
+func newResources(lc fx.Lifecycle) *resources {
+	r := &resources{}
+	lc.Append(fx.StopHook(r.close))
+	return r
+}
+
+func (r *resources) add(fn func() error) {
+	r.mu.Lock()
+	r.closers = append(r.closers, fn)
+	r.mu.Unlock()
+}
+
+// close closes every resource once, last opened first.
+func (r *resources) close() error {
+	r.mu.Lock()
+	closers := r.closers
+	r.closers = nil
+	r.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	db, err := persistence.Open(ctx, l.Database(), cfg.Init)
 	if err != nil {
 		return nil, err
 	}
-	lc.Append(fx.StopHook(db.Close))
+	res.add(db.Close)
 	return db, nil
 }
 
@@ -105,12 +139,12 @@ var StoreModule = fx.Module("objectstore",
 	fx.Provide(newStore),
 )
 
-func newStore(lc fx.Lifecycle, l workspace.Layout) (*objectstore.Store, error) {
+func newStore(res *resources, l workspace.Layout) (*objectstore.Store, error) {
 	s, err := objectstore.Open(l.Objects())
 	if err != nil {
 		return nil, err
 	}
-	lc.Append(fx.StopHook(s.Close))
+	res.add(s.Close)
 	return s, nil
 }
 
@@ -197,17 +231,32 @@ type App struct {
 	Services Services
 }
 
-// Open builds and starts the application for cfg.
+// Open builds and starts the application for cfg. When it fails, everything it opened is closed.
 func Open(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{}
-	a.fx = fx.New(Module(cfg), fx.Populate(&a.Services), fx.NopLogger)
+	res := &resources{}
+	a.fx = fx.New(Module(cfg),
+		// Open keeps its own handle on the resources so it can close them if the graph fails;
+		// replacing the module's instance skips its constructor, so the stop hook is added here.
+		fx.Replace(res),
+		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
+		fx.Populate(&a.Services), fx.NopLogger)
 	if err := a.fx.Err(); err != nil {
-		return nil, rootCause(err)
+		return nil, failed(rootCause(err), res)
 	}
 	if err := a.fx.Start(ctx); err != nil {
-		return nil, rootCause(err)
+		return nil, failed(rootCause(err), res)
 	}
 	return a, nil
+}
+
+// failed closes what a failed Open opened and returns its error (joined with a close error only
+// when there is one, so the caller still sees the original error as is).
+func failed(err error, res *resources) error {
+	if cerr := res.close(); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
 }
 
 // Close stops the application, closing the store and the database.

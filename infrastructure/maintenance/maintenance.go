@@ -11,6 +11,7 @@ package maintenance
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,7 +111,9 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	var c config
 	dec := yaml.NewDecoder(f)
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&c); errors.Is(err, io.EOF) {
+		return application.RetentionRule{}, false, nil // empty, or comments only: no policy
+	} else if err != nil {
 		return application.RetentionRule{}, false, fault.Invalid("%s: %v", s.path, err)
 	}
 	if c.Retention == nil || c.Retention.Keep == nil {

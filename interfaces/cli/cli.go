@@ -116,10 +116,10 @@ func groupAction(c *ucli.Context) error {
 		return usagef("unknown command %q (see `plan --help`)", c.Args().First())
 	}
 	_ = ucli.ShowSubcommandHelp(c)
-	if c.Command == nil || c.Command.Name == "" {
-		return usagef("missing command")
+	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
+		return usagef("missing command (see `plan --help`)")
 	}
-	return usagef("missing subcommand for %q", c.Command.Name)
+	return usagef("missing subcommand for %q (see `plan %s --help`)", commandPath(c), commandPath(c))
 }
 
 // open starts the application for the workspace; init creates .plan/ when missing. Any operation
@@ -225,7 +225,8 @@ func noExtraArgs(c *ucli.Context, maxArgs int) error {
 func commandPath(c *ucli.Context) string {
 	var names []string
 	for _, x := range c.Lineage() {
-		if x.Command != nil && x.Command.Name != "" {
+		// The root contexts carry the program itself as a command; it is not part of the path.
+		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
 			names = append([]string{x.Command.Name}, names...)
 		}
 	}

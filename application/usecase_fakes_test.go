@@ -1,0 +1,427 @@
+package application
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// More fakes, for the plan, correction and maintenance use cases. Like those in fakes_test.go they
+// keep state in memory and record calls.
+
+type fakePlans struct {
+	byName     map[string]*plan.Plan
+	current    string
+	currentErr error
+	byNameErr  error
+	saveErr    error
+	failSaveAt int // with saveErr: fail from this save on (1-based); 0 fails every save
+	saves      int
+}
+
+func newFakePlans() *fakePlans { return &fakePlans{byName: map[string]*plan.Plan{}} }
+
+func (r *fakePlans) Current(context.Context) (*plan.Plan, error) {
+	if r.currentErr != nil {
+		return nil, r.currentErr
+	}
+	if r.current == "" {
+		return nil, fault.NotFound("no plan yet")
+	}
+	return r.byName[r.current], nil
+}
+
+func (r *fakePlans) ByName(_ context.Context, name string) (*plan.Plan, error) {
+	if r.byNameErr != nil {
+		return nil, r.byNameErr
+	}
+	p, ok := r.byName[name]
+	if !ok {
+		return nil, fault.NotFound("plan %q not found", name)
+	}
+	return p, nil
+}
+
+func (r *fakePlans) Save(_ context.Context, p *plan.Plan) error {
+	r.saves++
+	if r.saveErr != nil && r.saves >= r.failSaveAt {
+		return r.saveErr
+	}
+	r.byName[p.Name()] = p
+	r.current = p.Name()
+	return nil
+}
+
+type fakeCorrections struct {
+	cs        map[string]*correction.Correction
+	listErr   error
+	addErr    error
+	updateErr error
+}
+
+func newFakeCorrections() *fakeCorrections {
+	return &fakeCorrections{cs: map[string]*correction.Correction{}}
+}
+
+func (r *fakeCorrections) Add(_ context.Context, c *correction.Correction) error {
+	if r.addErr != nil {
+		return r.addErr
+	}
+	if _, dup := r.cs[c.ID()]; dup {
+		return fault.Conflict("duplicate correction %s", c.ID())
+	}
+	r.cs[c.ID()] = c
+	return nil
+}
+
+func (r *fakeCorrections) Get(_ context.Context, id string) (*correction.Correction, error) {
+	c, ok := r.cs[id]
+	if !ok {
+		return nil, fault.NotFound("correction %s not found", id)
+	}
+	return c, nil
+}
+
+func (r *fakeCorrections) Resolve(ctx context.Context, ref string) (*correction.Correction, error) {
+	var found []string
+	for id := range r.cs {
+		if strings.HasPrefix(id, ref) {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fault.NotFound("correction %s not found", ref)
+	case 1:
+		return r.Get(ctx, found[0])
+	}
+	return nil, fault.Invalid("ambiguous correction %s", ref)
+}
+
+func (r *fakeCorrections) List(context.Context) ([]*correction.Correction, error) {
+	if r.listErr != nil {
+		return nil, r.listErr
+	}
+	out := make([]*correction.Correction, 0, len(r.cs))
+	for _, c := range r.cs {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *correction.Correction) int { return strings.Compare(b.ID(), a.ID()) })
+	return out, nil
+}
+
+func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correction.Correction) error) error {
+	if r.updateErr != nil {
+		return r.updateErr
+	}
+	c, err := r.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fn(c)
+}
+
+// fakeExecutor "runs" a decision by calling run (which may change the fake workspace) and returning
+// the result configured for its ID (exit 0 when none is).
+type fakeExecutor struct {
+	run      func(c Command)
+	results  map[string]ExecResult
+	startErr map[string]error
+	logs     map[string]string
+	openErr  error
+	reapErr  error
+	reaped   []string
+	calls    []Command
+}
+
+func newFakeExecutor() *fakeExecutor {
+	return &fakeExecutor{results: map[string]ExecResult{}, startErr: map[string]error{}, logs: map[string]string{}}
+}
+
+func (x *fakeExecutor) Execute(_ context.Context, c Command, live io.Writer) (ExecResult, error) {
+	x.calls = append(x.calls, c)
+	if err := x.startErr[c.DecisionID]; err != nil {
+		return ExecResult{}, err
+	}
+	if x.run != nil {
+		x.run(c)
+	}
+	x.logs[c.LogPath] = "output of " + c.DecisionID + "\n"
+	if live != nil {
+		_, _ = io.WriteString(live, x.logs[c.LogPath])
+	}
+	return x.results[c.DecisionID], nil
+}
+
+func (x *fakeExecutor) OpenLog(path string) (io.ReadCloser, error) {
+	if x.openErr != nil {
+		return nil, x.openErr
+	}
+	s, ok := x.logs[path]
+	if !ok {
+		return nil, fault.NotFound("log %s not found", path)
+	}
+	return io.NopCloser(strings.NewReader(s)), nil
+}
+
+func (x *fakeExecutor) Reap(token string) (int, error) {
+	x.reaped = append(x.reaped, token)
+	return 0, x.reapErr
+}
+
+type fakeArchiver struct {
+	staged      map[string][]ArchiveItem
+	published   map[string]bool
+	stageErr    error
+	publishErr  error
+	cleanErr    error
+	discards    []string
+	unpublishes []string
+	cleans      int
+}
+
+func newFakeArchiver() *fakeArchiver {
+	return &fakeArchiver{staged: map[string][]ArchiveItem{}, published: map[string]bool{}}
+}
+
+func (a *fakeArchiver) Stage(_ context.Context, id string, items []ArchiveItem) error {
+	if a.stageErr != nil {
+		return a.stageErr
+	}
+	a.staged[id] = items
+	return nil
+}
+
+func (a *fakeArchiver) Publish(id string) (string, error) {
+	if a.publishErr != nil {
+		return "", a.publishErr
+	}
+	a.published[id] = true
+	return a.Dir(id), nil
+}
+
+func (a *fakeArchiver) Unpublish(id string) error {
+	a.unpublishes = append(a.unpublishes, id)
+	delete(a.published, id)
+	return nil
+}
+
+func (a *fakeArchiver) Discard(id string) error {
+	a.discards = append(a.discards, id)
+	delete(a.staged, id)
+	return nil
+}
+
+func (a *fakeArchiver) Dir(id string) string { return "/archive/" + id }
+
+func (a *fakeArchiver) CleanStaged() error {
+	a.cleans++
+	return a.cleanErr
+}
+
+// fakeHealth is a store of trees (entry lists whose Path is the bare name) and objects, some of
+// them damaged for good, some failing a number of times with an I/O error before they read fine.
+type fakeHealth struct {
+	trees      map[tree.Hash][]tree.Entry
+	damaged    map[tree.Hash]error
+	flaky      map[tree.Hash]int
+	listErr    map[tree.Hash]error
+	checks     map[tree.Hash]int
+	roots      [][]tree.Hash
+	collectErr error
+	usage      StoreUsage
+}
+
+func newFakeHealth() *fakeHealth {
+	return &fakeHealth{trees: map[tree.Hash][]tree.Entry{}, damaged: map[tree.Hash]error{}, flaky: map[tree.Hash]int{},
+		listErr: map[tree.Hash]error{}, checks: map[tree.Hash]int{}}
+}
+
+// dir stores a directory listing and returns its hash.
+func (h *fakeHealth) dir(entries ...tree.Entry) tree.Hash {
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Path + "|" + e.Hash.String() + "|" + e.Target + "\n")
+	}
+	hash := tree.Sum([]byte("dir\n" + b.String()))
+	h.trees[hash] = entries
+	return hash
+}
+
+func (h *fakeHealth) ListTree(hash tree.Hash) ([]tree.Entry, error) {
+	if err := h.listErr[hash]; err != nil {
+		return nil, err
+	}
+	e, ok := h.trees[hash]
+	if !ok {
+		return nil, fault.Integrity("tree %s is missing", hash)
+	}
+	return e, nil
+}
+
+func (h *fakeHealth) CheckObject(hash tree.Hash, _ bool) error {
+	h.checks[hash]++
+	if err := h.damaged[hash]; err != nil {
+		return err
+	}
+	if h.flaky[hash] > 0 {
+		h.flaky[hash]--
+		return errors.New("input/output error")
+	}
+	return nil
+}
+
+func (h *fakeHealth) Collect(roots []tree.Hash) (GCReport, error) {
+	h.roots = append(h.roots, roots)
+	if h.collectErr != nil {
+		return GCReport{}, h.collectErr
+	}
+	return GCReport{LiveObjects: len(roots)}, nil
+}
+
+func (h *fakeHealth) Usage() StoreUsage { return h.usage }
+
+type fakeSettings struct {
+	rule RetentionRule
+	ok   bool
+	err  error
+}
+
+type fakeMetrics struct {
+	failures []string
+	countErr error
+}
+
+func (m *fakeMetrics) RecordCheckpointFailure(_ context.Context, _ time.Time, reason string) error {
+	m.failures = append(m.failures, reason)
+	return nil
+}
+
+func (m *fakeMetrics) CheckpointFailures(context.Context) (int, error) {
+	return len(m.failures), m.countErr
+}
+
+// useCaseEnv wires every service on fakes that share one clock.
+type useCaseEnv struct {
+	l           *fakeLocker
+	j           *fakeJournal
+	r           *fakeRestorer
+	g           *Guard
+	store       *fakeStore
+	snap        *fakeSnap
+	repo        *fakeRepo
+	history     *fakeHistory
+	tx          *fakeTx
+	clock       *fakeClock
+	plans       *fakePlans
+	corrections *fakeCorrections
+	exec        *fakeExecutor
+	archiver    *fakeArchiver
+	health      *fakeHealth
+	metrics     *fakeMetrics
+	settings    fakeSettings
+	cps         *CheckpointService
+	ps          *PlanService
+	cs          *CorrectionService
+	ms          *MaintenanceService
+	warnings    []string
+}
+
+var baseTime = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newUseCaseEnv(t *testing.T) *useCaseEnv {
+	t.Helper()
+	e := &useCaseEnv{
+		l: &fakeLocker{}, j: &fakeJournal{}, store: newFakeStore(), repo: newFakeRepo(),
+		history: &fakeHistory{recs: map[string]HistoryRecord{}}, tx: &fakeTx{}, clock: &fakeClock{t: baseTime},
+		plans: newFakePlans(), corrections: newFakeCorrections(), exec: newFakeExecutor(), archiver: newFakeArchiver(),
+		health: newFakeHealth(), metrics: &fakeMetrics{},
+	}
+	e.snap = &fakeSnap{store: e.store, content: map[string][]byte{}}
+	e.r = &fakeRestorer{snap: e.snap}
+	e.g = NewGuard(e.l, e.j, e.r)
+	e.cps = NewCheckpointService(CheckpointDeps{
+		Repo: e.repo, Snapshotter: e.snap, Store: e.store, Guard: e.g, Tx: e.tx, History: e.history,
+		Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+	})
+	e.ps = NewPlanService(e.plans, e.cps, e.exec, e.snap, e.store, e.clock)
+	e.cs = NewCorrectionService(e.corrections, e.plans, e.cps, e.ps, e.archiver, e.tx, e.clock)
+	e.ms = NewMaintenanceService(e.repo, e.plans, e.corrections, e.health, e.g, &e.settings, e.metrics, e.clock)
+	return e
+}
+
+func (s *fakeSettings) Retention() (RetentionRule, bool, error) { return s.rule, s.ok, s.err }
+
+func (e *useCaseEnv) warn(msg string) { e.warnings = append(e.warnings, msg) }
+
+// writes makes the fake executor add or replace one file per decision: <decision>.txt.
+func (e *useCaseEnv) writes() {
+	e.exec.run = func(c Command) {
+		e.setFile(c.DecisionID+".txt", c.Script)
+	}
+}
+
+// setFile puts a file into the fake live workspace, replacing one at the same path.
+func (e *useCaseEnv) setFile(path, content string) {
+	live := slices.DeleteFunc(slices.Clone(e.snap.live), func(x tree.Entry) bool { return x.Path == path })
+	live = append(live, fe(path, content))
+	slices.SortFunc(live, func(a, b tree.Entry) int { return strings.Compare(a.Path, b.Path) })
+	e.snap.live = live
+	e.store.blobs[tree.Sum([]byte(content))] = []byte(content)
+}
+
+func (e *useCaseEnv) livePaths() string {
+	var b bytes.Buffer
+	for _, x := range e.snap.live {
+		b.WriteString(x.Path + " ")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// runPlan runs decisions (ID and command pairs) as plan "p".
+func (e *useCaseEnv) runPlan(t *testing.T, req RunRequest) (RunResult, error) {
+	t.Helper()
+	if req.Name == "" {
+		req.Name = "p"
+	}
+	if req.OnFailure == "" {
+		req.OnFailure = StopOnFailure
+	}
+	req.Warn = e.warn
+	return e.ps.Run(context.Background(), req)
+}
+
+func defs(ids ...string) []plan.Definition {
+	out := make([]plan.Definition, len(ids))
+	for i, id := range ids {
+		out[i] = plan.Definition{ID: id, Run: "make " + id}
+	}
+	return out
+}
+
+// checkpointAt adds a checkpoint created at t with the given stats directly to the repository.
+func (e *useCaseEnv) checkpointAt(t *testing.T, at time.Time, root tree.Hash, st checkpoint.Stats) *checkpoint.Checkpoint {
+	t.Helper()
+	cp, err := checkpoint.New(checkpoint.Params{
+		ID: ident.New(at), Type: checkpoint.Manual, CreatedAt: at, Root: root, Stats: st,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.repo.Add(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
