@@ -280,7 +280,9 @@ wait:
 			werr := <-done
 			return fmt.Errorf("%s did not write %s within %s (then: %w)", expanded, marker, commandTimeout, werr)
 		case <-tick.C:
-			if _, err := os.Lstat(markerPath); err == nil {
+			// Wait for content, not mere existence: the shell creates the file before it writes,
+			// and a kill in between would record an empty marker.
+			if fi, err := os.Lstat(markerPath); err == nil && fi.Size() > 0 {
 				break wait
 			}
 		}
