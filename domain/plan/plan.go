@@ -188,9 +188,11 @@ func (p *Plan) Decision(id string) (*Decision, error) {
 	return nil, fault.NotFound("decision %q not found in plan %q", id, p.name)
 }
 
-// Define brings the plan in line with a plan file's definitions: new decisions are appended in
-// file order, existing ones take the file's command, name, env and timeout for future attempts.
-// A file that reorders decisions that already ran is refused: resuming it would be ambiguous.
+// Define brings the plan in line with a plan file's definitions: the decisions take the file's
+// order, new ones in their place; existing ones take the file's command, name, env and timeout for
+// future attempts and keep their history; decisions the file no longer lists stay after the
+// neighbour they followed. A file that changes the relative order of decisions that already ran is
+// refused: resuming it would be ambiguous.
 func (p *Plan) Define(defs []Definition) error {
 	seen := map[string]bool{}
 	for _, d := range defs {
@@ -202,21 +204,43 @@ func (p *Plan) Define(defs []Definition) error {
 		}
 		seen[d.ID] = true
 	}
-	lastIdx := -1
+	// Decisions that ran must keep their relative order.
+	ranBefore := map[string]int{}
+	for i, d := range p.decisions {
+		if len(d.attempts) > 0 {
+			ranBefore[d.def.ID] = i
+		}
+	}
+	last, lastID := -1, ""
+	for _, def := range defs {
+		if i, ran := ranBefore[def.ID]; ran {
+			if i < last {
+				return fault.Conflict("plan file puts decision %q, which already ran, after %q, which ran later; start a plan with a new name instead", def.ID, lastID)
+			}
+			last, lastID = i, def.ID
+		}
+	}
+	ordered := make([]*Decision, 0, len(defs))
 	for _, def := range defs {
 		d, err := p.Decision(def.ID)
 		if err != nil {
-			p.decisions = append(p.decisions, &Decision{def: def})
-			lastIdx = len(p.decisions) - 1
+			d = &Decision{}
+		}
+		d.def = def
+		ordered = append(ordered, d)
+	}
+	// Decisions the file dropped keep their record, placed after the decision they followed.
+	for i, d := range p.decisions {
+		if seen[d.def.ID] {
 			continue
 		}
-		idx := slices.Index(p.decisions, d)
-		if idx < lastIdx {
-			return fault.Conflict("plan file moves decision %q before decisions that already come after it; start a plan with a new name instead", def.ID)
+		at := 0
+		if i > 0 {
+			at = slices.Index(ordered, p.decisions[i-1]) + 1
 		}
-		lastIdx = idx
-		d.def = def
+		ordered = slices.Insert(ordered, at, d)
 	}
+	p.decisions = ordered
 	return nil
 }
 

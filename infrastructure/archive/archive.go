@@ -116,7 +116,7 @@ func (a *Archive) Stage(ctx context.Context, id string, items []application.Arch
 					return fmt.Errorf("archive %s of %s: %w", art.Path, it.DecisionID, err)
 				}
 				rel := it.DecisionID + "/" + art.Path
-				if err := a.write(root, rel, e); err != nil {
+				if err := a.write(root, rel, e, art.SHA256); err != nil {
 					return fmt.Errorf("archive %s of %s: %w", art.Path, it.DecisionID, err)
 				}
 				ma.ArchivedPath = rel
@@ -135,14 +135,22 @@ func (a *Archive) Stage(ctx context.Context, id string, items []application.Arch
 	return syncFS(dir)
 }
 
-func (a *Archive) write(root *os.Root, rel string, e objectstore.TreeEntry) error {
+// write archives one entry; want is the artifact's recorded SHA-256, checked against what is written
+// so the manifest can never describe content the archive does not hold.
+func (a *Archive) write(root *os.Root, rel string, e objectstore.TreeEntry, want string) error {
 	if err := root.MkdirAll(path.Dir(rel), 0o750); err != nil {
 		return err
 	}
 	switch e.Kind {
 	case tree.KindSymlink:
+		if got := tree.Sum([]byte(e.Target)).String(); want != "" && got != want {
+			return fault.Integrity("%s: the recorded artifact hash %s does not match the stored symlink (%s)", rel, want, got)
+		}
 		return root.Symlink(e.Target, rel)
 	case tree.KindFile:
+		if want != "" && e.Hash.String() != want {
+			return fault.Integrity("%s: the recorded artifact hash %s does not match the stored content (%s)", rel, want, e.Hash)
+		}
 		rc, err := a.store.OpenBlob(e.Hash)
 		if err != nil {
 			return err

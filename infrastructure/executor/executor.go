@@ -65,15 +65,18 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 
 	cmd := exec.Command("/bin/sh", "-c", c.Script) // #nosec -- running the user's decision is the point
 	cmd.Dir = s.layout.Root
-	cmd.Env = append(os.Environ(),
+	cmd.Env = os.Environ()
+	for k, v := range c.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// plan's own variables come last: with duplicate keys the last one wins, so a decision's env
+	// can never replace the token Reap relies on.
+	cmd.Env = append(cmd.Env,
 		"PLAN_WORKSPACE="+s.layout.Root,
 		"PLAN_DECISION_ID="+c.DecisionID,
 		fmt.Sprintf("PLAN_ATTEMPT=%d", c.Attempt),
 		TokenVar+"="+c.Token,
 	)
-	for k, v := range c.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	cmd.Stdin = nil
 	if live != nil {
 		w := io.MultiWriter(logf, live)

@@ -6,6 +6,7 @@
 package planfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,10 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
+
+// reservedEnv are the variables plan gives every decision; a plan may not override them (the
+// attempt token is how a killed run's leftover processes are found).
+var reservedEnv = []string{"PLAN_WORKSPACE", "PLAN_DECISION_ID", "PLAN_ATTEMPT", "PLAN_ATTEMPT_TOKEN"}
 
 // MaxSize bounds a plan file; anything larger is not a plan someone wrote.
 const MaxSize = 1 << 20
@@ -63,14 +68,26 @@ func (p parser) errf(n *yaml.Node, format string, args ...any) error {
 // Parse validates a plan file's content; path is used in messages.
 func Parse(path string, b []byte) (File, error) {
 	p := parser{path: path}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return File{}, fault.Invalid("%s: the file is empty; a plan needs a name and decisions", path)
+	} else if err != nil {
 		return File{}, fault.Invalid("%s: not valid YAML: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	// A plan file is one document: a second one (after ---) would be silently ignored otherwise.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := extra.Line
+		if err != nil {
+			return File{}, fault.Invalid("%s: not valid YAML after the first document: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		return File{}, fault.Invalid("%s:%d: a plan file holds one YAML document; found another after ---", path, line)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return File{}, fault.Invalid("%s: the file is empty; a plan needs a name and decisions", path)
 	}
-	root := doc.Content[0]
+	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
 		return File{}, p.errf(root, "the top level must be a mapping with name and decisions")
 	}
@@ -101,6 +118,7 @@ func Parse(path string, b []byte) (File, error) {
 	}
 	seen := map[string]int{}
 	for i, dn := range decisions.Content {
+		dn = deref(dn)
 		d, err := p.decision(i+1, dn)
 		if err != nil {
 			return File{}, err
@@ -115,10 +133,21 @@ func Parse(path string, b []byte) (File, error) {
 }
 
 // fields walks a mapping, refusing unknown and duplicate keys.
+// deref follows a YAML alias (*name) to the node its anchor (&name) marks.
+func deref(n *yaml.Node) *yaml.Node {
+	for range 32 { // anchors can alias aliases; bound the chase
+		if n == nil || n.Kind != yaml.AliasNode || n.Alias == nil {
+			return n
+		}
+		n = n.Alias
+	}
+	return n
+}
+
 func (p parser) fields(m *yaml.Node, what string, known []string, fn func(key string, k, v *yaml.Node) error) error {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
+		k, v := m.Content[i], deref(m.Content[i+1])
 		if !slices.Contains(known, k.Value) {
 			return p.errf(k, "%s: unknown key %q (known keys: %s)", what, k.Value, strings.Join(known, ", "))
 		}
@@ -196,9 +225,12 @@ func (p parser) env(v *yaml.Node, what string) (map[string]string, error) {
 	}
 	env := map[string]string{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], v.Content[i+1]
+		k, val := v.Content[i], deref(v.Content[i+1])
 		if k.Value == "" || strings.ContainsAny(k.Value, "=\x00") {
 			return nil, p.errf(k, "%s: env name %q is not valid", what, k.Value)
+		}
+		if slices.Contains(reservedEnv, k.Value) {
+			return nil, p.errf(k, "%s: env name %s is set by plan itself and cannot be overridden", what, k.Value)
 		}
 		if _, dup := env[k.Value]; dup {
 			return nil, p.errf(k, "%s: env name %q appears twice", what, k.Value)
