@@ -46,10 +46,10 @@ BENCH_FLAGS ?=
 GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.tools/*' \
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
-.PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench \
+.PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
 	crash tools clean clean-tools
 
-check: fmt lint vet deadcode security test bdd coverage
+check: fmt lint vet deadcode security test bdd coverage examples
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
@@ -172,6 +172,11 @@ crash:
 	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(GO) test -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS)
 
 ## ---- build and run -----------------------------------------------------------------------
+
+# The embedding example is a program a host would write: it must build and do its job, so check
+# runs it (it exits non-zero if the correction did not restore and archive what it should).
+examples:
+	$(GO) run ./examples/embed
 
 build:
 	$(GO) build -o bin/plan ./cmd/plan
