@@ -45,16 +45,17 @@ type DecisionReverter interface {
 
 // CheckpointService is the checkpoint use cases: create, list, show, delete, diff and rollback.
 type CheckpointService struct {
-	repo     checkpoint.Repository
-	snap     Snapshotter
-	store    TreeStore
-	guard    *Guard
-	tx       Transactor
-	history  History
-	clock    Clock
-	git      GitProbe
-	metrics  Metrics
-	reverter DecisionReverter
+	repo      checkpoint.Repository
+	snap      Snapshotter
+	store     TreeStore
+	guard     *Guard
+	tx        Transactor
+	history   History
+	clock     Clock
+	git       GitProbe
+	metrics   Metrics
+	reverter  DecisionReverter
+	protector Protector
 }
 
 // CheckpointDeps are CheckpointService's collaborators.
@@ -82,6 +83,15 @@ func NewCheckpointService(d CheckpointDeps) *CheckpointService {
 
 // SetDecisionReverter connects the plan use cases, which are built after this service.
 func (s *CheckpointService) SetDecisionReverter(r DecisionReverter) { s.reverter = r }
+
+// Protector names the checkpoints that something still needs (a live decision's pre_decision
+// checkpoint, an unfinished correction's), with the reason.
+type Protector interface {
+	Protected(ctx context.Context) (map[checkpoint.ID]string, error)
+}
+
+// SetProtector connects the maintenance use cases, which are built after this service.
+func (s *CheckpointService) SetProtector(p Protector) { s.protector = p }
 
 // Guard returns the workspace guard shared with the other services.
 func (s *CheckpointService) Guard() *Guard { return s.guard }
@@ -186,8 +196,10 @@ func (s *CheckpointService) Entries(_ context.Context, cp *checkpoint.Checkpoint
 	return entries, nil
 }
 
-// Delete removes a checkpoint's record. Its data stays in the store until gc.
-func (s *CheckpointService) Delete(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+// Delete removes a checkpoint's record. Its data stays in the store until gc. A checkpoint that a
+// live decision or an unfinished correction needs is refused unless force is set: deleting it would
+// make that decision impossible to correct.
+func (s *CheckpointService) Delete(ctx context.Context, ref string, force bool) (*checkpoint.Checkpoint, error) {
 	ctx, release, err := s.guard.Enter(ctx, "checkpoint delete")
 	if err != nil {
 		return nil, err
@@ -196,6 +208,15 @@ func (s *CheckpointService) Delete(ctx context.Context, ref string) (*checkpoint
 	cp, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if s.protector != nil && !force {
+		protected, err := s.protector.Protected(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if why, ok := protected[cp.ID()]; ok {
+			return nil, fault.Conflict("checkpoint %s is the %s; pass --force to delete it anyway", cp.ID(), why)
+		}
 	}
 	if err := s.repo.Delete(ctx, cp.ID()); err != nil {
 		return nil, err

@@ -180,15 +180,32 @@ func TestResolveValidatesBeforeLookup(t *testing.T) {
 func TestDelete(t *testing.T) {
 	e := newSvcEnv(t)
 	cp := e.create(t, fe("a", "1"))
-	got, err := e.svc.Delete(context.Background(), string(cp.ID()))
+	got, err := e.svc.Delete(context.Background(), string(cp.ID()), false)
 	if err != nil || got.ID() != cp.ID() || len(e.repo.cps) != 0 {
 		t.Fatalf("Delete = %v, %v", got, err)
 	}
-	if _, err := e.svc.Delete(context.Background(), string(cp.ID())); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := e.svc.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("second delete: %v", err)
 	}
 	if e.l.held {
 		t.Error("lock leaked")
+	}
+}
+
+type fixedProtector map[checkpoint.ID]string
+
+func (p fixedProtector) Protected(context.Context) (map[checkpoint.ID]string, error) { return p, nil }
+
+func TestDeleteRefusesProtectedUnlessForced(t *testing.T) {
+	e := newSvcEnv(t)
+	cp := e.create(t, fe("a", "1"))
+	e.svc.SetProtector(fixedProtector{cp.ID(): "pre_decision checkpoint of live decision build"})
+	_, err := e.svc.Delete(context.Background(), string(cp.ID()), false)
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "live decision build") || len(e.repo.cps) != 1 {
+		t.Fatalf("delete of a protected checkpoint: %v (checkpoints left %d)", err, len(e.repo.cps))
+	}
+	if _, err := e.svc.Delete(context.Background(), string(cp.ID()), true); err != nil || len(e.repo.cps) != 0 {
+		t.Fatalf("forced delete: %v", err)
 	}
 }
 

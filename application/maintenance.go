@@ -35,6 +35,11 @@ func NewMaintenanceService(repo checkpoint.Repository, plans plan.Repository, co
 		settings: settings, metrics: metrics, clock: clock}
 }
 
+// Protected names the checkpoints something still needs, with the reason (see Prune).
+func (s *MaintenanceService) Protected(ctx context.Context) (map[checkpoint.ID]string, error) {
+	return s.protected(ctx)
+}
+
 // PruneRequest describes `plan checkpoint prune`.
 type PruneRequest struct {
 	Keep      int

@@ -563,7 +563,7 @@ func TestCheckpointServiceErrors(t *testing.T) {
 	}
 	e.repo.latestErr = nil
 	e.cps.repo = failingRepo{fakeRepo: e.repo, deleteErr: boom}
-	if _, err := e.cps.Delete(context.Background(), string(cp.ID())); !errors.Is(err, boom) {
+	if _, err := e.cps.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, boom) {
 		t.Errorf("delete failing: %v", err)
 	}
 	e.cps.repo = e.repo
@@ -571,7 +571,7 @@ func TestCheckpointServiceErrors(t *testing.T) {
 	if _, err := e.cps.Create(context.Background(), CreateRequest{}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("create while busy: %v", err)
 	}
-	if _, err := e.cps.Delete(context.Background(), string(cp.ID())); !errors.Is(err, fault.ErrConflict) {
+	if _, err := e.cps.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("delete while busy: %v", err)
 	}
 	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(cp.ID())}); !errors.Is(err, fault.ErrConflict) {

@@ -587,3 +587,27 @@ Feature: Plans and decisions
     Then it succeeds
     And the JSON output has "decisions.0.status" equal to "interrupted"
     And no process is left running in the workspace
+
+  Scenario: a checkpoint a live decision needs is deleted only with --force
+    Given a plan file "keep.yaml" with:
+      """
+      name: keep
+      decisions:
+        - id: one
+          run: echo one > one.txt
+      """
+    When I run "plan run <plans>/keep.yaml"
+    Then it succeeds
+    When I run "plan status --json"
+    Then it succeeds
+    And I remember the JSON output "decisions.0.checkpoint_id" as "pre"
+    When I run "plan checkpoint delete <pre>"
+    Then the exit code is 5
+    And stderr contains "pass --force"
+    When I run "plan checkpoint show <pre>"
+    Then it succeeds
+    When I run "plan checkpoint delete <pre> --force"
+    Then it succeeds
+    When I run "plan correct --decision one --reason 'gone' --yes"
+    Then the exit code is 5
+    And stderr contains "was deleted"

@@ -180,6 +180,8 @@ var ApplicationModule = fx.Module("application",
 	// recovery (closing attempts a killed run left running, finishing corrections); construct them
 	// even when a host asks only for checkpoints.
 	fx.Invoke(func(*application.PlanService, *application.CorrectionService) {}),
+	// Deleting a checkpoint that a live decision needs is refused; the maintenance service knows which.
+	fx.Invoke(func(c *application.CheckpointService, m *application.MaintenanceService) { c.SetProtector(m) }),
 )
 
 func newGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {

@@ -43,7 +43,11 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 					Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "files", Usage: "list every entry"}},
 					Action: h.checkpointShow,
 				},
-				{Name: "delete", Usage: "delete a checkpoint (its data goes at the next gc)", ArgsUsage: "ID", Action: h.checkpointDelete},
+				{
+					Name: "delete", Usage: "delete a checkpoint (its data goes at the next gc)", ArgsUsage: "ID",
+					Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "delete even a checkpoint a live decision or correction needs"}},
+					Action: h.checkpointDelete,
+				},
 				h.pruneCommand(),
 			},
 		},
@@ -221,7 +225,7 @@ func (h *handler) checkpointDelete(c *ucli.Context) error {
 		return err
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		cp, err := app.Services.Checkpoints.Delete(c.Context, ref)
+		cp, err := app.Services.Checkpoints.Delete(c.Context, ref, c.Bool("force"))
 		if err != nil {
 			return err
 		}
