@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -86,22 +85,11 @@ func (r *Checkpoints) Get(ctx context.Context, id checkpoint.ID) (*checkpoint.Ch
 
 // Resolve finds the single checkpoint whose ID starts with ref.
 func (r *Checkpoints) Resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
-	var rows []checkpointRow
-	// ref is validated lower-case hex, so it holds no LIKE wildcards.
-	if err := r.db.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("look up checkpoint %s: %w", ref, err)
+	row, err := resolvePrefix[checkpointRow](ctx, r.db, "checkpoint", ref, func(c checkpointRow) string { return c.ID })
+	if err != nil {
+		return nil, err
 	}
-	switch len(rows) {
-	case 0:
-		return nil, fault.NotFound("checkpoint %s not found", ref)
-	case 1:
-		return rows[0].toDomain()
-	}
-	ids := make([]string, len(rows))
-	for i, row := range rows {
-		ids[i] = row.ID
-	}
-	return nil, fault.Invalid("checkpoint ID prefix %s is ambiguous: it matches %s", ref, strings.Join(ids, ", "))
+	return row.toDomain()
 }
 
 // List returns every checkpoint, newest first.

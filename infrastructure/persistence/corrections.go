@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
@@ -134,21 +133,11 @@ func (r *Corrections) Get(ctx context.Context, id string) (*correction.Correctio
 
 // Resolve finds one correction by prefix.
 func (r *Corrections) Resolve(ctx context.Context, ref string) (*correction.Correction, error) {
-	var rows []correctionRow
-	if err := r.db.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("look up correction %s: %w", ref, err)
+	row, err := resolvePrefix[correctionRow](ctx, r.db, "correction", ref, func(c correctionRow) string { return c.ID })
+	if err != nil {
+		return nil, err
 	}
-	switch len(rows) {
-	case 0:
-		return nil, fault.NotFound("correction %s not found", ref)
-	case 1:
-		return rows[0].toDomain()
-	}
-	ids := make([]string, len(rows))
-	for i, row := range rows {
-		ids[i] = row.ID
-	}
-	return nil, fault.Invalid("correction ID prefix %s is ambiguous: it matches %s", ref, strings.Join(ids, ", "))
+	return row.toDomain()
 }
 
 // List returns corrections, newest first.

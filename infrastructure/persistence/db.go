@@ -125,3 +125,25 @@ func notFound(err error, format string, args ...any) error {
 	}
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
+
+// resolvePrefix finds the one row of T whose id starts with ref, a validated lower-case hex prefix
+// (so it holds no LIKE wildcards). No match is fault.ErrNotFound; several are fault.ErrInvalid
+// naming the candidates, as the contract wants for an ambiguous prefix.
+func resolvePrefix[T any](ctx context.Context, d *DB, what, ref string, id func(T) string) (T, error) {
+	var rows []T
+	var zero T
+	if err := d.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
+		return zero, fmt.Errorf("look up %s %s: %w", what, ref, err)
+	}
+	switch len(rows) {
+	case 0:
+		return zero, fault.NotFound("%s %s not found", what, ref)
+	case 1:
+		return rows[0], nil
+	}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = id(row)
+	}
+	return zero, fault.Invalid("%s ID prefix %s is ambiguous: it matches %s", what, ref, strings.Join(ids, ", "))
+}
