@@ -235,6 +235,17 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 		res.CheckedCheckpoints++
 	}
 	res.CheckedObjects, res.Retried = len(v.objects), v.retried
+	if readData && ref == "" {
+		// Checkpoints read only the copy of each object the index points at; a full scan also
+		// catches damage in the rest of the store (other copies, pack headers, indexes).
+		store, err := s.store.ScanStore()
+		if err != nil {
+			return res, err
+		}
+		for _, p := range store {
+			res.Problems = append(res.Problems, VerifyProblem{Path: p.Path, Problem: p.Problem})
+		}
+	}
 	return res, nil
 }
 

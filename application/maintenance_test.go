@@ -553,3 +553,24 @@ func TestCheckpointFailuresAreCounted(t *testing.T) {
 		t.Errorf("stats %+v %v", st, err)
 	}
 }
+
+func TestVerifyReadDataScansTheWholeStore(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.checkpointAt(t, baseTime.Add(-time.Hour), e.health.dir(fileE("a.txt", tree.Sum([]byte("a")))), checkpoint.Stats{})
+	e.health.scan = []ObjectProblem{{Path: "pack p1", Problem: "record at offset 40: content does not match its hash"}}
+	res, err := e.ms.Verify(context.Background(), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.health.scans != 1 || len(res.Problems) != 1 || res.Problems[0].CheckpointID != "" || res.Problems[0].Path != "pack p1" {
+		t.Fatalf("store scan problems not reported: %+v (scans %d)", res.Problems, e.health.scans)
+	}
+	// Without --read-data, or for one checkpoint, the store is not scanned.
+	if _, err := e.ms.Verify(context.Background(), "", false); err != nil || e.health.scans != 1 {
+		t.Fatalf("verify without read-data scanned the store (%d scans): %v", e.health.scans, err)
+	}
+	e.health.scanErr = errors.New("eio")
+	if _, err := e.ms.Verify(context.Background(), "", true); !errors.Is(err, e.health.scanErr) {
+		t.Fatalf("scan error not returned: %v", err)
+	}
+}

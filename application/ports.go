@@ -217,6 +217,9 @@ type StoreHealth interface {
 	CheckObject(h tree.Hash, readData bool) error
 	// Collect removes every object not reachable from roots.
 	Collect(roots []tree.Hash) (GCReport, error)
+	// ScanStore reads every stored byte (pack headers, every record including copies no tree
+	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
+	ScanStore() ([]ObjectProblem, error)
 	Usage() StoreUsage
 }
 

@@ -242,6 +242,14 @@ type fakeHealth struct {
 	roots      [][]tree.Hash
 	collectErr error
 	usage      StoreUsage
+	scan       []ObjectProblem // what ScanStore reports
+	scanErr    error
+	scans      int
+}
+
+func (h *fakeHealth) ScanStore() ([]ObjectProblem, error) {
+	h.scans++
+	return h.scan, h.scanErr
 }
 
 func newFakeHealth() *fakeHealth {

@@ -68,6 +68,19 @@ func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
 	}, nil
 }
 
+// ScanStore reads every pack end to end.
+func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
+	ps, err := h.store.ScanPacks()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]application.ObjectProblem, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, application.ObjectProblem{Path: "pack " + p.Pack, Problem: p.Problem})
+	}
+	return out, nil
+}
+
 // Usage reports the store's size.
 func (h *Health) Usage() application.StoreUsage {
 	s := h.store.Stats()

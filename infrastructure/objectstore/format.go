@@ -247,6 +247,15 @@ func sortEntries(entries []idxEntry) []idxEntry {
 // scanPack rebuilds a pack's entries from its records alone. It reads sizes and skips the
 // compressed bytes; hashes are checked later, on every read.
 func scanPack(r io.Reader, size int64) ([]idxEntry, error) {
+	entries, err := scanRecords(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return sortEntries(entries), nil
+}
+
+// scanRecords lists every record of a pack in file order, duplicates included.
+func scanRecords(r io.Reader, size int64) ([]idxEntry, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	hdr := make([]byte, packHeaderLen)
 	if _, err := io.ReadFull(br, hdr); err != nil {
@@ -288,7 +297,7 @@ func scanPack(r io.Reader, size int64) ([]idxEntry, error) {
 	if len(entries) == 0 {
 		return nil, errors.New("pack holds no records")
 	}
-	return sortEntries(entries), nil
+	return entries, nil
 }
 
 type countingByteReader struct {
