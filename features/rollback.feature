@@ -247,3 +247,20 @@ Feature: Rollback
     And the file "d/x" contains "inside\n"
     And the workspace equals "with-d"
     And the outside directory is empty
+
+  Scenario: a rollback while another plan process holds the workspace waits, then exits 5 naming it
+    Given a file "a.txt" containing "one"
+    When I run "plan checkpoint create --json" and remember the checkpoint as "one"
+    Then it succeeds
+    When I change "a.txt" to "two"
+    And I remember the workspace as "changed"
+    Given another plan process holds the workspace lock as "pid 4242, plan run, since 2026-11-22T03:00:00Z"
+    When I run "plan rollback --to-checkpoint <one> --yes"
+    Then the exit code is 5
+    And stderr contains "the workspace is busy"
+    And stderr contains "pid 4242, plan run"
+    And the workspace equals "changed"
+    When the other process releases the workspace lock
+    And I run "plan rollback --to-checkpoint <one> --yes"
+    Then it succeeds
+    And the file "a.txt" contains "one"

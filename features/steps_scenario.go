@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/gofrs/flock"
 )
 
 // Harness is what the scenarios of one test run share: where the plan binary is.
@@ -81,7 +82,8 @@ func (h *Harness) untrack(root string) {
 
 // scenario is one scenario's state; InitializeScenario makes a fresh one for every scenario.
 type scenario struct {
-	h *Harness
+	heldLock *flock.Flock // the workspace lock a step holds as "another process"
+	h        *Harness
 
 	root    string // the scenario's temporary directory
 	ws      string // the workspace, root/ws (symlink-free, as plan resolves it)
@@ -129,6 +131,10 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 		if err == nil && s.unchecked {
 			uerr = s.uncheckedError()
 		}
+		if s.heldLock != nil {
+			_ = s.heldLock.Unlock()
+			s.heldLock = nil
+		}
 		return ctx, errors.Join(uerr, s.tearDown())
 	})
 	s.registerWorkspaceSteps(sc)
@@ -136,6 +142,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerOutputSteps(sc)
 	s.registerPlanSteps(sc)
 	s.registerStoreSteps(sc)
+	s.registerLockSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -135,6 +135,7 @@ Feature: Store health
     And the JSON output has "problems" with exactly:
       | checkpoint_id | path    |
       | <two>         | two.bin |
+      | null          | (set)   |
     And the JSON output has "problems.0.problem" containing "does not match its hash"
     And the JSON error has "error.kind" equal to "integrity"
     When I run "plan verify --read-data --json <one>"
@@ -153,6 +154,7 @@ Feature: Store health
       | checkpoint_id | path    |
       | <one>         | one.bin |
       | <two>         | one.bin |
+      | null          | (set)   |
 
   Scenario: a deleted pack fails verify
     Given a file "a.txt" containing "hello\n"

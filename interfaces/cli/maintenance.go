@@ -145,10 +145,12 @@ func (h *handler) gc(c *ucli.Context) error {
 	})
 }
 
+// problemView is one verify problem; checkpoint_id is null for damage the store scan found in data
+// no checkpoint reads (a second copy of an object, a pack header, an index).
 type problemView struct {
-	CheckpointID string `json:"checkpoint_id"`
-	Path         string `json:"path"`
-	Problem      string `json:"problem"`
+	CheckpointID *string `json:"checkpoint_id"`
+	Path         string  `json:"path"`
+	Problem      string  `json:"problem"`
 }
 
 func (h *handler) verify(c *ucli.Context) error {
@@ -163,8 +165,10 @@ func (h *handler) verify(c *ucli.Context) error {
 		problems := make([]problemView, 0, len(r.Problems))
 		damaged := map[string]bool{}
 		for _, p := range r.Problems {
-			problems = append(problems, problemView{CheckpointID: string(p.CheckpointID), Path: p.Path, Problem: p.Problem})
-			damaged[string(p.CheckpointID)] = true
+			problems = append(problems, problemView{CheckpointID: optional(string(p.CheckpointID)), Path: p.Path, Problem: p.Problem})
+			if p.CheckpointID != "" {
+				damaged[string(p.CheckpointID)] = true
+			}
 		}
 		v := map[string]any{
 			"ok": len(problems) == 0, "checked_checkpoints": r.CheckedCheckpoints, "checked_objects": r.CheckedObjects,
@@ -180,7 +184,11 @@ func (h *handler) verify(c *ucli.Context) error {
 				_, _ = fmt.Fprintf(w, "%d transient read errors succeeded when retried.\n", r.Retried)
 			}
 			for _, p := range problems {
-				_, _ = fmt.Fprintf(w, "  %s %s: %s\n", p.CheckpointID, p.Path, p.Problem)
+				where := "store"
+				if p.CheckpointID != nil {
+					where = *p.CheckpointID
+				}
+				_, _ = fmt.Fprintf(w, "  %s %s: %s\n", where, p.Path, p.Problem)
 			}
 		}); err != nil {
 			return err
