@@ -24,8 +24,11 @@ func (s *scenario) holdLock(holder string) error {
 	}
 	fl := flock.New(lockPath)
 	ok, err := fl.TryLock()
-	if err != nil || !ok {
-		return fmt.Errorf("could not take the workspace lock for the test: %v", err)
+	if err != nil {
+		return fmt.Errorf("take the workspace lock for the test: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("the workspace lock is already held")
 	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(lockPath), "lock.owner"), []byte(holder+"\n"), 0o600); err != nil {
 		_ = fl.Unlock()
