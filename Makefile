@@ -169,7 +169,7 @@ coverage: test bdd
 # Kill-9 crash trials (written with the crash build tag). The count is passed to the tests.
 CRASH_PKGS = $(foreach d,infrastructure features,$(if $(wildcard $(d)/*),./$(d)/...))
 crash:
-	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(GO) test -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS)
+	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) | grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
 
 ## ---- build and run -----------------------------------------------------------------------
 
