@@ -266,7 +266,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 			queued = append(queued, job{rel: rel, it: it})
 		default:
 			if !sc.ignore.Skip(rel, name, false) {
-				sc.warn("skipped special file %q (%s)", rel, typeName(fs.FileMode(st.Mode)&fs.ModeType|unixType(st.Mode)))
+				sc.warn("skipped special file %q (%s)", rel, typeName(unixType(st.Mode)))
 			}
 			continue
 		}
