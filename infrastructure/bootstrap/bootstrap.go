@@ -10,6 +10,7 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -156,7 +157,8 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
-		fx.Annotate(workspace.NewLocker, fx.As(new(application.Locker))),
+		workspace.NewLocker,
+		fx.Annotate(newStoreLocker, fx.As(new(application.Locker))),
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
@@ -208,6 +210,42 @@ func newCheckpointService(in checkpointIn) *application.CheckpointService {
 		Repo: in.Repo, Snapshotter: in.Snap, Store: in.Store, Guard: in.Guard, Tx: in.Tx,
 		History: in.History, Clock: in.Clock, Git: in.Git, Metrics: in.Metrics,
 	})
+}
+
+// storeLocker is the workspace lock as the use cases see it: taking it also brings the object
+// store's index up to date. The store is opened before the lock is taken, so without this a command
+// could deduplicate onto a pack that a GC deleted while it waited for the lock.
+type storeLocker struct {
+	lock  *workspace.Locker
+	store *objectstore.Store
+}
+
+func newStoreLocker(l *workspace.Locker, s *objectstore.Store) *storeLocker {
+	return &storeLocker{lock: l, store: s}
+}
+
+func (l *storeLocker) Lock(ctx context.Context, purpose string) (func() error, error) {
+	unlock, err := l.lock.Lock(ctx, purpose)
+	if err != nil {
+		return nil, err
+	}
+	return l.refreshed(unlock)
+}
+
+func (l *storeLocker) TryLock(purpose string) (func() error, bool, error) {
+	unlock, ok, err := l.lock.TryLock(purpose)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	unlock, err = l.refreshed(unlock)
+	return unlock, err == nil, err
+}
+
+func (l *storeLocker) refreshed(unlock func() error) (func() error, error) {
+	if err := l.store.Refresh(); err != nil {
+		return nil, errors.Join(fmt.Errorf("read the object store: %w", err), unlock())
+	}
+	return unlock, nil
 }
 
 type systemClock struct{}

@@ -47,9 +47,11 @@ func (s *Store) NewBatch() *Batch {
 	return &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
 }
 
-// Has reports whether h is in the store or already added to this batch.
+// Has reports whether h need not be stored: added to this batch already, or Present in the store
+// (a copy that is there, whole and not known to be damaged). A stale or damaged copy does not
+// count, so a checkpoint stores a fresh one and never references data it has not confirmed.
 func (b *Batch) Has(h tree.Hash) bool {
-	if b.s.Has(h) {
+	if b.s.Present(h) {
 		return true
 	}
 	b.mu.Lock()
@@ -448,7 +450,10 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 		delete(s.temps, pw.id)
 		p.setDeltas(pw.entries)
 		for _, e := range pw.entries {
-			if old, dup := s.index[e.hash]; dup && !relocate && !preferred(old.kind, e.kind) {
+			l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+			// A fresh copy replaces one that is missing, cut short or known damaged: that is how a
+			// checkpoint heals what it could not deduplicate onto.
+			if old, dup := s.index[e.hash]; dup && !relocate && !better(e.hash, old, l, s.damaged) {
 				continue
 			}
 			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}

@@ -263,6 +263,17 @@ func TestIdxRebuild(t *testing.T) {
 	if tr, err := s.ReadTree(f.tr); err != nil || len(tr) != 1 {
 		t.Fatalf("ReadTree after rebuild: %v, %v", tr, err)
 	}
+	// Open, which runs before the workspace lock is taken, indexes in memory only: a GC may be
+	// deleting the pack. Refresh, under the lock, writes the idx back.
+	for _, p := range []string{f.smallPack, f.largePack} {
+		if _, err := os.Stat(strings.TrimSuffix(p, ".pack") + ".idx"); err == nil {
+			t.Fatal("Open wrote an idx without the lock")
+		}
+	}
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, f.small, f.smallD)
 	for _, p := range []string{f.smallPack, f.largePack} {
 		if _, err := os.Stat(strings.TrimSuffix(p, ".pack") + ".idx"); err != nil {
 			t.Fatalf("idx not written back: %v", err)

@@ -103,30 +103,35 @@ func (s *Store) readPlain(h tree.Hash, l location) ([]byte, error) {
 // fault.ErrIntegrity error by OpenBlob or by Read (at the latest instead of io.EOF), so a caller
 // must treat an error from either as damage and discard what it read.
 func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
-	l, ok := s.lookup(h)
-	if !ok {
-		return nil, missing(h)
-	}
-	if l.small() || l.kind == TreeDeltaObject {
-		return &wholeReader{s: s, h: h, l: l}, nil
-	}
-	f, release, err := s.openPack(l.pack)
+	var rc io.ReadCloser
+	err := s.retryGone(h, func(l location) error {
+		if l.small() || l.kind == TreeDeltaObject {
+			rc = &wholeReader{s: s, h: h, l: l}
+			return nil
+		}
+		f, release, err := s.openPack(l.pack)
+		if err != nil {
+			return fmt.Errorf("object %s: %w", h, err)
+		}
+		var hb [maxRecordHeader]byte
+		dataAt, _, err := readHeader(f, h, l, hb[:])
+		if err != nil {
+			release()
+			return err
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10)
+		dec, err := getStreamDecoder(br)
+		if err != nil {
+			release()
+			return err
+		}
+		rc = &streamReader{s: s, h: h, l: l, dec: dec, release: release, sum: sha256.New()}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", h, err)
-	}
-	var hb [maxRecordHeader]byte
-	dataAt, _, err := readHeader(f, h, l, hb[:])
-	if err != nil {
-		release()
 		return nil, err
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10)
-	dec, err := getStreamDecoder(br)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return &streamReader{h: h, l: l, dec: dec, release: release, sum: sha256.New()}, nil
+	return rc, nil
 }
 
 // wholeReader decodes a small object at the first Read; holding nothing until then keeps many
@@ -144,6 +149,7 @@ func (r *wholeReader) Read(p []byte) (int, error) {
 	if !r.read {
 		r.read = true
 		r.data, r.err = r.s.readWhole(r.h, r.l)
+		r.s.noteDamage(r.h, r.l, r.err)
 	}
 	if r.err != nil {
 		return 0, r.err
@@ -164,6 +170,7 @@ func (r *wholeReader) Close() error {
 // streamReader decompresses a large object as it is read, hashing the output; the verdict is
 // given in place of io.EOF.
 type streamReader struct {
+	s       *Store
 	h       tree.Hash
 	l       location
 	dec     *zstd.Decoder
@@ -196,6 +203,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 		r.err = fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", r.h, r.l.pack.id)
 	}
 	if r.err != nil && !errors.Is(r.err, io.EOF) {
+		r.s.noteDamage(r.h, r.l, r.err)
 		return 0, r.err // never hand out bytes of an object known to be damaged
 	}
 	return n, r.err
@@ -220,20 +228,19 @@ func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	l, ok := s.lookup(h)
-	if !ok {
-		return nil, missing(h)
-	}
-	if l.raw > maxTreeSize || l.comp > maxTreeSize {
-		return nil, damaged(h, l, "too large for a tree (%d bytes)", l.raw)
-	}
 	var b []byte
-	var err error
-	if l.kind == TreeDeltaObject {
-		b, _, err = s.readChain(h, l, visit)
-	} else {
-		b, err = s.readPlain(h, l)
-	}
+	err := s.retryGone(h, func(l location) error {
+		if l.raw > maxTreeSize || l.comp > maxTreeSize {
+			return damaged(h, l, "too large for a tree (%d bytes)", l.raw)
+		}
+		var err error
+		if l.kind == TreeDeltaObject {
+			b, _, err = s.readChain(h, l, visit)
+		} else {
+			b, err = s.readPlain(h, l)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -248,10 +255,10 @@ func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 // header matches the idx (and, for a delta, that its base is present); with readData it also
 // decompresses and re-hashes the content, rebuilding a delta from its base chain.
 func (s *Store) CheckObject(h tree.Hash, readData bool) error {
-	l, ok := s.lookup(h)
-	if !ok {
-		return missing(h)
-	}
+	return s.retryGone(h, func(l location) error { return s.checkObject(h, l, readData) })
+}
+
+func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	f, release, err := s.openPack(l.pack)
 	if err != nil {
 		return fmt.Errorf("object %s: %w", h, err)
@@ -277,6 +284,9 @@ func (s *Store) CheckObject(h tree.Hash, readData bool) error {
 		if !s.Has(base) {
 			return damaged(h, l, "delta base %s is missing", base)
 		}
+		if err := s.checkChain(base); err != nil {
+			return damaged(h, l, "delta base %s: %v", base, err)
+		}
 	}
 	if !readData {
 		return nil
@@ -285,13 +295,42 @@ func (s *Store) CheckObject(h tree.Hash, readData bool) error {
 		_, err := s.readWhole(h, l)
 		return err
 	}
-	r, err := s.OpenBlob(h)
+	return s.streamCheck(h, l, f, dataAt)
+}
+
+// streamCheck decompresses and re-hashes a large record at l in bounded memory.
+func (s *Store) streamCheck(h tree.Hash, l location, f *os.File, dataAt int64) error {
+	dec, err := getStreamDecoder(bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10))
 	if err != nil {
 		return err
 	}
+	r := &streamReader{s: s, h: h, l: l, dec: dec, release: func() {}, sum: sha256.New()}
 	defer r.Close()
 	buf := getBuf(copyBuf)
 	defer putBuf(buf)
 	_, err = io.CopyBuffer(io.Discard, r, *buf)
 	return err
+}
+
+// checkChain checks, without decoding, that every base down a delta chain from h is indexed in a
+// pack that is there and long enough to hold it.
+func (s *Store) checkChain(h tree.Hash) error {
+	for range maxDeltaChain {
+		l, ok := s.lookup(h)
+		if !ok {
+			return missing(h)
+		}
+		if !intact(h, l, nil) {
+			return damaged(h, l, "its pack is missing or cut short")
+		}
+		if l.kind != TreeDeltaObject {
+			return nil
+		}
+		base, err := s.cachedBase(h, l)
+		if err != nil {
+			return err
+		}
+		h = base
+	}
+	return fault.Integrity("delta chain longer than %d (a cycle?)", maxDeltaChain)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/planhq/plan/domain/tree"
 )
 
 // PackProblem is damage ScanPacks found in one pack.
@@ -61,11 +63,27 @@ func (s *Store) scanPackFile(p *packFile) []string {
 	}
 	for _, e := range entries {
 		l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-		if _, err := s.readWhole(e.hash, l); err != nil {
+		if err := s.checkRecord(e.hash, l, f); err != nil {
+			s.noteDamage(e.hash, l, err)
 			problems = append(problems, fmt.Sprintf("record at offset %d: %v", e.offset, err))
 		}
 	}
 	return problems
+}
+
+// checkRecord decodes and re-hashes one record in memory bounded by the read buffers: small
+// objects and deltas are read whole (a tree is bounded by maxTreeSize), large blobs streamed.
+func (s *Store) checkRecord(h tree.Hash, l location, f *os.File) error {
+	if l.small() || l.kind == TreeDeltaObject {
+		_, err := s.readWhole(h, l)
+		return err
+	}
+	var hb [maxRecordHeader]byte
+	dataAt, _, err := readHeader(f, h, l, hb[:])
+	if err != nil {
+		return err
+	}
+	return s.streamCheck(h, l, f, dataAt)
 }
 
 // sameRecords reports whether an idx describes the records scanned from its pack: every idx entry

@@ -33,7 +33,12 @@ type Store struct {
 	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
 	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
 
+	damaged map[damageKey]struct{} // guarded by mu: copies known to be damaged (see markDamaged)
+
 	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
+
+	baseMu sync.Mutex
+	bases  map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
@@ -119,7 +124,10 @@ type StoreStats struct {
 }
 
 // Open opens (creating if needed) the store in dir and loads every idx. A pack whose idx is missing
-// is re-indexed from its records; a corrupt idx is a fault.ErrIntegrity error naming the file.
+// is indexed from its records in memory (Refresh, under the lock, writes the idx); a corrupt idx is
+// a fault.ErrIntegrity error naming the file. Open does not need the workspace lock: what it loads
+// may be stale by the time the lock is taken, which is why every command that holds the lock calls
+// Refresh first.
 func Open(dir string) (*Store, error) {
 	s := &Store{
 		dir:      dir,
@@ -128,42 +136,18 @@ func Open(dir string) (*Store, error) {
 		index:    make(map[tree.Hash]location),
 		packs:    make(map[string]*packFile),
 		temps:    make(map[string]struct{}),
+		damaged:  make(map[damageKey]struct{}),
+		bases:    make(map[tree.Hash]tree.Hash),
 	}
 	if err := s.makeDirs(); err != nil {
 		return nil, err
 	}
-	names, err := os.ReadDir(s.packsDir)
+	pl, err := s.listPacks()
 	if err != nil {
-		return nil, fmt.Errorf("open object store: %w", err)
+		return nil, err
 	}
-	hasPack, hasIdx := map[string]bool{}, map[string]bool{}
-	var ids []string
-	for _, de := range names {
-		id, ext, ok := strings.Cut(de.Name(), ".")
-		if !ok || !validPackID(id) || (ext != "pack" && ext != "idx") {
-			continue // not ours; leave it alone rather than refuse to open
-		}
-		if !hasPack[id] && !hasIdx[id] {
-			ids = append(ids, id)
-		}
-		if ext == "pack" {
-			hasPack[id] = true
-		} else {
-			hasIdx[id] = true
-		}
-	}
-	slices.Sort(ids)
-	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
-	// is gone, the index keeps the copy that can be read.
-	for _, present := range []bool{true, false} {
-		for _, id := range ids {
-			if hasPack[id] != present {
-				continue
-			}
-			if err := s.loadPack(id, hasIdx[id]); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.load(pl, false); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -187,60 +171,18 @@ func (s *Store) makeDirs() error {
 	return nil
 }
 
-func (s *Store) loadPack(id string, haveIdx bool) error {
-	p := &packFile{id: id, path: filepath.Join(s.packsDir, id+".pack"), size: -1}
-	if fi, err := os.Stat(p.path); err == nil {
-		p.size = fi.Size()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("stat pack %s: %w", p.path, err)
-	}
-	idxPath := filepath.Join(s.packsDir, id+".idx")
-	var entries []idxEntry
-	if haveIdx {
-		b, err := os.ReadFile(idxPath)
-		if err != nil {
-			return fmt.Errorf("read idx %s: %w", idxPath, err)
-		}
-		if entries, err = decodeIdx(b); err != nil {
-			return fault.Wrap(fault.ErrIntegrity, err,
-				"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
-		}
-		p.idxSize = int64(len(b))
-	} else {
-		var err error
-		if entries, err = s.rebuildIdx(p); err != nil {
-			return err
-		}
-	}
-	s.packs[id] = p
-	p.setDeltas(entries)
-	for _, e := range entries {
-		// A copy in a missing pack never displaces one that can be read.
-		if old, dup := s.index[e.hash]; !dup || (p.size >= 0 && preferred(old.kind, e.kind)) {
-			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-		}
-	}
-	return nil
-}
-
 // rebuildIdx re-indexes a pack left without its idx (a crash between the two renames of a commit,
-// or a deleted idx) and writes the idx durably.
+// or a deleted idx) and writes the idx durably. The caller holds the workspace lock.
 func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
-	f, err := os.Open(p.path)
+	entries, err := s.scanEntries(p)
 	if err != nil {
-		return nil, fmt.Errorf("open pack %s: %w", p.path, err)
-	}
-	defer f.Close()
-	entries, err := scanPack(f, p.size)
-	if err != nil {
-		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
+		return nil, err
 	}
 	idx := encodeIdx(entries)
 	suffix, err := newPackID()
 	if err != nil {
 		return nil, err
 	}
-	// Unique, because a read-only command may rebuild the same idx as another process at once.
 	tmp := filepath.Join(s.tmpDir, p.id+".idx-rebuild-"+suffix)
 	if err := writeFileDurable(tmp, idx); err != nil {
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
@@ -360,7 +302,7 @@ func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
 	}
 	f, err := os.Open(p.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fault.Integrity("pack %s is missing", p.path)
+		return nil, nil, fault.Wrap(fault.ErrIntegrity, errPackGone, "pack %s is missing", p.path)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("open pack: %w", err)

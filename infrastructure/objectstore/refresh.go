@@ -1,0 +1,461 @@
+package objectstore
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// File names under the store directory, beside packs/ and tmp/.
+const (
+	// gcIntentFile lists the packs a GC is deleting. Written durably before the first deletion and
+	// removed after the last, it makes the deletion of a set of packs atomic for every reader: a
+	// listed pack is never loaded, so a GC killed half-way can never leave a delta whose base it
+	// already deleted in the index, where a later checkpoint would deduplicate onto it.
+	gcIntentFile = "gc-pending"
+	// damagedFile lists objects found damaged ("<pack id> <hash>" per line). A checkpoint never
+	// deduplicates onto a listed copy: it stores a fresh one from the live file instead.
+	damagedFile = "damaged"
+)
+
+// errPackGone marks a read that found its pack deleted after the index was loaded (a concurrent GC
+// rewrote or dropped it). Readers refresh the index and try once more before reporting damage.
+var errPackGone = errors.New("pack is gone")
+
+// packListing is what packs/ holds at one instant.
+type packListing struct {
+	ids     []string // sorted; packs and idx files not being deleted
+	hasPack map[string]bool
+	hasIdx  map[string]bool
+	size    map[string]int64 // pack sizes (packs that exist)
+	pending []string         // packs an interrupted GC was deleting
+}
+
+// listPacks reads packs/ and then the GC intent. The order matters for a reader that does not hold
+// the lock: a pack that a concurrent GC deletes is either named by the intent it reads afterwards,
+// or already gone from the listing, or (GC finished) missing when it is opened, which load skips.
+func (s *Store) listPacks() (packListing, error) {
+	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}}
+	des, err := os.ReadDir(s.packsDir)
+	if err != nil {
+		return pl, fmt.Errorf("open object store: %w", err)
+	}
+	pending, err := s.readIntent()
+	if err != nil {
+		return pl, err
+	}
+	pl.pending = pending
+	skip := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		skip[id] = true
+	}
+	for _, de := range des {
+		id, ext, ok := strings.Cut(de.Name(), ".")
+		if !ok || !validPackID(id) || (ext != "pack" && ext != "idx") || skip[id] {
+			continue // not ours (left alone rather than refused), or being deleted
+		}
+		if !pl.hasPack[id] && !pl.hasIdx[id] {
+			pl.ids = append(pl.ids, id)
+		}
+		if ext == "idx" {
+			pl.hasIdx[id] = true
+			continue
+		}
+		pl.hasPack[id] = true
+		if fi, err := os.Stat(filepath.Join(s.packsDir, de.Name())); err == nil {
+			pl.size[id] = fi.Size()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return pl, fmt.Errorf("stat pack %s: %w", de.Name(), err)
+		}
+	}
+	slices.Sort(pl.ids)
+	return pl, nil
+}
+
+func (s *Store) readIntent() ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, gcIntentFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the gc intent: %w", err)
+	}
+	var ids []string
+	for _, line := range strings.Fields(string(b)) {
+		if !validPackID(line) {
+			// A torn intent cannot be: it is renamed into place whole. Refuse rather than guess
+			// which packs are being deleted.
+			return nil, fault.Integrity("the gc intent %s is damaged (%q is no pack id): run `plan doctor`",
+				filepath.Join(s.dir, gcIntentFile), line)
+		}
+		ids = append(ids, line)
+	}
+	return ids, nil
+}
+
+// writeIntent durably records that the packs ids are about to be deleted.
+func (s *Store) writeIntent(ids []string) error {
+	tmp := filepath.Join(s.tmpDir, "gc-pending-"+ids[0])
+	_ = os.Remove(tmp)
+	if err := writeFileDurable(tmp, []byte(strings.Join(ids, "\n")+"\n")); err != nil {
+		return fmt.Errorf("write the gc intent: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, gcIntentFile)); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write the gc intent: %w", err)
+	}
+	return syncDir(s.dir)
+}
+
+// deletePacks removes the packs ids under the intent: intent durable, every idx and pack removed
+// (idx first, so a pack is never left indexed without its data), packs/ synced, intent removed.
+// It is idempotent, which is how an interrupted GC is finished.
+func (s *Store) deletePacks(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.writeIntent(ids); err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		for _, ext := range []string{".idx", ".pack"} {
+			if err := os.Remove(filepath.Join(s.packsDir, id+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := syncDir(s.packsDir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete packs (the next command finishes it): %w", err)
+	}
+	if err := os.Remove(filepath.Join(s.dir, gcIntentFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the gc intent: %w", err)
+	}
+	return syncDir(s.dir)
+}
+
+// Refresh brings the in-memory index up to date with the files, as the workspace lock's holder sees
+// them. It MUST be called after taking the workspace lock and before the first read or write of a
+// command: the store was opened before the lock, so another process (a GC, a checkpoint) may have
+// added or removed packs since. Holding the lock, it also finishes a GC that was interrupted,
+// writes the idx of a pack whose commit was cut short, and removes what crashed writers left in
+// tmp/. When nothing changed it costs one directory listing and a stat per pack.
+func (s *Store) Refresh() error {
+	pl, err := s.listPacks()
+	if err != nil {
+		return err
+	}
+	if len(pl.pending) > 0 {
+		if err := s.deletePacks(pl.pending); err != nil {
+			return err
+		}
+	}
+	if _, err := s.CleanTemp(); err != nil {
+		return err
+	}
+	if s.matches(pl) {
+		return nil
+	}
+	return s.load(pl, true)
+}
+
+// matches reports whether the index was built from exactly the packs pl lists, with their sizes.
+func (s *Store) matches(pl packListing) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(pl.ids) != len(s.packs) {
+		return false
+	}
+	for _, id := range pl.ids {
+		p, ok := s.packs[id]
+		if !ok || !pl.hasIdx[id] {
+			return false
+		}
+		size, present := pl.size[id]
+		if !present {
+			size = -1
+		}
+		if p.size != size {
+			return false
+		}
+	}
+	return true
+}
+
+// load (re)builds the index from the packs pl lists. locked says the caller holds the workspace
+// lock, so a missing idx may be written; without it, a pack without idx is indexed in memory only
+// (its writer, or a GC, may be working on it). Packs that vanish while they are read are skipped:
+// only a GC deletes packs, and it deletes nothing a checkpoint references without copying it first.
+func (s *Store) load(pl packListing, locked bool) error {
+	damagedSet, err := s.readDamaged()
+	if err != nil {
+		return err
+	}
+	index := make(map[tree.Hash]location, len(s.index))
+	packs := make(map[string]*packFile, len(pl.ids))
+	s.mu.RLock()
+	old := s.packs
+	s.mu.RUnlock()
+	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
+	// is gone, the index keeps the copy that can be read.
+	for _, present := range []bool{true, false} {
+		for _, id := range pl.ids {
+			if pl.hasPack[id] != present {
+				continue
+			}
+			size, ok := pl.size[id]
+			if !ok {
+				size = -1
+			}
+			p := old[id]
+			if p == nil || p.size != size {
+				p = &packFile{id: id, path: filepath.Join(s.packsDir, id+".pack"), size: size}
+			}
+			entries, err := s.readEntries(p, pl.hasIdx[id], locked)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if p.deltas == nil {
+				p.setDeltas(entries)
+			}
+			packs[id] = p
+			for _, e := range entries {
+				l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet) {
+					index[e.hash] = l
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	for id, p := range s.packs {
+		if packs[id] != p {
+			s.retired = append(s.retired, p)
+		}
+	}
+	s.index, s.packs, s.damaged = index, packs, damagedSet
+	s.mu.Unlock()
+	s.baseMu.Lock()
+	s.bases = map[tree.Hash]tree.Hash{}
+	s.baseMu.Unlock()
+	return nil
+}
+
+// better says whether location l should replace prev in the index: a copy that can be read beats
+// one that cannot (its pack missing or cut short, or known damaged), and a whole copy beats a delta.
+func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}) bool {
+	pu, lu := intact(h, prev, dmg), intact(h, l, dmg)
+	if pu != lu {
+		return lu
+	}
+	return preferred(prev.kind, l.kind)
+}
+
+// readEntries returns p's idx entries: from its idx, or by scanning the pack when the idx is
+// missing (and, locked, writing the idx). fs.ErrNotExist means the pack is gone.
+func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, error) {
+	if haveIdx {
+		idxPath := filepath.Join(s.packsDir, p.id+".idx")
+		b, err := os.ReadFile(idxPath)
+		switch {
+		case err == nil:
+			entries, derr := decodeIdx(b)
+			if derr != nil {
+				return nil, fault.Wrap(fault.ErrIntegrity, derr,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
+			}
+			p.idxSize = int64(len(b))
+			return entries, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("read idx %s: %w", idxPath, err)
+		}
+		if p.size < 0 {
+			return nil, fs.ErrNotExist
+		}
+	}
+	if !locked {
+		return s.scanEntries(p)
+	}
+	return s.rebuildIdx(p)
+}
+
+// scanEntries indexes a pack from its records, in memory.
+func (s *Store) scanEntries(p *packFile) ([]idxEntry, error) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := scanPack(f, p.size)
+	if err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
+	}
+	return entries, nil
+}
+
+// damageKey names one stored copy of an object.
+type damageKey struct {
+	pack string
+	hash tree.Hash
+}
+
+func (s *Store) readDamaged() (map[damageKey]struct{}, error) {
+	set := map[damageKey]struct{}{}
+	f, err := os.Open(filepath.Join(s.dir, damagedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return set, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the damaged-object list: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pack, hx, ok := bytes.Cut(sc.Bytes(), []byte{' '})
+		var h tree.Hash
+		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
+		// until the next verify lists it again.
+		if !ok || !validPackID(string(pack)) || len(hx) != 2*len(h) {
+			continue
+		}
+		if _, err := hex.Decode(h[:], hx); err != nil {
+			continue
+		}
+		set[damageKey{string(pack), h}] = struct{}{}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the damaged-object list: %w", err)
+	}
+	return set, nil
+}
+
+// markDamaged records that the copy of h at l is damaged, so that no later checkpoint
+// deduplicates onto it. The list is appended to (one short line per write, atomic with O_APPEND),
+// so readers that do not hold the workspace lock may record what they find too.
+func (s *Store) markDamaged(h tree.Hash, l location) {
+	k := damageKey{l.pack.id, h}
+	s.mu.Lock()
+	_, known := s.damaged[k]
+	if !known {
+		s.damaged[k] = struct{}{}
+	}
+	s.mu.Unlock()
+	if known {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, damagedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return // the in-memory mark still protects this process; verify finds the damage again
+	}
+	_, _ = fmt.Fprintf(f, "%s %s\n", l.pack.id, h)
+	_ = f.Close()
+}
+
+// noteDamage marks the copy at l damaged when err says its bytes are (not when its pack vanished).
+func (s *Store) noteDamage(h tree.Hash, l location, err error) {
+	if err != nil && errors.Is(err, fault.ErrIntegrity) && !errors.Is(err, errPackGone) && l.pack != nil && l.pack.size >= 0 {
+		s.markDamaged(h, l)
+	}
+}
+
+// intact says whether the copy at l can be trusted as far as can be told without reading it: its
+// pack exists and is long enough to hold the record, and it is not known to be damaged.
+func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
+	if l.pack == nil || l.pack.size < 0 {
+		return false
+	}
+	// The shortest header: kind, hash and two one-byte sizes.
+	if l.offset+1+32+2+l.comp > l.pack.size {
+		return false
+	}
+	_, bad := dmg[damageKey{l.pack.id, h}]
+	return !bad
+}
+
+// Present reports whether h can be deduplicated onto: the index has it in a pack that exists and
+// is long enough, no read found that copy damaged, and for a delta the same holds for every base
+// down its chain. A checkpoint MUST store a fresh copy of anything not Present.
+func (s *Store) Present(h tree.Hash) bool {
+	for depth := 0; depth <= maxDeltaChain; depth++ {
+		l, ok := s.lookup(h)
+		if !ok {
+			return false
+		}
+		s.mu.RLock()
+		ok = intact(h, l, s.damaged)
+		s.mu.RUnlock()
+		if !ok {
+			return false
+		}
+		if l.kind != TreeDeltaObject {
+			return true
+		}
+		base, err := s.cachedBase(h, l)
+		if err != nil {
+			return false
+		}
+		h = base
+	}
+	return false // a chain longer than any reader follows
+}
+
+// cachedBase is deltaBase remembered for the life of the index.
+func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
+	s.baseMu.Lock()
+	base, ok := s.bases[h]
+	s.baseMu.Unlock()
+	if ok {
+		return base, nil
+	}
+	base, err := s.deltaBase(h, l)
+	if err != nil {
+		s.noteDamage(h, l, err)
+		return base, err
+	}
+	s.baseMu.Lock()
+	s.bases[h] = base
+	s.baseMu.Unlock()
+	return base, nil
+}
+
+// retryGone runs read against h's current location; when the pack vanished under it (a
+// concurrent GC moved the object), it refreshes the index, without the lock's privileges, and
+// tries once more. Damage found on the way is recorded.
+func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
+	l, ok := s.lookup(h)
+	if !ok {
+		return missing(h)
+	}
+	err := read(l)
+	if errors.Is(err, errPackGone) {
+		pl, lerr := s.listPacks()
+		if lerr == nil && !s.matches(pl) {
+			lerr = s.load(pl, false)
+		}
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if l, ok = s.lookup(h); !ok {
+			return missing(h)
+		}
+		err = read(l)
+	}
+	s.noteDamage(h, l, err)
+	return err
+}

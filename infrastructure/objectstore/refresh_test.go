@@ -1,0 +1,269 @@
+package objectstore
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// A store opened before a GC of another process deleted a pack must not deduplicate onto the
+// deleted copy once it has refreshed (the lock holder's view), and must store the object afresh.
+func TestRefreshSeesAConcurrentGC(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	d := text(1, 5000)
+	b := a.NewBatch()
+	h, _ := put(t, b, d)
+	commit(t, b)
+
+	waiting, err := Open(dir) // opened, then waits for the lock while GC runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	if _, err := a.GC(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiting.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	nb := waiting.NewBatch()
+	if nb.Has(h) {
+		t.Fatal("a refreshed store still offers an object a GC deleted")
+	}
+	if _, n := put(t, nb, d); n == 0 {
+		t.Fatal("the object was not stored afresh")
+	}
+	commit(t, nb)
+	mustRead(t, waiting, h, d)
+}
+
+// Even without a refresh, a copy whose pack is gone is not deduplicated onto (the pack's idx
+// survived), and a read that meets a vanished pack re-reads the directory and finds the new copy.
+func TestPresentRefusesMissingAndCutShortPacks(t *testing.T) {
+	s := TestStore(t)
+	d1, d2 := text(2, 9000), noise(3, 50_000)
+	b := s.NewBatch()
+	h1, _ := put(t, b, d1)
+	h2, _ := put(t, b, d2)
+	commit(t, b)
+	l := s.index[h2]
+	if !s.Present(h1) || !s.Present(h2) {
+		t.Fatal("fresh objects are not present")
+	}
+	// Cut the pack short through the second record; Refresh (the lock) sees the new size.
+	os.Chmod(l.pack.path, 0o600)
+	if err := os.Truncate(l.pack.path, l.offset+20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Present(h1) || s.Present(h2) {
+		t.Fatalf("after truncation: present(h1)=%v present(h2)=%v, want true/false", s.Present(h1), s.Present(h2))
+	}
+	nb := s.NewBatch()
+	if _, n := put(t, nb, d2); n == 0 {
+		t.Fatal("a cut-short copy was deduplicated onto")
+	}
+	commit(t, nb)
+	mustRead(t, s, h2, d2)
+	if s.index[h2].pack == l.pack {
+		t.Fatal("the index still points at the cut-short copy")
+	}
+	// A deleted pack: Present is false at once (its size is -1 after refresh).
+	os.Remove(s.index[h2].pack.path)
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Present(h2) {
+		t.Fatal("an object whose pack was deleted is present")
+	}
+}
+
+// A read that finds damage marks the copy, durably: the next process stores a fresh copy from the
+// live data instead of deduplicating onto the damaged one, and reads it from the fresh copy.
+func TestDamageFoundIsNotDeduplicatedOnto(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := text(4, 20_000)
+	b := s.NewBatch()
+	h, _ := put(t, b, d)
+	commit(t, b)
+	flipData(t, s, h, 7)
+	if _, err := readBlob(s, h); err == nil {
+		t.Fatal("damage not detected")
+	}
+	if s.Present(h) {
+		t.Fatal("a copy found damaged is still present")
+	}
+	s.Close()
+
+	s2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2.Present(h) {
+		t.Fatal("the damage mark did not survive the process")
+	}
+	nb := s2.NewBatch()
+	if _, n := put(t, nb, d); n == 0 {
+		t.Fatal("no fresh copy stored")
+	}
+	commit(t, nb)
+	mustRead(t, s2, h, d)
+	// Reopened, the index prefers the intact copy to the damaged one.
+	s3, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	mustRead(t, s3, h, d)
+}
+
+// A delta whose base is gone is not present: a checkpoint stores the tree again, whole.
+func TestPresentChecksDeltaChains(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	base := dirTree(r, 40)
+	b := s.NewBatch()
+	bh, _, err := b.PutTree(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	next := editOne(r, base)
+	b = s.NewBatch()
+	nh, _ := putDelta(t, b, next, bh)
+	commit(t, b)
+	if !isDelta(s, nh) || !s.Present(nh) {
+		t.Fatal("setup: want a present delta")
+	}
+	os.Remove(s.index[bh].pack.path)
+	os.Remove(strings.TrimSuffix(s.index[bh].pack.path, ".pack") + ".idx")
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Present(nh) {
+		t.Fatal("a delta without its base is present")
+	}
+	if err := s.CheckObject(nh, false); err == nil {
+		t.Fatal("CheckObject accepts a delta whose base is gone")
+	}
+	b = s.NewBatch()
+	if _, n := putDelta(t, b, next, bh); n == 0 {
+		t.Fatal("the tree was not stored again")
+	}
+	commit(t, b)
+	mustReadTree(t, s, nh, next)
+}
+
+// A GC killed between deleting two packs (a delta's and its base's) leaves an intent: every
+// reader skips what it names, so the orphaned delta is never offered for deduplication, and the
+// next lock holder finishes the deletion.
+func TestInterruptedGCIsFinished(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	base := dirTree(r, 40)
+	b := s.NewBatch()
+	bh, _, err := b.PutTree(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	next := editOne(r, base)
+	b = s.NewBatch()
+	nh, _ := putDelta(t, b, next, bh)
+	commit(t, b)
+	basePack, deltaPack := s.index[bh].pack, s.index[nh].pack
+	s.Close()
+
+	// What a GC killed after its first unlink leaves: the intent, and the delta's pack intact.
+	st := &Store{dir: dir, packsDir: filepath.Join(dir, "packs"), tmpDir: filepath.Join(dir, "tmp")}
+	if err := st.writeIntent([]string{basePack.id, deltaPack.id}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(strings.TrimSuffix(basePack.path, ".pack") + ".idx")
+	os.Remove(basePack.path)
+
+	s2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2.Has(nh) || s2.Present(nh) {
+		t.Fatal("a pack named by the gc intent was loaded")
+	}
+	if _, err := os.Stat(deltaPack.path); err != nil {
+		t.Fatal("Open, without the lock, deleted a pack")
+	}
+	if err := s2.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(deltaPack.path); err == nil {
+		t.Fatal("Refresh did not finish the interrupted gc")
+	}
+	if _, err := os.Stat(filepath.Join(dir, gcIntentFile)); err == nil {
+		t.Fatal("the gc intent outlived the gc")
+	}
+}
+
+// A damaged intent is refused, not guessed at.
+func TestDamagedIntentIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, gcIntentFile), []byte("not-a-pack\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir)
+	wantIntegrity(t, err, "damaged gc intent")
+}
+
+// Refresh removes what a killed writer left in tmp/ (the caller holds the lock), and a torn line in
+// the damage list is ignored.
+func TestRefreshCleansTempAndToleratesTornDamageList(t *testing.T) {
+	s := TestStore(t)
+	junk := filepath.Join(s.tmpDir, strings.Repeat("a", 32)+".pack")
+	if err := os.WriteFile(junk, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, damagedFile), []byte("abc\n"+strings.Repeat("b", 32)+" 12"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	put(t, b, text(9, 100))
+	commit(t, b) // a new pack, so Refresh reloads and re-reads the damage list
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(junk); err == nil {
+		t.Fatal("tmp/ junk survived a refresh under the lock")
+	}
+	if set, err := s.readDamaged(); err != nil || len(set) != 0 {
+		t.Fatalf("torn damage lines were taken: %v, %v", set, err)
+	}
+	var zero tree.Hash
+	if s.Present(zero) {
+		t.Fatal("zero hash present")
+	}
+}
