@@ -78,7 +78,18 @@ func NewCheckpointService(d CheckpointDeps) *CheckpointService {
 		history: d.History, clock: d.Clock, git: d.Git, metrics: d.Metrics,
 	}
 	d.Guard.Register(kindRollback, s.finishRollback)
+	d.Guard.RegisterRecorder(s.recordBeforeRecovery)
 	return s
+}
+
+// recordBeforeRecovery records the live workspace as a pre_recover checkpoint; the guard calls it
+// under the lock when recovery would otherwise overwrite work done after a crash.
+func (s *CheckpointService) recordBeforeRecovery(ctx context.Context, note string) (string, error) {
+	cp, err := s.create(ctx, CreateRequest{Type: checkpoint.PreRecover, Note: note})
+	if err != nil {
+		return "", err
+	}
+	return string(cp.ID()), nil
 }
 
 // SetDecisionReverter connects the plan use cases, which are built after this service.

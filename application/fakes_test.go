@@ -207,11 +207,13 @@ func (s *fakeSnap) OpenLive(path string) (io.ReadCloser, error) {
 
 // fakeRestorer changes fakeSnap's live list to the requested tree.
 type fakeRestorer struct {
-	snap         *fakeSnap
-	applies      [][2]tree.Hash
-	reconciles   []tree.Hash
-	applyErr     error
-	reconcileErr error
+	snap          *fakeSnap
+	applies       [][2]tree.Hash
+	reconciles    []tree.Hash
+	applyErr      error
+	reconcileErr  error
+	unrecordedErr error
+	unrecorded    []string // what Unrecorded reports when there is no fake workspace
 }
 
 func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ Progress) (ApplyStats, error) {
@@ -228,6 +230,37 @@ func (r *fakeRestorer) Reconcile(_ context.Context, to tree.Hash) (ApplyStats, e
 		return ApplyStats{}, r.reconcileErr
 	}
 	return r.set(to)
+}
+
+// Unrecorded compares the fake live list with the trees, as the real restorer does.
+func (r *fakeRestorer) Unrecorded(_ context.Context, trees ...tree.Hash) ([]string, error) {
+	if r.unrecordedErr != nil {
+		return nil, r.unrecordedErr
+	}
+	if r.snap == nil {
+		return r.unrecorded, nil
+	}
+	known := map[string][]tree.Entry{}
+	for _, h := range trees {
+		es, err := r.snap.store.Flatten(h)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			known[e.Path] = append(known[e.Path], e)
+		}
+	}
+	var out []string
+	for _, e := range r.snap.live {
+		ok := false
+		for _, k := range known[e.Path] {
+			ok = ok || e.Same(k) || (e.Kind == tree.KindDir && k.Kind == tree.KindDir)
+		}
+		if !ok {
+			out = append(out, e.Path)
+		}
+	}
+	return out, nil
 }
 
 func (r *fakeRestorer) set(to tree.Hash) (ApplyStats, error) {

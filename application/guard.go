@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -15,17 +17,30 @@ type lockKey struct{}
 // database commit already happened before a crash.
 type Finisher func(ctx context.Context, op Operation) error
 
+// Recorder records the live workspace as a checkpoint of type pre_recover and returns its ID.
+// Recovery calls it before it changes a workspace that holds work done after the crash.
+type Recorder func(ctx context.Context, note string) (string, error)
+
 // Guard serialises mutating use cases on one workspace and recovers interrupted operations before any
 // of them runs. Services share one Guard.
+//
+// Recovery never destroys what it did not record: before it rolls a journaled operation forward or
+// back, it compares the live workspace with the operation's source and target trees, and anything
+// in neither (work done after the crash) is first recorded as a pre_recover checkpoint. Read-only
+// commands never recover: they report the pending operation (RecoverIfIdle).
 type Guard struct {
 	// Failpoint, when set, is called at each step of a journaled operation; crash tests arm it.
 	Failpoint func(name string) error
+	// OnRecover, when set, hears of every recovery Enter performs, so the caller can tell the user
+	// that an interrupted operation was finished (and where work found since was recorded).
+	OnRecover func(RecoverResult)
 
 	locker    Locker
 	journal   Journal
 	restorer  Restorer
 	finishers map[string]Finisher
 	repairs   []func(ctx context.Context) error
+	recorder  Recorder
 }
 
 // NewGuard returns a Guard.
@@ -36,22 +51,35 @@ func NewGuard(l Locker, j Journal, r Restorer) *Guard {
 // Register installs the finisher for operations of kind. Services call it from their constructors.
 func (g *Guard) Register(kind string, f Finisher) { g.finishers[kind] = f }
 
+// RegisterRecorder installs what records unrecorded work before recovery; the checkpoint use
+// cases provide it. Without one, recovery refuses to touch a workspace that holds such work.
+func (g *Guard) RegisterRecorder(r Recorder) { g.recorder = r }
+
 // AddRepair installs a check that runs under the lock after journal recovery, whenever no other
 // process holds the lock: the plan use cases use it to close attempts a killed run left "running".
 func (g *Guard) AddRepair(fn func(ctx context.Context) error) { g.repairs = append(g.repairs, fn) }
 
-// RecoverIfIdle recovers an interrupted operation and runs the repairs, but only when the workspace
-// lock is free: a busy lock means the journal belongs to an operation that is still running.
-// Read-only commands call it so they never show a half-finished state.
+// RecoverIfIdle is what read-only commands run first. It never acts on a pending journal: a
+// pending operation is returned in RecoverResult.Pending for the command to report (the workspace
+// may be part-way through it until a mutating command or `plan recover` finishes it). Otherwise,
+// when the lock is free, it runs the repairs (closing attempts a killed run left running), so a
+// read-only command never shows that stale state.
 func (g *Guard) RecoverIfIdle(ctx context.Context) (RecoverResult, error) {
 	if ctx.Value(lockKey{}) != nil {
 		return g.recover(ctx)
+	}
+	if op, err := g.journal.Pending(); err != nil || op != nil {
+		return RecoverResult{Pending: op}, err
 	}
 	unlock, ok, err := g.locker.TryLock("recover")
 	if err != nil || !ok {
 		return RecoverResult{}, err
 	}
 	defer func() { _ = unlock() }()
+	// A journal that appeared before the lock was ours belongs to a process that died since.
+	if op, err := g.journal.Pending(); err != nil || op != nil {
+		return RecoverResult{Pending: op}, err
+	}
 	return g.recover(context.WithValue(ctx, lockKey{}, "recover"))
 }
 
@@ -67,9 +95,13 @@ func (g *Guard) Enter(ctx context.Context, purpose string) (context.Context, fun
 	}
 	release := func() { _ = unlock() }
 	ctx = context.WithValue(ctx, lockKey{}, purpose)
-	if _, err := g.recover(ctx); err != nil {
+	res, err := g.recover(ctx)
+	if err != nil {
 		release()
 		return ctx, nil, fmt.Errorf("recover an interrupted operation before %s: %w", purpose, err)
+	}
+	if res.Recovered && g.OnRecover != nil {
+		g.OnRecover(res)
 	}
 	return ctx, release, nil
 }
@@ -81,6 +113,12 @@ type RecoverResult struct {
 	// Outcome is "completed" (the operation was finished) or "rolled_back" (undone).
 	Outcome string
 	Stats   ApplyStats
+	// Recorded is the pre_recover checkpoint that holds Unrecorded, the live paths recovery found
+	// in neither the source nor the target tree; empty when there were none.
+	Recorded   string
+	Unrecorded []string
+	// Pending is the interrupted operation a read-only command found and left alone.
+	Pending *Operation
 }
 
 // Recover finishes or undoes an operation a crash left behind. It is what `plan recover` runs; every
@@ -129,12 +167,19 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 	// Recovery must not be cut short by the signal that interrupted the original command.
 	ctx = context.WithoutCancel(ctx)
 	res := RecoverResult{Recovered: true, Operation: op}
+	from, err := parseHash(op.Source)
+	if err != nil {
+		return res, err
+	}
+	to, err := parseHash(op.Target)
+	if err != nil {
+		return res, err
+	}
+	if err := g.recordUnrecorded(ctx, op, &res, from, to); err != nil {
+		return res, err
+	}
 	switch op.Direction {
 	case Forward:
-		to, err := parseHash(op.Target)
-		if err != nil {
-			return res, err
-		}
 		if res.Stats, err = g.restorer.Reconcile(ctx, to); err != nil {
 			return res, fmt.Errorf("finish %s %s: %w", op.Kind, op.ID, err)
 		}
@@ -147,10 +192,6 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 		}
 		res.Outcome = "completed"
 	case Backward:
-		from, err := parseHash(op.Source)
-		if err != nil {
-			return res, err
-		}
 		if res.Stats, err = g.restorer.Reconcile(ctx, from); err != nil {
 			return res, fmt.Errorf("undo %s %s: %w", op.Kind, op.ID, err)
 		}
@@ -162,6 +203,38 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 		return res, fmt.Errorf("clear journal: %w", err)
 	}
 	return res, nil
+}
+
+// recordUnrecorded records, as a pre_recover checkpoint, whatever the live workspace holds that
+// neither tree of the interrupted operation does, before recovery overwrites or removes it.
+func (g *Guard) recordUnrecorded(ctx context.Context, op *Operation, res *RecoverResult, from, to tree.Hash) error {
+	paths, err := g.restorer.Unrecorded(ctx, from, to)
+	if err != nil {
+		return fmt.Errorf("compare the workspace with interrupted %s %s (nothing was changed): %w", op.Kind, op.ID, err)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	res.Unrecorded = paths
+	if g.recorder == nil {
+		return fault.Conflict("interrupted %s %s: the workspace changed since (%s): nothing was changed; record it with a checkpoint, then run `plan recover`",
+			op.Kind, op.ID, summarizePaths(paths))
+	}
+	id, err := g.recorder(ctx, fmt.Sprintf("before recovering interrupted %s %s (%d changed path(s))", op.Kind, op.ID, len(paths)))
+	if err != nil {
+		return fmt.Errorf("record the workspace before recovering %s %s (nothing was changed): %w", op.Kind, op.ID, err)
+	}
+	res.Recorded = id
+	return nil
+}
+
+// summarizePaths names the first few paths of a list.
+func summarizePaths(paths []string) string {
+	const show = 3
+	if len(paths) <= show {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:show], ", "), len(paths)-show)
 }
 
 // run journals op, applies the workspace change from→to, runs the finisher and clears the journal.

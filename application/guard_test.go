@@ -258,20 +258,95 @@ func TestRecoverIgnoresCancellation(t *testing.T) {
 
 func TestRecoverIfIdle(t *testing.T) {
 	e := newGuardEnv()
+	repairs := 0
+	e.g.AddRepair(func(context.Context) error { repairs++; return nil })
 	e.j.op = pendingOp(Forward)
-	e.l.busy = true // another process is mid-operation: its journal is not ours to recover
-	res, err := e.g.RecoverIfIdle(context.Background())
-	if err != nil || res.Recovered || e.j.op == nil || len(e.r.reconciles) != 0 {
-		t.Fatalf("busy lock: %+v, %v; journal %+v", res, err, e.j.op)
+	// A read-only command never acts on a journal, free lock or not: it reports it.
+	for _, busy := range []bool{true, false} {
+		e.l.busy = busy
+		res, err := e.g.RecoverIfIdle(context.Background())
+		if err != nil || res.Recovered || res.Pending == nil || e.j.op == nil || len(e.r.reconciles) != 0 || repairs != 0 {
+			t.Fatalf("busy=%v: %+v, %v; journal %+v; %d repairs", busy, res, err, e.j.op, repairs)
+		}
 	}
-	e.l.busy = false
-	res, err = e.g.RecoverIfIdle(context.Background())
-	if err != nil || !res.Recovered || e.j.op != nil || e.l.held {
-		t.Fatalf("free lock: %+v, %v; journal %+v; lock %+v", res, err, e.j.op, e.l)
+	if e.l.held {
+		t.Fatal("lock left held")
+	}
+	// Without a journal and with a free lock, the repairs run.
+	e.j.op = nil
+	res, err := e.g.RecoverIfIdle(context.Background())
+	if err != nil || res.Recovered || res.Pending != nil || repairs != 1 || e.l.held {
+		t.Fatalf("free lock: %+v, %v; %d repairs; lock %+v", res, err, repairs, e.l)
 	}
 	e.l.err = errors.New("EBADF")
 	if _, err := e.g.RecoverIfIdle(context.Background()); err == nil {
 		t.Error("TryLock error ignored")
+	}
+	e.l.err = nil
+	e.j.pendingErr = errors.New("journal unreadable")
+	if _, err := e.g.RecoverIfIdle(context.Background()); err == nil {
+		t.Error("journal error ignored")
+	}
+}
+
+// Recovery never destroys work done after the crash: what neither tree holds is recorded as a
+// pre_recover checkpoint before the workspace is touched, and the caller hears of it.
+func TestRecoveryRecordsWorkDoneAfterTheCrash(t *testing.T) {
+	for _, dir := range []Direction{Forward, Backward} {
+		e := newGuardEnv()
+		e.j.op = pendingOp(dir)
+		e.r.unrecorded = []string{"new-work.txt", "a.txt"}
+		var events []string
+		e.g.RegisterRecorder(func(_ context.Context, note string) (string, error) {
+			events = append(events, "record")
+			if len(e.r.reconciles) != 0 {
+				t.Error("recorded after the workspace was changed")
+			}
+			if !strings.Contains(note, pendingOp(dir).ID) {
+				t.Errorf("note %q does not name the operation", note)
+			}
+			return "cp-recover", nil
+		})
+		var heard []RecoverResult
+		e.g.OnRecover = func(r RecoverResult) { heard = append(heard, r) }
+		_, release, err := e.g.Enter(context.Background(), "gc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		if len(events) != 1 || len(e.r.reconciles) != 1 || e.j.op != nil {
+			t.Fatalf("%s: events %v, reconciles %v, journal %+v", dir, events, e.r.reconciles, e.j.op)
+		}
+		if len(heard) != 1 || heard[0].Recorded != "cp-recover" || len(heard[0].Unrecorded) != 2 {
+			t.Fatalf("%s: OnRecover heard %+v", dir, heard)
+		}
+	}
+}
+
+// When the work cannot be recorded, recovery changes nothing and keeps the journal.
+func TestRecoveryRefusesWhatItCannotRecord(t *testing.T) {
+	cases := map[string]func(e *guardEnv){
+		"no recorder": func(e *guardEnv) {},
+		"recorder fails": func(e *guardEnv) {
+			e.g.RegisterRecorder(func(context.Context, string) (string, error) { return "", errors.New("disk full") })
+		},
+		"compare fails": func(e *guardEnv) {
+			e.r.unrecordedErr = fault.Integrity("tree damaged")
+			e.g.RegisterRecorder(func(context.Context, string) (string, error) { return "x", nil })
+		},
+	}
+	for name, arrange := range cases {
+		e := newGuardEnv()
+		e.j.op = pendingOp(Forward)
+		e.r.unrecorded = []string{"a", "b", "c", "d"}
+		arrange(e)
+		_, err := e.g.Recover(context.Background())
+		if err == nil || len(e.r.reconciles) != 0 || e.j.op == nil || len(e.fins) != 0 {
+			t.Fatalf("%s: err %v, reconciles %v, journal %+v, finishes %d", name, err, e.r.reconciles, e.j.op, len(e.fins))
+		}
+		if name == "no recorder" && (!errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "a, b, c and 1 more")) {
+			t.Fatalf("no recorder: %v", err)
+		}
 	}
 }
 

@@ -82,6 +82,9 @@ type Restorer interface {
 	Apply(ctx context.Context, from, to tree.Hash, p Progress) (ApplyStats, error)
 	// Reconcile makes the workspace equal to tree to, whatever it holds now. Crash recovery uses it.
 	Reconcile(ctx context.Context, to tree.Hash) (ApplyStats, error)
+	// Unrecorded lists the live paths whose state none of trees holds (a file written or edited after
+	// a crash, say): what Reconcile would destroy unless it is recorded first.
+	Unrecorded(ctx context.Context, trees ...tree.Hash) ([]string, error)
 }
 
 // Direction says which way a journaled operation is heading.

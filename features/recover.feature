@@ -1,7 +1,9 @@
 Feature: Recovery from an interrupted rollback
   A rollback keeps a journal while it changes the workspace. If the process dies part-way, the next
-  `plan` command (or `plan recover`) finishes the rollback or undoes it before doing anything else,
-  so the workspace is never left half rolled back.
+  `plan` command that changes the workspace (or `plan recover`) finishes the rollback or undoes it
+  before doing anything else, so the workspace is never left half rolled back. Read-only commands
+  only report it. Recovery never destroys what it did not record: work done after the crash is
+  recorded as a pre_recover checkpoint first.
 
   These scenarios run the plan binary with PLAN_FAILPOINT, which kills it (SIGKILL, like a crash) or
   makes a step fail at a named point of the rollback.
@@ -51,10 +53,15 @@ Feature: Recovery from an interrupted rollback
     Then it succeeds
     And the JSON output has "rollback_count" equal to "1"
 
-  Scenario Outline: the next command finishes a rollback killed at <failpoint>
+  Scenario Outline: the next command that changes the workspace finishes a rollback killed at <failpoint>
     When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "<failpoint>"
     Then the process was killed
+    And I remember the workspace as "crashed"
     When I run "plan --json checkpoint list"
+    Then it succeeds
+    And stderr contains "is pending"
+    And the workspace equals "crashed"
+    When I run "plan gc"
     Then it succeeds
     And stderr contains "recovered an interrupted rollback"
     And the workspace equals "target"
@@ -145,3 +152,49 @@ Feature: Recovery from an interrupted rollback
     When I run "plan --json checkpoint show <target>"
     Then it succeeds
     And the JSON output has "rollback_count" equal to "1"
+
+  Scenario: work done after a crash survives recovery in a pre_recover checkpoint
+    When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "restore.removed"
+    Then the process was killed
+    Given a file "new-work.txt" containing "precious\n"
+    And I change "a.txt" to "edited after the crash\n"
+    And I remember the workspace as "after-crash"
+    When I run "plan --json checkpoint list"
+    Then it succeeds
+    And stderr contains "interrupted rollback"
+    And the file "new-work.txt" contains "precious\n"
+    When I run "plan diff <target>"
+    Then it succeeds
+    And the workspace equals "after-crash"
+    When I run "plan recover --json"
+    Then it succeeds
+    And the JSON output has "outcome" equal to "completed"
+    And the JSON output has "recorded_checkpoint_id" matching "^[0-9a-f]{24}$"
+    And the JSON output has "unrecorded_paths.0" equal to "a.txt"
+    And the JSON output has "unrecorded_paths.1" equal to "new-work.txt"
+    And the workspace equals "target"
+    And I remember the JSON output "recorded_checkpoint_id" as "recorded"
+    When I run "plan --json checkpoint show <recorded>"
+    Then it succeeds
+    And the JSON output has "type" equal to "pre_recover"
+    When I run "plan rollback --to-checkpoint <recorded> --yes"
+    Then it succeeds
+    And the workspace equals "after-crash"
+
+  Scenario: a command that changes the workspace records work done after the crash before it recovers
+    When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "restore.staged"
+    Then the process was killed
+    Given a file "new-work.txt" containing "precious\n"
+    And I remember the workspace as "after-crash"
+    When I run "plan --json checkpoint create --note next"
+    Then it succeeds
+    And stderr contains "recorded first as checkpoint"
+    And the workspace equals "target"
+    When I run "plan --json checkpoint list"
+    Then it succeeds
+    And the JSON output has "0.note" equal to "next"
+    And the JSON output has "1.type" equal to "pre_recover"
+    And I remember the JSON output "1.id" as "recorded"
+    When I run "plan rollback --to-checkpoint <recorded> --yes"
+    Then it succeeds
+    And the workspace equals "after-crash"

@@ -34,10 +34,13 @@ const (
 	SafeState         Type = "safe_state"
 	PreRiskyOperation Type = "pre_risky_operation"
 	Milestone         Type = "milestone"
+	// PreRecover records what the workspace held when crash recovery found changes made after the
+	// crash, before recovery finished or undid the interrupted operation.
+	PreRecover Type = "pre_recover"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

@@ -81,6 +81,42 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 	return stats, err
 }
 
+// Unrecorded lists the live paths whose state none of trees holds. A directory counts as recorded
+// when any of the trees has a directory there (its mode holds no data); a file or symlink only when
+// one of them has the same content, mode or target.
+func (r *Restorer) Unrecorded(ctx context.Context, trees ...tree.Hash) ([]string, error) {
+	live, err := r.scanner.Scan(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scan the workspace: %w", err)
+	}
+	known := make(map[string][]tree.Entry, len(live))
+	for _, h := range trees {
+		entries, err := r.store.Flatten(h)
+		if err != nil {
+			return nil, fmt.Errorf("read tree %s: %w", h, err)
+		}
+		for _, e := range entries {
+			known[e.Path] = append(known[e.Path], e)
+		}
+	}
+	var out []string
+	for _, e := range live {
+		if !recorded(e, known[e.Path]) {
+			out = append(out, e.Path)
+		}
+	}
+	return out, nil
+}
+
+func recorded(e tree.Entry, versions []tree.Entry) bool {
+	for _, v := range versions {
+		if (e.Kind == tree.KindDir && v.Kind == tree.KindDir) || e.Same(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // applier carries one apply's state.
 type applier struct {
 	r        *Restorer

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -782,5 +783,50 @@ func TestRestoreNeverTouchesPlanOrGitDirectories(t *testing.T) {
 	}
 	if dbAfter, _ := os.ReadFile(w.l.Database()); !bytes.Equal(dbBefore, dbAfter) {
 		t.Error(".plan changed")
+	}
+}
+
+// Unrecorded names exactly the live paths that hold a state neither tree has: new files, edits,
+// a new empty directory, a retargeted symlink and a mode change; paths in either tree's state,
+// and paths either tree has that are gone from the workspace, are not named.
+func TestUnrecorded(t *testing.T) {
+	w := newTestWS(t)
+	w.write("a.txt", "v1\n", 0o644)
+	w.write("same.txt", "same\n", 0o644)
+	w.write("mode.sh", "#!/bin/sh\n", 0o644)
+	w.symlink("link", "a.txt")
+	w.mkdir("dir", 0o755)
+	src := w.snapshot().Root
+	w.write("a.txt", "v2\n", 0o644)
+	w.remove("same.txt")
+	dst := w.snapshot().Root
+
+	if got, err := w.r.Unrecorded(context.Background(), src, dst); err != nil || len(got) != 0 {
+		t.Fatalf("workspace at the target: %v, %v", got, err)
+	}
+	w.write("a.txt", "v1\n", 0o644) // back at the source's version: recorded
+	w.write("same.txt", "same\n", 0o644)
+	if got, err := w.r.Unrecorded(context.Background(), src, dst); err != nil || len(got) != 0 {
+		t.Fatalf("workspace part-way between the trees: %v, %v", got, err)
+	}
+	w.write("a.txt", "edited after the crash\n", 0o644)
+	w.write("new-work.txt", "precious\n", 0o644)
+	w.mkdir("dir/newdir", 0o755)
+	w.remove("link")
+	w.symlink("link", "elsewhere")
+	if err := os.Chmod(w.abs("mode.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.remove("same.txt")
+	got, err := w.r.Unrecorded(context.Background(), src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a.txt", "dir/newdir", "link", "mode.sh", "new-work.txt"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Unrecorded = %v, want %v", got, want)
+	}
+	if _, err := w.r.Unrecorded(context.Background(), src, tree.Sum([]byte("no such tree"))); err == nil {
+		t.Fatal("a tree that cannot be read must fail the comparison, not pass it")
 	}
 }

@@ -132,17 +132,30 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	return app, nil
 }
 
-// recoverFirst finishes or undoes an interrupted operation before a command runs.
+// recoverFirst reports an operation a crash interrupted before a command runs. A command that
+// changes the workspace recovers it when it takes the lock (and says so); a read-only command
+// leaves it alone, because recovery changes the workspace.
 func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
+	app.Services.Guard.OnRecover = h.reportRecovery
 	res, err := app.Services.Guard.RecoverIfIdle(ctx)
 	if err != nil {
 		return err
 	}
-	if res.Recovered {
-		_, _ = fmt.Fprintf(h.r.Stderr, "plan: recovered an interrupted %s (%s): %s\n",
-			res.Operation.Kind, res.Operation.ID, res.Outcome)
+	if op := res.Pending; op != nil {
+		_, _ = fmt.Fprintf(h.r.Stderr, "plan: an interrupted %s (%s) is pending and the workspace may be part-way through it: "+
+			"run `plan recover` (any command that changes the workspace also finishes it first)\n", op.Kind, op.ID)
 	}
 	return nil
+}
+
+// reportRecovery tells the user what recovery did.
+func (h *handler) reportRecovery(res application.RecoverResult) {
+	if res.Recorded != "" {
+		_, _ = fmt.Fprintf(h.r.Stderr, "plan: %d path(s) changed since the crash were recorded first as checkpoint %s\n",
+			len(res.Unrecorded), res.Recorded)
+	}
+	_, _ = fmt.Fprintf(h.r.Stderr, "plan: recovered an interrupted %s (%s): %s\n",
+		res.Operation.Kind, res.Operation.ID, res.Outcome)
 }
 
 // with opens the workspace, recovers, runs fn and closes the application.

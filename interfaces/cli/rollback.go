@@ -175,10 +175,18 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 		v.Kind = optional(res.Operation.Kind)
 		v.Outcome = optional(res.Outcome)
 	}
+	if res.Recorded != "" {
+		v.Recorded = optional(res.Recorded)
+		v.Unrecorded = res.Unrecorded
+	}
 	return h.emit(v, func(w io.Writer) {
 		if !res.Recovered {
 			_, _ = fmt.Fprintln(w, "Nothing to recover: no operation was interrupted.")
 			return
+		}
+		if res.Recorded != "" {
+			_, _ = fmt.Fprintf(w, "The workspace had changed since the crash: %d path(s) recorded first as checkpoint %s.\n",
+				len(res.Unrecorded), res.Recorded)
 		}
 		_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
 	})

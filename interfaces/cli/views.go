@@ -154,6 +154,9 @@ type recoverView struct {
 	Operation *string `json:"operation"`
 	Outcome   *string `json:"outcome"`
 	Kind      *string `json:"kind,omitempty"`
+	// Recorded is the pre_recover checkpoint holding Unrecorded, the paths changed since the crash.
+	Recorded   *string  `json:"recorded_checkpoint_id,omitempty"`
+	Unrecorded []string `json:"unrecorded_paths,omitempty"`
 }
 
 type errorView struct {
