@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ func (s *scenario) registerStoreSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^(\d+) checkpoints "([^"]*)" of a changing tree$`, s.checkpointsOfAChangingTree)
 	sc.Step(`^I (flip a byte in the middle of|delete|truncate to half its size) the pack checkpoint "([^"]*)" wrote$`, s.iDamageThePackOf)
 	sc.Step(`^the database is overwritten with junk$`, s.theDatabaseIsOverwrittenWithJunk)
+	sc.Step(`^the database is truncated to zero bytes$`, s.theDatabaseIsTruncated)
 	sc.Step(`^I empty every pack index file$`, s.iEmptyEveryPackIndex)
 }
 
@@ -77,6 +79,24 @@ func (s *scenario) iDamageThePackOf(how, name string) error {
 
 // theDatabaseIsOverwrittenWithJunk replaces .plan/plan.db with random bytes (and removes SQLite's
 // side files), as a disk fault or a stray write would leave it.
+// theDatabaseIsTruncated leaves a zero-byte plan.db (and no WAL), as a failed copy or a full
+// disk can.
+func (s *scenario) theDatabaseIsTruncated() error {
+	db, err := s.path(".plan/plan.db")
+	if err != nil {
+		return err
+	}
+	if err := os.Truncate(db, 0); err != nil {
+		return err
+	}
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if err := os.Remove(db + side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *scenario) theDatabaseIsOverwrittenWithJunk() error {
 	db, err := s.path(".plan/plan.db")
 	if err != nil {

@@ -242,6 +242,25 @@ Feature: Store health
     And stdout contains "FAIL database"
     And stdout contains "restore .plan/plan.db from a backup"
 
+  Scenario: a zero-byte database is an integrity problem, and gc never runs against it
+    Given a file "a.txt" containing "hello\n"
+    And a file "big.bin" of 200000 bytes of random data
+    And a checkpoint "one"
+    When the database is truncated to zero bytes
+    And I run "plan checkpoint list"
+    Then the exit code is 6
+    And stderr contains "plan doctor"
+    And stdout does not contain "No checkpoints"
+    When I run "plan gc"
+    Then the exit code is 6
+    When I run "plan checkpoint prune --keep 0 --yes"
+    Then the exit code is 6
+    When I run "plan init"
+    Then the exit code is 6
+    When I run "plan --json checkpoint create"
+    Then the exit code is 6
+    And the JSON error has "error.kind" equal to "integrity"
+
   Scenario: a deleted database with a non-empty store is an integrity problem, not a new workspace
     Given a file "a.txt" containing "hello\n"
     And a checkpoint "one"

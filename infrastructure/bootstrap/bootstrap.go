@@ -127,7 +127,9 @@ func (r *resources) close() error {
 func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := persistence.Open(ctx, l.Database(), cfg.Init)
+	// A database may only start empty while the store is empty too: an empty database beside
+	// stored objects is a lost one, and gc against it would delete everything.
+	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,9 @@ type DB struct {
 	path string
 }
 
-// Open opens (creating when create is true) the database at path and migrates it.
+// Open opens the database at path and migrates it. create allows a missing or empty database to be
+// initialised (the caller knows the workspace's store is empty, so nothing can be lost); otherwise a
+// missing, empty or incomplete database is a fault.ErrIntegrity error, never taken for a fresh one.
 func Open(ctx context.Context, path string, create bool) (*DB, error) {
 	if !create {
 		if _, err := os.Stat(path); err != nil {
@@ -52,6 +54,10 @@ func Open(ctx context.Context, path string, create bool) (*DB, error) {
 	// transaction-in-context pattern free of cross-connection surprises.
 	sqlDB.SetMaxOpenConns(1)
 	db := &DB{gorm: g, path: path}
+	if err := db.checkSchema(ctx, create); err != nil {
+		_ = sqlDB.Close()
+		return nil, classify(path, err)
+	}
 	if err := db.migrate(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, classify(path, err)

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"gorm.io/gorm"
@@ -110,6 +111,50 @@ var migrations = []migration{
 			reason TEXT NOT NULL
 		)`,
 	}},
+}
+
+// createTable finds the tables a migration step creates.
+var createTable = regexp.MustCompile(`^\s*CREATE TABLE (\w+)`)
+
+// checkSchema refuses a database that an initialised workspace should have filled but that is
+// empty, or lacks a table its recorded schema version promises: such a file is damage (a
+// truncated copy, a zero-byte file), and treating it as fresh would let gc delete every object
+// the lost rows referenced. fresh allows an empty file (plan init in a workspace whose store is
+// empty, so nothing can be lost).
+func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
+	var names []string
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT name FROM sqlite_master WHERE type = 'table'`).Scan(&names).Error; err != nil {
+		return fmt.Errorf("read the schema: %w", err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	if !have["schema_migrations"] {
+		if fresh && len(names) == 0 {
+			return nil
+		}
+		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor`", d.path)
+	}
+	var current int
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current == 0 && !fresh {
+		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor`", d.path)
+	}
+	for _, m := range migrations {
+		if m.version > current {
+			break
+		}
+		for _, stmt := range m.sql {
+			if t := createTable.FindStringSubmatch(stmt); t != nil && !have[t[1]] {
+				return fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor`",
+					d.path, t[1], current)
+			}
+		}
+	}
+	return nil
 }
 
 func (d *DB) migrate(ctx context.Context) error {
