@@ -152,6 +152,9 @@ func (s *CheckpointService) take(ctx context.Context, req CreateRequest) (*check
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the workspace: %w", err)
 	}
+	if err := s.guard.hit("checkpoint.stored"); err != nil {
+		return nil, err
+	}
 	if req.Warn != nil {
 		for _, w := range snap.Warnings {
 			req.Warn(w)
@@ -314,18 +317,27 @@ func Count(changes []tree.Change) ChangeCounts {
 // Rollback restores the workspace to the checkpoint ref names. It first records the current state
 // as a pre_rollback checkpoint, then applies only the difference under the journal.
 func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
-	target, err := s.Resolve(ctx, req.Ref)
-	if err != nil {
-		return RollbackResult{}, err
-	}
 	if req.DryRun {
+		target, err := s.Resolve(ctx, req.Ref)
+		if err != nil {
+			return RollbackResult{}, err
+		}
 		return s.previewRollback(ctx, target, req.Progress)
+	}
+	if err := ident.ValidateRef("checkpoint", req.Ref); err != nil {
+		return RollbackResult{}, err // bad input is refused before waiting for the lock
 	}
 	ctx, release, err := s.guard.Enter(ctx, "rollback")
 	if err != nil {
 		return RollbackResult{}, err
 	}
 	defer release()
+	// Resolved under the lock: a checkpoint deleted (or pruned) while this command waited is not
+	// found, rather than rolled back to and then missing when the rollback is recorded.
+	target, err := s.Resolve(ctx, req.Ref)
+	if err != nil {
+		return RollbackResult{}, err
+	}
 	return s.rollback(ctx, target, req, nil)
 }
 

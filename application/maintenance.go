@@ -210,6 +210,12 @@ type VerifyResult struct {
 // the right size, and with readData that its content hashes right. Shared objects are checked once
 // and their damage reported for every checkpoint that references them.
 func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bool) (VerifyResult, error) {
+	// Under the lock: a gc or prune running meanwhile would otherwise show as damage.
+	ctx, release, err := s.guard.Enter(ctx, "verify")
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	defer release()
 	var cps []*checkpoint.Checkpoint
 	if ref != "" {
 		cp, err := (&CheckpointService{repo: s.repo}).Resolve(ctx, ref)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
@@ -147,6 +148,7 @@ func newStore(res *resources, l workspace.Layout) (*objectstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Failpoint = failpoint.Hit
 	res.add(s.Close)
 	return s, nil
 }
@@ -315,5 +317,7 @@ func rootCause(err error) error {
 	if errors.As(err, &fe) {
 		return fe
 	}
-	return err
+	// The error a constructor returned, without the graph's wording ("could not build arguments
+	// for function …"): one line that names the file and the cause.
+	return dig.RootCause(err)
 }

@@ -571,6 +571,9 @@ func (pw *packWriter) install() error {
 	if err := os.Rename(pw.tmpPack, dst+".pack"); err != nil {
 		return fmt.Errorf("install pack: %w", err)
 	}
+	if err := pw.s.hit("store.pack-installed"); err != nil {
+		return err
+	}
 	if err := os.Rename(pw.tmpIdx, dst+".idx"); err != nil {
 		return fmt.Errorf("install idx: %w", err)
 	}

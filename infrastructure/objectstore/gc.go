@@ -206,6 +206,9 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 		}
 		res.PacksRewritten = len(rewrite)
 		res.BytesReclaimed -= written
+		if err := s.hit("gc.rewritten"); err != nil {
+			return res, err
+		}
 	}
 	gone := slices.Concat(drop, rewrite)
 	if len(gone) == 0 {

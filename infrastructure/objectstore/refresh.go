@@ -127,11 +127,19 @@ func (s *Store) deletePacks(ids []string) error {
 	if err := s.writeIntent(ids); err != nil {
 		return err
 	}
+	if err := s.hit("gc.intent"); err != nil {
+		return err
+	}
 	var errs []error
-	for _, id := range ids {
+	for i, id := range ids {
 		for _, ext := range []string{".idx", ".pack"} {
 			if err := os.Remove(filepath.Join(s.packsDir, id+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
+			}
+		}
+		if i == 0 {
+			if err := s.hit("gc.deleted-one"); err != nil {
+				return err
 			}
 		}
 	}

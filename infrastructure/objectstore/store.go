@@ -25,6 +25,10 @@ const maxCachedFDs = 256
 
 // Store is an open object store. Its methods are safe for concurrent use.
 type Store struct {
+	// Failpoint, when set, is called at each step of a commit and a GC where a crash matters;
+	// crash tests arm it (see package failpoint). Set it before the store is used.
+	Failpoint func(name string) error
+
 	dir, packsDir, tmpDir string
 
 	mu      sync.RWMutex
@@ -313,6 +317,13 @@ func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
 	}
 	s.cachedFDs.Add(-1)
 	return f, func() { _ = f.Close() }, nil
+}
+
+func (s *Store) hit(name string) error {
+	if s.Failpoint == nil {
+		return nil
+	}
+	return s.Failpoint(name)
 }
 
 func newPackID() (string, error) {
