@@ -63,29 +63,50 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 		}
 	}
 
-	// Store: index files that do not match their packs, packs without an index.
+	// Store: index files that do not match their packs, packs without an index, packs missing or
+	// cut short, broken delta chains, an interrupted gc.
 	packs := filepath.Join(l.Objects(), "packs")
 	add(checkIndexes(packs, repair))
 	if s, err := objectstore.Open(l.Objects()); err != nil {
 		add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named .idx file: plan rebuilds it from its pack"})
 	} else {
 		if repair {
+			// Repairs write to the store, which only the lock's holder may do.
+			unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --repair")
+			if err != nil {
+				add(Finding{Check: "lock", Problem: err.Error(), Repair: "run `plan doctor --repair` again once the other plan process is done"})
+				_ = s.Close()
+				return r.done()
+			}
+			defer func() { _ = unlock() }()
 			if n, err := s.CleanTemp(); err == nil && n > 0 {
 				add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files", n),
 					Repair: "removed (they belonged to checkpoints that never committed)", Repaired: true})
 			}
+			// What every command does once it holds the lock: finish an interrupted gc, write the
+			// idx of a pack that has none.
+			if err := s.Refresh(); err != nil {
+				add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named file if it is an .idx: plan rebuilds it from its pack"})
+			}
 		} else if n := countEntries(filepath.Join(l.Objects(), "tmp")); n > 0 {
-			add(Finding{Check: "store temporary files", Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
-				Repair: "`plan doctor --repair` removes them (no checkpoint references them)"})
+			// Junk, not damage: no checkpoint references it, and the next command that takes the
+			// workspace lock removes it.
+			add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
+				Repair: "removed by the next plan command that changes the workspace, or by `plan doctor --repair` (no checkpoint references them)"})
+		}
+		if problems := s.Problems(); len(problems) > 0 {
+			add(Finding{Check: "store", Problem: strings.Join(problems, "; "),
+				Repair: "`plan verify` names the checkpoints that need the lost objects; delete those checkpoints (or restore the packs from a backup), then `plan gc`"})
+		} else {
+			add(Finding{Check: "store", OK: true})
 		}
 		_ = s.Close()
-		add(Finding{Check: "store", OK: true})
 	}
 
 	// Journal and staging.
 	if _, err := os.Stat(l.JournalFile()); err == nil {
 		add(Finding{Check: "journal", Problem: "an interrupted rollback or correction is pending",
-			Repair: "`plan recover` (or any plan command) finishes or undoes it"})
+			Repair: "`plan recover` (or any plan command that changes the workspace) finishes or undoes it"})
 	} else {
 		add(Finding{Check: "journal", OK: true})
 	}
@@ -103,6 +124,11 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 		}
 		add(f)
 	}
+	return r.done()
+}
+
+// done sets OK from the findings.
+func (r Report) done() Report {
 	r.OK = true
 	for _, f := range r.Findings {
 		if !f.OK {

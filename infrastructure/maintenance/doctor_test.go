@@ -209,7 +209,8 @@ func TestDoctorTemporaryFiles(t *testing.T) {
 
 	r := maintenance.Doctor(context.Background(), l, false)
 	f := finding(t, r, "store temporary files")
-	if r.OK || f.OK || f.Problem != "2 unfinished pack files in objects/tmp" || !strings.Contains(f.Repair, "plan doctor --repair") {
+	// Junk, not damage: reported, but the workspace is healthy (no exit 6 until --repair).
+	if !r.OK || !f.OK || f.Problem != "2 unfinished pack files in objects/tmp" || !strings.Contains(f.Repair, "plan doctor --repair") {
 		t.Errorf("without repair: report ok=%v, finding %+v", r.OK, f)
 	}
 	if entries, _ := os.ReadDir(tmp); len(entries) != 2 {
@@ -325,5 +326,30 @@ func TestDoctorFreshWorkspace(t *testing.T) {
 	r := maintenance.Doctor(context.Background(), l, false)
 	if f := finding(t, r, "pack indexes"); !f.OK || f.Problem != "" {
 		t.Errorf("pack indexes without a packs directory: %+v", f)
+	}
+}
+
+// A pack deleted or cut short is damage doctor reports (it used to say "ok store").
+func TestDoctorSeesMissingAndCutShortPacks(t *testing.T) {
+	for name, damage := range map[string]func(string) error{
+		"deleted":   os.Remove,
+		"cut short": func(p string) error { return os.Truncate(p, 20) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := workspaceWithCheckpoint(t)
+			for _, p := range packFiles(t, l, "pack") {
+				if err := os.Chmod(p, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := damage(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := maintenance.Doctor(context.Background(), l, false)
+			f := finding(t, r, "store")
+			if r.OK || f.OK || !strings.Contains(f.Problem, "pack ") || !strings.Contains(f.Repair, "plan verify") {
+				t.Errorf("report ok=%v, store finding %+v", r.OK, f)
+			}
+		})
 	}
 }

@@ -467,3 +467,74 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 	s.noteDamage(h, l, err)
 	return err
 }
+
+// Problems lists, without reading object data, what keeps objects the index lists from being read:
+// an idx whose pack is missing, a pack cut short of the records its idx lists, a delta whose base
+// chain is broken, and a GC that was interrupted. It backs `plan doctor`; `verify --read-data`
+// reads every byte.
+func (s *Store) Problems() []string {
+	var out []string
+	if pending, err := s.readIntent(); err != nil {
+		out = append(out, err.Error())
+	} else if len(pending) > 0 {
+		out = append(out, fmt.Sprintf("an interrupted gc was deleting %d pack(s); the next command that takes the lock finishes it", len(pending)))
+	}
+	s.mu.RLock()
+	type packCount struct {
+		missing, cut int
+	}
+	per := map[*packFile]*packCount{}
+	var deltas []tree.Hash
+	for h, l := range s.index {
+		pc := per[l.pack]
+		if pc == nil {
+			pc = &packCount{}
+			per[l.pack] = pc
+		}
+		switch {
+		case l.pack.size < 0:
+			pc.missing++
+		case !intact(h, l, nil):
+			pc.cut++
+		case l.kind == TreeDeltaObject:
+			deltas = append(deltas, h)
+		}
+	}
+	s.mu.RUnlock()
+	ids := make([]*packFile, 0, len(per))
+	for p := range per {
+		ids = append(ids, p)
+	}
+	slices.SortFunc(ids, func(a, b *packFile) int { return strings.Compare(a.id, b.id) })
+	for _, p := range ids {
+		switch pc := per[p]; {
+		case pc.missing > 0:
+			out = append(out, fmt.Sprintf("pack %s is missing: its idx lists %d object(s) that cannot be read", p.id, pc.missing))
+		case pc.cut > 0:
+			out = append(out, fmt.Sprintf("pack %s is cut short: %d object(s) its idx lists lie past its end", p.id, pc.cut))
+		}
+	}
+	slices.SortFunc(deltas, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
+	broken := 0
+	var first error
+	for _, h := range deltas {
+		l, ok := s.lookup(h)
+		if !ok {
+			continue
+		}
+		base, err := s.cachedBase(h, l)
+		if err == nil {
+			err = s.checkChain(base)
+		}
+		if err != nil {
+			broken++
+			if first == nil {
+				first = fmt.Errorf("tree %s: %w", h, err)
+			}
+		}
+	}
+	if broken > 0 {
+		out = append(out, fmt.Sprintf("%d tree delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
+	}
+	return out
+}
