@@ -96,7 +96,8 @@ func TestParseType(t *testing.T) {
 	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "pre_rollback") {
 		t.Errorf("ParseType(Manual) = %v, want ErrInvalid listing the valid types", err)
 	}
-	if len(Types) != 7 {
-		t.Errorf("the contract has 7 checkpoint types, got %d", len(Types))
+	// The contract's seven, plus pre_recover (recovery records work done after a crash).
+	if len(Types) != 8 || Types[7] != PreRecover {
+		t.Errorf("want the contract's 7 checkpoint types and pre_recover, got %v", Types)
 	}
 }
