@@ -279,7 +279,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		if !started || d.Status() == plan.Succeeded {
 			continue
 		}
-		a, _, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		a, timedOut, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
 		if a != nil {
 			reexecuted = append(reexecuted, d.ID())
 		}
@@ -288,10 +288,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 			break
 		}
 		if a.Status != plan.Succeeded {
-			runErr = &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode}
-			if a.Status == plan.Interrupted {
-				runErr = fmt.Errorf("%w: %w", runErr, context.Canceled)
-			}
+			runErr = decisionFailure(d.ID(), a, timedOut)
 			p.SkipPending(d.ID())
 			if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 				runErr = errors.Join(runErr, err)

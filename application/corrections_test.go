@@ -222,6 +222,16 @@ func TestCorrectReexecutionFails(t *testing.T) {
 		t.Errorf("c is %s: a failed re-execution must not run it", c.Status())
 	}
 
+	// A re-execution that times out is reported as a timeout, not as "failed with exit code -1"
+	// (the correction path used to drop TimedOut).
+	e = newUseCaseEnv(t)
+	ranABC(t, e)
+	e.exec.results["b"] = ExecResult{ExitCode: -1, TimedOut: true}
+	_, err = correctB(e, nil)
+	if !errors.As(err, &df) || !df.TimedOut || !strings.Contains(err.Error(), `decision "b" timed out`) {
+		t.Fatalf("timed-out re-execution: %v", err)
+	}
+
 	// Interrupted while re-executing.
 	e = newUseCaseEnv(t)
 	ranABC(t, e)

@@ -150,9 +150,9 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 			return res, err
 		}
-		failure := &DecisionFailedError{DecisionID: d.ID(), Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
+		failure := decisionFailure(d.ID(), a, timedOut)
 		if a.Status == plan.Interrupted {
-			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
+			return res, failure
 		}
 		if req.OnFailure == RollbackOnFailure && a.CheckpointID != "" {
 			rb, err := s.cps.rollbackToID(ctx, checkpoint.ID(a.CheckpointID), RollbackRequest{Warn: req.Warn})
@@ -219,14 +219,21 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 	if err != nil {
 		return res, err
 	}
-	if a.Status != plan.Succeeded {
-		failure := &DecisionFailedError{DecisionID: req.ID, Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
-		if a.Status == plan.Interrupted {
-			return res, fmt.Errorf("%w: %w", failure, context.Canceled)
-		}
-		return res, failure
+	return res, decisionFailure(req.ID, a, timedOut)
+}
+
+// decisionFailure is the error for an attempt of decision id that ran and did not succeed, nil
+// when it did. The one place that builds it, so every path (run, exec, a correction's
+// re-execution) reports a timeout as a timeout and an interruption as a cancellation.
+func decisionFailure(id string, a *plan.Attempt, timedOut bool) error {
+	if a.Status == plan.Succeeded {
+		return nil
 	}
-	return res, nil
+	failure := &DecisionFailedError{DecisionID: id, Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
+	if a.Status == plan.Interrupted {
+		return fmt.Errorf("%w: %w", failure, context.Canceled)
+	}
+	return failure
 }
 
 // execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
