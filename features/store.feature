@@ -185,6 +185,30 @@ Feature: Store health
     Then the exit code is 6
     And stdout contains "<two>"
 
+  Scenario Outline: a checkpoint never deduplicates onto a copy that is <damage>: it stores the live file afresh
+    Given a file "a.txt" containing "hello\n"
+    And a file "big.bin" of 65536 bytes of random data
+    And a checkpoint "one"
+    When I <action> the pack checkpoint "one" wrote
+    And I run "plan verify --read-data"
+    Then the exit code is 6
+    When I run "plan --json checkpoint create --note again"
+    Then it succeeds
+    And the JSON output has "stored_bytes" greater than 60000
+    And I remember the JSON output "id" as "again"
+    When I run "plan verify --read-data <again>"
+    Then it succeeds
+    When I delete "big.bin"
+    And I run "plan rollback --to-checkpoint <again> --yes"
+    Then it succeeds
+    And "big.bin" exists
+
+    Examples:
+      | damage      | action                       |
+      | damaged     | flip a byte in the middle of |
+      | gone        | delete                       |
+      | cut short   | truncate to half its size    |
+
   Scenario: a rollback to a damaged checkpoint is refused and leaves the workspace unchanged
     Given a file "a.txt" containing "hello\n"
     And a file "two.bin" of 65536 bytes of random data
