@@ -26,45 +26,11 @@ const kindCorrection = "correction"
 // journal cleared. A crash anywhere leaves either the state before the correction or the state after
 // its revert step, with archive and database in agreement.
 type CorrectionService struct {
-	corrections correction.Repository
-	plans       plan.Repository
-	cps         *CheckpointService
-	ps          *PlanService
-	archiver    Archiver
-	tx          Transactor
-	clock       Clock
+	ops *Operations
 }
 
-// NewCorrectionService returns the service and registers its finisher and its archive clean-up.
-func NewCorrectionService(corrections correction.Repository, plans plan.Repository, cps *CheckpointService,
-	ps *PlanService, archiver Archiver, tx Transactor, clock Clock) *CorrectionService {
-	s := &CorrectionService{corrections: corrections, plans: plans, cps: cps, ps: ps, archiver: archiver, tx: tx, clock: clock}
-	cps.Guard().Register(kindCorrection, s.finish)
-	cps.Guard().AddRepair(func(context.Context) error { return archiver.CleanStaged() })
-	cps.Guard().AddRepair(s.closeStale)
-	return s
-}
-
-// closeStale marks corrections whose re-execution a killed plan left "reexecuting" as failed: no
-// process holds the lock, so none of them is still re-executing. The plan repair runs first and
-// records the interrupted attempt.
-func (s *CorrectionService) closeStale(ctx context.Context) error {
-	cs, err := s.corrections.List(ctx)
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		if c.Status() != correction.Reexecuting {
-			continue
-		}
-		if err := s.corrections.Update(ctx, c.ID(), func(x *correction.Correction) error {
-			return x.Finish(false, s.clock.Now())
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// NewCorrectionService returns the service.
+func NewCorrectionService(ops *Operations) *CorrectionService { return &CorrectionService{ops: ops} }
 
 // CorrectRequest describes `plan correct`.
 type CorrectRequest struct {
@@ -90,7 +56,7 @@ type CorrectResult struct {
 
 // Correct runs RevertDecisions and then, unless asked not to, ApplyCorrection.
 func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (CorrectResult, error) {
-	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
 	if err != nil {
 		return CorrectResult{}, err
 	}
@@ -122,12 +88,12 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err := plan.ValidateDecisionID(req.DecisionID); err != nil {
 		return CorrectResult{}, err
 	}
-	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
 	if err != nil {
 		return CorrectResult{}, err
 	}
 	defer release()
-	p, err := s.plans.Current(ctx)
+	p, err := s.ops.plans.Current(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.NotFound("decision %q not found: no plan has run in this workspace", req.DecisionID)
 	}
@@ -138,7 +104,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
-	target, err := s.cps.repo.Get(ctx, checkpoint.ID(scope[0].CheckpointID))
+	target, err := s.ops.checkpoints.Get(ctx, checkpoint.ID(scope[0].CheckpointID))
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be corrected", scope[0].CheckpointID, req.DecisionID)
 	}
@@ -146,12 +112,12 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, err
 	}
 	if req.DryRun {
-		rb, err := s.cps.previewRollback(ctx, target, req.Progress)
+		rb, err := s.ops.previewRollback(ctx, target, req.Progress)
 		return CorrectResult{Scope: scope, Rollback: rb, DryRun: true}, err
 	}
 
-	id := ident.New(s.clock.Now())
-	safety, err := s.cps.create(ctx, CreateRequest{
+	id := ident.New(s.ops.clock.Now())
+	safety, err := s.ops.create(ctx, CreateRequest{
 		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn,
 		Note: fmt.Sprintf("before correction %s of %s: %s", id, req.DecisionID, req.Reason),
 	})
@@ -162,24 +128,24 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
-	if err := s.archiver.Stage(ctx, id, items); err != nil {
-		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.archiver.Discard(id))
+	if err := s.ops.archiver.Stage(ctx, id, items); err != nil {
+		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.ops.archiver.Discard(id))
 	}
 	detail, err := json.Marshal(correctionDetail{DecisionID: req.DecisionID, Reason: req.Reason, Command: req.Run, Scope: scope})
 	if err != nil {
-		return CorrectResult{}, errors.Join(err, s.archiver.Discard(id))
+		return CorrectResult{}, errors.Join(err, s.ops.archiver.Discard(id))
 	}
 	op := &Operation{ID: id, Kind: kindCorrection, Detail: detail}
-	rb, err := s.cps.rollbackWithBackup(ctx, target, RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op, safety)
+	rb, err := s.ops.rollbackWithBackup(ctx, target, RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op, safety)
 	if err != nil {
 		// A journal still pending means recovery will finish (and publish) or undo the operation;
 		// otherwise the workspace is back as it was and the staged archive must go.
-		if pending, perr := s.cps.Guard().Pending(); perr == nil && pending == nil {
-			err = errors.Join(err, s.archiver.Discard(id))
+		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
+			err = errors.Join(err, s.ops.archiver.Discard(id))
 		}
 		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
 	}
-	c, err := s.corrections.Get(ctx, id)
+	c, err := s.ops.corrections.Get(ctx, id)
 	if err != nil {
 		return CorrectResult{}, err
 	}
@@ -205,61 +171,23 @@ func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, er
 	return items, nil
 }
 
-// finish is the database side of a correction's revert step; recovery calls it too. It publishes
-// the staged archive, then records the rollback (marking the decisions reverted) and the correction
-// in one transaction. Every step is idempotent.
-func (s *CorrectionService) finish(ctx context.Context, op Operation) error {
-	var d correctionDetail
-	if err := json.Unmarshal(op.Detail, &d); err != nil {
-		return fault.Wrap(fault.ErrIntegrity, err, "the journal's correction record is damaged")
-	}
-	dir, err := s.archiver.Publish(op.ID)
-	if err != nil {
-		return fmt.Errorf("publish archive: %w", err)
-	}
-	err = s.tx.Do(ctx, func(ctx context.Context) error {
-		done, err := s.cps.history.Has(ctx, op.ID)
-		if err != nil || done {
-			return err
-		}
-		if err := s.cps.recordRollback(ctx, op); err != nil {
-			return err
-		}
-		c, err := correction.New(correction.Params{
-			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
-			SafetyCheckpointID: op.BackupCheckpoint, RollbackCheckpointID: op.TargetCheckpoint,
-			ArchiveDir: dir, CreatedAt: op.StartedAt,
-		})
-		if err != nil {
-			return err
-		}
-		return s.corrections.Add(ctx, c)
-	})
-	if err != nil {
-		// Not recorded: the guard puts the workspace back, and the archive must not outlive the
-		// correction it belongs to.
-		return errors.Join(err, s.archiver.Unpublish(op.ID))
-	}
-	return nil
-}
-
 // ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command
 // when given) and every later decision that has not succeeded, each with a new pre_decision
 // checkpoint and attempt. The correction's status says whether re-execution succeeded.
 func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (*correction.Correction, []string, error) {
-	ctx, release, err := s.cps.Guard().Enter(ctx, "correct")
+	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer release()
 	var c *correction.Correction
-	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
+	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
 		return nil, nil, err
 	}
-	p, err := s.plans.Current(ctx)
+	p, err := s.ops.plans.Current(ctx)
 	if err != nil {
 		return c, nil, err
 	}
@@ -279,7 +207,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		if !started || d.Status() == plan.Succeeded {
 			continue
 		}
-		a, timedOut, err := s.ps.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		a, timedOut, err := s.ops.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
 		if a != nil {
 			reexecuted = append(reexecuted, d.ID())
 		}
@@ -290,18 +218,18 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		if a.Status != plan.Succeeded {
 			runErr = decisionFailure(d.ID(), a, timedOut)
 			p.SkipPending(d.ID())
-			if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+			if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 				runErr = errors.Join(runErr, err)
 			}
 			break
 		}
 	}
-	err = s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
+	err = s.ops.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
 		for _, r := range reexecuted {
 			x.RecordReexecuted(r)
 		}
 		c = x
-		return x.Finish(runErr == nil, s.clock.Now())
+		return x.Finish(runErr == nil, s.ops.clock.Now())
 	})
 	if runErr != nil {
 		return c, reexecuted, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
@@ -311,7 +239,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 
 // List returns the corrections, newest first.
 func (s *CorrectionService) List(ctx context.Context) ([]*correction.Correction, error) {
-	return s.corrections.List(ctx)
+	return s.ops.corrections.List(ctx)
 }
 
 // Show finds a correction by ID or unique prefix.
@@ -319,5 +247,5 @@ func (s *CorrectionService) Show(ctx context.Context, ref string) (*correction.C
 	if err := ident.ValidateRef("correction", ref); err != nil {
 		return nil, err
 	}
-	return s.corrections.Resolve(ctx, ref)
+	return s.ops.corrections.Resolve(ctx, ref)
 }

@@ -161,7 +161,7 @@ func TestCorrectWithoutReexecution(t *testing.T) {
 	}
 	// The finisher is idempotent: recovery may run it again.
 	op := Operation{ID: c.ID(), Kind: kindCorrection, Detail: mustJSON(t, correctionDetail{DecisionID: "b", Reason: "b was wrong", Scope: prm.Scope})}
-	if err := e.cs.finish(context.Background(), op); err != nil || len(e.corrections.cs) != 1 {
+	if err := e.ops.finishCorrection(context.Background(), op); err != nil || len(e.corrections.cs) != 1 {
 		t.Errorf("finishing again: %v, %d corrections", err, len(e.corrections.cs))
 	}
 }
@@ -430,7 +430,7 @@ func TestRevertDecisionsDamagedResultTree(t *testing.T) {
 
 func TestFinishRejectsDamagedDetail(t *testing.T) {
 	e := newUseCaseEnv(t)
-	err := e.cs.finish(context.Background(), Operation{ID: "0123456789abcdef01234567", Kind: kindCorrection, Detail: []byte("{not json")})
+	err := e.ops.finishCorrection(context.Background(), Operation{ID: "0123456789abcdef01234567", Kind: kindCorrection, Detail: []byte("{not json")})
 	if !errors.Is(err, fault.ErrIntegrity) || len(e.archiver.published) != 0 {
 		t.Errorf("damaged detail: %v", err)
 	}

@@ -1,10 +1,23 @@
-// Package application holds plan's use cases: CheckpointService (checkpoints, diff, rollback),
-// RecoveryService (finishing or undoing an interrupted operation), and the ports they drive.
+// Package application holds plan's use cases and the ports they drive.
+//
+// The services are thin: CheckpointService (create, list, show, delete, diff, rollback), PlanService
+// (run, exec, status, log), CorrectionService (RevertDecisions, ApplyCorrection, list, show) and
+// MaintenanceService (prune, gc, verify, stats). What they share lives in one place, Operations:
+// recording the workspace as a checkpoint, the journaled rollback against a backup checkpoint and
+// its recording, running one attempt of a decision, and the checkpoints something still needs. No
+// service reaches into another. The correction flow starts at CorrectionService.RevertDecisions.
+//
+// Guard serialises mutating use cases (the workspace lock) and recovers interrupted operations.
+// NewOperations wires all of recovery into it, in one fixed order, so any graph that builds a
+// service has all of it.
 //
 // The layer knows nothing of gorm, fx, urfave/cli or the filesystem layout; adapters in
 // infrastructure implement the ports. Invariants the services keep:
-//   - every mutating use case runs under the workspace lock (Locker) and first recovers any operation
-//     a crash left behind (Recover), so no command ever acts on a half-applied workspace;
+//   - every mutating use case runs under the workspace lock and first recovers any operation a crash
+//     left behind, so no command ever acts on a half-applied workspace; read-only use cases never
+//     recover (recovery changes the workspace): they report the pending operation;
+//   - recovery never destroys what it did not record: work found in neither tree of the interrupted
+//     operation is recorded as a pre_recover checkpoint before the workspace is touched;
 //   - a rollback records the current state as a pre_rollback checkpoint before it touches anything, so
 //     nothing it removes is lost;
 //   - a workspace change that spans several files is journaled (Journal) before the first file is

@@ -424,13 +424,3 @@ type fakeGit struct {
 }
 
 func (g fakeGit) Head() (string, bool) { return g.commit, g.ok }
-
-type fakeReverter struct {
-	ids   []string
-	calls []string
-}
-
-func (r *fakeReverter) RevertAfter(_ context.Context, cp *checkpoint.Checkpoint, opID string) ([]string, error) {
-	r.calls = append(r.calls, string(cp.ID())+"@"+opID)
-	return r.ids, nil
-}

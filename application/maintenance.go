@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
-	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -18,26 +17,26 @@ import (
 // MaintenanceService keeps the store healthy for months of use: retention (prune), garbage
 // collection, verification and statistics.
 type MaintenanceService struct {
-	repo        checkpoint.Repository
-	plans       plan.Repository
-	corrections correction.Repository
-	store       StoreHealth
-	guard       *Guard
-	settings    Settings
-	metrics     Metrics
-	clock       Clock
+	ops      *Operations
+	store    StoreHealth
+	settings Settings
+}
+
+// MaintenanceParams are MaintenanceService's collaborators beyond the shared core.
+type MaintenanceParams struct {
+	Ops      *Operations
+	Store    StoreHealth
+	Settings Settings
 }
 
 // NewMaintenanceService returns the service.
-func NewMaintenanceService(repo checkpoint.Repository, plans plan.Repository, corrections correction.Repository,
-	store StoreHealth, guard *Guard, settings Settings, metrics Metrics, clock Clock) *MaintenanceService {
-	return &MaintenanceService{repo: repo, plans: plans, corrections: corrections, store: store, guard: guard,
-		settings: settings, metrics: metrics, clock: clock}
+func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
+	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings}
 }
 
 // Protected names the checkpoints something still needs, with the reason (see Prune).
 func (s *MaintenanceService) Protected(ctx context.Context) (map[checkpoint.ID]string, error) {
-	return s.protected(ctx)
+	return s.ops.protected(ctx)
 }
 
 // PruneRequest describes `plan checkpoint prune`.
@@ -63,21 +62,21 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (Prune
 	if req.OlderThan < 0 {
 		return PruneResult{}, fault.Invalid("--older-than must be positive")
 	}
-	ctx, release, err := s.guard.Enter(ctx, "checkpoint prune")
+	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint prune")
 	if err != nil {
 		return PruneResult{}, err
 	}
 	defer release()
-	all, err := s.repo.List(ctx)
+	all, err := s.ops.checkpoints.List(ctx)
 	if err != nil {
 		return PruneResult{}, err
 	}
-	protected, err := s.protected(ctx)
+	protected, err := s.ops.protected(ctx)
 	if err != nil {
 		return PruneResult{}, err
 	}
 	res := PruneResult{Reasons: map[checkpoint.ID]string{}}
-	cutoff := s.clock.Now().Add(-req.OlderThan)
+	cutoff := s.ops.clock.Now().Add(-req.OlderThan)
 	for i, cp := range all { // newest first
 		switch {
 		case i < req.Keep:
@@ -96,42 +95,11 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (Prune
 		return res, nil
 	}
 	for _, id := range res.Deleted {
-		if err := s.repo.Delete(ctx, id); err != nil {
+		if err := s.ops.checkpoints.Delete(ctx, id); err != nil {
 			return res, fmt.Errorf("prune %s: %w", id, err)
 		}
 	}
 	return res, nil
-}
-
-// protected maps checkpoints that must not be pruned to the reason.
-func (s *MaintenanceService) protected(ctx context.Context) (map[checkpoint.ID]string, error) {
-	out := map[checkpoint.ID]string{}
-	p, err := s.plans.Current(ctx)
-	switch {
-	case err == nil:
-		for _, d := range p.Decisions() {
-			a := d.Latest()
-			if a == nil || a.CheckpointID == "" || a.Status == plan.Reverted {
-				continue
-			}
-			out[checkpoint.ID(a.CheckpointID)] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
-		}
-	case !errors.Is(err, fault.ErrNotFound):
-		return nil, err
-	}
-	cs, err := s.corrections.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cs {
-		if c.Status() != correction.Reverted && c.Status() != correction.Reexecuting {
-			continue
-		}
-		p := c.Params()
-		out[checkpoint.ID(p.SafetyCheckpointID)] = fmt.Sprintf("safety checkpoint of unfinished correction %s", p.ID)
-		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
-	}
-	return out, nil
 }
 
 // ApplyRetention prunes by the configured policy, if there is one. ok is false without a policy.
@@ -146,7 +114,7 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (PruneResult, b
 
 // GC removes every object no checkpoint and no live attempt needs.
 func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
-	ctx, release, err := s.guard.Enter(ctx, "gc")
+	ctx, release, err := s.ops.guard.Enter(ctx, "gc")
 	if err != nil {
 		return GCReport{}, err
 	}
@@ -161,7 +129,7 @@ func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
 // roots are the trees gc keeps: every checkpoint's, and every recorded attempt result a future
 // correction could archive.
 func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
-	cps, err := s.repo.List(ctx)
+	cps, err := s.ops.checkpoints.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +137,7 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	for _, cp := range cps {
 		roots = append(roots, cp.Root())
 	}
-	p, err := s.plans.Current(ctx)
+	p, err := s.ops.plans.Current(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		return roots, nil
 	}
@@ -211,21 +179,21 @@ type VerifyResult struct {
 // and their damage reported for every checkpoint that references them.
 func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bool) (VerifyResult, error) {
 	// Under the lock: a gc or prune running meanwhile would otherwise show as damage.
-	ctx, release, err := s.guard.Enter(ctx, "verify")
+	ctx, release, err := s.ops.guard.Enter(ctx, "verify")
 	if err != nil {
 		return VerifyResult{}, err
 	}
 	defer release()
 	var cps []*checkpoint.Checkpoint
 	if ref != "" {
-		cp, err := (&CheckpointService{repo: s.repo}).Resolve(ctx, ref)
+		cp, err := s.ops.resolve(ctx, ref)
 		if err != nil {
 			return VerifyResult{}, err
 		}
 		cps = []*checkpoint.Checkpoint{cp}
 	} else {
 		var err error
-		if cps, err = s.repo.List(ctx); err != nil {
+		if cps, err = s.ops.checkpoints.List(ctx); err != nil {
 			return VerifyResult{}, err
 		}
 	}
@@ -358,11 +326,11 @@ type DayGrowth struct {
 
 // Stats gathers the store and checkpoint figures.
 func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
-	cps, err := s.repo.List(ctx)
+	cps, err := s.ops.checkpoints.List(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
-	failures, err := s.metrics.CheckpointFailures(ctx)
+	failures, err := s.ops.metrics.CheckpointFailures(ctx)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -159,7 +159,7 @@ func TestPruneProtects(t *testing.T) {
 	if err := unfinished.StartReexecution(); err != nil {
 		t.Fatal(err)
 	}
-	prot, err := e.ms.protected(context.Background())
+	prot, err := e.ops.protected(context.Background())
 	if err != nil || !strings.HasPrefix(prot[cps[1].ID()], "rollback checkpoint of unfinished") {
 		t.Errorf("re-executing correction: %v %v", prot, err)
 	}
@@ -212,7 +212,7 @@ func underLock() context.Context { return context.WithValue(context.Background()
 func TestMaintenanceListErrors(t *testing.T) {
 	boom := errors.New("checkpoints table gone")
 	e := newUseCaseEnv(t)
-	e.ms.repo = failingRepo{fakeRepo: e.repo, listErr: boom}
+	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, listErr: boom}
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) {
 		t.Errorf("prune: %v", err)
 	}
@@ -261,7 +261,7 @@ func TestPruneErrors(t *testing.T) {
 
 	e = newUseCaseEnv(t)
 	cps := fiveCheckpoints(t, e)
-	e.ms.repo = failingRepo{fakeRepo: e.repo, deleteErr: boom}
+	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, deleteErr: boom}
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) ||
 		!strings.Contains(err.Error(), "prune "+string(cps[1].ID())) {
 		t.Errorf("delete failing: %v", err)

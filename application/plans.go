@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -57,22 +56,11 @@ func (e *DecisionFailedError) Error() string {
 // PlanService executes plans and ad-hoc decisions, checkpointing before each decision and recording
 // what each one changed.
 type PlanService struct {
-	plans plan.Repository
-	cps   *CheckpointService
-	exec  Executor
-	snap  Snapshotter
-	store TreeStore
-	clock Clock
+	ops *Operations
 }
 
-// NewPlanService returns the service, makes rollbacks revert the decisions they undo, and registers
-// the repair that closes attempts a killed run left running.
-func NewPlanService(plans plan.Repository, cps *CheckpointService, exec Executor, snap Snapshotter, store TreeStore, clock Clock) *PlanService {
-	s := &PlanService{plans: plans, cps: cps, exec: exec, snap: snap, store: store, clock: clock}
-	cps.SetDecisionReverter(s)
-	cps.Guard().AddRepair(s.closeStale)
-	return s
-}
+// NewPlanService returns the service.
+func NewPlanService(ops *Operations) *PlanService { return &PlanService{ops: ops} }
 
 // Event narrates a run for the user.
 type Event struct {
@@ -106,15 +94,15 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 	if req.NoCheckpoints && req.OnFailure == RollbackOnFailure {
 		return RunResult{}, ErrRollbackNeedsCheckpoints
 	}
-	ctx, release, err := s.cps.Guard().Enter(ctx, "run")
+	ctx, release, err := s.ops.guard.Enter(ctx, "run")
 	if err != nil {
 		return RunResult{}, err
 	}
 	defer release()
-	p, err := s.plans.ByName(ctx, req.Name)
+	p, err := s.ops.plans.ByName(ctx, req.Name)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		if p, err = plan.New(ident.New(s.clock.Now()), req.Name, req.Source, !req.NoCheckpoints, s.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.ops.clock.Now()), req.Name, req.Source, !req.NoCheckpoints, s.ops.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -124,7 +112,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		return RunResult{}, err
 	}
 	p.SetCheckpoints(!req.NoCheckpoints)
-	if err := s.plans.Save(ctx, p); err != nil {
+	if err := s.ops.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
 	res := RunResult{Plan: p}
@@ -138,7 +126,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: d.Latest()})
 			continue
 		}
-		a, timedOut, err := s.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		a, timedOut, err := s.ops.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
 			return res, err
@@ -147,7 +135,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			continue
 		}
 		p.SkipPending(d.ID())
-		if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+		if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 			return res, err
 		}
 		failure := decisionFailure(d.ID(), a, timedOut)
@@ -155,12 +143,12 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			return res, failure
 		}
 		if req.OnFailure == RollbackOnFailure && a.CheckpointID != "" {
-			rb, err := s.cps.rollbackToID(ctx, checkpoint.ID(a.CheckpointID), RollbackRequest{Warn: req.Warn})
+			rb, err := s.ops.rollbackToID(ctx, checkpoint.ID(a.CheckpointID), RollbackRequest{Warn: req.Warn})
 			if err != nil {
 				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
 			}
 			res.Rollback = &rb
-			if res.Plan, err = s.plans.ByName(ctx, req.Name); err != nil {
+			if res.Plan, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
 				return res, err
 			}
 		}
@@ -190,15 +178,15 @@ const AdhocPlan = "adhoc"
 
 // Exec runs one ad-hoc decision appended to the current plan.
 func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, error) {
-	ctx, release, err := s.cps.Guard().Enter(ctx, "exec")
+	ctx, release, err := s.ops.guard.Enter(ctx, "exec")
 	if err != nil {
 		return RunResult{}, err
 	}
 	defer release()
-	p, err := s.plans.Current(ctx)
+	p, err := s.ops.plans.Current(ctx)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		if p, err = plan.New(ident.New(s.clock.Now()), AdhocPlan, "", true, s.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.ops.clock.Now()), AdhocPlan, "", true, s.ops.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -211,11 +199,11 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 	if _, err := p.Append(plan.Definition{ID: req.ID, Name: name, Run: req.Command}); err != nil {
 		return RunResult{}, err
 	}
-	if err := s.plans.Save(ctx, p); err != nil {
+	if err := s.ops.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
 	res := RunResult{Plan: p, Ran: []string{req.ID}}
-	a, timedOut, err := s.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
+	a, timedOut, err := s.ops.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
 	if err != nil {
 		return res, err
 	}
@@ -236,156 +224,15 @@ func decisionFailure(id string, a *plan.Attempt, timedOut bool) error {
 	return failure
 }
 
-// execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
-// process, then the result tree and artifacts. The outcome is recorded even when the context is
-// cancelled, so an interrupted decision is never left "running". A decision that ran and failed
-// (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
-func (s *PlanService) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (a *plan.Attempt, timedOut bool, err error) {
-	a, res, err := s.executeAttempt(ctx, p, id, command, live, events, warn)
-	return a, res.TimedOut, err
-}
-
 // AttemptToken names one attempt's processes: the executor puts it in their environment so a later
 // command can find and stop what a killed plan left running.
 func AttemptToken(p *plan.Plan, id string, number int) string {
 	return fmt.Sprintf("%s/%s/%d", p.ID(), id, number)
 }
 
-func (s *PlanService) executeAttempt(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, ExecResult, error) {
-	d, err := p.Decision(id)
-	if err != nil {
-		return nil, ExecResult{}, err
-	}
-	number := len(d.Attempts()) + 1
-	var pre *checkpoint.Checkpoint
-	if p.Checkpoints() {
-		pre, err = s.cps.create(ctx, CreateRequest{
-			Type: checkpoint.PreDecision, DecisionID: id, Warn: warn,
-			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
-		})
-		if err != nil {
-			return nil, ExecResult{}, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
-		}
-	}
-	cpID := ""
-	if pre != nil {
-		cpID = string(pre.ID())
-	}
-	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
-	a, err := p.Start(id, command, cpID, logPath, s.clock.Now())
-	if err != nil {
-		return nil, ExecResult{}, err
-	}
-	if err := s.plans.Save(ctx, p); err != nil {
-		return nil, ExecResult{}, err
-	}
-	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
-	def := d.Definition()
-	res, execErr := s.exec.Execute(ctx, Command{
-		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
-		Token: AttemptToken(p, id, number),
-	}, live)
-	octx := context.WithoutCancel(ctx)
-	out := plan.Outcome{Status: plan.Failed}
-	switch {
-	case execErr != nil:
-		if warn != nil {
-			warn(fmt.Sprintf("decision %q could not start: %v", id, execErr))
-		}
-	case res.Interrupted:
-		out.Status = plan.Interrupted
-	case res.ExitCode == 0 && !res.TimedOut:
-		out.Status = plan.Succeeded
-	}
-	if execErr == nil && !res.Interrupted {
-		code := res.ExitCode
-		out.ExitCode = &code
-	}
-	var recordErr error
-	if pre != nil {
-		out.ResultTree, out.Artifacts, recordErr = s.changesSince(octx, pre)
-	}
-	if err := p.Finish(id, out, s.clock.Now()); err != nil {
-		return nil, res, err
-	}
-	if err := s.plans.Save(octx, p); err != nil {
-		return nil, res, err
-	}
-	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
-	if recordErr != nil {
-		return a, res, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
-	}
-	return a, res, nil
-}
-
-// changesSince snapshots the workspace and returns its tree and the artifacts since pre.
-func (s *PlanService) changesSince(ctx context.Context, pre *checkpoint.Checkpoint) (string, []artifact.Artifact, error) {
-	snap, err := s.snap.Snapshot(ctx, nil)
-	if err != nil {
-		return "", nil, err
-	}
-	changes, err := s.store.DiffTrees(pre.Root(), snap.Root)
-	if err != nil {
-		return "", nil, err
-	}
-	return snap.Root.String(), artifact.FromChanges(changes), nil
-}
-
-// closeStale finishes attempts a killed `plan run` left running: no process holds the lock, so none
-// of them is still executing. What they changed is recorded from the workspace as it is now.
-func (s *PlanService) closeStale(ctx context.Context) error {
-	p, err := s.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	d := p.Running()
-	if d == nil {
-		return nil
-	}
-	a := d.Latest()
-	// The killed plan's decision may have left processes behind; stop them before recording what
-	// the decision changed, or they would go on changing the workspace unrecorded.
-	if _, err := s.exec.Reap(AttemptToken(p, d.ID(), a.Number)); err != nil {
-		return fmt.Errorf("stop what interrupted decision %q left running: %w", d.ID(), err)
-	}
-	out := plan.Outcome{Status: plan.Interrupted}
-	if a.CheckpointID != "" {
-		if pre, err := s.cps.repo.Get(ctx, checkpoint.ID(a.CheckpointID)); err == nil {
-			out.ResultTree, out.Artifacts, err = s.changesSince(ctx, pre)
-			if err != nil {
-				return fmt.Errorf("record what interrupted decision %q changed: %w", d.ID(), err)
-			}
-		}
-	}
-	if err := p.Finish(d.ID(), out, s.clock.Now()); err != nil {
-		return err
-	}
-	return s.plans.Save(ctx, p)
-}
-
-// RevertAfter marks every attempt that started at or after cp as reverted by operation op. It runs
-// inside the rollback's unit of work.
-func (s *PlanService) RevertAfter(ctx context.Context, cp *checkpoint.Checkpoint, op string) ([]string, error) {
-	p, err := s.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ids := p.RevertStartedSince(cp.CreatedAt(), op)
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	return ids, s.plans.Save(ctx, p)
-}
-
 // Status returns the current plan.
 func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) {
-	p, err := s.plans.Current(ctx)
+	p, err := s.ops.plans.Current(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, fault.NotFound("no plan has run in this workspace yet: `plan run FILE` or `plan exec` starts one")
 	}
@@ -416,6 +263,6 @@ func (s *PlanService) Log(ctx context.Context, id string, attempt int) (io.ReadC
 	if strings.TrimSpace(a.LogPath) == "" {
 		return nil, a, fault.NotFound("attempt %d of %q has no log", a.Number, id)
 	}
-	rc, err := s.exec.OpenLog(a.LogPath)
+	rc, err := s.ops.exec.OpenLog(a.LogPath)
 	return rc, a, err
 }

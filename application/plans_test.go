@@ -528,11 +528,11 @@ func TestCloseStaleAttemptErrors(t *testing.T) {
 func TestRevertAfter(t *testing.T) {
 	e := newUseCaseEnv(t)
 	cp := e.checkpointAt(t, baseTime, someRoot, checkpoint.Stats{})
-	if ids, err := e.ps.RevertAfter(context.Background(), cp, "op"); err != nil || ids != nil {
+	if ids, err := e.ops.revertAfter(context.Background(), cp, "op"); err != nil || ids != nil {
 		t.Errorf("no plan: %v %v", ids, err)
 	}
 	e.plans.currentErr = errors.New("db down")
-	if _, err := e.ps.RevertAfter(context.Background(), cp, "op"); !errors.Is(err, e.plans.currentErr) {
+	if _, err := e.ops.revertAfter(context.Background(), cp, "op"); !errors.Is(err, e.plans.currentErr) {
 		t.Errorf("plans failing: %v", err)
 	}
 	e.plans.currentErr = nil
@@ -541,10 +541,10 @@ func TestRevertAfter(t *testing.T) {
 	}
 	later := e.checkpointAt(t, e.clock.Now().Add(1), someRoot, checkpoint.Stats{})
 	saves := e.plans.saves
-	if ids, err := e.ps.RevertAfter(context.Background(), later, "op"); err != nil || ids != nil || e.plans.saves != saves {
+	if ids, err := e.ops.revertAfter(context.Background(), later, "op"); err != nil || ids != nil || e.plans.saves != saves {
 		t.Errorf("nothing after the checkpoint: %v %v (%d saves)", ids, err, e.plans.saves-saves)
 	}
-	if ids, err := e.ps.RevertAfter(context.Background(), cp, "op"); err != nil || !slices.Equal(ids, []string{"a"}) {
+	if ids, err := e.ops.revertAfter(context.Background(), cp, "op"); err != nil || !slices.Equal(ids, []string{"a"}) {
 		t.Errorf("revert after the first checkpoint: %v %v", ids, err)
 	}
 }
@@ -562,11 +562,11 @@ func TestCheckpointServiceErrors(t *testing.T) {
 		t.Errorf("latest failing: %v", err)
 	}
 	e.repo.latestErr = nil
-	e.cps.repo = failingRepo{fakeRepo: e.repo, deleteErr: boom}
+	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, deleteErr: boom}
 	if _, err := e.cps.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, boom) {
 		t.Errorf("delete failing: %v", err)
 	}
-	e.cps.repo = e.repo
+	e.ops.checkpoints = e.repo
 	e.l.err = fault.Conflict("busy")
 	if _, err := e.cps.Create(context.Background(), CreateRequest{}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("create while busy: %v", err)

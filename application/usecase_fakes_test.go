@@ -340,6 +340,7 @@ type useCaseEnv struct {
 	health      *fakeHealth
 	metrics     *fakeMetrics
 	settings    fakeSettings
+	ops         *Operations
 	cps         *CheckpointService
 	ps          *PlanService
 	cs          *CorrectionService
@@ -360,13 +361,15 @@ func newUseCaseEnv(t *testing.T) *useCaseEnv {
 	e.snap = &fakeSnap{store: e.store, content: map[string][]byte{}}
 	e.r = &fakeRestorer{snap: e.snap}
 	e.g = NewGuard(e.l, e.j, e.r)
-	e.cps = NewCheckpointService(CheckpointDeps{
-		Repo: e.repo, Snapshotter: e.snap, Store: e.store, Guard: e.g, Tx: e.tx, History: e.history,
-		Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+	e.ops = NewOperations(OperationsParams{
+		Checkpoints: e.repo, Plans: e.plans, Corrections: e.corrections, Snapshotter: e.snap, Store: e.store,
+		Guard: e.g, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+		Executor: e.exec, Archiver: e.archiver,
 	})
-	e.ps = NewPlanService(e.plans, e.cps, e.exec, e.snap, e.store, e.clock)
-	e.cs = NewCorrectionService(e.corrections, e.plans, e.cps, e.ps, e.archiver, e.tx, e.clock)
-	e.ms = NewMaintenanceService(e.repo, e.plans, e.corrections, e.health, e.g, &e.settings, e.metrics, e.clock)
+	e.cps = NewCheckpointService(e.ops)
+	e.ps = NewPlanService(e.ops)
+	e.cs = NewCorrectionService(e.ops)
+	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: e.health, Settings: &e.settings})
 	return e
 }
 

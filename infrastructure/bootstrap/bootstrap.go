@@ -162,7 +162,7 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
 		workspace.NewLocker,
-		fx.Annotate(newStoreLocker, fx.As(new(application.Locker))),
+		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
@@ -172,63 +172,76 @@ var WorkspaceModule = fx.Module("workspace",
 	),
 )
 
-// ApplicationModule provides the use cases.
+// ApplicationModule provides the use cases. Every service depends on the shared core
+// (application.Operations), whose constructor wires all of crash recovery, so a host that asks for
+// one service alone still gets complete recovery; nothing here needs an fx.Invoke.
 var ApplicationModule = fx.Module("application",
 	fx.Provide(
 		fx.Annotate(func() application.Clock { return systemClock{} }),
-		newGuard,
-		newCheckpointService,
+		NewGuard,
+		NewOperations,
+		application.NewCheckpointService,
 		application.NewPlanService,
 		application.NewCorrectionService,
-		application.NewMaintenanceService,
+		NewMaintenanceService,
 	),
-	// The plan and correction services hook themselves into rollback (reverting decisions) and
-	// recovery (closing attempts a killed run left running, finishing corrections); construct them
-	// even when a host asks only for checkpoints.
-	fx.Invoke(func(*application.PlanService, *application.CorrectionService) {}),
-	// Deleting a checkpoint that a live decision needs is refused; the maintenance service knows which.
-	fx.Invoke(func(c *application.CheckpointService, m *application.MaintenanceService) { c.SetProtector(m) }),
 )
 
-func newGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
+// NewGuard returns the workspace guard with the release binary's failpoints (no-ops unless
+// PLAN_FAILPOINT arms one).
+func NewGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
 	g := application.NewGuard(l, j, r)
 	g.Failpoint = failpoint.Hit
 	return g
 }
 
-type checkpointIn struct {
+// OperationsIn is what the shared core needs from the graph.
+type OperationsIn struct {
 	fx.In
-	Repo    checkpoint.Repository
-	Snap    application.Snapshotter
-	Store   application.TreeStore
-	Guard   *application.Guard
-	Tx      application.Transactor
-	History application.History
-	Clock   application.Clock
-	Git     application.GitProbe
-	Metrics application.Metrics
+	Checkpoints checkpoint.Repository
+	Plans       plan.Repository
+	Corrections correction.Repository
+	Snapshotter application.Snapshotter
+	Store       application.TreeStore
+	Guard       *application.Guard
+	Tx          application.Transactor
+	History     application.History
+	Clock       application.Clock
+	Git         application.GitProbe
+	Metrics     application.Metrics
+	Executor    application.Executor
+	Archiver    application.Archiver
 }
 
-func newCheckpointService(in checkpointIn) *application.CheckpointService {
-	return application.NewCheckpointService(application.CheckpointDeps{
-		Repo: in.Repo, Snapshotter: in.Snap, Store: in.Store, Guard: in.Guard, Tx: in.Tx,
-		History: in.History, Clock: in.Clock, Git: in.Git, Metrics: in.Metrics,
+// NewOperations builds the shared core from the graph.
+func NewOperations(in OperationsIn) *application.Operations {
+	return application.NewOperations(application.OperationsParams{
+		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
+		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
+		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver,
 	})
 }
 
-// storeLocker is the workspace lock as the use cases see it: taking it also brings the object
+// NewMaintenanceService builds the maintenance use cases from the graph.
+func NewMaintenanceService(ops *application.Operations, store application.StoreHealth, settings application.Settings) *application.MaintenanceService {
+	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings})
+}
+
+// StoreLocker is the workspace lock as the use cases see it: taking it also brings the object
 // store's index up to date. The store is opened before the lock is taken, so without this a command
 // could deduplicate onto a pack that a GC deleted while it waited for the lock.
-type storeLocker struct {
+type StoreLocker struct {
 	lock  *workspace.Locker
 	store *objectstore.Store
 }
 
-func newStoreLocker(l *workspace.Locker, s *objectstore.Store) *storeLocker {
-	return &storeLocker{lock: l, store: s}
+// NewStoreLocker returns the lock of the workspace whose store is s.
+func NewStoreLocker(l *workspace.Locker, s *objectstore.Store) *StoreLocker {
+	return &StoreLocker{lock: l, store: s}
 }
 
-func (l *storeLocker) Lock(ctx context.Context, purpose string) (func() error, error) {
+// Lock takes the workspace lock, then refreshes the store's index.
+func (l *StoreLocker) Lock(ctx context.Context, purpose string) (func() error, error) {
 	unlock, err := l.lock.Lock(ctx, purpose)
 	if err != nil {
 		return nil, err
@@ -236,7 +249,8 @@ func (l *storeLocker) Lock(ctx context.Context, purpose string) (func() error, e
 	return l.refreshed(unlock)
 }
 
-func (l *storeLocker) TryLock(purpose string) (func() error, bool, error) {
+// TryLock takes the lock only if it is free now, then refreshes the store's index.
+func (l *StoreLocker) TryLock(purpose string) (func() error, bool, error) {
 	unlock, ok, err := l.lock.TryLock(purpose)
 	if err != nil || !ok {
 		return nil, ok, err
@@ -245,7 +259,7 @@ func (l *storeLocker) TryLock(purpose string) (func() error, bool, error) {
 	return unlock, err == nil, err
 }
 
-func (l *storeLocker) refreshed(unlock func() error) (func() error, error) {
+func (l *StoreLocker) refreshed(unlock func() error) (func() error, error) {
 	if err := l.store.Refresh(); err != nil {
 		return nil, errors.Join(fmt.Errorf("read the object store: %w", err), unlock())
 	}

@@ -1,0 +1,505 @@
+package application
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// Operations is the core the use cases share, and the only thing they share: recording the
+// workspace as a checkpoint (with its metrics), previewing and applying a journaled rollback
+// against a backup checkpoint, recording a finished rollback (its count, the decisions it reverts,
+// its history) in one unit of work, running one attempt of a decision, and the checkpoints that
+// something still needs. Its methods are unexported: a host reaches them only through the services.
+//
+// NewOperations is also the one place where crash recovery is wired, in a fixed order, so that every
+// graph that has a service has all of recovery: the finishers of both journaled kinds (rollback,
+// correction), the recorder that keeps work done after a crash, and the repairs, which run in this
+// order: attempts a killed run left running are closed (recording what they changed), staged
+// archives nothing refers to are removed, and corrections left re-executing are closed.
+type Operations struct {
+	checkpoints checkpoint.Repository
+	plans       plan.Repository
+	corrections correction.Repository
+	snap        Snapshotter
+	store       TreeStore
+	guard       *Guard
+	tx          Transactor
+	history     History
+	clock       Clock
+	git         GitProbe
+	metrics     Metrics
+	exec        Executor
+	archiver    Archiver
+}
+
+// OperationsParams are Operations' collaborators. Metrics may be nil.
+type OperationsParams struct {
+	Checkpoints checkpoint.Repository
+	Plans       plan.Repository
+	Corrections correction.Repository
+	Snapshotter Snapshotter
+	Store       TreeStore
+	Guard       *Guard
+	Tx          Transactor
+	History     History
+	Clock       Clock
+	Git         GitProbe
+	Metrics     Metrics
+	Executor    Executor
+	Archiver    Archiver
+}
+
+// NewOperations returns the shared core and installs crash recovery into its guard.
+func NewOperations(p OperationsParams) *Operations {
+	o := &Operations{
+		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
+		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
+		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver,
+	}
+	g := p.Guard
+	g.Register(kindRollback, o.finishRollback)
+	g.Register(kindCorrection, o.finishCorrection)
+	g.RegisterRecorder(o.recordBeforeRecovery)
+	g.AddRepair(o.closeStaleAttempts)
+	g.AddRepair(func(context.Context) error { return o.archiver.CleanStaged() })
+	g.AddRepair(o.closeStaleCorrections)
+	return o
+}
+
+// resolve finds a checkpoint by full ID or unique prefix.
+func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	if err := ident.ValidateRef("checkpoint", ref); err != nil {
+		return nil, err
+	}
+	return o.checkpoints.Resolve(ctx, ref)
+}
+
+// entries returns a checkpoint's tree as an ordered entry list.
+func (o *Operations) entries(cp *checkpoint.Checkpoint) ([]tree.Entry, error) {
+	entries, err := o.store.Flatten(cp.Root())
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", cp.ID(), err)
+	}
+	return entries, nil
+}
+
+// recordBeforeRecovery records the live workspace as a pre_recover checkpoint; the guard calls it
+// under the lock when recovery would otherwise overwrite work done after a crash.
+func (o *Operations) recordBeforeRecovery(ctx context.Context, note string) (string, error) {
+	cp, err := o.create(ctx, CreateRequest{Type: checkpoint.PreRecover, Note: note})
+	if err != nil {
+		return "", err
+	}
+	return string(cp.ID()), nil
+}
+
+func (o *Operations) create(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
+	cp, err := o.take(ctx, req)
+	if err != nil && o.metrics != nil && !errors.Is(err, fault.ErrInvalid) {
+		// Counted for `plan stats`; the failure itself is returned, never swallowed.
+		_ = o.metrics.RecordCheckpointFailure(context.WithoutCancel(ctx), o.clock.Now(), err.Error())
+	}
+	return cp, err
+}
+
+func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
+	if req.Type == "" {
+		req.Type = checkpoint.Manual
+	}
+	if _, err := checkpoint.ParseType(string(req.Type)); err != nil {
+		return nil, err
+	}
+	if len(req.Note) > checkpoint.MaxNoteLength {
+		return nil, fault.Invalid("note is %d bytes; at most %d", len(req.Note), checkpoint.MaxNoteLength)
+	}
+	began := time.Now()
+	now := o.clock.Now()
+	snap, err := o.snap.Snapshot(ctx, req.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot the workspace: %w", err)
+	}
+	if err := o.guard.hit("checkpoint.stored"); err != nil {
+		return nil, err
+	}
+	if req.Warn != nil {
+		for _, w := range snap.Warnings {
+			req.Warn(w)
+		}
+	}
+	var parent checkpoint.ID
+	switch latest, err := o.checkpoints.Latest(ctx); {
+	case err == nil:
+		parent = latest.ID()
+	case !errors.Is(err, fault.ErrNotFound):
+		return nil, err
+	}
+	commit, ok := o.git.Head()
+	if !ok {
+		commit = ""
+	}
+	cp, err := checkpoint.New(checkpoint.Params{
+		ID: ident.New(now), Type: req.Type, CreatedAt: now, Note: req.Note,
+		DecisionID: req.DecisionID, ParentID: parent, GitCommit: commit, Root: snap.Root,
+		Stats: checkpoint.Stats{
+			Files: snap.Files, Bytes: snap.Bytes, StoredBytes: snap.StoredBytes,
+			Duration: time.Since(began),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkpoints.Add(ctx, cp); err != nil {
+		return nil, fmt.Errorf("record checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+// rollbackToID rolls back to a known checkpoint; the caller holds the guard.
+func (o *Operations) rollbackToID(ctx context.Context, id checkpoint.ID, req RollbackRequest) (RollbackResult, error) {
+	target, err := o.checkpoints.Get(ctx, id)
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	return o.rollback(ctx, target, req, nil)
+}
+
+func (o *Operations) previewRollback(ctx context.Context, target *checkpoint.Checkpoint, p Progress) (RollbackResult, error) {
+	want, err := o.entries(target)
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	live, err := o.snap.Scan(ctx, p)
+	if err != nil {
+		return RollbackResult{}, fmt.Errorf("scan the workspace: %w", err)
+	}
+	changes := tree.Diff(live, want)
+	return RollbackResult{Target: target, Changes: changes, Counts: Count(changes), DryRun: true}, nil
+}
+
+// rollback is the rollback step other use cases (corrections) compose: the caller already holds the
+// guard. A non-nil op carries the kind and detail its finisher needs.
+func (o *Operations) rollback(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation) (RollbackResult, error) {
+	return o.rollbackWithBackup(ctx, target, req, op, nil)
+}
+
+// rollbackWithBackup rolls back using backup as the undo point when the caller already recorded the
+// current state (a correction's pre_correction checkpoint); otherwise it takes a pre_rollback one.
+func (o *Operations) rollbackWithBackup(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation, backup *checkpoint.Checkpoint) (RollbackResult, error) {
+	if backup == nil {
+		var err error
+		backup, err = o.create(ctx, CreateRequest{
+			Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn,
+			Note: "before rollback to " + string(target.ID()),
+		})
+		if err != nil {
+			return RollbackResult{}, fmt.Errorf("record the current state before rolling back: %w", err)
+		}
+	}
+	changes, err := o.store.DiffTrees(backup.Root(), target.Root())
+	if err != nil {
+		return RollbackResult{}, fmt.Errorf("compare with checkpoint %s: %w", target.ID(), err)
+	}
+	if op == nil {
+		op = &Operation{Kind: kindRollback}
+	}
+	if op.ID == "" {
+		op.ID = ident.New(o.clock.Now())
+	}
+	op.Source = backup.Root().String()
+	op.Target = target.Root().String()
+	op.TargetCheckpoint = string(target.ID())
+	op.BackupCheckpoint = string(backup.ID())
+	op.StartedAt = o.clock.Now()
+	counts := Count(changes)
+	op.Counts = counts
+	stats, err := o.guard.run(ctx, *op, req.Progress)
+	if err != nil {
+		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
+	}
+	rec, err := o.history.Get(ctx, op.ID)
+	if err != nil {
+		return RollbackResult{}, fmt.Errorf("read back rollback %s: %w", op.ID, err)
+	}
+	return RollbackResult{
+		Target: target, Backup: backup, Changes: changes, Counts: counts,
+		RevertedDecisions: rec.Reverted, Kept: stats.Kept,
+	}, nil
+}
+
+// finishRollback is the database side of a rollback: count it on the target, mark later decisions
+// reverted and record it in the history, in one transaction. It is idempotent.
+func (o *Operations) finishRollback(ctx context.Context, op Operation) error {
+	return o.tx.Do(ctx, func(ctx context.Context) error {
+		done, err := o.history.Has(ctx, op.ID)
+		if err != nil || done {
+			return err
+		}
+		return o.recordRollback(ctx, op)
+	})
+}
+
+// recordRollback is finishRollback's body for callers that already run a transaction and checked
+// that op is not recorded yet.
+func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
+	var target *checkpoint.Checkpoint
+	err := o.checkpoints.Update(ctx, checkpoint.ID(op.TargetCheckpoint), func(c *checkpoint.Checkpoint) error {
+		c.RecordRollback()
+		target = c
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	reverted, err := o.revertAfter(ctx, target, op.ID)
+	if err != nil {
+		return err
+	}
+	return o.history.Record(ctx, HistoryRecord{
+		ID: op.ID, Kind: op.Kind, TargetCheckpoint: op.TargetCheckpoint,
+		BackupCheckpoint: op.BackupCheckpoint, StartedAt: op.StartedAt, FinishedAt: o.clock.Now(),
+		Added: op.Counts.Added, Modified: op.Counts.Modified, Deleted: op.Counts.Deleted, Reverted: reverted,
+	})
+}
+
+// execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
+// process, then the result tree and artifacts. The outcome is recorded even when the context is
+// cancelled, so an interrupted decision is never left "running". A decision that ran and failed
+// (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
+func (o *Operations) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (a *plan.Attempt, timedOut bool, err error) {
+	a, res, err := o.executeAttempt(ctx, p, id, command, live, events, warn)
+	return a, res.TimedOut, err
+}
+
+func (o *Operations) executeAttempt(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, ExecResult, error) {
+	d, err := p.Decision(id)
+	if err != nil {
+		return nil, ExecResult{}, err
+	}
+	number := len(d.Attempts()) + 1
+	var pre *checkpoint.Checkpoint
+	if p.Checkpoints() {
+		pre, err = o.create(ctx, CreateRequest{
+			Type: checkpoint.PreDecision, DecisionID: id, Warn: warn,
+			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
+		})
+		if err != nil {
+			return nil, ExecResult{}, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
+		}
+	}
+	cpID := ""
+	if pre != nil {
+		cpID = string(pre.ID())
+	}
+	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
+	a, err := p.Start(id, command, cpID, logPath, o.clock.Now())
+	if err != nil {
+		return nil, ExecResult{}, err
+	}
+	if err := o.plans.Save(ctx, p); err != nil {
+		return nil, ExecResult{}, err
+	}
+	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
+	def := d.Definition()
+	res, execErr := o.exec.Execute(ctx, Command{
+		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
+		Token: AttemptToken(p, id, number),
+	}, live)
+	octx := context.WithoutCancel(ctx)
+	out := plan.Outcome{Status: plan.Failed}
+	switch {
+	case execErr != nil:
+		if warn != nil {
+			warn(fmt.Sprintf("decision %q could not start: %v", id, execErr))
+		}
+	case res.Interrupted:
+		out.Status = plan.Interrupted
+	case res.ExitCode == 0 && !res.TimedOut:
+		out.Status = plan.Succeeded
+	}
+	if execErr == nil && !res.Interrupted {
+		code := res.ExitCode
+		out.ExitCode = &code
+	}
+	var recordErr error
+	if pre != nil {
+		out.ResultTree, out.Artifacts, recordErr = o.changesSince(octx, pre)
+	}
+	if err := p.Finish(id, out, o.clock.Now()); err != nil {
+		return nil, res, err
+	}
+	if err := o.plans.Save(octx, p); err != nil {
+		return nil, res, err
+	}
+	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
+	if recordErr != nil {
+		return a, res, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
+	}
+	return a, res, nil
+}
+
+// changesSince snapshots the workspace and returns its tree and the artifacts since pre.
+func (o *Operations) changesSince(ctx context.Context, pre *checkpoint.Checkpoint) (string, []artifact.Artifact, error) {
+	snap, err := o.snap.Snapshot(ctx, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := o.store.DiffTrees(pre.Root(), snap.Root)
+	if err != nil {
+		return "", nil, err
+	}
+	return snap.Root.String(), artifact.FromChanges(changes), nil
+}
+
+// closeStale finishes attempts a killed `plan run` left running: no process holds the lock, so none
+// of them is still executing. What they changed is recorded from the workspace as it is now.
+func (o *Operations) closeStaleAttempts(ctx context.Context) error {
+	p, err := o.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d := p.Running()
+	if d == nil {
+		return nil
+	}
+	a := d.Latest()
+	// The killed plan's decision may have left processes behind; stop them before recording what
+	// the decision changed, or they would go on changing the workspace unrecorded.
+	if _, err := o.exec.Reap(AttemptToken(p, d.ID(), a.Number)); err != nil {
+		return fmt.Errorf("stop what interrupted decision %q left running: %w", d.ID(), err)
+	}
+	out := plan.Outcome{Status: plan.Interrupted}
+	if a.CheckpointID != "" {
+		if pre, err := o.checkpoints.Get(ctx, checkpoint.ID(a.CheckpointID)); err == nil {
+			out.ResultTree, out.Artifacts, err = o.changesSince(ctx, pre)
+			if err != nil {
+				return fmt.Errorf("record what interrupted decision %q changed: %w", d.ID(), err)
+			}
+		}
+	}
+	if err := p.Finish(d.ID(), out, o.clock.Now()); err != nil {
+		return err
+	}
+	return o.plans.Save(ctx, p)
+}
+
+// RevertAfter marks every attempt that started at or after cp as reverted by operation op. It runs
+// inside the rollback's unit of work.
+func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint, op string) ([]string, error) {
+	p, err := o.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := p.RevertStartedSince(cp.CreatedAt(), op)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, o.plans.Save(ctx, p)
+}
+
+// finish is the database side of a correction's revert step; recovery calls it too. It publishes
+// the staged archive, then records the rollback (marking the decisions reverted) and the correction
+// in one transaction. Every step is idempotent.
+func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
+	var d correctionDetail
+	if err := json.Unmarshal(op.Detail, &d); err != nil {
+		return fault.Wrap(fault.ErrIntegrity, err, "the journal's correction record is damaged")
+	}
+	dir, err := o.archiver.Publish(op.ID)
+	if err != nil {
+		return fmt.Errorf("publish archive: %w", err)
+	}
+	err = o.tx.Do(ctx, func(ctx context.Context) error {
+		done, err := o.history.Has(ctx, op.ID)
+		if err != nil || done {
+			return err
+		}
+		if err := o.recordRollback(ctx, op); err != nil {
+			return err
+		}
+		c, err := correction.New(correction.Params{
+			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
+			SafetyCheckpointID: op.BackupCheckpoint, RollbackCheckpointID: op.TargetCheckpoint,
+			ArchiveDir: dir, CreatedAt: op.StartedAt,
+		})
+		if err != nil {
+			return err
+		}
+		return o.corrections.Add(ctx, c)
+	})
+	if err != nil {
+		// Not recorded: the guard puts the workspace back, and the archive must not outlive the
+		// correction it belongs to.
+		return errors.Join(err, o.archiver.Unpublish(op.ID))
+	}
+	return nil
+}
+
+// closeStale marks corrections whose re-execution a killed plan left "reexecuting" as failed: no
+// process holds the lock, so none of them is still re-executing. The plan repair runs first and
+// records the interrupted attempt.
+func (o *Operations) closeStaleCorrections(ctx context.Context) error {
+	cs, err := o.corrections.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Status() != correction.Reexecuting {
+			continue
+		}
+		if err := o.corrections.Update(ctx, c.ID(), func(x *correction.Correction) error {
+			return x.Finish(false, o.clock.Now())
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// protected maps checkpoints that must not be pruned to the reason.
+func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, error) {
+	out := map[checkpoint.ID]string{}
+	p, err := o.plans.Current(ctx)
+	switch {
+	case err == nil:
+		for _, d := range p.Decisions() {
+			a := d.Latest()
+			if a == nil || a.CheckpointID == "" || a.Status == plan.Reverted {
+				continue
+			}
+			out[checkpoint.ID(a.CheckpointID)] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
+		}
+	case !errors.Is(err, fault.ErrNotFound):
+		return nil, err
+	}
+	cs, err := o.corrections.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c.Status() != correction.Reverted && c.Status() != correction.Reexecuting {
+			continue
+		}
+		p := c.Params()
+		out[checkpoint.ID(p.SafetyCheckpointID)] = fmt.Sprintf("safety checkpoint of unfinished correction %s", p.ID)
+		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
+	}
+	return out, nil
+}

@@ -1,0 +1,109 @@
+package bootstrap_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/archive"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/executor"
+	"github.com/planhq/plan/infrastructure/maintenance"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+type clock struct{}
+
+func (clock) Now() time.Time { return time.Now().UTC() }
+
+// The whole graph can be wired by hand from exported constructors, without fx, and does the main
+// job: a decision, a correction of it, the workspace restored.
+func TestWireByHand(t *testing.T) {
+	ctx := context.Background()
+	l, err := workspace.NewLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Init(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := persistence.Open(ctx, l.Database(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store, err := objectstore.Open(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	scanner := workspace.NewScanner(l, store)
+	restorer := workspace.NewRestorer(l, store, scanner)
+	guard := bootstrap.NewGuard(bootstrap.NewStoreLocker(workspace.NewLocker(l), store), workspace.NewJournal(l), restorer)
+	ops := application.NewOperations(application.OperationsParams{
+		Checkpoints: persistence.NewCheckpoints(db), Plans: persistence.NewPlans(db), Corrections: persistence.NewCorrections(db),
+		Snapshotter: scanner, Store: store, Guard: guard, Tx: persistence.NewTransactor(db), History: persistence.NewHistory(db),
+		Clock: clock{}, Git: workspace.NewGitHead(l), Metrics: persistence.NewMetrics(db),
+		Executor: executor.NewShell(l), Archiver: archive.New(l, store),
+	})
+	plans, corrections := application.NewPlanService(ops), application.NewCorrectionService(ops)
+	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store), Settings: maintenance.NewSettings(l)})
+
+	if _, err := plans.Exec(ctx, application.ExecRequest{ID: "mk", Command: "echo wrong > out.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := corrections.RevertDecisions(ctx, application.CorrectRequest{DecisionID: "mk", Reason: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Correction.RevertedDecisions(); len(got) != 1 || got[0] != "mk" {
+		t.Fatalf("reverted %v", got)
+	}
+	if v, err := ms.Verify(ctx, "", true); err != nil || len(v.Problems) != 0 {
+		t.Fatalf("verify: %+v, %v", v, err)
+	}
+}
+
+// A host that asks fx for the checkpoint service alone still gets all of recovery: a pending
+// correction journal is handed to the correction finisher (which here finds its record damaged),
+// not refused for want of one.
+func TestOneServiceGetsAllOfRecovery(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	var cps *application.CheckpointService
+	app := fx.New(bootstrap.Module(bootstrap.Config{Root: root, Init: true}), fx.Populate(&cps), fx.NopLogger)
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Stop(ctx) }()
+	cp, err := cps.Create(ctx, application.CreateRequest{Note: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := workspace.NewLayout(root)
+	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "correction", Direction: application.Forward,
+		Source: cp.Root().String(), Target: cp.Root().String(), TargetCheckpoint: string(cp.ID()), BackupCheckpoint: string(cp.ID()),
+		Detail: []byte(`"not a correction record"`)}
+	if err := workspace.NewJournal(l).Write(op); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cps.Create(ctx, application.CreateRequest{Note: "after"})
+	if strings.Contains(fmtErr(err), "no finisher") || !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "correction record is damaged") {
+		t.Fatalf("recovery of a correction with only the checkpoint service asked for: %v", err)
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
