@@ -12,7 +12,6 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/plan"
-	"github.com/planhq/plan/domain/tree"
 )
 
 const kindCorrection = "correction"
@@ -104,7 +103,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
-	target, err := s.ops.checkpoints.Get(ctx, checkpoint.ID(scope[0].CheckpointID))
+	target, err := s.ops.checkpoints.Get(ctx, scope[0].CheckpointID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be corrected", scope[0].CheckpointID, req.DecisionID)
 	}
@@ -155,18 +154,14 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, error) {
 	items := make([]ArchiveItem, 0, len(scope))
 	for _, it := range scope {
-		if it.ResultTree == "" {
+		if it.ResultTree.IsZero() {
 			if len(it.Artifacts) > 0 && warn != nil {
 				warn(fmt.Sprintf("decision %q attempt %d has no recorded result tree; its artifacts cannot be archived", it.DecisionID, it.Attempt))
 			}
 			items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt})
 			continue
 		}
-		h, err := tree.ParseHash(it.ResultTree)
-		if err != nil {
-			return nil, fault.Wrap(fault.ErrIntegrity, err, "decision %q attempt %d has a damaged result tree", it.DecisionID, it.Attempt)
-		}
-		items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt, ResultTree: h, Artifacts: it.Artifacts})
+		items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt, ResultTree: it.ResultTree, Artifacts: it.Artifacts})
 	}
 	return items, nil
 }
@@ -199,25 +194,21 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	}
 	var reexecuted []string
 	var runErr error
-	started := false
-	for _, d := range p.Decisions() {
-		if d.ID() == target {
-			started = true
-		}
-		if !started || d.Status() == plan.Succeeded {
-			continue
-		}
-		a, timedOut, err := s.ops.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
-		if a != nil {
-			reexecuted = append(reexecuted, d.ID())
+	ids, err := p.Reexecution(target)
+	if err != nil {
+		return c, nil, err
+	}
+	for _, id := range ids {
+		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn)
+		if r.Ran {
+			reexecuted = append(reexecuted, id)
 		}
 		if err != nil {
 			runErr = err
 			break
 		}
-		if a.Status != plan.Succeeded {
-			runErr = decisionFailure(d.ID(), a, timedOut)
-			p.SkipPending(d.ID())
+		if runErr = r.failure(id); runErr != nil {
+			p.SkipPending(id)
 			if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 				runErr = errors.Join(runErr, err)
 			}

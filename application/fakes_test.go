@@ -13,6 +13,7 @@ import (
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -424,3 +425,9 @@ type fakeGit struct {
 }
 
 func (g fakeGit) Head() (string, bool) { return g.commit, g.ok }
+
+// latestOf is d's newest attempt, zero when it never ran.
+func latestOf(d *plan.Decision) plan.Attempt {
+	a, _ := d.Latest()
+	return a
+}

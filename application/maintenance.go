@@ -146,14 +146,10 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	}
 	for _, d := range p.Decisions() {
 		for _, a := range d.Attempts() {
-			if a.ResultTree == "" || a.Status == plan.Reverted {
+			if a.ResultTree.IsZero() || a.Status == plan.Reverted {
 				continue
 			}
-			h, err := tree.ParseHash(a.ResultTree)
-			if err != nil {
-				return nil, fault.Wrap(fault.ErrIntegrity, err, "attempt %d of %s has a damaged result tree", a.Number, d.ID())
-			}
-			roots = append(roots, h)
+			roots = append(roots, a.ResultTree)
 		}
 	}
 	return roots, nil

@@ -277,15 +277,10 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 // process, then the result tree and artifacts. The outcome is recorded even when the context is
 // cancelled, so an interrupted decision is never left "running". A decision that ran and failed
 // (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
-func (o *Operations) execute(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (a *plan.Attempt, timedOut bool, err error) {
-	a, res, err := o.executeAttempt(ctx, p, id, command, live, events, warn)
-	return a, res.TimedOut, err
-}
-
-func (o *Operations) executeAttempt(ctx context.Context, p *plan.Plan, id, command string, live io.Writer, events func(Event), warn func(string)) (*plan.Attempt, ExecResult, error) {
+func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live io.Writer, events func(Event), warn func(string)) (attemptResult, error) {
 	d, err := p.Decision(id)
 	if err != nil {
-		return nil, ExecResult{}, err
+		return attemptResult{}, err
 	}
 	number := len(d.Attempts()) + 1
 	var pre *checkpoint.Checkpoint
@@ -295,20 +290,20 @@ func (o *Operations) executeAttempt(ctx context.Context, p *plan.Plan, id, comma
 			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
 		})
 		if err != nil {
-			return nil, ExecResult{}, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
+			return attemptResult{}, fmt.Errorf("take the pre_decision checkpoint of %q (the decision did not run): %w", id, err)
 		}
 	}
-	cpID := ""
+	var cpID checkpoint.ID
 	if pre != nil {
-		cpID = string(pre.ID())
+		cpID = pre.ID()
 	}
 	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
-	a, err := p.Start(id, command, cpID, logPath, o.clock.Now())
+	a, err := p.Start(id, cpID, logPath, o.clock.Now())
 	if err != nil {
-		return nil, ExecResult{}, err
+		return attemptResult{}, err
 	}
 	if err := o.plans.Save(ctx, p); err != nil {
-		return nil, ExecResult{}, err
+		return attemptResult{}, err
 	}
 	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
 	def := d.Definition()
@@ -337,29 +332,53 @@ func (o *Operations) executeAttempt(ctx context.Context, p *plan.Plan, id, comma
 		out.ResultTree, out.Artifacts, recordErr = o.changesSince(octx, pre)
 	}
 	if err := p.Finish(id, out, o.clock.Now()); err != nil {
-		return nil, res, err
+		return attemptResult{}, err
 	}
 	if err := o.plans.Save(octx, p); err != nil {
-		return nil, res, err
+		return attemptResult{}, err
 	}
+	a, _ = d.Latest()
 	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
+	r := attemptResult{Attempt: a, Ran: true, TimedOut: res.TimedOut}
 	if recordErr != nil {
-		return a, res, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
+		return r, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
 	}
-	return a, res, nil
+	return r, nil
+}
+
+// attemptResult is how one attempt of a decision went. Ran is false when it never started (its
+// checkpoint could not be taken); Attempt is then zero.
+type attemptResult struct {
+	Attempt  plan.Attempt
+	Ran      bool
+	TimedOut bool
+}
+
+// failure is the error for an attempt that ran and did not succeed, nil when it did. The one place
+// that builds it, so every path (run, exec, a correction's re-execution) reports a timeout as a
+// timeout and an interruption as a cancellation.
+func (r attemptResult) failure(id string) error {
+	if r.Attempt.Status == plan.Succeeded {
+		return nil
+	}
+	failure := &DecisionFailedError{DecisionID: id, Status: r.Attempt.Status, ExitCode: r.Attempt.ExitCode, TimedOut: r.TimedOut}
+	if r.Attempt.Status == plan.Interrupted {
+		return fmt.Errorf("%w: %w", failure, context.Canceled)
+	}
+	return failure
 }
 
 // changesSince snapshots the workspace and returns its tree and the artifacts since pre.
-func (o *Operations) changesSince(ctx context.Context, pre *checkpoint.Checkpoint) (string, []artifact.Artifact, error) {
+func (o *Operations) changesSince(ctx context.Context, pre *checkpoint.Checkpoint) (tree.Hash, []artifact.Artifact, error) {
 	snap, err := o.snap.Snapshot(ctx, nil)
 	if err != nil {
-		return "", nil, err
+		return tree.Hash{}, nil, err
 	}
 	changes, err := o.store.DiffTrees(pre.Root(), snap.Root)
 	if err != nil {
-		return "", nil, err
+		return tree.Hash{}, nil, err
 	}
-	return snap.Root.String(), artifact.FromChanges(changes), nil
+	return snap.Root, artifact.FromChanges(changes), nil
 }
 
 // closeStale finishes attempts a killed `plan run` left running: no process holds the lock, so none
@@ -376,7 +395,7 @@ func (o *Operations) closeStaleAttempts(ctx context.Context) error {
 	if d == nil {
 		return nil
 	}
-	a := d.Latest()
+	a, _ := d.Latest()
 	// The killed plan's decision may have left processes behind; stop them before recording what
 	// the decision changed, or they would go on changing the workspace unrecorded.
 	if _, err := o.exec.Reap(AttemptToken(p, d.ID(), a.Number)); err != nil {
@@ -384,7 +403,7 @@ func (o *Operations) closeStaleAttempts(ctx context.Context) error {
 	}
 	out := plan.Outcome{Status: plan.Interrupted}
 	if a.CheckpointID != "" {
-		if pre, err := o.checkpoints.Get(ctx, checkpoint.ID(a.CheckpointID)); err == nil {
+		if pre, err := o.checkpoints.Get(ctx, a.CheckpointID); err == nil {
 			out.ResultTree, out.Artifacts, err = o.changesSince(ctx, pre)
 			if err != nil {
 				return fmt.Errorf("record what interrupted decision %q changed: %w", d.ID(), err)
@@ -480,11 +499,11 @@ func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, e
 	switch {
 	case err == nil:
 		for _, d := range p.Decisions() {
-			a := d.Latest()
-			if a == nil || a.CheckpointID == "" || a.Status == plan.Reverted {
+			a, ran := d.Latest()
+			if !ran || a.CheckpointID == "" || a.Status == plan.Reverted {
 				continue
 			}
-			out[checkpoint.ID(a.CheckpointID)] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
+			out[a.CheckpointID] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
 		}
 	case !errors.Is(err, fault.ErrNotFound):
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/plan"
@@ -66,7 +65,7 @@ func NewPlanService(ops *Operations) *PlanService { return &PlanService{ops: ops
 type Event struct {
 	Kind       string // "skip", "start", "finish"
 	DecisionID string
-	Attempt    *plan.Attempt
+	Attempt    plan.Attempt
 }
 
 // RunRequest describes `plan run`.
@@ -123,27 +122,28 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		}
 		if d.Status() == plan.Succeeded {
 			res.Skipped = append(res.Skipped, d.ID())
-			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: d.Latest()})
+			a, _ := d.Latest()
+			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: a})
 			continue
 		}
-		a, timedOut, err := s.ops.execute(ctx, p, d.ID(), "", req.Live, req.Events, req.Warn)
+		r, err := s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
 			return res, err
 		}
-		if a.Status == plan.Succeeded {
+		failure, a := r.failure(d.ID()), r.Attempt
+		if failure == nil {
 			continue
 		}
 		p.SkipPending(d.ID())
 		if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 			return res, err
 		}
-		failure := decisionFailure(d.ID(), a, timedOut)
 		if a.Status == plan.Interrupted {
 			return res, failure
 		}
 		if req.OnFailure == RollbackOnFailure && a.CheckpointID != "" {
-			rb, err := s.ops.rollbackToID(ctx, checkpoint.ID(a.CheckpointID), RollbackRequest{Warn: req.Warn})
+			rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
 			if err != nil {
 				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
 			}
@@ -203,25 +203,11 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 		return RunResult{}, err
 	}
 	res := RunResult{Plan: p, Ran: []string{req.ID}}
-	a, timedOut, err := s.ops.execute(ctx, p, req.ID, "", req.Live, req.Events, req.Warn)
+	r, err := s.ops.execute(ctx, p, req.ID, req.Live, req.Events, req.Warn)
 	if err != nil {
 		return res, err
 	}
-	return res, decisionFailure(req.ID, a, timedOut)
-}
-
-// decisionFailure is the error for an attempt of decision id that ran and did not succeed, nil
-// when it did. The one place that builds it, so every path (run, exec, a correction's
-// re-execution) reports a timeout as a timeout and an interruption as a cancellation.
-func decisionFailure(id string, a *plan.Attempt, timedOut bool) error {
-	if a.Status == plan.Succeeded {
-		return nil
-	}
-	failure := &DecisionFailedError{DecisionID: id, Status: a.Status, ExitCode: a.ExitCode, TimedOut: timedOut}
-	if a.Status == plan.Interrupted {
-		return fmt.Errorf("%w: %w", failure, context.Canceled)
-	}
-	return failure
+	return res, r.failure(req.ID)
 }
 
 // AttemptToken names one attempt's processes: the executor puts it in their environment so a later
@@ -240,23 +226,23 @@ func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) {
 }
 
 // Log opens the recorded output of decision id's attempt (0: the latest).
-func (s *PlanService) Log(ctx context.Context, id string, attempt int) (io.ReadCloser, *plan.Attempt, error) {
+func (s *PlanService) Log(ctx context.Context, id string, attempt int) (io.ReadCloser, plan.Attempt, error) {
 	p, err := s.Status(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, plan.Attempt{}, err
 	}
 	d, err := p.Decision(id)
 	if err != nil {
-		return nil, nil, err
+		return nil, plan.Attempt{}, err
 	}
 	as := d.Attempts()
 	if len(as) == 0 {
-		return nil, nil, fault.NotFound("decision %q has not run yet", id)
+		return nil, plan.Attempt{}, fault.NotFound("decision %q has not run yet", id)
 	}
 	a := as[len(as)-1]
 	if attempt > 0 {
 		if attempt > len(as) {
-			return nil, nil, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
+			return nil, plan.Attempt{}, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
 		}
 		a = as[attempt-1]
 	}

@@ -65,8 +65,8 @@ func TestRunAndResume(t *testing.T) {
 	}
 	for _, id := range []string{"a", "b"} {
 		d, _ := res.Plan.Decision(id)
-		a := d.Latest()
-		if d.Status() != plan.Succeeded || a.CheckpointID == "" || a.ResultTree == "" || len(a.Artifacts) != 1 || a.Artifacts[0].Path != id+".txt" {
+		a := latestOf(d)
+		if d.Status() != plan.Succeeded || a.CheckpointID == "" || a.ResultTree.IsZero() || len(a.Artifacts) != 1 || a.Artifacts[0].Path != id+".txt" {
 			t.Errorf("decision %s: status %s, attempt %+v", id, d.Status(), a)
 		}
 		cp, err := e.repo.Get(context.Background(), checkpoint.ID(a.CheckpointID))
@@ -112,8 +112,8 @@ func TestRunFailureStopsAndSkipsTheRest(t *testing.T) {
 	}
 	// The failed attempt still records what it changed.
 	b, _ := res.Plan.Decision("b")
-	if b.Status() != plan.Failed || len(b.Latest().Artifacts) != 1 {
-		t.Errorf("b: %s %+v", b.Status(), b.Latest())
+	if b.Status() != plan.Failed || len(latestOf(b).Artifacts) != 1 {
+		t.Errorf("b: %s %+v", b.Status(), latestOf(b))
 	}
 	if e.l.held {
 		t.Error("the lock is still held")
@@ -136,8 +136,8 @@ func TestRunTimeoutAndInterrupt(t *testing.T) {
 		t.Fatalf("interrupt: %v", err)
 	}
 	a, _ := res.Plan.Decision("a")
-	if a.Status() != plan.Interrupted || a.Latest().ExitCode != nil {
-		t.Errorf("a: %s, exit %v", a.Status(), a.Latest().ExitCode)
+	if a.Status() != plan.Interrupted || latestOf(a).ExitCode != nil {
+		t.Errorf("a: %s, exit %v", a.Status(), latestOf(a).ExitCode)
 	}
 }
 
@@ -258,8 +258,8 @@ func TestRunCheckpointAndRecordFailures(t *testing.T) {
 		t.Fatalf("record failing: %v", err)
 	}
 	a, _ := res.Plan.Decision("a")
-	if a.Status() != plan.Succeeded || a.Latest().ResultTree != "" || e.plans.byName["p"] != res.Plan {
-		t.Errorf("a: %s, result %q", a.Status(), a.Latest().ResultTree)
+	if a.Status() != plan.Succeeded || !latestOf(a).ResultTree.IsZero() || e.plans.byName["p"] != res.Plan {
+		t.Errorf("a: %s, result %q", a.Status(), latestOf(a).ResultTree)
 	}
 }
 
@@ -271,8 +271,8 @@ func TestRunWithoutCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := res.Plan.Decision("a")
-	if res.Plan.Checkpoints() || a.Latest().CheckpointID != "" || a.Latest().ResultTree != "" || len(e.repo.cps) != 0 {
-		t.Errorf("checkpoints were taken: %+v, %d in the repository", a.Latest(), len(e.repo.cps))
+	if res.Plan.Checkpoints() || latestOf(a).CheckpointID != "" || !latestOf(a).ResultTree.IsZero() || len(e.repo.cps) != 0 {
+		t.Errorf("checkpoints were taken: %+v, %d in the repository", latestOf(a), len(e.repo.cps))
 	}
 }
 
@@ -308,8 +308,8 @@ func TestExec(t *testing.T) {
 		t.Fatalf("start failure: %v", err)
 	}
 	y, _ := res.Plan.Decision("y")
-	if y.Status() != plan.Failed || y.Latest().ExitCode != nil || y.Definition().Name != "Why" {
-		t.Errorf("y: %s exit %v", y.Status(), y.Latest().ExitCode)
+	if y.Status() != plan.Failed || latestOf(y).ExitCode != nil || y.Definition().Name != "Why" {
+		t.Errorf("y: %s exit %v", y.Status(), latestOf(y).ExitCode)
 	}
 	if len(e.warnings) != 1 || !strings.Contains(e.warnings[0], `decision "y" could not start: fork`) {
 		t.Errorf("warnings %q", e.warnings)
@@ -420,7 +420,7 @@ func TestStatusAndLog(t *testing.T) {
 	if _, _, err := e.ps.Log(ctx, "idle", 0); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "has not run yet") {
 		t.Errorf("a decision that never ran: %v", err)
 	}
-	if _, a, err := e.ps.Log(ctx, "old", 0); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "has no log") || a == nil {
+	if _, a, err := e.ps.Log(ctx, "old", 0); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "has no log") || a.Number == 0 {
 		t.Errorf("an attempt without a log: %v", err)
 	}
 	e.plans.currentErr = errors.New("db down")
@@ -446,7 +446,7 @@ func runningPlan(t *testing.T, e *useCaseEnv) (*plan.Plan, *checkpoint.Checkpoin
 	if err := p.Define(defs("a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Start("a", "", string(pre.ID()), "logs/a.1.log", e.clock.Now()); err != nil {
+	if _, err := p.Start("a", pre.ID(), "logs/a.1.log", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.plans.Save(ctx, p); err != nil {
@@ -471,8 +471,8 @@ func TestCloseStaleAttempts(t *testing.T) {
 		t.Errorf("reaped %q", e.exec.reaped)
 	}
 	a, _ := p.Decision("a")
-	at := a.Latest()
-	if at.Status != plan.Interrupted || at.ExitCode != nil || at.ResultTree == "" || len(at.Artifacts) != 1 || at.Artifacts[0].Path != "half.txt" {
+	at := latestOf(a)
+	if at.Status != plan.Interrupted || at.ExitCode != nil || at.ResultTree.IsZero() || len(at.Artifacts) != 1 || at.Artifacts[0].Path != "half.txt" {
 		t.Errorf("closed attempt %+v", at)
 	}
 	if e.archiver.cleans != cleans+1 {
@@ -513,8 +513,8 @@ func TestCloseStaleAttemptErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := p.Decision("a")
-	if a.Status() != plan.Interrupted || a.Latest().ResultTree != "" || len(a.Latest().Artifacts) != 0 {
-		t.Errorf("closed without its checkpoint: %+v", a.Latest())
+	if a.Status() != plan.Interrupted || !latestOf(a).ResultTree.IsZero() || len(latestOf(a).Artifacts) != 0 {
+		t.Errorf("closed without its checkpoint: %+v", latestOf(a))
 	}
 
 	// The plan cannot be read.

@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // Status is where a correction stands.
@@ -39,8 +41,8 @@ const (
 type Item struct {
 	DecisionID   string
 	Attempt      int
-	CheckpointID string
-	ResultTree   string
+	CheckpointID checkpoint.ID
+	ResultTree   tree.Hash // zero when the attempt's result was not recorded
 	StartedAt    time.Time
 	Artifacts    []artifact.Artifact
 }
@@ -51,9 +53,9 @@ func Scope(p *plan.Plan, id string) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest := d.Latest()
+	latest, ran := d.Latest()
 	switch {
-	case latest == nil:
+	case !ran:
 		return nil, fault.Conflict("decision %q has not executed yet; there is nothing to correct", id)
 	case latest.Status == plan.Reverted:
 		return nil, fault.Conflict("decision %q is already reverted (by %s); run it again before correcting it", id, latest.RevertedBy)
@@ -64,8 +66,8 @@ func Scope(p *plan.Plan, id string) ([]Item, error) {
 	}
 	var items []Item
 	for _, o := range p.Decisions() {
-		a := o.Latest()
-		if a == nil || a.StartedAt.Before(latest.StartedAt) {
+		a, ran := o.Latest()
+		if !ran || a.StartedAt.Before(latest.StartedAt) {
 			continue
 		}
 		switch a.Status {

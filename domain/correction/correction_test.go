@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -54,11 +55,11 @@ func exec(t *testing.T, p *plan.Plan, id string, st plan.Status, start int) {
 
 func execCP(t *testing.T, p *plan.Plan, id, cp string, st plan.Status, start int) {
 	t.Helper()
-	if _, err := p.Start(id, "", cp, "", at(start)); err != nil {
+	if _, err := p.Start(id, checkpoint.ID(cp), "", at(start)); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
 	arts := []artifact.Artifact{{Path: id + ".txt", Change: tree.Added, Size: 1, SHA256: "h-" + id}}
-	o := plan.Outcome{Status: st, ResultTree: "tree-" + id, Artifacts: arts}
+	o := plan.Outcome{Status: st, ResultTree: tree.Sum([]byte("tree-" + id)), Artifacts: arts}
 	if err := p.Finish(id, o, at(start+1)); err != nil {
 		t.Fatalf("finish %s: %v", id, err)
 	}
@@ -93,7 +94,7 @@ func TestScopeRefusals(t *testing.T) {
 	})
 	t.Run("running", func(t *testing.T) {
 		p := newPlan(t, "a")
-		if _, err := p.Start("a", "", "cp", "", at(0)); err != nil {
+		if _, err := p.Start("a", "cp", "", at(0)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := correction.Scope(p, "a")
@@ -127,7 +128,7 @@ func TestScopeTargetAndLater(t *testing.T) {
 		t.Fatalf("scope %v, want [b e c d] (start order)", got)
 	}
 	first := items[0]
-	if first.Attempt != 2 || first.CheckpointID != "cp-b" || first.ResultTree != "tree-b" ||
+	if first.Attempt != 2 || first.CheckpointID != "cp-b" || first.ResultTree != tree.Sum([]byte("tree-b")) ||
 		!first.StartedAt.Equal(at(20)) || len(first.Artifacts) != 1 || first.Artifacts[0].Path != "b.txt" {
 		t.Fatalf("target item %+v", first)
 	}
@@ -139,7 +140,7 @@ func TestScopeExcludesRevertedAndRunningLaterDecisions(t *testing.T) {
 	p.RevertStartedSince(at(0), "rb")
 	exec(t, p, "a", plan.Succeeded, 10) // target
 	exec(t, p, "b", plan.Failed, 20)    // b ran again after the target: its new attempt counts
-	if _, err := p.Start("c", "", "cp", "", at(30)); err != nil {
+	if _, err := p.Start("c", "cp", "", at(30)); err != nil {
 		t.Fatal(err)
 	}
 	items, err := correction.Scope(p, "a")
@@ -172,7 +173,7 @@ func TestScopeSameStartTimeIncluded(t *testing.T) {
 	p := newPlan(t, "a", "b")
 	exec(t, p, "a", plan.Succeeded, 0)
 	// b started at the very instant a did ("at or after").
-	if _, err := p.Start("b", "", "cp-b", "", at(0)); err != nil {
+	if _, err := p.Start("b", "cp-b", "", at(0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Finish("b", plan.Outcome{Status: plan.Succeeded}, at(1)); err != nil {

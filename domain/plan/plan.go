@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // Status is a decision's or an attempt's state.
@@ -74,8 +76,8 @@ type Attempt struct {
 	Number       int
 	Status       Status
 	Command      string
-	CheckpointID string // the pre_decision checkpoint, "" when checkpoints were off
-	ResultTree   string // the workspace tree right after the attempt, "" when unknown
+	CheckpointID checkpoint.ID // the pre_decision checkpoint, "" when checkpoints were off
+	ResultTree   tree.Hash     // the workspace tree right after the attempt, zero when unknown
 	ExitCode     *int
 	StartedAt    time.Time
 	FinishedAt   time.Time
@@ -101,20 +103,46 @@ func (d *Decision) Definition() Definition {
 	return def
 }
 
-// Attempts returns the attempts, oldest first. Callers must not modify them.
-func (d *Decision) Attempts() []*Attempt { return d.attempts }
+// Attempts returns copies of the attempts, oldest first: the aggregate changes them only through
+// its methods.
+func (d *Decision) Attempts() []Attempt {
+	out := make([]Attempt, len(d.attempts))
+	for i, a := range d.attempts {
+		out[i] = a.clone()
+	}
+	return out
+}
 
-// Latest returns the newest attempt, or nil.
-func (d *Decision) Latest() *Attempt {
+// Latest returns a copy of the newest attempt; ok is false when the decision never ran.
+func (d *Decision) Latest() (Attempt, bool) {
+	if len(d.attempts) == 0 {
+		return Attempt{}, false
+	}
+	return d.attempts[len(d.attempts)-1].clone(), true
+}
+
+// latest is the newest attempt itself, for the aggregate's own changes.
+func (d *Decision) latest() *Attempt {
 	if len(d.attempts) == 0 {
 		return nil
 	}
 	return d.attempts[len(d.attempts)-1]
 }
 
+// clone copies a, sharing nothing with it.
+func (a *Attempt) clone() Attempt {
+	c := *a
+	c.Artifacts = slices.Clone(a.Artifacts)
+	if a.ExitCode != nil {
+		code := *a.ExitCode
+		c.ExitCode = &code
+	}
+	return c
+}
+
 // Status is the latest attempt's status, or pending/skipped.
 func (d *Decision) Status() Status {
-	if a := d.Latest(); a != nil {
+	if a := d.latest(); a != nil {
 		return a.Status
 	}
 	if d.skipped {
@@ -272,37 +300,35 @@ func (p *Plan) Running() *Decision {
 	return nil
 }
 
-// Start begins a new attempt of decision id with command (the definition's unless overridden).
-func (p *Plan) Start(id, command, checkpointID, logPath string, now time.Time) (*Attempt, error) {
+// Start begins a new attempt of decision id, running its definition's command (Redefine changes
+// it), and returns a copy of it.
+func (p *Plan) Start(id string, checkpointID checkpoint.ID, logPath string, now time.Time) (Attempt, error) {
 	d, err := p.Decision(id)
 	if err != nil {
-		return nil, err
+		return Attempt{}, err
 	}
 	if r := p.Running(); r != nil {
-		return nil, fault.Conflict("decision %q is still running", r.ID())
+		return Attempt{}, fault.Conflict("decision %q is still running", r.ID())
 	}
 	switch d.Status() {
 	case Pending, Skipped, Failed, Interrupted, Reverted:
 	default:
-		return nil, fault.Conflict("decision %q is %s and cannot start again", id, d.Status())
-	}
-	if command == "" {
-		command = d.def.Run
+		return Attempt{}, fault.Conflict("decision %q is %s and cannot start again", id, d.Status())
 	}
 	a := &Attempt{
-		Number: len(d.attempts) + 1, Status: Running, Command: command, CheckpointID: checkpointID,
+		Number: len(d.attempts) + 1, Status: Running, Command: d.def.Run, CheckpointID: checkpointID,
 		StartedAt: now.UTC(), LogPath: logPath,
 	}
 	d.attempts = append(d.attempts, a)
 	d.skipped = false
-	return a, nil
+	return a.clone(), nil
 }
 
 // Outcome is how an attempt ended.
 type Outcome struct {
 	Status     Status // Succeeded, Failed or Interrupted
 	ExitCode   *int
-	ResultTree string
+	ResultTree tree.Hash
 	Artifacts  []artifact.Artifact
 }
 
@@ -312,7 +338,7 @@ func (p *Plan) Finish(id string, o Outcome, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	a := d.Latest()
+	a := d.latest()
 	if a == nil || a.Status != Running {
 		return fault.Conflict("decision %q has no running attempt", id)
 	}
@@ -321,7 +347,7 @@ func (p *Plan) Finish(id string, o Outcome, now time.Time) error {
 	default:
 		return fault.Invalid("an attempt cannot finish as %s", o.Status)
 	}
-	a.Status, a.ExitCode, a.ResultTree, a.Artifacts, a.FinishedAt = o.Status, o.ExitCode, o.ResultTree, o.Artifacts, now.UTC()
+	a.Status, a.ExitCode, a.ResultTree, a.Artifacts, a.FinishedAt = o.Status, o.ExitCode, o.ResultTree, slices.Clone(o.Artifacts), now.UTC()
 	return nil
 }
 
@@ -369,6 +395,24 @@ type Repository interface {
 	ByName(ctx context.Context, name string) (*Plan, error)
 	// Save inserts or replaces p and makes it the current plan.
 	Save(ctx context.Context, p *Plan) error
+}
+
+// Reexecution lists the decisions a correction of decision from runs again, in plan order: from
+// itself and every later decision that has not succeeded (a reverted, failed, interrupted, skipped
+// or pending one). Decisions before from, and later ones that succeeded since, stay as they are.
+func (p *Plan) Reexecution(from string) ([]string, error) {
+	if _, err := p.Decision(from); err != nil {
+		return nil, err
+	}
+	var ids []string
+	started := false
+	for _, d := range p.decisions {
+		started = started || d.def.ID == from
+		if started && d.Status() != Succeeded {
+			ids = append(ids, d.def.ID)
+		}
+	}
+	return ids, nil
 }
 
 // Redefine replaces decision id's command for its next attempts (a correction's --run).

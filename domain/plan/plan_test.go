@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -51,10 +53,37 @@ func newPlan(t *testing.T, ids ...string) *plan.Plan {
 	return p
 }
 
-// run starts and finishes one attempt of id with status st.
-func run(t *testing.T, p *plan.Plan, id string, st plan.Status, start int) *plan.Attempt {
+// latest is d's newest attempt; the test fails when d never ran.
+func latest(t *testing.T, d *plan.Decision) plan.Attempt {
 	t.Helper()
-	a, err := p.Start(id, "", "cp-"+id, "logs/"+id+".log", at(start))
+	a, ok := d.Latest()
+	if !ok {
+		t.Fatalf("decision %s never ran", d.ID())
+	}
+	return a
+}
+
+// The aggregate hands out copies: changing one changes nothing in the plan.
+func TestAttemptsAreCopies(t *testing.T) {
+	p := newPlan(t, "a")
+	run(t, p, "a", plan.Failed, 0)
+	a := latest(t, decision(t, p, "a"))
+	a.Status = plan.Succeeded
+	*a.ExitCode = 99
+	got := latest(t, decision(t, p, "a"))
+	got.Artifacts = append(got.Artifacts, artifact.Artifact{Path: "x"})
+	if again := latest(t, decision(t, p, "a")); again.Status != plan.Failed || *again.ExitCode != 0 || len(again.Artifacts) != 0 {
+		t.Fatalf("a copy changed the aggregate: %+v", again)
+	}
+	if d := decision(t, p, "a"); d.Status() != plan.Failed || d.Attempts()[0].Status != plan.Failed {
+		t.Fatal("Attempts() exposed the attempt itself")
+	}
+}
+
+// run starts and finishes one attempt of id with status st.
+func run(t *testing.T, p *plan.Plan, id string, st plan.Status, start int) plan.Attempt {
+	t.Helper()
+	a, err := p.Start(id, checkpoint.ID("cp-"+id), "logs/"+id+".log", at(start))
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -121,7 +150,7 @@ func TestDecisionNotFound(t *testing.T) {
 	p := newPlan(t, "a")
 	_, err := p.Decision("nope")
 	requireKind(t, err, fault.ErrNotFound, "Decision")
-	_, err = p.Start("nope", "", "", "", t0)
+	_, err = p.Start("nope", "", "", t0)
 	requireKind(t, err, fault.ErrNotFound, "Start")
 	requireKind(t, p.Finish("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "Finish")
 	requireKind(t, p.Redefine("nope", "true"), fault.ErrNotFound, "Redefine")
@@ -152,7 +181,7 @@ func TestDefineAppendsInFileOrder(t *testing.T) {
 		t.Fatalf("decisions %v", got)
 	}
 	for _, d := range p.Decisions() {
-		if d.Status() != plan.Pending || d.Latest() != nil || len(d.Attempts()) != 0 {
+		if _, ran := d.Latest(); d.Status() != plan.Pending || ran || len(d.Attempts()) != 0 {
 			t.Fatalf("%s: new decision is %s with %d attempts", d.ID(), d.Status(), len(d.Attempts()))
 		}
 	}
@@ -308,7 +337,7 @@ func TestAppendExistingFailedTakesNewDefinition(t *testing.T) {
 	if got := d.Definition(); got.Run != "true" || got.Name != "fixed" {
 		t.Fatalf("definition not replaced: %+v", got)
 	}
-	a, err := p.Start("x", "", "", "", at(5))
+	a, err := p.Start("x", "", "", at(5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +381,7 @@ func TestStartFromEachStatus(t *testing.T) {
 				run(t, p, "a", plan.Failed, 0)
 				p.SkipPending("a")
 			case plan.Running:
-				if _, err := p.Start("b", "", "", "", at(0)); err != nil {
+				if _, err := p.Start("b", "", "", at(0)); err != nil {
 					t.Fatal(err)
 				}
 			case plan.Reverted:
@@ -368,7 +397,7 @@ func TestStartFromEachStatus(t *testing.T) {
 				t.Fatalf("setup: b is %s, want %s", b.Status(), c.from)
 			}
 			before := len(b.Attempts())
-			a, err := p.Start("b", "", "cp", "logs/b.log", at(10))
+			a, err := p.Start("b", "cp", "logs/b.log", at(10))
 			if !c.ok {
 				requireKind(t, err, fault.ErrConflict, "start from "+string(c.from))
 				if len(b.Attempts()) != before {
@@ -383,7 +412,7 @@ func TestStartFromEachStatus(t *testing.T) {
 				a.CheckpointID != "cp" || a.LogPath != "logs/b.log" || !a.StartedAt.Equal(at(10)) {
 				t.Fatalf("attempt %+v", a)
 			}
-			if b.Status() != plan.Running || b.Latest() != a || p.Running() != b {
+			if got, _ := b.Latest(); b.Status() != plan.Running || !reflect.DeepEqual(got, a) || p.Running() != b {
 				t.Fatalf("b is %s after Start", b.Status())
 			}
 		})
@@ -392,7 +421,10 @@ func TestStartFromEachStatus(t *testing.T) {
 
 func TestStartCommandOverrideAndUTC(t *testing.T) {
 	p := newPlan(t, "a")
-	a, err := p.Start("a", "custom cmd", "", "", t0.In(time.FixedZone("y", -7200)))
+	if err := p.Redefine("a", "custom cmd"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Start("a", "", "", t0.In(time.FixedZone("y", -7200)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,10 +438,10 @@ func TestStartCommandOverrideAndUTC(t *testing.T) {
 
 func TestStartWhileAnotherRunning(t *testing.T) {
 	p := newPlan(t, "a", "b")
-	if _, err := p.Start("a", "", "", "", at(0)); err != nil {
+	if _, err := p.Start("a", "", "", at(0)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.Start("b", "", "", "", at(1))
+	_, err := p.Start("b", "", "", at(1))
 	requireKind(t, err, fault.ErrConflict, "second running")
 	if !strings.Contains(err.Error(), `"a"`) {
 		t.Fatalf("message should name the running decision: %v", err)
@@ -420,23 +452,23 @@ func TestStartWhileAnotherRunning(t *testing.T) {
 	if err := p.Finish("a", plan.Outcome{Status: plan.Succeeded}, at(2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Start("b", "", "", "", at(3)); err != nil {
+	if _, err := p.Start("b", "", "", at(3)); err != nil {
 		t.Fatalf("after a finished: %v", err)
 	}
 }
 
 func TestFinish(t *testing.T) {
 	p := newPlan(t, "a")
-	if _, err := p.Start("a", "", "", "", at(0)); err != nil {
+	if _, err := p.Start("a", "", "", at(0)); err != nil {
 		t.Fatal(err)
 	}
 	arts := []artifact.Artifact{{Path: "f", Change: tree.Added, Size: 1, SHA256: "x"}}
-	o := plan.Outcome{Status: plan.Failed, ExitCode: code(3), ResultTree: "tree1", Artifacts: arts}
+	o := plan.Outcome{Status: plan.Failed, ExitCode: code(3), ResultTree: tree.Sum([]byte("tree1")), Artifacts: arts}
 	if err := p.Finish("a", o, at(4).In(time.FixedZone("z", 3600))); err != nil {
 		t.Fatal(err)
 	}
-	a := decision(t, p, "a").Latest()
-	if a.Status != plan.Failed || a.ExitCode == nil || *a.ExitCode != 3 || a.ResultTree != "tree1" ||
+	a := latest(t, decision(t, p, "a"))
+	if a.Status != plan.Failed || a.ExitCode == nil || *a.ExitCode != 3 || a.ResultTree != tree.Sum([]byte("tree1")) ||
 		len(a.Artifacts) != 1 || !a.FinishedAt.Equal(at(4)) || a.FinishedAt.Location() != time.UTC {
 		t.Fatalf("attempt %+v", a)
 	}
@@ -458,7 +490,7 @@ func TestFinishWithoutRunningAttempt(t *testing.T) {
 func TestFinishIllegalStatus(t *testing.T) {
 	for _, st := range []plan.Status{plan.Pending, plan.Running, plan.Reverted, plan.Skipped, "bogus", ""} {
 		p := newPlan(t, "a")
-		if _, err := p.Start("a", "", "", "", at(0)); err != nil {
+		if _, err := p.Start("a", "", "", at(0)); err != nil {
 			t.Fatal(err)
 		}
 		requireKind(t, p.Finish("a", plan.Outcome{Status: st}, at(1)), fault.ErrInvalid, "finish as "+string(st))
@@ -488,7 +520,7 @@ func TestSkipPending(t *testing.T) {
 		}
 	}
 	// Starting a skipped decision clears the skip.
-	a, err := p.Start("c", "", "", "", at(10))
+	a, err := p.Start("c", "", "", at(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +568,7 @@ func TestRevertStartedSince(t *testing.T) {
 			t.Fatalf("b attempt %d: %s by %q", a.Number, a.Status, a.RevertedBy)
 		}
 	}
-	if c := decision(t, p, "c").Latest(); c.Status != plan.Reverted || c.RevertedBy != "op42" {
+	if c := latest(t, decision(t, p, "c")); c.Status != plan.Reverted || c.RevertedBy != "op42" {
 		t.Fatalf("c: %+v", c)
 	}
 	if decision(t, p, "d").Status() != plan.Pending {
@@ -546,14 +578,14 @@ func TestRevertStartedSince(t *testing.T) {
 	if again := p.RevertStartedSince(at(0), "op43"); !slices.Equal(again, []string{"a"}) {
 		t.Fatalf("second revert %v, want [a]", again)
 	}
-	if by := decision(t, p, "b").Latest().RevertedBy; by != "op42" {
+	if by := latest(t, decision(t, p, "b")).RevertedBy; by != "op42" {
 		t.Fatalf("b re-reverted by %q", by)
 	}
 }
 
 func TestRevertStartedSinceLeavesRunningAttempt(t *testing.T) {
 	p := newPlan(t, "a")
-	if _, err := p.Start("a", "", "", "", at(5)); err != nil {
+	if _, err := p.Start("a", "", "", at(5)); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.RevertStartedSince(at(0), "op"); len(got) != 0 {
@@ -573,7 +605,7 @@ func TestRedefine(t *testing.T) {
 	if got := decision(t, p, "a").Definition().Run; got != "new cmd" {
 		t.Fatalf("run %q", got)
 	}
-	if decision(t, p, "a").Latest().Command != "echo a" {
+	if latest(t, decision(t, p, "a")).Command != "echo a" {
 		t.Fatal("Redefine rewrote history")
 	}
 	requireKind(t, p.Redefine("a", "  "), fault.ErrInvalid, "blank command")
@@ -598,7 +630,26 @@ func TestRehydrate(t *testing.T) {
 			t.Errorf("%s: %s, want %s", d.ID(), d.Status(), want[i])
 		}
 	}
-	if decision(t, p, "a").Latest() != a1 {
+	if got := latest(t, decision(t, p, "a")); !reflect.DeepEqual(got, *a1) {
 		t.Fatal("attempt not kept")
+	}
+}
+
+// A correction re-executes the corrected decision and every later one that has not succeeded.
+func TestReexecution(t *testing.T) {
+	p := newPlan(t, "a", "b", "c", "d")
+	run(t, p, "a", plan.Succeeded, 0)
+	run(t, p, "b", plan.Succeeded, 2)
+	run(t, p, "c", plan.Failed, 4)
+	ids, err := p.Reexecution("b")
+	if err != nil || !slices.Equal(ids, []string{"c", "d"}) {
+		t.Fatalf("Reexecution(b) = %v, %v: b succeeded and stays; c failed and d is pending", ids, err)
+	}
+	p.RevertStartedSince(at(2), "op")
+	if ids, _ := p.Reexecution("b"); !slices.Equal(ids, []string{"b", "c", "d"}) {
+		t.Fatalf("after the revert: %v", ids)
+	}
+	if _, err := p.Reexecution("zz"); err == nil {
+		t.Fatal("an unknown decision is an error")
 	}
 }

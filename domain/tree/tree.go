@@ -31,6 +31,29 @@ func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 // IsZero reports whether h is the zero value.
 func (h Hash) IsZero() bool { return h == ZeroHash }
 
+// MarshalText writes the hex form; the zero hash, which names nothing, is written as "".
+func (h Hash) MarshalText() ([]byte, error) {
+	if h.IsZero() {
+		return []byte{}, nil
+	}
+	return []byte(h.String()), nil
+}
+
+// UnmarshalText reads what MarshalText writes. A malformed hash is a fault.ErrInvalid error; where
+// the text comes from the store or the journal, the reader classifies it as damage.
+func (h *Hash) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*h = ZeroHash
+		return nil
+	}
+	v, err := ParseHash(string(b))
+	if err != nil {
+		return err
+	}
+	*h = v
+	return nil
+}
+
 // ParseHash parses a 64-character lower-case hex hash.
 func ParseHash(s string) (Hash, error) {
 	var h Hash

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -475,5 +476,28 @@ func TestChangeTypeAndSize(t *testing.T) {
 	}
 	if s := (Change{Type: Modified, From: &a, To: &b}).Size(); s != 5 {
 		t.Errorf("modified size %d", s)
+	}
+}
+
+// A hash travels as text in JSON (the journal, a correction's scope): hex, "" for none, and
+// anything else refused.
+func TestHashText(t *testing.T) {
+	h := Sum([]byte("x"))
+	type doc struct {
+		H    Hash `json:"h"`
+		None Hash `json:"none"`
+	}
+	b, err := json.Marshal(doc{H: h})
+	if err != nil || string(b) != `{"h":"`+h.String()+`","none":""}` {
+		t.Fatalf("marshal: %s, %v", b, err)
+	}
+	var back doc
+	if err := json.Unmarshal(b, &back); err != nil || back.H != h || !back.None.IsZero() {
+		t.Fatalf("unmarshal: %+v, %v", back, err)
+	}
+	for _, bad := range []string{`{"h":"zz"}`, `{"h":"` + strings.ToUpper(h.String()) + `"}`} {
+		if err := json.Unmarshal([]byte(bad), &back); !errors.Is(err, fault.ErrInvalid) {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -55,8 +56,8 @@ func toCorrectionRow(c *correction.Correction) (correctionRow, error) {
 			arts = append(arts, artifactJSON{Path: a.Path, Change: string(a.Change), Size: a.Size, SHA256: a.SHA256})
 		}
 		scope = append(scope, scopeJSON{
-			DecisionID: it.DecisionID, Attempt: it.Attempt, CheckpointID: it.CheckpointID,
-			ResultTree: it.ResultTree, StartedAt: it.StartedAt.UnixNano(), Artifacts: arts,
+			DecisionID: it.DecisionID, Attempt: it.Attempt, CheckpointID: string(it.CheckpointID),
+			ResultTree: hashText(it.ResultTree), StartedAt: it.StartedAt.UnixNano(), Artifacts: arts,
 		})
 	}
 	sb, err := json.Marshal(scope)
@@ -90,9 +91,13 @@ func (r correctionRow) toDomain() (*correction.Correction, error) {
 	}
 	items := make([]correction.Item, 0, len(scope))
 	for _, s := range scope {
+		result, err := storedHash(s.ResultTree, "correction %s: the result tree of %s attempt %d", r.ID, s.DecisionID, s.Attempt)
+		if err != nil {
+			return nil, err
+		}
 		it := correction.Item{
-			DecisionID: s.DecisionID, Attempt: s.Attempt, CheckpointID: s.CheckpointID,
-			ResultTree: s.ResultTree, StartedAt: time.Unix(0, s.StartedAt).UTC(),
+			DecisionID: s.DecisionID, Attempt: s.Attempt, CheckpointID: checkpoint.ID(s.CheckpointID),
+			ResultTree: result, StartedAt: time.Unix(0, s.StartedAt).UTC(),
 		}
 		for _, a := range s.Artifacts {
 			it.Artifacts = append(it.Artifacts, artifact.Artifact{Path: a.Path, Change: tree.ChangeType(a.Change), Size: a.Size, SHA256: a.SHA256})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // DB is the metadata database.
@@ -152,4 +153,21 @@ func resolvePrefix[T any](ctx context.Context, d *DB, what, ref string, id func(
 		ids[i] = id(row)
 	}
 	return zero, fault.Invalid("%s ID prefix %s is ambiguous: it matches %s", what, ref, strings.Join(ids, ", "))
+}
+
+// hashText is how a tree hash is stored: hex, or "" for the zero hash (none recorded).
+func hashText(h tree.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// storedHash reads what hashText wrote; anything else is damage to the database.
+func storedHash(s, format string, args ...any) (tree.Hash, error) {
+	var h tree.Hash
+	if err := h.UnmarshalText([]byte(s)); err != nil {
+		return h, fault.Wrap(fault.ErrIntegrity, err, format+" is damaged", args...)
+	}
+	return h, nil
 }

@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // A database that an initialised workspace should have filled is never taken for a fresh one:
@@ -73,4 +77,43 @@ func mustOpen(t *testing.T, path string, create bool) *DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// A result tree is typed in the domain; damage to its stored text is found once, by the mapper,
+// as an integrity error naming the attempt (the use cases no longer re-parse it).
+func TestDamagedResultTreeIsIntegrity(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	plans := NewPlans(db)
+	p, err := plan.New("p1", "p", "", true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(plan.Definition{ID: "a", Run: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start("a", checkpoint.ID("cp"), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	result := tree.Sum([]byte("result"))
+	if err := p.Finish("a", plan.Outcome{Status: plan.Succeeded, ResultTree: result}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := plans.Save(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := plans.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := got.Decision("a")
+	if a, _ := d.Latest(); a.ResultTree != result || a.CheckpointID != "cp" {
+		t.Fatalf("round trip: %+v", a)
+	}
+	if err := db.gorm.Exec(`UPDATE attempts SET result_tree = 'garbage'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "result tree of a attempt 1") {
+		t.Fatalf("damaged result tree: %v", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -127,9 +128,13 @@ func (a attemptRow) toDomain() (*plan.Attempt, error) {
 	if err := json.Unmarshal([]byte(a.Artifacts), &arts); err != nil {
 		return nil, fmt.Errorf("artifacts of %s attempt %d: %w", a.DecisionID, a.Number, err)
 	}
+	result, err := storedHash(a.ResultTree, "the result tree of %s attempt %d", a.DecisionID, a.Number)
+	if err != nil {
+		return nil, err
+	}
 	pa := &plan.Attempt{
-		Number: a.Number, Status: plan.Status(a.Status), Command: a.Command, CheckpointID: a.CheckpointID,
-		ResultTree: a.ResultTree, StartedAt: time.Unix(0, a.Started).UTC(), RevertedBy: a.RevertedBy,
+		Number: a.Number, Status: plan.Status(a.Status), Command: a.Command, CheckpointID: checkpoint.ID(a.CheckpointID),
+		ResultTree: result, StartedAt: time.Unix(0, a.Started).UTC(), RevertedBy: a.RevertedBy,
 		LogPath: a.LogPath,
 	}
 	if a.Finished != 0 {
@@ -189,7 +194,7 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 	})
 }
 
-func toAttemptRow(planID, decisionID string, a *plan.Attempt) (attemptRow, error) {
+func toAttemptRow(planID, decisionID string, a plan.Attempt) (attemptRow, error) {
 	arts := make([]artifactJSON, 0, len(a.Artifacts))
 	for _, x := range a.Artifacts {
 		arts = append(arts, artifactJSON{Path: x.Path, Change: string(x.Change), Size: x.Size, SHA256: x.SHA256})
@@ -200,7 +205,7 @@ func toAttemptRow(planID, decisionID string, a *plan.Attempt) (attemptRow, error
 	}
 	row := attemptRow{
 		PlanID: planID, DecisionID: decisionID, Number: a.Number, Status: string(a.Status), Command: a.Command,
-		CheckpointID: a.CheckpointID, ResultTree: a.ResultTree, Started: a.StartedAt.UnixNano(),
+		CheckpointID: string(a.CheckpointID), ResultTree: hashText(a.ResultTree), Started: a.StartedAt.UnixNano(),
 		Artifacts: string(b), RevertedBy: a.RevertedBy, LogPath: a.LogPath,
 	}
 	if !a.FinishedAt.IsZero() {

@@ -149,7 +149,7 @@ func (h *handler) events() func(application.Event) {
 		case "start":
 			cp := "no checkpoint"
 			if e.Attempt.CheckpointID != "" {
-				cp = "checkpoint " + e.Attempt.CheckpointID
+				cp = "checkpoint " + string(e.Attempt.CheckpointID)
 			}
 			cmd, _, multi := strings.Cut(strings.TrimSpace(e.Attempt.Command), "\n")
 			if multi {
@@ -293,9 +293,9 @@ func timeString(t time.Time) *string {
 	return &s
 }
 
-func newAttemptView(a *plan.Attempt) attemptView {
+func newAttemptView(a plan.Attempt) attemptView {
 	v := attemptView{
-		Attempt: a.Number, Status: string(a.Status), Command: a.Command, CheckpointID: optional(a.CheckpointID),
+		Attempt: a.Number, Status: string(a.Status), Command: a.Command, CheckpointID: optional(string(a.CheckpointID)),
 		ExitCode: a.ExitCode, StartedAt: timeString(a.StartedAt), FinishedAt: timeString(a.FinishedAt),
 		RevertedBy: optional(a.RevertedBy), Artifacts: []artifactView{},
 	}
@@ -318,7 +318,7 @@ func newStatusView(p *plan.Plan) statusView {
 		for _, a := range d.Attempts() {
 			dv.Attempts = append(dv.Attempts, newAttemptView(a))
 		}
-		if a := d.Latest(); a != nil {
+		if a, ran := d.Latest(); ran {
 			av := newAttemptView(a)
 			dv.Attempt, dv.CheckpointID, dv.ExitCode = av.Attempt, av.CheckpointID, av.ExitCode
 			dv.StartedAt, dv.FinishedAt, dv.Artifacts, dv.Command = av.StartedAt, av.FinishedAt, av.Artifacts, av.Command
