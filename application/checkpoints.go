@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -17,8 +16,8 @@ import (
 type HistoryRecord struct {
 	ID               string
 	Kind             string
-	TargetCheckpoint string
-	BackupCheckpoint string
+	TargetCheckpoint checkpoint.ID
+	BackupCheckpoint checkpoint.ID
 	StartedAt        time.Time
 	FinishedAt       time.Time
 	Added            int
@@ -222,10 +221,3 @@ func (s *CheckpointService) OpenContent(e tree.Entry, live bool) (io.ReadCloser,
 	return s.ops.store.OpenBlob(e.Hash)
 }
 
-func parseHash(s string) (tree.Hash, error) {
-	h, err := tree.ParseHash(strings.TrimSpace(s))
-	if err != nil {
-		return h, fault.Wrap(fault.ErrIntegrity, err, "journal names a malformed tree")
-	}
-	return h, nil
-}

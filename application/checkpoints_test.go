@@ -148,7 +148,7 @@ func TestCreateRejects(t *testing.T) {
 func TestCreateRecoversFirst(t *testing.T) {
 	e := newSvcEnv(t)
 	target := e.store.put([]tree.Entry{fe("restored", "x")})
-	e.j.op = &Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: Backward, Source: target.String(), Target: target.String()}
+	e.j.op = &Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: Backward, Source: target, Target: target}
 	e.snap.live = []tree.Entry{fe("half", "mixed")}
 	cp, err := e.svc.Create(context.Background(), CreateRequest{})
 	if err != nil {
@@ -280,9 +280,9 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("journal writes %+v", e.j.writes)
 	}
 	op := e.j.writes[0]
-	if op.Kind != "rollback" || op.Direction != Forward || op.Source != res.Backup.Root().String() ||
-		op.Target != target.Root().String() || op.TargetCheckpoint != string(target.ID()) ||
-		op.BackupCheckpoint != string(res.Backup.ID()) || op.Counts != res.Counts || op.StartedAt.IsZero() {
+	if op.Kind != "rollback" || op.Direction != Forward || op.Source != res.Backup.Root() ||
+		op.Target != target.Root() || op.TargetCheckpoint != target.ID() ||
+		op.BackupCheckpoint != res.Backup.ID() || op.Counts != res.Counts || op.StartedAt.IsZero() {
 		t.Errorf("journaled operation %+v", op)
 	}
 	if e.j.op != nil {
@@ -299,7 +299,7 @@ func TestRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Kind != "rollback" || rec.TargetCheckpoint != string(target.ID()) || rec.BackupCheckpoint != string(res.Backup.ID()) ||
+	if rec.Kind != "rollback" || rec.TargetCheckpoint != target.ID() || rec.BackupCheckpoint != res.Backup.ID() ||
 		rec.Added != 2 || rec.Modified != 1 || rec.Deleted != 2 || len(rec.Reverted) != 0 ||
 		rec.FinishedAt.Before(rec.StartedAt) {
 		t.Errorf("history %+v", rec)

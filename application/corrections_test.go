@@ -151,7 +151,7 @@ func TestCorrectWithoutReexecution(t *testing.T) {
 		t.Error("the journal is still pending")
 	}
 	rec, err := e.history.Get(context.Background(), c.ID())
-	if err != nil || rec.Kind != "correction" || rec.TargetCheckpoint != string(pre) || !slices.Equal(rec.Reverted, []string{"b", "c"}) {
+	if err != nil || rec.Kind != "correction" || rec.TargetCheckpoint != pre || !slices.Equal(rec.Reverted, []string{"b", "c"}) {
 		t.Errorf("history %+v %v", rec, err)
 	}
 

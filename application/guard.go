@@ -167,14 +167,7 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 	// Recovery must not be cut short by the signal that interrupted the original command.
 	ctx = context.WithoutCancel(ctx)
 	res := RecoverResult{Recovered: true, Operation: op}
-	from, err := parseHash(op.Source)
-	if err != nil {
-		return res, err
-	}
-	to, err := parseHash(op.Target)
-	if err != nil {
-		return res, err
-	}
+	from, to := op.Source, op.Target
 	if err := g.recordUnrecorded(ctx, op, &res, from, to); err != nil {
 		return res, err
 	}
@@ -244,14 +237,7 @@ func summarizePaths(paths []string) string {
 // was. After it, the operation has succeeded: a journal that cannot be cleared is harmless, because
 // the next command's recovery finds the workspace at the target and the finisher already recorded.
 func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, error) {
-	from, err := parseHash(op.Source)
-	if err != nil {
-		return ApplyStats{}, err
-	}
-	to, err := parseHash(op.Target)
-	if err != nil {
-		return ApplyStats{}, err
-	}
+	from, to := op.Source, op.Target
 	op.Direction = Forward
 	if err := g.journal.Write(op); err != nil {
 		return ApplyStats{}, fmt.Errorf("write journal: %w", err)
@@ -272,7 +258,7 @@ func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, 
 		}
 		return stats, applyErr
 	}
-	err = g.hit(op.Kind + ".applied")
+	err := g.hit(op.Kind + ".applied")
 	if err == nil {
 		fin, ok := g.finishers[op.Kind]
 		if !ok {

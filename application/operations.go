@@ -217,10 +217,8 @@ func (o *Operations) rollbackWithBackup(ctx context.Context, target *checkpoint.
 	if op.ID == "" {
 		op.ID = ident.New(o.clock.Now())
 	}
-	op.Source = backup.Root().String()
-	op.Target = target.Root().String()
-	op.TargetCheckpoint = string(target.ID())
-	op.BackupCheckpoint = string(backup.ID())
+	op.Source, op.Target = backup.Root(), target.Root()
+	op.TargetCheckpoint, op.BackupCheckpoint = target.ID(), backup.ID()
 	op.StartedAt = o.clock.Now()
 	counts := Count(changes)
 	op.Counts = counts
@@ -254,7 +252,7 @@ func (o *Operations) finishRollback(ctx context.Context, op Operation) error {
 // that op is not recorded yet.
 func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 	var target *checkpoint.Checkpoint
-	err := o.checkpoints.Update(ctx, checkpoint.ID(op.TargetCheckpoint), func(c *checkpoint.Checkpoint) error {
+	err := o.checkpoints.Update(ctx, op.TargetCheckpoint, func(c *checkpoint.Checkpoint) error {
 		c.RecordRollback()
 		target = c
 		return nil
@@ -455,7 +453,7 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		}
 		c, err := correction.New(correction.Params{
 			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
-			SafetyCheckpointID: op.BackupCheckpoint, RollbackCheckpointID: op.TargetCheckpoint,
+			SafetyCheckpointID: string(op.BackupCheckpoint), RollbackCheckpointID: string(op.TargetCheckpoint),
 			ArchiveDir: dir, CreatedAt: op.StartedAt,
 		})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -97,21 +98,21 @@ const (
 )
 
 // Operation is what the journal records about a workspace change in progress: enough to finish it
-// or undo it after a crash without asking anyone.
+// or undo it after a crash without asking anyone. Its stored form belongs to the Journal adapter.
 type Operation struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"` // "rollback" or "correction"
-	Direction Direction `json:"direction"`
-	Source    string    `json:"source_tree"`
-	Target    string    `json:"target_tree"`
+	ID        string
+	Kind      string // "rollback" or "correction"
+	Direction Direction
+	Source    tree.Hash // the workspace before the operation
+	Target    tree.Hash // the workspace after it
 	// TargetCheckpoint is the checkpoint being restored; BackupCheckpoint the pre_rollback one.
-	TargetCheckpoint string    `json:"target_checkpoint"`
-	BackupCheckpoint string    `json:"backup_checkpoint"`
-	StartedAt        time.Time `json:"started_at"`
+	TargetCheckpoint checkpoint.ID
+	BackupCheckpoint checkpoint.ID
+	StartedAt        time.Time
 	// Counts is what the change does to the workspace, for the history record.
-	Counts ChangeCounts `json:"counts"`
+	Counts ChangeCounts
 	// Detail carries use-case specific data (a correction's record) as opaque JSON.
-	Detail []byte `json:"detail,omitempty"`
+	Detail []byte
 }
 
 // Journal stores at most one pending Operation durably.

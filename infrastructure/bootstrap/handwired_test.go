@@ -90,7 +90,7 @@ func TestOneServiceGetsAllOfRecovery(t *testing.T) {
 	}
 	l, _ := workspace.NewLayout(root)
 	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "correction", Direction: application.Forward,
-		Source: cp.Root().String(), Target: cp.Root().String(), TargetCheckpoint: string(cp.ID()), BackupCheckpoint: string(cp.ID()),
+		Source: cp.Root(), Target: cp.Root(), TargetCheckpoint: cp.ID(), BackupCheckpoint: cp.ID(),
 		Detail: []byte(`"not a correction record"`)}
 	if err := workspace.NewJournal(l).Write(op); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 )
 
 type historyRow struct {
@@ -39,7 +40,7 @@ func (h *History) Record(ctx context.Context, r application.HistoryRecord) error
 		return err
 	}
 	row := historyRow{
-		ID: r.ID, Kind: r.Kind, TargetCheckpoint: r.TargetCheckpoint, BackupCheckpoint: r.BackupCheckpoint,
+		ID: r.ID, Kind: r.Kind, TargetCheckpoint: string(r.TargetCheckpoint), BackupCheckpoint: string(r.BackupCheckpoint),
 		StartedAt: r.StartedAt.UnixNano(), FinishedAt: r.FinishedAt.UnixNano(),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: string(rev),
 	}
@@ -90,7 +91,7 @@ func (r historyRow) toRecord() (application.HistoryRecord, error) {
 		return application.HistoryRecord{}, fmt.Errorf("history %s: %w", r.ID, err)
 	}
 	return application.HistoryRecord{
-		ID: r.ID, Kind: r.Kind, TargetCheckpoint: r.TargetCheckpoint, BackupCheckpoint: r.BackupCheckpoint,
+		ID: r.ID, Kind: r.Kind, TargetCheckpoint: checkpoint.ID(r.TargetCheckpoint), BackupCheckpoint: checkpoint.ID(r.BackupCheckpoint),
 		StartedAt: time.Unix(0, r.StartedAt).UTC(), FinishedAt: time.Unix(0, r.FinishedAt).UTC(),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: rev,
 	}, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/domain/fault"
 )
 
@@ -25,7 +26,7 @@ func TestJournal(t *testing.T) {
 	}
 	op := application.Operation{
 		ID: "0123456789abcdef01234567", Kind: "rollback", Direction: application.Forward,
-		Source: strings.Repeat("a", 64), Target: strings.Repeat("b", 64),
+		Source: tree.Sum([]byte("a")), Target: tree.Sum([]byte("b")),
 		TargetCheckpoint: "t", BackupCheckpoint: "b", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
 		Counts: application.ChangeCounts{Added: 1, Modified: 2, Deleted: 3}, Detail: []byte(`{"x":1}`),
 	}
@@ -349,4 +350,28 @@ func TestGitHead(t *testing.T) {
 			t.Errorf("Head = %q outside a repository", got)
 		}
 	})
+}
+
+// The journal's format is this adapter's, and it is where a damaged record is found: bad JSON, a
+// malformed or missing tree hash, an unknown direction are integrity errors naming the file.
+func TestJournalRefusesDamagedRecords(t *testing.T) {
+	w := newTestWS(t)
+	j := NewJournal(w.l)
+	good := `"id":"0123456789abcdef01234567","kind":"rollback","direction":"forward","source_tree":"` +
+		tree.Sum([]byte("a")).String() + `"`
+	for name, body := range map[string]string{
+		"not json":        `{"id":`,
+		"bad hash":        `{` + good + `,"target_tree":"XYZ"}`,
+		"upper-case hash": `{` + good + `,"target_tree":"` + strings.ToUpper(tree.Sum([]byte("b")).String()) + `"}`,
+		"no target":       `{` + good + `}`,
+		"no id":           `{"direction":"forward"}`,
+		"sideways":        strings.Replace(`{`+good+`,"target_tree":"`+tree.Sum([]byte("b")).String()+`"}`, `"forward"`, `"sideways"`, 1),
+	} {
+		if err := os.WriteFile(w.l.JournalFile(), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if op, err := j.Pending(); !errors.Is(err, fault.ErrIntegrity) || op != nil || !strings.Contains(err.Error(), "journal") {
+			t.Errorf("%s: Pending = %+v, %v; want an integrity error", name, op, err)
+		}
+	}
 }
