@@ -220,4 +220,3 @@ func (s *CheckpointService) OpenContent(e tree.Entry, live bool) (io.ReadCloser,
 	}
 	return s.ops.store.OpenBlob(e.Hash)
 }
-

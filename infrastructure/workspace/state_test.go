@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
-	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
 )
 
 func TestJournal(t *testing.T) {
