@@ -22,12 +22,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
@@ -132,7 +131,7 @@ func (a *Archive) Stage(ctx context.Context, id string, items []application.Arch
 	if err := root.WriteFile(ManifestName, append(b, '\n'), 0o640); err != nil {
 		return err
 	}
-	return syncFS(dir)
+	return fsx.SyncFS(dir)
 }
 
 // write archives one entry; want is the artifact's recorded SHA-256, checked against what is written
@@ -270,13 +269,4 @@ func (a *Archive) CleanStaged() error {
 		}
 	}
 	return nil
-}
-
-func syncFS(dir string) error {
-	f, err := os.Open(dir) // #nosec -- plan's own archive directory
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	return unix.Syncfs(int(f.Fd())) // #nosec -- fd fits in int
 }

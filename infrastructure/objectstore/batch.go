@@ -13,6 +13,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // ErrContentChanged says the bytes read for a blob were not the ones its hash names: the file
@@ -412,7 +413,7 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	if len(b.packs) > 0 {
-		if err := syncDir(b.s.packsDir); err != nil {
+		if err := fsx.SyncDir(b.s.packsDir); err != nil {
 			b.err = err
 			return fmt.Errorf("commit objects: %w", err)
 		}
@@ -555,7 +556,7 @@ func (pw *packWriter) finish() error {
 		return pw.writeErr(err)
 	}
 	idx := encodeIdx(sortEntries(append([]idxEntry(nil), pw.entries...)))
-	if err := writeFileDurable(pw.tmpIdx, idx); err != nil {
+	if err := fsx.CreateDurable(pw.tmpIdx, idx, 0o400); err != nil {
 		return fmt.Errorf("write idx %s: %w", pw.tmpIdx, err)
 	}
 	pw.idxSize = int64(len(idx))

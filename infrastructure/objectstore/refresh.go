@@ -14,6 +14,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // File names under the store directory, beside packs/ and tmp/.
@@ -107,14 +108,14 @@ func (s *Store) readIntent() ([]string, error) {
 func (s *Store) writeIntent(ids []string) error {
 	tmp := filepath.Join(s.tmpDir, "gc-pending-"+ids[0])
 	_ = os.Remove(tmp)
-	if err := writeFileDurable(tmp, []byte(strings.Join(ids, "\n")+"\n")); err != nil {
+	if err := fsx.CreateDurable(tmp, []byte(strings.Join(ids, "\n")+"\n"), 0o400); err != nil {
 		return fmt.Errorf("write the gc intent: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(s.dir, gcIntentFile)); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write the gc intent: %w", err)
 	}
-	return syncDir(s.dir)
+	return fsx.SyncDir(s.dir)
 }
 
 // deletePacks removes the packs ids under the intent: intent durable, every idx and pack removed
@@ -143,7 +144,7 @@ func (s *Store) deletePacks(ids []string) error {
 			}
 		}
 	}
-	if err := syncDir(s.packsDir); err != nil {
+	if err := fsx.SyncDir(s.packsDir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -152,7 +153,7 @@ func (s *Store) deletePacks(ids []string) error {
 	if err := os.Remove(filepath.Join(s.dir, gcIntentFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear the gc intent: %w", err)
 	}
-	return syncDir(s.dir)
+	return fsx.SyncDir(s.dir)
 }
 
 // Refresh brings the in-memory index up to date with the files, as the workspace lock's holder sees

@@ -17,6 +17,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // maxCachedFDs bounds the pack files kept open between reads; past it a read opens and closes its
@@ -167,7 +168,7 @@ func (s *Store) makeDirs() error {
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// A fresh store: its directories must be durable before any pack inside them can be.
 		for _, d := range []string{s.dir, filepath.Dir(s.dir)} {
-			if err := syncDir(d); err != nil {
+			if err := fsx.SyncDir(d); err != nil {
 				return fmt.Errorf("create object store: %w", err)
 			}
 		}
@@ -188,14 +189,14 @@ func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
 		return nil, err
 	}
 	tmp := filepath.Join(s.tmpDir, p.id+".idx-rebuild-"+suffix)
-	if err := writeFileDurable(tmp, idx); err != nil {
+	if err := fsx.CreateDurable(tmp, idx, 0o400); err != nil {
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(s.packsDir, p.id+".idx")); err != nil {
 		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
 	}
-	if err := syncDir(s.packsDir); err != nil {
+	if err := fsx.SyncDir(s.packsDir); err != nil {
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
 	}
 	p.idxSize = int64(len(idx))
@@ -340,38 +341,4 @@ func validPackID(id string) bool {
 	}
 	_, err := hex.DecodeString(id)
 	return err == nil && strings.ToLower(id) == id
-}
-
-// writeFileDurable creates path (which must not exist), writes data and fsyncs it.
-func writeFileDurable(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // Journal keeps the pending operation in .plan/journal.json, replaced atomically.
@@ -50,7 +51,7 @@ func (j *Journal) Write(op application.Operation) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(j.path, append(b, '\n'))
+	return fsx.Replace(j.path, append(b, '\n'), true)
 }
 
 // Pending returns the recorded operation or nil.
@@ -84,5 +85,5 @@ func (j *Journal) Clear() error {
 	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(dirOf(j.path))
+	return fsx.SyncDir(dirOf(j.path))
 }

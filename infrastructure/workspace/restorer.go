@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/fsx"
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
@@ -171,7 +171,7 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	if err := a.fixDirModes(changes); err != nil {
 		return a.stats, true, err
 	}
-	if err := syncFS(r.layout.Root); err != nil {
+	if err := fsx.SyncFS(r.layout.Root); err != nil {
 		return a.stats, true, err
 	}
 	if err := hit("restore.applied"); err != nil {
@@ -497,17 +497,4 @@ func (a *applier) updateStatCache() {
 		c[p] = statEntry{Key: k, Hash: h, Racy: racy(k, now)}
 	}
 	_ = saveStatCache(path, c)
-}
-
-// syncFS flushes the whole file system holding dir once, instead of one fsync per file.
-func syncFS(dir string) error {
-	f, err := os.Open(dir) // #nosec -- the workspace root
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	if err := unix.Syncfs(int(f.Fd())); err != nil { // #nosec -- fd fits in int
-		return fmt.Errorf("sync file system: %w", err)
-	}
-	return nil
 }

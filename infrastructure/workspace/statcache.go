@@ -5,16 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // statKey is what the stat cache compares to decide a file is unchanged.
@@ -155,55 +154,5 @@ func encodeStatCache(c statCache) []byte {
 // as a whole, so a torn or lost write after a power failure only costs re-hashing, and skipping the
 // sync keeps it off every checkpoint's critical path.
 func saveStatCache(path string, c statCache) error {
-	return replaceFile(path, encodeStatCache(c), false)
-}
-
-// writeFileAtomic replaces path with data durably: temp file, fsync, rename, fsync directory.
-func writeFileAtomic(path string, data []byte) error { return replaceFile(path, data, true) }
-
-func replaceFile(path string, data []byte, durable bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if durable {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync %s: %w", path, err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	ok = true
-	if !durable {
-		return nil
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir) // #nosec -- a directory plan manages
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close() }()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return fsx.Replace(path, encodeStatCache(c), false)
 }

@@ -1,0 +1,14 @@
+// Package fsx holds plan's durable-write primitives, in one place, so that every adapter makes data
+// durable the same way and platform differences live in one pair of files.
+//
+// Invariants:
+//   - CreateDurable and Replace(…, true) return only once the file's bytes are on stable storage
+//     (fsync) and, for Replace, once the rename is too (the directory is fsync'd): after a crash the
+//     path holds the old content or the new, never a mix or nothing;
+//   - Replace(…, false) is atomic but not durable: for hints (the stat cache) whose loss costs only
+//     time;
+//   - SyncFS flushes the whole file system that holds a directory in one call where the platform
+//     can (Linux syncfs), which is what makes restoring thousands of files cost one flush instead of
+//     one fsync each; elsewhere it falls back to sync(2);
+//   - a temporary file a failed write leaves is removed before the error is returned.
+package fsx

@@ -1,0 +1,12 @@
+package fsx
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// syncFS flushes one file system: syncfs(2).
+func syncFS(f *os.File) error {
+	return unix.Syncfs(int(f.Fd())) // #nosec G115 -- a descriptor fits in int
+}
