@@ -2,11 +2,8 @@ package features
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/cucumber/godog"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 func (s *scenario) registerWorkspaceSteps(sc *godog.ScenarioContext) {
@@ -344,82 +343,11 @@ func (s *scenario) anotherProcessHoldsTheLock() error {
 	return nil
 }
 
-// node is one path of a remembered workspace.
-type node struct {
-	kind   string // file, dir, symlink or the type of a special file
-	mode   fs.FileMode
-	sha256 string
-	target string
-}
+// snapshot is a remembered workspace: every path but .plan/ and .git/ at its root (see package
+// treetest, which the unit tests share).
+type snapshot = []tree.Entry
 
-func (n node) String() string {
-	switch n.kind {
-	case "file":
-		return fmt.Sprintf("file %04o sha256 %s", n.mode, n.sha256[:16])
-	case "symlink":
-		return "symlink -> " + n.target
-	default:
-		return fmt.Sprintf("%s %04o", n.kind, n.mode)
-	}
-}
-
-// snapshot is every path of a workspace (but .plan/ and .git/ at its root) by slash path.
-type snapshot map[string]node
-
-func takeSnapshot(dir string) (snapshot, error) {
-	snap := snapshot{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if rel == ".plan" || rel == ".git" {
-			return fs.SkipDir
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		n := node{mode: info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}
-		switch {
-		case info.Mode().IsRegular():
-			n.kind = "file"
-			if n.sha256, err = fileHash(p); err != nil {
-				return err
-			}
-		case info.IsDir():
-			n.kind = "dir"
-		case info.Mode()&fs.ModeSymlink != 0:
-			n.kind = "symlink"
-			n.mode = 0
-			if n.target, err = os.Readlink(p); err != nil {
-				return err
-			}
-		default:
-			n.kind = info.Mode().Type().String()
-		}
-		snap[rel] = n
-		return nil
-	})
-	return snap, err
-}
-
-func fileHash(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = f.Close() }()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func takeSnapshot(dir string) (snapshot, error) { return treetest.Read(dir, nil) }
 
 func (s *scenario) iRememberTheWorkspace(name string) error {
 	if s.ws == "" {
@@ -442,24 +370,9 @@ func (s *scenario) theWorkspaceEquals(name string) error {
 	if err != nil {
 		return err
 	}
-	var diffs []string
-	for p, w := range want {
-		g, ok := got[p]
-		switch {
-		case !ok:
-			diffs = append(diffs, fmt.Sprintf("missing   %s (want %s)", p, w))
-		case g != w:
-			diffs = append(diffs, fmt.Sprintf("differs   %s: want %s, have %s", p, w, g))
-		}
-	}
-	for p, g := range got {
-		if _, ok := want[p]; !ok {
-			diffs = append(diffs, fmt.Sprintf("unexpected %s (%s)", p, g))
-		}
-	}
+	diffs := treetest.Diff(want, got)
 	if len(diffs) > 0 {
-		sort.Strings(diffs)
-		return fmt.Errorf("the workspace differs from %q:\n  %s", name, strings.Join(diffs, "\n  "))
+		return fmt.Errorf("the workspace differs from %q:\n  %s", name, treetest.Summary(diffs))
 	}
 	return nil
 }

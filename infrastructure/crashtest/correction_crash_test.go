@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // Corrections are killed like rollbacks: `plan correct --no-reexecute` is stopped at every
@@ -101,12 +102,12 @@ func (f *correctionFixture) settle(t *testing.T, ws string) string {
 		t.Fatal(err)
 	}
 	switch {
-	case len(compareTrees(f.before, live)) == 0:
+	case len(treetest.Diff(f.before, live)) == 0:
 		if len(list) != 0 || len(archives) != 0 {
 			t.Fatalf("workspace as before the correction, but %d corrections and %d archive entries recorded", len(list), len(archives))
 		}
 		return "before"
-	case len(compareTrees(f.reverted, live)) == 0:
+	case len(treetest.Diff(f.reverted, live)) == 0:
 		if len(list) != 1 || len(archives) != 1 || list[0].ArchiveDir != filepath.Join(ws, ".plan", "archive", list[0].ID) {
 			t.Fatalf("workspace reverted, but corrections %+v and archive entries %d", list, len(archives))
 		}
@@ -118,7 +119,7 @@ func (f *correctionFixture) settle(t *testing.T, ws string) string {
 		return "reverted"
 	}
 	t.Fatalf("MIXED STATE after a killed correction:\nvs before: %s\nvs reverted: %s",
-		summary(compareTrees(f.before, live)), summary(compareTrees(f.reverted, live)))
+		treetest.Summary(treetest.Diff(f.before, live)), treetest.Summary(treetest.Diff(f.reverted, live)))
 	return ""
 }
 

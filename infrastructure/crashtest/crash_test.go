@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // The crash tests drive the real binary: `plan rollback` is killed with SIGKILL (at a named
@@ -265,7 +266,7 @@ func newFixture(t *testing.T, bulk int) *fixture {
 	buildBulk(t, ws, bulk, false)
 	f.wantA = snapshotOf(t, ws)
 	f.idA = createCheckpoint(t, ws, "A")
-	if len(compareTrees(f.wantA, f.wantB)) < bulk {
+	if len(treetest.Diff(f.wantA, f.wantB)) < bulk {
 		t.Fatal("fixture: A and B hardly differ")
 	}
 	return f
@@ -328,7 +329,7 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 		o.result = *rv.Outcome
 	}
 	live := snapshotOf(t, ws)
-	dA, dB := compareTrees(f.wantA, live), compareTrees(f.wantB, live)
+	dA, dB := treetest.Diff(f.wantA, live), treetest.Diff(f.wantB, live)
 	switch {
 	case len(dA) == 0:
 		o.side = "A"
@@ -337,7 +338,7 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 	default:
 		o.side = "mixed"
 		t.Errorf("MIXED STATE after recovery (%+v): %d differences from A, %d from B.\nvs A:\n  %s\nvs B:\n  %s",
-			rv, len(dA), len(dB), summary(dA), summary(dB))
+			rv, len(dA), len(dB), treetest.Summary(dA), treetest.Summary(dB))
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal left after recovery: %v", err)

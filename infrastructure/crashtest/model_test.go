@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // model is the in-memory expectation of a workspace: what the test wrote, path by path. Every
@@ -339,8 +340,8 @@ func newHarness(t *testing.T, seed uint64) *harness {
 func (h *harness) checkpoint() saved {
 	h.t.Helper()
 	want := h.entries()
-	if d := compareTrees(want, h.live()); len(d) > 0 {
-		h.t.Fatalf("harness sanity before a checkpoint:\n  %s", summary(d))
+	if d := treetest.Diff(want, h.live()); len(d) > 0 {
+		h.t.Fatalf("harness sanity before a checkpoint:\n  %s", treetest.Summary(d))
 	}
 	cp, err := h.svc.Create(context.Background(), application.CreateRequest{Note: fmt.Sprintf("step %d", len(h.log))})
 	if err != nil {
@@ -350,8 +351,8 @@ func (h *harness) checkpoint() saved {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if d := compareTrees(want, got); len(d) > 0 {
-		h.t.Fatalf("checkpoint %s does not record the workspace:\n  %s\nlog: %s", cp.ID(), summary(d), h.history())
+	if d := treetest.Diff(want, got); len(d) > 0 {
+		h.t.Fatalf("checkpoint %s does not record the workspace:\n  %s\nlog: %s", cp.ID(), treetest.Summary(d), h.history())
 	}
 	s := saved{id: cp.ID(), want: want, why: "manual"}
 	h.saved = append(h.saved, s)
@@ -367,9 +368,9 @@ func (h *harness) rollback(to saved) application.RollbackResult {
 	if err != nil {
 		h.t.Fatalf("rollback to %s: %v\nlog: %s", to.id, err, h.history())
 	}
-	if d := compareTrees(to.want, h.live()); len(d) > 0 {
+	if d := treetest.Diff(to.want, h.live()); len(d) > 0 {
 		h.t.Fatalf("after rollback to %s (%s) the workspace differs in %d ways:\n  %s\nlog: %s",
-			to.id, to.why, len(d), summary(d), h.history())
+			to.id, to.why, len(d), treetest.Summary(d), h.history())
 	}
 	h.load(to.want)
 	h.requireIgnoredUntouched()
@@ -515,13 +516,13 @@ func TestRollbackToBackupUndoesRollback(t *testing.T) {
 		t.Fatal("harness bookkeeping")
 	}
 	h.rollback(undo)
-	if d := compareTrees(before, h.live()); len(d) > 0 {
-		t.Fatalf("after rolling back to the pre_rollback checkpoint:\n  %s", summary(d))
+	if d := treetest.Diff(before, h.live()); len(d) > 0 {
+		t.Fatalf("after rolling back to the pre_rollback checkpoint:\n  %s", treetest.Summary(d))
 	}
 	// And the undo can be undone in turn.
 	h.rollback(h.saved[len(h.saved)-1])
-	if d := compareTrees(target.want, h.live()); len(d) > 0 {
-		t.Fatalf("after undoing the undo:\n  %s", summary(d))
+	if d := treetest.Diff(target.want, h.live()); len(d) > 0 {
+		t.Fatalf("after undoing the undo:\n  %s", treetest.Summary(d))
 	}
 	h.requireCounts()
 }

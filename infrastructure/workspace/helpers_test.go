@@ -1,19 +1,16 @@
 package workspace
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // testWS is a workspace in a temp directory with a real object store, scanner and restorer.
@@ -132,104 +129,20 @@ func (w *testWS) live() []tree.Entry {
 	return readTree(w.t, w.root)
 }
 
-func readTree(t testing.TB, root string) []tree.Entry {
-	t.Helper()
-	var out []tree.Entry
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		if d.Name() == StateDir || d.Name() == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		e := tree.Entry{Path: rel, Mode: tree.UnixMode(fi.Mode())}
-		switch {
-		case fi.IsDir():
-			e.Kind = tree.KindDir
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Kind, e.Mode = tree.KindSymlink, 0o777
-			if e.Target, err = os.Readlink(p); err != nil {
-				return err
-			}
-			e.Size = int64(len(e.Target))
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			e.Kind, e.Size, e.Hash = tree.KindFile, int64(len(b)), sha256.Sum256(b)
-		default:
-			return nil // special files are not part of a tree
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.SortFunc(out, func(a, b tree.Entry) int { return tree.Compare(a.Path, b.Path) })
-	return out
-}
-
-// treeDiff describes how got differs from want, comparing path, kind, mode, size, content hash and
-// symlink target (directories: kind and mode). Empty means equal.
-func treeDiff(want, got []tree.Entry) []string {
-	var out []string
-	for _, c := range tree.Diff(want, got) {
-		switch {
-		case c.From == nil:
-			out = append(out, "unexpected "+describe(*c.To))
-		case c.To == nil:
-			out = append(out, "missing "+describe(*c.From))
-		default:
-			out = append(out, fmt.Sprintf("want %s, got %s", describe(*c.From), describe(*c.To)))
-		}
-	}
-	// Same ignores a symlink's mode and a directory's size; compare sizes of files too.
-	for i, j := 0, 0; i < len(want) && j < len(got); {
-		switch c := tree.Compare(want[i].Path, got[j].Path); {
-		case c < 0:
-			i++
-		case c > 0:
-			j++
-		default:
-			if want[i].Kind == tree.KindFile && got[j].Kind == tree.KindFile && want[i].Size != got[j].Size {
-				out = append(out, fmt.Sprintf("%s: size %d, want %d", want[i].Path, got[j].Size, want[i].Size))
-			}
-			i++
-			j++
-		}
-	}
-	return out
-}
-
-func describe(e tree.Entry) string {
-	switch e.Kind {
-	case tree.KindFile:
-		return fmt.Sprintf("file %s %#o %d %s", e.Path, e.Mode, e.Size, e.Hash.String()[:12])
-	case tree.KindSymlink:
-		return fmt.Sprintf("symlink %s -> %s", e.Path, e.Target)
-	}
-	return fmt.Sprintf("dir %s %#o", e.Path, e.Mode)
-}
-
 // requireTree fails unless the workspace holds exactly want.
 func (w *testWS) requireTree(want []tree.Entry, context string) {
 	w.t.Helper()
-	if d := treeDiff(want, w.live()); len(d) > 0 {
-		w.t.Fatalf("%s: the workspace differs from the expected tree:\n  %s", context, strings.Join(d, "\n  "))
+	treetest.RequireSame(w.t, w.root, nil, want, context)
+}
+
+// readTree reads root with the standard library only (see package treetest).
+func readTree(t testing.TB, root string) []tree.Entry {
+	t.Helper()
+	entries, err := treetest.Read(root, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return entries
 }
 
 // requireNoStaging fails if a restore left staged files behind.

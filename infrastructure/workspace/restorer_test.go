@@ -20,6 +20,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // buildA and buildB lay out two trees that differ in every way a restore must handle.
@@ -75,14 +76,14 @@ func twoTrees(t *testing.T) (w *testWS, a, b application.Snapshot, wantA, wantB 
 	buildA(w)
 	a = w.snapshot()
 	wantA = w.live()
-	if d := treeDiff(wantA, w.flatten(a.Root)); len(d) > 0 {
+	if d := treetest.Diff(wantA, w.flatten(a.Root)); len(d) > 0 {
 		t.Fatalf("snapshot A differs from the workspace: %q", d)
 	}
 	w.clear()
 	buildB(w)
 	b = w.snapshot()
 	wantB = w.live()
-	if d := treeDiff(wantB, w.flatten(b.Root)); len(d) > 0 {
+	if d := treetest.Diff(wantB, w.flatten(b.Root)); len(d) > 0 {
 		t.Fatalf("snapshot B differs from the workspace: %q", d)
 	}
 	return w, a, b, wantA, wantB

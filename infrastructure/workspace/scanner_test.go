@@ -19,6 +19,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 func fileEntry(p, content string, mode uint32) tree.Entry {
@@ -75,7 +76,7 @@ func TestSnapshotRecordsTheTree(t *testing.T) {
 		dirEntry("sticky", 0o1777),
 	}
 	got := w.flatten(snap.Root)
-	if d := treeDiff(want, got); len(d) > 0 {
+	if d := treetest.Diff(want, got); len(d) > 0 {
 		t.Fatalf("snapshot differs:\n  %s", strings.Join(d, "\n  "))
 	}
 	for _, e := range got {
