@@ -34,11 +34,6 @@ func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
 	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings}
 }
 
-// Protected names the checkpoints something still needs, with the reason (see Prune).
-func (s *MaintenanceService) Protected(ctx context.Context) (map[checkpoint.ID]string, error) {
-	return s.ops.protected(ctx)
-}
-
 // PruneRequest describes `plan checkpoint prune`.
 type PruneRequest struct {
 	Keep      int
