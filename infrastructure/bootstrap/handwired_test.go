@@ -3,6 +3,8 @@ package bootstrap_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +108,44 @@ func fmtErr(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// Taking the lock refreshes the store; when the refresh fails (here: a damaged gc intent) the
+// lock is released again and the command fails with the store's error, for Lock and TryLock.
+func TestStoreLockerReleasesOnFailedRefresh(t *testing.T) {
+	l, err := workspace.NewLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Init(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := objectstore.Open(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lock := bootstrap.NewStoreLocker(workspace.NewLocker(l), store)
+	unlock, err := lock.Lock(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Objects(), "gc-pending"), []byte("junk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Lock(context.Background(), "test"); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("Lock with a damaged store: %v", err)
+	}
+	if _, ok, err := lock.TryLock("test"); ok || !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("TryLock with a damaged store: %v, %v", ok, err)
+	}
+	// Released each time: the plain lock is free.
+	u, ok, err := workspace.NewLocker(l).TryLock("check")
+	if err != nil || !ok {
+		t.Fatalf("the lock was left held: %v, %v", ok, err)
+	}
+	_ = u()
 }

@@ -106,7 +106,7 @@ func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 	var rc io.ReadCloser
 	err := s.retryGone(h, func(l location) error {
 		if l.small() || l.kind == TreeDeltaObject {
-			rc = &wholeReader{s: s, h: h, l: l}
+			rc = &wholeReader{s: s, h: h}
 			return nil
 		}
 		f, release, err := s.openPack(l.pack)
@@ -139,7 +139,6 @@ func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 type wholeReader struct {
 	s    *Store
 	h    tree.Hash
-	l    location
 	data []byte
 	read bool
 	err  error
@@ -148,8 +147,11 @@ type wholeReader struct {
 func (r *wholeReader) Read(p []byte) (int, error) {
 	if !r.read {
 		r.read = true
-		r.data, r.err = r.s.readWhole(r.h, r.l)
-		r.s.noteDamage(r.h, r.l, r.err)
+		r.err = r.s.retryGone(r.h, func(l location) error {
+			var err error
+			r.data, err = r.s.readWhole(r.h, l)
+			return err
+		})
 	}
 	if r.err != nil {
 		return 0, r.err

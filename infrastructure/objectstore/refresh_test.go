@@ -267,3 +267,142 @@ func TestRefreshCleansTempAndToleratesTornDamageList(t *testing.T) {
 		t.Fatal("zero hash present")
 	}
 }
+
+// Problems names, without reading data, what keeps indexed objects from being read.
+func TestProblems(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p := s.Problems(); len(p) != 0 {
+		t.Fatalf("a fresh store has problems: %v", p)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	base := dirTree(r, 30)
+	b := s.NewBatch()
+	bh, _, err := b.PutTree(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	b = s.NewBatch()
+	nh, _ := putDelta(t, b, editOne(r, base), bh)
+	blob, _ := put(t, b, noise(8, 40_000))
+	commit(t, b)
+	if len(s.Problems()) != 0 {
+		t.Fatalf("healthy store: %v", s.Problems())
+	}
+	// The base's pack goes (its idx stays): a missing pack, and a delta whose chain is broken.
+	basePack := s.index[bh].pack
+	os.Remove(basePack.path)
+	deltaPack := s.index[nh].pack
+	os.Chmod(deltaPack.path, 0o600)
+	os.Truncate(deltaPack.path, s.index[blob].offset+10) // the blob lies past the end now
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(s.Problems(), "\n")
+	for _, want := range []string{"pack " + basePack.id + " is missing", "pack " + deltaPack.id + " is cut short", "base chain is broken"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Problems lacks %q:\n%s", want, got)
+		}
+	}
+	// An interrupted gc is reported until a lock holder finishes it; a damaged intent too.
+	if err := s.writeIntent([]string{basePack.id}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(s.Problems(), "\n"), "interrupted gc") {
+		t.Error("pending gc not reported")
+	}
+	os.WriteFile(filepath.Join(dir, gcIntentFile), []byte("junk\n"), 0o600)
+	if !strings.Contains(strings.Join(s.Problems(), "\n"), "gc intent") {
+		t.Error("damaged intent not reported")
+	}
+}
+
+// Deleting packs is idempotent (how an interrupted gc is finished) and refuses to report success
+// when a pack cannot be removed; the intent then stays for the next try.
+func TestDeletePacks(t *testing.T) {
+	s := TestStore(t)
+	if err := s.deletePacks(nil); err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	put(t, b, text(1, 100))
+	commit(t, b)
+	var id string
+	for k := range s.packs {
+		id = k
+	}
+	if err := s.deletePacks([]string{id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.deletePacks([]string{id}); err != nil {
+		t.Fatalf("deleting again: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, gcIntentFile)); err == nil {
+		t.Fatal("intent left behind")
+	}
+	// A "pack" that is a non-empty directory cannot be removed: the error says the next command
+	// finishes, and the intent stays.
+	stuck := strings.Repeat("c", 32)
+	os.MkdirAll(filepath.Join(s.packsDir, stuck+".pack", "x"), 0o700)
+	err := s.deletePacks([]string{stuck})
+	if err == nil || !strings.Contains(err.Error(), "next command finishes") {
+		t.Fatalf("undeletable pack: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, gcIntentFile)); err != nil {
+		t.Fatal("the intent was dropped although the deletion did not finish")
+	}
+	if err := s.Refresh(); err == nil {
+		t.Fatal("Refresh finished a deletion it could not do")
+	}
+	os.RemoveAll(filepath.Join(s.packsDir, stuck+".pack"))
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	// The intent cannot be written where tmp/ is gone: nothing is deleted.
+	os.RemoveAll(s.tmpDir)
+	if err := s.deletePacks([]string{stuck}); err == nil {
+		t.Fatal("no intent, yet deletion went ahead")
+	}
+	os.MkdirAll(s.tmpDir, 0o700)
+}
+
+// A reader whose pack vanished under it (a GC of another process rewrote it) re-reads the
+// directory and finds the object's new home.
+func TestReadAfterConcurrentRewrite(t *testing.T) {
+	dir := t.TempDir()
+	reader, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	d := text(3, 2000)
+	b := reader.NewBatch()
+	h, _ := put(t, b, d)
+	put(t, b, noise(4, 300_000)) // garbage that makes gc rewrite the pack
+	commit(t, b)
+	gc, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if res, err := gc.GC(set(h)); err != nil || res.PacksRewritten != 1 {
+		t.Fatalf("gc: %+v, %v", res, err)
+	}
+	mustRead(t, reader, h, d) // through retryGone
+	if err := reader.CheckObject(h, true); err != nil {
+		t.Fatal(err)
+	}
+	// An object the rewrite dropped is reported missing, not as damage of the old copy.
+	gone := tree.Sum(noise(4, 300_000))
+	if _, err := readBlob(reader, gone); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("dropped object: %v", err)
+	}
+	if len(reader.damaged) != 0 {
+		t.Fatalf("a vanished pack was recorded as damage: %v", reader.damaged)
+	}
+}
