@@ -196,7 +196,7 @@ func TestDeleteRefusesProtectedUnlessForced(t *testing.T) {
 	e := newUseCaseEnv(t)
 	p := ranABC(t, e)
 	b, _ := p.Decision("b")
-	cp := checkpoint.ID(latestOf(b).CheckpointID)
+	cp := latestOf(b).CheckpointID
 	n := len(e.repo.cps)
 	_, err := e.cps.Delete(context.Background(), string(cp), false)
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "live decision b") || len(e.repo.cps) != n {

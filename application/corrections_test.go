@@ -75,7 +75,7 @@ func TestRevertDecisionsLookupErrors(t *testing.T) {
 		t.Errorf("unknown decision: %v", err)
 	}
 	b, _ := p.Decision("b")
-	delete(e.repo.cps, checkpoint.ID(latestOf(b).CheckpointID))
+	delete(e.repo.cps, latestOf(b).CheckpointID)
 	if _, err := correctB(e, nil); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "was deleted") {
 		t.Errorf("pre_decision checkpoint deleted: %v", err)
 	}

@@ -69,7 +69,7 @@ func TestRunAndResume(t *testing.T) {
 		if d.Status() != plan.Succeeded || a.CheckpointID == "" || a.ResultTree.IsZero() || len(a.Artifacts) != 1 || a.Artifacts[0].Path != id+".txt" {
 			t.Errorf("decision %s: status %s, attempt %+v", id, d.Status(), a)
 		}
-		cp, err := e.repo.Get(context.Background(), checkpoint.ID(a.CheckpointID))
+		cp, err := e.repo.Get(context.Background(), a.CheckpointID)
 		if err != nil || cp.Type() != checkpoint.PreDecision || cp.DecisionID() != id {
 			t.Errorf("pre_decision checkpoint of %s: %v %v", id, cp, err)
 		}

@@ -61,7 +61,7 @@ func TestMaintenanceOnRealAdapters(t *testing.T) {
 		t.Fatalf("dry run: %+v", pr)
 	}
 	two, _ := res.Plan.Decision("two")
-	if why := pr.Reasons[checkpoint.ID(latestOf(two).CheckpointID)]; !strings.Contains(why, "live decision two (attempt 1)") {
+	if why := pr.Reasons[latestOf(two).CheckpointID]; !strings.Contains(why, "live decision two (attempt 1)") {
 		t.Errorf("reason for two's checkpoint: %q", why)
 	}
 	if _, err := svc.Maintenance.Prune(ctx, application.PruneRequest{Keep: -1}); !errors.Is(err, fault.ErrInvalid) {
