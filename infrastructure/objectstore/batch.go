@@ -299,7 +299,8 @@ func (b *Batch) putLarge(r io.Reader, h tree.Hash, size int64) (int64, error) {
 	if _, err := pw.w.Write(hdr); err != nil {
 		return 0, pw.writeErr(err)
 	}
-	cw := &countWriter{w: pw.w}
+	crcw := &crcWriter{w: pw.w}
+	cw := &countWriter{w: crcw}
 	enc, err := getStreamEncoder(cw, size)
 	if err != nil {
 		return 0, err
@@ -321,16 +322,22 @@ func (b *Batch) putLarge(r io.Reader, h tree.Hash, size int64) (int64, error) {
 	if tree.Hash(hasher.Sum(nil)) != h {
 		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
 	}
+	// The header's checksum covers the compressed size as it is patched in below.
+	var patch [paddedVarintLen]byte
+	putPaddedUvarint(patch[:], u64(cw.n))
+	copy(hdr[len(hdr)-paddedVarintLen:], patch[:])
+	var tb [recordTrailerLen]byte
+	if _, err := pw.w.Write(appendTrailer(tb[:0], hdr, crcw.sum)); err != nil {
+		return 0, pw.writeErr(err)
+	}
 	if err := pw.w.Flush(); err != nil {
 		return 0, pw.writeErr(err)
 	}
-	var patch [paddedVarintLen]byte
-	putPaddedUvarint(patch[:], u64(cw.n))
 	if _, err := pw.f.WriteAt(patch[:], compAt); err != nil {
 		return 0, pw.writeErr(err)
 	}
 	pw.entries = append(pw.entries, idxEntry{hash: h, kind: BlobObject, offset: int64(packHeaderLen), comp: cw.n, raw: size})
-	pw.size += int64(len(hdr)) + cw.n
+	pw.size += int64(len(hdr)) + cw.n + recordTrailerLen
 	// Syncing here, in the worker, overlaps the flush of a big file with other workers' hashing.
 	if err := pw.finish(); err != nil {
 		return 0, err
@@ -446,7 +453,7 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, pw := range pws {
-		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize}
+		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize, version: packVersion}
 		s.packs[pw.id] = p
 		delete(s.temps, pw.id)
 		p.setDeltas(pw.entries)
@@ -528,12 +535,17 @@ func (pw *packWriter) writeRecord(e idxEntry, write func(io.Writer) error) error
 	if _, err := pw.w.Write(hdr); err != nil {
 		return pw.writeErr(err)
 	}
-	if err := write(pw.w); err != nil {
+	cw := &crcWriter{w: pw.w}
+	if err := write(cw); err != nil {
+		return pw.writeErr(err)
+	}
+	var tb [recordTrailerLen]byte
+	if _, err := pw.w.Write(appendTrailer(tb[:0], hdr, cw.sum)); err != nil {
 		return pw.writeErr(err)
 	}
 	e.offset = pw.size
 	pw.entries = append(pw.entries, e)
-	pw.size += int64(len(hdr)) + e.comp
+	pw.size += int64(len(hdr)) + e.comp + recordTrailerLen
 	return nil
 }
 
@@ -555,7 +567,7 @@ func (pw *packWriter) finish() error {
 	if err != nil {
 		return pw.writeErr(err)
 	}
-	idx := encodeIdx(sortEntries(append([]idxEntry(nil), pw.entries...)))
+	idx := encodeIdx(sortEntries(append([]idxEntry(nil), pw.entries...)), packVersion)
 	if err := fsx.CreateDurable(pw.tmpIdx, idx, 0o400); err != nil {
 		return fmt.Errorf("write idx %s: %w", pw.tmpIdx, err)
 	}

@@ -318,21 +318,23 @@ func writeAt(p string, off int64, b byte) {
 
 func TestDecodeIdxRejects(t *testing.T) {
 	e := []idxEntry{{hash: tree.Hash{1}, kind: BlobObject, offset: 12, comp: 5, raw: 5}, {hash: tree.Hash{2}, kind: TreeObject, offset: 50, comp: 5, raw: 5}}
-	if got, err := decodeIdx(encodeIdx(e)); err != nil || len(got) != 2 || got[1] != e[1] {
-		t.Fatalf("round trip: %v %v", got, err)
+	for _, v := range []uint32{1, packVersion} {
+		if got, gotV, err := decodeIdx(encodeIdx(e, v)); err != nil || len(got) != 2 || got[1] != e[1] || gotV != v {
+			t.Fatalf("round trip of a version %d idx: %v %d %v", v, got, gotV, err)
+		}
 	}
 	for name, bad := range map[string][]idxEntry{
 		"order":  {e[1], e[0]},
 		"kind":   {{hash: tree.Hash{1}, kind: 9, offset: 12}},
 		"offset": {{hash: tree.Hash{1}, kind: BlobObject, offset: 3}},
 	} {
-		if _, err := decodeIdx(encodeIdx(bad)); err == nil {
+		if _, _, err := decodeIdx(encodeIdx(bad, packVersion)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	b := encodeIdx(e)
+	b := encodeIdx(e, packVersion)
 	b[11]++ // count
-	if _, err := decodeIdx(b); err == nil {
+	if _, _, err := decodeIdx(b); err == nil {
 		t.Error("wrong count accepted (checksum)")
 	}
 }

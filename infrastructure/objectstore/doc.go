@@ -3,17 +3,26 @@
 //
 // Layout:
 //
-//	packs/<packid>.pack  records: "PLANPACK", u32 version 1, then per object
-//	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data
+//	packs/<packid>.pack  records: "PLANPACK", u32 version 2, then per object
+//	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
+//	                     crc32c(header bytes) u32 | crc32c(data bytes) u32
 //	                     data (compSize bytes) is, by kind:
 //	                       1 blob, 2 tree   a zstd frame of the content
 //	                       3 tree delta     base [32] | depth u8 | zstd frame of the content,
 //	                                        compressed with the base's content as raw dictionary
 //	                                        (no dictionary id in the frame)
-//	packs/<packid>.idx   "PLANIDX1", u32 count, entries sorted by hash
+//	packs/<packid>.idx   "PLANIDX2", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
 //	                     then the SHA-256 of every preceding byte
 //	tmp/                 packs and idx files being written; anything left here after a crash is junk
+//	gc-pending           the packs a GC is deleting, one id a line (present only during, or after
+//	                     an interrupted, deletion)
+//	damaged              "<packid> <hash>" lines: stored copies found damaged, never deduplicated onto
+//
+// Version 1 packs (no record trailers; their idx starts "PLANIDX1") are read as before and verified
+// by their content hashes; nothing writes them any more, and GC rewrites their live records into
+// version 2 packs. The trailer's checksums cover every stored byte of a record, so verify --read-data
+// sees a changed byte even where the zstd frame would still decode to the same content.
 //
 // Integers in headers and idx entries are big-endian; offset is where the record (its kind byte)
 // starts. A record's compSize may be written as a padded, ten-byte uvarint: a blob too big to hold in
@@ -52,5 +61,21 @@
 //     copy and a delta of one object, it uses the whole one;
 //   - a delta never outlives its base: Reachable includes the base chain of every reachable tree,
 //     GC keeps the chain of every delta it keeps (live, or dead in a pack it does not rewrite) even
-//     if the live set does not name it, and copies records as they are.
+//     if the live set does not name it, and copies records as they are;
+//   - the index is loaded without the workspace lock (Open) and MUST be refreshed by every command
+//     once it holds the lock (Refresh), before it reads or writes: another process may have added
+//     packs, or a GC removed them, in between. Only the lock holder writes an idx, finishes an
+//     interrupted GC or clears tmp/;
+//   - a checkpoint MUST NOT reference an object it has not confirmed Present: indexed in a pack that
+//     exists and is long enough to hold the record, not listed as damaged, and, for a delta, the same
+//     all the way down its base chain. Anything else is stored afresh, and the fresh copy replaces the
+//     bad one in the index;
+//   - GC deletes a set of packs under a durable intent (gc-pending): written before the first
+//     unlink and removed after the last. Every reader skips the packs it names, so a GC killed half
+//     way can never leave a delta, whose base it already deleted, in anyone's index; the next lock
+//     holder finishes the deletion. GC copies a record only after checking its trailer, so damage is
+//     never given a fresh checksum;
+//   - a reader that finds its pack gone (a GC rewrote it) re-reads the directory and tries the
+//     object's new location once before calling it missing; it never records a vanished pack as
+//     damage.
 package objectstore

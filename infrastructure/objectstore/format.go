@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"slices"
@@ -57,12 +58,19 @@ func i64(v uint64) (int64, bool) {
 }
 
 const (
-	packMagic     = "PLANPACK"
-	packVersion   = 1
+	packMagic = "PLANPACK"
+	// packVersion is the format written. Version 1 packs (no record trailers, and an idx with
+	// idxMagicV1) are still read, verified by their content hashes.
+	packVersion   = 2
 	packHeaderLen = len(packMagic) + 4
-	idxMagic      = "PLANIDX1"
+	idxMagic      = "PLANIDX2"
+	idxMagicV1    = "PLANIDX1"
 	idxHeaderLen  = len(idxMagic) + 4
-	idxEntryLen   = 32 + 1 + 8 + 8 + 8
+	// recordTrailerLen is a version 2 record's trailer: the CRC-32C of its header bytes, then of its
+	// data bytes, so that any changed stored byte is seen, including zstd frame bytes that would
+	// still decode to the same content.
+	recordTrailerLen = 8
+	idxEntryLen      = 32 + 1 + 8 + 8 + 8
 	// maxRecordHeader is the longest record header: kind, hash and two ten-byte uvarints.
 	maxRecordHeader = 1 + 32 + 2*binary.MaxVarintLen64
 	// paddedVarintLen is the width of a compSize patched in after streaming.
@@ -85,14 +93,60 @@ func packHeader() []byte {
 	return binary.BigEndian.AppendUint32([]byte(packMagic), packVersion)
 }
 
-func checkPackHeader(b []byte) error {
+// checkPackHeader returns the pack format version b announces.
+func checkPackHeader(b []byte) (uint32, error) {
 	if len(b) < packHeaderLen || string(b[:len(packMagic)]) != packMagic {
-		return errors.New("bad pack magic")
+		return 0, errors.New("bad pack magic")
 	}
-	if v := binary.BigEndian.Uint32(b[len(packMagic):]); v != packVersion {
-		return fmt.Errorf("unsupported pack version %d", v)
+	v := binary.BigEndian.Uint32(b[len(packMagic):])
+	if v != 1 && v != packVersion {
+		return 0, fmt.Errorf("unsupported pack version %d", v)
+	}
+	return v, nil
+}
+
+// trailerLen is the length of a record's trailer in a pack of version v.
+func trailerLen(v uint32) int64 {
+	if v >= 2 {
+		return recordTrailerLen
+	}
+	return 0
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// appendTrailer appends a version 2 record trailer for a header and the CRC of its data.
+func appendTrailer(b, header []byte, dataCRC uint32) []byte {
+	b = binary.BigEndian.AppendUint32(b, crc(header))
+	return binary.BigEndian.AppendUint32(b, dataCRC)
+}
+
+// checkTrailer compares a record's trailer with its header bytes and the CRC of its data.
+func checkTrailer(trailer, header []byte, dataCRC uint32) error {
+	if len(trailer) < recordTrailerLen {
+		return errors.New("record trailer truncated (pack cut short)")
+	}
+	if binary.BigEndian.Uint32(trailer) != crc(header) {
+		return errors.New("record header does not match its checksum")
+	}
+	if binary.BigEndian.Uint32(trailer[4:]) != dataCRC {
+		return errors.New("stored bytes do not match their checksum")
 	}
 	return nil
+}
+
+// crcWriter passes writes through, keeping the CRC-32C of what went by.
+type crcWriter struct {
+	w   io.Writer
+	sum uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.sum = crc32.Update(c.sum, castagnoli, p[:n])
+	return n, err
 }
 
 func appendRecordHeader(b []byte, kind Kind, h tree.Hash, raw, comp int64) []byte {
@@ -182,9 +236,13 @@ func parseRecordHeader(b []byte) (idxEntry, int, error) {
 }
 
 // encodeIdx returns the idx file for entries, which must be sorted by hash without duplicates.
-func encodeIdx(entries []idxEntry) []byte {
+func encodeIdx(entries []idxEntry, version uint32) []byte {
 	b := make([]byte, 0, idxHeaderLen+len(entries)*idxEntryLen+sha256.Size)
-	b = append(b, idxMagic...)
+	if version == 1 {
+		b = append(b, idxMagicV1...)
+	} else {
+		b = append(b, idxMagic...)
+	}
 	// A pack cannot hold 2^32 records: each takes at least 35 bytes of a 64 MiB pack.
 	b = binary.BigEndian.AppendUint32(b, uint32(min(len(entries), math.MaxUint32)))
 	for i := range entries {
@@ -199,9 +257,21 @@ func encodeIdx(entries []idxEntry) []byte {
 	return append(b, sum[:]...)
 }
 
-// decodeIdx parses and checks an idx file; any problem means the file is damaged.
-func decodeIdx(b []byte) ([]idxEntry, error) {
-	if len(b) < idxHeaderLen+sha256.Size || string(b[:len(idxMagic)]) != idxMagic {
+// decodeIdx parses and checks an idx file and returns the format version of its pack; any
+// problem means the file is damaged.
+func decodeIdx(b []byte) ([]idxEntry, uint32, error) {
+	entries, err := decodeIdxEntries(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if string(b[:len(idxMagicV1)]) == idxMagicV1 {
+		return entries, 1, nil
+	}
+	return entries, packVersion, nil
+}
+
+func decodeIdxEntries(b []byte) ([]idxEntry, error) {
+	if len(b) < idxHeaderLen+sha256.Size || (string(b[:len(idxMagic)]) != idxMagic && string(b[:len(idxMagicV1)]) != idxMagicV1) {
 		return nil, errors.New("bad idx magic or too short")
 	}
 	body := b[:len(b)-sha256.Size]
@@ -244,26 +314,29 @@ func sortEntries(entries []idxEntry) []idxEntry {
 	return slices.CompactFunc(entries, func(a, b idxEntry) bool { return a.hash == b.hash })
 }
 
-// scanPack rebuilds a pack's entries from its records alone. It reads sizes and skips the
-// compressed bytes; hashes are checked later, on every read.
-func scanPack(r io.Reader, size int64) ([]idxEntry, error) {
-	entries, err := scanRecords(r, size)
+// scanPack rebuilds a pack's entries from its records alone and returns its format version. It
+// reads sizes and skips the compressed bytes; hashes are checked later, on every read.
+func scanPack(r io.Reader, size int64) ([]idxEntry, uint32, error) {
+	entries, version, err := scanRecords(r, size)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return sortEntries(entries), nil
+	return sortEntries(entries), version, nil
 }
 
-// scanRecords lists every record of a pack in file order, duplicates included.
-func scanRecords(r io.Reader, size int64) ([]idxEntry, error) {
+// scanRecords lists every record of a pack in file order, duplicates included, and returns the
+// pack's format version.
+func scanRecords(r io.Reader, size int64) ([]idxEntry, uint32, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	hdr := make([]byte, packHeaderLen)
 	if _, err := io.ReadFull(br, hdr); err != nil {
-		return nil, fmt.Errorf("read pack header: %w", err)
+		return nil, 0, fmt.Errorf("read pack header: %w", err)
 	}
-	if err := checkPackHeader(hdr); err != nil {
-		return nil, err
+	version, err := checkPackHeader(hdr)
+	if err != nil {
+		return nil, 0, err
 	}
+	tl := trailerLen(version)
 	var entries []idxEntry
 	pos := int64(packHeaderLen)
 	for pos < size {
@@ -271,7 +344,7 @@ func scanRecords(r io.Reader, size int64) ([]idxEntry, error) {
 		e.offset = pos
 		var head [33]byte
 		if _, err := io.ReadFull(br, head[:]); err != nil {
-			return nil, fmt.Errorf("record at %d: %w", pos, err)
+			return nil, 0, fmt.Errorf("record at %d: %w", pos, err)
 		}
 		e.kind = Kind(head[0])
 		copy(e.hash[:], head[1:])
@@ -279,25 +352,25 @@ func scanRecords(r io.Reader, size int64) ([]idxEntry, error) {
 		raw, err1 := binary.ReadUvarint(cr)
 		comp, err2 := binary.ReadUvarint(cr)
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("record at %d: sizes: %w", pos, err)
+			return nil, 0, fmt.Errorf("record at %d: sizes: %w", pos, err)
 		}
 		pos += int64(len(head)) + cr.n
 		var ok1, ok2 bool
 		e.raw, ok1 = i64(raw)
 		e.comp, ok2 = i64(comp)
-		if !e.kind.valid() || !ok1 || !ok2 || e.comp > size-pos {
-			return nil, fmt.Errorf("record at %d: bad header", e.offset)
+		if !e.kind.valid() || !ok1 || !ok2 || e.comp > size-pos-tl {
+			return nil, 0, fmt.Errorf("record at %d: bad header", e.offset)
 		}
-		if _, err := br.Discard(int(e.comp)); err != nil {
-			return nil, fmt.Errorf("record at %d: %w", e.offset, err)
+		if _, err := br.Discard(int(e.comp + tl)); err != nil {
+			return nil, 0, fmt.Errorf("record at %d: %w", e.offset, err)
 		}
-		pos += e.comp
+		pos += e.comp + tl
 		entries = append(entries, e)
 	}
 	if len(entries) == 0 {
-		return nil, errors.New("pack holds no records")
+		return nil, 0, errors.New("pack holds no records")
 	}
-	return entries, nil
+	return entries, version, nil
 }
 
 type countingByteReader struct {

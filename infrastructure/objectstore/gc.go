@@ -293,12 +293,21 @@ func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {
 		e.base = d.base // known (GC read it), so the new pack's GC need not read it again
 	}
 	_, err = b.append(e, func(w io.Writer) error {
-		n, err := io.Copy(w, io.NewSectionReader(f, dataAt, l.comp))
+		// The copy gets a fresh trailer: check the old one first, so damage is never blessed.
+		cw := &crcWriter{w: w}
+		n, err := io.Copy(cw, io.NewSectionReader(f, dataAt, l.comp))
 		if err != nil {
 			return fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: copy", h, l.pack.id)
 		}
 		if n != l.comp {
 			return damaged(h, l, "record truncated (pack cut short)")
+		}
+		if trailerLen(l.pack.version) > 0 {
+			var tb [recordTrailerLen]byte
+			m, _ := f.ReadAt(tb[:], dataAt+l.comp)
+			if err := checkTrailer(tb[:m], hb[:dataAt-l.offset], cw.sum); err != nil {
+				return damaged(h, l, "%v", err)
+			}
 		}
 		return nil
 	})

@@ -284,12 +284,12 @@ func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, erro
 		b, err := os.ReadFile(idxPath)
 		switch {
 		case err == nil:
-			entries, derr := decodeIdx(b)
+			entries, version, derr := decodeIdx(b)
 			if derr != nil {
 				return nil, fault.Wrap(fault.ErrIntegrity, derr,
 					"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
 			}
-			p.idxSize = int64(len(b))
+			p.idxSize, p.version = int64(len(b)), version
 			return entries, nil
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("read idx %s: %w", idxPath, err)
@@ -311,10 +311,11 @@ func (s *Store) scanEntries(p *packFile) ([]idxEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	entries, err := scanPack(f, p.size)
+	entries, version, err := scanPack(f, p.size)
 	if err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
 	}
+	p.version = version
 	return entries, nil
 }
 
@@ -390,7 +391,7 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 		return false
 	}
 	// The shortest header: kind, hash and two one-byte sizes.
-	if l.offset+1+32+2+l.comp > l.pack.size {
+	if l.offset+1+32+2+l.comp+trailerLen(l.pack.version) > l.pack.size {
 		return false
 	}
 	_, bad := dmg[damageKey{l.pack.id, h}]

@@ -68,6 +68,7 @@ type packFile struct {
 	path    string
 	size    int64
 	idxSize int64
+	version uint32 // the pack format: 1 (no record trailers) or packVersion
 
 	// deltas lists the pack's TreeDeltaObject records, sorted by hash, whether or not the index
 	// points at them: GC must know every delta that outlives it, to keep its base.
@@ -183,7 +184,7 @@ func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := encodeIdx(entries)
+	idx := encodeIdx(entries, p.version)
 	suffix, err := newPackID()
 	if err != nil {
 		return nil, err
