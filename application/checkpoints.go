@@ -51,6 +51,10 @@ type CreateRequest struct {
 	Progress   Progress
 	// Warn receives what the snapshot skipped (special files); nil discards it.
 	Warn func(msg string)
+	// AlsoExclude names a tree whose .planignore rules apply on top of the live ones: the target of
+	// the rollback this checkpoint is the safety net of, so that nothing either side excludes is
+	// stored, and so that undoing the rollback cannot delete it.
+	AlsoExclude tree.Hash
 }
 
 // Create records the live workspace as a new checkpoint.

@@ -258,6 +258,10 @@ func TestRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The safety checkpoint honours the target's ignore rules as well as the live ones.
+	if !slices.Equal(e.snap.also, []tree.Hash{target.Root()}) {
+		t.Errorf("safety snapshot ignore trees %v, want the target's", e.snap.also)
+	}
 	if got, _ := e.store.Flatten(target.Root()); !slices.Equal(e.snap.live, got) {
 		t.Errorf("workspace after rollback %v, want the target tree", e.snap.live)
 	}

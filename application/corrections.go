@@ -117,7 +117,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 
 	id := ident.New(s.ops.clock.Now())
 	safety, err := s.ops.create(ctx, CreateRequest{
-		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn,
+		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn, AlsoExclude: target.Root(),
 		Note: fmt.Sprintf("before correction %s of %s: %s", id, req.DecisionID, req.Reason),
 	})
 	if err != nil {

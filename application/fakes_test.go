@@ -168,6 +168,7 @@ func (s *fakeStore) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 
 // fakeSnap is the live workspace: an entry list (plus file contents for OpenLive).
 type fakeSnap struct {
+	also     []tree.Hash // trees whose ignore rules snapshots were asked to add
 	store    *fakeStore
 	live     []tree.Entry
 	content  map[string][]byte
@@ -176,11 +177,12 @@ type fakeSnap struct {
 	snaps    int
 }
 
-func (s *fakeSnap) Snapshot(context.Context, Progress) (Snapshot, error) {
+func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
 	if s.err != nil {
 		return Snapshot{}, s.err
 	}
 	s.snaps++
+	s.also = append(s.also, also...)
 	var files, size int64
 	for _, e := range s.live {
 		if e.Kind != tree.KindDir {

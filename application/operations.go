@@ -126,7 +126,11 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 	}
 	began := time.Now()
 	now := o.clock.Now()
-	snap, err := o.snap.Snapshot(ctx, req.Progress)
+	var also []tree.Hash
+	if !req.AlsoExclude.IsZero() {
+		also = append(also, req.AlsoExclude)
+	}
+	snap, err := o.snap.Snapshot(ctx, req.Progress, also...)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the workspace: %w", err)
 	}
@@ -200,7 +204,7 @@ func (o *Operations) rollbackWithBackup(ctx context.Context, target *checkpoint.
 	if backup == nil {
 		var err error
 		backup, err = o.create(ctx, CreateRequest{
-			Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn,
+			Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn, AlsoExclude: target.Root(),
 			Note: "before rollback to " + string(target.ID()),
 		})
 		if err != nil {

@@ -47,8 +47,10 @@ type Snapshot struct {
 
 // Snapshotter reads the live workspace (honouring the ignore rules) and records it in the store.
 type Snapshotter interface {
-	// Snapshot stores every new object and returns the durable root tree.
-	Snapshot(ctx context.Context, p Progress) (Snapshot, error)
+	// Snapshot stores every new object and returns the durable root tree. The ignore rules that the
+	// trees also name recorded apply on top of the live ones, so a rollback's safety checkpoint
+	// never stores what the target excludes.
+	Snapshot(ctx context.Context, p Progress, also ...tree.Hash) (Snapshot, error)
 	// Scan returns the live workspace as an ordered entry list without storing anything.
 	Scan(ctx context.Context, p Progress) ([]tree.Entry, error)
 	// OpenLive opens the regular file at a workspace-relative path without following symlinks.

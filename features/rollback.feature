@@ -264,3 +264,26 @@ Feature: Rollback
     And I run "plan rollback --to-checkpoint <one> --yes"
     Then it succeeds
     And the file "a.txt" contains "one"
+
+  Scenario: a rollback across a .planignore change never stores, overwrites or deletes what either side excludes
+    Given a file "a.txt" containing "v1\n"
+    And a checkpoint "before-ignore"
+    And a .planignore with:
+      """
+      secret.env
+      """
+    And a file "secret.env" containing "TOKEN=1\n"
+    When I run "plan rollback --to-checkpoint <before-ignore> --yes" and remember the backup as "undo"
+    Then it succeeds
+    And the file "secret.env" contains "TOKEN=1\n"
+    And ".planignore" does not exist
+    When I run "plan rollback --to-checkpoint <undo> --yes" and remember the backup as "undo2"
+    Then it succeeds
+    And the file "secret.env" contains "TOKEN=1\n"
+    And the file ".planignore" contains "secret.env\n"
+    When I run "plan --json checkpoint show <undo2> --files"
+    Then it succeeds
+    And the JSON output has no "entries" item whose "path" starts with "secret.env"
+    When I run "plan rollback --to-checkpoint <undo2> --yes"
+    Then it succeeds
+    And the file "secret.env" contains "TOKEN=1\n"

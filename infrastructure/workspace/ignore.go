@@ -4,20 +4,27 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
 // IgnoreFile is the name of the ignore file at the workspace root.
 const IgnoreFile = ".planignore"
 
-// Ignore decides which paths are outside every snapshot.
+// Ignore decides which paths are outside every snapshot. It may hold several rule sets (the live
+// .planignore and the one a rollback's target recorded): a path any of them excludes is excluded,
+// so during a rollback across a .planignore change nothing either side excludes is stored,
+// overwritten or deleted.
 type Ignore struct {
-	matcher gitignore.Matcher
+	matchers []gitignore.Matcher
 }
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
@@ -30,8 +37,13 @@ func LoadIgnore(root string) (*Ignore, error) {
 		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
 	}
 	defer func() { _ = f.Close() }()
+	return parseIgnore(f)
+}
+
+// parseIgnore reads gitignore rules.
+func parseIgnore(r io.Reader) (*Ignore, error) {
 	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
@@ -42,7 +54,44 @@ func LoadIgnore(root string) (*Ignore, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
 	}
-	return &Ignore{matcher: gitignore.NewMatcher(ps)}, nil
+	if len(ps) == 0 {
+		return &Ignore{}, nil
+	}
+	return &Ignore{matchers: []gitignore.Matcher{gitignore.NewMatcher(ps)}}, nil
+}
+
+// ignoreOfTree reads the .planignore that a stored tree recorded at its root; none means no rules.
+func ignoreOfTree(store *objectstore.Store, root tree.Hash) (*Ignore, error) {
+	if root.IsZero() {
+		return &Ignore{}, nil
+	}
+	t, err := store.ReadTree(root)
+	if err != nil {
+		return nil, fmt.Errorf("read the ignore rules of tree %s: %w", root, err)
+	}
+	for _, e := range t {
+		if e.Name != IgnoreFile || e.Kind != tree.KindFile {
+			continue
+		}
+		r, err := store.OpenBlob(e.Hash)
+		if err != nil {
+			return nil, fmt.Errorf("read the %s of tree %s: %w", IgnoreFile, root, err)
+		}
+		defer func() { _ = r.Close() }()
+		return parseIgnore(r)
+	}
+	return &Ignore{}, nil
+}
+
+// With returns the union of ig and others: a path any of them excludes is excluded.
+func (ig *Ignore) With(others ...*Ignore) *Ignore {
+	u := &Ignore{}
+	for _, x := range append([]*Ignore{ig}, others...) {
+		if x != nil {
+			u.matchers = append(u.matchers, x.matchers...)
+		}
+	}
+	return u
 }
 
 // Skip reports whether the entry at rel (slash-separated; name is its last component) is excluded.
@@ -51,8 +100,26 @@ func (ig *Ignore) Skip(rel, name string, isDir bool) bool {
 	if name == StateDir || name == ".git" {
 		return true
 	}
-	if ig == nil || ig.matcher == nil {
+	if ig == nil {
 		return false
 	}
-	return ig.matcher.Match(strings.Split(rel, "/"), isDir)
+	parts := strings.Split(rel, "/")
+	for _, m := range ig.matchers {
+		if m.Match(parts, isDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// SkipPath reports whether rel, or a directory above it, is excluded: what a rule excludes takes
+// everything under it along, as git does.
+func (ig *Ignore) SkipPath(rel string, isDir bool) bool {
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		if ig.Skip(strings.Join(parts[:i], "/"), parts[i-1], true) {
+			return true
+		}
+	}
+	return ig.Skip(rel, parts[len(parts)-1], isDir)
 }

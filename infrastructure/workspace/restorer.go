@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,11 +44,16 @@ func NewRestorer(l Layout, store *objectstore.Store, sc *Scanner) *Restorer {
 var _ application.Restorer = (*Restorer)(nil)
 
 // Apply turns the workspace from tree from into tree to; on failure it puts from back.
-func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.Progress) (application.ApplyStats, error) {
+func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.Progress) (stats application.ApplyStats, err error) {
 	changes, err := r.store.DiffTrees(from, to)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("compare trees: %w", err)
 	}
+	changes, kept, err := r.untouched(changes, to)
+	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	defer func() { stats.Kept = append(stats.Kept, kept...) }()
 	stats, touched, err := r.apply(ctx, changes, p, r.Failpoint)
 	if err != nil && touched {
 		// The undo runs with failpoints disarmed. Fix: it used to hit the same failpoints as the
@@ -77,8 +83,44 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
 	}
-	stats, _, err := r.apply(ctx, tree.Diff(live, want), nil, hit)
+	changes, kept, err := r.untouched(tree.Diff(live, want), to)
+	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	stats, _, err := r.apply(ctx, changes, nil, hit)
+	stats.Kept = append(stats.Kept, kept...)
 	return stats, err
+}
+
+// untouched drops the changes to paths that the live .planignore or the one the target tree
+// recorded excludes: across a rollback that changes .planignore, a path either side excludes is
+// never written, overwritten or deleted (the safety checkpoint did not store it either).
+//
+// kept lists the excluded paths the target has that hold something in the workspace: data outside
+// every snapshot, left alone. A tree naming .plan or .git is not filtered here: apply refuses it as
+// damage.
+func (r *Restorer) untouched(changes []tree.Change, to tree.Hash) (out []tree.Change, kept []string, err error) {
+	ig, err := r.scanner.ignoreWith([]tree.Hash{to})
+	if err != nil {
+		return nil, nil, err
+	}
+	out = changes[:0:0]
+	for _, ch := range changes {
+		e := ch.To
+		if e == nil {
+			e = ch.From
+		}
+		if reserved(ch.Path) || !ig.SkipPath(ch.Path, e.Kind == tree.KindDir) {
+			out = append(out, ch)
+			continue
+		}
+		if ch.To != nil {
+			if _, err := os.Lstat(filepath.Join(r.layout.Root, filepath.FromSlash(ch.Path))); err == nil {
+				kept = append(kept, ch.Path)
+			}
+		}
+	}
+	return out, kept, nil
 }
 
 // Unrecorded lists the live paths whose state none of trees holds. A directory counts as recorded

@@ -88,9 +88,10 @@ type job struct {
 	it  *item
 }
 
-// Snapshot stores every new object of the live workspace and returns the durable root tree.
-func (s *Scanner) Snapshot(ctx context.Context, p application.Progress) (application.Snapshot, error) {
-	sc, root, err := s.run(ctx, p, true)
+// Snapshot stores every new object of the live workspace and returns the durable root tree. The
+// ignore rules recorded in the trees also names apply on top of the live ones (see Ignore).
+func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
+	sc, root, err := s.run(ctx, p, true, also)
 	if err != nil {
 		return application.Snapshot{}, err
 	}
@@ -123,7 +124,7 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress) (applica
 
 // Scan returns the live workspace as an ordered entry list, storing nothing.
 func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
-	_, root, err := s.run(ctx, p, false)
+	_, root, err := s.run(ctx, p, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +135,8 @@ func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entr
 	return out, nil
 }
 
-func (s *Scanner) run(ctx context.Context, p application.Progress, store bool) (*scan, *node, error) {
-	ig, err := LoadIgnore(s.layout.Root)
+func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash) (*scan, *node, error) {
+	ig, err := s.ignoreWith(also)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -609,4 +610,20 @@ func (s *Scanner) OpenLive(rel string) (io.ReadCloser, error) {
 		return nil, fault.Invalid("%q is not a regular file", rel)
 	}
 	return f, nil
+}
+
+// ignoreWith is the live ignore rules joined with those the trees also recorded.
+func (s *Scanner) ignoreWith(also []tree.Hash) (*Ignore, error) {
+	ig, err := LoadIgnore(s.layout.Root)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range also {
+		other, err := ignoreOfTree(s.store, h)
+		if err != nil {
+			return nil, err
+		}
+		ig = ig.With(other)
+	}
+	return ig, nil
 }

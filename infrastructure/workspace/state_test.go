@@ -375,3 +375,37 @@ func TestJournalRefusesDamagedRecords(t *testing.T) {
 		}
 	}
 }
+
+// A union of ignore rules excludes what any of them excludes, including everything under an
+// excluded directory; rules recorded in a stored tree are read from its .planignore.
+func TestIgnoreUnion(t *testing.T) {
+	w := newTestWS(t)
+	w.write(IgnoreFile, "build/\n", 0o644)
+	w.write("build/out", "o", 0o644)
+	w.write("keep", "k", 0o644)
+	stored := w.snapshot().Root
+	w.write(IgnoreFile, "*.env\n", 0o644)
+	live, err := LoadIgnore(w.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromTree, err := ignoreOfTree(w.store, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := live.With(fromTree, nil)
+	for p, want := range map[string]bool{"secret.env": true, "build/out": true, "build": true, "keep": false, "x/y.env": true, ".planignore": false} {
+		if got := u.SkipPath(p, p == "build"); got != want {
+			t.Errorf("SkipPath(%s) = %v, want %v", p, got, want)
+		}
+	}
+	if live.SkipPath("build/out", false) || fromTree.SkipPath("secret.env", false) {
+		t.Error("a rule set alone excludes what only the other has")
+	}
+	if none, err := ignoreOfTree(w.store, tree.Hash{}); err != nil || none.SkipPath("a", false) {
+		t.Errorf("the empty tree: %v", err)
+	}
+	if _, err := ignoreOfTree(w.store, tree.Sum([]byte("missing"))); err == nil {
+		t.Error("a tree that cannot be read was taken for one without rules")
+	}
+}
