@@ -611,3 +611,16 @@ Feature: Plans and decisions
     When I run "plan correct --decision one --reason 'gone' --yes"
     Then the exit code is 5
     And stderr contains "was deleted"
+
+  Scenario: a nested repository a decision destroyed comes back with its history
+    Given a file "vendor/lib/.git/HEAD" containing "ref: refs/heads/main\n"
+    And a file "vendor/lib/.git/refs/heads/main" containing "1234abcd\n"
+    And a file "vendor/lib/code.go" containing "package lib\n"
+    And I remember the workspace as "with-vendor"
+    When I run "plan exec --id mk -- rm -rf vendor"
+    Then it succeeds
+    And "vendor" does not exist
+    When I run "plan correct --decision mk --reason 'deleted a vendored repository' --no-reexecute --yes"
+    Then it succeeds
+    And the workspace equals "with-vendor"
+    And the file "vendor/lib/.git/refs/heads/main" contains "1234abcd\n"

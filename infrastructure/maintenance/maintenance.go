@@ -105,7 +105,10 @@ func NewSettings(l workspace.Layout) *Settings {
 var _ application.Settings = (*Settings)(nil)
 
 type config struct {
-	Retention *struct {
+	// RecordNestedGit is read by the scanner (package workspace); it is listed here so the strict
+	// decoding below accepts it.
+	RecordNestedGit *bool `yaml:"record_nested_git"`
+	Retention       *struct {
 		Keep      *int   `yaml:"keep"`
 		OlderThan string `yaml:"older_than"`
 	} `yaml:"retention"`

@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
@@ -25,6 +27,9 @@ const IgnoreFile = ".planignore"
 // overwritten or deleted.
 type Ignore struct {
 	matchers []gitignore.Matcher
+	// skipNestedGit leaves out .git directories below the top (recording them is the default: a
+	// vendored repository is workspace content a decision can destroy).
+	skipNestedGit bool
 }
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
@@ -89,19 +94,24 @@ func (ig *Ignore) With(others ...*Ignore) *Ignore {
 	for _, x := range append([]*Ignore{ig}, others...) {
 		if x != nil {
 			u.matchers = append(u.matchers, x.matchers...)
+			u.skipNestedGit = u.skipNestedGit || x.skipNestedGit
 		}
 	}
 	return u
 }
 
 // Skip reports whether the entry at rel (slash-separated; name is its last component) is excluded.
-// .plan and .git are excluded at every depth.
+// .plan is excluded at every depth, the workspace's own .git at the top; a nested .git only when
+// the configuration says so (record_nested_git: false).
 func (ig *Ignore) Skip(rel, name string, isDir bool) bool {
-	if name == StateDir || name == ".git" {
+	if name == StateDir || rel == ".git" {
 		return true
 	}
 	if ig == nil {
 		return false
+	}
+	if name == ".git" && ig.skipNestedGit {
+		return true
 	}
 	parts := strings.Split(rel, "/")
 	for _, m := range ig.matchers {
@@ -122,4 +132,23 @@ func (ig *Ignore) SkipPath(rel string, isDir bool) bool {
 		}
 	}
 	return ig.Skip(rel, parts[len(parts)-1], isDir)
+}
+
+// loadScanConfig reads the scanner's settings from .plan/config.yaml: record_nested_git (default
+// true). The file's other keys belong to other readers, which validate them.
+func loadScanConfig(l Layout) (skipNestedGit bool, err error) {
+	b, err := os.ReadFile(filepath.Join(l.State(), "config.yaml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", filepath.Join(l.State(), "config.yaml"), err)
+	}
+	var c struct {
+		RecordNestedGit *bool `yaml:"record_nested_git"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return false, fault.Invalid("%s: %v", filepath.Join(l.State(), "config.yaml"), err)
+	}
+	return c.RecordNestedGit != nil && !*c.RecordNestedGit, nil
 }

@@ -227,9 +227,15 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 // invariant says these are never written or removed, but only the scanner enforced it; a damaged or
 // crafted tree naming .git/hooks/x was restored (and could plant a git hook), one naming .plan
 // wrote into plan's own state. The scanner skips them at every depth, so no snapshot holds them.
+// reserved reports whether rel is inside a .plan directory (at any depth) or the workspace's own
+// .git: no snapshot holds those, so a tree naming them is damaged or crafted. A nested .git is
+// workspace content (a vendored repository) and is restored like any directory.
 func reserved(rel string) bool {
+	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+		return true
+	}
 	for c := range strings.SplitSeq(rel, "/") {
-		if c == StateDir || c == ".git" {
+		if c == StateDir {
 			return true
 		}
 	}

@@ -743,9 +743,9 @@ func putTree(t *testing.T, s *objectstore.Store, tr objectstore.Tree, blobs ...[
 	return h
 }
 
-// TestRestoreNeverTouchesPlanOrGitDirectories: no snapshot holds .plan or .git (at any depth), so
-// a tree naming them is damaged or crafted; restoring it must not write into (or remove from) the
-// state directory or a git repository.
+// TestRestoreNeverTouchesPlanOrGitDirectories: no snapshot holds .plan (at any depth) or the
+// workspace's own .git, so a tree naming them is damaged or crafted; restoring it must not write
+// into (or remove from) the state directory or the workspace's repository.
 func TestRestoreNeverTouchesPlanOrGitDirectories(t *testing.T) {
 	w := newTestWS(t)
 	w.write("sub/.git/HEAD", "ref: refs/heads/main\n", 0o644)
@@ -757,6 +757,9 @@ func TestRestoreNeverTouchesPlanOrGitDirectories(t *testing.T) {
 	gitDir := putTree(t, w.store, objectstore.Tree{{Name: "hooks", Kind: tree.KindDir, Mode: 0o755, Hash: hookTree}})
 	for _, name := range []string{StateDir, ".git"} {
 		for _, nested := range []bool{false, true} {
+			if name == ".git" && nested {
+				continue // a nested .git is workspace content: TestNestedGitIsRecordedAndRestored
+			}
 			root := putTree(t, w.store, objectstore.Tree{
 				{Name: name, Kind: tree.KindDir, Mode: 0o755, Hash: gitDir},
 				{Name: "keep", Kind: tree.KindFile, Mode: 0o644, Size: 1, Hash: sha256.Sum256([]byte("k"))},
@@ -829,5 +832,49 @@ func TestUnrecorded(t *testing.T) {
 	}
 	if _, err := w.r.Unrecorded(context.Background(), src, tree.Sum([]byte("no such tree"))); err == nil {
 		t.Fatal("a tree that cannot be read must fail the comparison, not pass it")
+	}
+}
+
+// A nested repository (vendor/lib/.git) is workspace content: recorded, and restored after a
+// decision destroyed it. record_nested_git: false in .plan/config.yaml leaves it out.
+func TestNestedGitIsRecordedAndRestored(t *testing.T) {
+	w := newTestWS(t)
+	w.write("vendor/lib/.git/HEAD", "ref: refs/heads/main\n", 0o644)
+	w.write("vendor/lib/.git/objects/ab/cdef", "object", 0o444)
+	w.write("vendor/lib/code.go", "package lib\n", 0o644)
+	w.write(".git/HEAD", "the workspace's own repository\n", 0o644)
+	before := w.live()
+	snap := w.snapshot()
+	if _, err := w.store.ReadTree(snap.Root); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range w.flatten(snap.Root) {
+		names = append(names, e.Path)
+	}
+	if !slices.Contains(names, "vendor/lib/.git/objects/ab/cdef") || slices.Contains(names, ".git/HEAD") {
+		t.Fatalf("recorded %v: want the nested repository and not the top one", names)
+	}
+	if err := os.RemoveAll(w.abs("vendor")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.r.Reconcile(t.Context(), snap.Root); err != nil {
+		t.Fatal(err)
+	}
+	w.requireTree(before, "after restoring a destroyed nested repository")
+
+	if err := os.WriteFile(filepath.Join(w.l.State(), "config.yaml"), []byte("record_nested_git: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range w.flatten(w.snapshot().Root) {
+		if strings.Contains(e.Path, ".git") {
+			t.Fatalf("record_nested_git: false still recorded %s", e.Path)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(w.l.State(), "config.yaml"), []byte("record_nested_git: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sc.Snapshot(t.Context(), nil); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a malformed config.yaml: %v", err)
 	}
 }

@@ -618,6 +618,9 @@ func (s *Scanner) ignoreWith(also []tree.Hash) (*Ignore, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ig.skipNestedGit, err = loadScanConfig(s.layout); err != nil {
+		return nil, err
+	}
 	for _, h := range also {
 		other, err := ignoreOfTree(s.store, h)
 		if err != nil {

@@ -49,7 +49,8 @@ func TestSnapshotRecordsTheTree(t *testing.T) {
 	w.symlink("dangling", "does/not/exist")
 	w.symlink("deep/up", "../a.txt")
 	w.symlink("dirlink", "deep")
-	// Never part of a snapshot: .git at any depth and .plan.
+	// Never part of a snapshot: the workspace's own .git and .plan. A nested .git (a vendored
+	// repository, or a submodule's gitdir file) is workspace content.
 	w.write(".git/HEAD", "ref: refs/heads/main\n", 0o644)
 	w.write("deep/.git", "gitdir: elsewhere\n", 0o644)
 	w.write(".plan/notes", "state", 0o644)
@@ -65,6 +66,7 @@ func TestSnapshotRecordsTheTree(t *testing.T) {
 		fileEntry("bin/suid", "s", 0o4755),
 		linkEntry("dangling", "does/not/exist"),
 		dirEntry("deep", 0o755),
+		fileEntry("deep/.git", "gitdir: elsewhere\n", 0o644),
 		dirEntry("deep/er", 0o755),
 		dirEntry("deep/er/still", 0o755),
 		fileEntry("deep/er/still/f", "deep", 0o444),
@@ -187,8 +189,8 @@ func TestLoadIgnore(t *testing.T) {
 		t.Error("without a .planignore only .git and .plan are skipped")
 	}
 	var nilIgnore *Ignore
-	if nilIgnore.Skip("x", "x", false) || !nilIgnore.Skip("a/.git", ".git", false) {
-		t.Error("nil Ignore")
+	if nilIgnore.Skip("x", "x", false) || !nilIgnore.Skip(".git", ".git", false) || nilIgnore.Skip("a/.git", ".git", true) {
+		t.Error("nil Ignore: only the top .git and .plan are skipped")
 	}
 	if err := os.Mkdir(filepath.Join(dir, IgnoreFile), 0o755); err != nil {
 		t.Fatal(err)
