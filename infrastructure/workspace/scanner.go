@@ -419,7 +419,63 @@ func (sc *scan) hashOne(ctx context.Context, j job, bufp *[]byte) error {
 			return err
 		}
 	}
-	return fmt.Errorf("%q kept changing while it was read (%d attempts): %w", j.rel, maxAttempts, err)
+	// A file written to all along (a growing log): record what one read returned, as backup tools
+	// do for live files, rather than fail the checkpoint.
+	return sc.hashCopy(j)
+}
+
+// hashCopy records a file that keeps changing as the bytes one read of it returned: they are
+// copied to a private temporary file while being hashed, so the object stored is exactly the bytes
+// hashed whatever the writer does meanwhile. The stat cache does not remember it: the next scan
+// reads it again. A warning names it.
+func (sc *scan) hashCopy(j job) error {
+	f, err := os.OpenFile(sc.abs(j.rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		j.it.gone = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %q: %w", j.rel, err)
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %q: %w", j.rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%q kept changing while it was read, and is no longer a regular file", j.rel)
+	}
+	var dst io.Writer = io.Discard
+	var tmp *os.File
+	if sc.store {
+		if tmp, err = os.CreateTemp(sc.s.layout.State(), "live-copy-*"); err != nil {
+			return fmt.Errorf("copy %q: %w", j.rel, err)
+		}
+		defer func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }()
+		dst = tmp
+	}
+	hw := sha256.New()
+	n, err := io.Copy(io.MultiWriter(dst, hw), io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return fmt.Errorf("read %q: %w", j.rel, err)
+	}
+	h := tree.Hash(hw.Sum(nil))
+	if sc.store && !sc.batch.Has(h) {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("copy %q: %w", j.rel, err)
+		}
+		stored, err := sc.batch.PutBlob(tmp, h, n)
+		if err != nil {
+			return fmt.Errorf("store %q: %w", j.rel, err)
+		}
+		sc.mu.Lock()
+		sc.stored += stored
+		sc.mu.Unlock()
+	}
+	j.it.hash, j.it.size = h, n
+	j.it.mode = tree.UnixMode(fi.Mode())
+	sc.warn("%s kept changing while it was read (%d attempts): recorded the %d bytes one read returned", displayRel(j.rel), maxAttempts, n)
+	return nil
 }
 
 func (sc *scan) tryHash(j job, bufp *[]byte) error {
