@@ -100,6 +100,15 @@ Feature: Store health
     Then it succeeds
     And the JSON output lists 4 items
 
+  Scenario: an empty --older-than is invalid input, never "no age condition"
+    Given 2 checkpoints "c" of a changing tree
+    When I run "plan checkpoint prune --keep 0 --older-than ''"
+    Then the exit code is 3
+    And stderr contains "--older-than"
+    When I run "plan --json checkpoint list"
+    Then it succeeds
+    And the JSON output lists 2 items
+
   Scenario: prune needs --keep
     When I run "plan checkpoint prune"
     Then the exit code is 2

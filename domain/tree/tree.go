@@ -155,13 +155,17 @@ func (e Entry) Same(o Entry) bool {
 	}
 }
 
+// MaxPathLen is the longest workspace-relative path plan stores: PATH_MAX, so that every path it
+// records can be written back.
+const MaxPathLen = 4096
+
 // ValidatePath checks that p is a workspace-relative path plan may store or write (see the package
 // invariants). It returns an ErrInvalid error naming the problem.
 func ValidatePath(p string) error {
 	if p == "" {
 		return fault.Invalid("empty path")
 	}
-	if len(p) > 4096 {
+	if len(p) > MaxPathLen {
 		return fault.Invalid("path too long (%d bytes)", len(p))
 	}
 	if strings.IndexByte(p, 0) >= 0 {

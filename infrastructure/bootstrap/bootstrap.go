@@ -40,6 +40,8 @@ type Config struct {
 	// Init creates .plan/ when it is missing (plan init, plan run, plan exec); otherwise a missing
 	// workspace is a fault.ErrNotFound error with a hint to run `plan init`.
 	Init bool
+	// AllowDangerousRoot lets Init make the file system root or the home directory a workspace.
+	AllowDangerousRoot bool
 }
 
 // Module assembles every adapter and service for the workspace cfg names.
@@ -62,6 +64,9 @@ func newLayout(cfg Config) (workspace.Layout, error) {
 	if cfg.Init {
 		if !l.Initialized() && hasPacks(l) {
 			return l, fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor` instead of re-initialising", l.State())
+		}
+		if why := l.Dangerous(); why != "" && !l.Initialized() && !cfg.AllowDangerousRoot {
+			return l, fault.Invalid("refusing to make %s a workspace: %s, and every checkpoint would copy all of it (pass --force-root if you mean it)", l.Root, why)
 		}
 		return l, l.Init()
 	}

@@ -149,3 +149,60 @@ func TestStoreLockerReleasesOnFailedRefresh(t *testing.T) {
 	}
 	_ = u()
 }
+
+// The file system root and the home directory itself are refused as new workspaces unless the
+// user insists; a directory below home is fine, and an existing workspace there keeps working.
+func TestDangerousRootsAreRefused(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	ctx := context.Background()
+	for _, root := range []string{"/", home} {
+		_, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true})
+		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "--force-root") {
+			t.Fatalf("%s: %v", root, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, ".plan")); err == nil {
+		t.Fatal("a refused init created .plan")
+	}
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: home, Init: true, AllowDangerousRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = app.Close()
+	if b, err := os.ReadFile(filepath.Join(home, ".plan", ".gitignore")); err != nil || !strings.Contains(string(b), "*") {
+		t.Fatalf(".plan/.gitignore: %q, %v", b, err)
+	}
+	app, err = bootstrap.Open(ctx, bootstrap.Config{Root: home, Init: true})
+	if err != nil {
+		t.Fatalf("an existing workspace at home needs no --force-root again: %v", err)
+	}
+	_ = app.Close()
+	sub := filepath.Join(home, "project")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	app, err = bootstrap.Open(ctx, bootstrap.Config{Root: sub, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = app.Close()
+}
+
+// A .plan that is a symlink (or a file) is refused for every command: writes would land elsewhere.
+func TestStateDirMustBeADirectory(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(root, ".plan")); err != nil {
+		t.Fatal(err)
+	}
+	for _, init := range []bool{true, false} {
+		_, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: init})
+		if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "not a directory") {
+			t.Fatalf("init=%v: %v", init, err)
+		}
+	}
+	if des, _ := os.ReadDir(elsewhere); len(des) != 0 {
+		t.Fatal("plan wrote through the .plan symlink")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"go.yaml.in/yaml/v3"
@@ -33,30 +34,49 @@ type Ignore struct {
 }
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
+//
+// It must be a regular file: opened without following a symlink and without blocking, so a FIFO
+// (or a device) named .planignore is refused at once instead of hanging a command that holds the
+// workspace lock.
 func LoadIgnore(root string) (*Ignore, error) {
-	f, err := os.Open(filepath.Join(root, IgnoreFile)) // #nosec -- fixed name under the workspace root
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := os.OpenFile(filepath.Join(root, IgnoreFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0) // #nosec -- fixed name under the workspace root
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return &Ignore{}, nil
-	}
-	if err != nil {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, fault.Invalid("%s is a symbolic link: it must be a regular file", IgnoreFile)
+	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
 	}
 	defer func() { _ = f.Close() }()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fault.Invalid("%s is not a regular file (%s): it must be one", IgnoreFile, fi.Mode().Type())
+	}
 	return parseIgnore(f)
 }
+
+// maxIgnoreLine bounds one line of ignore rules.
+const maxIgnoreLine = 64 << 10
 
 // parseIgnore reads gitignore rules.
 func parseIgnore(r io.Reader) (*Ignore, error) {
 	var ps []gitignore.Pattern
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxIgnoreLine)
+	n := 0
 	for sc.Scan() {
+		n++
 		line := strings.TrimRight(sc.Text(), "\r")
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
 		}
 		ps = append(ps, gitignore.ParsePattern(line, nil))
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fault.Invalid("%s: line %d is longer than %d KiB", IgnoreFile, n+1, maxIgnoreLine>>10)
+	} else if err != nil {
 		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
 	}
 	if len(ps) == 0 {

@@ -36,7 +36,28 @@ func NewLayout(root string) (Layout, error) {
 	if !st.IsDir() {
 		return Layout{}, fault.Invalid("workspace %s is not a directory", abs)
 	}
+	// .plan must be a real directory inside the workspace: as a symlink, every write plan makes to
+	// its state would land somewhere else, and restores would see their staging escape.
+	if fi, err := os.Lstat(filepath.Join(abs, StateDir)); err == nil && !fi.IsDir() {
+		return Layout{}, fault.Integrity("%s is not a directory (%s): plan keeps its state in a real directory there; move it away",
+			filepath.Join(abs, StateDir), fi.Mode().Type())
+	}
 	return Layout{Root: abs}, nil
+}
+
+// Dangerous reports why root is no place for a workspace (the file system root, the user's home
+// directory itself), or "" when it is fine. Snapshotting such a tree takes everything on the
+// machine, or every dotfile, into the store; peers learned this the hard way.
+func (l Layout) Dangerous() string {
+	if l.Root == string(filepath.Separator) {
+		return "it is the file system root"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil && h == l.Root {
+			return "it is your home directory"
+		}
+	}
+	return ""
 }
 
 // State is <root>/.plan.
@@ -72,11 +93,18 @@ func (l Layout) Initialized() bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Init creates .plan/ and its directories; it is idempotent.
+// Init creates .plan/ and its directories, and a .plan/.gitignore that keeps the store out of a
+// `git add -A` of the workspace (plan never touches .git itself); it is idempotent.
 func (l Layout) Init() error {
 	for _, d := range []string{l.State(), l.Objects(), l.Archive(), l.Logs()} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	gi := filepath.Join(l.State(), ".gitignore")
+	if _, err := os.Lstat(gi); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(gi, []byte("# plan's state: never commit it\n*\n"), 0o644); err != nil { // #nosec G306 -- read by git, holds no secret
+			return fmt.Errorf("create %s: %w", gi, err)
 		}
 	}
 	return nil

@@ -217,6 +217,12 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 			sc.warn("skipped %q: its name cannot be stored", rel)
 			continue
 		}
+		if len(rel) > tree.MaxPathLen && !sc.ignore.SkipPath(rel, st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+			// Recorded, it could not be restored (the restorer refuses such paths): refuse the
+			// checkpoint rather than take one that cannot be rolled back to.
+			return fault.Invalid("%q… is %d bytes long, more than the %d a path may have: exclude it in %s",
+				rel[:64], len(rel), tree.MaxPathLen, IgnoreFile)
+		}
 		it := &item{name: name, mode: st.Mode & tree.ModeMask}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:

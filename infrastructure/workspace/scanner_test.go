@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/treetest"
@@ -663,5 +665,47 @@ func TestSnapshotOfAFileBeingAppended(t *testing.T) {
 	<-done
 	if !warned {
 		t.Log("the log never changed during a whole read here: the fallback was not exercised")
+	}
+}
+
+// A path longer than plan can restore is refused when the checkpoint is taken (exit 3, naming
+// .planignore), never recorded into a checkpoint that could not be rolled back to; excluded, it is
+// no obstacle.
+func TestSnapshotRefusesPathsTooLongToRestore(t *testing.T) {
+	w := newTestWS(t)
+	dir := "deep"
+	for len(dir) < tree.MaxPathLen-200 {
+		dir += "/" + strings.Repeat("d", 200)
+	}
+	rel := dir + "/" + strings.Repeat("f", 250)
+	// Create it with relative steps: the absolute path is longer than the kernel accepts in one call.
+	parts := strings.Split(rel, "/")
+	fd, err := unix.Open(w.root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts[:len(parts)-1] {
+		if err := unix.Mkdirat(fd, p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	ffd, err := unix.Openat(fd, parts[len(parts)-1], unix.O_CREAT|unix.O_WRONLY, 0o644)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(ffd)
+	if _, err := w.sc.Snapshot(t.Context(), nil); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), IgnoreFile) {
+		t.Fatalf("a path of %d bytes: %v", len(rel), err)
+	}
+	w.write(IgnoreFile, "deep/\n", 0o644)
+	if _, err := w.sc.Snapshot(t.Context(), nil); err != nil {
+		t.Fatalf("excluded, the long path still blocks the checkpoint: %v", err)
 	}
 }

@@ -409,3 +409,36 @@ func TestIgnoreUnion(t *testing.T) {
 		t.Error("a tree that cannot be read was taken for one without rules")
 	}
 }
+
+// A .planignore that is not a regular file, or that has a line longer than 64 KiB, is invalid
+// input (exit 3), refused at once: a FIFO never blocks the command holding the lock.
+func TestLoadIgnoreRefusesOddFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, IgnoreFile)
+	mkfifo(t, p)
+	done := make(chan error, 1)
+	go func() { _, err := LoadIgnore(dir); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LoadIgnore blocked on a FIFO")
+	}
+	os.Remove(p)
+	if err := os.Symlink("/etc/passwd", p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIgnore(dir); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("symlink: %v", err)
+	}
+	os.Remove(p)
+	long := "ok\n" + strings.Repeat("x", 70<<10) + "\n"
+	if err := os.WriteFile(p, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIgnore(dir); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("long line: %v", err)
+	}
+}

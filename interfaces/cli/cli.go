@@ -31,11 +31,13 @@ type Runner struct {
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
 type handler struct {
-	r        *Runner
-	root     string
-	json     bool
-	yes      bool
-	notFound error
+	r    *Runner
+	root string
+	json bool
+	yes  bool
+	// forceRoot allows a new workspace at the file system root or the home directory.
+	forceRoot bool
+	notFound  error
 }
 
 // Run executes args (args[0] is the program name) and returns the exit code.
@@ -90,11 +92,12 @@ func globalFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "the workspace root `DIR`", Value: "."},
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
+		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
 	}
 }
 
 func (h *handler) before(c *ucli.Context) error {
-	h.root, h.json, h.yes = c.String("workspace"), c.Bool("json"), c.Bool("yes")
+	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
 	return nil
 }
 
@@ -125,7 +128,7 @@ func groupAction(c *ucli.Context) error {
 // open starts the application for the workspace; init creates .plan/ when missing. Any operation
 // a crash left behind is recovered first and reported on stderr.
 func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
-	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: h.root, Init: init})
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: h.root, Init: init, AllowDangerousRoot: h.forceRoot})
 	if err != nil {
 		return nil, err
 	}

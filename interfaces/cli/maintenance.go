@@ -76,8 +76,9 @@ func (h *handler) prune(c *ucli.Context) error {
 		return usagef("missing --keep N (see `plan checkpoint prune --help`)")
 	}
 	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run")}
-	if s := c.String("older-than"); s != "" {
-		d, err := parseAge(s)
+	// An empty value is a mistake (an unset shell variable, say), not "no age condition".
+	if c.IsSet("older-than") {
+		d, err := parseAge(c.String("older-than"))
 		if err != nil {
 			return err
 		}
