@@ -75,6 +75,7 @@ Feature: Corrections
       | configure   | 1       | src/main.txt | modified | main\ndebug=false\n                  | 0755 |
       | build       | 1       | out/site.txt | added    | env=production\nmain\ndebug=false\n  |      |
       | build       | 1       | current      | added    | out/site.txt                         |      |
+      | build | 1 | out/cache | added dir |  |  |
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has "decisions" with exactly:
@@ -101,6 +102,7 @@ Feature: Corrections
       | path         | change | content                             |
       | out/site.txt | added  | env=development\nmain\ndebug=true\n |
       | current      | added  | out/site.txt                        |
+      | out/cache | added dir |  |
     And every decision's checkpoint_id in the JSON output names its pre_decision checkpoint
 
   Scenario: the correction reports every field of the contract
@@ -150,6 +152,7 @@ Feature: Corrections
       | decision_id | attempt | path         | change | content                             |
       | build       | 1       | out/site.txt | added  | env=production\nmain\ndebug=false\n |
       | build       | 1       | current      | added  | out/site.txt                        |
+      | build | 1 | out/cache | added dir |  |
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has "decisions" with exactly:
@@ -186,6 +189,7 @@ Feature: Corrections
       | configure   | src/main.txt | modified | main\ndebug=false\n                 |
       | build       | out/site.txt | added    | env=production\nmain\ndebug=false\n |
       | build       | current      | added    | out/site.txt                        |
+      | build | out/cache | added dir |  |
 
   Scenario: after --no-reexecute, running the plan again re-executes the reverted decisions
     When I run "plan correct --decision configure --reason 'run it again later' --no-reexecute --yes"
@@ -224,6 +228,7 @@ Feature: Corrections
       | configure   | src/main.txt | modified | main\ndebug=false\n                 |
       | build       | out/site.txt | added    | env=production\nmain\ndebug=false\n |
       | build       | current      | added    | out/site.txt                        |
+      | build | out/cache | added dir |  |
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has decision "configure" with attempts:
@@ -446,6 +451,7 @@ Feature: Corrections
       | configure   | src/main.txt | modified | main\ndebug=false\n                 |
       | build       | out/site.txt | added    | env=production\nmain\ndebug=false\n |
       | build       | current      | added    | out/site.txt                        |
+      | build | out/cache | added dir |  |
     And ".plan/archive" holds only "<fix>"
     When I run "plan --json correction list"
     Then it succeeds

@@ -146,6 +146,9 @@ func (s *scenario) decisionWithArtifacts(id string, table *godog.Table) error {
 		want := map[string]string{
 			"change": row[col["change"]], "size": strconv.Itoa(len(content)), "sha256": sum256([]byte(content)),
 		}
+		if want["change"] == "added dir" { // an empty directory the decision created: no content
+			want = map[string]string{"change": "added", "size": "0", "sha256": ""}
+		}
 		for _, k := range []string{"change", "size", "sha256"} {
 			if err := matchValue(art[k], want[k]); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %s %v", path, k, err))
@@ -481,6 +484,16 @@ func (s *scenario) theArchiveHoldsExactly(name string, table *godog.Table) error
 		e := entries[i]
 		if c, ok := col["attempt"]; ok && e.attempt.String() != row[c] {
 			problems = append(problems, fmt.Sprintf("%s: attempt %s, want %s", what, e.attempt, row[c]))
+		}
+		if change == "added dir" { // an empty directory the decision created
+			fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(what)))
+			switch {
+			case e.fields["change"] != "added" || e.fields["kind"] != "dir" || e.fields["archived_path"] != what:
+				problems = append(problems, fmt.Sprintf("%s: manifest %v, want an added dir archived at %s", what, e.fields, what))
+			case err != nil || !fi.IsDir():
+				problems = append(problems, fmt.Sprintf("%s: not archived as a directory (%v)", what, err))
+			}
+			continue
 		}
 		want := map[string]string{"change": change, "size": strconv.Itoa(len(content)), "sha256": sum256([]byte(content))}
 		for _, k := range []string{"change", "size", "sha256"} {

@@ -4,7 +4,11 @@
 // correction can archive exactly what the decision produced even after later decisions changed it.
 package artifact
 
-import "github.com/planhq/plan/domain/tree"
+import (
+	"strings"
+
+	"github.com/planhq/plan/domain/tree"
+)
 
 // Artifact is one path a decision changed.
 type Artifact struct {
@@ -15,13 +19,23 @@ type Artifact struct {
 }
 
 // FromChanges derives the artifacts of a decision from the change between the tree before it and
-// the tree after it. Directories are not artifacts; a path whose type changed is reported with the
-// new entry (or as deleted when it became a directory).
+// the tree after it. A path whose type changed is reported with the new entry (or as deleted when it
+// became a directory). A directory is an artifact only when the decision created it empty (Size 0,
+// no SHA256): any other is implied by the paths below it, and an empty one would be lost otherwise.
 func FromChanges(changes []tree.Change) []Artifact {
 	var out []Artifact
-	for _, c := range changes {
+	for i, c := range changes {
 		from := c.From != nil && c.From.Kind != tree.KindDir
 		to := c.To != nil && c.To.Kind != tree.KindDir
+		newDir := c.To != nil && c.To.Kind == tree.KindDir && (c.From == nil || c.From.Kind != tree.KindDir)
+		// Changes come in tree order, so whatever is below a directory follows it directly.
+		if newDir && (i+1 == len(changes) || !strings.HasPrefix(changes[i+1].Path, c.Path+"/")) {
+			if from {
+				out = append(out, Artifact{Path: c.Path, Change: tree.Deleted, Size: c.From.Size, SHA256: entryHash(c.From)})
+			}
+			out = append(out, Artifact{Path: c.Path, Change: tree.Added})
+			continue
+		}
 		switch {
 		case to:
 			ch := c.Type

@@ -49,9 +49,13 @@ func TestFromChangesOfDiff(t *testing.T) {
 	got := artifact.FromChanges(tree.Diff(from, to))
 	want := []artifact.Artifact{
 		{Path: "added", Change: tree.Added, Size: 9, SHA256: sha("brand new")},
+		// An empty directory the decision created is an artifact: nothing else would record it.
+		{Path: "added-dir", Change: tree.Added},
 		{Path: "changed", Change: tree.Modified, Size: 12, SHA256: sha("new content!")},
-		// A file that became a directory: what the decision produced there is not a file any more.
+		// A file that became a directory: what the decision produced there is not a file any more;
+		// the directory, empty, is what it produced instead.
 		{Path: "file-to-dir", Change: tree.Deleted, Size: 10, SHA256: sha("was a file")},
+		{Path: "file-to-dir", Change: tree.Added},
 		// Type changed to a symlink: reported with the new entry, hashed by its target text.
 		{Path: "file-to-link", Change: tree.TypeChanged, SHA256: sha("some/where")},
 		{Path: "link", Change: tree.Modified, SHA256: sha("new/target/longer")},
@@ -105,8 +109,10 @@ func TestFromChangesDirectoriesOnly(t *testing.T) {
 	if len(changes) != 3 {
 		t.Fatalf("setup: %d changes", len(changes))
 	}
-	if got := artifact.FromChanges(changes); len(got) != 0 {
-		t.Fatalf("directories are not artifacts: %+v", got)
+	// A removed directory and a new one with content are not artifacts; the new empty one at the
+	// bottom is (what the decision created, and nothing else records).
+	if got := artifact.FromChanges(changes); len(got) != 1 || got[0] != (artifact.Artifact{Path: "new/sub", Change: tree.Added}) {
+		t.Fatalf("directories: %+v", got)
 	}
 	if got := artifact.FromChanges(nil); got != nil {
 		t.Fatalf("no changes: %+v", got)
@@ -125,3 +131,16 @@ func TestFromChangesModeOnlyChange(t *testing.T) {
 }
 
 func ptr(e tree.Entry) *tree.Entry { return &e }
+
+// A new directory with content is implied by the paths below it; only an empty one is listed.
+func TestFromChangesListsOnlyEmptyNewDirectories(t *testing.T) {
+	got := artifact.FromChanges(tree.Diff(nil, []tree.Entry{dir("full"), dir("full/empty"), file("full/f", "x"), dir("solo")}))
+	want := []artifact.Artifact{
+		{Path: "full/empty", Change: tree.Added},
+		{Path: "full/f", Change: tree.Added, Size: 1, SHA256: sha("x")},
+		{Path: "solo", Change: tree.Added},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("artifacts:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -70,6 +70,8 @@ type ManifestArtifact struct {
 	Size         int64  `json:"size"`
 	SHA256       string `json:"sha256"`
 	ArchivedPath string `json:"archived_path,omitempty"`
+	// Kind is "dir" for an empty directory the decision created; absent for files and symlinks.
+	Kind string `json:"kind,omitempty"`
 }
 
 func (a *Archive) staging(id string) string { return filepath.Join(a.dir, stagingPrefix+id) }
@@ -119,6 +121,9 @@ func (a *Archive) Stage(ctx context.Context, id string, items []application.Arch
 					return fmt.Errorf("archive %s of %s: %w", art.Path, it.DecisionID, err)
 				}
 				ma.ArchivedPath = rel
+				if e.Kind == tree.KindDir {
+					ma.Kind = "dir"
+				}
 			}
 			md.Artifacts = append(md.Artifacts, ma)
 		}
@@ -167,8 +172,14 @@ func (a *Archive) write(root *os.Root, rel string, e objectstore.TreeEntry, want
 			err = cerr
 		}
 		return err
+	case tree.KindDir:
+		// An empty directory the decision created: recorded without content.
+		if want != "" {
+			return fault.Integrity("%s is a directory in the result tree, not the recorded artifact %s", rel, want)
+		}
+		return root.Mkdir(rel, tree.GoMode(e.Mode)|0o700)
 	}
-	return fault.Integrity("%s is a directory in the result tree, not an artifact", rel)
+	return fault.Integrity("%s has an unknown kind in the result tree", rel)
 }
 
 // lookup finds entries by path in stored trees, reading each tree once.

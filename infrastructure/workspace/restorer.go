@@ -326,7 +326,7 @@ func (a *applier) stageFile(name string, e tree.Entry) error {
 	if err != nil {
 		return fmt.Errorf("stage %q: %w", e.Path, err)
 	}
-	n, err := io.Copy(f, rc)
+	n, err := copySparse(f, rc, e.Size)
 	if err == nil && n != e.Size {
 		err = fault.Integrity("stored content of %q has %d bytes, the tree says %d", e.Path, n, e.Size)
 	}
@@ -545,4 +545,58 @@ func (a *applier) updateStatCache() {
 		c[p] = statEntry{Key: k, Hash: h, Racy: racy(k, now)}
 	}
 	_ = saveStatCache(path, c)
+}
+
+// sparseBlock is the unit copySparse checks for zeros: a file system block on most systems.
+const sparseBlock = 4096
+
+// copySparse copies r into the new file f, seeking over whole blocks of zeros instead of writing
+// them, so a sparse file comes back sparse (a 3 GiB file with a few written pages takes a few pages,
+// not 3 GiB). Files smaller than a few blocks are copied plainly. It returns the bytes copied.
+func copySparse(f *os.File, r io.Reader, size int64) (int64, error) {
+	if size < 16*sparseBlock {
+		return io.Copy(f, r)
+	}
+	buf := make([]byte, 64*sparseBlock)
+	var n int64
+	hole := false
+	for {
+		m, rerr := io.ReadFull(r, buf)
+		for off := 0; off < m; off += sparseBlock {
+			blk := buf[off:min(off+sparseBlock, m)]
+			if len(blk) == sparseBlock && allZero(blk) {
+				if _, err := f.Seek(sparseBlock, io.SeekCurrent); err != nil {
+					return n, err
+				}
+				hole = true
+			} else {
+				if _, err := f.Write(blk); err != nil {
+					return n, err
+				}
+				hole = false
+			}
+			n += int64(len(blk))
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+	if hole { // the file ends in a hole: give it its length
+		if err := f.Truncate(n); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -878,3 +878,44 @@ func TestNestedGitIsRecordedAndRestored(t *testing.T) {
 		t.Fatalf("a malformed config.yaml: %v", err)
 	}
 }
+
+// A sparse file comes back sparse, byte-exact: holes are skipped, not written as zeros, including
+// a hole at the end.
+func TestRestoreKeepsHoles(t *testing.T) {
+	w := newTestWS(t)
+	const size = 64 << 20
+	for _, name := range []string{"sparse-end", "sparse-middle"} {
+		f, err := os.Create(w.abs(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("start"), 0)
+		f.WriteAt([]byte("middle"), size/2+5)
+		if name == "sparse-middle" {
+			f.WriteAt([]byte("end"), size-3)
+		}
+		f.Close()
+	}
+	w.write("small-zeros", string(make([]byte, 1000)), 0o644)
+	before := w.live()
+	snap := w.snapshot()
+	for _, name := range []string{"sparse-end", "sparse-middle", "small-zeros"} {
+		w.remove(name)
+	}
+	if _, err := w.r.Reconcile(t.Context(), snap.Root); err != nil {
+		t.Fatal(err)
+	}
+	w.requireTree(before, "after restoring sparse files")
+	for _, name := range []string{"sparse-end", "sparse-middle"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(w.abs(name), &st); err != nil {
+			t.Fatal(err)
+		}
+		if used := st.Blocks * 512; used > 1<<20 {
+			t.Errorf("%s: %d bytes allocated for a %d-byte file with three written pages", name, used, size)
+		}
+	}
+}
