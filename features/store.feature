@@ -362,3 +362,16 @@ Feature: Store health
     And the JSON output has no "" item whose "type" starts with "manual"
     When I run "plan checkpoint show <m4>"
     Then the exit code is 4
+
+  Scenario: a state directory plan cannot write to is one clear error, and doctor says how to fix it
+    Given a file "a.txt" containing "hello\n"
+    And a checkpoint "one"
+    And I make ".plan" immutable
+    When I run "plan checkpoint create"
+    Then the exit code is 5
+    And stderr contains "cannot write to"
+    And stderr does not contain "fx"
+    When I run "plan doctor"
+    Then the exit code is 6
+    And stdout contains "make"
+    And stdout does not contain "from a backup"

@@ -137,6 +137,9 @@ func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, err
 	// stored objects is a lost one, and gc against it would delete everything.
 	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l))
 	if err != nil {
+		if werr := l.CheckWritable(); werr != nil {
+			return nil, werr
+		}
 		return nil, err
 	}
 	res.add(db.Close)

@@ -46,6 +46,11 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 	default:
 		db, err := persistence.Open(ctx, l.Database(), false)
 		if err != nil {
+			if werr := l.CheckWritable(); werr != nil {
+				add(Finding{Check: "database", Problem: werr.Error(),
+					Repair: "make " + l.State() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
+				break
+			}
 			add(Finding{Check: "database", Problem: err.Error(),
 				Repair: "restore .plan/plan.db from a backup (SQLite's .recover in the sqlite3 shell may salvage rows)"})
 			break

@@ -117,3 +117,21 @@ func (l Layout) RequireInitialized() error {
 	}
 	return nil
 }
+
+// CheckWritable reports, as one clear error, when plan cannot write its state directory (read-only
+// permissions, an immutable flag, a read-only file system); nil when it can. SQLite's own error for
+// this ("unable to open database file") names neither the directory nor the cause.
+func (l Layout) CheckWritable() error {
+	f, err := os.CreateTemp(l.State(), ".write-test-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fault.Conflict("cannot write to %s (%v): plan keeps its state there; make it writable", l.State(), err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	return nil
+}
