@@ -199,10 +199,10 @@ func TestCrashStoreRandomKill(t *testing.T) {
 	t.Logf("%d store kill trials, every checkpoint verified and restored; outcomes: %v", trials, tally)
 }
 
-// TestConcurrentMixedCommands runs 8 processes of mixed commands against one workspace: each
+// TestCrashConcurrentMixedCommands runs 8 processes of mixed commands against one workspace: each
 // command exits 0, or 5 when it could not get the lock in time; never anything else. Afterwards the
 // store verifies, reading every byte, and every surviving checkpoint restores what it recorded.
-func TestConcurrentMixedCommands(t *testing.T) {
+func TestCrashConcurrentMixedCommands(t *testing.T) {
 	f := newStoreFixture(t, 3)
 	for range 4 {
 		f.keep(t)
