@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,21 +10,10 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
-
-func (h *handler) commands() []*ucli.Command {
-	cmds := append(h.checkpointCommands(), h.planCommands()...)
-	cmds = append(cmds, h.correctionCommands()...)
-	return append(cmds, h.maintenanceCommands()...)
-}
 
 func (h *handler) checkpointCommands() []*ucli.Command {
 	return []*ucli.Command{
-		{
-			Name: "init", Usage: "create .plan/ in the workspace (idempotent)",
-			Action: h.initCmd,
-		},
 		{
 			Name: "checkpoint", Usage: "create, list, show and delete checkpoints",
 			Subcommands: []*ucli.Command{
@@ -51,55 +39,7 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 				h.pruneCommand(),
 			},
 		},
-		{
-			Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "FROM [TO]",
-			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"}},
-			Action: h.diff,
-		},
-		{
-			Name: "rollback", Usage: "restore the workspace to a checkpoint, atomically",
-			Flags: []ucli.Flag{
-				&ucli.StringFlag{Name: "to-checkpoint", Usage: "the checkpoint `ID` to restore"},
-				&ucli.BoolFlag{Name: "dry-run", Usage: "show what would change; change nothing"},
-			},
-			Action: h.rollback,
-		},
-		{Name: "recover", Usage: "finish or undo an operation a crash interrupted", Action: h.recoverCmd},
-		{
-			Name: "demo", Usage: "run a self-contained demonstration in a temporary directory",
-			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "keep", Usage: "keep the demo workspace"}},
-			Action: h.demo,
-		},
 	}
-}
-
-func (h *handler) initCmd(c *ucli.Context) error {
-	if err := noExtraArgs(c, 0); err != nil {
-		return err
-	}
-	ctx := c.Context
-	var v initView
-	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
-		l := app.Services.Layout
-		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created}
-		return h.emit(v, func(w io.Writer) {
-			if created {
-				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s\n", l.Root)
-			} else {
-				_, _ = fmt.Fprintf(w, "plan workspace %s is already initialised\n", l.Root)
-			}
-		})
-	})
-}
-
-// withInit opens the workspace, creating .plan/ when needed, and tells fn whether it did.
-func (h *handler) withInit(ctx context.Context, fn func(app *bootstrap.App, created bool) error) error {
-	l, err := workspace.NewLayout(h.root)
-	if err != nil {
-		return err
-	}
-	created := !l.Initialized()
-	return h.with(ctx, true, func(app *bootstrap.App) error { return fn(app, created) })
 }
 
 func (h *handler) checkpointCreate(c *ucli.Context) error {

@@ -16,6 +16,14 @@ var demoPlan []byte
 
 // demo runs the main job end to end on a fresh temporary workspace, through the same commands a
 // user types: run a plan, find the wrong decision, correct it, check the archive, undo and redo.
+func (h *handler) demoCommand() *ucli.Command {
+	return &ucli.Command{
+		Name: "demo", Usage: "run a self-contained demonstration in a temporary directory",
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "keep", Usage: "keep the demo workspace"}},
+		Action: h.demo,
+	}
+}
+
 func (h *handler) demo(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err

@@ -135,10 +135,8 @@ func (h *handler) gc(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := map[string]any{
-			"bytes_reclaimed": r.BytesReclaimed, "packs_deleted": r.PacksDeleted,
-			"packs_rewritten": r.PacksRewritten, "live_objects": r.LiveObjects,
-		}
+		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
+			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects}
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
@@ -171,10 +169,8 @@ func (h *handler) verify(c *ucli.Context) error {
 				damaged[string(p.CheckpointID)] = true
 			}
 		}
-		v := map[string]any{
-			"ok": len(problems) == 0, "checked_checkpoints": r.CheckedCheckpoints, "checked_objects": r.CheckedObjects,
-			"problems": problems, "retried_reads": r.Retried, "read_data": c.Bool("read-data"),
-		}
+		v := verifyView{OK: len(problems) == 0, CheckedCheckpoints: r.CheckedCheckpoints, CheckedObjects: r.CheckedObjects,
+			Problems: problems, RetriedReads: r.Retried, ReadData: c.Bool("read-data")}
 		if err := h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
 			if c.Bool("read-data") {
@@ -211,17 +207,17 @@ func (h *handler) stats(c *ucli.Context) error {
 			return err
 		}
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		growth := make([]map[string]any, 0, len(st.GrowthPerDay))
+		growth := make([]growthView, 0, len(st.GrowthPerDay))
 		for _, g := range st.GrowthPerDay {
-			growth = append(growth, map[string]any{"day": g.Day, "checkpoints": g.Checkpoints, "stored_bytes": g.StoredBytes})
+			growth = append(growth, growthView{Day: g.Day, Checkpoints: g.Checkpoints, StoredBytes: g.StoredBytes})
 		}
-		v := map[string]any{
-			"checkpoints": st.Checkpoints, "logical_bytes": st.LogicalBytes, "stored_bytes": st.Store.StoredBytes,
-			"objects": st.Store.Objects, "packs": st.Store.Packs, "dedup_ratio": st.DedupRatio,
-			"checkpoint_ms":           map[string]float64{"avg": ms(st.AvgCheckpoint), "p95": ms(st.P95Checkpoint), "max": ms(st.MaxCheckpoint)},
-			"checkpoint_failures":     st.CheckpointFailures,
-			"checkpoint_success_rate": st.SuccessRate,
-			"growth_per_day":          growth,
+		v := statsView{
+			Checkpoints: st.Checkpoints, LogicalBytes: st.LogicalBytes, StoredBytes: st.Store.StoredBytes,
+			Objects: st.Store.Objects, Packs: st.Store.Packs, DedupRatio: st.DedupRatio,
+			CheckpointMS:          timingView{Avg: ms(st.AvgCheckpoint), P95: ms(st.P95Checkpoint), Max: ms(st.MaxCheckpoint)},
+			CheckpointFailures:    st.CheckpointFailures,
+			CheckpointSuccessRate: st.SuccessRate,
+			GrowthPerDay:          growth,
 		}
 		return h.emit(v, func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -251,7 +247,7 @@ func (h *handler) doctor(c *ucli.Context) error {
 		return fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}
 	r := maintenance.Doctor(c.Context, l, c.Bool("repair"))
-	if err := h.emit(r, func(w io.Writer) {
+	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
 			mark := "ok  "
 			if !f.OK {

@@ -6,6 +6,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/maintenance"
 )
 
 // checkpointView is the checkpoint object of the contract.
@@ -171,4 +172,66 @@ type initView struct {
 	Workspace string `json:"workspace"`
 	StateDir  string `json:"state_dir"`
 	Created   bool   `json:"created"`
+}
+
+type gcView struct {
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	PacksDeleted   int   `json:"packs_deleted"`
+	PacksRewritten int   `json:"packs_rewritten"`
+	LiveObjects    int   `json:"live_objects"`
+}
+
+type verifyView struct {
+	OK                 bool          `json:"ok"`
+	CheckedCheckpoints int           `json:"checked_checkpoints"`
+	CheckedObjects     int           `json:"checked_objects"`
+	Problems           []problemView `json:"problems"`
+	RetriedReads       int           `json:"retried_reads"`
+	ReadData           bool          `json:"read_data"`
+}
+
+type timingView struct {
+	Avg float64 `json:"avg"`
+	P95 float64 `json:"p95"`
+	Max float64 `json:"max"`
+}
+
+type growthView struct {
+	Day         string `json:"day"`
+	Checkpoints int    `json:"checkpoints"`
+	StoredBytes int64  `json:"stored_bytes"`
+}
+
+type statsView struct {
+	Checkpoints           int          `json:"checkpoints"`
+	LogicalBytes          int64        `json:"logical_bytes"`
+	StoredBytes           int64        `json:"stored_bytes"`
+	Objects               int          `json:"objects"`
+	Packs                 int          `json:"packs"`
+	DedupRatio            float64      `json:"dedup_ratio"`
+	CheckpointMS          timingView   `json:"checkpoint_ms"`
+	CheckpointFailures    int          `json:"checkpoint_failures"`
+	CheckpointSuccessRate float64      `json:"checkpoint_success_rate"`
+	GrowthPerDay          []growthView `json:"growth_per_day"`
+}
+
+type findingView struct {
+	Check    string `json:"check"`
+	OK       bool   `json:"ok"`
+	Problem  string `json:"problem,omitempty"`
+	Repair   string `json:"repair,omitempty"`
+	Repaired bool   `json:"repaired"`
+}
+
+type doctorView struct {
+	OK       bool          `json:"ok"`
+	Findings []findingView `json:"findings"`
+}
+
+func newDoctorView(r maintenance.Report) doctorView {
+	v := doctorView{OK: r.OK, Findings: make([]findingView, 0, len(r.Findings))}
+	for _, f := range r.Findings {
+		v.Findings = append(v.Findings, findingView{Check: f.Check, OK: f.OK, Problem: f.Problem, Repair: f.Repair, Repaired: f.Repaired})
+	}
+	return v
 }
