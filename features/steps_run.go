@@ -170,18 +170,10 @@ func (s *scenario) run(command string, opt runOptions) error {
 	return nil
 }
 
-// runInProcess runs args through cli.Runner, in the workspace as the working directory, as the binary
-// would. Scenarios run one at a time (Concurrency 1), so changing the directory is safe.
+// runInProcess runs args through cli.Runner with the workspace as its directory, as the binary run
+// there would. The process's working directory is never changed, so scenarios run concurrently.
 func (s *scenario) runInProcess(args []string, stdin string, interactive bool, out, errOut io.Writer) (int, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return 0, err
-	}
-	if err := os.Chdir(s.ws); err != nil {
-		return 0, err
-	}
-	defer func() { _ = os.Chdir(wd) }()
-	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive}
+	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive, Dir: s.ws}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	return r.Run(ctx, args), nil

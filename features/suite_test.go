@@ -35,7 +35,9 @@ func TestFeatures(t *testing.T) {
 			Strict:      true,
 			TestingT:    t,
 			Randomize:   0,
-			Concurrency: 1,
+			// Each scenario has its own workspace and the in-process CLI takes its directory as a
+			// parameter, so scenarios run side by side.
+			Concurrency: 4,
 			Tags:        tags,
 		},
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -27,6 +29,9 @@ type Runner struct {
 	ProgressTerminal bool
 	// Version is printed by --version.
 	Version string
+	// Dir is the directory relative paths (-C, a plan file) are resolved from; "" means the
+	// process's working directory. Setting it lets many runs share a process without os.Chdir.
+	Dir string
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -38,13 +43,25 @@ type handler struct {
 	// forceRoot allows a new workspace at the file system root or the home directory.
 	forceRoot bool
 	notFound  error
+	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
+	parsed func()
 }
 
-// Run executes args (args[0] is the program name) and returns the exit code.
+// parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
+// are package variables of that library, by writing to them, so two runs parsing at once race.
+// The only package-level state here, and it guards a dependency's, not ours.
+var parseMu sync.Mutex
+
+// Run executes args (args[0] is the program name) and returns the exit code. Runs may overlap
+// (a host or a test suite running many at once); only flag parsing is serialised: the lock is
+// released once the command's own flags are parsed, before its action runs.
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
+	parseMu.Lock()
+	h.parsed = sync.OnceFunc(parseMu.Unlock)
 	app := h.app()
 	err := app.RunContext(ctx, reorder(app, args))
+	h.parsed()
 	if err == nil && h.notFound != nil {
 		err = h.notFound
 	}
@@ -84,7 +101,25 @@ func (h *handler) app() *ucli.App {
 	}
 	app.OnUsageError = onUsageError
 	setUsageHandlers(app.Commands)
+	h.releaseAfterParsing(app.Commands)
 	return app
+}
+
+// releaseAfterParsing makes every leaf command release the flag-parsing lock in its Before hook,
+// which urfave/cli calls once the command's flags are parsed and before its action.
+func (h *handler) releaseAfterParsing(cmds []*ucli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 {
+			h.releaseAfterParsing(c.Subcommands)
+			continue
+		}
+		c.Before = func(*ucli.Context) error {
+			if h.parsed != nil {
+				h.parsed()
+			}
+			return nil
+		}
+	}
 }
 
 func globalFlags() []ucli.Flag {
@@ -98,6 +133,9 @@ func globalFlags() []ucli.Flag {
 
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
+	if h.r.Dir != "" && !filepath.IsAbs(h.root) {
+		h.root = filepath.Join(h.r.Dir, h.root)
+	}
 	return nil
 }
 
