@@ -30,11 +30,11 @@ func TestFeatures(t *testing.T) {
 		Name:                "plan",
 		ScenarioInitializer: h.InitializeScenario,
 		Options: &godog.Options{
-			Format:      format,
-			Paths:       []string{"."},
-			Strict:      true,
-			TestingT:    t,
-			Randomize:   0,
+			Format:    format,
+			Paths:     []string{"."},
+			Strict:    true,
+			TestingT:  t,
+			Randomize: 0,
 			// Each scenario has its own workspace and the in-process CLI takes its directory as a
 			// parameter, so scenarios run side by side.
 			Concurrency: 4,
