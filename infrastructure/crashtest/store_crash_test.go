@@ -269,7 +269,7 @@ func TestCrashConcurrentMixedCommands(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d processes x %d commands: %v", procs, perProc, tally)
+	t.Logf("mixed commands: %d processes x %d commands, every exit 0 or 5: %v", procs, perProc, tally)
 	if len(fails) > 0 {
 		t.Fatalf("%d command(s) exited other than 0 or 5:\n%s", len(fails), strings.Join(fails, "\n"))
 	}
