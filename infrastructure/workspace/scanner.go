@@ -451,7 +451,7 @@ func (sc *scan) hashCopy(j job) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%q kept changing while it was read, and is no longer a regular file", j.rel)
 	}
-	var dst io.Writer = io.Discard
+	dst := io.Writer(io.Discard)
 	var tmp *os.File
 	if sc.store {
 		if tmp, err = os.CreateTemp(sc.s.layout.State(), "live-copy-*"); err != nil {
