@@ -451,7 +451,7 @@ func (sc *scan) hashCopy(j job) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%q kept changing while it was read, and is no longer a regular file", j.rel)
 	}
-	dst := io.Writer(io.Discard)
+	var dst io.Writer
 	var tmp *os.File
 	if sc.store {
 		if tmp, err = os.CreateTemp(sc.s.layout.State(), "live-copy-*"); err != nil {
@@ -459,6 +459,8 @@ func (sc *scan) hashCopy(j job) error {
 		}
 		defer func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }()
 		dst = tmp
+	} else {
+		dst = io.Discard
 	}
 	hw := sha256.New()
 	n, err := io.Copy(io.MultiWriter(dst, hw), io.LimitReader(f, fi.Size()))
