@@ -356,6 +356,8 @@ func (r *fakeRepo) Delete(_ context.Context, id checkpoint.ID) error {
 	return nil
 }
 
+// Update changes a copy and keeps it only when fn succeeds, as the database adapter's transaction
+// does (the contract suite checks both).
 func (r *fakeRepo) Update(ctx context.Context, id checkpoint.ID, fn func(*checkpoint.Checkpoint) error) error {
 	if r.updateErr != nil {
 		return r.updateErr
@@ -364,7 +366,15 @@ func (r *fakeRepo) Update(ctx context.Context, id checkpoint.ID, fn func(*checkp
 	if err != nil {
 		return err
 	}
-	return fn(c)
+	cp := checkpoint.Rehydrate(checkpoint.Params{
+		ID: string(c.ID()), Type: c.Type(), CreatedAt: c.CreatedAt(), Note: c.Note(), DecisionID: c.DecisionID(),
+		ParentID: c.ParentID(), GitCommit: c.GitCommit(), Root: c.Root(), Stats: c.Stats(),
+	}, c.RollbackCount())
+	if err := fn(cp); err != nil {
+		return err
+	}
+	r.cps[id] = cp
+	return nil
 }
 
 type fakeHistory struct {

@@ -69,7 +69,7 @@ var _ checkpoint.Repository = (*Checkpoints)(nil)
 func (r *Checkpoints) Add(ctx context.Context, c *checkpoint.Checkpoint) error {
 	row := toCheckpointRow(c)
 	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("insert checkpoint %s: %w", c.ID(), err)
+		return inserted(err, "checkpoint %s", c.ID())
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func (r *Corrections) Add(ctx context.Context, c *correction.Correction) error {
 		return err
 	}
 	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("insert correction %s: %w", c.ID(), err)
+		return inserted(err, "correction %s", c.ID())
 	}
 	return nil
 }

@@ -126,6 +126,15 @@ func (t *Transactor) Do(ctx context.Context, fn func(ctx context.Context) error)
 	})
 }
 
+// inserted classifies an insert's error: a duplicate key is a conflict (fault.ErrConflict), as the
+// repositories' contract says; anything else is returned with context.
+func inserted(err error, format string, args ...any) error {
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return fault.Wrap(fault.ErrConflict, err, format+" already exists", args...)
+	}
+	return fmt.Errorf("insert "+format+": %w", append(args, err)...)
+}
+
 func notFound(err error, format string, args ...any) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return fault.NotFound(format, args...)

@@ -45,7 +45,7 @@ func (h *History) Record(ctx context.Context, r application.HistoryRecord) error
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: string(rev),
 	}
 	if err := h.db.conn(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("record operation %s: %w", r.ID, err)
+		return inserted(err, "operation %s", r.ID)
 	}
 	return nil
 }

@@ -1,0 +1,13 @@
+package persistence
+
+import (
+	"testing"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
+)
+
+// The gorm checkpoint repository meets the contract the use cases' fake is held to.
+func TestCheckpointRepositoryContract(t *testing.T) {
+	checkpointtest.Repository(t, func(t *testing.T) checkpoint.Repository { return NewCheckpoints(openTestDB(t)) })
+}
