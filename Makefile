@@ -90,8 +90,14 @@ fmt-fix:
 lint: $(GOLANGCI_LINT_STAMP)
 	$(GOLANGCI_LINT) run ./...
 
+# vet also cross-vets the platforms plan supports besides Linux (CGO off: vet needs no C toolchain
+# for another OS), so code that only builds on Linux fails here, not on a user's Mac.
+CROSS_TARGETS := darwin/arm64 darwin/amd64 freebsd/amd64
 vet:
 	$(GO) vet ./...
+	@for t in $(CROSS_TARGETS); do \
+		echo "vet $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./... || exit 1; \
+	done
 
 # Dead code is what no real entry point reaches: the binaries under cmd/ and examples/, and their
 # tests (-test). Filtered out, and only these:

@@ -272,7 +272,7 @@ func freeSpace(dir string) (avail int64, ok bool) {
 	if syscall.Statfs(dir, &st) != nil {
 		return 0, false
 	}
-	return int64(st.Bavail) * st.Bsize, true // #nosec G115 -- a free block count fits in int64
+	return int64(st.Bavail) * int64(st.Bsize), true //nolint:unconvert // #nosec G115 -- widths differ by platform; a free block count fits in int64
 }
 
 // checkpoint takes one of our checkpoints, timing it and tracking its memory.

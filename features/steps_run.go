@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"golang.org/x/sys/unix"
 
 	"github.com/planhq/plan/interfaces/cli"
 )
@@ -232,29 +231,6 @@ func (s *scenario) runProcess(bin string, args []string, stdin string, interacti
 	return 0, fmt.Errorf("run %s: %w", bin, err)
 }
 
-// openPTY opens a pseudo-terminal pair with /dev/ptmx (see pty(7)).
-func openPTY() (master, slave *os.File, err error) {
-	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fd := int(master.Fd()) // #nosec G115 -- a file descriptor fits in int
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		_ = master.Close()
-		return nil, nil, fmt.Errorf("unlock pty: %w", err)
-	}
-	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
-	if err != nil {
-		_ = master.Close()
-		return nil, nil, fmt.Errorf("pty number: %w", err)
-	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(n), 10), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		_ = master.Close()
-		return nil, nil, err
-	}
-	return master, slave, nil
-}
 
 // splitArgs splits a command line into words: blanks separate words, double or single quotes group
 // them (a backslash escapes a double quote inside double quotes).

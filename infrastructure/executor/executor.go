@@ -10,8 +10,9 @@
 package executor
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +87,16 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 	} else {
 		cmd.Stdout, cmd.Stderr = logf, logf
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return application.ExecResult{}, fmt.Errorf("start /bin/sh: %w", err)
 	}
+	// Where the process table cannot be searched by environment (no /proc), Reap finds the group
+	// through this record; it goes once the decision is over.
+	group := s.groupFile(c.Token)
+	_ = os.MkdirAll(filepath.Dir(group), 0o750)
+	_ = os.WriteFile(group, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	defer func() { _ = os.Remove(group) }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -159,8 +166,11 @@ func (s *Shell) Reap(token string) (int, error) {
 	want := []byte(TokenVar + "=" + token + "\x00")
 	killed := 0
 	for range 50 { // processes may fork while being stopped; repeat until none is left
-		pids, err := tagged(want)
+		pids, err := s.tagged(token, want)
 		if err != nil || len(pids) == 0 {
+			if err == nil {
+				_ = os.Remove(s.groupFile(token)) // nothing is left of the attempt
+			}
 			return killed, err
 		}
 		for _, pid := range pids {
@@ -173,28 +183,10 @@ func (s *Shell) Reap(token string) (int, error) {
 	return killed, fmt.Errorf("processes of attempt %s keep reappearing", token)
 }
 
-// tagged lists the processes whose environment contains want.
-func tagged(want []byte) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	self := os.Getpid()
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		if bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
+// groupFile records the process group of the attempt token names.
+func (s *Shell) groupFile(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return filepath.Join(s.layout.Logs(), "groups", hex.EncodeToString(sum[:8]))
 }
 
 // OpenLog opens a recorded log.

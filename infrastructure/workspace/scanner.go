@@ -217,14 +217,15 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 			sc.warn("skipped %q: its name cannot be stored", rel)
 			continue
 		}
-		if len(rel) > tree.MaxPathLen && !sc.ignore.SkipPath(rel, st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+		mode := statMode(&st)
+		if len(rel) > tree.MaxPathLen && !sc.ignore.SkipPath(rel, mode&unix.S_IFMT == unix.S_IFDIR) {
 			// Recorded, it could not be restored (the restorer refuses such paths): refuse the
 			// checkpoint rather than take one that cannot be rolled back to.
 			return fault.Invalid("%q… is %d bytes long, more than the %d a path may have: exclude it in %s",
 				rel[:64], len(rel), tree.MaxPathLen, IgnoreFile)
 		}
-		it := &item{name: name, mode: st.Mode & tree.ModeMask}
-		switch st.Mode & unix.S_IFMT {
+		it := &item{name: name, mode: mode & tree.ModeMask}
+		switch mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			if sc.ignore.Skip(rel, name, true) {
 				continue
@@ -273,7 +274,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 			queued = append(queued, job{rel: rel, it: it})
 		default:
 			if !sc.ignore.Skip(rel, name, false) {
-				sc.warn("skipped special file %q (%s)", rel, typeName(unixType(st.Mode)))
+				sc.warn("skipped special file %q (%s)", rel, typeName(unixType(mode)))
 			}
 			continue
 		}

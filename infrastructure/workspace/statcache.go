@@ -37,22 +37,18 @@ type statEntry struct {
 // statCache maps workspace-relative paths to the content hash last seen for a stat key.
 type statCache map[string]statEntry
 
-func keyOfStat(st *unix.Stat_t) statKey {
-	return statKey{
-		Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
-		Ino: st.Ino, Dev: st.Dev, Mode: st.Mode, //nolint:unconvert // field widths differ across arches
-	}
-}
+// keyOfStat is the stat key of what fstatat returned (fields per platform: stat_*.go).
+func keyOfStat(st *unix.Stat_t) statKey { return unixStatKey(st) }
 
+// keyOf is the stat key of what os.File.Stat returned.
 func keyOf(fi fs.FileInfo) (statKey, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return statKey{}, false
 	}
-	return statKey{
-		Size: fi.Size(), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
-		Ino: st.Ino, Dev: st.Dev, Mode: st.Mode, //nolint:unconvert // field widths differ across arches
-	}, true
+	k := syscallStatKey(st)
+	k.Size = fi.Size()
+	return k, true
 }
 
 // racy reports whether an entry with key k, observed no earlier than at, could miss a write that
