@@ -231,7 +231,6 @@ func (s *scenario) runProcess(bin string, args []string, stdin string, interacti
 	return 0, fmt.Errorf("run %s: %w", bin, err)
 }
 
-
 // splitArgs splits a command line into words: blanks separate words, double or single quotes group
 // them (a backslash escapes a double quote inside double quotes).
 func splitArgs(line string) ([]string, error) {
