@@ -185,7 +185,7 @@ examples:
 	$(GO) run ./examples/embed
 
 build:
-	$(GO) build -o bin/plan ./cmd/plan
+	$(GO) build -buildvcs=true -o bin/plan ./cmd/plan
 
 demo: build
 	./bin/plan demo

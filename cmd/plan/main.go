@@ -1,5 +1,5 @@
 // Command plan checkpoints a workspace before every decision, rolls it back atomically and runs
-// corrections. See README.md and the contract in the repository's shared documentation.
+// corrections. See README.md and docs/.
 package main
 
 import (
@@ -12,8 +12,9 @@ import (
 	"github.com/planhq/plan/interfaces/cli"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version, when set at build time with -ldflags "-X main.version=…", overrides what the binary
+// knows of itself from its build information.
+var version = ""
 
 // softMemoryLimit keeps a checkpoint of a 100,000-file tree near 140 MB of RSS instead of letting
 // the heap double past its live size (measured: 229 MB → 142 MB, no slower). It is soft: a larger
@@ -26,7 +27,7 @@ func main() {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.DefaultRunner(version).Run(ctx, os.Args)
+	code := cli.DefaultRunner(cli.Version(version)).Run(ctx, os.Args)
 	stop()
 	os.Exit(code)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -402,4 +403,36 @@ func DefaultRunner(version string) *Runner {
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin,
 		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), Version: version,
 	}
+}
+
+// Version describes the running binary: override when the build set one, else the module version
+// and the VCS revision from the build information (`go install …@v1.2.3` records the version, a
+// build in a git checkout the revision, with "+dirty" for uncommitted changes).
+func Version(override string) string {
+	if override != "" {
+		return override
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		return fmt.Sprintf("%s (revision %s%s)", v, rev, modified)
+	}
+	return v
 }
