@@ -122,7 +122,7 @@ type planCLI struct {
 	ws  string
 }
 
-// checkpointView is the part of the checkpoint object (CONTRACT.md) the benchmark reads.
+// checkpointView is the part of the checkpoint object (docs/cli.md) the benchmark reads.
 type checkpointView struct {
 	ID          string `json:"id"`
 	Files       int64  `json:"files"`

@@ -26,7 +26,7 @@ func dirTree(r *rand.Rand, n int) Tree {
 		case i%10 == 9:
 			e = TreeEntry{Name: fmt.Sprintf("pkg%02d", i), Kind: tree.KindDir, Mode: 0o755}
 		case i == n-1:
-			e = TreeEntry{Name: "zlink", Kind: tree.KindSymlink, Mode: 0o777, Target: "../shared/file.go"}
+			e = TreeEntry{Name: "zlink", Kind: tree.KindSymlink, Mode: 0o777, Target: "../common/file.go"}
 		}
 		if e.Kind == tree.KindFile {
 			fillHash(r, &e.Hash)

@@ -1,4 +1,4 @@
-// Package cli is plan's command-line interface (urfave/cli v2), built to ../shared/CONTRACT.md.
+// Package cli is plan's command-line interface (urfave/cli v2); docs/cli.md is its reference.
 //
 // Invariants:
 //   - Run never calls os.Exit and keeps no package state, so it can run many times in one process
