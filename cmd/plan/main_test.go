@@ -28,4 +28,9 @@ func TestVersionNamesTheRevision(t *testing.T) {
 	if want := strings.TrimSpace(string(rev)); !strings.Contains(string(out), "revision "+want) {
 		t.Fatalf("--version printed %q, want the revision %s", out, want)
 	}
+	// The completion scripts ask the binary for candidates; it answers with the subcommands.
+	out, err = exec.Command(bin, "checkpoint", "--generate-bash-completion").Output()
+	if err != nil || !strings.Contains(string(out), "create\n") || !strings.Contains(string(out), "prune\n") {
+		t.Fatalf("completion candidates for checkpoint: %q, %v", out, err)
+	}
 }

@@ -43,7 +43,9 @@ type handler struct {
 	yes  bool
 	// forceRoot allows a new workspace at the file system root or the home directory.
 	forceRoot bool
-	notFound  error
+	// quiet drops progress and narration from stderr.
+	quiet    bool
+	notFound error
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
 }
@@ -90,7 +92,7 @@ func (h *handler) app() *ucli.App {
 		ErrWriter:            h.r.Stderr,
 		Reader:               h.r.Stdin,
 		HideHelpCommand:      true,
-		EnableBashCompletion: false,
+		EnableBashCompletion: true, // the hidden --generate-bash-completion `plan completion` scripts use
 		Flags:                globalFlags(),
 		Before:               h.before,
 		ExitErrHandler:       func(*ucli.Context, error) {},
@@ -103,7 +105,29 @@ func (h *handler) app() *ucli.App {
 	app.OnUsageError = onUsageError
 	setUsageHandlers(app.Commands)
 	h.releaseAfterParsing(app.Commands)
+	app.CustomAppHelpTemplate = ucli.AppHelpTemplate + exitStatusHelp
+	setExitStatusHelp(app.Commands)
 	return app
+}
+
+// exitStatusHelp ends every help page, as restic's do: scripts decide on these numbers.
+const exitStatusHelp = `
+EXIT STATUS:
+   0 success; 1 internal error or a decision that failed; 2 usage (unknown command or flag, missing
+   --yes without a terminal); 3 invalid input; 4 not found (checkpoint, decision, correction,
+   workspace); 5 conflict (workspace busy, an operation state that forbids this); 6 integrity
+   (damaged or missing data); 130 interrupted. See docs/exit-codes.md.
+`
+
+func setExitStatusHelp(cmds []*ucli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 {
+			c.CustomHelpTemplate = ucli.SubcommandHelpTemplate + exitStatusHelp
+			setExitStatusHelp(c.Subcommands)
+			continue
+		}
+		c.CustomHelpTemplate = ucli.CommandHelpTemplate + exitStatusHelp
+	}
 }
 
 // releaseAfterParsing makes every leaf command release the flag-parsing lock in its Before hook,
@@ -129,11 +153,13 @@ func globalFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
 		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
+		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress, no decision output or narration on stderr (warnings and errors still)"},
 	}
 }
 
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
+	h.quiet = c.Bool("quiet")
 	if h.r.Dir != "" && !filepath.IsAbs(h.root) {
 		h.root = filepath.Join(h.r.Dir, h.root)
 	}
@@ -232,7 +258,7 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", msg) }
 
 func (h *handler) progress() application.Progress {
-	if !h.r.ProgressTerminal || h.json {
+	if !h.r.ProgressTerminal || h.json || h.quiet {
 		return nil
 	}
 	return &termProgress{w: h.r.Stderr}

@@ -131,14 +131,14 @@ func nonNil(s []string) []string {
 
 // live is where decisions' output is shown as it happens: stderr, except with --json.
 func (h *handler) live() io.Writer {
-	if h.json {
+	if h.json || h.quiet {
 		return nil
 	}
 	return h.r.Stderr
 }
 
 func (h *handler) events() func(application.Event) {
-	if h.json {
+	if h.json || h.quiet {
 		return nil
 	}
 	return func(e application.Event) {
