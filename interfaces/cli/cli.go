@@ -183,10 +183,11 @@ func groupAction(c *ucli.Context) error {
 	if c.Args().Present() {
 		return usagef("unknown command %q (see `plan --help`)", c.Args().First())
 	}
-	_ = ucli.ShowSubcommandHelp(c)
 	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
+		_ = ucli.ShowAppHelp(c) // the app's template, rendered with the app
 		return usagef("missing command (see `plan --help`)")
 	}
+	_ = ucli.ShowSubcommandHelp(c)
 	return usagef("missing subcommand for %q (see `plan %s --help`)", commandPath(c), commandPath(c))
 }
 
