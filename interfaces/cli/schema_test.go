@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Every --json output validates against its schema under docs/schema, produced by real commands on
+// a real workspace: the documentation cannot drift from what the CLI prints. The schemas forbid
+// properties they do not name, so an added field must be documented too.
+func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	schemas := map[string]*jsonschema.Schema{}
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "schema", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas: %v", err)
+	}
+	for _, f := range files {
+		sch, err := c.Compile(f)
+		if err != nil {
+			t.Fatalf("compile %s: %v", f, err)
+		}
+		schemas[strings.TrimSuffix(filepath.Base(f), ".json")] = sch
+	}
+	validated := map[string]bool{}
+	check := func(name, doc string) {
+		t.Helper()
+		sch, ok := schemas[name]
+		if !ok {
+			t.Fatalf("no schema %s.json", name)
+		}
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+		if err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", name, err, doc)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s does not match docs/schema/%s.json: %v\n%s", name, name, err, doc)
+		}
+		validated[name] = true
+	}
+	jsonOut := func(dir string, args ...string) string {
+		t.Helper()
+		return mustPlan(t, dir, append([]string{"--json"}, args...)...).stdout
+	}
+	dir := t.TempDir()
+	check("init", jsonOut(dir, "init"))
+	writeFile(t, dir, "a.txt", "one\n")
+	writeFile(t, dir, "sub/b.txt", "two\n")
+	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	first := jsonOut(dir, "checkpoint", "create", "--note", "first")
+	check("checkpoint", first)
+	var cp struct{ ID string }
+	if err := json.Unmarshal([]byte(first), &cp); err != nil {
+		t.Fatal(err)
+	}
+	check("checkpoint-show-files", jsonOut(dir, "checkpoint", "show", "--files", cp.ID))
+	check("run", jsonOut(dir, "exec", "--id", "mk", "--", "sh", "-c", "echo three > c.txt && mkdir empty"))
+	check("status", jsonOut(dir, "status"))
+	check("diff", jsonOut(dir, "diff", cp.ID))
+	check("checkpoint-list", jsonOut(dir, "checkpoint", "list"))
+	check("correction", jsonOut(dir, "--yes", "correct", "--decision", "mk", "--reason", "wrong", "--no-reexecute"))
+	check("correction-list", jsonOut(dir, "correction", "list"))
+	var list []struct {
+		ID string `json:"correction_id"`
+	}
+	if err := json.Unmarshal([]byte(jsonOut(dir, "correction", "list")), &list); err != nil || len(list) != 1 {
+		t.Fatalf("correction list: %v", err)
+	}
+	check("correction", jsonOut(dir, "correction", "show", list[0].ID))
+	check("rollback", jsonOut(dir, "rollback", "--to-checkpoint", cp.ID, "--dry-run"))
+	check("rollback", jsonOut(dir, "--yes", "rollback", "--to-checkpoint", cp.ID))
+	check("recover", jsonOut(dir, "recover"))
+	check("checkpoint-prune", jsonOut(dir, "checkpoint", "prune", "--keep", "1", "--dry-run"))
+	check("verify", jsonOut(dir, "verify", "--read-data"))
+	check("gc", jsonOut(dir, "gc"))
+	check("stats", jsonOut(dir, "stats"))
+	check("doctor", jsonOut(dir, "doctor"))
+	o := inWorkspace(dir, "--json", "checkpoint", "show", "zzzz")
+	if o.code != ExitInvalid {
+		t.Fatalf("a malformed ID: %v", o)
+	}
+	check("error", o.stderr)
+	for name := range schemas {
+		if !validated[name] {
+			t.Errorf("docs/schema/%s.json is checked by no output", name)
+		}
+	}
+}
