@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,13 +33,17 @@ type Restorer struct {
 	layout  Layout
 	store   *objectstore.Store
 	scanner *Scanner
+	// foldsCase says whether the workspace's file system ignores case (APFS and HFS+ by default),
+	// probed once.
+	foldsCase func() bool
 	// Failpoint is called at each step of an apply; crash tests arm it (see package failpoint).
 	Failpoint func(name string) error
 }
 
 // NewRestorer returns a restorer for the workspace in l.
 func NewRestorer(l Layout, store *objectstore.Store, sc *Scanner) *Restorer {
-	return &Restorer{layout: l, store: store, scanner: sc, Failpoint: failpoint.Hit}
+	return &Restorer{layout: l, store: store, scanner: sc, Failpoint: failpoint.Hit,
+		foldsCase: sync.OnceValue(func() bool { return foldsCase(l.State()) })}
 }
 
 var _ application.Restorer = (*Restorer)(nil)
@@ -51,6 +56,9 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 	}
 	changes, kept, err := r.untouched(changes, to)
 	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	if err := r.refuseCaseCollisions(to, nil); err != nil {
 		return application.ApplyStats{}, err
 	}
 	defer func() { stats.Kept = append(stats.Kept, kept...) }()
@@ -85,6 +93,9 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 	}
 	changes, kept, err := r.untouched(tree.Diff(live, want), to)
 	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	if err := r.refuseCaseCollisions(to, want); err != nil {
 		return application.ApplyStats{}, err
 	}
 	stats, _, err := r.apply(ctx, changes, nil, hit)
@@ -599,4 +610,61 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// refuseCaseCollisions refuses, before anything is touched, a target tree holding two entries that
+// a case-insensitive file system cannot tell apart (README.md and Readme.md in one directory):
+// restoring it would silently merge them. entries is the target flattened, when the caller has it.
+// On a case-sensitive file system it costs nothing.
+func (r *Restorer) refuseCaseCollisions(to tree.Hash, entries []tree.Entry) error {
+	if !r.foldsCase() {
+		return nil
+	}
+	if entries == nil {
+		var err error
+		if entries, err = r.store.Flatten(to); err != nil {
+			return fmt.Errorf("read target tree: %w", err)
+		}
+	}
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.Path
+	}
+	if pairs := caseCollisions(paths); len(pairs) > 0 {
+		return fault.Conflict("the checkpoint holds %q and %q, which this file system cannot tell apart (it ignores case); nothing was changed",
+			pairs[0][0], pairs[0][1])
+	}
+	return nil
+}
+
+// caseCollisions lists the pairs of paths that differ only in the case of their last component,
+// within one directory: what a case-insensitive file system would store as one entry.
+func caseCollisions(paths []string) [][2]string {
+	seen := make(map[string]string, len(paths))
+	var out [][2]string
+	for _, p := range paths {
+		dir, name := path.Split(p)
+		k := dir + strings.ToLower(name)
+		if other, ok := seen[k]; ok && other != p {
+			out = append(out, [2]string{other, p})
+			continue
+		}
+		seen[k] = p
+	}
+	return out
+}
+
+// foldsCase probes whether the file system holding dir ignores case: a file created with a
+// lower-case name is then found under its upper-case one.
+func foldsCase(dir string) bool {
+	f, err := os.CreateTemp(dir, "case-probe-*")
+	if err != nil {
+		return false
+	}
+	name := f.Name()
+	_ = f.Close()
+	defer func() { _ = os.Remove(name) }()
+	base := filepath.Base(name)
+	_, err = os.Lstat(filepath.Join(filepath.Dir(name), strings.ToUpper(base)))
+	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -917,5 +918,52 @@ func TestRestoreKeepsHoles(t *testing.T) {
 		if used := st.Blocks * 512; used > 1<<20 {
 			t.Errorf("%s: %d bytes allocated for a %d-byte file with three written pages", name, used, size)
 		}
+	}
+}
+
+// Two entries one directory holds under names that differ only in case are what a
+// case-insensitive file system would merge; they are found, wherever they are.
+func TestCaseCollisions(t *testing.T) {
+	got := caseCollisions([]string{"README.md", "Readme.md", "docs", "docs/A", "docs/a", "docs/b", "other/README.md", "x"})
+	want := [][2]string{{"README.md", "Readme.md"}, {"docs/A", "docs/a"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("caseCollisions = %v, want %v", got, want)
+	}
+	if got := caseCollisions([]string{"a/B", "b/B", "B"}); len(got) != 0 {
+		t.Fatalf("the same name in different directories is no collision: %v", got)
+	}
+}
+
+// On a file system that ignores case the restorer refuses such a tree before touching anything;
+// a case-only rename (Readme.md to README.md) is restored as any rename. Linux file systems here
+// are case-sensitive, so the probe is replaced to exercise the path a Mac takes.
+func TestRestoreOnACaseInsensitiveFileSystem(t *testing.T) {
+	w := newTestWS(t)
+	if foldsCase(w.l.State()) {
+		t.Log("this file system ignores case")
+	}
+	w.write("Readme.md", "old\n", 0o644)
+	before := w.snapshot().Root
+	w.remove("Readme.md")
+	w.write("README.md", "new\n", 0o644)
+	after := w.snapshot().Root
+	w.r.foldsCase = func() bool { return true }
+	if _, err := w.r.Reconcile(t.Context(), before); err != nil {
+		t.Fatalf("a case-only rename: %v", err)
+	}
+	if b, err := os.ReadFile(w.abs("Readme.md")); err != nil || string(b) != "old\n" {
+		t.Fatalf("Readme.md after the rollback: %q, %v", b, err)
+	}
+	w.write("README.md", "second\n", 0o644) // both names, as a case-sensitive machine may record
+	both := w.snapshot().Root
+	w.remove("README.md")
+	live := w.live()
+	_, err := w.r.Reconcile(t.Context(), both)
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "cannot tell apart") {
+		t.Fatalf("restoring both names: %v", err)
+	}
+	w.requireTree(live, "after refusing a tree that collides in case")
+	if _, err := w.r.Apply(t.Context(), after, both, nil); !errors.Is(err, fault.ErrConflict) {
+		t.Fatalf("Apply of a colliding tree: %v", err)
 	}
 }
