@@ -136,7 +136,7 @@ func (a *Archive) Stage(ctx context.Context, id string, items []application.Arch
 	if err := root.WriteFile(ManifestName, append(b, '\n'), 0o640); err != nil {
 		return err
 	}
-	return fsx.SyncFS(dir)
+	return fsx.SyncTree(dir)
 }
 
 // write archives one entry; want is the artifact's recorded SHA-256, checked against what is written

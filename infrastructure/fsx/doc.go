@@ -7,8 +7,9 @@
 //     path holds the old content or the new, never a mix or nothing;
 //   - Replace(…, false) is atomic but not durable: for hints (the stat cache) whose loss costs only
 //     time;
-//   - SyncFS flushes the whole file system that holds a directory in one call where the platform
-//     can (Linux syncfs), which is what makes restoring thousands of files cost one flush instead of
-//     one fsync each; elsewhere it falls back to sync(2);
+//   - SyncPaths and SyncTree make what they name durable: on Linux with one syncfs (what makes
+//     restoring thousands of files cost one flush instead of one fsync each); elsewhere with an
+//     fsync per path, which on macOS is F_FULLFSYNC (os.File.Sync), since sync(2) there need not
+//     wait for the drive;
 //   - a temporary file a failed write leaves is removed before the error is returned.
 package fsx

@@ -76,3 +76,33 @@ func TestSyncs(t *testing.T) {
 		t.Fatalf("SyncFS of a missing directory: %v", err)
 	}
 }
+
+// The per-path syncs other platforms use run here too: every listed path, a path removed
+// meanwhile is no error, a symlink is skipped, an unreadable one is.
+func TestSyncEachAndWalk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d", "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d/f", filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncEach(dir, []string{"d/f", "d", ".", "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncWalk(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncPaths(dir, []string{"d/f"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncTree(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncWalk(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("walking a missing tree succeeded")
+	}
+}

@@ -224,7 +224,7 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	if err := a.fixDirModes(changes); err != nil {
 		return a.stats, true, err
 	}
-	if err := fsx.SyncFS(r.layout.Root); err != nil {
+	if err := fsx.SyncPaths(r.layout.Root, a.touched(changes)); err != nil {
 		return a.stats, true, err
 	}
 	if err := hit("restore.applied"); err != nil {
@@ -667,4 +667,21 @@ func foldsCase(dir string) bool {
 	base := filepath.Base(name)
 	_, err = os.Lstat(filepath.Join(filepath.Dir(name), strings.ToUpper(base)))
 	return err == nil
+}
+
+// touched lists what this apply changed, for a platform that must sync each path: every path it
+// wrote, created or re-moded, and the directories whose entries changed.
+func (a *applier) touched(changes []tree.Change) []string {
+	dirs := map[string]bool{}
+	out := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		if ch.To != nil {
+			out = append(out, ch.Path)
+		}
+		dirs[path.Dir(ch.Path)] = true
+	}
+	for d := range dirs {
+		out = append(out, d)
+	}
+	return out
 }
