@@ -34,7 +34,9 @@ LAYERS := domain application infrastructure interfaces
 comma := ,
 empty :=
 space := $(empty) $(empty)
-COVERPKG = $(subst $(space),$(comma),$(strip $(foreach d,$(LAYERS),$(if $(wildcard $(d)/*),./$(d)/...))))
+# Test-support packages (names ending in "test": treetest, checkpointtest) are not product code:
+# their failure branches run only when a test fails, so they are left out of the measure.
+COVERPKG = $(subst $(space),$(comma),$(strip $(shell $(GO) list $(foreach d,$(LAYERS),$(if $(wildcard $(d)/*),./$(d)/...)) | grep -v -E 'test$$')))
 COVERAGE_FLOOR ?= 90
 COVERAGE_DIR := coverage
 
@@ -164,7 +166,7 @@ coverage: test bdd
 		if [ -f "$$f" ]; then tail -n +2 "$$f"; fi; done; } > $(COVERAGE_DIR)/cover.out
 	@$(GO) tool cover -func=$(COVERAGE_DIR)/cover.out > $(COVERAGE_DIR)/func.txt
 	@total=$$(awk '/^total:/ { sub(/%/, "", $$NF); print $$NF }' $(COVERAGE_DIR)/func.txt); \
-	echo "coverage: total $${total}% of statements in $(COVERPKG) (floor $(COVERAGE_FLOOR)%)"; \
+	echo "coverage: total $${total}% of statements in $(LAYERS), test-support packages aside (floor $(COVERAGE_FLOOR)%)"; \
 	if ! awk -v t="$$total" -v f="$(COVERAGE_FLOOR)" 'BEGIN { exit !(t + 0 >= f + 0) }'; then \
 		echo "coverage: below the floor; the least covered functions:"; \
 		awk '$$1 != "total:" { p = $$NF; sub(/%/, "", p); if (p + 0 < 100) print p "%\t" $$1 " " $$2 }' \

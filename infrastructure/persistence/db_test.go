@@ -117,3 +117,25 @@ func TestDamagedResultTreeIsIntegrity(t *testing.T) {
 		t.Fatalf("damaged result tree: %v", err)
 	}
 }
+
+// Failed checkpoints are counted for stats, and survive reopening.
+func TestCheckpointFailureMetrics(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plan.db")
+	db := mustOpen(t, path, true)
+	m := NewMetrics(db)
+	if n, err := m.CheckpointFailures(ctx); err != nil || n != 0 {
+		t.Fatalf("none yet: %d, %v", n, err)
+	}
+	for range 2 {
+		if err := m.RecordCheckpointFailure(ctx, time.Now(), "disk full"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = db.Close()
+	db = mustOpen(t, path, false)
+	defer db.Close()
+	if n, err := NewMetrics(db).CheckpointFailures(ctx); err != nil || n != 2 {
+		t.Fatalf("after reopening: %d, %v", n, err)
+	}
+}

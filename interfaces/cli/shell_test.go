@@ -47,3 +47,13 @@ func TestQuiet(t *testing.T) {
 		t.Fatalf("--quiet still wrote to stderr: %q", quiet.stderr)
 	}
 }
+
+// Version prefers what the build set, and otherwise describes the binary from its build info.
+func TestVersion(t *testing.T) {
+	if v := Version("v9.9.9"); v != "v9.9.9" {
+		t.Fatalf("override: %q", v)
+	}
+	if v := Version(""); v == "" || v == "unknown" {
+		t.Fatalf("from build info: %q", v)
+	}
+}
