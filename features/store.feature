@@ -375,3 +375,35 @@ Feature: Store health
     Then the exit code is 6
     And stdout contains "make"
     And stdout does not contain "from a backup"
+
+  Scenario: verify --read-data --repair heals a flipped byte from the workspace's intact file
+    Given a file "a.txt" containing "hello\n"
+    And a file "data.bin" of 65536 bytes of random data
+    And a checkpoint "one"
+    When I flip a byte in the middle of the pack checkpoint "one" wrote
+    And I run "plan verify --read-data"
+    Then the exit code is 6
+    When I run "plan --json verify --read-data --repair"
+    Then it succeeds
+    And the JSON output has "ok" equal to "true"
+    And the JSON output has 1 "healed"
+    When I run "plan verify --read-data"
+    Then it succeeds
+    When I delete "data.bin"
+    And I run "plan rollback --to-checkpoint <one> --yes"
+    Then it succeeds
+    And "data.bin" exists
+
+  Scenario: --repair without --read-data is a usage error
+    When I run "plan verify --repair"
+    Then the exit code is 2
+
+  Scenario: doctor --repair heals a flipped byte it finds by itself
+    Given a file "data.bin" of 65536 bytes of random data
+    And a checkpoint "one"
+    When I flip a byte in the middle of the pack checkpoint "one" wrote
+    And I run "plan doctor --repair"
+    Then it succeeds
+    And stdout contains "healed"
+    When I run "plan verify --read-data"
+    Then it succeeds

@@ -92,6 +92,8 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 			// idx of a pack that has none.
 			if err := s.Refresh(); err != nil {
 				add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named file if it is an .idx: plan rebuilds it from its pack"})
+			} else if h := Heal(ctx, l, s); h.Problem != "" {
+				add(h) // only when there was damage to heal
 			}
 		} else if n := countEntries(filepath.Join(l.Objects(), "tmp")); n > 0 {
 			// Junk, not damage: no checkpoint references it, and the next command that takes the

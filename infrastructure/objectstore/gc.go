@@ -214,32 +214,38 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	if len(gone) == 0 {
 		return res, nil
 	}
-	dropped := make(map[*packFile]bool, len(gone))
-	s.mu.Lock()
-	for _, u := range gone {
-		dropped[u.p] = true
-		delete(s.packs, u.p.id)
-		s.retired = append(s.retired, u.p)
-	}
-	for h, l := range s.index {
-		if dropped[l.pack] {
-			delete(s.index, h)
-		}
-	}
-	s.mu.Unlock()
-	ids := make([]string, len(gone))
+	ps := make([]*packFile, len(gone))
 	for i, u := range gone {
-		ids[i] = u.p.id
+		ps[i] = u.p
 		res.BytesReclaimed += max(u.p.size, 0) + u.p.idxSize
 	}
-	// One intent for the whole set: a GC killed half-way leaves no pack whose deltas lost their
-	// bases in another pack, because every reader skips what the intent names and the next
-	// command that takes the lock finishes the deletion.
-	if err := s.deletePacks(ids); err != nil {
+	if err := s.retire(ps); err != nil {
 		return res, fmt.Errorf("gc: %w", err)
 	}
 	res.PacksDeleted = len(drop)
 	return res, nil
+}
+
+// retire takes packs out of the index and deletes them. One intent covers the whole set: a GC
+// killed half-way leaves no pack whose deltas lost their bases in another pack, because every
+// reader skips what the intent names and the next command that takes the lock finishes the
+// deletion. Whatever the packs held must be elsewhere already (or be garbage).
+func (s *Store) retire(ps []*packFile) error {
+	gone := make(map[*packFile]bool, len(ps))
+	ids := make([]string, len(ps))
+	s.mu.Lock()
+	for i, p := range ps {
+		gone[p], ids[i] = true, p.id
+		delete(s.packs, p.id)
+		s.retired = append(s.retired, p)
+	}
+	for h, l := range s.index {
+		if gone[l.pack] {
+			delete(s.index, h)
+		}
+	}
+	s.mu.Unlock()
+	return s.deletePacks(ids)
 }
 
 // rewrite copies the live records of packs into new packs, byte for byte (no recompression, and

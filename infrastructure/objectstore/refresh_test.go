@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -539,5 +540,61 @@ func TestTrailerCatchesWhatContentHashesCannot(t *testing.T) {
 			}
 		}
 		t.Fatal("gc copied a record whose trailer does not match")
+	}
+}
+
+// Healing: a damaged record and a missing pack stop being reported once their objects are stored
+// afresh and RetireHealed has run; damage with no fresh copy is reported as unhealed and left.
+func TestRetireHealed(t *testing.T) {
+	s := TestStore(t)
+	good, bad, lost, orphan := text(1, 4000), text(2, 5000), text(3, 6000), text(4, 7000)
+	b := s.NewBatch()
+	hGood, _ := put(t, b, good)
+	hBad, _ := put(t, b, bad)
+	commit(t, b)
+	b = s.NewBatch()
+	hLost, _ := put(t, b, lost)
+	commit(t, b)
+	b = s.NewBatch()
+	hOrphan, _ := put(t, b, orphan)
+	commit(t, b)
+	flipData(t, s, hBad, 10)
+	flipData(t, s, hOrphan, 10)
+	os.Remove(s.index[hLost].pack.path)
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if problems, _ := s.ScanPacks(); len(problems) == 0 {
+		t.Fatal("setup: no damage seen")
+	}
+	// The live copies come back for bad and lost, not for orphan.
+	for _, h := range []tree.Hash{hBad, hLost, hOrphan} {
+		if !s.NeedsCopy(h) {
+			t.Fatalf("%s does not need a copy", h)
+		}
+	}
+	nb := s.NewBatch()
+	put(t, nb, bad)
+	put(t, nb, lost)
+	commit(t, nb)
+	rep, err := s.RetireHealed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Unhealed, []tree.Hash{hOrphan}) || len(rep.Healed) != 2 || rep.PacksRewritten != 1 || rep.IdxDropped != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	mustRead(t, s, hGood, good)
+	mustRead(t, s, hBad, bad)
+	mustRead(t, s, hLost, lost)
+	problems, err := s.ScanPacks()
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Problem, "record") {
+		t.Fatalf("after healing, only the unhealed record may be reported: %v, %v", problems, err)
+	}
+	if len(s.Problems()) != 0 {
+		t.Fatalf("doctor's problems after healing: %v", s.Problems())
+	}
+	if set, _ := s.readDamaged(); len(set) != 1 {
+		t.Fatalf("damage list after healing: %v", set)
 	}
 }

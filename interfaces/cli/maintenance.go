@@ -11,10 +11,13 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"context"
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/maintenance"
+	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -22,7 +25,10 @@ func (h *handler) maintenanceCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
 			Name: "verify", Usage: "check that every object the checkpoints need is present (and intact)", ArgsUsage: "[ID]",
-			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "read-data", Usage: "also re-hash every object's content"}},
+			Flags: []ucli.Flag{
+				&ucli.BoolFlag{Name: "read-data", Usage: "also re-hash every object's content"},
+				&ucli.BoolFlag{Name: "repair", Usage: "with --read-data: first heal damaged or missing objects from intact copies (workspace files, archived artifacts)"},
+			},
 			Action: h.verify,
 		},
 		{Name: "gc", Usage: "remove objects no checkpoint references", Action: h.gc},
@@ -156,7 +162,18 @@ func (h *handler) verify(c *ucli.Context) error {
 	if err := noExtraArgs(c, 1); err != nil {
 		return err
 	}
+	if c.Bool("repair") && !c.Bool("read-data") {
+		return usagef("--repair needs --read-data: healing starts from reading every stored byte")
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		var heal *objectstore.HealReport
+		if c.Bool("repair") {
+			rep, err := h.heal(c.Context, app)
+			if err != nil {
+				return err
+			}
+			heal = &rep
+		}
 		r, err := app.Services.Maintenance.Verify(c.Context, c.Args().First(), c.Bool("read-data"))
 		if err != nil {
 			return err
@@ -171,7 +188,16 @@ func (h *handler) verify(c *ucli.Context) error {
 		}
 		v := verifyView{OK: len(problems) == 0, CheckedCheckpoints: r.CheckedCheckpoints, CheckedObjects: r.CheckedObjects,
 			Problems: problems, RetriedReads: r.Retried, ReadData: c.Bool("read-data")}
+		if heal != nil {
+			v.Healed, v.Unhealed = hashStrings(heal.Healed), hashStrings(heal.Unhealed)
+		}
 		if err := h.emit(v, func(w io.Writer) {
+			if heal != nil {
+				_, _ = fmt.Fprintf(w, "Healed %d damaged or missing object(s) from intact copies; %d have none.\n", len(heal.Healed), len(heal.Unhealed))
+				for _, x := range v.Unhealed {
+					_, _ = fmt.Fprintf(w, "  no intact copy of %s\n", x)
+				}
+			}
 			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
 			if c.Bool("read-data") {
 				_, _ = fmt.Fprint(w, " (content re-hashed)")
@@ -269,4 +295,22 @@ func (h *handler) doctor(c *ucli.Context) error {
 		return fault.Integrity("doctor found problems it could not repair; see above")
 	}
 	return nil
+}
+
+// heal runs the store's healing under the workspace lock (see maintenance.HealStore).
+func (h *handler) heal(ctx context.Context, app *bootstrap.App) (objectstore.HealReport, error) {
+	ctx, release, err := app.Services.Guard.Enter(ctx, "verify --repair")
+	if err != nil {
+		return objectstore.HealReport{}, err
+	}
+	defer release()
+	return maintenance.HealStore(ctx, app.Services.Layout, app.Services.Store)
+}
+
+func hashStrings(hs []tree.Hash) []string {
+	out := make([]string, len(hs))
+	for i, x := range hs {
+		out[i] = x.String()
+	}
+	return out
 }

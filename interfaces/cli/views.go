@@ -188,6 +188,10 @@ type verifyView struct {
 	Problems           []problemView `json:"problems"`
 	RetriedReads       int           `json:"retried_reads"`
 	ReadData           bool          `json:"read_data"`
+	// Healed and Unhealed are set by --repair: objects stored afresh from intact copies, and those
+	// that have none.
+	Healed   []string `json:"healed,omitempty"`
+	Unhealed []string `json:"unhealed,omitempty"`
 }
 
 type timingView struct {

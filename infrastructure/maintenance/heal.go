@@ -1,0 +1,93 @@
+package maintenance
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// HealStore re-stores every damaged or missing object for which an intact copy exists, and
+// retires the damage it made harmless. The caller holds the workspace lock. It reads every stored
+// byte first, so damage no verify has seen yet is found too. Intact copies come from the live
+// workspace (a snapshot stores afresh whatever it cannot deduplicate onto) and from the archived
+// artifacts of corrections.
+func HealStore(ctx context.Context, l workspace.Layout, s *objectstore.Store) (objectstore.HealReport, error) {
+	if _, err := s.ScanPacks(); err != nil {
+		return objectstore.HealReport{}, err
+	}
+	if _, err := workspace.NewScanner(l, s).Snapshot(ctx, nil); err != nil {
+		return objectstore.HealReport{}, fmt.Errorf("read the workspace for intact copies: %w", err)
+	}
+	if err := healFromArchive(l.Archive(), s); err != nil {
+		return objectstore.HealReport{}, fmt.Errorf("read the archive for intact copies: %w", err)
+	}
+	return s.RetireHealed()
+}
+
+// Heal is HealStore as a doctor finding: Problem is empty when there was nothing to heal.
+func Heal(ctx context.Context, l workspace.Layout, s *objectstore.Store) Finding {
+	f := Finding{Check: "store healing"}
+	rep, err := HealStore(ctx, l, s)
+	switch {
+	case err != nil:
+		f.Problem = err.Error()
+	case len(rep.Unhealed) > 0:
+		f.Problem = fmt.Sprintf("%d object(s) healed; %d have no intact copy anywhere (e.g. %s)", len(rep.Healed), len(rep.Unhealed), rep.Unhealed[0])
+		f.Repair = "`plan verify` names the checkpoints that need them; delete those checkpoints, then `plan gc`"
+	case len(rep.Healed) > 0:
+		f.OK, f.Repaired = true, true
+		f.Problem = fmt.Sprintf("%d damaged or missing object(s) healed from intact copies", len(rep.Healed))
+		f.Repair = "stored afresh; the damaged copies were removed"
+	default:
+		f.OK = true
+	}
+	return f
+}
+
+// healFromArchive stores every archived artifact whose object needs a copy.
+func healFromArchive(dir string, s *objectstore.Store) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, "manifest.json") {
+			return err
+		}
+		h, size, err := hashFile(p)
+		if err != nil || !s.NeedsCopy(h) {
+			return err
+		}
+		f, err := os.Open(p) // #nosec -- an archived artifact under .plan
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		b := s.NewBatch()
+		defer b.Abort()
+		if _, err := b.PutBlob(f, h, size); err != nil {
+			return err
+		}
+		return b.Commit()
+	})
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+func hashFile(p string) (tree.Hash, int64, error) {
+	f, err := os.Open(p) // #nosec -- an archived artifact under .plan
+	if err != nil {
+		return tree.Hash{}, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	return tree.Hash(h.Sum(nil)), n, err
+}

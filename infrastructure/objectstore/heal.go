@@ -1,0 +1,177 @@
+package objectstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/fsx"
+)
+
+// HealReport says what RetireHealed did.
+type HealReport struct {
+	// Healed are objects whose damaged or missing copy was retired because an intact copy now
+	// exists; Unhealed are damaged or missing objects that still have no intact copy.
+	Healed, Unhealed []tree.Hash
+	// PacksRewritten counts packs rewritten without their damaged records; IdxDropped the indexes
+	// of missing packs dropped because every object they listed is stored elsewhere.
+	PacksRewritten, IdxDropped int
+}
+
+// NeedsCopy reports whether h is known to the store but has no copy that can be trusted (damaged,
+// or in a missing or cut-short pack): storing it afresh heals it.
+func (s *Store) NeedsCopy(h tree.Hash) bool { return s.Has(h) && !s.Present(h) }
+
+// RetireHealed removes damage that fresh copies made harmless, so that verify --read-data is clean
+// again: a pack holding a damaged record whose object is now intact elsewhere is rewritten without
+// it (its other records copied, trailers checked, as GC does), and the idx of a missing pack is
+// dropped once everything it listed is intact elsewhere. Damage with no intact copy is left where
+// it is and reported. The caller holds the workspace lock and has stored the fresh copies it could.
+func (s *Store) RetireHealed() (HealReport, error) {
+	var rep HealReport
+	if err := s.Refresh(); err != nil {
+		return rep, err
+	}
+	type packState struct {
+		healed, blocked bool
+	}
+	state := map[*packFile]*packState{}
+	healed := map[tree.Hash]bool{}
+	unhealed := map[tree.Hash]bool{}
+	s.mu.RLock()
+	for k := range s.damaged {
+		p := s.packs[k.pack]
+		if p == nil {
+			continue // the pack is gone: nothing left to retire
+		}
+		st := state[p]
+		if st == nil {
+			st = &packState{}
+			state[p] = st
+		}
+		if l, ok := s.index[k.hash]; ok && l.pack != p && intact(k.hash, l, s.damaged) {
+			st.healed, healed[k.hash] = true, true
+		} else {
+			st.blocked, unhealed[k.hash] = true, true
+		}
+	}
+	var rewrite []*packUse
+	for p, st := range state {
+		if st.blocked || !st.healed || p.size < 0 {
+			continue
+		}
+		u := &packUse{p: p}
+		for h, l := range s.index {
+			if l.pack == p {
+				u.live = append(u.live, h)
+			}
+		}
+		rewrite = append(rewrite, u)
+	}
+	var missing []*packFile
+	for _, p := range s.packs {
+		if p.size < 0 {
+			missing = append(missing, p)
+		}
+	}
+	s.mu.RUnlock()
+
+	// A missing pack's idx can go once each object it lists is intact elsewhere.
+	var dropIdx []*packFile
+	for _, p := range missing {
+		entries, _, err := readIdxFile(filepath.Join(s.packsDir, p.id+".idx"))
+		if err != nil {
+			return rep, err
+		}
+		all := true
+		for _, e := range entries {
+			l, ok := s.lookup(e.hash)
+			if ok && l.pack != p && intact(e.hash, l, nil) {
+				healed[e.hash] = true
+				continue
+			}
+			all, unhealed[e.hash] = false, true
+		}
+		if all {
+			dropIdx = append(dropIdx, p)
+		}
+	}
+
+	slices.SortFunc(rewrite, func(a, b *packUse) int { return strings.Compare(a.p.id, b.p.id) })
+	if len(rewrite) > 0 {
+		if _, err := s.rewrite(rewrite); err != nil {
+			return rep, fmt.Errorf("heal: %w", err)
+		}
+	}
+	retire := dropIdx
+	for _, u := range rewrite {
+		retire = append(retire, u.p)
+	}
+	if len(retire) > 0 {
+		if err := s.retire(retire); err != nil {
+			return rep, fmt.Errorf("heal: %w", err)
+		}
+		if err := s.forgetDamage(retire); err != nil {
+			return rep, err
+		}
+	}
+	rep.PacksRewritten, rep.IdxDropped = len(rewrite), len(dropIdx)
+	for h := range healed {
+		if !unhealed[h] {
+			rep.Healed = append(rep.Healed, h)
+		}
+	}
+	for h := range unhealed {
+		rep.Unhealed = append(rep.Unhealed, h)
+	}
+	byHash := func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) }
+	slices.SortFunc(rep.Healed, byHash)
+	slices.SortFunc(rep.Unhealed, byHash)
+	return rep, nil
+}
+
+func readIdxFile(path string) ([]idxEntry, uint32, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read idx %s: %w", path, err)
+	}
+	return decodeIdx(b)
+}
+
+// forgetDamage drops the damage list's lines for retired packs, rewriting the list atomically.
+func (s *Store) forgetDamage(retired []*packFile) error {
+	gone := map[string]bool{}
+	for _, p := range retired {
+		gone[p.id] = true
+	}
+	s.mu.Lock()
+	var b strings.Builder
+	for k := range s.damaged {
+		if gone[k.pack] {
+			delete(s.damaged, k)
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s\n", k.pack, k.hash)
+	}
+	s.mu.Unlock()
+	path := filepath.Join(s.dir, damagedFile)
+	if b.Len() == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("update the damaged-object list: %w", err)
+		}
+		return nil
+	}
+	if err := fsx.Replace(path, []byte(b.String()), true); err != nil {
+		return fmt.Errorf("update the damaged-object list: %w", err)
+	}
+	return nil
+}
