@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -306,6 +307,8 @@ type Stats struct {
 	CheckpointFailures int
 	SuccessRate        float64
 	GrowthPerDay       []DayGrowth
+	// ArchiveBytes is what the corrections' archives hold (`plan correction prune` retires them).
+	ArchiveBytes int64
 }
 
 // DayGrowth is what one day's checkpoints added to the store.
@@ -325,7 +328,11 @@ func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Checkpoints: len(cps), Store: s.store.Usage(), CheckpointFailures: failures}
+	archive, err := s.ops.archiver.Usage()
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Checkpoints: len(cps), Store: s.store.Usage(), CheckpointFailures: failures, ArchiveBytes: archive}
 	var durations []time.Duration
 	days := map[string]*DayGrowth{}
 	for _, cp := range cps {
@@ -361,4 +368,65 @@ func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
 	}
 	sort.Slice(st.GrowthPerDay, func(i, j int) bool { return st.GrowthPerDay[i].Day < st.GrowthPerDay[j].Day })
 	return st, nil
+}
+
+// ArchivePruneResult lists the corrections whose archives were (or would be) removed and kept,
+// with why protected ones were kept, and the bytes freed.
+type ArchivePruneResult struct {
+	Deleted    []string
+	Kept       []string
+	Reasons    map[string]string
+	BytesFreed int64
+}
+
+// PruneArchives removes the archives of corrections beyond the newest Keep (and, with OlderThan,
+// only those older than that). An unfinished correction's archive (reverted and not re-executed,
+// or re-executing) is always kept: it is what undoing or completing that correction needs. The
+// correction records stay; only the archived files go.
+func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest) (ArchivePruneResult, error) {
+	if req.Keep < 0 {
+		return ArchivePruneResult{}, fault.Invalid("--keep must be zero or more")
+	}
+	if req.OlderThan < 0 {
+		return ArchivePruneResult{}, fault.Invalid("--older-than must be positive")
+	}
+	ctx, release, err := s.ops.guard.Enter(ctx, "correction prune")
+	if err != nil {
+		return ArchivePruneResult{}, err
+	}
+	defer release()
+	cs, err := s.ops.corrections.List(ctx)
+	if err != nil {
+		return ArchivePruneResult{}, err
+	}
+	res := ArchivePruneResult{Reasons: map[string]string{}}
+	cutoff := s.ops.clock.Now().Add(-req.OlderThan)
+	finished := 0
+	for _, c := range cs { // newest first
+		id := c.ID()
+		switch {
+		case c.Status() == correction.Reverted || c.Status() == correction.Reexecuting:
+			res.Kept = append(res.Kept, id)
+			res.Reasons[id] = "unfinished correction (" + string(c.Status()) + ")"
+			continue
+		case finished < req.Keep:
+			finished++
+			res.Kept = append(res.Kept, id)
+			continue
+		case req.OlderThan > 0 && !c.Params().CreatedAt.Before(cutoff):
+			res.Kept = append(res.Kept, id)
+			res.Reasons[id] = "newer than --older-than"
+			continue
+		}
+		res.Deleted = append(res.Deleted, id)
+		if req.DryRun {
+			continue
+		}
+		n, err := s.ops.archiver.Remove(id)
+		if err != nil {
+			return res, fmt.Errorf("remove the archive of correction %s: %w", id, err)
+		}
+		res.BytesFreed += n
+	}
+	return res, nil
 }

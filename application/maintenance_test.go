@@ -567,3 +567,39 @@ func TestVerifyReadDataScansTheWholeStore(t *testing.T) {
 		t.Fatalf("scan error not returned: %v", err)
 	}
 }
+
+// Archive pruning keeps the newest finished corrections' archives and every unfinished one's, and
+// honours --older-than; a dry run removes nothing.
+func TestPruneArchives(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranABC(t, e)
+	// Three corrections: two finished (re-executed), the newest reverted only (unfinished).
+	for i, req := range []CorrectRequest{{DecisionID: "c", Reason: "one"}, {DecisionID: "c", Reason: "two"}, {DecisionID: "c", Reason: "three", NoReexecute: true}} {
+		e.clock.t = e.clock.t.Add(time.Hour)
+		if _, err := e.cs.Correct(context.Background(), req); err != nil {
+			t.Fatalf("correction %d: %v", i, err)
+		}
+	}
+	cs, _ := e.cs.List(context.Background())
+	if len(cs) != 3 || cs[0].Status() != correction.Reverted {
+		t.Fatalf("setup: %d corrections, newest %s", len(cs), cs[0].Status())
+	}
+	res, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 1, DryRun: true})
+	if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != cs[2].ID() || len(e.archiver.removed) != 0 {
+		t.Fatalf("dry run: %+v, %v, removed %v", res, err, e.archiver.removed)
+	}
+	if res.Reasons[cs[0].ID()] == "" {
+		t.Fatalf("the unfinished correction's archive is kept without a reason: %+v", res)
+	}
+	if res, err = e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 0, OlderThan: 90 * time.Minute}); err != nil ||
+		len(res.Deleted) != 1 || res.Deleted[0] != cs[2].ID() || res.BytesFreed != 100 {
+		t.Fatalf("older than 90m: %+v, %v", res, err)
+	}
+	if _, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: -1}); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("negative keep: %v", err)
+	}
+	e.archiver.removeErr = errors.New("EIO")
+	if _, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 0}); err == nil {
+		t.Fatal("a failed removal was not reported")
+	}
+}

@@ -190,6 +190,10 @@ type Archiver interface {
 	Dir(correctionID string) string
 	// CleanStaged removes staged archives no operation refers to any more.
 	CleanStaged() error
+	// Remove deletes a published archive and returns the bytes it held; a missing one is 0, nil.
+	Remove(correctionID string) (int64, error)
+	// Usage is the bytes every published archive holds.
+	Usage() (int64, error)
 }
 
 // ObjectProblem is one damaged or missing object found by verification.

@@ -182,6 +182,10 @@ func (x *fakeExecutor) Reap(token string) (int, error) {
 }
 
 type fakeArchiver struct {
+	removed     []string
+	removeErr   error
+	usage       int64
+	usageErr    error
 	staged      map[string][]ArchiveItem
 	published   map[string]bool
 	stageErr    error
@@ -217,6 +221,16 @@ func (a *fakeArchiver) Unpublish(id string) error {
 	delete(a.published, id)
 	return nil
 }
+
+func (a *fakeArchiver) Remove(id string) (int64, error) {
+	if a.removeErr != nil {
+		return 0, a.removeErr
+	}
+	a.removed = append(a.removed, id)
+	return 100, nil
+}
+
+func (a *fakeArchiver) Usage() (int64, error) { return a.usage, a.usageErr }
 
 func (a *fakeArchiver) Discard(id string) error {
 	a.discards = append(a.discards, id)

@@ -498,3 +498,27 @@ Feature: Corrections
     When I run "plan --json correction list"
     Then it succeeds
     And the JSON output has "0.status" equal to "failed"
+
+  Scenario: old archives can be retired; the correction records stay, and stats count what archives hold
+    When I run "plan correct --decision configure --reason 'wrong target' --run 'echo env=development > config.txt' --yes --json"
+    Then it succeeds
+    And I remember the JSON output "correction_id" as "fix"
+    When I run "plan --json stats"
+    Then it succeeds
+    And the JSON output has "archive_bytes" greater than 0
+    When I run "plan --json correction prune --keep 0 --dry-run"
+    Then it succeeds
+    And the JSON output has "deleted.0" equal to "<fix>"
+    When I run "plan --json stats"
+    Then it succeeds
+    And the JSON output has "archive_bytes" greater than 0
+    When I run "plan --json correction prune --keep 0"
+    Then it succeeds
+    And the JSON output has "bytes_freed" greater than 0
+    When I run "plan --json correction show <fix>"
+    Then it succeeds
+    When I run "plan --json stats"
+    Then it succeeds
+    And the JSON output has "archive_bytes" equal to "0"
+    When I run "plan correction prune"
+    Then the exit code is 2

@@ -281,3 +281,60 @@ func (a *Archive) CleanStaged() error {
 	}
 	return nil
 }
+
+// Remove deletes correction id's published archive and returns the bytes it held.
+func (a *Archive) Remove(id string) (int64, error) {
+	if err := ident.ValidateFull("correction", id); err != nil {
+		return 0, err
+	}
+	n, err := dirBytes(a.Dir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.RemoveAll(a.Dir(id)); err != nil {
+		return 0, err
+	}
+	return n, fsx.SyncDir(a.dir)
+}
+
+// Usage is the bytes the published archives hold (staged ones are transient).
+func (a *Archive) Usage() (int64, error) {
+	entries, err := os.ReadDir(a.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), stagingPrefix) {
+			continue
+		}
+		n, err := dirBytes(filepath.Join(a.dir, e.Name()))
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// dirBytes sums the sizes of the regular files under dir.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	return n, err
+}

@@ -33,6 +33,15 @@ func (h *handler) correctionCommands() []*ucli.Command {
 			Subcommands: []*ucli.Command{
 				{Name: "list", Usage: "list corrections, newest first", Action: h.correctionList},
 				{Name: "show", Usage: "show a correction", ArgsUsage: "ID", Action: h.correctionShow},
+				{
+					Name: "prune", Usage: "remove the archives of old, finished corrections (the records stay)",
+					Flags: []ucli.Flag{
+						&ucli.IntFlag{Name: "keep", Value: -1, Usage: "how many of the newest finished corrections keep their archive"},
+						&ucli.StringFlag{Name: "older-than", Usage: "only remove archives of corrections older than `DURATION` (e.g. 30d)"},
+						&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be removed"},
+					},
+					Action: h.correctionPrune,
+				},
 			},
 		},
 	}
@@ -241,6 +250,42 @@ func (h *handler) correctionShow(c *ucli.Context) error {
 			for _, it := range v.Scope {
 				for _, a := range it.Artifacts {
 					_, _ = fmt.Fprintf(w, "  %s %s/%s (%d bytes)\n", tree.ChangeType(a.Change).Letter(), it.DecisionID, a.Path, a.Size)
+				}
+			}
+		})
+	})
+}
+
+func (h *handler) correctionPrune(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	if !c.IsSet("keep") {
+		return usagef("missing --keep N (see `plan correction prune --help`)")
+	}
+	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run")}
+	if c.IsSet("older-than") {
+		d, err := parseAge(c.String("older-than"))
+		if err != nil {
+			return err
+		}
+		req.OlderThan = d
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		res, err := app.Services.Maintenance.PruneArchives(c.Context, req)
+		if err != nil {
+			return err
+		}
+		v := archivePruneView{Deleted: nonNil(res.Deleted), Kept: nonNil(res.Kept), Reasons: res.Reasons, BytesFreed: res.BytesFreed, DryRun: req.DryRun}
+		return h.emit(v, func(w io.Writer) {
+			verb := "Removed"
+			if req.DryRun {
+				verb = "Would remove"
+			}
+			_, _ = fmt.Fprintf(w, "%s the archives of %d correction(s), %s; %d kept.\n", verb, len(res.Deleted), humanBytes(res.BytesFreed), len(res.Kept))
+			for _, id := range res.Kept {
+				if why := res.Reasons[id]; why != "" {
+					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, why)
 				}
 			}
 		})

@@ -244,6 +244,7 @@ func (h *handler) stats(c *ucli.Context) error {
 			CheckpointFailures:    st.CheckpointFailures,
 			CheckpointSuccessRate: st.SuccessRate,
 			GrowthPerDay:          growth,
+			ArchiveBytes:          st.ArchiveBytes,
 		}
 		return h.emit(v, func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -253,6 +254,7 @@ func (h *handler) stats(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(tw, "dedup ratio\t%.1fx\n", st.DedupRatio)
 			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
 			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
+			_, _ = fmt.Fprintf(tw, "correction archives\t%s\n", humanBytes(st.ArchiveBytes))
 			for _, g := range st.GrowthPerDay {
 				_, _ = fmt.Fprintf(tw, "  %s\t%d checkpoints, +%s stored\n", g.Day, g.Checkpoints, humanBytes(g.StoredBytes))
 			}

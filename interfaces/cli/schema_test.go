@@ -78,6 +78,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("rollback", jsonOut(dir, "--yes", "rollback", "--to-checkpoint", cp.ID))
 	check("recover", jsonOut(dir, "recover"))
 	check("checkpoint-prune", jsonOut(dir, "checkpoint", "prune", "--keep", "1", "--dry-run"))
+	check("correction-prune", jsonOut(dir, "correction", "prune", "--keep", "0", "--dry-run"))
 	check("verify", jsonOut(dir, "verify", "--read-data"))
 	check("gc", jsonOut(dir, "gc"))
 	check("stats", jsonOut(dir, "stats"))

@@ -217,6 +217,15 @@ type statsView struct {
 	CheckpointFailures    int          `json:"checkpoint_failures"`
 	CheckpointSuccessRate float64      `json:"checkpoint_success_rate"`
 	GrowthPerDay          []growthView `json:"growth_per_day"`
+	ArchiveBytes          int64        `json:"archive_bytes"`
+}
+
+type archivePruneView struct {
+	Deleted    []string          `json:"deleted"`
+	Kept       []string          `json:"kept"`
+	Reasons    map[string]string `json:"reasons"`
+	BytesFreed int64             `json:"bytes_freed"`
+	DryRun     bool              `json:"dry_run"`
 }
 
 type findingView struct {
