@@ -272,7 +272,13 @@ func freeSpace(dir string) (avail int64, ok bool) {
 	if syscall.Statfs(dir, &st) != nil {
 		return 0, false
 	}
-	return int64(st.Bavail) * int64(st.Bsize), true //nolint:unconvert // #nosec G115 -- widths differ by platform; a free block count fits in int64
+	return blocksBytes(st.Bavail, st.Bsize), true
+}
+
+// blocksBytes multiplies a block count by a block size whatever integer types the platform's
+// statfs uses for them (they differ between Linux, macOS and FreeBSD).
+func blocksBytes[C, S ~int32 | ~uint32 | ~int64 | ~uint64](count C, size S) int64 {
+	return int64(count) * int64(size) // #nosec G115 -- a free block count and a block size fit in int64
 }
 
 // checkpoint takes one of our checkpoints, timing it and tracking its memory.
