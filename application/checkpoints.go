@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -147,14 +148,44 @@ const kindRollback = "rollback"
 
 // RollbackRequest describes a rollback.
 type RollbackRequest struct {
-	Ref      string
+	Ref string
+	// At, when set instead of Ref, picks the newest checkpoint created at or before it.
+	At       time.Time
+	Mode     RestoreMode // "" is RestoreBoth
 	DryRun   bool
 	Progress Progress
 	Warn     func(msg string)
 }
 
+// RestoreMode says what a rollback restores.
+type RestoreMode string
+
+// The restore modes.
+const (
+	RestoreBoth  RestoreMode = "both"  // the workspace, and decisions executed since become reverted
+	RestoreFiles RestoreMode = "files" // the workspace only; decision states stay
+	RestoreState RestoreMode = "state" // decision states only; the workspace stays
+)
+
+// ParseRestoreMode validates a mode name.
+func ParseRestoreMode(s string) (RestoreMode, error) {
+	switch m := RestoreMode(s); m {
+	case RestoreBoth, RestoreFiles, RestoreState:
+		return m, nil
+	case "":
+		return RestoreBoth, nil
+	}
+	return "", fault.Invalid("--mode must be both, files or state, not %q", s)
+}
+
+// rollbackDetail is what a rollback's journal entry carries for its finisher.
+type rollbackDetail struct {
+	Mode RestoreMode `json:"mode"`
+}
+
 // RollbackResult says what a rollback did (or, dry, would do).
 type RollbackResult struct {
+	Mode RestoreMode
 	Target            *checkpoint.Checkpoint
 	Backup            *checkpoint.Checkpoint // nil on a dry run
 	Changes           []tree.Change          // live workspace → target
@@ -189,15 +220,28 @@ func Count(changes []tree.Change) ChangeCounts {
 // Rollback restores the workspace to the checkpoint ref names. It first records the current state
 // as a pre_rollback checkpoint, then applies only the difference under the journal.
 func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
+	if req.Mode == "" {
+		req.Mode = RestoreBoth
+	}
+	if _, err := ParseRestoreMode(string(req.Mode)); err != nil {
+		return RollbackResult{}, err
+	}
+	if req.At.IsZero() {
+		if err := ident.ValidateRef("checkpoint", req.Ref); err != nil {
+			return RollbackResult{}, err // bad input is refused before waiting for the lock
+		}
+	}
 	if req.DryRun {
-		target, err := s.Resolve(ctx, req.Ref)
+		target, err := s.target(ctx, req)
 		if err != nil {
 			return RollbackResult{}, err
 		}
-		return s.ops.previewRollback(ctx, target, req.Progress)
-	}
-	if err := ident.ValidateRef("checkpoint", req.Ref); err != nil {
-		return RollbackResult{}, err // bad input is refused before waiting for the lock
+		if req.Mode == RestoreState {
+			return s.ops.restoreState(ctx, target, true)
+		}
+		res, err := s.ops.previewRollback(ctx, target, req.Progress)
+		res.Mode = req.Mode
+		return res, err
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "rollback")
 	if err != nil {
@@ -206,11 +250,38 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	defer release()
 	// Resolved under the lock: a checkpoint deleted (or pruned) while this command waited is not
 	// found, rather than rolled back to and then missing when the rollback is recorded.
-	target, err := s.Resolve(ctx, req.Ref)
+	target, err := s.target(ctx, req)
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	return s.ops.rollback(ctx, target, req, nil)
+	if req.Mode == RestoreState {
+		return s.ops.restoreState(ctx, target, false)
+	}
+	detail, err := json.Marshal(rollbackDetail{Mode: req.Mode})
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	res, err := s.ops.rollback(ctx, target, req, &Operation{Kind: kindRollback, Detail: detail})
+	res.Mode = req.Mode
+	return res, err
+}
+
+// target is the checkpoint a rollback request names: by ID or prefix, or the newest created at or
+// before req.At.
+func (s *CheckpointService) target(ctx context.Context, req RollbackRequest) (*checkpoint.Checkpoint, error) {
+	if req.At.IsZero() {
+		return s.Resolve(ctx, req.Ref)
+	}
+	cps, err := s.ops.checkpoints.List(ctx) // newest first
+	if err != nil {
+		return nil, err
+	}
+	for _, cp := range cps {
+		if !cp.CreatedAt().After(req.At) {
+			return cp, nil
+		}
+	}
+	return nil, fault.NotFound("no checkpoint was created at or before %s", req.At.UTC().Format(time.RFC3339))
 }
 
 // OpenContent opens the content of a file entry: from the store, or from the live workspace when

@@ -474,3 +474,36 @@ func TestCount(t *testing.T) {
 		t.Errorf("nil: %+v", got)
 	}
 }
+
+// The restore mode travels in the journal: a files-only rollback finished by recovery still leaves
+// the decision states alone, and a rollback journaled before modes existed restores both.
+func TestRollbackModeSurvivesRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		detail   string
+		reverted int
+	}{{`{"mode":"files"}`, 0}, {`{"mode":"both"}`, 2}, {``, 2}} {
+		e := newUseCaseEnv(t)
+		p := ranABC(t, e)
+		b, _ := p.Decision("b")
+		target := latestOf(b).CheckpointID
+		op := Operation{ID: "0123456789abcdef01234567", Kind: kindRollback, TargetCheckpoint: target, Detail: []byte(tc.detail)}
+		if err := e.ops.finishRollback(context.Background(), op); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := e.history.Get(context.Background(), op.ID)
+		if err != nil || len(rec.Reverted) != tc.reverted {
+			t.Fatalf("detail %q: reverted %v, %v; want %d", tc.detail, rec.Reverted, err, tc.reverted)
+		}
+	}
+}
+
+func TestParseRestoreMode(t *testing.T) {
+	for in, want := range map[string]RestoreMode{"": RestoreBoth, "both": RestoreBoth, "files": RestoreFiles, "state": RestoreState} {
+		if got, err := ParseRestoreMode(in); err != nil || got != want {
+			t.Errorf("%q: %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseRestoreMode("all"); !errors.Is(err, fault.ErrInvalid) {
+		t.Errorf("all: %v", err)
+	}
+}

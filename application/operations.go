@@ -264,9 +264,11 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 	if err != nil {
 		return err
 	}
-	reverted, err := o.revertAfter(ctx, target, op.ID)
-	if err != nil {
-		return err
+	var reverted []string
+	if op.Kind != kindRollback || rollbackMode(op) != RestoreFiles {
+		if reverted, err = o.revertAfter(ctx, target, op.ID); err != nil {
+			return err
+		}
 	}
 	return o.history.Record(ctx, HistoryRecord{
 		ID: op.ID, Kind: op.Kind, TargetCheckpoint: op.TargetCheckpoint,
@@ -523,4 +525,44 @@ func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, e
 		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
 	}
 	return out, nil
+}
+
+// rollbackMode reads a rollback's restore mode from its journal detail; a rollback journaled
+// before modes existed restores both.
+func rollbackMode(op Operation) RestoreMode {
+	var d rollbackDetail
+	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil || d.Mode == "" {
+		return RestoreBoth
+	}
+	return d.Mode
+}
+
+// restoreState marks the decisions executed after target reverted, so the next run re-executes
+// them, and leaves the workspace as it is (rollback --mode state). Dry, it only says which.
+func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkpoint, dry bool) (RollbackResult, error) {
+	res := RollbackResult{Target: target, Mode: RestoreState, DryRun: dry}
+	if dry {
+		p, err := o.plans.Current(ctx)
+		if errors.Is(err, fault.ErrNotFound) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		res.RevertedDecisions = p.StartedSince(target.CreatedAt())
+		return res, nil
+	}
+	id := ident.New(o.clock.Now())
+	err := o.tx.Do(ctx, func(ctx context.Context) error {
+		reverted, err := o.revertAfter(ctx, target, id)
+		if err != nil {
+			return err
+		}
+		res.RevertedDecisions = reverted
+		return o.history.Record(ctx, HistoryRecord{
+			ID: id, Kind: kindRollback, TargetCheckpoint: target.ID(),
+			StartedAt: o.clock.Now(), FinishedAt: o.clock.Now(), Reverted: reverted,
+		})
+	})
+	return res, err
 }

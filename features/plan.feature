@@ -624,3 +624,70 @@ Feature: Plans and decisions
     Then it succeeds
     And the workspace equals "with-vendor"
     And the file "vendor/lib/.git/refs/heads/main" contains "1234abcd\n"
+
+  Scenario Outline: rollback --mode <mode> restores <what>
+    Given a plan file "two.yaml" with:
+      """
+      name: two
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: echo two > two.txt
+      """
+    When I run "plan run <plans>/two.yaml"
+    Then it succeeds
+    And I remember the workspace as "after-run"
+    When I run "plan --json status"
+    And I remember the JSON output "decisions.1.checkpoint_id" as "before-two"
+    When I run "plan --json rollback --to-checkpoint <before-two> --mode <mode> --yes"
+    Then it succeeds
+    And the JSON output has "mode" equal to "<mode>"
+    And the file "one.txt" contains "one\n"
+    And "two.txt" <two-txt>
+    When I run "plan --json status"
+    Then the JSON output has "decisions.1.status" equal to "<two-status>"
+
+    Examples:
+      | mode  | what                                | two-txt        | two-status |
+      | both  | the files and the decision states   | does not exist | reverted   |
+      | files | the files only                      | does not exist | succeeded  |
+      | state | the decision states only            | exists         | reverted   |
+
+  Scenario: --mode state --dry-run says which decisions it would revert and changes nothing
+    Given a plan file "two.yaml" with:
+      """
+      name: two
+      decisions:
+        - id: one
+          run: echo one > one.txt
+        - id: two
+          run: echo two > two.txt
+      """
+    When I run "plan run <plans>/two.yaml"
+    Then it succeeds
+    When I run "plan --json status"
+    And I remember the JSON output "decisions.0.checkpoint_id" as "before-one"
+    When I run "plan --json rollback --to-checkpoint <before-one> --mode state --dry-run"
+    Then it succeeds
+    And the JSON output has "reverted_decisions" equal to "["one","two"]"
+    When I run "plan --json status"
+    Then the JSON output has "decisions.1.status" equal to "succeeded"
+    When I run "plan rollback --to-checkpoint <before-one> --mode sideways --yes"
+    Then the exit code is 3
+
+  Scenario: rollback --at picks the newest checkpoint created at or before a time
+    Given an initialised workspace
+    And a file "a.txt" containing "v1\n"
+    And a checkpoint "one"
+    When I run "plan --json rollback --at 2020-01-01T00:00:00Z --yes"
+    Then the exit code is 4
+    When I change "a.txt" to "v2\n"
+    And I run "plan --json rollback --at 2100-01-01T00:00:00Z --yes"
+    Then it succeeds
+    And the JSON output has "checkpoint_id" equal to "<one>"
+    And the file "a.txt" contains "v1\n"
+    When I run "plan rollback --at yesterday --yes"
+    Then the exit code is 3
+    When I run "plan rollback --at 1h --to-checkpoint <one> --yes"
+    Then the exit code is 2

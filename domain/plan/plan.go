@@ -367,6 +367,15 @@ func (p *Plan) SkipPending(after string) {
 // RevertStartedSince marks every finished attempt that started at or after t as reverted by op and
 // returns the IDs of the decisions whose latest attempt that reverted, in plan order.
 func (p *Plan) RevertStartedSince(t time.Time, op string) []string {
+	return p.revertStartedSince(t, func(a *Attempt) { a.Status, a.RevertedBy = Reverted, op })
+}
+
+// StartedSince lists, without changing anything, the decisions RevertStartedSince(t) would revert.
+func (p *Plan) StartedSince(t time.Time) []string {
+	return p.revertStartedSince(t, func(*Attempt) {})
+}
+
+func (p *Plan) revertStartedSince(t time.Time, revert func(*Attempt)) []string {
 	var ids []string
 	for _, d := range p.decisions {
 		changed := false
@@ -376,7 +385,7 @@ func (p *Plan) RevertStartedSince(t time.Time, op string) []string {
 			}
 			switch a.Status {
 			case Succeeded, Failed, Interrupted:
-				a.Status, a.RevertedBy = Reverted, op
+				revert(a)
 				changed = true
 			}
 		}

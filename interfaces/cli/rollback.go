@@ -8,7 +8,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"time"
 )
 
 func (h *handler) restoreCommands() []*ucli.Command {
@@ -17,6 +19,8 @@ func (h *handler) restoreCommands() []*ucli.Command {
 			Name: "rollback", Usage: "restore the workspace to a checkpoint, atomically",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "to-checkpoint", Usage: "the checkpoint `ID` to restore"},
+				&ucli.StringFlag{Name: "at", Usage: "instead of an ID: the newest checkpoint created at or before `TIME` (RFC 3339, or a duration ago such as 2h or 3d)"},
+				&ucli.StringFlag{Name: "mode", Value: "both", Usage: "both: workspace and decision states; files: the workspace only; state: decision states only"},
 				&ucli.BoolFlag{Name: "dry-run", Usage: "show what would change; change nothing"},
 			},
 			Action: h.rollback,
@@ -30,14 +34,28 @@ func (h *handler) rollback(c *ucli.Context) error {
 		return err
 	}
 	ref := c.String("to-checkpoint")
-	if ref == "" {
-		return usagef("missing --to-checkpoint ID (see `plan rollback --help`)")
+	var at time.Time
+	switch {
+	case ref != "" && c.IsSet("at"):
+		return usagef("give --to-checkpoint ID or --at TIME, not both")
+	case ref == "" && !c.IsSet("at"):
+		return usagef("missing --to-checkpoint ID or --at TIME (see `plan rollback --help`)")
+	case c.IsSet("at"):
+		var err error
+		if at, err = parseWhen(c.String("at"), time.Now()); err != nil {
+			return err
+		}
+	}
+	mode, err := application.ParseRestoreMode(c.String("mode"))
+	if err != nil {
+		return err
 	}
 	dry := c.Bool("dry-run")
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Checkpoints
+		req := application.RollbackRequest{Ref: ref, At: at, Mode: mode, DryRun: true}
 		if !dry && !h.yes {
-			preview, err := svc.Rollback(c.Context, application.RollbackRequest{Ref: ref, DryRun: true})
+			preview, err := svc.Rollback(c.Context, req)
 			if err != nil {
 				return err
 			}
@@ -45,11 +63,14 @@ func (h *handler) rollback(c *ucli.Context) error {
 				return err
 			}
 		}
-		res, err := svc.Rollback(c.Context, application.RollbackRequest{
-			Ref: ref, DryRun: dry, Progress: h.progress(), Warn: h.warn,
-		})
+		req.DryRun, req.Progress, req.Warn = dry, h.progress(), h.warn
+		res, err := svc.Rollback(c.Context, req)
 		if err != nil {
 			return err
+		}
+		if !at.IsZero() && !h.json {
+			_, _ = fmt.Fprintf(h.r.Stderr, "plan: --at %s picked checkpoint %s, created %s\n",
+				c.String("at"), res.Target.ID(), res.Target.CreatedAt().UTC().Format(time.RFC3339))
 		}
 		for _, k := range res.Kept {
 			h.warn(fmt.Sprintf("left %q as it is: it holds data outside every snapshot (ignored)", k))
@@ -59,18 +80,33 @@ func (h *handler) rollback(c *ucli.Context) error {
 				_, _ = io.WriteString(w, rollbackSummary(res))
 				return
 			}
-			_, _ = fmt.Fprintf(w, "Rolled back to %s: %d added, %d modified, %d deleted.\n",
-				res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
+			if mode == application.RestoreState {
+				_, _ = fmt.Fprintf(w, "Decision states rolled back to %s; the workspace was left as it is.\n", res.Target.ID())
+			} else {
+				_, _ = fmt.Fprintf(w, "Rolled back to %s: %d added, %d modified, %d deleted.\n",
+					res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
+			}
 			if len(res.RevertedDecisions) > 0 {
 				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(res.RevertedDecisions, ", "))
 			}
-			_, _ = fmt.Fprintf(w, "Undo with: plan rollback --to-checkpoint %s\n", res.Backup.ID())
+			if res.Backup != nil {
+				_, _ = fmt.Fprintf(w, "Undo with: plan rollback --to-checkpoint %s\n", res.Backup.ID())
+			}
 		})
 	})
 }
 
 func rollbackSummary(r application.RollbackResult) string {
 	var b strings.Builder
+	if r.Mode == application.RestoreState {
+		reverts := "no decision"
+		if len(r.RevertedDecisions) > 0 {
+			reverts = strings.Join(r.RevertedDecisions, ", ")
+		}
+		_, _ = fmt.Fprintf(&b, "Rolling the decision states back to %s (%s) would revert %s; the workspace stays as it is.\n",
+			r.Target.ID(), r.Target.CreatedAt().Format("2006-01-02 15:04:05"), reverts)
+		return b.String()
+	}
 	_, _ = fmt.Fprintf(&b, "Rolling back to %s (%s, %s) would add %d, modify %d and delete %d files:\n",
 		r.Target.ID(), r.Target.Type(), r.Target.CreatedAt().Format("2006-01-02 15:04:05"),
 		r.Counts.Added, r.Counts.Modified, r.Counts.Deleted)
@@ -122,4 +158,16 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 		}
 		_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
 	})
+}
+
+// parseWhen reads --at: an RFC 3339 time, or a duration (2h, 3d) meaning that long before now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := parseAge(s)
+	if err != nil {
+		return time.Time{}, fault.Invalid("--at %q is neither an RFC 3339 time nor a duration such as 2h or 3d", s)
+	}
+	return now.Add(-d), nil
 }

@@ -136,13 +136,17 @@ type rollbackView struct {
 	DryRun             bool         `json:"dry_run"`
 	Changes            []changeView `json:"changes"`
 	Kept               []string     `json:"kept,omitempty"`
+	Mode               string       `json:"mode"`
 }
 
 func newRollbackView(r application.RollbackResult, kept []string) rollbackView {
 	v := rollbackView{
 		CheckpointID: string(r.Target.ID()), Added: r.Counts.Added, Modified: r.Counts.Modified,
 		Deleted: r.Counts.Deleted, RevertedDecisions: append([]string{}, r.RevertedDecisions...),
-		DryRun: r.DryRun, Changes: newChangeViews(r.Changes), Kept: kept,
+		DryRun: r.DryRun, Changes: newChangeViews(r.Changes), Kept: kept, Mode: string(r.Mode),
+	}
+	if v.Mode == "" {
+		v.Mode = string(application.RestoreBoth)
 	}
 	if r.Backup != nil {
 		v.BackupCheckpointID = optional(string(r.Backup.ID()))
