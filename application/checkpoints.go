@@ -185,7 +185,7 @@ type rollbackDetail struct {
 
 // RollbackResult says what a rollback did (or, dry, would do).
 type RollbackResult struct {
-	Mode RestoreMode
+	Mode              RestoreMode
 	Target            *checkpoint.Checkpoint
 	Backup            *checkpoint.Checkpoint // nil on a dry run
 	Changes           []tree.Change          // live workspace → target
