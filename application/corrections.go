@@ -36,6 +36,7 @@ type CorrectRequest struct {
 	DecisionID  string
 	Reason      string
 	Run         string // replacement command for the corrected decision; "" keeps it
+	Plan        string // the plan the decision belongs to; "" is the current plan
 	NoReexecute bool
 	DryRun      bool
 	Progress    Progress
@@ -75,6 +76,8 @@ type correctionDetail struct {
 	Reason     string            `json:"reason"`
 	Command    string            `json:"command"`
 	Scope      []correction.Item `json:"scope"`
+	// Plan is the corrected decision's plan when it is not the current one.
+	Plan string `json:"plan,omitempty"`
 }
 
 // RevertDecisions reverts decision req.DecisionID and every decision executed after it: it takes a
@@ -92,7 +95,10 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, err
 	}
 	defer release()
-	p, err := s.ops.plans.Current(ctx)
+	p, err := s.ops.plan(ctx, req.Plan)
+	if errors.Is(err, fault.ErrNotFound) && req.Plan != "" {
+		return CorrectResult{}, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", req.Plan)
+	}
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.NotFound("decision %q not found: no plan has run in this workspace", req.DecisionID)
 	}
@@ -130,7 +136,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err := s.ops.archiver.Stage(ctx, id, items); err != nil {
 		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.ops.archiver.Discard(id))
 	}
-	detail, err := json.Marshal(correctionDetail{DecisionID: req.DecisionID, Reason: req.Reason, Command: req.Run, Scope: scope})
+	detail, err := json.Marshal(correctionDetail{DecisionID: req.DecisionID, Reason: req.Reason, Command: req.Run, Scope: scope, Plan: req.Plan})
 	if err != nil {
 		return CorrectResult{}, errors.Join(err, s.ops.archiver.Discard(id))
 	}
@@ -182,7 +188,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	}); err != nil {
 		return nil, nil, err
 	}
-	p, err := s.ops.plans.Current(ctx)
+	p, err := s.ops.plan(ctx, req.Plan)
 	if err != nil {
 		return c, nil, err
 	}

@@ -266,7 +266,7 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 	}
 	var reverted []string
 	if op.Kind != kindRollback || rollbackMode(op) != RestoreFiles {
-		if reverted, err = o.revertAfter(ctx, target, op.ID); err != nil {
+		if reverted, err = o.revertAfter(ctx, target, op.ID, operationPlan(op)); err != nil {
 			return err
 		}
 	}
@@ -420,21 +420,40 @@ func (o *Operations) closeStaleAttempts(ctx context.Context) error {
 	return o.plans.Save(ctx, p)
 }
 
-// RevertAfter marks every attempt that started at or after cp as reverted by operation op. It runs
-// inside the rollback's unit of work.
-func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint, op string) ([]string, error) {
-	p, err := o.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil, nil
-	}
+// revertAfter marks every attempt that started at or after cp, in every plan of the workspace, as
+// reverted by operation op: the workspace went back to before them, whichever plan ran them. It
+// runs inside the operation's unit of work. The IDs returned are those of planName's decisions
+// ("" is the current plan), and "plan/decision" for another plan's.
+func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint, op, planName string) ([]string, error) {
+	ps, err := o.plans.List(ctx) // the current plan first
 	if err != nil {
 		return nil, err
 	}
-	ids := p.RevertStartedSince(cp.CreatedAt(), op)
-	if len(ids) == 0 {
+	if len(ps) == 0 {
 		return nil, nil
 	}
-	return ids, o.plans.Save(ctx, p)
+	if planName == "" {
+		planName = ps[0].Name()
+	}
+	var ids []string
+	// Saved oldest first, so the current plan is saved last and stays current.
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		reverted := p.RevertStartedSince(cp.CreatedAt(), op)
+		if len(reverted) == 0 {
+			continue
+		}
+		if err := o.plans.Save(ctx, p); err != nil {
+			return nil, err
+		}
+		for _, id := range reverted {
+			if p.Name() != planName {
+				id = p.Name() + "/" + id
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // finish is the database side of a correction's revert step; recovery calls it too. It publishes
@@ -554,7 +573,7 @@ func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkp
 	}
 	id := ident.New(o.clock.Now())
 	err := o.tx.Do(ctx, func(ctx context.Context) error {
-		reverted, err := o.revertAfter(ctx, target, id)
+		reverted, err := o.revertAfter(ctx, target, id, "")
 		if err != nil {
 			return err
 		}
@@ -565,4 +584,25 @@ func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkp
 		})
 	})
 	return res, err
+}
+
+// plan is the plan called name, or the current plan when name is "".
+func (o *Operations) plan(ctx context.Context, name string) (*plan.Plan, error) {
+	if name == "" {
+		return o.plans.Current(ctx)
+	}
+	return o.plans.ByName(ctx, name)
+}
+
+// operationPlan names the plan a journaled operation's decisions belong to: a correction's own
+// plan, which need not be the current one; "" (the current plan) for a rollback.
+func operationPlan(op Operation) string {
+	if op.Kind != kindCorrection {
+		return ""
+	}
+	var d correctionDetail
+	if json.Unmarshal(op.Detail, &d) != nil {
+		return ""
+	}
+	return d.Plan
 }

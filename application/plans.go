@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -165,8 +166,11 @@ func emit(fn func(Event), e Event) {
 
 // ExecRequest describes `plan exec`.
 type ExecRequest struct {
-	ID      string
-	Name    string
+	ID   string
+	Name string
+	// Plan is the plan to add the decision to ("" is the current plan); one that does not exist yet
+	// is started.
+	Plan    string
 	Command string
 	Live    io.Writer
 	Events  func(Event)
@@ -183,10 +187,14 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 		return RunResult{}, err
 	}
 	defer release()
-	p, err := s.ops.plans.Current(ctx)
+	p, err := s.ops.plan(ctx, req.Plan)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		if p, err = plan.New(ident.New(s.ops.clock.Now()), AdhocPlan, "", true, s.ops.clock.Now()); err != nil {
+		name := req.Plan
+		if name == "" {
+			name = AdhocPlan
+		}
+		if p, err = plan.New(ident.New(s.ops.clock.Now()), name, "", true, s.ops.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -217,17 +225,56 @@ func AttemptToken(p *plan.Plan, id string, number int) string {
 }
 
 // Status returns the current plan.
-func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) {
-	p, err := s.ops.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
+func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) { return s.StatusOf(ctx, "") }
+
+// StatusOf returns the plan called name, or the current plan when name is "".
+func (s *PlanService) StatusOf(ctx context.Context, name string) (*plan.Plan, error) {
+	p, err := s.ops.plan(ctx, name)
+	switch {
+	case errors.Is(err, fault.ErrNotFound) && name != "":
+		return nil, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", name)
+	case errors.Is(err, fault.ErrNotFound):
 		return nil, fault.NotFound("no plan has run in this workspace yet: `plan run FILE` or `plan exec` starts one")
 	}
 	return p, err
 }
 
+// PlanSummary is one plan of the workspace, for `plan plans`.
+type PlanSummary struct {
+	Plan      *plan.Plan
+	Current   bool
+	Decisions map[plan.Status]int
+	LastRunAt time.Time // zero when no decision ran
+}
+
+// Plans lists every plan of the workspace, the current one first.
+func (s *PlanService) Plans(ctx context.Context) ([]PlanSummary, error) {
+	ps, err := s.ops.plans.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PlanSummary, 0, len(ps))
+	for i, p := range ps {
+		sum := PlanSummary{Plan: p, Current: i == 0, Decisions: map[plan.Status]int{}}
+		for _, d := range p.Decisions() {
+			sum.Decisions[d.Status()]++
+			if a, ran := d.Latest(); ran && a.StartedAt.After(sum.LastRunAt) {
+				sum.LastRunAt = a.StartedAt
+			}
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
 // Log opens the recorded output of decision id's attempt (0: the latest).
 func (s *PlanService) Log(ctx context.Context, id string, attempt int) (io.ReadCloser, plan.Attempt, error) {
-	p, err := s.Status(ctx)
+	return s.LogOf(ctx, "", id, attempt)
+}
+
+// LogOf is Log for decision id of the plan called planName ("" is the current plan).
+func (s *PlanService) LogOf(ctx context.Context, planName, id string, attempt int) (io.ReadCloser, plan.Attempt, error) {
+	p, err := s.StatusOf(ctx, planName)
 	if err != nil {
 		return nil, plan.Attempt{}, err
 	}

@@ -528,11 +528,11 @@ func TestCloseStaleAttemptErrors(t *testing.T) {
 func TestRevertAfter(t *testing.T) {
 	e := newUseCaseEnv(t)
 	cp := e.checkpointAt(t, baseTime, someRoot, checkpoint.Stats{})
-	if ids, err := e.ops.revertAfter(context.Background(), cp, "op"); err != nil || ids != nil {
+	if ids, err := e.ops.revertAfter(context.Background(), cp, "op", ""); err != nil || ids != nil {
 		t.Errorf("no plan: %v %v", ids, err)
 	}
 	e.plans.currentErr = errors.New("db down")
-	if _, err := e.ops.revertAfter(context.Background(), cp, "op"); !errors.Is(err, e.plans.currentErr) {
+	if _, err := e.ops.revertAfter(context.Background(), cp, "op", ""); !errors.Is(err, e.plans.currentErr) {
 		t.Errorf("plans failing: %v", err)
 	}
 	e.plans.currentErr = nil
@@ -541,10 +541,10 @@ func TestRevertAfter(t *testing.T) {
 	}
 	later := e.checkpointAt(t, e.clock.Now().Add(1), someRoot, checkpoint.Stats{})
 	saves := e.plans.saves
-	if ids, err := e.ops.revertAfter(context.Background(), later, "op"); err != nil || ids != nil || e.plans.saves != saves {
+	if ids, err := e.ops.revertAfter(context.Background(), later, "op", ""); err != nil || ids != nil || e.plans.saves != saves {
 		t.Errorf("nothing after the checkpoint: %v %v (%d saves)", ids, err, e.plans.saves-saves)
 	}
-	if ids, err := e.ops.revertAfter(context.Background(), cp, "op"); err != nil || !slices.Equal(ids, []string{"a"}) {
+	if ids, err := e.ops.revertAfter(context.Background(), cp, "op", ""); err != nil || !slices.Equal(ids, []string{"a"}) {
 		t.Errorf("revert after the first checkpoint: %v %v", ids, err)
 	}
 }

@@ -54,6 +54,27 @@ func (r *fakePlans) ByName(_ context.Context, name string) (*plan.Plan, error) {
 	return p, nil
 }
 
+func (r *fakePlans) List(context.Context) ([]*plan.Plan, error) {
+	if r.currentErr != nil {
+		return nil, r.currentErr
+	}
+	var out []*plan.Plan
+	if p, ok := r.byName[r.current]; ok {
+		out = append(out, p)
+	}
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		if n != r.current {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		out = append(out, r.byName[n])
+	}
+	return out, nil
+}
+
 func (r *fakePlans) Save(_ context.Context, p *plan.Plan) error {
 	r.saves++
 	if r.saveErr != nil && r.saves >= r.failSaveAt {

@@ -691,3 +691,56 @@ Feature: Plans and decisions
     Then the exit code is 3
     When I run "plan rollback --at 1h --to-checkpoint <one> --yes"
     Then the exit code is 2
+
+  Scenario: two plans in one workspace are each shown, corrected and resumed by --plan
+    Given a plan file "alpha.yaml" with:
+      """
+      name: alpha
+      decisions:
+        - id: one
+          run: echo alpha > alpha.txt
+      """
+    And a plan file "beta.yaml" with:
+      """
+      name: beta
+      decisions:
+        - id: two
+          run: echo beta > beta.txt
+      """
+    When I run "plan run <plans>/alpha.yaml"
+    Then it succeeds
+    When I run "plan run <plans>/beta.yaml"
+    Then it succeeds
+    When I run "plan --json plans"
+    Then it succeeds
+    And the JSON output lists 2 items
+    And the JSON output has "0.name" equal to "beta"
+    And the JSON output has "0.current" equal to "true"
+    And the JSON output has "1.name" equal to "alpha"
+    And the JSON output has "1.decisions.succeeded" equal to "1"
+    When I run "plan --json status --plan alpha"
+    Then it succeeds
+    And the JSON output has "decisions.0.id" equal to "one"
+    When I run "plan correct --decision one --reason 'wrong' --no-reexecute --yes"
+    Then the exit code is 4
+    When I run "plan --json correct --plan alpha --decision one --reason 'wrong' --no-reexecute --yes"
+    Then it succeeds
+    And the JSON output has "reverted_decisions" equal to "["one"]"
+    And "alpha.txt" does not exist
+    # beta's decision ran after alpha's: the workspace went back to before both.
+    And "beta.txt" does not exist
+    When I run "plan --json status --plan alpha"
+    Then the JSON output has "decisions.0.status" equal to "reverted"
+    When I run "plan --json status --plan beta"
+    Then the JSON output has "decisions.0.status" equal to "reverted"
+    When I run "plan --json status"
+    Then the JSON output has "plan.name" equal to "beta"
+    When I run "plan run <plans>/alpha.yaml"
+    Then it succeeds
+    And the file "alpha.txt" contains "alpha\n"
+    When I run "plan run <plans>/beta.yaml"
+    Then it succeeds
+    And the file "beta.txt" contains "beta\n"
+    When I run "plan status --plan nope"
+    Then the exit code is 4
+    And stderr contains "plan plans"

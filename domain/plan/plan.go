@@ -404,6 +404,8 @@ type Repository interface {
 	ByName(ctx context.Context, name string) (*Plan, error)
 	// Save inserts or replaces p and makes it the current plan.
 	Save(ctx context.Context, p *Plan) error
+	// List returns every plan, the current (most recently saved) one first.
+	List(ctx context.Context) ([]*Plan, error)
 }
 
 // Reexecution lists the decisions a correction of decision from runs again, in plan order: from

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +138,30 @@ func TestCheckpointFailureMetrics(t *testing.T) {
 	defer db.Close()
 	if n, err := NewMetrics(db).CheckpointFailures(ctx); err != nil || n != 2 {
 		t.Fatalf("after reopening: %d, %v", n, err)
+	}
+}
+
+// Plans are listed most recently saved first.
+func TestPlansList(t *testing.T) {
+	ctx := context.Background()
+	plans := NewPlans(openTestDB(t))
+	if ps, err := plans.List(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("no plans: %v, %v", ps, err)
+	}
+	for i, name := range []string{"alpha", "beta", "alpha"} {
+		p, err := plans.ByName(ctx, name)
+		if err != nil {
+			if p, err = plan.New(fmt.Sprintf("%024d", i), name, "", true, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := plans.Save(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ps, err := plans.List(ctx)
+	if err != nil || len(ps) != 2 || ps[0].Name() != "alpha" || ps[1].Name() != "beta" {
+		t.Fatalf("list: %v, %v; want alpha (saved last), then beta", ps, err)
 	}
 }

@@ -89,6 +89,23 @@ func (r *Plans) ByName(ctx context.Context, name string) (*plan.Plan, error) {
 	return r.load(ctx, row)
 }
 
+// List returns every plan, most recently saved first.
+func (r *Plans) List(ctx context.Context) ([]*plan.Plan, error) {
+	var rows []planRow
+	if err := r.db.conn(ctx).Order("updated_at DESC, id DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	out := make([]*plan.Plan, 0, len(rows))
+	for _, row := range rows {
+		p, err := r.load(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 	var ds []decisionRow
 	if err := r.db.conn(ctx).Where("plan_id = ?", row.ID).Order("position").Find(&ds).Error; err != nil {

@@ -25,6 +25,7 @@ func (h *handler) correctionCommands() []*ucli.Command {
 				&ucli.StringFlag{Name: "run", Usage: "a corrected `CMD` replacing the decision's command"},
 				&ucli.BoolFlag{Name: "no-reexecute", Usage: "revert and archive only"},
 				&ucli.BoolFlag{Name: "dry-run", Usage: "show the scope, the files to archive and the rollback; change nothing"},
+				&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
 			},
 			Action: h.correct,
 		},
@@ -113,7 +114,7 @@ func (h *handler) correct(c *ucli.Context) error {
 		return usagef("missing --reason TEXT: say why the decision was wrong")
 	}
 	req := application.CorrectRequest{
-		DecisionID: id, Reason: reason, Run: c.String("run"), NoReexecute: c.Bool("no-reexecute"),
+		DecisionID: id, Reason: reason, Run: c.String("run"), NoReexecute: c.Bool("no-reexecute"), Plan: c.String("plan"),
 		DryRun: c.Bool("dry-run"), Progress: h.progress(), Live: h.live(), Events: h.events(), Warn: h.warn,
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {

@@ -33,15 +33,20 @@ func (h *handler) planCommands() []*ucli.Command {
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "id", Usage: "the decision `ID`"},
 				&ucli.StringFlag{Name: "name", Usage: "a readable name"},
+				&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
 			},
 			Action: h.exec,
 		},
-		{Name: "status", Usage: "show the current plan and its decisions", Action: h.status},
+		{
+			Name: "status", Usage: "show the current plan (or --plan NAME) and its decisions",
+			Flags: []ucli.Flag{&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"}}, Action: h.status,
+		},
 		{
 			Name: "log", Usage: "show the recorded output of a decision (all decisions without an ID)", ArgsUsage: "[DECISION]",
-			Flags:  []ucli.Flag{&ucli.IntFlag{Name: "attempt", Usage: "attempt `N` (default: the latest)"}},
+			Flags:  []ucli.Flag{&ucli.IntFlag{Name: "attempt", Usage: "attempt `N` (default: the latest)"}, &ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"}},
 			Action: h.log,
 		},
+		{Name: "plans", Usage: "list every plan of the workspace, the current one first", Action: h.plans},
 	}
 }
 
@@ -96,7 +101,7 @@ func (h *handler) exec(c *ucli.Context) error {
 	script := shellJoin(c.Args().Slice())
 	return h.with(c.Context, true, func(app *bootstrap.App) error {
 		res, err := app.Services.Plans.Exec(c.Context, application.ExecRequest{
-			ID: id, Name: c.String("name"), Command: script, Live: h.live(), Events: h.events(), Warn: h.warn,
+			ID: id, Name: c.String("name"), Plan: c.String("plan"), Command: script, Live: h.live(), Events: h.events(), Warn: h.warn,
 		})
 		return h.emitRun(res, err)
 	})
@@ -167,7 +172,7 @@ func (h *handler) status(c *ucli.Context) error {
 		return err
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		p, err := app.Services.Plans.Status(c.Context)
+		p, err := app.Services.Plans.StatusOf(c.Context, c.String("plan"))
 		if err != nil {
 			return err
 		}
@@ -190,7 +195,7 @@ func (h *handler) log(c *ucli.Context) error {
 		if c.NArg() == 1 {
 			ids = []string{c.Args().First()}
 		} else {
-			p, err := svc.Status(c.Context)
+			p, err := svc.StatusOf(c.Context, c.String("plan"))
 			if err != nil {
 				return err
 			}
@@ -202,7 +207,7 @@ func (h *handler) log(c *ucli.Context) error {
 		}
 		var views []logView
 		for _, id := range ids {
-			rc, a, err := svc.Log(c.Context, id, attempt)
+			rc, a, err := svc.LogOf(c.Context, c.String("plan"), id, attempt)
 			if err != nil {
 				return err
 			}
@@ -363,4 +368,59 @@ func shellJoin(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+type planSummaryView struct {
+	Name      string         `json:"name"`
+	Source    string         `json:"source"`
+	Current   bool           `json:"current"`
+	Decisions map[string]int `json:"decisions"`
+	LastRunAt *string        `json:"last_run_at"`
+}
+
+func (h *handler) plans(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		sums, err := app.Services.Plans.Plans(c.Context)
+		if err != nil {
+			return err
+		}
+		views := make([]planSummaryView, 0, len(sums))
+		for _, s := range sums {
+			v := planSummaryView{Name: s.Plan.Name(), Source: s.Plan.Source(), Current: s.Current,
+				Decisions: map[string]int{}, LastRunAt: timeString(s.LastRunAt)}
+			for st, n := range s.Decisions {
+				v.Decisions[string(st)] = n
+			}
+			views = append(views, v)
+		}
+		return h.emit(views, func(w io.Writer) {
+			if len(views) == 0 {
+				_, _ = fmt.Fprintln(w, "No plan has run yet.")
+				return
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			_, _ = fmt.Fprintln(tw, "PLAN\tCURRENT\tDECISIONS\tLAST RUN\tSOURCE")
+			for _, v := range views {
+				cur := ""
+				if v.Current {
+					cur = "*"
+				}
+				var counts []string
+				for _, st := range []string{"succeeded", "failed", "interrupted", "reverted", "running", "pending", "skipped"} {
+					if n := v.Decisions[st]; n > 0 {
+						counts = append(counts, fmt.Sprintf("%d %s", n, st))
+					}
+				}
+				last := "-"
+				if v.LastRunAt != nil {
+					last = *v.LastRunAt
+				}
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, cur, strings.Join(counts, ", "), last, v.Source)
+			}
+			_ = tw.Flush()
+		})
+	})
 }

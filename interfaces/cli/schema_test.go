@@ -63,6 +63,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("checkpoint-show-files", jsonOut(dir, "checkpoint", "show", "--files", cp.ID))
 	check("run", jsonOut(dir, "exec", "--id", "mk", "--", "sh", "-c", "echo three > c.txt && mkdir empty"))
 	check("status", jsonOut(dir, "status"))
+	check("plans", jsonOut(dir, "plans"))
 	check("diff", jsonOut(dir, "diff", cp.ID))
 	check("checkpoint-list", jsonOut(dir, "checkpoint", "list"))
 	check("correction", jsonOut(dir, "--yes", "correct", "--decision", "mk", "--reason", "wrong", "--no-reexecute"))
