@@ -442,3 +442,24 @@ func TestLoadIgnoreRefusesOddFiles(t *testing.T) {
 		t.Fatalf("long line: %v", err)
 	}
 }
+
+// The file system root and the home directory itself are no place for a workspace; anything below
+// them is.
+func TestDangerous(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for root, want := range map[string]string{
+		string(filepath.Separator):  "file system root",
+		home:                        "home directory",
+		filepath.Join(home, "proj"): "",
+		filepath.Dir(home):          "",
+	} {
+		if got := (Layout{Root: root}).Dangerous(); (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("Dangerous(%s) = %q, want %q", root, got, want)
+		}
+	}
+	t.Setenv("HOME", "")
+	if got := (Layout{Root: home}).Dangerous(); got != "" {
+		t.Errorf("no home: %q", got)
+	}
+}
