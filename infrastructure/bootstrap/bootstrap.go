@@ -63,7 +63,7 @@ func newLayout(cfg Config) (workspace.Layout, error) {
 	}
 	if cfg.Init {
 		if !l.Initialized() && hasPacks(l) {
-			return l, fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor` instead of re-initialising", l.State())
+			return l, fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor --rebuild` instead of re-initialising", l.State())
 		}
 		if why := l.Dangerous(); why != "" && !l.Initialized() && !cfg.AllowDangerousRoot {
 			return l, fault.Invalid("refusing to make %s a workspace: %s, and every checkpoint would copy all of it (pass --force-root if you mean it)", l.Root, why)
@@ -72,16 +72,25 @@ func newLayout(cfg Config) (workspace.Layout, error) {
 	}
 	if !l.Initialized() {
 		if hasPacks(l) {
-			return l, fault.Integrity("the metadata database %s is missing but the store is not empty: run `plan doctor`", l.Database())
+			return l, fault.Integrity("the metadata database %s is missing but the store is not empty: run `plan doctor --rebuild`", l.Database())
 		}
 		return l, l.RequireInitialized()
 	}
 	return l, nil
 }
 
+// hasPacks reports whether the store holds anything a lost database would have referenced:
+// packs, or records of committed transactions.
 func hasPacks(l workspace.Layout) bool {
-	entries, err := os.ReadDir(filepath.Join(l.Objects(), "packs"))
-	return err == nil && len(entries) > 0
+	for _, d := range []string{"packs", "records"} {
+		entries, err := os.ReadDir(filepath.Join(l.Objects(), d))
+		for _, e := range entries {
+			if err == nil && e.Type().IsRegular() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // PersistenceModule provides the SQLite database and the repositories.
@@ -135,7 +144,14 @@ func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, err
 	defer cancel()
 	// A database may only start empty while the store is empty too: an empty database beside
 	// stored objects is a lost one, and gc against it would delete everything.
-	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l))
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		if werr := l.CheckWritable(); werr != nil {
+			return nil, werr
+		}
+		return nil, err
+	}
+	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l), persistence.WithLedger(recs))
 	if err != nil {
 		if werr := l.CheckWritable(); werr != nil {
 			return nil, werr

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -68,10 +70,12 @@ var _ checkpoint.Repository = (*Checkpoints)(nil)
 // Add inserts c.
 func (r *Checkpoints) Add(ctx context.Context, c *checkpoint.Checkpoint) error {
 	row := toCheckpointRow(c)
-	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
-		return inserted(err, "checkpoint %s", c.ID())
-	}
-	return nil
+	return r.db.write(ctx, "checkpoint", row.ID, func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return inserted(err, "checkpoint %s", c.ID())
+		}
+		return nil
+	})
 }
 
 // Get loads a checkpoint by full ID.
@@ -120,14 +124,16 @@ func (r *Checkpoints) Latest(ctx context.Context) (*checkpoint.Checkpoint, error
 
 // Delete removes a checkpoint's row.
 func (r *Checkpoints) Delete(ctx context.Context, id checkpoint.ID) error {
-	res := r.db.conn(ctx).Where("id = ?", string(id)).Delete(&checkpointRow{})
-	if res.Error != nil {
-		return fmt.Errorf("delete checkpoint %s: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fault.NotFound("checkpoint %s not found", id)
-	}
-	return nil
+	return r.db.write(ctx, "checkpoint", string(id), func(tx *gorm.DB) error {
+		res := tx.Where("id = ?", string(id)).Delete(&checkpointRow{})
+		if res.Error != nil {
+			return fmt.Errorf("delete checkpoint %s: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fault.NotFound("checkpoint %s not found", id)
+		}
+		return nil
+	})
 }
 
 // Update loads a checkpoint, applies fn and saves the result, in one transaction.
@@ -141,6 +147,6 @@ func (r *Checkpoints) Update(ctx context.Context, id checkpoint.ID, fn func(*che
 			return err
 		}
 		row := toCheckpointRow(c)
-		return r.db.conn(ctx).Save(&row).Error
+		return r.db.write(ctx, "checkpoint", row.ID, func(tx *gorm.DB) error { return tx.Save(&row).Error })
 	})
 }

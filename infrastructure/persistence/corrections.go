@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -121,10 +123,12 @@ func (r *Corrections) Add(ctx context.Context, c *correction.Correction) error {
 	if err != nil {
 		return err
 	}
-	if err := r.db.conn(ctx).Create(&row).Error; err != nil {
-		return inserted(err, "correction %s", c.ID())
-	}
-	return nil
+	return r.db.write(ctx, "correction", row.ID, func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return inserted(err, "correction %s", c.ID())
+		}
+		return nil
+	})
 }
 
 // Get loads a correction by full ID.
@@ -176,6 +180,6 @@ func (r *Corrections) Update(ctx context.Context, id string, fn func(*correction
 		if err != nil {
 			return err
 		}
-		return r.db.conn(ctx).Save(&row).Error
+		return r.db.write(ctx, "correction", row.ID, func(tx *gorm.DB) error { return tx.Save(&row).Error })
 	})
 }

@@ -21,15 +21,21 @@ import (
 type DB struct {
 	gorm *gorm.DB
 	path string
+	// ledger, when set, receives a record of every committed write transaction.
+	ledger Ledger
+	// seqFloor is the highest record number in the ledger when the database was opened.
+	seqFloor uint64
 }
 
 // Open opens the database at path and migrates it. create allows a missing or empty database to be
 // initialised (the caller knows the workspace's store is empty, so nothing can be lost); otherwise a
 // missing, empty or incomplete database is a fault.ErrIntegrity error, never taken for a fresh one.
-func Open(ctx context.Context, path string, create bool) (*DB, error) {
+// With a ledger (WithLedger) it first settles the records a crash left pending, and records the
+// whole database once if the ledger has never seen it.
+func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, error) {
 	if !create {
 		if _, err := os.Stat(path); err != nil {
-			return nil, fault.Integrity("the metadata database %s is missing: run `plan doctor`", path)
+			return nil, fault.Integrity("the metadata database %s is missing: run `plan doctor --rebuild`", path)
 		}
 	}
 	q := url.Values{}
@@ -55,6 +61,9 @@ func Open(ctx context.Context, path string, create bool) (*DB, error) {
 	// transaction-in-context pattern free of cross-connection surprises.
 	sqlDB.SetMaxOpenConns(1)
 	db := &DB{gorm: g, path: path}
+	for _, o := range opts {
+		o(db)
+	}
 	if err := db.checkSchema(ctx, create); err != nil {
 		_ = sqlDB.Close()
 		return nil, classify(path, err)
@@ -62,6 +71,18 @@ func Open(ctx context.Context, path string, create bool) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, classify(path, err)
+	}
+	if db.ledger != nil {
+		var err error
+		if db.seqFloor, err = seqFloorOf(db.ledger); err == nil {
+			if err = db.reconcile(ctx); err == nil {
+				err = db.baseline(ctx)
+			}
+		}
+		if err != nil {
+			_ = sqlDB.Close()
+			return nil, classify(path, err)
+		}
 	}
 	return db, nil
 }
@@ -71,7 +92,7 @@ func classify(path string, err error) error {
 	msg := err.Error()
 	for _, s := range []string{"not a database", "malformed", "corrupt", "disk image"} {
 		if strings.Contains(msg, s) {
-			return fault.Wrap(fault.ErrIntegrity, err, "the metadata database %s is damaged: run `plan doctor`", path)
+			return fault.Wrap(fault.ErrIntegrity, err, "the metadata database %s is damaged: run `plan doctor --rebuild`", path)
 		}
 	}
 	return err
@@ -100,10 +121,11 @@ func (d *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
 
 type txKey struct{}
 
-// conn returns the transaction in ctx, or the database bound to ctx.
+// conn returns the transaction in ctx, or the database bound to ctx. Reads use it; writes go
+// through write, which also notes what they touch for the transaction's record.
 func (d *DB) conn(ctx context.Context) *gorm.DB {
-	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
-		return tx
+	if u, ok := ctx.Value(txKey{}).(*unit); ok {
+		return u.tx
 	}
 	return d.gorm.WithContext(ctx)
 }
@@ -118,12 +140,7 @@ var _ application.Transactor = (*Transactor)(nil)
 
 // Do runs fn in a transaction, or in the caller's when ctx already carries one.
 func (t *Transactor) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
-		return fn(ctx)
-	}
-	return t.db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(context.WithValue(ctx, txKey{}, tx))
-	})
+	return t.db.do(ctx, fn)
 }
 
 // inserted classifies an insert's error: a duplicate key is a conflict (fault.ErrConflict), as the

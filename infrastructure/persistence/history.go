@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 )
@@ -44,10 +46,12 @@ func (h *History) Record(ctx context.Context, r application.HistoryRecord) error
 		StartedAt: r.StartedAt.UnixNano(), FinishedAt: r.FinishedAt.UnixNano(),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: string(rev),
 	}
-	if err := h.db.conn(ctx).Create(&row).Error; err != nil {
-		return inserted(err, "operation %s", r.ID)
-	}
-	return nil
+	return h.db.write(ctx, "history", row.ID, func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return inserted(err, "operation %s", r.ID)
+		}
+		return nil
+	})
 }
 
 // Has reports whether operation id was recorded.

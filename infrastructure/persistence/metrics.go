@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/planhq/plan/application"
@@ -20,7 +21,18 @@ func (m *Metrics) RecordCheckpointFailure(ctx context.Context, at time.Time, rea
 	if len(reason) > 1024 {
 		reason = reason[:1024]
 	}
-	return m.db.conn(ctx).Exec(`INSERT INTO checkpoint_failures(at, reason) VALUES (?, ?)`, at.UnixNano(), reason).Error
+	return m.db.do(ctx, func(ctx context.Context) error {
+		u := ctx.Value(txKey{}).(*unit)
+		if err := u.tx.Exec(`INSERT INTO checkpoint_failures(at, reason) VALUES (?, ?)`, at.UnixNano(), reason).Error; err != nil {
+			return err
+		}
+		var id int64
+		if err := u.tx.Raw(`SELECT last_insert_rowid()`).Scan(&id).Error; err != nil {
+			return err
+		}
+		u.touch("failure", strconv.FormatInt(id, 10))
+		return nil
+	})
 }
 
 // CheckpointFailures returns how many checkpoints failed.

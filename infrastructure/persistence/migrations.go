@@ -111,6 +111,13 @@ var migrations = []migration{
 			reason TEXT NOT NULL
 		)`,
 	}},
+	{5, "the ledger of records in the store", []string{
+		`CREATE TABLE ledger (
+			seq INTEGER PRIMARY KEY,
+			name TEXT NOT NULL UNIQUE,
+			at INTEGER NOT NULL
+		)`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.
@@ -134,14 +141,14 @@ func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
 		if fresh && len(names) == 0 {
 			return nil
 		}
-		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor`", d.path)
+		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.path)
 	}
 	var current int
 	if err := d.gorm.WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if current == 0 && !fresh {
-		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor`", d.path)
+		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.path)
 	}
 	for _, m := range migrations {
 		if m.version > current {
@@ -149,7 +156,7 @@ func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
 		}
 		for _, stmt := range m.sql {
 			if t := createTable.FindStringSubmatch(stmt); t != nil && !have[t[1]] {
-				return fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor`",
+				return fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor --rebuild`",
 					d.path, t[1], current)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
@@ -169,8 +171,7 @@ func (a attemptRow) toDomain() (*plan.Attempt, error) {
 
 // Save replaces the stored plan with p and makes it current.
 func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
-	return NewTransactor(r.db).Do(ctx, func(ctx context.Context) error {
-		db := r.db.conn(ctx)
+	return r.db.write(ctx, "plan", p.ID(), func(db *gorm.DB) error {
 		row := planRow{
 			ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
 			Created: p.CreatedAt().UnixNano(), Updated: time.Now().UnixNano(),

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +12,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"context"
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -35,7 +35,10 @@ func (h *handler) maintenanceCommands() []*ucli.Command {
 		{Name: "stats", Usage: "counts, sizes, dedup ratio and checkpoint timings", Action: h.stats},
 		{
 			Name: "doctor", Usage: "check the database and the store, and say how to repair them",
-			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "repair", Usage: "perform the safe repairs"}},
+			Flags: []ucli.Flag{
+				&ucli.BoolFlag{Name: "repair", Usage: "perform the safe repairs"},
+				&ucli.BoolFlag{Name: "rebuild", Usage: "rebuild a missing, empty or damaged database from the records in the store (a damaged file is kept aside)"},
+			},
 			Action: h.doctor,
 		},
 	}
@@ -274,6 +277,12 @@ func (h *handler) doctor(c *ucli.Context) error {
 	if _, err := os.Stat(l.State()); err != nil {
 		return fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}
+	if c.Bool("rebuild") {
+		if c.Bool("repair") {
+			return fault.Invalid("--rebuild and --repair are separate steps: rebuild the database first, then run `plan doctor --repair`")
+		}
+		return h.rebuild(c.Context, l)
+	}
 	r := maintenance.Doctor(c.Context, l, c.Bool("repair"))
 	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
@@ -315,4 +324,26 @@ func hashStrings(hs []tree.Hash) []string {
 		out[i] = x.String()
 	}
 	return out
+}
+
+// rebuild runs doctor --rebuild.
+func (h *handler) rebuild(ctx context.Context, l workspace.Layout) error {
+	res, err := maintenance.Rebuild(ctx, l, time.Now())
+	if err != nil {
+		return err
+	}
+	return h.emit(newRebuildView(res), func(w io.Writer) {
+		if !res.Rebuilt {
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", l.Database())
+			return
+		}
+		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
+			l.Database(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+		if res.KeptAside != "" {
+			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
+		}
+		if res.Pending > 0 {
+			_, _ = fmt.Fprintf(w, "%d records of operations a crash cut short were left out (they never completed).\n", res.Pending)
+		}
+	})
 }

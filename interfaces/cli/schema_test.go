@@ -84,6 +84,11 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("gc", jsonOut(dir, "gc"))
 	check("stats", jsonOut(dir, "stats"))
 	check("doctor", jsonOut(dir, "doctor"))
+	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
+	if err := os.Remove(filepath.Join(dir, ".plan", "plan.db")); err != nil {
+		t.Fatal(err)
+	}
+	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
 	o := inWorkspace(dir, "--json", "checkpoint", "show", "zzzz")
 	if o.code != ExitInvalid {
 		t.Fatalf("a malformed ID: %v", o)

@@ -252,3 +252,19 @@ func newDoctorView(r maintenance.Report) doctorView {
 	}
 	return v
 }
+
+// rebuildView is doctor --rebuild's output.
+type rebuildView struct {
+	Rebuilt     bool   `json:"rebuilt"`
+	Checkpoints int    `json:"checkpoints"`
+	Plans       int    `json:"plans"`
+	Decisions   int    `json:"decisions"`
+	Corrections int    `json:"corrections"`
+	Records     int    `json:"records"`
+	KeptAside   string `json:"kept_aside"`
+}
+
+func newRebuildView(r maintenance.RebuildResult) rebuildView {
+	return rebuildView{Rebuilt: r.Rebuilt, Checkpoints: r.Checkpoints, Plans: r.Plans, Decisions: r.Decisions,
+		Corrections: r.Corrections, Records: r.Records, KeptAside: r.KeptAside}
+}

@@ -1,0 +1,150 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/fsx"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// RebuildResult says what Rebuild did.
+type RebuildResult struct {
+	// Rebuilt is false when the database was healthy and left alone.
+	Rebuilt bool
+	// Why is what was wrong with the database ("missing", "empty or incomplete", "damaged").
+	Why string
+	// KeptAside is where the unusable database was moved ("" when there was none).
+	KeptAside string
+	persistence.RebuildReport
+}
+
+// Rebuild makes the metadata database again from the store's records when it is missing, empty,
+// incomplete or fails SQLite's integrity check; a healthy database is left alone. It holds the
+// workspace lock. An unusable database file is never deleted: it (and its -wal and -shm files) is
+// moved aside as plan.db.corrupt-<UTC time>. The new database is built under a temporary name and
+// renamed into place, so a crash during the rebuild leaves no half-built plan.db (running it again
+// starts over).
+func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildResult, error) {
+	var res RebuildResult
+	unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --rebuild")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = unlock() }()
+
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		return res, err
+	}
+	res.Why, err = databaseProblem(ctx, l, recs)
+	if err != nil || res.Why == "" {
+		return res, err
+	}
+	names, err := recs.Committed()
+	if err != nil {
+		return res, err
+	}
+	if len(names) == 0 && hasAnyPack(l) {
+		return res, fault.Integrity("the store holds no records to rebuild %s from (it was written by a plan from before records were kept): restore plan.db from a backup", l.Database())
+	}
+
+	tmp := l.Database() + ".rebuild"
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(tmp + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, err
+		}
+	}
+	rep, err := persistence.Rebuild(ctx, tmp, recs)
+	if err != nil {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			_ = os.Remove(tmp + suffix)
+		}
+		return res, err
+	}
+	if _, err := os.Lstat(l.Database()); err == nil {
+		res.KeptAside = fmt.Sprintf("%s.corrupt-%s", l.Database(), now.UTC().Format("20060102T150405Z"))
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		from := l.Database() + suffix
+		if _, err := os.Lstat(from); err != nil {
+			continue
+		}
+		if res.KeptAside == "" {
+			// A stray -wal or -shm beside a missing database belongs to no file we keep.
+			if err := os.Remove(from); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err := os.Rename(from, res.KeptAside+suffix); err != nil {
+			return res, fmt.Errorf("keep %s aside: %w", from, err)
+		}
+	}
+	if err := os.Rename(tmp, l.Database()); err != nil {
+		return res, fmt.Errorf("put the rebuilt database in place: %w", err)
+	}
+	if err := fsx.SyncDir(l.State()); err != nil {
+		return res, err
+	}
+	// Opening it once settles the records a crash left pending (none of them is history).
+	db, err := persistence.Open(ctx, l.Database(), false, persistence.WithLedger(recs))
+	if err != nil {
+		return res, err
+	}
+	res.Rebuilt, res.RebuildReport = true, rep
+	return res, db.Close()
+}
+
+// databaseProblem says what makes the database unusable, or "" when it is healthy.
+func databaseProblem(ctx context.Context, l workspace.Layout, recs *objectstore.Records) (string, error) {
+	if _, err := os.Stat(l.Database()); errors.Is(err, fs.ErrNotExist) {
+		return "missing", nil
+	}
+	// Opened without the ledger: a look must not write records.
+	db, err := persistence.Open(ctx, l.Database(), false)
+	if err != nil {
+		if werr := l.CheckWritable(); werr != nil {
+			return "", werr
+		}
+		if errors.Is(err, fault.ErrIntegrity) {
+			return "empty, incomplete or damaged (" + err.Error() + ")", nil
+		}
+		return "", err
+	}
+	defer func() { _ = db.Close() }()
+	complaints, err := db.IntegrityCheck(ctx)
+	if err != nil {
+		return "damaged (" + err.Error() + ")", nil
+	}
+	if len(complaints) > 0 {
+		return fmt.Sprintf("damaged (SQLite integrity_check: %d complaints)", len(complaints)), nil
+	}
+	// A database restored from an old backup is healthy but behind: the store has committed
+	// transactions it never saw.
+	names, err := recs.Committed()
+	if err != nil || len(names) == 0 {
+		return "", err
+	}
+	last, _ := objectstore.ParseRecordName(names[len(names)-1])
+	have, err := db.LedgerHead(ctx)
+	if err != nil {
+		return "", err
+	}
+	if have < last {
+		return fmt.Sprintf("behind the store (it has seen %d of %d recorded transactions)", have, last), nil
+	}
+	return "", nil
+}
+
+func hasAnyPack(l workspace.Layout) bool {
+	entries, err := os.ReadDir(l.Objects() + "/packs")
+	return err == nil && len(entries) > 0
+}

@@ -1,0 +1,185 @@
+package objectstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/fsx"
+)
+
+// Records keeps the metadata database's history beside the content, under <objects>/records: one
+// immutable file per committed database transaction, so the database can always be rebuilt from
+// the store (see persistence.Rebuild). The store does not interpret a record's bytes.
+//
+// Layout:
+//
+//	records/<seq>-<sha256>           a committed record: seq is 16 lower-case hex digits (the
+//	                                 transaction's number, so names sort in commit order) and
+//	                                 sha256 the hex SHA-256 of the file's bytes
+//	records/pending/<seq>-<sha256>   a prepared record whose transaction has not been confirmed
+//
+// Invariants:
+//   - a record is immutable and checked against its name on every read; damage is
+//     fault.ErrIntegrity naming the file, never returned as content;
+//   - Prepare returns only once the record is durable (file and directory fsync'd), so a database
+//     commit that follows it is always backed by a record;
+//   - Commit is a rename out of pending/: atomic, and idempotent (a record another process already
+//     committed is not an error). A commit a power loss undoes leaves the record pending, which the
+//     next reconcile (the database still names it) commits again;
+//   - only committed records are history: a pending record may belong to a transaction that never
+//     committed, so a rebuild without the database ignores it (it is the operation a crash cut
+//     short, which never reported success).
+type Records struct {
+	dir     string
+	pending string
+}
+
+// OpenRecords returns the record directory under the store directory objects, creating it.
+func OpenRecords(objects string) (*Records, error) {
+	r := &Records{dir: filepath.Join(objects, "records")}
+	r.pending = filepath.Join(r.dir, "pending")
+	if err := os.MkdirAll(r.pending, 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", r.pending, err)
+	}
+	return r, nil
+}
+
+// Dir is the directory committed records live in.
+func (r *Records) Dir() string { return r.dir }
+
+// RecordName is the file name of the record with sequence number seq and content body.
+func RecordName(seq uint64, body []byte) string {
+	sum := sha256.Sum256(body)
+	return fmt.Sprintf("%016x-%s", seq, hex.EncodeToString(sum[:]))
+}
+
+// ParseRecordName returns the sequence number a record name holds; ok is false for anything that
+// is not a record name (a temporary file, say).
+func ParseRecordName(name string) (seq uint64, ok bool) {
+	s, sum, found := strings.Cut(name, "-")
+	if !found || len(s) != 16 || len(sum) != 64 {
+		return 0, false
+	}
+	if _, err := hex.DecodeString(sum); err != nil || strings.ToLower(sum) != sum {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(s, 16, 64)
+	return seq, err == nil && strings.ToLower(s) == s
+}
+
+// Prepare writes body as the pending record of transaction seq and returns its name once it is
+// durable.
+func (r *Records) Prepare(seq uint64, body []byte) (string, error) {
+	name := RecordName(seq, body)
+	p := filepath.Join(r.pending, name)
+	if err := fsx.CreateDurable(p, body, 0o640); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// The same transaction number and content: a retry of this very record.
+			return name, nil
+		}
+		return "", fmt.Errorf("write record %s: %w", p, err)
+	}
+	if err := fsx.SyncDir(r.pending); err != nil {
+		return "", fmt.Errorf("write record %s: %w", p, err)
+	}
+	return name, nil
+}
+
+// Commit makes the prepared record name part of the history.
+func (r *Records) Commit(name string) error {
+	err := os.Rename(filepath.Join(r.pending, name), filepath.Join(r.dir, name))
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			return fmt.Errorf("commit record %s: %w", name, err)
+		}
+		return nil
+	}
+	if _, serr := os.Stat(filepath.Join(r.dir, name)); serr == nil {
+		return nil // another process's reconcile committed it first
+	}
+	return fmt.Errorf("commit record %s: %w", name, err)
+}
+
+// Discard removes the prepared record name (its transaction did not commit); a missing one is fine.
+func (r *Records) Discard(name string) error {
+	if err := os.Remove(filepath.Join(r.pending, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("discard record %s: %w", name, err)
+	}
+	return nil
+}
+
+// Pending lists the prepared records, in sequence order.
+func (r *Records) Pending() ([]string, error) { return list(r.pending) }
+
+// Committed lists the committed records, in sequence order.
+func (r *Records) Committed() ([]string, error) { return list(r.dir) }
+
+func list(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := ParseRecordName(e.Name()); ok && e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Read returns the committed record name's bytes, checked against its name.
+func (r *Records) Read(name string) ([]byte, error) {
+	if _, ok := ParseRecordName(name); !ok {
+		return nil, fault.Invalid("%q is not a record name", name)
+	}
+	p := filepath.Join(r.dir, name)
+	b, err := os.ReadFile(p) // #nosec G304 -- a validated record name under the store
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fault.Integrity("record %s is missing", p)
+		}
+		return nil, fmt.Errorf("read record %s: %w", p, err)
+	}
+	if RecordName(mustSeq(name), b) != name {
+		return nil, fault.Integrity("record %s is damaged: its bytes do not match its name", p)
+	}
+	return b, nil
+}
+
+func mustSeq(name string) uint64 {
+	seq, _ := ParseRecordName(name)
+	return seq
+}
+
+// Verify reads every committed record and returns the names of the damaged ones.
+func (r *Records) Verify() ([]string, error) {
+	names, err := r.Committed()
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for _, n := range names {
+		if _, err := r.Read(n); err != nil {
+			if errors.Is(err, fault.ErrIntegrity) {
+				bad = append(bad, filepath.Join(r.dir, n))
+				continue
+			}
+			return bad, err
+		}
+	}
+	return bad, nil
+}

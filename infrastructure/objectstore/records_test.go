@@ -1,0 +1,153 @@
+package objectstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+func TestRecordsLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	r, err := OpenRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.Prepare(1, []byte(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Prepare(2, []byte(`{"b":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A retry of the same transaction with the same bytes is the same record.
+	if again, err := r.Prepare(1, []byte(`{"a":1}`)); err != nil || again != a {
+		t.Fatalf("retry: %s, %v", again, err)
+	}
+	if p, _ := r.Pending(); !reflect.DeepEqual(p, []string{a, b}) {
+		t.Fatalf("pending = %v", p)
+	}
+	// A prepared record is not history yet.
+	if c, _ := r.Committed(); len(c) != 0 {
+		t.Fatalf("committed before commit: %v", c)
+	}
+	if _, err := r.Read(a); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("read of an uncommitted record: %v", err)
+	}
+	if err := r.Commit(a); err != nil {
+		t.Fatal(err)
+	}
+	// Committing twice (a reconcile raced the writer) is fine; discarding a committed one removes
+	// nothing.
+	if err := r.Commit(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Discard(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Discard(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(b); err == nil {
+		t.Fatal("a discarded record was committed")
+	}
+	if c, _ := r.Committed(); !reflect.DeepEqual(c, []string{a}) {
+		t.Fatalf("committed = %v", c)
+	}
+	if p, _ := r.Pending(); len(p) != 0 {
+		t.Fatalf("pending = %v", p)
+	}
+	got, err := r.Read(a)
+	if err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if bad, err := r.Verify(); err != nil || len(bad) != 0 {
+		t.Fatalf("verify: %v %v", bad, err)
+	}
+}
+
+// Records sort by transaction number whatever their hashes, and a listing ignores what is not a
+// record (temporary files, a stray directory).
+func TestRecordsOrderAndNames(t *testing.T) {
+	r, err := OpenRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, seq := range []uint64{1, 2, 15, 16, 255, 4096} {
+		n, err := r.Prepare(seq, []byte(strings.Repeat("x", int(seq%7))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := ParseRecordName(n); !ok || got != seq {
+			t.Fatalf("ParseRecordName(%s) = %d, %v", n, got, ok)
+		}
+		want = append(want, n)
+	}
+	for _, junk := range []string{".tmp123", "0000000000000001-zz", "notarecord"} {
+		if err := os.WriteFile(filepath.Join(r.Dir(), junk), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := r.Committed(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("committed = %v\nwant %v", got, want)
+	}
+	for _, bad := range []string{
+		"", "00000000000000010000", "0000000000000001-" + strings.Repeat("0", 63),
+		"000000000000000G-" + strings.Repeat("0", 64), "0000000000000001-" + strings.Repeat("A", 64),
+		"00000000000000AB-" + strings.Repeat("0", 64),
+	} {
+		if _, ok := ParseRecordName(bad); ok {
+			t.Errorf("ParseRecordName(%q) accepted", bad)
+		}
+	}
+	if _, err := r.Read("../../etc/passwd"); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("read of a path: %v", err)
+	}
+}
+
+// A record whose bytes changed, or that vanished, is damage naming the file; Verify lists it.
+func TestRecordsDamage(t *testing.T) {
+	r, err := OpenRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range 3 {
+		n, err := r.Prepare(uint64(i+1), []byte(`{"n":`+string(rune('0'+i))+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	p := filepath.Join(r.Dir(), names[1])
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(names[1]); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), names[1]) {
+		t.Fatalf("flipped byte: %v", err)
+	}
+	bad, err := r.Verify()
+	if err != nil || len(bad) != 1 || bad[0] != p {
+		t.Fatalf("verify = %v, %v", bad, err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(names[1]); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("missing record: %v", err)
+	}
+}
