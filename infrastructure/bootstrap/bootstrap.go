@@ -139,18 +139,11 @@ func (r *resources) close() error {
 	return errors.Join(errs...)
 }
 
-func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, error) {
+func newDB(res *resources, l workspace.Layout, cfg Config, recs *objectstore.Records) (*persistence.DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A database may only start empty while the store is empty too: an empty database beside
 	// stored objects is a lost one, and gc against it would delete everything.
-	recs, err := objectstore.OpenRecords(l.Objects())
-	if err != nil {
-		if werr := l.CheckWritable(); werr != nil {
-			return nil, werr
-		}
-		return nil, err
-	}
 	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l), persistence.WithLedger(recs))
 	if err != nil {
 		if werr := l.CheckWritable(); werr != nil {
@@ -164,8 +157,19 @@ func newDB(res *resources, l workspace.Layout, cfg Config) (*persistence.DB, err
 
 // StoreModule provides the object store.
 var StoreModule = fx.Module("objectstore",
-	fx.Provide(newStore),
+	fx.Provide(newStore, newRecords),
 )
+
+func newRecords(l workspace.Layout) (*objectstore.Records, error) {
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		if werr := l.CheckWritable(); werr != nil {
+			return nil, werr
+		}
+		return nil, err
+	}
+	return recs, nil
+}
 
 func newStore(res *resources, l workspace.Layout) (*objectstore.Store, error) {
 	s, err := objectstore.Open(l.Objects())

@@ -37,7 +37,11 @@ func TestWireByHand(t *testing.T) {
 	if err := l.Init(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := persistence.Open(ctx, l.Database(), true)
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := persistence.Open(ctx, l.Database(), true, persistence.WithLedger(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +61,7 @@ func TestWireByHand(t *testing.T) {
 		Executor: executor.NewShell(l), Archiver: archive.New(l, store),
 	})
 	plans, corrections := application.NewPlanService(ops), application.NewCorrectionService(ops)
-	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store), Settings: maintenance.NewSettings(l)})
+	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store, recs), Settings: maintenance.NewSettings(l)})
 
 	if _, err := plans.Exec(ctx, application.ExecRequest{ID: "mk", Command: "echo wrong > out.txt"}); err != nil {
 		t.Fatal(err)

@@ -35,12 +35,26 @@ type Report struct {
 func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 	var r Report
 	add := func(f Finding) { r.Findings = append(r.Findings, f) }
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		add(Finding{Check: "records", Problem: err.Error()})
+		return r.done()
+	}
+	committed, err := recs.Committed()
+	if err != nil {
+		add(Finding{Check: "records", Problem: err.Error()})
+		return r.done()
+	}
+	rebuild := "`plan doctor --rebuild` makes it again from the store's records (the damaged file is kept aside)"
+	if len(committed) == 0 {
+		rebuild = "restore .plan/plan.db from a backup: this store holds no records to rebuild it from (it was written by a plan from before records were kept)"
+	}
 
 	// Database.
+	dbHealthy := false
 	switch _, err := os.Stat(l.Database()); {
 	case errors.Is(err, fs.ErrNotExist):
-		add(Finding{Check: "database", Problem: "the metadata database " + l.Database() + " is missing",
-			Repair: "restore .plan/plan.db from a backup; the object store is intact but checkpoint metadata cannot be rebuilt from it"})
+		add(Finding{Check: "database", Problem: "the metadata database " + l.Database() + " is missing", Repair: rebuild})
 	case err != nil:
 		add(Finding{Check: "database", Problem: err.Error()})
 	default:
@@ -51,22 +65,22 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 					Repair: "make " + l.State() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
 				break
 			}
-			add(Finding{Check: "database", Problem: err.Error(),
-				Repair: "restore .plan/plan.db from a backup (SQLite's .recover in the sqlite3 shell may salvage rows)"})
+			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
 		_ = db.Close()
 		switch {
 		case err != nil:
-			add(Finding{Check: "database", Problem: err.Error(), Repair: "restore .plan/plan.db from a backup"})
+			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
 		case len(complaints) > 0:
-			add(Finding{Check: "database", Problem: "SQLite integrity_check: " + strings.Join(complaints, "; "),
-				Repair: "restore .plan/plan.db from a backup (SQLite's .recover in the sqlite3 shell may salvage rows)"})
+			add(Finding{Check: "database", Problem: "SQLite integrity_check: " + strings.Join(complaints, "; "), Repair: rebuild})
 		default:
 			add(Finding{Check: "database", OK: true})
+			dbHealthy = true
 		}
 	}
+	add(checkRecords(ctx, l, recs, dbHealthy, repair))
 
 	// Store: index files that do not match their packs, packs without an index, packs missing or
 	// cut short, broken delta chains, an interrupted gc.
@@ -196,4 +210,45 @@ func countEntries(dir string) int {
 		return 0
 	}
 	return len(entries)
+}
+
+// checkRecords verifies every committed record. Damaged ones are replaced, when the database is
+// healthy and repair is set, by compaction: the database's whole history written as a new baseline
+// record, which makes every older record redundant, so they are removed.
+func checkRecords(ctx context.Context, l workspace.Layout, recs *objectstore.Records, dbHealthy, repair bool) Finding {
+	bad, err := recs.Verify()
+	if err != nil {
+		return Finding{Check: "records", Problem: err.Error()}
+	}
+	if len(bad) == 0 {
+		return Finding{Check: "records", OK: true}
+	}
+	f := Finding{Check: "records", Problem: fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", "))}
+	switch {
+	case !dbHealthy:
+		f.Repair = "the database cannot be rebuilt past a damaged record: restore the named files (or .plan/plan.db) from a backup"
+	case !repair:
+		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them"
+	default:
+		unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --repair")
+		if err != nil {
+			f.Repair = err.Error()
+			return f
+		}
+		defer func() { _ = unlock() }()
+		db, err := persistence.Open(ctx, l.Database(), false, persistence.WithLedger(recs))
+		if err != nil {
+			f.Repair = err.Error()
+			return f
+		}
+		defer func() { _ = db.Close() }()
+		n, err := db.Compact(ctx)
+		if err != nil {
+			f.Repair = "compaction failed: " + err.Error()
+			return f
+		}
+		f.OK, f.Repaired = true, true
+		f.Repair = fmt.Sprintf("the database's history is written as a new baseline record; %d older records, the damaged ones among them, are removed", n)
+	}
+	return f
 }

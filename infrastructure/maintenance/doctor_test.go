@@ -82,7 +82,7 @@ func TestDoctorHealthyWorkspace(t *testing.T) {
 		if !r.OK {
 			t.Fatalf("repair=%v: a healthy workspace is not ok: %+v", repair, r.Findings)
 		}
-		want := []string{"database", "pack indexes", "store", "journal"}
+		want := []string{"database", "records", "pack indexes", "store", "journal"}
 		if len(r.Findings) != len(want) {
 			t.Fatalf("repair=%v: findings %+v, want exactly %q", repair, r.Findings, want)
 		}
@@ -104,7 +104,7 @@ func TestDoctorMissingDatabase(t *testing.T) {
 		t.Fatal("a workspace without its database is ok")
 	}
 	f := finding(t, r, "database")
-	if f.OK || !strings.Contains(f.Problem, "is missing") || !strings.Contains(f.Repair, "restore .plan/plan.db from a backup") {
+	if f.OK || !strings.Contains(f.Problem, "is missing") || !strings.Contains(f.Repair, "plan doctor --rebuild") {
 		t.Errorf("database finding %+v", f)
 	}
 	// The store is still checked and intact.
@@ -128,7 +128,7 @@ func TestDoctorCorruptDatabase(t *testing.T) {
 	}
 	r := maintenance.Doctor(context.Background(), l, false)
 	f := finding(t, r, "database")
-	if r.OK || f.OK || f.Problem == "" || !strings.Contains(f.Repair, "restore .plan/plan.db from a backup") {
+	if r.OK || f.OK || f.Problem == "" || !strings.Contains(f.Repair, "plan doctor --rebuild") {
 		t.Errorf("report ok=%v, database finding %+v", r.OK, f)
 	}
 	b, err := os.ReadFile(l.Database())

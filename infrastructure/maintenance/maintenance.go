@@ -27,10 +27,15 @@ import (
 )
 
 // Health is the application.StoreHealth adapter.
-type Health struct{ store *objectstore.Store }
+type Health struct {
+	store   *objectstore.Store
+	records *objectstore.Records
+}
 
-// NewHealth wraps store.
-func NewHealth(store *objectstore.Store) *Health { return &Health{store: store} }
+// NewHealth wraps store and the records kept beside it (records may be nil: none are checked).
+func NewHealth(store *objectstore.Store, records *objectstore.Records) *Health {
+	return &Health{store: store, records: records}
+}
 
 var _ application.StoreHealth = (*Health)(nil)
 
@@ -77,6 +82,16 @@ func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
 	out := make([]application.ObjectProblem, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, application.ObjectProblem{Path: "pack " + p.Pack, Problem: p.Problem})
+	}
+	if h.records != nil {
+		bad, err := h.records.Verify()
+		if err != nil {
+			return out, err
+		}
+		for _, b := range bad {
+			out = append(out, application.ObjectProblem{Path: "record " + b,
+				Problem: "damaged (its bytes do not match its name): `plan doctor --repair` replaces it with a new baseline record"})
+		}
 	}
 	return out, nil
 }

@@ -136,7 +136,7 @@ func putBlob(t *testing.T, b *objectstore.Batch, data []byte) tree.Hash {
 func newStoreFixture(t *testing.T) *storeFixture {
 	t.Helper()
 	f := &storeFixture{s: objectstore.TestStore(t)}
-	f.health = maintenance.NewHealth(f.s)
+	f.health = maintenance.NewHealth(f.s, nil)
 	a := []byte(strings.Repeat("alpha\n", 100))
 	bb := []byte("beta\n")
 	b := f.s.NewBatch()

@@ -117,6 +117,18 @@ func (r *Records) Discard(name string) error {
 	return nil
 }
 
+// Remove deletes the committed record name (a newer baseline made it redundant); a missing one is
+// fine.
+func (r *Records) Remove(name string) error {
+	if _, ok := ParseRecordName(name); !ok {
+		return fault.Invalid("%q is not a record name", name)
+	}
+	if err := os.Remove(filepath.Join(r.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove record %s: %w", name, err)
+	}
+	return nil
+}
+
 // Pending lists the prepared records, in sequence order.
 func (r *Records) Pending() ([]string, error) { return list(r.pending) }
 

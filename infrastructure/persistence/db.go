@@ -34,8 +34,13 @@ type DB struct {
 // whole database once if the ledger has never seen it.
 func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, error) {
 	if !create {
-		if _, err := os.Stat(path); err != nil {
+		st, err := os.Stat(path)
+		if err != nil {
 			return nil, fault.Integrity("the metadata database %s is missing: run `plan doctor --rebuild`", path)
+		}
+		if st.Size() == 0 {
+			// Not opened: SQLite would take an empty file for a new database and write to it.
+			return nil, fault.Integrity("the metadata database %s is empty: run `plan doctor --rebuild`", path)
 		}
 	}
 	q := url.Values{}

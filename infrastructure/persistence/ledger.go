@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -30,6 +31,8 @@ type Ledger interface {
 	Committed() ([]string, error)
 	// Read returns a committed record's bytes, verified; damage is fault.ErrIntegrity.
 	Read(name string) ([]byte, error)
+	// Remove deletes a committed record a newer baseline made redundant.
+	Remove(name string) error
 }
 
 // Option configures Open.
@@ -48,8 +51,11 @@ type record struct {
 	Seq    uint64    `json:"seq"`
 	At     time.Time `json:"at"`
 	// Schema is the schema version the rows follow.
-	Schema  int      `json:"schema"`
-	Changes []change `json:"changes"`
+	Schema int `json:"schema"`
+	// Baseline says the record holds every aggregate there is: a rebuild starts from the newest
+	// baseline, and the records before it are redundant.
+	Baseline bool     `json:"baseline,omitempty"`
+	Changes  []change `json:"changes"`
 }
 
 // change is one aggregate's state after the transaction: its rows per table, or Deleted.
@@ -81,6 +87,10 @@ type unit struct {
 	tx      *gorm.DB
 	touched []aggregate
 	seen    map[aggregate]bool
+	// baseline makes the record a baseline (the caller touched every aggregate).
+	baseline bool
+	// seq is the sealed record's number.
+	seq uint64
 }
 
 func (u *unit) touch(kind, key string) {
@@ -139,7 +149,7 @@ func (d *DB) do(ctx context.Context, fn func(ctx context.Context) error) error {
 // seal writes the record of u's transaction (before its commit) and notes it in the ledger table
 // in the same transaction, so the database names exactly the records whose transactions committed.
 func (d *DB) seal(u *unit) (string, error) {
-	if d.ledger == nil || len(u.touched) == 0 {
+	if d.ledger == nil || (len(u.touched) == 0 && !u.baseline) {
 		return "", nil
 	}
 	var last uint64
@@ -147,7 +157,9 @@ func (d *DB) seal(u *unit) (string, error) {
 		return "", fmt.Errorf("read the ledger: %w", err)
 	}
 	seq := max(last, d.seqFloor) + 1
-	rec := record{Format: recordFormat, Seq: seq, At: time.Now().UTC(), Schema: latestSchema(), Changes: make([]change, 0, len(u.touched))}
+	u.seq = seq
+	rec := record{Format: recordFormat, Seq: seq, At: time.Now().UTC(), Schema: latestSchema(), Baseline: u.baseline,
+		Changes: make([]change, 0, len(u.touched))}
 	for _, a := range u.touched {
 		c, err := image(u.tx, a)
 		if err != nil {
@@ -240,8 +252,27 @@ func (d *DB) baseline(ctx context.Context) error {
 	if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM ledger`).Scan(&n).Error; err != nil || n > 0 {
 		return err
 	}
-	return d.do(ctx, func(ctx context.Context) error {
+	var has int64
+	for _, ts := range aggregates {
+		var k int64
+		if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM ` + ts[0].table).Scan(&k).Error; err != nil {
+			return err
+		}
+		has += k
+	}
+	if has == 0 {
+		return nil // a new database: its first transaction is its first record
+	}
+	_, err := d.writeBaseline(ctx)
+	return err
+}
+
+// writeBaseline commits a record of every aggregate and returns its number.
+func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
+	var sealed *unit
+	err := d.do(ctx, func(ctx context.Context) error {
 		u := ctx.Value(txKey{}).(*unit)
+		u.baseline, sealed = true, u
 		for _, kind := range []string{"checkpoint", "history", "plan", "correction", "failure"} {
 			t := aggregates[kind][0]
 			var keys []string
@@ -254,6 +285,41 @@ func (d *DB) baseline(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	return sealed.seq, nil
+}
+
+// Compact writes the whole database as a new baseline record and removes the records before it,
+// which it makes redundant (a damaged one among them included). The ledger table forgets them in
+// the baseline's transaction; the files go after the commit, oldest first, so a crash part way
+// leaves only redundant records, which a rebuild skips (it starts at the newest baseline).
+func (d *DB) Compact(ctx context.Context) (removed int, err error) {
+	if d.ledger == nil {
+		return 0, fault.Invalid("this database keeps no records")
+	}
+	names, err := d.ledger.Committed()
+	if err != nil {
+		return 0, err
+	}
+	seq, err := d.writeBaseline(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.gorm.WithContext(ctx).Exec(`DELETE FROM ledger WHERE seq < ?`, seq).Error; err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		if s, _ := strconv.ParseUint(n[:16], 16, 64); s >= seq {
+			continue
+		}
+		if err := d.ledger.Remove(n); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
 }
 
 // seqFloorOf returns the highest sequence number among the committed records, so a database
@@ -323,6 +389,11 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 			}
 		}
 	}
+	start, err := lastBaseline(l, names)
+	if err != nil {
+		return rep, err
+	}
+	names = names[start:]
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for _, name := range names {
 			if err := failpoint.Hit("rebuild-record"); err != nil {
@@ -367,6 +438,28 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 		return nil
 	})
 	return rep, err
+}
+
+// lastBaseline returns the index in names of the newest baseline record, or 0 when there is none
+// (a database that started empty has every record from its first). Records before it are never
+// read, so a damaged one there does not matter.
+func lastBaseline(l Ledger, names []string) (int, error) {
+	for i := len(names) - 1; i > 0; i-- {
+		b, err := l.Read(names[i])
+		if err != nil {
+			return 0, err
+		}
+		var head struct {
+			Baseline bool `json:"baseline"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return 0, fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be read", names[i])
+		}
+		if head.Baseline {
+			return i, nil
+		}
+	}
+	return 0, nil
 }
 
 // replay makes aggregate c's rows what the record says.

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// history is every view of a workspace's history a user reads, as JSON.
+func history(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, args := range [][]string{
+		{"checkpoint", "list"}, {"status"}, {"plans"}, {"correction", "list"}, {"log"},
+	} {
+		out[strings.Join(args, " ")] = mustPlan(t, dir, append([]string{"--json"}, args...)...).stdout
+	}
+	var corrections []struct {
+		ID string `json:"correction_id"`
+	}
+	if err := json.Unmarshal([]byte(out["correction list"]), &corrections); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range corrections {
+		out["correction show "+c.ID] = mustPlan(t, dir, "--json", "correction", "show", c.ID).stdout
+	}
+	var cps []struct{ ID string }
+	if err := json.Unmarshal([]byte(out["checkpoint list"]), &cps); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cps {
+		out["checkpoint show "+c.ID] = mustPlan(t, dir, "--json", "checkpoint", "show", c.ID).stdout
+	}
+	return out
+}
+
+// The issue's promise: delete .plan/plan.db* after a plan run, a correction, a few manual
+// checkpoints, a rollback and a checkpoint delete; `plan doctor --rebuild` brings all of it back,
+// field for field, nothing deleted comes back, and every rollback works.
+func TestDoctorRebuildBringsBackTheHistory(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "src/main.go", "package main\n")
+	first := createCheckpoint(t, dir, "--note", "first")
+	writeFile(t, dir, "plan.yaml", `name: build
+decisions:
+  - id: gen
+    run: mkdir -p out && echo generated > out/gen.txt
+  - id: pack
+    run: cat out/gen.txt > out/pack.txt && echo packed
+`)
+	mustPlan(t, dir, "run", "plan.yaml")
+	mustPlan(t, dir, "correct", "--decision", "pack", "--reason", "wrong input", "--yes")
+	writeFile(t, dir, "notes.txt", "kept\n")
+	second := createCheckpoint(t, dir, "--note", "second")
+	gone := createCheckpoint(t, dir, "--note", "to delete")
+	mustPlan(t, dir, "checkpoint", "delete", gone, "--yes")
+	mustPlan(t, dir, "rollback", "--to-checkpoint", first, "--yes")
+	want := history(t, dir)
+
+	for _, s := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(dir, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	o := inWorkspace(dir, "checkpoint", "list")
+	if o.code != ExitIntegrity || !strings.Contains(o.stderr, "plan doctor --rebuild") {
+		t.Fatalf("a lost database: %v", o)
+	}
+	o = mustPlan(t, dir, "--json", "doctor", "--rebuild")
+	var res rebuildView
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Rebuilt || res.Plans != 1 || res.Decisions != 2 || res.Corrections != 1 || res.KeptAside != "" {
+		t.Fatalf("rebuild: %+v", res)
+	}
+	got := history(t, dir)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s after the rebuild:\n%s\nwant\n%s", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d views after the rebuild, %d before", len(got), len(want))
+	}
+	if _, ok := got["checkpoint show "+gone]; ok {
+		t.Error("a deleted checkpoint came back")
+	}
+	// Every checkpoint restores; the second one holds notes.txt.
+	mustPlan(t, dir, "rollback", "--to-checkpoint", second, "--yes")
+	if readFile(t, dir, "notes.txt") != "kept\n" {
+		t.Fatal("the rollback to the second checkpoint did not restore notes.txt")
+	}
+	mustPlan(t, dir, "verify", "--read-data")
+	// A healthy database is left alone.
+	if o := mustPlan(t, dir, "doctor", "--rebuild"); !strings.Contains(o.stdout, "nothing to rebuild") {
+		t.Fatalf("%v", o)
+	}
+	if o := inWorkspace(dir, "doctor", "--rebuild", "--repair"); o.code != ExitInvalid {
+		t.Fatalf("--rebuild --repair: %v", o)
+	}
+}
+
+// A damaged database file is kept aside, never deleted, and the text output says where.
+func TestDoctorRebuildKeepsADamagedFileAside(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a\n")
+	id := createCheckpoint(t, dir)
+	db := filepath.Join(dir, ".plan", "plan.db")
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(db + s)
+	}
+	if err := os.WriteFile(db, []byte(strings.Repeat("garbage", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o := inWorkspace(dir, "status"); o.code != ExitIntegrity || !strings.Contains(o.stderr, "plan doctor --rebuild") {
+		t.Fatalf("a damaged database: %v", o)
+	}
+	o := mustPlan(t, dir, "doctor", "--rebuild")
+	if !strings.Contains(o.stdout, "Rebuilt") || !strings.Contains(o.stdout, "plan.db.corrupt-") || !strings.Contains(o.stdout, "1 checkpoints") {
+		t.Fatalf("%v", o)
+	}
+	aside, _ := filepath.Glob(db + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("kept aside: %v", aside)
+	}
+	if b, _ := os.ReadFile(aside[0]); string(b) != strings.Repeat("garbage", 1000) {
+		t.Fatal("the damaged file changed")
+	}
+	if jsonField(t, mustPlan(t, dir, "--json", "checkpoint", "show", id), "id") != id {
+		t.Fatal("the checkpoint is not back")
+	}
+}
