@@ -18,6 +18,7 @@ func (s *scenario) registerStoreSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the database is overwritten with junk$`, s.theDatabaseIsOverwrittenWithJunk)
 	sc.Step(`^the database is truncated to zero bytes$`, s.theDatabaseIsTruncated)
 	sc.Step(`^I empty every pack index file$`, s.iEmptyEveryPackIndex)
+	sc.Step(`^I flip a byte in every record$`, s.iFlipAByteInEveryRecord)
 }
 
 // checkpointsOfAChangingTree takes n checkpoints named prefix1 … prefixN, remembering each one's ID
@@ -134,6 +135,37 @@ func (s *scenario) iEmptyEveryPackIndex() error {
 		if err := rewriteKeepingMode(p, func(f *os.File, _ int64) error { return f.Truncate(0) }); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// iFlipAByteInEveryRecord damages every committed record of the store (objects/records).
+func (s *scenario) iFlipAByteInEveryRecord() error {
+	entries, err := os.ReadDir(filepath.Join(s.ws, ".plan", "objects", "records"))
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(s.ws, ".plan", "objects", "records", e.Name())
+		if err := rewriteKeepingMode(p, func(f *os.File, size int64) error {
+			b := make([]byte, 1)
+			if _, err := f.ReadAt(b, size/2); err != nil {
+				return err
+			}
+			b[0] ^= 0x01
+			_, err := f.WriteAt(b, size/2)
+			return err
+		}); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no records under .plan/objects/records")
 	}
 	return nil
 }

@@ -273,7 +273,12 @@ Feature: Store health
     When I run "plan doctor"
     Then the exit code is 6
     And stdout contains "FAIL database"
-    And stdout contains "restore .plan/plan.db from a backup"
+    And stdout contains "plan doctor --rebuild"
+    When I run "plan doctor --rebuild"
+    Then it succeeds
+    And stdout contains "plan.db.corrupt-"
+    When I run "plan --json checkpoint show <one>"
+    Then it succeeds
 
   Scenario: a zero-byte database is an integrity problem, and gc never runs against it
     Given a file "a.txt" containing "hello\n"
@@ -313,6 +318,66 @@ Feature: Store health
       | database | false |
     And the JSON output has "findings.0.problem" containing "missing"
 
+  Scenario: a lost database is rebuilt from the store's records: history comes back, deletions stay deleted
+    Given a file "a.txt" containing "hello\n"
+    And a checkpoint "one"
+    And a plan file "plan.yaml" with:
+      """
+      name: build
+      decisions:
+        - id: gen
+          run: echo generated > gen.txt
+      """
+    And I run "plan run <plans>/plan.yaml"
+    And a file "b.txt" containing "two\n"
+    And a checkpoint "two"
+    And a checkpoint "gone"
+    And I run "plan checkpoint delete <gone> --yes"
+    And I run "plan rollback --to-checkpoint <one> --yes"
+    And I run "plan --json checkpoint list"
+    And I remember the output as "checkpoints"
+    And I run "plan --json status"
+    And I remember the output as "status"
+    When I delete ".plan/plan.db"
+    And I run "plan status"
+    Then the exit code is 6
+    And stderr contains "plan doctor --rebuild"
+    When I run "plan --json doctor --rebuild"
+    Then it succeeds
+    And the JSON output has "rebuilt" equal to "true"
+    And the JSON output has "plans" equal to "1"
+    And the JSON output has "decisions" equal to "1"
+    When I run "plan --json checkpoint list"
+    Then the output equals the one remembered as "checkpoints"
+    And the JSON output has no "" item whose "id" starts with "<gone>"
+    When I run "plan --json status"
+    Then the output equals the one remembered as "status"
+    When I run "plan rollback --to-checkpoint <two> --yes"
+    Then it succeeds
+    And the file "b.txt" contains "two\n"
+    When I run "plan doctor --rebuild"
+    Then it succeeds
+    And stdout contains "nothing to rebuild"
+
+  Scenario: a damaged record is reported, and doctor --repair replaces it from the healthy database
+    Given a file "a.txt" containing "hello\n"
+    And a checkpoint "one"
+    When I flip a byte in every record
+    And I run "plan --json verify --read-data"
+    Then the exit code is 6
+    When I run "plan doctor"
+    Then the exit code is 6
+    And stdout contains "FAIL records"
+    When I run "plan doctor --repair"
+    Then it succeeds
+    When I run "plan verify --read-data"
+    Then it succeeds
+    When I delete ".plan/plan.db"
+    And I run "plan doctor --rebuild"
+    Then it succeeds
+    When I run "plan --json checkpoint show <one>"
+    Then it succeeds
+
   Scenario: an empty pack index is reported by doctor and repaired by doctor --repair
     Given a file "a.txt" containing "hello\n"
     And a file "data.bin" of 4096 bytes of random data
@@ -323,7 +388,7 @@ Feature: Store health
     And the JSON output has "findings" including:
       | check        | ok    |
       | pack indexes | false |
-    And the JSON output has "findings.1.problem" containing "empty index"
+    And the JSON output has "findings.2.problem" containing "empty index"
     When I run "plan doctor --repair --json"
     Then it succeeds
     And the JSON output has "findings" including:
