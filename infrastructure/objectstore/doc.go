@@ -18,6 +18,8 @@
 //	gc-pending           the packs a GC is deleting, one id a line (present only during, or after
 //	                     an interrupted, deletion)
 //	damaged              "<packid> <hash>" lines: stored copies found damaged, never deduplicated onto
+//	records/             the metadata database's committed transactions as immutable records (see
+//	                     Records); the database can be rebuilt from them
 //
 // Version 1 packs (no record trailers; their idx starts "PLANIDX1") are read as before and verified
 // by their content hashes; nothing writes them any more, and GC rewrites their live records into

@@ -10,5 +10,15 @@
 //   - the connection runs in WAL mode with synchronous=FULL (a committed row is the commit point of a
 //     checkpoint), foreign keys on, a busy timeout, and BEGIN IMMEDIATE for every transaction so a
 //     read-then-write transaction never fails with SQLITE_BUSY;
-//   - repositories join the caller's transaction when the context carries one (Transactor.Do).
+//   - repositories join the caller's transaction when the context carries one (Transactor.Do);
+//   - with a Ledger (WithLedger, as the application always opens it), the database is an index of
+//     the store's records: every write names the aggregate it touches (a checkpoint, a plan with its
+//     decisions and attempts, a correction, a history entry, a failure count), and before the
+//     outermost transaction commits, the complete rows of each touched aggregate, or its deletion,
+//     are written durably as one record whose name the same transaction puts in the ledger table.
+//     So the database names exactly the records of committed transactions; Open settles the
+//     records a crash left pending by that list, and Rebuild replays the committed ones in order
+//     (from the newest baseline) into a database equal, row for row, to the one lost;
+//   - a record holds rows, not the operations that produced them, so replaying is idempotent and
+//     order-safe: each aggregate ends as the newest record that touched it says.
 package persistence
