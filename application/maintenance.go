@@ -311,7 +311,9 @@ type Stats struct {
 	ArchiveBytes int64
 }
 
-// DayGrowth is what one day's checkpoints added to the store.
+// DayGrowth is one day's checkpoints and what the store holds that was written that day
+// (checkpoints' new objects, decisions' results, records; a gc's rewritten packs count on the day
+// of the gc).
 type DayGrowth struct {
 	Day         string
 	Checkpoints int
@@ -332,9 +334,16 @@ func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	written, err := s.store.WrittenPerDay()
+	if err != nil {
+		return Stats{}, err
+	}
 	st := Stats{Checkpoints: len(cps), Store: s.store.Usage(), CheckpointFailures: failures, ArchiveBytes: archive}
 	var durations []time.Duration
 	days := map[string]*DayGrowth{}
+	for day, n := range written {
+		days[day] = &DayGrowth{Day: day, StoredBytes: n}
+	}
 	for _, cp := range cps {
 		st.LogicalBytes += cp.Stats().Bytes
 		durations = append(durations, cp.Stats().Duration)
@@ -345,7 +354,6 @@ func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
 			days[day] = g
 		}
 		g.Checkpoints++
-		g.StoredBytes += cp.Stats().StoredBytes
 	}
 	if st.Store.StoredBytes > 0 {
 		st.DedupRatio = float64(st.LogicalBytes) / float64(st.Store.StoredBytes)

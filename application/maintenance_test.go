@@ -482,6 +482,9 @@ func TestStats(t *testing.T) {
 		e.metrics.failures = append(e.metrics.failures, "disk full")
 	}
 	e.health.usage = StoreUsage{Packs: 3, Objects: 40, StoredBytes: 4000, RawBytes: 9000}
+	// What the store wrote each day, decision results and records included, not only the
+	// checkpoints' own new objects; a day with writes and no checkpoint is listed too.
+	e.health.written = map[string]int64{"2025-02-26": 7, "2025-02-27": 150, "2025-02-28": 10_000_000}
 
 	st, err := e.ms.Stats(context.Background())
 	if err != nil {
@@ -497,8 +500,9 @@ func TestStats(t *testing.T) {
 	if st.CheckpointFailures != 5 || st.SuccessRate != 0.8 {
 		t.Errorf("success: %d failures, rate %v; want 5 and 0.8", st.CheckpointFailures, st.SuccessRate)
 	}
-	// Days in UTC, oldest first; stored bytes 10+20+…+50 on the first day and 60+…+200 on the second.
-	want := []DayGrowth{{Day: "2025-02-27", Checkpoints: 5, StoredBytes: 150}, {Day: "2025-02-28", Checkpoints: 15, StoredBytes: 1950}}
+	// Days in UTC, oldest first.
+	want := []DayGrowth{{Day: "2025-02-26", StoredBytes: 7}, {Day: "2025-02-27", Checkpoints: 5, StoredBytes: 150},
+		{Day: "2025-02-28", Checkpoints: 15, StoredBytes: 10_000_000}}
 	if !slices.Equal(st.GrowthPerDay, want) {
 		t.Errorf("growth %+v, want %+v", st.GrowthPerDay, want)
 	}

@@ -231,6 +231,9 @@ type StoreHealth interface {
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
 	ScanStore() ([]ObjectProblem, error)
 	Usage() StoreUsage
+	// WrittenPerDay returns, per UTC day ("2006-01-02"), the bytes the store holds that were written
+	// that day: packs (checkpoints, decision results, a gc's rewrites) and records.
+	WrittenPerDay() (map[string]int64, error)
 }
 
 // RetentionRule is the retention policy kept in .plan/config.yaml.

@@ -277,6 +277,8 @@ type fakeHealth struct {
 	roots      [][]tree.Hash
 	collectErr error
 	usage      StoreUsage
+	written    map[string]int64
+	writtenErr error
 	scan       []ObjectProblem // what ScanStore reports
 	scanErr    error
 	scans      int
@@ -335,6 +337,8 @@ func (h *fakeHealth) Collect(roots []tree.Hash) (GCReport, error) {
 }
 
 func (h *fakeHealth) Usage() StoreUsage { return h.usage }
+
+func (h *fakeHealth) WrittenPerDay() (map[string]int64, error) { return h.written, h.writtenErr }
 
 type fakeSettings struct {
 	rule RetentionRule

@@ -102,6 +102,36 @@ func (h *Health) Usage() application.StoreUsage {
 	return application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
 }
 
+// WrittenPerDay sums, per UTC day of their modification time, the sizes of the pack and idx files
+// and the records (all written once, never changed).
+func (h *Health) WrittenPerDay() (map[string]int64, error) {
+	out := map[string]int64{}
+	dirs := []string{filepath.Join(h.store.Dir(), "packs")}
+	if h.records != nil {
+		dirs = append(dirs, h.records.Dir())
+	}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue // removed by a gc meanwhile
+			}
+			out[fi.ModTime().UTC().Format(time.DateOnly)] += fi.Size()
+		}
+	}
+	return out, nil
+}
+
 // ConfigFile is the optional configuration's name inside .plan/.
 const ConfigFile = "config.yaml"
 

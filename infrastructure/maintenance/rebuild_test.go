@@ -220,3 +220,40 @@ func TestDamagedRecordIsRepaired(t *testing.T) {
 		t.Fatalf("checkpoints %v, want %v", got, want)
 	}
 }
+
+// The growth per day counts every stored byte by the day it was written: packs (a decision's
+// result snapshot as much as a checkpoint) and records.
+func TestWrittenPerDay(t *testing.T) {
+	l := workspaceWithCheckpoint(t)
+	store, err := objectstore.Open(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close() }()
+	recs, err := objectstore.OpenRecords(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2024, 5, 6, 23, 59, 0, 0, time.UTC)
+	var want int64
+	for _, pattern := range []string{filepath.Join(l.Objects(), "packs", "*"), filepath.Join(recs.Dir(), "*")} {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			fi, err := os.Stat(f)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if err := os.Chtimes(f, old, old); err != nil {
+				t.Fatal(err)
+			}
+			want += fi.Size()
+		}
+	}
+	if want == 0 {
+		t.Fatal("nothing stored")
+	}
+	got, err := maintenance.NewHealth(store, recs).WrittenPerDay()
+	if err != nil || len(got) != 1 || got["2024-05-06"] != want {
+		t.Fatalf("%v, %v; want %d bytes on 2024-05-06", got, err, want)
+	}
+}

@@ -253,6 +253,9 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 	return info, true
 }
 
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
 // Stats sums up the store.
 func (s *Store) Stats() StoreStats {
 	s.mu.RLock()
