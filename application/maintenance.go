@@ -98,14 +98,31 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (Prune
 	return res, nil
 }
 
-// ApplyRetention prunes by the configured policy, if there is one. ok is false without a policy.
-func (s *MaintenanceService) ApplyRetention(ctx context.Context) (PruneResult, bool, error) {
+// RetentionResult is what ApplyRetention removed.
+type RetentionResult struct {
+	Checkpoints PruneResult
+	Archives    ArchivePruneResult
+}
+
+// ApplyRetention prunes by the configured policy, if there is one: checkpoints, correction
+// archives, or both. ok is false without a policy.
+func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResult, bool, error) {
+	var res RetentionResult
 	rule, ok, err := s.settings.Retention()
 	if err != nil || !ok {
-		return PruneResult{}, false, err
+		return res, false, err
 	}
-	res, err := s.Prune(ctx, PruneRequest{Keep: rule.Keep, OlderThan: rule.OlderThan})
-	return res, true, err
+	if rule.Keep != 0 {
+		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: rule.Keep, OlderThan: rule.OlderThan}); err != nil {
+			return res, true, err
+		}
+	}
+	if a := rule.Archives; a != nil {
+		if res.Archives, err = s.PruneArchives(ctx, PruneRequest{Keep: a.Keep, OlderThan: a.OlderThan}); err != nil {
+			return res, true, err
+		}
+	}
+	return res, true, nil
 }
 
 // GC removes every object no checkpoint and no live attempt needs.

@@ -280,7 +280,7 @@ func TestApplyRetention(t *testing.T) {
 	}
 	e.settings = fakeSettings{rule: RetentionRule{Keep: 1, OlderThan: 36 * time.Hour}, ok: true}
 	res, ok, err := e.ms.ApplyRetention(context.Background())
-	if !ok || err != nil || !slices.Equal(res.Deleted, ids(cps[2:]...)) {
+	if !ok || err != nil || !slices.Equal(res.Checkpoints.Deleted, ids(cps[2:]...)) {
 		t.Fatalf("keep 1 older than 36h: %+v ok=%v err=%v", res, ok, err)
 	}
 	e.settings.rule.Keep = -1 // reached only through a broken Settings: Prune still refuses it
@@ -605,5 +605,17 @@ func TestPruneArchives(t *testing.T) {
 	e.archiver.removeErr = errors.New("EIO")
 	if _, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 0}); err == nil {
 		t.Fatal("a failed removal was not reported")
+	}
+	// The retention policy covers archives too, with or without a checkpoint rule; the unfinished
+	// correction's archive is still kept.
+	e.archiver.removeErr = nil
+	e.settings = fakeSettings{rule: RetentionRule{Archives: &ArchiveRetention{Keep: 0}}, ok: true}
+	rr, ok, err := e.ms.ApplyRetention(context.Background())
+	if !ok || err != nil || len(rr.Checkpoints.Deleted) != 0 || !slices.Equal(rr.Archives.Deleted, []string{cs[1].ID(), cs[2].ID()}) {
+		t.Fatalf("archive retention: %+v, %v, %v", rr, ok, err)
+	}
+	e.settings.rule.Archives.Keep = -1
+	if _, _, err := e.ms.ApplyRetention(context.Background()); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("negative archive keep: %v", err)
 	}
 }

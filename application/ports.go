@@ -238,6 +238,15 @@ type StoreHealth interface {
 
 // RetentionRule is the retention policy kept in .plan/config.yaml.
 type RetentionRule struct {
+	// Keep is how many of the newest checkpoints to keep; 0 when the policy has no checkpoint rule.
+	Keep      int
+	OlderThan time.Duration
+	// Archives, when set, is the rule for correction archives (see PruneArchives).
+	Archives *ArchiveRetention
+}
+
+// ArchiveRetention keeps the newest Keep correction archives (and, with OlderThan, those younger).
+type ArchiveRetention struct {
 	Keep      int
 	OlderThan time.Duration
 }

@@ -140,6 +140,9 @@ const ConfigFile = "config.yaml"
 //	retention:
 //	  keep: 50          # newest checkpoints kept after each run
 //	  older_than: 168h  # optional: only prune checkpoints older than this
+//	  archives:         # optional: correction archives kept after each run
+//	    keep: 10
+//	    older_than: 720h
 type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.
@@ -156,6 +159,10 @@ type config struct {
 	Retention       *struct {
 		Keep      *int   `yaml:"keep"`
 		OlderThan string `yaml:"older_than"`
+		Archives  *struct {
+			Keep      *int   `yaml:"keep"`
+			OlderThan string `yaml:"older_than"`
+		} `yaml:"archives"`
 	} `yaml:"retention"`
 }
 
@@ -177,19 +184,48 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	} else if err != nil {
 		return application.RetentionRule{}, false, fault.Invalid("%s: %v", s.path, err)
 	}
-	if c.Retention == nil || c.Retention.Keep == nil {
+	if c.Retention == nil {
 		return application.RetentionRule{}, false, nil
 	}
-	rule := application.RetentionRule{Keep: *c.Retention.Keep}
-	if rule.Keep < 1 {
-		return rule, false, fault.Invalid("%s: retention.keep must be at least 1", s.path)
+	if c.Retention.Keep == nil && c.Retention.OlderThan != "" {
+		return application.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep", s.path)
 	}
-	if c.Retention.OlderThan != "" {
-		d, err := time.ParseDuration(c.Retention.OlderThan)
-		if err != nil || d <= 0 {
-			return rule, false, fault.Invalid("%s: retention.older_than %q is not a positive duration", s.path, c.Retention.OlderThan)
+	if c.Retention.Keep == nil && c.Retention.Archives == nil {
+		return application.RetentionRule{}, false, nil
+	}
+	var rule application.RetentionRule
+	if c.Retention.Keep != nil {
+		rule.Keep = *c.Retention.Keep
+		if rule.Keep < 1 {
+			return rule, false, fault.Invalid("%s: retention.keep must be at least 1", s.path)
+		}
+		d, err := s.age("retention.older_than", c.Retention.OlderThan)
+		if err != nil {
+			return rule, false, err
 		}
 		rule.OlderThan = d
 	}
+	if a := c.Retention.Archives; a != nil {
+		if a.Keep == nil || *a.Keep < 0 {
+			return rule, false, fault.Invalid("%s: retention.archives.keep must be given, zero or more", s.path)
+		}
+		d, err := s.age("retention.archives.older_than", a.OlderThan)
+		if err != nil {
+			return rule, false, err
+		}
+		rule.Archives = &application.ArchiveRetention{Keep: *a.Keep, OlderThan: d}
+	}
 	return rule, true, nil
+}
+
+// age parses an optional positive duration setting.
+func (s *Settings) age(key, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fault.Invalid("%s: %s %q is not a positive duration", s.path, key, v)
+	}
+	return d, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,14 @@ func TestRetention(t *testing.T) {
 		{name: "no retention key", content: ptr("# nothing configured\n{}\n")},
 		{name: "null retention", content: ptr("retention:\n")},
 		{name: "unknown top-level key", content: ptr("retension:\n  keep: 3\n"), invalid: "field retension not found"},
-		{name: "retention without keep", content: ptr("retention:\n  older_than: 24h\n")},
+		{name: "retention without keep", content: ptr("retention:\n  older_than: 24h\n"), invalid: "retention.older_than needs retention.keep"},
+		{name: "archives only", content: ptr("retention:\n  archives:\n    keep: 0\n"),
+			rule: application.RetentionRule{Archives: &application.ArchiveRetention{}}, ok: true},
+		{name: "both", content: ptr("retention:\n  keep: 2\n  archives:\n    keep: 5\n    older_than: 720h\n"),
+			rule: application.RetentionRule{Keep: 2, Archives: &application.ArchiveRetention{Keep: 5, OlderThan: 720 * time.Hour}}, ok: true},
+		{name: "archives without keep", content: ptr("retention:\n  archives:\n    older_than: 1h\n"), invalid: "retention.archives.keep"},
+		{name: "archives negative keep", content: ptr("retention:\n  archives:\n    keep: -1\n"), invalid: "retention.archives.keep"},
+		{name: "archives bad age", content: ptr("retention:\n  archives:\n    keep: 1\n    older_than: soon\n"), invalid: "retention.archives.older_than"},
 		{name: "empty retention", content: ptr("retention: {}\n")},
 		{name: "keep only", content: ptr("retention:\n  keep: 50\n"), rule: application.RetentionRule{Keep: 50}, ok: true},
 		{name: "keep and older_than", content: ptr("retention:\n  keep: 3\n  older_than: 168h\n"),
@@ -80,7 +88,7 @@ func TestRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok != c.ok || rule != c.rule {
+			if ok != c.ok || !reflect.DeepEqual(rule, c.rule) {
 				t.Errorf("Retention() = %+v, %v; want %+v, %v", rule, ok, c.rule, c.ok)
 			}
 		})

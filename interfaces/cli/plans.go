@@ -79,8 +79,13 @@ func (h *handler) run(c *ucli.Context) error {
 			// The retention policy (.plan/config.yaml) runs after each successful run.
 			if pr, ok, perr := app.Services.Maintenance.ApplyRetention(c.Context); perr != nil {
 				h.warn("retention policy: " + perr.Error())
-			} else if ok && len(pr.Deleted) > 0 && !h.json {
-				_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy pruned %d checkpoints\n", len(pr.Deleted))
+			} else if ok && !h.json {
+				if n := len(pr.Checkpoints.Deleted); n > 0 {
+					_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy pruned %d checkpoints\n", n)
+				}
+				if n := len(pr.Archives.Deleted); n > 0 {
+					_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy removed %d correction archives (%s)\n", n, humanBytes(pr.Archives.BytesFreed))
+				}
 			}
 		}
 		return h.emitRun(res, err)
