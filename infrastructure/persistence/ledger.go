@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -104,11 +105,23 @@ func (u *unit) touch(kind, key string) {
 	}
 }
 
+// unitOf returns the transaction ctx carries (do puts it there).
+func unitOf(ctx context.Context) (*unit, error) {
+	u, ok := ctx.Value(txKey{}).(*unit)
+	if !ok {
+		return nil, errors.New("persistence: no transaction in the context")
+	}
+	return u, nil
+}
+
 // write runs fn in the transaction ctx carries, or in a new one, and notes that it touches the
 // aggregate kind/key, whose state the transaction's record will hold.
 func (d *DB) write(ctx context.Context, kind, key string, fn func(tx *gorm.DB) error) error {
 	return d.do(ctx, func(ctx context.Context) error {
-		u := ctx.Value(txKey{}).(*unit)
+		u, err := unitOf(ctx)
+		if err != nil {
+			return err
+		}
 		u.touch(kind, key)
 		return fn(u.tx)
 	})
@@ -271,7 +284,10 @@ func (d *DB) baseline(ctx context.Context) error {
 func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
 	var sealed *unit
 	err := d.do(ctx, func(ctx context.Context) error {
-		u := ctx.Value(txKey{}).(*unit)
+		u, err := unitOf(ctx)
+		if err != nil {
+			return err
+		}
 		u.baseline, sealed = true, u
 		for _, kind := range []string{"checkpoint", "history", "plan", "correction", "failure"} {
 			t := aggregates[kind][0]

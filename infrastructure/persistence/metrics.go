@@ -22,7 +22,10 @@ func (m *Metrics) RecordCheckpointFailure(ctx context.Context, at time.Time, rea
 		reason = reason[:1024]
 	}
 	return m.db.do(ctx, func(ctx context.Context) error {
-		u := ctx.Value(txKey{}).(*unit)
+		u, err := unitOf(ctx)
+		if err != nil {
+			return err
+		}
 		if err := u.tx.Exec(`INSERT INTO checkpoint_failures(at, reason) VALUES (?, ?)`, at.UnixNano(), reason).Error; err != nil {
 			return err
 		}

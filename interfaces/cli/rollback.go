@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"time"
 )
 
 func (h *handler) restoreCommands() []*ucli.Command {
