@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -150,8 +151,11 @@ const kindRollback = "rollback"
 type RollbackRequest struct {
 	Ref string
 	// At, when set instead of Ref, picks the newest checkpoint created at or before it.
-	At       time.Time
-	Mode     RestoreMode // "" is RestoreBoth
+	At   time.Time
+	Mode RestoreMode // "" is RestoreBoth
+	// Paths, when given, restores only these workspace-relative paths (and what lies under them),
+	// leaving everything else and the decision states as they are.
+	Paths    []string
 	DryRun   bool
 	Progress Progress
 	Warn     func(msg string)
@@ -180,7 +184,8 @@ func ParseRestoreMode(s string) (RestoreMode, error) {
 
 // rollbackDetail is what a rollback's journal entry carries for its finisher.
 type rollbackDetail struct {
-	Mode RestoreMode `json:"mode"`
+	Mode  RestoreMode `json:"mode"`
+	Paths []string    `json:"paths,omitempty"`
 }
 
 // RollbackResult says what a rollback did (or, dry, would do).
@@ -231,6 +236,18 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 			return RollbackResult{}, err // bad input is refused before waiting for the lock
 		}
 	}
+	if len(req.Paths) > 0 {
+		if req.Mode == RestoreState {
+			return RollbackResult{}, fault.Invalid("--mode state restores no files: it takes no paths")
+		}
+		// Decision states describe the whole workspace: a per-path restore leaves them alone.
+		req.Mode = RestoreFiles
+		for _, p := range req.Paths {
+			if err := validRestorePath(p); err != nil {
+				return RollbackResult{}, err
+			}
+		}
+	}
 	if req.DryRun {
 		target, err := s.target(ctx, req)
 		if err != nil {
@@ -238,6 +255,11 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		}
 		if req.Mode == RestoreState {
 			return s.ops.restoreState(ctx, target, true)
+		}
+		if len(req.Paths) > 0 {
+			res, err := s.ops.previewPaths(ctx, target, req)
+			res.Mode = req.Mode
+			return res, err
 		}
 		res, err := s.ops.previewRollback(ctx, target, req.Progress)
 		res.Mode = req.Mode
@@ -257,13 +279,31 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	if req.Mode == RestoreState {
 		return s.ops.restoreState(ctx, target, false)
 	}
-	detail, err := json.Marshal(rollbackDetail{Mode: req.Mode})
+	detail, err := json.Marshal(rollbackDetail{Mode: req.Mode, Paths: req.Paths})
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	res, err := s.ops.rollback(ctx, target, req, &Operation{Kind: kindRollback, Detail: detail})
+	op := &Operation{Kind: kindRollback, Detail: detail}
+	var res RollbackResult
+	if len(req.Paths) > 0 {
+		res, err = s.ops.rollbackPaths(ctx, target, req, op)
+	} else {
+		res, err = s.ops.rollback(ctx, target, req, op)
+	}
 	res.Mode = req.Mode
 	return res, err
+}
+
+// validRestorePath checks a per-path restore's path: workspace-relative, clean, and not plan's
+// own state or the workspace's git directory (neither is ever in a checkpoint).
+func validRestorePath(p string) error {
+	if err := tree.ValidatePath(p); err != nil {
+		return fault.Invalid("%s: paths to restore are relative to the workspace and stay inside it", err.Error())
+	}
+	if first, _, _ := strings.Cut(p, "/"); first == ".plan" || first == ".git" {
+		return fault.Invalid("%s is never in a checkpoint: plan does not restore %s/", p, first)
+	}
+	return nil
 }
 
 // target is the checkpoint a rollback request names: by ID or prefix, or the newest created at or

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
@@ -192,6 +193,56 @@ func (o *Operations) previewRollback(ctx context.Context, target *checkpoint.Che
 	return RollbackResult{Target: target, Changes: changes, Counts: Count(changes), DryRun: true}, nil
 }
 
+// grafted returns the tree a per-path restore makes: base with req.Paths as target holds them.
+func (o *Operations) grafted(base []tree.Entry, target *checkpoint.Checkpoint, paths []string) ([]tree.Entry, error) {
+	want, err := o.entries(target)
+	if err != nil {
+		return nil, err
+	}
+	return tree.Graft(base, want, paths)
+}
+
+// previewPaths is previewRollback for a per-path restore.
+func (o *Operations) previewPaths(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest) (RollbackResult, error) {
+	live, err := o.snap.Scan(ctx, req.Progress)
+	if err != nil {
+		return RollbackResult{}, fmt.Errorf("scan the workspace: %w", err)
+	}
+	merged, err := o.grafted(live, target, req.Paths)
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	changes := tree.Diff(live, merged)
+	return RollbackResult{Target: target, Changes: changes, Counts: Count(changes), DryRun: true}, nil
+}
+
+// rollbackPaths restores only req.Paths: the pre_rollback checkpoint records the workspace, the
+// target tree is that record with the paths grafted from the checkpoint (stored before the journal
+// names it), and the same journaled change as a full rollback takes the workspace there. The
+// caller holds the guard.
+func (o *Operations) rollbackPaths(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation) (RollbackResult, error) {
+	backup, err := o.create(ctx, CreateRequest{
+		Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn, AlsoExclude: target.Root(),
+		Note: fmt.Sprintf("before restoring %s from %s", strings.Join(req.Paths, ", "), target.ID()),
+	})
+	if err != nil {
+		return RollbackResult{}, fmt.Errorf("record the current state before restoring: %w", err)
+	}
+	base, err := o.entries(backup)
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	merged, err := o.grafted(base, target, req.Paths)
+	if err != nil {
+		return RollbackResult{Backup: backup}, err
+	}
+	root, err := o.store.BuildTree(merged)
+	if err != nil {
+		return RollbackResult{Backup: backup}, fmt.Errorf("store the restored tree: %w", err)
+	}
+	return o.rollbackTo(ctx, target, root, req, op, backup)
+}
+
 // rollback is the rollback step other use cases (corrections) compose: the caller already holds the
 // guard. A non-nil op carries the kind and detail its finisher needs.
 func (o *Operations) rollback(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation) (RollbackResult, error) {
@@ -211,7 +262,13 @@ func (o *Operations) rollbackWithBackup(ctx context.Context, target *checkpoint.
 			return RollbackResult{}, fmt.Errorf("record the current state before rolling back: %w", err)
 		}
 	}
-	changes, err := o.store.DiffTrees(backup.Root(), target.Root())
+	return o.rollbackTo(ctx, target, target.Root(), req, op, backup)
+}
+
+// rollbackTo takes the workspace, recorded as backup, to tree root (target's, or a per-path
+// restore's graft of it) under the journal.
+func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoint, root tree.Hash, req RollbackRequest, op *Operation, backup *checkpoint.Checkpoint) (RollbackResult, error) {
+	changes, err := o.store.DiffTrees(backup.Root(), root)
 	if err != nil {
 		return RollbackResult{}, fmt.Errorf("compare with checkpoint %s: %w", target.ID(), err)
 	}
@@ -221,7 +278,7 @@ func (o *Operations) rollbackWithBackup(ctx context.Context, target *checkpoint.
 	if op.ID == "" {
 		op.ID = ident.New(o.clock.Now())
 	}
-	op.Source, op.Target = backup.Root(), target.Root()
+	op.Source, op.Target = backup.Root(), root
 	op.TargetCheckpoint, op.BackupCheckpoint = target.ID(), backup.ID()
 	op.StartedAt = o.clock.Now()
 	counts := Count(changes)
