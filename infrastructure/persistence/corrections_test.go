@@ -58,7 +58,9 @@ func sameCorrection(t *testing.T, got, want *correction.Correction) {
 	}
 }
 
-func slicesEqual(a, b []string) bool { return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b)) }
+func slicesEqual(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+}
 
 // A correction comes back exactly as it was stored, scope, artifacts and hashes included: recovery
 // and `plan corrections` rely on the scope to know which attempts were reverted.
