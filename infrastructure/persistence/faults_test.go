@@ -273,3 +273,31 @@ func TestCheckpointFailureReasonIsBounded(t *testing.T) {
 		t.Fatalf("count %d, %v", c, err)
 	}
 }
+
+// IntegrityCheck reports SQLite's complaints about a damaged database (here: an index that no
+// longer matches its table) instead of calling it healthy: `plan doctor` relies on it.
+func TestIntegrityCheckReportsDamage(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plan.db")
+	db := mustOpen(t, path, true)
+	savedPlan(t, NewPlans(db))
+	for _, stmt := range []string{
+		`PRAGMA writable_schema = ON`,
+		`UPDATE sqlite_master SET sql = 'CREATE INDEX attempts_checkpoint ON attempts(status)' WHERE name = 'attempts_checkpoint'`,
+		`PRAGMA writable_schema = OFF`,
+	} {
+		if err := db.gorm.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = db.Close()
+	db = mustOpen(t, path, false)
+	defer db.Close()
+	problems, err := db.IntegrityCheck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), "attempts_checkpoint") {
+		t.Fatalf("a damaged index was not reported: %v", problems)
+	}
+}
