@@ -130,3 +130,22 @@ func TestRestoreRefusesContentOfTheWrongSize(t *testing.T) {
 		t.Fatal("a file of the wrong size was written")
 	}
 }
+
+// Scan (the listing a restore compares against) leaves out a file removed after the listing too,
+// so a restore does not try to replace what is no longer there.
+func TestScanOfAFileRemovedWhileScanning(t *testing.T) {
+	w := newTestWS(t)
+	w.write("keep", "kept", 0o644)
+	w.write("d/gone", "removed while scanning", 0o644)
+	entries, err := w.sc.Scan(t.Context(), &betweenListAndRead{fn: func() { w.remove("d/gone") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, e := range entries {
+		paths = append(paths, e.Path)
+	}
+	if strings.Join(paths, ",") != "d,keep" {
+		t.Fatalf("scan lists %v", paths)
+	}
+}
