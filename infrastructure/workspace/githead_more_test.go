@@ -30,3 +30,39 @@ func TestGitHeadRefusesWhatIsNotACommit(t *testing.T) {
 		}
 	}
 }
+
+// A HEAD that cannot be read, or symbolic refs that loop, yield no commit, and the chase ends.
+func TestGitHeadUnreadableOrLooping(t *testing.T) {
+	head := func(t *testing.T, repo string) bool {
+		t.Helper()
+		l, err := NewLayout(repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := NewGitHead(l).Head()
+		return ok
+	}
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, ".git", "HEAD"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if head(t, repo) {
+		t.Error("a HEAD that is a directory gave a commit")
+	}
+	repo = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, ".git", "refs", "heads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"HEAD":         "ref: refs/heads/a\n",
+		"refs/heads/a": "ref: refs/heads/b\n",
+		"refs/heads/b": "ref: refs/heads/a\n",
+	} {
+		if err := os.WriteFile(filepath.Join(repo, ".git", filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if head(t, repo) {
+		t.Error("looping symbolic refs gave a commit")
+	}
+}

@@ -35,7 +35,10 @@ func TestCheckWritable(t *testing.T) {
 	if after, _ := os.ReadDir(l.State()); len(after) != len(before) {
 		t.Fatalf("CheckWritable left files in .plan: %v", after)
 	}
-	// An immutable .plan (root ignores permission bits, not this flag).
+	// An immutable .plan (root ignores permission bits, not this flag), missing its .gitignore.
+	if err := os.Remove(filepath.Join(l.State(), ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command("chattr", "+i", l.State()).CombinedOutput(); err != nil {
 		t.Logf("chattr +i not possible here, immutable case not run: %v %s", err, out)
 		return
@@ -44,6 +47,9 @@ func TestCheckWritable(t *testing.T) {
 	err = l.CheckWritable()
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "make it writable") {
 		t.Fatalf("CheckWritable on an immutable .plan: %v", err)
+	}
+	if err := l.Init(); err == nil || !strings.Contains(err.Error(), ".gitignore") {
+		t.Fatalf("Init on an immutable .plan: %v", err)
 	}
 }
 
