@@ -301,3 +301,22 @@ func TestIntegrityCheckReportsDamage(t *testing.T) {
 		t.Fatalf("a damaged index was not reported: %v", problems)
 	}
 }
+
+// A plan whose decisions or attempts cannot be read (their table is gone under an open database)
+// is an error, never a plan without decisions: saving that back would erase the plan's history.
+func TestPlanWithUnreadableRowsIsAnError(t *testing.T) {
+	ctx := context.Background()
+	for _, table := range []string{"attempts", "decisions"} {
+		t.Run(table, func(t *testing.T) {
+			db := openTestDB(t)
+			plans := NewPlans(db)
+			savedPlan(t, plans)
+			if err := db.gorm.Exec(`DROP TABLE ` + table).Error; err != nil {
+				t.Fatal(err)
+			}
+			if p, err := plans.Current(ctx); err == nil {
+				t.Fatalf("Current returned a plan with %d decisions", len(p.Decisions()))
+			}
+		})
+	}
+}
