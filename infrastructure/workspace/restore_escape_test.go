@@ -120,3 +120,25 @@ func TestRestoreRefusesAnUnreadableLivePlanignore(t *testing.T) {
 	}
 	w.requireTree(want, "after a refused restore")
 }
+
+// Staging left by a crashed restore that cannot be cleared stops the next restore before it
+// changes anything: staged files of two restores must never mix.
+func TestRestoreWithUnclearableStagingTouchesNothing(t *testing.T) {
+	w := newTestWS(t)
+	w.write("a", "v1", 0o644)
+	from := w.snapshot()
+	want := w.live()
+	w.write("a", "v2", 0o644)
+	to := w.snapshot()
+	w.write("a", "v1", 0o644)
+	staging := filepath.Join(w.root, filepath.FromSlash(w.l.Staging()))
+	w.write(w.l.Staging()+"/left-over", "from a crash", 0o644)
+	chattr(t, "+i", staging)
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", staging).Run() })
+	if _, err := w.r.Apply(t.Context(), from.Root, to.Root, nil); err == nil || !strings.Contains(err.Error(), "clear staging") {
+		t.Fatalf("Apply with staging that cannot be cleared: %v", err)
+	}
+	chattr(t, "-i", staging)
+	w.remove(w.l.Staging())
+	w.requireTree(want, "after a restore that could not clear staging")
+}
