@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 )
@@ -18,8 +19,8 @@ func TestSyncFailuresAreReported(t *testing.T) {
 	if err := syncEach(dir, []string{"file", "file/below"}); !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("syncing a path below a file: %v, want ENOTDIR", err)
 	}
-	if _, err := os.Stat(os.DevNull); err != nil {
-		t.Fatalf("this test needs %s: %v", os.DevNull, err)
+	if runtime.GOOS != "linux" {
+		return // fsync of a character device fails on Linux; elsewhere it need not
 	}
 	if err := syncPath(os.DevNull); err == nil {
 		t.Fatalf("fsync of %s succeeded", os.DevNull)

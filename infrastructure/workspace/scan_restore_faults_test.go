@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,10 @@ func TestSnapshotSkipsDevices(t *testing.T) {
 	w := newTestWS(t)
 	w.write("f", "x", 0o644)
 	// The node numbers of /dev/null; opening this copy would read the real device.
-	if err := unix.Mknod(w.abs("chr"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
-		t.Fatalf("mknod (tests run as root): %v", err)
+	if err := unix.Mknod(w.abs("chr"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); errors.Is(err, unix.EPERM) {
+		t.Skipf("mknod needs root here: %v", err) // as chattr: only where the system cannot
+	} else if err != nil {
+		t.Fatalf("mknod: %v", err)
 	}
 	if err := unix.Mknod(w.abs("blk"), unix.S_IFBLK|0o600, int(unix.Mkdev(7, 0))); err != nil {
 		t.Fatalf("mknod: %v", err)
