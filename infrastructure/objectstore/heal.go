@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/fsx"
 )
@@ -144,7 +145,11 @@ func readIdxFile(path string) ([]idxEntry, uint32, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("read idx %s: %w", path, err)
 	}
-	return decodeIdx(b)
+	entries, version, err := decodeIdx(b)
+	if err != nil {
+		return nil, 0, fault.Wrap(fault.ErrIntegrity, err, "idx %s is corrupt", path)
+	}
+	return entries, version, nil
 }
 
 // forgetDamage drops the damage list's lines for retired packs, rewriting the list atomically.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 )
 
 type historyRow struct {
@@ -92,7 +93,7 @@ func (h *History) List(ctx context.Context) ([]application.HistoryRecord, error)
 func (r historyRow) toRecord() (application.HistoryRecord, error) {
 	var rev []string
 	if err := json.Unmarshal([]byte(r.Reverted), &rev); err != nil {
-		return application.HistoryRecord{}, fmt.Errorf("history %s: %w", r.ID, err)
+		return application.HistoryRecord{}, fault.Wrap(fault.ErrIntegrity, err, "the record of operation %s is damaged", r.ID)
 	}
 	return application.HistoryRecord{
 		ID: r.ID, Kind: r.Kind, TargetCheckpoint: checkpoint.ID(r.TargetCheckpoint), BackupCheckpoint: checkpoint.ID(r.BackupCheckpoint),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -129,7 +130,7 @@ func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 	for _, d := range ds {
 		env := map[string]string{}
 		if err := json.Unmarshal([]byte(d.Env), &env); err != nil {
-			return nil, fmt.Errorf("decision %s env: %w", d.ID, err)
+			return nil, fault.Wrap(fault.ErrIntegrity, err, "the env of decision %s is damaged", d.ID)
 		}
 		states = append(states, plan.DecisionState{
 			Def: plan.Definition{
@@ -145,7 +146,7 @@ func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 func (a attemptRow) toDomain() (*plan.Attempt, error) {
 	var arts []artifactJSON
 	if err := json.Unmarshal([]byte(a.Artifacts), &arts); err != nil {
-		return nil, fmt.Errorf("artifacts of %s attempt %d: %w", a.DecisionID, a.Number, err)
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "the artifacts of %s attempt %d are damaged", a.DecisionID, a.Number)
 	}
 	result, err := storedHash(a.ResultTree, "the result tree of %s attempt %d", a.DecisionID, a.Number)
 	if err != nil {

@@ -1,0 +1,65 @@
+package objectstore
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// A delta whose own record header is damaged is not Present, so the next checkpoint stores the
+// tree afresh; the damage is remembered for that copy.
+func TestDeltaWithDamagedHeaderIsNotPresent(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(14, 14))
+	t0 := dirTree(r, 35)
+	t1 := editOne(r, t0)
+	b := s.NewBatch()
+	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
+	commit(t, b)
+	b = s.NewBatch()
+	h1, _ := putDelta(t, b, t1, h0)
+	commit(t, b)
+	if !isDelta(s, h1) {
+		t.Fatal("setup: not a delta")
+	}
+	flip(t, s, h1, -1)
+	if s.Present(h1) {
+		t.Fatal("a delta with a damaged header is Present")
+	}
+	if !s.NeedsCopy(h1) {
+		t.Fatal("a delta with a damaged header needs no fresh copy")
+	}
+	b = s.NewBatch()
+	if _, _, err := b.PutTree(t1); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	mustReadTree(t, s, h1, t1)
+	if !s.Present(h1) {
+		t.Fatal("the fresh copy is not Present")
+	}
+}
+
+// Two deltas that name each other as base (two batches racing) are never Present: the chain is
+// followed only so far, and a checkpoint stores the tree afresh.
+func TestDeltaCycleIsNotPresent(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(15, 15))
+	t0 := dirTree(r, 35)
+	t1 := editOne(r, t0)
+	b1, b2 := s.NewBatch(), s.NewBatch()
+	x, _ := putDelta(t, b1, t0, tree.ZeroHash)
+	y, _ := putDelta(t, b1, t1, x)
+	putDelta(t, b2, t1, tree.ZeroHash)
+	putDelta(t, b2, t0, y)
+	commit(t, b1)
+	commit(t, b2)
+	px, py := s.index[x].pack, s.index[y].pack
+	s.index[x] = py.delta(x).location(py)
+	s.index[y] = px.delta(y).location(px)
+	if s.Present(x) || s.Present(y) {
+		t.Fatal("a delta cycle is Present")
+	}
+	wantIntegrity(t, s.CheckObject(x, false), "CheckObject of a delta cycle")
+}

@@ -1,0 +1,164 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/artifact"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// savedPlan stores a plan whose decisions cover what a row must carry: env, timeout, a finished
+// attempt with exit code and artifacts, a second attempt still running, and a skipped decision.
+func savedPlan(t *testing.T, plans *Plans) *plan.Plan {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Unix(1_700_000_000, 5).UTC()
+	p, err := plan.New("000000000001000000000p01", "release", "plan.yaml", true, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Define([]plan.Definition{
+		{ID: "build", Name: "Build", Run: "make", Timeout: 90 * time.Second, Env: map[string]string{"CC": "clang", "EMPTY": ""}},
+		{ID: "test", Run: "make test"},
+		{ID: "ship", Run: "make ship"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start("build", checkpoint.ID(id1), "logs/build-1.log", at); err != nil {
+		t.Fatal(err)
+	}
+	code := 2
+	if err := p.Finish("build", plan.Outcome{
+		Status: plan.Failed, ExitCode: &code, ResultTree: tree.Sum([]byte("r1")),
+		Artifacts: []artifact.Artifact{{Path: "bin/app", Change: tree.Modified, Size: 7, SHA256: strings.Repeat("b", 64)}},
+	}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start("build", checkpoint.ID(id2), "logs/build-2.log", at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := plans.Save(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type decisionView struct {
+	Def      plan.Definition
+	Status   plan.Status
+	Attempts []plan.Attempt
+}
+
+func viewOf(p *plan.Plan) []decisionView {
+	var out []decisionView
+	for _, d := range p.Decisions() {
+		v := decisionView{Def: d.Definition(), Status: d.Status(), Attempts: d.Attempts()}
+		// No env and no artifacts read back as empty rather than nil; both mean none.
+		if len(v.Def.Env) == 0 {
+			v.Def.Env = nil
+		}
+		for i := range v.Attempts {
+			if len(v.Attempts[i].Artifacts) == 0 {
+				v.Attempts[i].Artifacts = nil
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// A plan reads back exactly as saved: definitions with their env and timeout, every attempt with
+// its exit code (nil while running), times, artifacts, checkpoint and log. Recovery and corrections
+// decide what to revert and re-execute from these fields.
+func TestPlansRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	plans := NewPlans(openTestDB(t))
+	if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("current with no plan: %v", err)
+	}
+	if _, err := plans.ByName(ctx, "release"); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("by name with no plan: %v", err)
+	}
+	want := savedPlan(t, plans)
+	for what, get := range map[string]func() (*plan.Plan, error){
+		"Current": func() (*plan.Plan, error) { return plans.Current(ctx) },
+		"ByName":  func() (*plan.Plan, error) { return plans.ByName(ctx, "release") },
+	} {
+		got, err := get()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got.ID() != want.ID() || got.Name() != want.Name() || got.Source() != want.Source() ||
+			got.Checkpoints() != want.Checkpoints() || !got.CreatedAt().Equal(want.CreatedAt()) {
+			t.Fatalf("%s: plan fields %s %s %s %v %v", what, got.ID(), got.Name(), got.Source(), got.Checkpoints(), got.CreatedAt())
+		}
+		if g, w := viewOf(got), viewOf(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s: decisions\n got  %+v\n want %+v", what, g, w)
+		}
+	}
+	// Skipping is stored too, and a second save replaces the decisions rather than adding to them.
+	want.SkipPending("build")
+	if err := plans.Save(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := plans.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := viewOf(got), viewOf(want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("after skipping:\n got  %+v\n want %+v", g, w)
+	}
+}
+
+// Damage to a stored plan's env or artifacts, or to an operation's record of reverted decisions,
+// is an integrity error (what sends the user to `plan doctor`), not an unclassified failure.
+func TestDamagedPlanAndHistoryRowsAreIntegrity(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, stmt, want string }{
+		{"env", `UPDATE decisions SET env = '{"CC":' WHERE id = 'build'`, "build"},
+		{"artifacts", `UPDATE attempts SET artifacts = 'nope' WHERE number = 1`, "build attempt 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTestDB(t)
+			plans := NewPlans(db)
+			savedPlan(t, plans)
+			if err := db.gorm.Exec(tc.stmt).Error; err != nil {
+				t.Fatal(err)
+			}
+			for what, get := range map[string]func() error{
+				"Current": func() error { _, err := plans.Current(ctx); return err },
+				"ByName":  func() error { _, err := plans.ByName(ctx, "release"); return err },
+				"List":    func() error { _, err := plans.List(ctx); return err },
+			} {
+				if err := get(); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s of a damaged plan: %v", what, err)
+				}
+			}
+		})
+	}
+	t.Run("history", func(t *testing.T) {
+		db := openTestDB(t)
+		h := NewHistory(db)
+		if err := h.Record(ctx, application.HistoryRecord{ID: "op1", Kind: "rollback", Reverted: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.gorm.Exec(`UPDATE history SET reverted = '["a"'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Get(ctx, "op1"); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "op1") {
+			t.Fatalf("Get of a damaged operation: %v", err)
+		}
+		if _, err := h.List(ctx); !errors.Is(err, fault.ErrIntegrity) {
+			t.Fatalf("List with a damaged operation: %v", err)
+		}
+	})
+}

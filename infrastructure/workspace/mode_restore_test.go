@@ -1,0 +1,78 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/application"
+)
+
+// A restore that only changes modes fails when the path is gone or cannot be changed, and then
+// puts the source tree back (the undo recreates what was missing), instead of reporting success
+// with the old modes.
+func TestModeOnlyRestoreFailuresPutTheSourceBack(t *testing.T) {
+	for name, tc := range map[string]struct {
+		build  func(w *testWS, mode uint32)
+		damage func(t *testing.T, w *testWS)
+		want   error
+	}{
+		"file removed meanwhile": {
+			build:  func(w *testWS, mode uint32) { w.write("f", "content", mode) },
+			damage: func(t *testing.T, w *testWS) { w.remove("f") },
+			want:   fs.ErrNotExist,
+		},
+		"directory removed meanwhile": {
+			build: func(w *testWS, mode uint32) {
+				w.write("d/inner", "inner", 0o644)
+				w.mkdir("d", mode)
+			},
+			damage: func(t *testing.T, w *testWS) { w.remove("d") },
+			want:   fs.ErrNotExist,
+		},
+		"immutable file": {
+			build: func(w *testWS, mode uint32) { w.write("f", "content", mode) },
+			damage: func(t *testing.T, w *testWS) {
+				chattr(t, "+i", w.abs("f"))
+				t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.abs("f")).Run() })
+			},
+			want: fs.ErrPermission,
+		},
+		"immutable directory": {
+			build: func(w *testWS, mode uint32) {
+				w.write("d/inner", "inner", 0o644)
+				w.mkdir("d", mode)
+			},
+			damage: func(t *testing.T, w *testWS) {
+				chattr(t, "+i", w.abs("d"))
+				t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.abs("d")).Run() })
+			},
+			want: fs.ErrPermission,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newTestWS(t)
+			tc.build(w, 0o755)
+			from := w.snapshot()
+			w.clear()
+			tc.build(w, 0o700)
+			to := w.snapshot()
+			w.clear()
+			tc.build(w, 0o755)
+			want := w.live()
+			tc.damage(t, w)
+			_, err := w.r.Apply(t.Context(), from.Root, to.Root, nil)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "chmod") {
+				t.Fatalf("Apply: %v, want a chmod error wrapping %v", err, tc.want)
+			}
+			var ie *application.IncompleteUndoError
+			if errors.As(err, &ie) {
+				t.Fatalf("the undo failed: %v", err)
+			}
+			w.requireTree(want, "after a failed mode-only restore")
+			w.requireNoStaging()
+		})
+	}
+}
