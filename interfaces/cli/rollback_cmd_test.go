@@ -72,7 +72,7 @@ func TestRollbackAt(t *testing.T) {
 
 	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	o := mustPlan(t, dir, "--yes", "rollback", "--at", soon)
-	if !regexp.MustCompile(`plan: --at ` + regexp.QuoteMeta(soon) + ` picked checkpoint ` + id + `, created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n`).MatchString(o.stderr) ||
+	if !regexp.MustCompile(`plan: --at `+regexp.QuoteMeta(soon)+` picked checkpoint `+id+`, created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n`).MatchString(o.stderr) ||
 		!strings.Contains(o.stdout, "Rolled back to "+id+": 0 added, 1 modified, 0 deleted.\n") {
 		t.Errorf("rollback --at: %v", o)
 	}
