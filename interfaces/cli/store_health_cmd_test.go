@@ -202,3 +202,27 @@ func TestJSONWriteFailureIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// With the store's packs lost, listing a checkpoint's files fails with exit 6 naming what is
+// missing; its metadata, kept in the database, can still be shown.
+func TestCheckpointShowFilesWithLostPacks(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a\n")
+	id := createCheckpoint(t, dir)
+	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("no packs: %v", err)
+	}
+	for _, p := range packs {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := inWorkspace(dir, "checkpoint", "show", id, "--files")
+	if o.code != ExitIntegrity || o.stdout != "" || !strings.Contains(o.stderr, "is missing") {
+		t.Errorf("show --files with the packs gone: want exit 6 naming the missing pack\n%v", o)
+	}
+	if o := mustPlan(t, dir, "checkpoint", "show", id); !strings.HasPrefix(o.stdout, "checkpoint "+id+"\n") {
+		t.Errorf("show without --files: %v", o)
+	}
+}
