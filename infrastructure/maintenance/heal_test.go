@@ -72,9 +72,9 @@ func storedContent(t *testing.T, l workspace.Layout, h tree.Hash) ([]byte, error
 }
 
 // correctedAway returns a workspace whose only intact copy of content is in a correction's
-// archive: a decision wrote it, a correction without re-execution reverted the decision (archiving
-// the file and removing it from the workspace), and the source it was copied from is gone.
-func correctedAway(t *testing.T, content []byte) workspace.Layout {
+// archive: a decision wrote it to path, a correction without re-execution reverted the decision
+// (archiving the file and removing it from the workspace), and the source it was copied from is gone.
+func correctedAway(t *testing.T, content []byte, path string) workspace.Layout {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "seed.bin"), content, 0o600); err != nil {
@@ -85,7 +85,8 @@ func correctedAway(t *testing.T, content []byte) workspace.Layout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Services.Plans.Exec(ctx, application.ExecRequest{ID: "copy", Command: "cp seed.bin big.bin"}); err != nil {
+	cmd := "mkdir -p \"$(dirname '" + path + "')\" && cp seed.bin '" + path + "'"
+	if _, err := app.Services.Plans.Exec(ctx, application.ExecRequest{ID: "copy", Command: cmd}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Services.Corrections.Correct(ctx, application.CorrectRequest{DecisionID: "copy", Reason: "wrong", NoReexecute: true}); err != nil {
@@ -95,10 +96,11 @@ func correctedAway(t *testing.T, content []byte) workspace.Layout {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, gone := range []string{"seed.bin", "big.bin"} {
-		if err := os.Remove(filepath.Join(dir, gone)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
-		}
+	if _, err := os.Stat(filepath.Join(dir, path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the correction left %s in the workspace: %v", path, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "seed.bin")); err != nil {
+		t.Fatal(err)
 	}
 	return l
 }
@@ -106,8 +108,15 @@ func correctedAway(t *testing.T, content []byte) workspace.Layout {
 // An object damaged after a correction heals from the correction's archive: the wrong outputs a
 // correction keeps are intact copies like any other.
 func TestDoctorRepairHealsFromTheArchive(t *testing.T) {
-	content := noise(1)
-	l := correctedAway(t, content)
+	t.Run("big.bin", func(t *testing.T) { testHealFromTheArchive(t, noise(1), "big.bin") })
+	// An artifact that shares the archive manifest's name is an intact copy too (healing skipped
+	// every file whose name ended in manifest.json).
+	t.Run("public/manifest.json", func(t *testing.T) { testHealFromTheArchive(t, noise(3), "public/manifest.json") })
+	t.Run("app-manifest.json", func(t *testing.T) { testHealFromTheArchive(t, noise(4), "app-manifest.json") })
+}
+
+func testHealFromTheArchive(t *testing.T, content []byte, path string) {
+	l := correctedAway(t, content, path)
 	damageStored(t, l, content)
 	if _, err := storedContent(t, l, tree.Sum(content)); err == nil {
 		t.Fatal("the damage went unnoticed: the test damaged the wrong bytes")
@@ -130,7 +139,7 @@ func TestDoctorRepairHealsFromTheArchive(t *testing.T) {
 // Damage with no intact copy anywhere is reported as such, with what to do, and fails the report.
 func TestDoctorRepairReportsWhatItCannotHeal(t *testing.T) {
 	content := noise(2)
-	l := correctedAway(t, content)
+	l := correctedAway(t, content, "big.bin")
 	if err := os.RemoveAll(l.Archive()); err != nil {
 		t.Fatal(err)
 	}
