@@ -137,3 +137,38 @@ func TestStageRefusesContentThatDoesNotMatchTheRecord(t *testing.T) {
 		})
 	}
 }
+
+// Two records of one path would make one archived file stand for both: the second is refused,
+// never written over the first.
+func TestStageRefusesToOverwriteAnArchivedFile(t *testing.T) {
+	f := newFixture(t)
+	root := f.build(t, map[string]spec{"a.txt": file("a", 0o644)})
+	items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{
+		art("a.txt", tree.Added, "a"), art("a.txt", tree.Added, "a"),
+	}}}
+	if err := f.arch.Stage(context.Background(), id1, items); err == nil {
+		t.Fatal("Stage archived one path twice")
+	}
+	if exists(filepath.Join(f.staging(id1), archive.ManifestName)) {
+		t.Fatal("a refused archive has a manifest")
+	}
+}
+
+// .plan/archive as a symbolic link to a place that is gone (a disk not mounted): staging fails
+// instead of creating the archive somewhere else.
+func TestStageWithTheArchiveDirGone(t *testing.T) {
+	f := newFixture(t)
+	if err := os.RemoveAll(f.layout.Archive()); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "unmounted", "archive")
+	if err := os.Symlink(gone, f.layout.Archive()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.arch.Stage(context.Background(), id1, f.items(t)); err == nil {
+		t.Fatal("Stage succeeded without an archive directory")
+	}
+	if exists(filepath.Dir(gone)) {
+		t.Fatal("Stage created the missing target of the archive link")
+	}
+}
