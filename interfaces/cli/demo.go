@@ -52,7 +52,7 @@ func (h *handler) demo(c *ucli.Context) error {
 		if code := sub.Run(c.Context, append([]string{"plan", "-C", dir}, args...)); code != 0 {
 			// Interrupted, the demo exits as interrupted (130), not as an internal error.
 			err := fmt.Errorf("demo step `plan %s` exited %d", strings.Join(args, " "), code)
-			if cerr := c.Context.Err(); cerr != nil {
+			if cerr := c.Err(); cerr != nil {
 				err = fmt.Errorf("%w: %w", err, cerr)
 			}
 			return out.String(), err
