@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -53,10 +52,12 @@ func Heal(ctx context.Context, l workspace.Layout, s *objectstore.Store) Finding
 	return f
 }
 
-// healFromArchive stores every archived artifact whose object needs a copy.
+// healFromArchive stores every archived artifact whose object needs a copy. Every regular file is
+// a candidate, manifests included: the store is content-addressed, so a file is a copy of an object
+// exactly when its hash says so, whatever its name (an artifact may well be called manifest.json).
 func healFromArchive(dir string, s *objectstore.Store) error {
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, "manifest.json") {
+		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		h, size, err := hashFile(p)

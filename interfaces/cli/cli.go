@@ -96,7 +96,10 @@ func (h *handler) app() *ucli.App {
 		Flags:                globalFlags(),
 		Before:               h.before,
 		ExitErrHandler:       func(*ucli.Context, error) {},
-		CommandNotFound: func(_ *ucli.Context, name string) {
+		// Reached only through help (`plan --help NAME`), which runs before h.before: take --json
+		// from here so the error is the JSON document --json promises.
+		CommandNotFound: func(c *ucli.Context, name string) {
+			h.json = c.Bool("json")
 			h.notFound = usagef("unknown command %q (see `plan --help`)", name)
 		},
 		Action:   groupAction,

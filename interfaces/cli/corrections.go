@@ -279,11 +279,12 @@ func (h *handler) correctionPrune(c *ucli.Context) error {
 		}
 		v := archivePruneView{Deleted: nonNil(res.Deleted), Kept: nonNil(res.Kept), Reasons: res.Reasons, BytesFreed: res.BytesFreed, DryRun: req.DryRun}
 		return h.emit(v, func(w io.Writer) {
-			verb := "Removed"
+			// A dry run measures nothing (BytesFreed is 0), so it names no size.
 			if req.DryRun {
-				verb = "Would remove"
+				_, _ = fmt.Fprintf(w, "Would remove the archives of %d correction(s); %d kept.\n", len(res.Deleted), len(res.Kept))
+			} else {
+				_, _ = fmt.Fprintf(w, "Removed the archives of %d correction(s), %s; %d kept.\n", len(res.Deleted), humanBytes(res.BytesFreed), len(res.Kept))
 			}
-			_, _ = fmt.Fprintf(w, "%s the archives of %d correction(s), %s; %d kept.\n", verb, len(res.Deleted), humanBytes(res.BytesFreed), len(res.Kept))
 			for _, id := range res.Kept {
 				if why := res.Reasons[id]; why != "" {
 					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, why)

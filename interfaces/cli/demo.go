@@ -50,7 +50,12 @@ func (h *handler) demo(c *ucli.Context) error {
 		}
 		sub := &Runner{Stdout: stdout, Stderr: w, Stdin: strings.NewReader(""), Version: h.r.Version}
 		if code := sub.Run(c.Context, append([]string{"plan", "-C", dir}, args...)); code != 0 {
-			return out.String(), fmt.Errorf("demo step `plan %s` exited %d", strings.Join(args, " "), code)
+			// Interrupted, the demo exits as interrupted (130), not as an internal error.
+			err := fmt.Errorf("demo step `plan %s` exited %d", strings.Join(args, " "), code)
+			if cerr := c.Err(); cerr != nil {
+				err = fmt.Errorf("%w: %w", err, cerr)
+			}
+			return out.String(), err
 		}
 		return out.String(), nil
 	}

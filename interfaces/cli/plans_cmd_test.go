@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `plan plans` lists every plan of the workspace, the current (last run) one first and marked,
+// with its decisions counted by status, when it last ran and the file it came from.
+func TestPlansListsEveryPlanCurrentFirst(t *testing.T) {
+	dir := newWorkspace(t)
+	if o := mustPlan(t, dir, "plans"); o.stdout != "No plan has run yet.\n" {
+		t.Errorf("plans before any run: %v", o)
+	}
+	var none []planSummaryView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "plans").stdout), &none); err != nil || none == nil || len(none) != 0 {
+		t.Errorf("plans --json before any run is not an empty list: %v, %v", none, err)
+	}
+
+	writeFile(t, dir, "alpha.yaml", "name: alpha\ndecisions:\n  - id: one\n    run: echo alpha > alpha.txt\n")
+	writeFile(t, dir, "beta.yaml", "name: beta\ndecisions:\n"+
+		"  - id: two\n    run: echo beta > beta.txt\n"+
+		"  - id: three\n    run: exit 4\n"+
+		"  - id: four\n    run: 'true'\n")
+	mustPlan(t, dir, "run", "alpha.yaml")
+	if o := inWorkspace(dir, "run", "beta.yaml"); o.code != ExitInternal {
+		t.Fatalf("beta's third decision fails: want exit 1\n%v", o)
+	}
+
+	o := mustPlan(t, dir, "plans")
+	lines := strings.Split(strings.TrimSuffix(o.stdout, "\n"), "\n")
+	if len(lines) != 3 || !regexp.MustCompile(`^PLAN\s+CURRENT\s+DECISIONS\s+LAST RUN\s+SOURCE$`).MatchString(lines[0]) {
+		t.Fatalf("plans: want a header and two rows\n%v", o)
+	}
+	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	if !regexp.MustCompile(`^beta\s+\*\s+1 succeeded, 1 failed, 1 skipped\s+` + stamp + `\s+\S*/beta\.yaml$`).MatchString(lines[1]) {
+		t.Errorf("the current plan is not first, marked and counted: %q\n%v", lines[1], o)
+	}
+	if !regexp.MustCompile(`^alpha\s+1 succeeded\s+` + stamp + `\s+\S*/alpha\.yaml$`).MatchString(lines[2]) {
+		t.Errorf("the other plan's row: %q\n%v", lines[2], o)
+	}
+
+	var views []planSummaryView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "plans").stdout), &views); err != nil || len(views) != 2 {
+		t.Fatalf("plans --json: %+v, %v", views, err)
+	}
+	beta, alpha := views[0], views[1]
+	if beta.Name != "beta" || !beta.Current || alpha.Name != "alpha" || alpha.Current {
+		t.Errorf("plans --json order or current flag: %+v", views)
+	}
+	if want := map[string]int{"succeeded": 1, "failed": 1, "skipped": 1}; !equalCounts(beta.Decisions, want) {
+		t.Errorf("beta's decisions %v, want %v", beta.Decisions, want)
+	}
+	if beta.LastRunAt == nil {
+		t.Fatalf("beta ran but has no last_run_at: %+v", beta)
+	}
+	if _, err := time.Parse(time.RFC3339, *beta.LastRunAt); err != nil {
+		t.Errorf("last_run_at %q is not RFC 3339: %v", *beta.LastRunAt, err)
+	}
+	if !strings.HasSuffix(alpha.Source, "alpha.yaml") {
+		t.Errorf("alpha's source %q", alpha.Source)
+	}
+
+	if o := inWorkspace(dir, "plans", "extra"); o.code != ExitUsage || !strings.Contains(o.stderr, `unexpected argument "extra"`) {
+		t.Errorf("plans with an argument: want exit 2\n%v", o)
+	}
+	if o := inWorkspace(t.TempDir(), "plans"); o.code != ExitNotFound || !strings.Contains(o.stderr, "run `plan init`") {
+		t.Errorf("plans outside a workspace: want exit 4 and the init hint\n%v", o)
+	}
+}
+
+func equalCounts(got, want map[string]int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, n := range want {
+		if got[k] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// status, log and exec take --plan NAME to address a plan that is not the current one; a plan
+// that does not exist is "not found" and points at `plan plans`.
+func TestPlanFlagAddressesAnotherPlan(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "alpha.yaml", "name: alpha\ndecisions:\n  - id: one\n    run: echo from-alpha\n  - id: later\n    run: 'true'\n")
+	writeFile(t, dir, "beta.yaml", "name: beta\ndecisions:\n  - id: two\n    run: echo from-beta\n")
+	mustPlan(t, dir, "run", "alpha.yaml")
+	mustPlan(t, dir, "run", "beta.yaml")
+
+	if o := mustPlan(t, dir, "status"); !strings.HasPrefix(o.stdout, "plan beta (checkpoints on)\n") {
+		t.Errorf("status shows the current plan: %v", o)
+	}
+	o := mustPlan(t, dir, "status", "--plan", "alpha")
+	if !strings.HasPrefix(o.stdout, "plan alpha (checkpoints on)\n") || !regexp.MustCompile(`(?m)^one\s+succeeded\s+1\s+0\s`).MatchString(o.stdout) {
+		t.Errorf("status --plan alpha: %v", o)
+	}
+	if o := mustPlan(t, dir, "log", "--plan", "alpha"); o.stdout != "==> one (attempt 1, succeeded) <==\nfrom-alpha\n==> later (attempt 1, succeeded) <==\n" {
+		t.Errorf("log --plan alpha: %v", o)
+	}
+	if o := mustPlan(t, dir, "log"); o.stdout != "from-beta\n" {
+		t.Errorf("log of the current plan's only decision has no header: %v", o)
+	}
+	for _, args := range [][]string{{"status", "--plan", "nope"}, {"log", "--plan", "nope"}, {"log", "one", "--plan", "nope"}} {
+		if o := inWorkspace(dir, args...); o.code != ExitNotFound || !strings.Contains(o.stderr, "plan plans") {
+			t.Errorf("%v: want exit 4 and a pointer to `plan plans`\n%v", args, o)
+		}
+	}
+}
+
+// A plan run with --no-checkpoints says, in its status, that its decisions cannot be undone.
+func TestStatusWarnsWithoutCheckpoints(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "plan.yaml", "name: bare\ndecisions:\n  - id: a\n    run: echo a > a.txt\n")
+	mustPlan(t, dir, "run", "plan.yaml", "--no-checkpoints")
+	o := mustPlan(t, dir, "status")
+	if !strings.HasPrefix(o.stdout, "plan bare (checkpoints OFF (--no-checkpoints): decisions cannot be rolled back or corrected)\n") ||
+		!regexp.MustCompile(`(?m)^a\s+succeeded\s+1\s+0\s+-\s+0\s*$`).MatchString(o.stdout) {
+		t.Errorf("status of a plan without checkpoints: %v", o)
+	}
+	if o := inWorkspace(dir, "--yes", "correct", "--decision", "a", "--reason", "wrong"); o.code == ExitOK {
+		t.Errorf("a decision without a checkpoint was corrected\n%v", o)
+	}
+	if got := readFile(t, dir, "a.txt"); got != "a\n" {
+		t.Errorf("a refused correction changed a.txt to %q", got)
+	}
+}
