@@ -38,11 +38,22 @@ func TestDoctorReportsIntegrityCheckComplaints(t *testing.T) {
 	r := maintenance.Doctor(context.Background(), l, true)
 	f := finding(t, r, "database")
 	if r.OK || f.OK || !strings.HasPrefix(f.Problem, "SQLite integrity_check: ") || !strings.Contains(f.Problem, "missing from index") ||
-		!strings.Contains(f.Repair, "restore .plan/plan.db from a backup") {
+		!strings.Contains(f.Repair, "plan doctor --rebuild") {
 		t.Errorf("report ok=%v, database finding %+v", r.OK, f)
 	}
 	if b, err := os.ReadFile(l.Database()); err != nil || !bytes.Equal(b, raw) {
 		t.Errorf("doctor --repair changed the damaged database (%v)", err)
+	}
+	// The rebuild keeps the damaged file aside as it was and brings the checkpoint back.
+	res, err := maintenance.Rebuild(context.Background(), l, rebuildTime)
+	if err != nil || !res.Rebuilt || !strings.HasPrefix(res.Why, "damaged") || res.Checkpoints != 1 {
+		t.Fatalf("rebuild: %+v, %v", res, err)
+	}
+	if b, err := os.ReadFile(res.KeptAside); err != nil || !bytes.Equal(b, raw) {
+		t.Errorf("the damaged database was not kept aside as it was (%v)", err)
+	}
+	if r := maintenance.Doctor(context.Background(), l, false); !r.OK {
+		t.Errorf("after the rebuild: %+v", r.Findings)
 	}
 }
 
