@@ -234,7 +234,11 @@ func (o *Operations) rollbackPaths(ctx context.Context, target *checkpoint.Check
 	}
 	merged, err := o.grafted(base, target, req.Paths)
 	if err != nil {
-		return RollbackResult{Backup: backup}, err
+		// Nothing was touched: the safety checkpoint of a restore that never started is litter.
+		if derr := o.checkpoints.Delete(ctx, backup.ID()); derr != nil {
+			return RollbackResult{Backup: backup}, errors.Join(err, derr)
+		}
+		return RollbackResult{}, err
 	}
 	root, err := o.store.BuildTree(merged)
 	if err != nil {

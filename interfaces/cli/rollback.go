@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,7 +18,12 @@ import (
 func (h *handler) restoreCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
-			Name: "rollback", Usage: "restore the workspace to a checkpoint, atomically",
+			Name: "rollback", Usage: "restore the workspace (or only the given paths) to a checkpoint, atomically",
+			ArgsUsage: "[--] [PATH…]",
+			Description: "With PATHs, only those files and directories (recursively) are restored, including deleting what\n" +
+				"the checkpoint does not have under them; everything else, and every decision's state, stays as it is.\n" +
+				"A relative PATH is taken from the current directory when it is inside the workspace, otherwise from\n" +
+				"the workspace root.",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "to-checkpoint", Usage: "the checkpoint `ID` to restore"},
 				&ucli.StringFlag{Name: "at", Usage: "instead of an ID: the newest checkpoint created at or before `TIME` (RFC 3339, or a duration ago such as 2h or 3d)"},
@@ -30,9 +37,6 @@ func (h *handler) restoreCommands() []*ucli.Command {
 }
 
 func (h *handler) rollback(c *ucli.Context) error {
-	if err := noExtraArgs(c, 0); err != nil {
-		return err
-	}
 	ref := c.String("to-checkpoint")
 	var at time.Time
 	switch {
@@ -53,7 +57,11 @@ func (h *handler) rollback(c *ucli.Context) error {
 	dry := c.Bool("dry-run")
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Checkpoints
-		req := application.RollbackRequest{Ref: ref, At: at, Mode: mode, DryRun: true}
+		paths, err := h.workspacePaths(app.Services.Layout.Root, c.Args().Slice())
+		if err != nil {
+			return err
+		}
+		req := application.RollbackRequest{Ref: ref, At: at, Mode: mode, Paths: paths, DryRun: true}
 		if !dry && !h.yes {
 			preview, err := svc.Rollback(c.Context, req)
 			if err != nil {
@@ -75,12 +83,17 @@ func (h *handler) rollback(c *ucli.Context) error {
 		for _, k := range res.Kept {
 			h.warn(fmt.Sprintf("left %q as it is: it holds data outside every snapshot (ignored)", k))
 		}
-		return h.emit(newRollbackView(res, res.Kept), func(w io.Writer) {
+		v := newRollbackView(res, res.Kept)
+		v.Paths = paths
+		return h.emit(v, func(w io.Writer) {
 			if dry {
 				_, _ = io.WriteString(w, rollbackSummary(res))
 				return
 			}
-			if mode == application.RestoreState {
+			if len(paths) > 0 {
+				_, _ = fmt.Fprintf(w, "Restored %s from %s: %d added, %d modified, %d deleted; nothing else changed.\n",
+					strings.Join(paths, ", "), res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
+			} else if mode == application.RestoreState {
 				_, _ = fmt.Fprintf(w, "Decision states rolled back to %s; the workspace was left as it is.\n", res.Target.ID())
 			} else {
 				_, _ = fmt.Fprintf(w, "Rolled back to %s: %d added, %d modified, %d deleted.\n",
@@ -170,4 +183,52 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fault.Invalid("--at %q is neither an RFC 3339 time nor a duration such as 2h or 3d", s)
 	}
 	return now.Add(-d), nil
+}
+
+// workspacePaths turns PATH arguments into workspace-relative slash paths. A relative one is taken
+// from the current directory when that is inside the workspace (as git does), otherwise from the
+// workspace root (so `plan -C ws rollback … src/a` means ws/src/a). Only the directories above a
+// path are resolved through symlinks, never the path itself (a symlink may be what is restored).
+// A path outside the workspace, or the workspace itself, is invalid input.
+func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	cwd := h.r.Dir
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = r
+	}
+	base := root
+	if rel, err := filepath.Rel(root, cwd); err == nil && (filepath.IsLocal(rel) || rel == ".") {
+		base = cwd
+	}
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if a == "" {
+			return nil, fault.Invalid("an empty path")
+		}
+		p := a
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		p = filepath.Clean(p)
+		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(r, filepath.Base(p))
+		}
+		rel, err := filepath.Rel(root, p)
+		switch {
+		case err != nil || !filepath.IsLocal(rel) && rel != ".":
+			return nil, fault.Invalid("%s is outside the workspace %s", a, root)
+		case rel == ".":
+			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
 }

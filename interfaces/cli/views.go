@@ -137,6 +137,8 @@ type rollbackView struct {
 	Changes            []changeView `json:"changes"`
 	Kept               []string     `json:"kept,omitempty"`
 	Mode               string       `json:"mode"`
+	// Paths are the workspace-relative paths a per-path restore was limited to.
+	Paths []string `json:"paths,omitempty"`
 }
 
 func newRollbackView(r application.RollbackResult, kept []string) rollbackView {
