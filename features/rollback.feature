@@ -287,3 +287,42 @@ Feature: Rollback
     When I run "plan rollback --to-checkpoint <undo2> --yes"
     Then it succeeds
     And the file "secret.env" contains "TOKEN=1\n"
+
+  Scenario: rollback with paths restores only those paths, and its backup undoes it
+    When I change "a.txt" to "changed\n"
+    And I delete "docs/readme.md"
+    And a file "docs/new.md" containing "new\n"
+    And a file "kept.txt" containing "work to keep\n"
+    And I change the mode of "bin/run.sh" to "0644"
+    And I remember the workspace as "changed"
+    And I run "plan --json rollback --to-checkpoint <base> --yes -- docs" and remember the backup as "undo"
+    Then it succeeds
+    And the JSON output has "mode" equal to "files"
+    And the JSON output has 1 "paths"
+    And the JSON output has "paths.0" equal to "docs"
+    And the JSON output has "added" equal to "1"
+    And the JSON output has "deleted" equal to "1"
+    And the file "docs/readme.md" contains "# docs\n"
+    And "docs/new.md" does not exist
+    And the file "a.txt" contains "changed\n"
+    And the file "kept.txt" contains "work to keep\n"
+    And the mode of "bin/run.sh" is "0644"
+    When I run "plan rollback --to-checkpoint <undo> --yes"
+    Then it succeeds
+    And the workspace equals "changed"
+
+  Scenario: rollback with paths: a dry run changes nothing, and bad paths are refused
+    When I change "a.txt" to "changed\n"
+    And I run "plan --json rollback --to-checkpoint <base> --dry-run a.txt"
+    Then it succeeds
+    And the JSON output has "dry_run" equal to "true"
+    And the JSON output has "modified" equal to "1"
+    And the file "a.txt" contains "changed\n"
+    When I run "plan rollback --to-checkpoint <base> --yes -- ../escape"
+    Then the exit code is 3
+    And stderr contains "outside the workspace"
+    When I run "plan rollback --to-checkpoint <base> --yes -- not/there"
+    Then the exit code is 4
+    When I run "plan rollback --to-checkpoint <base> --mode state --dry-run a.txt"
+    Then the exit code is 3
+    And the file "a.txt" contains "changed\n"
