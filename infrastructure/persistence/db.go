@@ -50,7 +50,7 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	q.Set("_busy_timeout", "5000")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
-	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+	g, err := gorm.Open(classifying{Dialector: sqlite.Open(dsn), path: path}, &gorm.Config{
 		TranslateError:         true,
 		SkipDefaultTransaction: true,
 		Logger:                 logger.Default.LogMode(logger.Silent),
@@ -92,8 +92,26 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	return db, nil
 }
 
+// classifying is the SQLite dialector whose error translation also classifies corruption, so that
+// a damaged page met by any query, not only by Open, is an integrity error naming the repair.
+type classifying struct {
+	gorm.Dialector
+	path string
+}
+
+// Translate implements gorm.ErrorTranslator.
+func (c classifying) Translate(err error) error {
+	if t, ok := c.Dialector.(gorm.ErrorTranslator); ok {
+		err = t.Translate(err)
+	}
+	return classify(c.path, err)
+}
+
 // classify turns SQLite's corruption errors into integrity errors that point at the repair path.
 func classify(path string, err error) error {
+	if err == nil || errors.Is(err, fault.ErrIntegrity) {
+		return err
+	}
 	msg := err.Error()
 	for _, s := range []string{"not a database", "malformed", "corrupt", "disk image"} {
 		if strings.Contains(msg, s) {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +161,43 @@ decisions:
 	}
 	if total < 3_000_000 {
 		t.Fatalf("growth %+v, want at least 3 MB in all", st.Growth)
+	}
+}
+
+// A damaged page met by an ordinary query (not only by opening) is an integrity error, exit 6,
+// naming the rebuild, which brings every checkpoint back.
+func TestDamagedPageIsIntegrityAndRebuilds(t *testing.T) {
+	dir := newWorkspace(t)
+	for i := range 60 {
+		writeFile(t, dir, "f.txt", fmt.Sprintf("version %d\n", i))
+		createCheckpoint(t, dir, "--note", fmt.Sprintf("note number %02d, padded to fill pages %s", i, strings.Repeat("x", 60)))
+	}
+	db := filepath.Join(dir, ".plan", "plan.db")
+	mustPlan(t, dir, "checkpoint", "list") // settles the WAL into the file
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(db + s)
+	}
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(raw, []byte("note number 30"))
+	if at < 0 {
+		t.Fatal("no row in the file")
+	}
+	raw[at/4096*4096] = 0x77 // the page's type: no b-tree page is that
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"checkpoint", "list"}, {"stats"}} {
+		o := inWorkspace(dir, args...)
+		if o.code != ExitIntegrity || !strings.Contains(o.stderr, "plan doctor --rebuild") || strings.Count(o.stderr, "is damaged") != 1 {
+			t.Fatalf("%v on a damaged page: %v", args, o)
+		}
+	}
+	mustPlan(t, dir, "doctor", "--rebuild")
+	var cps []json.RawMessage
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &cps); err != nil || len(cps) != 60 {
+		t.Fatalf("%d checkpoints after the rebuild, %v", len(cps), err)
 	}
 }
