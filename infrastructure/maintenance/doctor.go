@@ -121,6 +121,9 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 		} else {
 			add(Finding{Check: "store", OK: true})
 		}
+		if dbHealthy {
+			add(checkRoots(ctx, l, s))
+		}
 		_ = s.Close()
 	}
 
@@ -251,4 +254,34 @@ func checkRecords(ctx context.Context, l workspace.Layout, recs *objectstore.Rec
 		f.Repair = fmt.Sprintf("the database's history is written as a new baseline record; %d older records, the damaged ones among them, are removed", n)
 	}
 	return f
+}
+
+// checkRoots finds checkpoints whose root tree the store does not hold (a deleted packs directory,
+// packs restored from an older backup): the cheap half of `plan verify`, which reads no content.
+func checkRoots(ctx context.Context, l workspace.Layout, s *objectstore.Store) Finding {
+	db, err := persistence.Open(ctx, l.Database(), false)
+	if err != nil {
+		return Finding{Check: "checkpoints", Problem: err.Error()}
+	}
+	defer func() { _ = db.Close() }()
+	cps, err := persistence.NewCheckpoints(db).List(ctx)
+	if err != nil {
+		return Finding{Check: "checkpoints", Problem: err.Error()}
+	}
+	var missing []string
+	for _, c := range cps {
+		if !s.Has(c.Root()) {
+			missing = append(missing, string(c.ID()))
+		}
+	}
+	if len(missing) == 0 {
+		return Finding{Check: "checkpoints", OK: true}
+	}
+	shown := missing
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
+	}
+	return Finding{Check: "checkpoints",
+		Problem: fmt.Sprintf("%d of %d checkpoints have no data in the store: %s", len(missing), len(cps), strings.Join(shown, ", ")),
+		Repair:  "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"}
 }

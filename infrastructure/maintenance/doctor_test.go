@@ -82,7 +82,7 @@ func TestDoctorHealthyWorkspace(t *testing.T) {
 		if !r.OK {
 			t.Fatalf("repair=%v: a healthy workspace is not ok: %+v", repair, r.Findings)
 		}
-		want := []string{"database", "records", "pack indexes", "store", "journal"}
+		want := []string{"database", "records", "pack indexes", "store", "checkpoints", "journal"}
 		if len(r.Findings) != len(want) {
 			t.Fatalf("repair=%v: findings %+v, want exactly %q", repair, r.Findings, want)
 		}

@@ -257,3 +257,17 @@ func TestWrittenPerDay(t *testing.T) {
 		t.Fatalf("%v, %v; want %d bytes on 2024-05-06", got, err, want)
 	}
 }
+
+// A store whose packs are gone while the database still lists checkpoints is a problem doctor
+// names, not "ok store": those checkpoints cannot be restored.
+func TestDoctorSeesCheckpointsWithoutData(t *testing.T) {
+	l := workspaceWithCheckpoint(t)
+	if err := os.RemoveAll(filepath.Join(l.Objects(), "packs")); err != nil {
+		t.Fatal(err)
+	}
+	r := maintenance.Doctor(context.Background(), l, false)
+	f := finding(t, r, "checkpoints")
+	if r.OK || f.OK || !strings.Contains(f.Problem, "1 of 1 checkpoints have no data") || !strings.Contains(f.Repair, "backup") {
+		t.Fatalf("%+v", r.Findings)
+	}
+}

@@ -145,7 +145,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"diff"}, "missing argument FROM"},
 		{[]string{"diff", "aaaa", "bbbb", "cccc"}, `unexpected argument "cccc"`},
 		{[]string{"rollback"}, "missing --to-checkpoint ID"},
-		{[]string{"rollback", "extra"}, `unexpected argument "extra"`},
+		{[]string{"rollback", "extra"}, "missing --to-checkpoint ID or --at TIME"},
 		{[]string{"recover", "extra"}, `unexpected argument "extra"`},
 		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
 		{[]string{"init", "extra"}, `unexpected argument "extra"`},
