@@ -405,7 +405,7 @@ type ArchivePruneResult struct {
 }
 
 // PruneArchives removes the archives of corrections beyond the newest Keep (and, with OlderThan,
-// only those older than that). An unfinished correction's archive (reverted and not re-executed,
+// only those older than that). Corrections whose archive is already gone are not counted. An unfinished correction's archive (reverted and not re-executed,
 // or re-executing) is always kept: it is what undoing or completing that correction needs. The
 // correction records stay; only the archived files go.
 func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest) (ArchivePruneResult, error) {
@@ -429,7 +429,13 @@ func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest
 	finished := 0
 	for _, c := range cs { // newest first
 		id := c.ID()
+		has, err := s.ops.archiver.Has(id)
+		if err != nil {
+			return res, err
+		}
 		switch {
+		case !has:
+			continue // retired already (or never published): nothing to keep or remove
 		case c.Status() == correction.Reverted || c.Status() == correction.Reexecuting:
 			res.Kept = append(res.Kept, id)
 			res.Reasons[id] = "unfinished correction (" + string(c.Status()) + ")"

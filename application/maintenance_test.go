@@ -611,9 +611,18 @@ func TestPruneArchives(t *testing.T) {
 	e.archiver.removeErr = nil
 	e.settings = fakeSettings{rule: RetentionRule{Archives: &ArchiveRetention{Keep: 0}}, ok: true}
 	rr, ok, err := e.ms.ApplyRetention(context.Background())
-	if !ok || err != nil || len(rr.Checkpoints.Deleted) != 0 || !slices.Equal(rr.Archives.Deleted, []string{cs[1].ID(), cs[2].ID()}) {
+	if !ok || err != nil || len(rr.Checkpoints.Deleted) != 0 || !slices.Equal(rr.Archives.Deleted, []string{cs[1].ID()}) {
 		t.Fatalf("archive retention: %+v, %v, %v", rr, ok, err)
 	}
+	// An archive already removed is neither removed nor counted again.
+	if again, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 0}); err != nil || len(again.Deleted) != 0 || again.BytesFreed != 0 {
+		t.Fatalf("a second prune: %+v, %v", again, err)
+	}
+	e.archiver.hasErr = errors.New("EIO")
+	if _, err := e.ms.PruneArchives(context.Background(), PruneRequest{Keep: 0}); err == nil {
+		t.Fatal("an archive that cannot be examined was not reported")
+	}
+	e.archiver.hasErr = nil
 	e.settings.rule.Archives.Keep = -1
 	if _, _, err := e.ms.ApplyRetention(context.Background()); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("negative archive keep: %v", err)

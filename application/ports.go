@@ -195,6 +195,8 @@ type Archiver interface {
 	CleanStaged() error
 	// Remove deletes a published archive and returns the bytes it held; a missing one is 0, nil.
 	Remove(correctionID string) (int64, error)
+	// Has reports whether the correction's archive is published (not yet removed).
+	Has(correctionID string) (bool, error)
 	// Usage is the bytes every published archive holds.
 	Usage() (int64, error)
 }

@@ -205,6 +205,7 @@ func (x *fakeExecutor) Reap(token string) (int, error) {
 type fakeArchiver struct {
 	removed     []string
 	removeErr   error
+	hasErr      error
 	usage       int64
 	usageErr    error
 	staged      map[string][]ArchiveItem
@@ -248,7 +249,15 @@ func (a *fakeArchiver) Remove(id string) (int64, error) {
 		return 0, a.removeErr
 	}
 	a.removed = append(a.removed, id)
+	delete(a.published, id)
 	return 100, nil
+}
+
+func (a *fakeArchiver) Has(id string) (bool, error) {
+	if a.hasErr != nil {
+		return false, a.hasErr
+	}
+	return a.published[id], nil
 }
 
 func (a *fakeArchiver) Usage() (int64, error) { return a.usage, a.usageErr }

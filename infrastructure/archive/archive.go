@@ -300,6 +300,21 @@ func (a *Archive) Remove(id string) (int64, error) {
 	return n, fsx.SyncDir(a.dir)
 }
 
+// Has reports whether the correction's archive is published.
+func (a *Archive) Has(id string) (bool, error) {
+	if err := ident.ValidateFull("correction", id); err != nil {
+		return false, err
+	}
+	fi, err := os.Stat(a.Dir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
+}
+
 // Usage is the bytes the published archives hold (staged ones are transient).
 func (a *Archive) Usage() (int64, error) {
 	entries, err := os.ReadDir(a.dir)
