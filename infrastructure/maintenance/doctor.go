@@ -87,7 +87,11 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 	packs := filepath.Join(l.Objects(), "packs")
 	add(checkIndexes(packs, repair))
 	if s, err := objectstore.Open(l.Objects()); err != nil {
-		add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named .idx file: plan rebuilds it from its pack"})
+		repair := "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
+		if strings.Contains(err.Error(), ".idx") {
+			repair = "delete the named .idx file: plan rebuilds it from its pack"
+		}
+		add(Finding{Check: "store", Problem: err.Error(), Repair: repair})
 	} else {
 		if repair {
 			// Repairs write to the store, which only the lock's holder may do.

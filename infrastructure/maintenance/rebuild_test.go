@@ -271,3 +271,19 @@ func TestDoctorSeesCheckpointsWithoutData(t *testing.T) {
 		t.Fatalf("%+v", r.Findings)
 	}
 }
+
+// A store that cannot be opened for a reason other than an index gets advice that fits it.
+func TestDoctorStoreAdviceFitsTheCause(t *testing.T) {
+	l := workspaceWithCheckpoint(t)
+	packs := filepath.Join(l.Objects(), "packs")
+	if err := os.RemoveAll(packs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packs, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := finding(t, maintenance.Doctor(context.Background(), l, false), "store")
+	if f.OK || strings.Contains(f.Repair, ".idx") || !strings.Contains(f.Repair, "directory") {
+		t.Fatalf("%+v", f)
+	}
+}
