@@ -190,6 +190,8 @@ type rollbackDetail struct {
 
 // RollbackResult says what a rollback did (or, dry, would do).
 type RollbackResult struct {
+	// OperationID names the rollback in the history (what the attempts it reverted name).
+	OperationID       string
 	Mode              RestoreMode
 	Target            *checkpoint.Checkpoint
 	Backup            *checkpoint.Checkpoint // nil on a dry run

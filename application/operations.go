@@ -296,7 +296,7 @@ func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoi
 		return RollbackResult{}, fmt.Errorf("read back rollback %s: %w", op.ID, err)
 	}
 	return RollbackResult{
-		Target: target, Backup: backup, Changes: changes, Counts: counts,
+		OperationID: op.ID, Target: target, Backup: backup, Changes: changes, Counts: counts,
 		RevertedDecisions: rec.Reverted, Kept: stats.Kept,
 	}, nil
 }
@@ -496,18 +496,36 @@ func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint,
 	if planName == "" {
 		planName = ps[0].Name()
 	}
+	return o.changePlans(ctx, ps, planName, func(p *plan.Plan) []string { return p.RevertStartedSince(cp.CreatedAt(), op) })
+}
+
+// unrevert gives back the status they had to the attempts operation op reverted, in every plan
+// (the undo of op), and lists the decisions it changed as revertAfter does.
+func (o *Operations) unrevert(ctx context.Context, op string) ([]string, error) {
+	ps, err := o.plans.List(ctx)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	return o.changePlans(ctx, ps, ps[0].Name(), func(p *plan.Plan) []string { return p.Unrevert(op) })
+}
+
+// changePlans applies change to every plan of ps (the current one first) and saves those it
+// changed, oldest first and the current plan last, so the current plan stays current. Decisions of
+// plans other than planName are named plan/decision.
+func (o *Operations) changePlans(ctx context.Context, ps []*plan.Plan, planName string, change func(*plan.Plan) []string) ([]string, error) {
 	var ids []string
-	// Saved oldest first, so the current plan is saved last and stays current.
+	saved := false
 	for i := len(ps) - 1; i >= 0; i-- {
 		p := ps[i]
-		reverted := p.RevertStartedSince(cp.CreatedAt(), op)
-		if len(reverted) == 0 {
+		changed := change(p)
+		if len(changed) == 0 && (i > 0 || !saved) {
 			continue
 		}
 		if err := o.plans.Save(ctx, p); err != nil {
 			return nil, err
 		}
-		for _, id := range reverted {
+		saved = true
+		for _, id := range changed {
 			if p.Name() != planName {
 				id = p.Name() + "/" + id
 			}

@@ -83,6 +83,9 @@ type Attempt struct {
 	FinishedAt   time.Time
 	Artifacts    []artifact.Artifact
 	RevertedBy   string // the rollback or correction that reverted it
+	// RevertedFrom is the status the attempt had before it was reverted ("" when it is not, or
+	// was reverted before this was kept).
+	RevertedFrom Status
 	LogPath      string
 }
 
@@ -367,7 +370,27 @@ func (p *Plan) SkipPending(after string) {
 // RevertStartedSince marks every finished attempt that started at or after t as reverted by op and
 // returns the IDs of the decisions whose latest attempt that reverted, in plan order.
 func (p *Plan) RevertStartedSince(t time.Time, op string) []string {
-	return p.revertStartedSince(t, func(a *Attempt) { a.Status, a.RevertedBy = Reverted, op })
+	return p.revertStartedSince(t, func(a *Attempt) { a.Status, a.RevertedBy, a.RevertedFrom = Reverted, op, a.Status })
+}
+
+// Unrevert gives the attempts operation op reverted the status they had before (an undo of that
+// operation), and returns the decisions it changed. Attempts reverted before their earlier status
+// was kept, or reverted since by another operation, stay as they are.
+func (p *Plan) Unrevert(op string) []string {
+	var ids []string
+	for _, d := range p.decisions {
+		changed := false
+		for _, a := range d.attempts {
+			if a.Status == Reverted && a.RevertedBy == op && a.RevertedFrom != "" {
+				a.Status, a.RevertedBy, a.RevertedFrom = a.RevertedFrom, "", ""
+				changed = true
+			}
+		}
+		if changed {
+			ids = append(ids, d.def.ID)
+		}
+	}
+	return ids
 }
 
 // StartedSince lists, without changing anything, the decisions RevertStartedSince(t) would revert.

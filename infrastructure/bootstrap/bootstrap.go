@@ -103,6 +103,7 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewPlans, fx.As(new(plan.Repository))),
 		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
 		fx.Annotate(persistence.NewMetrics, fx.As(new(application.Metrics))),
+		fx.Annotate(persistence.NewOperationLog, fx.As(new(application.OperationLog))),
 	),
 )
 
@@ -211,6 +212,7 @@ var ApplicationModule = fx.Module("application",
 		application.NewCheckpointService,
 		application.NewPlanService,
 		application.NewCorrectionService,
+		application.NewHistoryService,
 		NewMaintenanceService,
 	),
 )
@@ -306,6 +308,7 @@ type Services struct {
 	Plans       *application.PlanService
 	Corrections *application.CorrectionService
 	Maintenance *application.MaintenanceService
+	History     *application.HistoryService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

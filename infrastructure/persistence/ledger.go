@@ -81,6 +81,7 @@ var aggregates = map[string][]tableKey{
 	"plan":       {{"plans", "id"}, {"decisions", "plan_id"}, {"attempts", "plan_id"}},
 	"correction": {{"corrections", "id"}},
 	"failure":    {{"checkpoint_failures", "id"}},
+	"operation":  {{"operations", "id"}},
 }
 
 // unit is one transaction in progress and the aggregates its writes touched.
@@ -289,7 +290,7 @@ func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
 			return err
 		}
 		u.baseline, sealed = true, u
-		for _, kind := range []string{"checkpoint", "history", "plan", "correction", "failure"} {
+		for _, kind := range []string{"checkpoint", "history", "plan", "correction", "failure", "operation"} {
 			t := aggregates[kind][0]
 			var keys []string
 			if err := u.tx.Raw(`SELECT CAST(` + t.column + ` AS TEXT) FROM ` + t.table + ` ORDER BY rowid`).Scan(&keys).Error; err != nil {

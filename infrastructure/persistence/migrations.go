@@ -118,6 +118,22 @@ var migrations = []migration{
 			at INTEGER NOT NULL
 		)`,
 	}},
+	{6, "the operation log", []string{
+		`CREATE TABLE operations (
+			id TEXT PRIMARY KEY,
+			kind TEXT NOT NULL,
+			args TEXT NOT NULL DEFAULT '[]',
+			plan TEXT NOT NULL DEFAULT '',
+			started_at INTEGER NOT NULL,
+			finished_at INTEGER NOT NULL,
+			outcome TEXT NOT NULL,
+			checkpoints TEXT NOT NULL DEFAULT '[]',
+			undo_checkpoint TEXT NOT NULL DEFAULT '',
+			undone_by TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX operations_started ON operations(started_at DESC, id DESC)`,
+		`ALTER TABLE attempts ADD COLUMN reverted_from TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.

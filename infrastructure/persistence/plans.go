@@ -53,6 +53,7 @@ type attemptRow struct {
 	Finished     int64 `gorm:"column:finished_at"`
 	Artifacts    string
 	RevertedBy   string
+	RevertedFrom string `gorm:"column:reverted_from"`
 	LogPath      string
 }
 
@@ -155,7 +156,8 @@ func (a attemptRow) toDomain() (*plan.Attempt, error) {
 	pa := &plan.Attempt{
 		Number: a.Number, Status: plan.Status(a.Status), Command: a.Command, CheckpointID: checkpoint.ID(a.CheckpointID),
 		ResultTree: result, StartedAt: time.Unix(0, a.Started).UTC(), RevertedBy: a.RevertedBy,
-		LogPath: a.LogPath,
+		RevertedFrom: plan.Status(a.RevertedFrom),
+		LogPath:      a.LogPath,
 	}
 	if a.Finished != 0 {
 		pa.FinishedAt = time.Unix(0, a.Finished).UTC()
@@ -225,7 +227,7 @@ func toAttemptRow(planID, decisionID string, a plan.Attempt) (attemptRow, error)
 	row := attemptRow{
 		PlanID: planID, DecisionID: decisionID, Number: a.Number, Status: string(a.Status), Command: a.Command,
 		CheckpointID: string(a.CheckpointID), ResultTree: hashText(a.ResultTree), Started: a.StartedAt.UnixNano(),
-		Artifacts: string(b), RevertedBy: a.RevertedBy, LogPath: a.LogPath,
+		Artifacts: string(b), RevertedBy: a.RevertedBy, RevertedFrom: string(a.RevertedFrom), LogPath: a.LogPath,
 	}
 	if !a.FinishedAt.IsZero() {
 		row.Finished = a.FinishedAt.UnixNano()

@@ -48,6 +48,10 @@ type handler struct {
 	notFound error
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
+	// argv is the command line after the program name, for the operation log.
+	argv []string
+	// op is the running command's operation log entry, when it is one the log keeps.
+	op *opLog
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -60,6 +64,9 @@ var parseMu sync.Mutex
 // released once the command's own flags are parsed, before its action runs.
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
+	if len(args) > 1 {
+		h.argv = append([]string(nil), args[1:]...)
+	}
 	parseMu.Lock()
 	h.parsed = sync.OnceFunc(parseMu.Unlock)
 	app := h.app()
@@ -141,10 +148,11 @@ func (h *handler) releaseAfterParsing(cmds []*ucli.Command) {
 			h.releaseAfterParsing(c.Subcommands)
 			continue
 		}
-		c.Before = func(*ucli.Context) error {
+		c.Before = func(c *ucli.Context) error {
 			if h.parsed != nil {
 				h.parsed()
 			}
+			h.startOp(c)
 			return nil
 		}
 	}
@@ -244,7 +252,9 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 	if err := h.recoverFirst(ctx, app); err != nil {
 		return err
 	}
-	return fn(app)
+	err = fn(app)
+	h.recordOp(ctx, app, err)
+	return err
 }
 
 // emit prints v as JSON with --json, else runs text.

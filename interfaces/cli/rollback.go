@@ -73,6 +73,13 @@ func (h *handler) rollback(c *ucli.Context) error {
 		}
 		req.DryRun, req.Progress, req.Warn = dry, h.progress(), h.warn
 		res, err := svc.Rollback(c.Context, req)
+		if h.op != nil && res.Target != nil {
+			h.op.id = res.OperationID
+			h.op.used = append(h.op.used, res.Target.ID())
+			if res.Backup != nil {
+				h.op.undo = res.Backup.ID()
+			}
+		}
 		if err != nil {
 			return err
 		}
