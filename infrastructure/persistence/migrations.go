@@ -111,6 +111,10 @@ var migrations = []migration{
 			reason TEXT NOT NULL
 		)`,
 	}},
+	{5, "correction kinds", []string{
+		`ALTER TABLE corrections ADD COLUMN kind TEXT NOT NULL DEFAULT 'full'`,
+		`ALTER TABLE corrections ADD COLUMN conflicts TEXT NOT NULL DEFAULT '[]'`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.
