@@ -42,6 +42,7 @@ type Operations struct {
 	metrics     Metrics
 	exec        Executor
 	archiver    Archiver
+	trees       TreeWriter
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -59,6 +60,8 @@ type OperationsParams struct {
 	Metrics     Metrics
 	Executor    Executor
 	Archiver    Archiver
+	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
+	Trees TreeWriter
 }
 
 // NewOperations returns the shared core and installs crash recovery into its guard.
@@ -66,11 +69,12 @@ func NewOperations(p OperationsParams) *Operations {
 	o := &Operations{
 		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
 		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
-		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver,
+		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees,
 	}
 	g := p.Guard
 	g.Register(kindRollback, o.finishRollback)
 	g.Register(kindCorrection, o.finishCorrection)
+	g.Register(kindRevert, o.finishRevert)
 	g.RegisterRecorder(o.recordBeforeRecovery)
 	g.AddRepair(o.closeStaleAttempts)
 	g.AddRepair(func(context.Context) error { return o.archiver.CleanStaged() })
