@@ -46,9 +46,14 @@ type RevertRequest struct {
 	Reason     string
 	Plan       string       // the decision's plan; "" is the current plan
 	Conflicts  ConflictMode // "" is ConflictRefuse
-	DryRun     bool
-	Progress   Progress
-	Warn       func(string)
+	// Run, when set, replaces the decision's command and runs it once on the reverted workspace as a
+	// new attempt (pre_decision checkpoint, artifacts); later decisions are not run again.
+	Run      string
+	DryRun   bool
+	Progress Progress
+	Live     io.Writer
+	Events   func(Event)
+	Warn     func(string)
 }
 
 // RevertResult is what a surgical revert did (or, dry or refused, would do).
@@ -60,6 +65,7 @@ type RevertResult struct {
 	Backup     *checkpoint.Checkpoint
 	DryRun     bool
 	Refused    bool // conflicts and ConflictRefuse: nothing was changed
+	Reexecuted bool // the replacement command ran (Run)
 }
 
 // Conflicts returns the conflicting paths.
@@ -72,6 +78,7 @@ type revertDetail struct {
 	Plan       string                `json:"plan,omitempty"`
 	Scope      []correction.Item     `json:"scope"`
 	Conflicts  []correction.Conflict `json:"conflicts,omitempty"`
+	Command    string                `json:"command,omitempty"`
 }
 
 // RevertDecision reverts decision req.DecisionID alone (a surgical correction): every path the
@@ -183,7 +190,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if err := s.ops.archiver.Stage(ctx, id, items); err != nil {
 		return res, errors.Join(fmt.Errorf("archive the decision's artifacts: %w", err), s.ops.archiver.Discard(id))
 	}
-	d := revertDetail{DecisionID: req.DecisionID, Reason: req.Reason, Plan: req.Plan, Scope: scope}
+	d := revertDetail{DecisionID: req.DecisionID, Reason: req.Reason, Plan: req.Plan, Scope: scope, Command: req.Run}
 	for _, c := range conflicts {
 		d.Conflicts = append(d.Conflicts, correction.Conflict{Path: c.Path, Why: c.Why, Written: c.Written})
 	}
@@ -205,7 +212,47 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if res.Correction, err = s.ops.corrections.Get(ctx, id); err != nil {
 		return res, err
 	}
-	return res, nil
+	if req.Run == "" {
+		return res, nil
+	}
+	res.Correction, res.Reexecuted, err = s.runReplacement(ctx, id, req)
+	return res, err
+}
+
+// runReplacement runs req.Run as a new attempt of the reverted decision, alone, and records how it
+// went on the correction (reexecuting → succeeded | failed).
+func (s *CorrectionService) runReplacement(ctx context.Context, id string, req RevertRequest) (*correction.Correction, bool, error) {
+	var c *correction.Correction
+	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
+		c = x
+		return x.StartReexecution()
+	}); err != nil {
+		return c, false, err
+	}
+	p, err := s.ops.plan(ctx, req.Plan)
+	if err == nil {
+		err = p.Redefine(req.DecisionID, req.Run)
+	}
+	var ran bool
+	if err == nil {
+		var r attemptResult
+		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn)
+		ran = r.Ran
+		if err == nil {
+			err = r.failure(req.DecisionID)
+		}
+	}
+	uerr := s.ops.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
+		if ran {
+			x.RecordReexecuted(req.DecisionID)
+		}
+		c = x
+		return x.Finish(err == nil, s.ops.clock.Now())
+	})
+	if err != nil {
+		return c, ran, fmt.Errorf("revert %s is recorded, but its replacement did not succeed: %w", id, err)
+	}
+	return c, ran, uerr
 }
 
 // revertTarget finds the attempt a surgical revert undoes and its pre_decision checkpoint.
@@ -297,7 +344,7 @@ func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 		c, err := correction.NewSurgical(correction.Params{
 			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Scope: d.Scope,
 			SafetyCheckpointID: string(op.BackupCheckpoint), RollbackCheckpointID: string(op.TargetCheckpoint),
-			ArchiveDir: dir, CreatedAt: op.StartedAt, Conflicts: d.Conflicts,
+			ArchiveDir: dir, CreatedAt: op.StartedAt, Conflicts: d.Conflicts, Command: d.Command,
 		}, now)
 		if err != nil {
 			return err

@@ -82,6 +82,28 @@ Feature: Surgical revert
     And the JSON output has "reverted_decisions" equal to "["tune"]"
     And the JSON output has "needs_attention" equal to "false"
 
+  Scenario: --run replaces the reverted decision with a new attempt, and later decisions are not run again
+    Given I run "plan run <plans>/app.yaml"
+    And it succeeds
+    When I run "plan --json revert --decision tune --reason 'the port must be 81' --run 'sed s/80/81/ config.yaml > c.tmp && mv c.tmp config.yaml' --yes"
+    Then it succeeds
+    And the JSON output has "status" equal to "reverted"
+    And the JSON output has "reexecuted_decisions" equal to "["tune"]"
+    And I remember the JSON output "correction_id" as "fix"
+    And the file "config.yaml" contains "name: app\nport: 81\nmode: dev\nworkers: 1\nlog: debug\n"
+    And the file "main.go" contains "package main\n// built\n"
+    When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    | attempt |
+      | setup | succeeded | 1       |
+      | tune  | succeeded | 2       |
+      | build | succeeded | 1       |
+    When I run "plan --json correction show <fix>"
+    Then it succeeds
+    And the JSON output has "status" equal to "succeeded"
+    And the JSON output has "kind" equal to "surgical"
+
   Scenario: a dry run shows the per-path plan and changes nothing
     Given I run "plan run <plans>/app.yaml"
     And it succeeds

@@ -11,9 +11,10 @@
 //     correction always points at an archive that exists and a workspace that was rolled back;
 //   - status moves reverted → reexecuting → succeeded | failed, or stays reverted (--no-reexecute);
 //   - a surgical correction (plan revert) reverts its target decision alone, keeping what later
-//     decisions did: its scope is that one attempt, nothing is re-executed, and it is recorded
-//     finished (succeeded) once its revert step is done; the paths it left with conflict markers
-//     are kept with it (NeedsAttention).
+//     decisions did: its scope is that one attempt, no later decision is re-executed, and it is
+//     recorded finished (succeeded) once its revert step is done, unless a replacement command runs
+//     for the decision alone (then reverted → reexecuting → succeeded | failed); the paths it left
+//     with conflict markers are kept with it (NeedsAttention).
 package correction
 
 import (
@@ -159,8 +160,9 @@ func New(p Params) (*Correction, error) {
 	return &Correction{p: p, status: Reverted}, nil
 }
 
-// NewSurgical validates p and returns a surgical correction, finished (succeeded) at now: its revert
-// step is all it does.
+// NewSurgical validates p and returns a surgical correction. Without a replacement command it is
+// finished (succeeded) at now: its revert step is all it does. With one (p.Command) it is reverted,
+// and the replacement's run moves it on like a full correction's re-execution.
 func NewSurgical(p Params, now time.Time) (*Correction, error) {
 	full := p
 	full.Kind, full.Conflicts = Full, nil
@@ -171,6 +173,9 @@ func NewSurgical(p Params, now time.Time) (*Correction, error) {
 		return nil, fault.Invalid("a surgical correction reverts exactly one attempt")
 	}
 	p.Kind = Surgical
+	if p.Command != "" {
+		return &Correction{p: p, status: Reverted}, nil
+	}
 	return &Correction{p: p, status: Succeeded, finishedAt: now.UTC()}, nil
 }
 

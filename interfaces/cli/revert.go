@@ -26,6 +26,7 @@ func (h *handler) revertCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "reason", Usage: "why it was wrong (kept with the correction)"},
 			&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
 			&ucli.StringFlag{Name: "conflicts", Value: "refuse", Usage: "`refuse` (change nothing on a conflict) or markers"},
+			&ucli.StringFlag{Name: "run", Usage: "a replacement `CMD` run once for the decision on the reverted workspace (later decisions are not run again)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "show the per-path plan (restore, merge, conflict); change nothing"},
 		},
 		Action: h.revert,
@@ -57,6 +58,9 @@ type revertView struct {
 	Deleted            int              `json:"deleted"`
 	Paths              []revertPathView `json:"paths"`
 	Conflicts          []revertPathView `json:"conflicts"`
+	// Command is the replacement run with --run; ReexecutedDecisions names the decision when it ran.
+	Command             *string  `json:"command"`
+	ReexecutedDecisions []string `json:"reexecuted_decisions"`
 }
 
 func newRevertView(req application.RevertRequest, res application.RevertResult) revertView {
@@ -64,7 +68,7 @@ func newRevertView(req application.RevertRequest, res application.RevertResult) 
 		Kind: string(correction.Surgical), DecisionID: req.DecisionID, Attempt: res.Item.Attempt, Reason: req.Reason,
 		ConflictMode: string(req.Conflicts), DryRun: res.DryRun, Refused: res.Refused,
 		Added: res.Counts.Added, Modified: res.Counts.Modified, Deleted: res.Counts.Deleted,
-		Paths: []revertPathView{}, Conflicts: []revertPathView{},
+		Paths: []revertPathView{}, Conflicts: []revertPathView{}, Command: optional(req.Run), ReexecutedDecisions: []string{},
 	}
 	for _, p := range res.Paths {
 		pv := revertPathView{Path: p.Path, Action: string(p.Action), Why: optional(p.Why), Written: optional(p.Written)}
@@ -88,6 +92,10 @@ func newRevertView(req application.RevertRequest, res application.RevertResult) 
 		if v.NeedsAttention {
 			v.Status = "needs_attention"
 		}
+		if req.Run != "" && res.Correction.Status() == correction.Failed {
+			v.Status = "replacement_failed"
+		}
+		v.ReexecutedDecisions = nonNil(res.Correction.Reexecuted())
 	}
 	return v
 }
@@ -109,7 +117,7 @@ func (h *handler) revert(c *ucli.Context) error {
 	}
 	req := application.RevertRequest{
 		DecisionID: id, Reason: reason, Plan: c.String("plan"), Conflicts: mode, DryRun: c.Bool("dry-run"),
-		Progress: h.progress(), Warn: h.warn,
+		Run: c.String("run"), Progress: h.progress(), Live: h.live(), Events: h.events(), Warn: h.warn,
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Corrections
@@ -127,7 +135,7 @@ func (h *handler) revert(c *ucli.Context) error {
 			}
 		}
 		res, err := svc.RevertDecision(c.Context, req)
-		if err != nil && !res.Refused {
+		if err != nil && !res.Refused && res.Correction == nil {
 			return err
 		}
 		v := newRevertView(req, res)
@@ -145,6 +153,9 @@ func revertSummary(v revertView) string {
 	writeRevertPaths(&b, v.Paths)
 	if len(v.Conflicts) > 0 {
 		_, _ = fmt.Fprintf(&b, "and leave %d conflict(s) to resolve.\n", len(v.Conflicts))
+	}
+	if v.Command != nil {
+		_, _ = fmt.Fprintf(&b, "then run for %s alone: %s\n", v.DecisionID, *v.Command)
 	}
 	return b.String()
 }
@@ -184,6 +195,13 @@ func printRevert(w io.Writer, v revertView) {
 	}
 	if v.NeedsAttention {
 		_, _ = fmt.Fprintf(w, "Needs attention: %d conflict(s) written for you to resolve.\n", len(v.Conflicts))
+	}
+	if v.Command != nil {
+		ran := "did not succeed"
+		if v.Status != "replacement_failed" {
+			ran = "succeeded"
+		}
+		_, _ = fmt.Fprintf(w, "replacement:         %s (%s)\n", *v.Command, ran)
 	}
 	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the revert)\n", deref(v.SafetyCheckpointID))
 	_, _ = fmt.Fprintf(w, "archive:             %s\n", deref(v.ArchiveDir))
