@@ -72,6 +72,7 @@ type planner struct {
 	blobs   map[tree.Hash][]byte
 	paths   []*RevertPath
 	byPath  map[string]*RevertPath
+	under   map[string]int         // directory path → entries of target under it, for hasUnder
 	ifEmpty []string               // directories the decision created: removed unless later work lives under them
 	set     map[string]*tree.Entry // what the revert put at a path (nil: removed), to undo on a late conflict
 	live    map[string]tree.Entry
@@ -95,11 +96,11 @@ type planner struct {
 func planRevert(in revertInput) (revertPlan, error) {
 	pl := &planner{
 		in: in, target: make(map[string]tree.Entry, len(in.live)), blobs: map[tree.Hash][]byte{},
-		byPath: map[string]*RevertPath{}, set: map[string]*tree.Entry{},
+		byPath: map[string]*RevertPath{}, set: map[string]*tree.Entry{}, under: map[string]int{},
 		live: make(map[string]tree.Entry, len(in.live)), preDirs: map[string]tree.Entry{},
 	}
 	for _, e := range in.live {
-		pl.target[e.Path] = e
+		pl.setTarget(e)
 		pl.live[e.Path] = e
 	}
 	for _, e := range in.pre {
@@ -147,14 +148,35 @@ func (pl *planner) record(path string, a RevertAction, why string) *RevertPath {
 // put sets path to e (nil removes it) in the target and remembers it was the revert's doing.
 func (pl *planner) put(path string, e *tree.Entry) {
 	if e == nil {
-		delete(pl.target, path)
+		pl.delTarget(path)
 		pl.set[path] = nil
 		return
 	}
 	c := *e
 	c.Path = path
-	pl.target[path] = c
+	pl.setTarget(c)
 	pl.set[path] = &c
+}
+
+// setTarget and delTarget are the only writers of target: they keep the counts hasUnder reads, so
+// asking whether anything lives under a directory costs a map lookup, not a walk of the workspace.
+func (pl *planner) setTarget(e tree.Entry) {
+	if _, ok := pl.target[e.Path]; !ok {
+		for dir := parentOf(e.Path); dir != ""; dir = parentOf(dir) {
+			pl.under[dir]++
+		}
+	}
+	pl.target[e.Path] = e
+}
+
+func (pl *planner) delTarget(path string) {
+	if _, ok := pl.target[path]; !ok {
+		return
+	}
+	delete(pl.target, path)
+	for dir := parentOf(path); dir != ""; dir = parentOf(dir) {
+		pl.under[dir]--
+	}
 }
 
 func (pl *planner) decide(ch tree.Change) error {
@@ -295,15 +317,7 @@ func (pl *planner) dropEmptyDirs() {
 	}
 }
 
-func (pl *planner) hasUnder(dir string) bool {
-	prefix := dir + "/"
-	for p := range pl.target {
-		if strings.HasPrefix(p, prefix) {
-			return true
-		}
-	}
-	return false
-}
+func (pl *planner) hasUnder(dir string) bool { return pl.under[dir] > 0 }
 
 // checkShadowed turns into a conflict every path the revert would make a file or symlink while
 // later work still lives under it as a directory: the live directory stays.
@@ -313,9 +327,9 @@ func (pl *planner) checkShadowed() {
 			continue
 		}
 		if l, ok := pl.live[path]; ok {
-			pl.target[path] = l
+			pl.setTarget(l)
 		} else {
-			delete(pl.target, path)
+			pl.delTarget(path)
 		}
 		delete(pl.set, path)
 		if p := pl.byPath[path]; p != nil {
@@ -347,7 +361,7 @@ func (pl *planner) fillParents() {
 				if old, ok := pl.preDirs[dir]; ok {
 					d.Mode = old.Mode
 				}
-				pl.target[dir] = d
+				pl.setTarget(d)
 				continue
 			}
 			if e.Kind == tree.KindDir {
@@ -355,9 +369,9 @@ func (pl *planner) fillParents() {
 			}
 			// A parent that is not a directory: undo what the revert put at p.
 			if l, ok := pl.live[p]; ok {
-				pl.target[p] = l
+				pl.setTarget(l)
 			} else {
-				delete(pl.target, p)
+				pl.delTarget(p)
 			}
 			if x := pl.byPath[p]; x != nil {
 				x.Action, x.Why, x.Written = RevertConflict, "its directory was replaced since the decision", ""
