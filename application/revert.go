@@ -372,3 +372,20 @@ func (o *Operations) savePlanKeepingCurrent(ctx context.Context, p *plan.Plan) e
 	}
 	return o.plans.Save(ctx, cur)
 }
+
+// refuseAcrossSurgical refuses a full correction whose rollback would go back past a surgical
+// revert: the rollback would bring the surgically reverted decision's changes back while it stays
+// reverted (it started before the corrected decision, so nothing marks or re-runs it).
+func (s *CorrectionService) refuseAcrossSurgical(ctx context.Context, target *checkpoint.Checkpoint, id string) error {
+	cs, err := s.ops.corrections.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Kind() == correction.Surgical && !c.Params().CreatedAt.Before(target.CreatedAt()) {
+			return fault.Conflict("decision %q was surgically reverted (correction %s) after %q ran: rolling back to %q's checkpoint would bring its changes back; use `plan revert --decision %s` instead",
+				c.Params().DecisionID, c.ID(), id, id, id)
+		}
+	}
+	return nil
+}

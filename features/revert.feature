@@ -250,3 +250,18 @@ Feature: Surgical revert
       | setup | succeeded |
       | tune  | succeeded |
       | build | succeeded |
+
+  Scenario: a full correction that would roll back past a surgical revert is refused
+    Given I run "plan run <plans>/app.yaml"
+    And it succeeds
+    When I run "plan revert --decision tune --reason 'the port must stay 80' --yes"
+    Then it succeeds
+    And I remember the workspace as "after-revert"
+    When I run "plan correct --decision build --reason 'wrong log level' --yes --no-reexecute"
+    Then the exit code is 5
+    And stderr contains "use `plan revert --decision build` instead"
+    And the workspace equals "after-revert"
+    When I run "plan revert --decision build --reason 'wrong log level' --yes"
+    Then it succeeds
+    And the file "config.yaml" contains "name: app\nport: 80\nmode: dev\nworkers: 1\nlog: info\n"
+    And the file "main.go" contains "package main\n"
