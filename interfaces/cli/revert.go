@@ -20,7 +20,8 @@ func (h *handler) revertCommand() *ucli.Command {
 			"since is merged line by line; overlapping changes, binary files and kind changes are conflicts.\n" +
 			"With --conflicts refuse (the default) a conflict changes nothing and exits 5; with --conflicts\n" +
 			"markers conflicting text files get diff3 markers and a conflicting file's pre-state is written\n" +
-			"beside it as PATH.reverted. Nothing is re-executed. Undo: roll back to the safety checkpoint.",
+			"beside it as PATH.reverted. Later decisions are not re-executed (--run runs a replacement for\n" +
+			"this one). Undo: roll back to the safety checkpoint the output names.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "decision", Usage: "the decision `ID` to revert"},
 			&ucli.StringFlag{Name: "reason", Usage: "why it was wrong (kept with the correction)"},
