@@ -136,7 +136,6 @@ func same(a, b *tree.Entry) bool {
 }
 
 func isDir(e *tree.Entry) bool  { return e != nil && e.Kind == tree.KindDir }
-func isFile(e *tree.Entry) bool { return e != nil && e.Kind == tree.KindFile }
 
 func (pl *planner) record(path string, a RevertAction, why string) *RevertPath {
 	p := &RevertPath{Path: path, Action: a, Why: why}
