@@ -135,7 +135,7 @@ func same(a, b *tree.Entry) bool {
 	return a.Same(*b)
 }
 
-func isDir(e *tree.Entry) bool  { return e != nil && e.Kind == tree.KindDir }
+func isDir(e *tree.Entry) bool { return e != nil && e.Kind == tree.KindDir }
 
 func (pl *planner) record(path string, a RevertAction, why string) *RevertPath {
 	p := &RevertPath{Path: path, Action: a, Why: why}
