@@ -68,9 +68,6 @@ type RevertResult struct {
 	Reexecuted bool // the replacement command ran (Run)
 }
 
-// Conflicts returns the conflicting paths.
-func (r RevertResult) Conflicts() []RevertPath { return revertPlan{Paths: r.Paths}.Conflicts() }
-
 // revertDetail is what the journal carries for the finisher.
 type revertDetail struct {
 	DecisionID string                `json:"decision_id"`
