@@ -328,3 +328,62 @@ func TestPlanRevertKindChangedSince(t *testing.T) {
 		t.Fatalf("conflicts %v", c)
 	}
 }
+
+func TestPlanRevertDirectories(t *testing.T) {
+	f := newRevertFixture()
+	tight := tree.Entry{Path: "d", Kind: tree.KindDir, Mode: 0o700}
+	f.before = []tree.Entry{dirEntry("d"), dirEntry("gone"), f.file("gone/x", "x\n", 0o644)}
+	f.result = []tree.Entry{tight}
+	f.live = []tree.Entry{tight}
+	p := f.plan(t, false)
+	if a := actions(p); a["d"] != RevertRestore || a["gone"] != RevertRestore || a["gone/x"] != RevertRestore {
+		t.Fatalf("actions %v", a)
+	}
+	want := sorted(dirEntry("d"), dirEntry("gone"), f.file("gone/x", "x\n", 0o644))
+	if !slices.EqualFunc(p.Target, want, func(a, b tree.Entry) bool { return a.Same(b) }) {
+		t.Fatalf("target %v", p.Target)
+	}
+	f.live = []tree.Entry{{Path: "d", Kind: tree.KindDir, Mode: 0o750}} // chmod'ed again since
+	if a := actions(f.plan(t, false)); a["d"] != RevertKeep {
+		t.Fatalf("actions %v", a)
+	}
+}
+
+func TestPlanRevertParents(t *testing.T) {
+	f := newRevertFixture()
+	deep := tree.Entry{Path: "a", Kind: tree.KindDir, Mode: 0o711}
+	f.before = []tree.Entry{deep, dirEntry("a/b"), f.file("a/b/c", "c\n", 0o644)}
+	f.result = []tree.Entry{deep, dirEntry("a/b"), f.file("a/b/c", "C\n", 0o644)}
+	// Later work deleted a/b/c and a/b; the conflict's PATH.reverted needs a/b back.
+	f.live = []tree.Entry{deep}
+	p := f.plan(t, true)
+	if got, ok := f.content(t, p, "a/b/c.reverted"); !ok || got != "c\n" {
+		t.Fatalf("a/b/c.reverted %q %v", got, ok)
+	}
+	// Later work replaced the directory a/b with a file: what the decision deleted under it cannot
+	// come back.
+	f.before = []tree.Entry{dirEntry("a"), f.file("a/keep", "k\n", 0o644), dirEntry("a/b"), f.file("a/b/x", "x\n", 0o644)}
+	f.result = []tree.Entry{dirEntry("a"), f.file("a/keep", "k\n", 0o644), dirEntry("a/b")}
+	f.live = []tree.Entry{dirEntry("a"), f.file("a/b", "now a file\n", 0o644), f.file("a/keep", "k\n", 0o644)}
+	p = f.plan(t, false)
+	if c := p.Conflicts(); len(c) != 1 || c[0].Path != "a/b/x" || c[0].Why != "its directory was replaced since the decision" {
+		t.Fatalf("conflicts %v", c)
+	}
+	if got, _ := f.content(t, p, "a/b"); got != "now a file\n" {
+		t.Fatalf("a/b %q", got)
+	}
+}
+
+func TestPlanRevertBesideNameTaken(t *testing.T) {
+	f := newRevertFixture()
+	f.before = []tree.Entry{f.file("bin", "\x00a", 0o644)}
+	f.result = []tree.Entry{f.file("bin", "\x00b", 0o644)}
+	f.live = []tree.Entry{f.file("bin", "\x00c", 0o644), f.file("bin.reverted", "mine\n", 0o644)}
+	p := f.plan(t, true)
+	if c := p.Conflicts(); len(c) != 1 || c[0].Written != "bin.reverted.1" {
+		t.Fatalf("conflicts %v", c)
+	}
+	if got, _ := f.content(t, p, "bin.reverted"); got != "mine\n" {
+		t.Fatalf("the user's bin.reverted was overwritten: %q", got)
+	}
+}
