@@ -233,7 +233,11 @@ func printCorrection(w io.Writer, v correctionView) {
 	_, _ = fmt.Fprintf(w, "reverted:            %s\n", strings.Join(v.RevertedDecisions, ", "))
 	_, _ = fmt.Fprintf(w, "re-executed:         %s\n", strings.Join(v.ReexecutedDecisions, ", "))
 	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the correction)\n", or(v.SafetyCheckpointID))
-	_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
+	if v.Kind == string(correction.Surgical) {
+		_, _ = fmt.Fprintf(w, "reverted against:    %s (%s's pre_decision checkpoint)\n", or(v.RollbackCheckpointID), v.DecisionID)
+	} else {
+		_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
+	}
 	_, _ = fmt.Fprintf(w, "archive:             %s\n", or(v.ArchiveDir))
 }
 

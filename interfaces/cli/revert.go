@@ -195,7 +195,7 @@ func printRevert(w io.Writer, v revertView) {
 		return
 	}
 	if v.NeedsAttention {
-		_, _ = fmt.Fprintf(w, "Needs attention: %d conflict(s) written for you to resolve.\n", len(v.Conflicts))
+		_, _ = fmt.Fprintf(w, "Needs attention: %d conflict(s) left for you to resolve (markers or PATH.reverted where written).\n", len(v.Conflicts))
 	}
 	if v.Command != nil {
 		ran := "did not succeed"
