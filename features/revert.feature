@@ -265,3 +265,24 @@ Feature: Surgical revert
     Then it succeeds
     And the file "config.yaml" contains "name: app\nport: 80\nmode: dev\nworkers: 1\nlog: info\n"
     And the file "main.go" contains "package main\n"
+
+  Scenario: --plan reverts a decision of a plan that is not the current one, which stays current
+    Given I run "plan run <plans>/app.yaml"
+    And it succeeds
+    And I run "plan run <plans>/notes.yaml"
+    And it succeeds
+    When I run "plan revert --plan app --decision tune --reason 'the port must stay 80' --yes"
+    Then it succeeds
+    And the file "config.yaml" contains "name: app\nport: 80\nmode: dev\nworkers: 1\nlog: debug\n"
+    And the file "notes.txt" contains "fresh\n"
+    When I run "plan --json plans"
+    Then it succeeds
+    And the JSON output has "0.name" equal to "notes"
+    And the JSON output has "0.current" equal to "true"
+    When I run "plan --json status --plan app"
+    Then it succeeds
+    And the JSON output has "decisions" with exactly:
+      | id    | status    |
+      | setup | succeeded |
+      | tune  | reverted  |
+      | build | succeeded |
