@@ -2,7 +2,10 @@ package application
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
@@ -386,4 +389,78 @@ func TestPlanRevertBesideNameTaken(t *testing.T) {
 	if got, _ := f.content(t, p, "bin.reverted"); got != "mine\n" {
 		t.Fatalf("the user's bin.reverted was overwritten: %q", got)
 	}
+}
+
+// TestMerge3Property checks the merge against a model on random files of unique lines (so the line
+// diff is unambiguous): each side replaces, inserts after or deletes some lines; when no line one
+// side touched is within one line of one the other side touched, the merge is clean and equals both
+// edits applied; otherwise it is a conflict (diff3 takes touching changes as one region).
+func TestMerge3Property(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 3))
+	clean, conflicts := 0, 0
+	for trial := range 3000 {
+		n := 3 + r.IntN(12)
+		base := make([]string, n)
+		for i := range base {
+			base[i] = fmt.Sprintf("base %d\n", i)
+		}
+		edit := func(side string) map[int]string {
+			e := map[int]string{} // line → replacement ("" deletes it; "+text" inserts text after it)
+			for range 1 + r.IntN(2) {
+				i := r.IntN(n)
+				switch r.IntN(3) {
+				case 0:
+					e[i] = fmt.Sprintf("%s %d\n", side, i)
+				case 1:
+					e[i] = ""
+				default:
+					e[i] = fmt.Sprintf("+inserted by %s after %d\n", side, i)
+				}
+			}
+			return e
+		}
+		apply := func(edits ...map[int]string) string {
+			var b strings.Builder
+			for i, l := range base {
+				keep, extra := l, ""
+				for _, e := range edits {
+					if x, ok := e[i]; ok {
+						switch {
+						case x == "":
+							keep = ""
+						case strings.HasPrefix(x, "+"):
+							extra = x[1:]
+						default:
+							keep = x
+						}
+					}
+				}
+				b.WriteString(keep + extra)
+			}
+			return b.String()
+		}
+		ours, theirs := edit("ours"), edit("theirs")
+		touching := false
+		for i := range ours {
+			for j := range theirs {
+				if i-j <= 1 && j-i <= 1 {
+					touching = true
+				}
+			}
+		}
+		b := strings.Join(base, "")
+		got, conflicted := merge3([]byte(b), []byte(apply(ours)), []byte(apply(theirs)), mergeLabels{"o", "b", "t"})
+		if touching {
+			conflicts++
+			if !conflicted && string(got) != apply(ours, theirs) {
+				t.Fatalf("trial %d: touching edits %v %v merged to %q", trial, ours, theirs, got)
+			}
+			continue
+		}
+		clean++
+		if conflicted || string(got) != apply(ours, theirs) {
+			t.Fatalf("trial %d: edits %v and %v: merge %q (conflicted %v), want %q", trial, ours, theirs, got, conflicted, apply(ours, theirs))
+		}
+	}
+	t.Logf("%d clean merges, %d touching", clean, conflicts)
 }
