@@ -116,6 +116,9 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
+	if err := s.refuseAcrossSurgical(ctx, target, req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
 	if req.DryRun {
 		rb, err := s.ops.previewRollback(ctx, target, req.Progress)
 		return CorrectResult{Scope: scope, Rollback: rb, DryRun: true}, err

@@ -1,7 +1,8 @@
 // Package application holds plan's use cases and the ports they drive.
 //
 // The services are thin: CheckpointService (create, list, show, delete, diff, rollback), PlanService
-// (run, exec, status, log), CorrectionService (RevertDecisions, ApplyCorrection, list, show) and
+// (run, exec, status, log), CorrectionService (RevertDecisions, ApplyCorrection, RevertDecision — the
+// surgical revert of one decision, merged with what changed since —, list, show) and
 // MaintenanceService (prune, gc, verify, stats). What they share lives in one place, Operations:
 // recording the workspace as a checkpoint, the journaled rollback against a backup checkpoint and
 // its recording, running one attempt of a decision, and the checkpoints something still needs. No

@@ -146,13 +146,6 @@ func (s *fakeStore) Flatten(root tree.Hash) ([]tree.Entry, error) {
 	return slices.Clone(e), nil
 }
 
-func (s *fakeStore) BuildTree(entries []tree.Entry) (tree.Hash, error) {
-	if s.err != nil {
-		return tree.ZeroHash, s.err
-	}
-	return s.put(entries), nil
-}
-
 func (s *fakeStore) DiffTrees(from, to tree.Hash) ([]tree.Change, error) {
 	f, err := s.Flatten(from)
 	if err != nil {

@@ -43,6 +43,7 @@ type Operations struct {
 	metrics     Metrics
 	exec        Executor
 	archiver    Archiver
+	trees       TreeWriter
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -60,6 +61,8 @@ type OperationsParams struct {
 	Metrics     Metrics
 	Executor    Executor
 	Archiver    Archiver
+	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
+	Trees TreeWriter
 }
 
 // NewOperations returns the shared core and installs crash recovery into its guard.
@@ -67,11 +70,12 @@ func NewOperations(p OperationsParams) *Operations {
 	o := &Operations{
 		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
 		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
-		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver,
+		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees,
 	}
 	g := p.Guard
 	g.Register(kindRollback, o.finishRollback)
 	g.Register(kindCorrection, o.finishCorrection)
+	g.Register(kindRevert, o.finishRevert)
 	g.RegisterRecorder(o.recordBeforeRecovery)
 	g.AddRepair(o.closeStaleAttempts)
 	g.AddRepair(func(context.Context) error { return o.archiver.CleanStaged() })
@@ -240,7 +244,7 @@ func (o *Operations) rollbackPaths(ctx context.Context, target *checkpoint.Check
 		}
 		return RollbackResult{}, err
 	}
-	root, err := o.store.BuildTree(merged)
+	root, err := o.trees.StoreEntries(merged, nil)
 	if err != nil {
 		return RollbackResult{Backup: backup}, fmt.Errorf("store the restored tree: %w", err)
 	}

@@ -63,9 +63,6 @@ type TreeStore interface {
 	Flatten(root tree.Hash) ([]tree.Entry, error)
 	DiffTrees(from, to tree.Hash) ([]tree.Change, error)
 	OpenBlob(h tree.Hash) (io.ReadCloser, error)
-	// BuildTree stores the listings of a flat entry list (Flatten's order) whose files the store
-	// holds, and returns the root once durable.
-	BuildTree(entries []tree.Entry) (tree.Hash, error)
 }
 
 // ApplyStats counts what a workspace change did.

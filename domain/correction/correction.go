@@ -9,7 +9,12 @@
 //     at or after it and finished (succeeded, failed or interrupted), in start order;
 //   - a correction is recorded only after its revert step (archive + rollback) completed, so a stored
 //     correction always points at an archive that exists and a workspace that was rolled back;
-//   - status moves reverted → reexecuting → succeeded | failed, or stays reverted (--no-reexecute).
+//   - status moves reverted → reexecuting → succeeded | failed, or stays reverted (--no-reexecute);
+//   - a surgical correction (plan revert) reverts its target decision alone, keeping what later
+//     decisions did: its scope is that one attempt, no later decision is re-executed, and it is
+//     recorded finished (succeeded) once its revert step is done, unless a replacement command runs
+//     for the decision alone (then reverted → reexecuting → succeeded | failed); the paths it left
+//     with conflict markers are kept with it (NeedsAttention).
 package correction
 
 import (
@@ -36,6 +41,26 @@ const (
 	Succeeded   Status = "succeeded"   // every re-executed decision succeeded
 	Failed      Status = "failed"      // a re-executed decision failed or was interrupted
 )
+
+// Kind says how a correction reverted its decision.
+type Kind string
+
+// The kinds.
+const (
+	// Full reverts the decision and every decision executed after it (plan correct).
+	Full Kind = "full"
+	// Surgical reverts the decision's own changes alone and keeps later work (plan revert).
+	Surgical Kind = "surgical"
+)
+
+// Conflict is one path a surgical revert could not merge cleanly, and why.
+type Conflict struct {
+	Path string
+	Why  string
+	// Written names what was written for the user to resolve: the path itself (conflict markers)
+	// or PATH.reverted (the decision's pre-state beside it); empty when nothing was.
+	Written string
+}
 
 // Item is one reverted attempt.
 type Item struct {
@@ -93,6 +118,9 @@ type Params struct {
 	RollbackCheckpointID string
 	ArchiveDir           string
 	CreatedAt            time.Time
+	// Kind is Full unless set; Conflicts are a surgical correction's unresolved paths.
+	Kind      Kind
+	Conflicts []Conflict
 }
 
 // MaxReason bounds a reason's length.
@@ -123,8 +151,44 @@ func New(p Params) (*Correction, error) {
 	if p.SafetyCheckpointID == "" || p.RollbackCheckpointID == "" || p.ArchiveDir == "" {
 		return nil, fault.Invalid("a correction needs its safety and rollback checkpoints and its archive")
 	}
+	if p.Kind == "" {
+		p.Kind = Full
+	}
+	if p.Kind != Full || len(p.Conflicts) > 0 {
+		return nil, fault.Invalid("a full correction has kind %q and no conflicts (NewSurgical records a surgical one)", Full)
+	}
 	return &Correction{p: p, status: Reverted}, nil
 }
+
+// NewSurgical validates p and returns a surgical correction. Without a replacement command it is
+// finished (succeeded) at now: its revert step is all it does. With one (p.Command) it is reverted,
+// and the replacement's run moves it on like a full correction's re-execution.
+func NewSurgical(p Params, now time.Time) (*Correction, error) {
+	full := p
+	full.Kind, full.Conflicts = Full, nil
+	if _, err := New(full); err != nil {
+		return nil, err
+	}
+	if len(p.Scope) != 1 {
+		return nil, fault.Invalid("a surgical correction reverts exactly one attempt")
+	}
+	p.Kind = Surgical
+	if p.Command != "" {
+		return &Correction{p: p, status: Reverted}, nil
+	}
+	return &Correction{p: p, status: Succeeded, finishedAt: now.UTC()}, nil
+}
+
+// Kind says whether the correction was full or surgical.
+func (c *Correction) Kind() Kind {
+	if c.p.Kind == "" {
+		return Full
+	}
+	return c.p.Kind
+}
+
+// NeedsAttention reports whether the correction left conflicts for the user to resolve.
+func (c *Correction) NeedsAttention() bool { return len(c.p.Conflicts) > 0 }
 
 // ValidateReason checks a correction's reason.
 func ValidateReason(r string) error {

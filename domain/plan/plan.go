@@ -393,6 +393,26 @@ func (p *Plan) Unrevert(op string) []string {
 	return ids
 }
 
+// RevertOne marks decision id's latest attempt as reverted by op (a surgical revert): unlike
+// RevertStartedSince it leaves every other decision as it is. It is idempotent for the same op.
+func (p *Plan) RevertOne(id, op string) error {
+	d, err := p.Decision(id)
+	if err != nil {
+		return err
+	}
+	a := d.latest()
+	switch {
+	case a == nil:
+		return fault.Conflict("decision %q has not executed yet", id)
+	case a.Status == Reverted && a.RevertedBy == op:
+		return nil
+	case a.Status != Succeeded && a.Status != Failed && a.Status != Interrupted:
+		return fault.Conflict("decision %q is %s; only a finished decision can be reverted", id, a.Status)
+	}
+	a.Status, a.RevertedBy, a.RevertedFrom = Reverted, op, a.Status
+	return nil
+}
+
 // StartedSince lists, without changing anything, the decisions RevertStartedSince(t) would revert.
 func (p *Plan) StartedSince(t time.Time) []string {
 	return p.revertStartedSince(t, func(*Attempt) {})

@@ -194,6 +194,7 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
+		fx.Annotate(func(s *objectstore.Store) application.TreeWriter { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
 		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
 		fx.Annotate(maintenance.NewHealth, fx.As(new(application.StoreHealth))),
@@ -241,6 +242,7 @@ type OperationsIn struct {
 	Metrics     application.Metrics
 	Executor    application.Executor
 	Archiver    application.Archiver
+	Trees       application.TreeWriter
 }
 
 // NewOperations builds the shared core from the graph.
@@ -248,7 +250,7 @@ func NewOperations(in OperationsIn) *application.Operations {
 	return application.NewOperations(application.OperationsParams{
 		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
 		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
-		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver,
+		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees,
 	})
 }
 

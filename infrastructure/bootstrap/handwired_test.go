@@ -58,7 +58,7 @@ func TestWireByHand(t *testing.T) {
 		Checkpoints: persistence.NewCheckpoints(db), Plans: persistence.NewPlans(db), Corrections: persistence.NewCorrections(db),
 		Snapshotter: scanner, Store: store, Guard: guard, Tx: persistence.NewTransactor(db), History: persistence.NewHistory(db),
 		Clock: clock{}, Git: workspace.NewGitHead(l), Metrics: persistence.NewMetrics(db),
-		Executor: executor.NewShell(l), Archiver: archive.New(l, store),
+		Executor: executor.NewShell(l), Archiver: archive.New(l, store), Trees: store,
 	})
 	plans, corrections := application.NewPlanService(ops), application.NewCorrectionService(ops)
 	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store, recs), Settings: maintenance.NewSettings(l)})

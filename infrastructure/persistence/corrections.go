@@ -28,6 +28,14 @@ type correctionRow struct {
 	Reexecuted         string
 	Created            int64 `gorm:"column:created_at"`
 	Finished           int64 `gorm:"column:finished_at"`
+	Kind               string
+	Conflicts          string
+}
+
+type conflictJSON struct {
+	Path    string `json:"path"`
+	Why     string `json:"why"`
+	Written string `json:"written,omitempty"`
 }
 
 func (correctionRow) TableName() string { return "corrections" }
@@ -70,11 +78,19 @@ func toCorrectionRow(c *correction.Correction) (correctionRow, error) {
 	if err != nil {
 		return correctionRow{}, err
 	}
+	conflicts := make([]conflictJSON, 0, len(p.Conflicts))
+	for _, x := range p.Conflicts {
+		conflicts = append(conflicts, conflictJSON{Path: x.Path, Why: x.Why, Written: x.Written})
+	}
+	cb, err := json.Marshal(conflicts)
+	if err != nil {
+		return correctionRow{}, err
+	}
 	row := correctionRow{
 		ID: p.ID, DecisionID: p.DecisionID, Reason: p.Reason, Command: p.Command, Scope: string(sb),
 		SafetyCheckpoint: p.SafetyCheckpointID, RollbackCheckpoint: p.RollbackCheckpointID,
 		ArchiveDir: p.ArchiveDir, Status: string(c.Status()), Reexecuted: string(rb),
-		Created: p.CreatedAt.UnixNano(),
+		Created: p.CreatedAt.UnixNano(), Kind: string(c.Kind()), Conflicts: string(cb),
 	}
 	if !c.FinishedAt().IsZero() {
 		row.Finished = c.FinishedAt().UnixNano()
@@ -90,6 +106,12 @@ func (r correctionRow) toDomain() (*correction.Correction, error) {
 	var reexecuted []string
 	if err := json.Unmarshal([]byte(r.Reexecuted), &reexecuted); err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "correction %s has a damaged record", r.ID)
+	}
+	var conflicts []conflictJSON
+	if r.Conflicts != "" {
+		if err := json.Unmarshal([]byte(r.Conflicts), &conflicts); err != nil {
+			return nil, fault.Wrap(fault.ErrIntegrity, err, "correction %s has damaged conflicts", r.ID)
+		}
 	}
 	items := make([]correction.Item, 0, len(scope))
 	for _, s := range scope {
@@ -114,6 +136,7 @@ func (r correctionRow) toDomain() (*correction.Correction, error) {
 		ID: r.ID, DecisionID: r.DecisionID, Reason: r.Reason, Command: r.Command, Scope: items,
 		SafetyCheckpointID: r.SafetyCheckpoint, RollbackCheckpointID: r.RollbackCheckpoint,
 		ArchiveDir: r.ArchiveDir, CreatedAt: time.Unix(0, r.Created).UTC(),
+		Kind: correction.Kind(r.Kind), Conflicts: toConflicts(conflicts),
 	}, correction.Status(r.Status), reexecuted, finished), nil
 }
 
@@ -182,4 +205,12 @@ func (r *Corrections) Update(ctx context.Context, id string, fn func(*correction
 		}
 		return r.db.write(ctx, "correction", row.ID, func(tx *gorm.DB) error { return tx.Save(&row).Error })
 	})
+}
+
+func toConflicts(cs []conflictJSON) []correction.Conflict {
+	var out []correction.Conflict
+	for _, c := range cs {
+		out = append(out, correction.Conflict{Path: c.Path, Why: c.Why, Written: c.Written})
+	}
+	return out
 }

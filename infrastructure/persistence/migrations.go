@@ -134,6 +134,10 @@ var migrations = []migration{
 		`CREATE INDEX operations_started ON operations(started_at DESC, id DESC)`,
 		`ALTER TABLE attempts ADD COLUMN reverted_from TEXT NOT NULL DEFAULT ''`,
 	}},
+	{7, "correction kinds", []string{
+		`ALTER TABLE corrections ADD COLUMN kind TEXT NOT NULL DEFAULT 'full'`,
+		`ALTER TABLE corrections ADD COLUMN conflicts TEXT NOT NULL DEFAULT '[]'`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.

@@ -23,6 +23,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.restoreCommands()...)
 	cmds = append(cmds, h.planCommands()...)
 	cmds = append(cmds, h.correctionCommands()...)
+	cmds = append(cmds, h.revertCommand())
 	cmds = append(cmds, h.maintenanceCommands()...)
 	cmds = append(cmds, h.historyCommands()...)
 	cmds = append(cmds, h.shellCommands()...)

@@ -65,6 +65,17 @@ type correctionView struct {
 	Scope                []scopeItemView `json:"scope"`
 	DryRun               bool            `json:"dry_run"`
 	Rollback             *rollbackCounts `json:"rollback,omitempty"`
+	// Kind is "full" (plan correct) or "surgical" (plan revert); a surgical correction that left
+	// conflicts for the user needs attention and lists them.
+	Kind           string         `json:"kind"`
+	NeedsAttention bool           `json:"needs_attention"`
+	Conflicts      []conflictView `json:"conflicts"`
+}
+
+type conflictView struct {
+	Path    string  `json:"path"`
+	Why     string  `json:"why"`
+	Written *string `json:"written"`
 }
 
 type scopeItemView struct {
@@ -100,7 +111,16 @@ func newCorrectionView(c *correction.Correction) correctionView {
 		RollbackCheckpointID: optional(p.RollbackCheckpointID), ArchiveDir: optional(p.ArchiveDir),
 		ReexecutedDecisions: nonNil(c.Reexecuted()), Status: string(c.Status()),
 		CreatedAt: timeString(p.CreatedAt), FinishedAt: timeString(c.FinishedAt()), Scope: newScopeViews(p.Scope),
+		Kind: string(c.Kind()), NeedsAttention: c.NeedsAttention(), Conflicts: newConflictViews(p.Conflicts),
 	}
+}
+
+func newConflictViews(cs []correction.Conflict) []conflictView {
+	out := make([]conflictView, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, conflictView{Path: c.Path, Why: c.Why, Written: optional(c.Written)})
+	}
+	return out
 }
 
 func (h *handler) correct(c *ucli.Context) error {
@@ -150,6 +170,7 @@ func (h *handler) correct(c *ucli.Context) error {
 		if res.DryRun {
 			v := correctionView{
 				DecisionID: id, Reason: reason, Command: optional(req.Run), DryRun: true, Status: "dry_run",
+				Kind: string(correction.Full), Conflicts: []conflictView{},
 				Scope: newScopeViews(res.Scope), ReexecutedDecisions: []string{},
 				RollbackCheckpointID: optional(string(res.Rollback.Target.ID())),
 				Rollback: &rollbackCounts{Added: res.Rollback.Counts.Added, Modified: res.Rollback.Counts.Modified,
@@ -202,6 +223,19 @@ func printCorrection(w io.Writer, v correctionView) {
 		return *s
 	}
 	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), v.DecisionID, v.Status)
+	if v.Kind == string(correction.Surgical) {
+		_, _ = fmt.Fprintf(w, "kind:                surgical (%s alone; later decisions kept)\n", v.DecisionID)
+	}
+	if v.NeedsAttention {
+		_, _ = fmt.Fprintf(w, "needs attention:     %d conflict(s) left to resolve\n", len(v.Conflicts))
+		for _, c := range v.Conflicts {
+			line := fmt.Sprintf("  %s: %s", c.Path, c.Why)
+			if c.Written != nil {
+				line += " (wrote " + *c.Written + ")"
+			}
+			_, _ = fmt.Fprintln(w, line)
+		}
+	}
 	_, _ = fmt.Fprintf(w, "reason:              %s\n", v.Reason)
 	if v.Command != nil {
 		_, _ = fmt.Fprintf(w, "corrected command:   %s\n", *v.Command)
@@ -209,7 +243,11 @@ func printCorrection(w io.Writer, v correctionView) {
 	_, _ = fmt.Fprintf(w, "reverted:            %s\n", strings.Join(v.RevertedDecisions, ", "))
 	_, _ = fmt.Fprintf(w, "re-executed:         %s\n", strings.Join(v.ReexecutedDecisions, ", "))
 	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the correction)\n", or(v.SafetyCheckpointID))
-	_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
+	if v.Kind == string(correction.Surgical) {
+		_, _ = fmt.Fprintf(w, "reverted against:    %s (%s's pre_decision checkpoint)\n", or(v.RollbackCheckpointID), v.DecisionID)
+	} else {
+		_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
+	}
 	_, _ = fmt.Fprintf(w, "archive:             %s\n", or(v.ArchiveDir))
 }
 

@@ -94,9 +94,44 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 		t.Fatalf("a malformed ID: %v", o)
 	}
 	check("error", o.stderr)
+	checkRevertOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)
 		}
 	}
+}
+
+// checkRevertOutputs drives plan revert through a dry run, a clean revert (then correction list and
+// show of the surgical correction) and a refused one, whose view is on stdout and error on stderr.
+func checkRevertOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	dir := t.TempDir()
+	jsonOut := func(args ...string) string {
+		t.Helper()
+		return mustPlan(t, dir, append([]string{"--json"}, args...)...).stdout
+	}
+	jsonOut("init")
+	writeFile(t, dir, "cfg.txt", "a\nb\nc\nd\ne\n")
+	jsonOut("exec", "--id", "two", "--", "sh", "-c", `printf 'A\nb\nc\nd\ne\n' > cfg.txt`)
+	jsonOut("exec", "--id", "three", "--", "sh", "-c", `printf 'A\nb\nc\nd\nE\n' > cfg.txt`)
+	check("revert", jsonOut("revert", "--decision", "two", "--reason", "wrong", "--dry-run"))
+	check("revert", jsonOut("--yes", "revert", "--decision", "two", "--reason", "wrong"))
+	list := jsonOut("correction", "list")
+	check("correction-list", list)
+	var cs []struct {
+		ID string `json:"correction_id"`
+	}
+	if err := json.Unmarshal([]byte(list), &cs); err != nil || len(cs) != 1 {
+		t.Fatalf("correction list: %v", err)
+	}
+	check("correction", jsonOut("correction", "show", cs[0].ID))
+	jsonOut("exec", "--id", "four", "--", "sh", "-c", `printf 'a\nB\nc\nd\nE\n' > cfg.txt`)
+	jsonOut("exec", "--id", "five", "--", "sh", "-c", `printf 'a\nBB\nc\nd\nE\n' > cfg.txt`)
+	o := inWorkspace(dir, "--json", "--yes", "revert", "--decision", "four", "--reason", "wrong")
+	if o.code != ExitConflict {
+		t.Fatalf("a conflicting revert: %v", o)
+	}
+	check("revert", o.stdout)
+	check("error", o.stderr)
 }
