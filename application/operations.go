@@ -601,18 +601,22 @@ func (o *Operations) closeStaleCorrections(ctx context.Context) error {
 // protected maps checkpoints that must not be pruned to the reason.
 func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, error) {
 	out := map[checkpoint.ID]string{}
-	p, err := o.plans.Current(ctx)
-	switch {
-	case err == nil:
+	ps, err := o.plans.List(ctx) // every plan's live decisions, not only the current plan's
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
 		for _, d := range p.Decisions() {
 			a, ran := d.Latest()
 			if !ran || a.CheckpointID == "" || a.Status == plan.Reverted {
 				continue
 			}
-			out[a.CheckpointID] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", d.ID(), a.Number)
+			name := d.ID()
+			if p != ps[0] {
+				name = p.Name() + "/" + name
+			}
+			out[a.CheckpointID] = fmt.Sprintf("pre_decision checkpoint of live decision %s (attempt %d): a correction rolls back to it", name, a.Number)
 		}
-	case !errors.Is(err, fault.ErrNotFound):
-		return nil, err
 	}
 	cs, err := o.corrections.List(ctx)
 	if err != nil {

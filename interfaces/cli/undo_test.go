@@ -188,3 +188,18 @@ func exists(dir, rel string) bool {
 	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
 	return err == nil
 }
+
+// Prune keeps the pre_decision checkpoints of every plan's live decisions, not only the current
+// plan's: correcting a decision of another plan (--plan) rolls back to them.
+func TestPruneKeepsEveryPlansDecisionCheckpoints(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "alpha.yaml", "name: alpha\ndecisions:\n  - id: a1\n    run: echo a > a.txt\n")
+	writeFile(t, dir, "beta.yaml", "name: beta\ndecisions:\n  - id: b1\n    run: echo b > b.txt\n")
+	mustPlan(t, dir, "run", "alpha.yaml")
+	mustPlan(t, dir, "run", "beta.yaml") // beta is now current
+	o := mustPlan(t, dir, "--json", "checkpoint", "prune", "--keep", "0", "--yes")
+	if !strings.Contains(o.stdout, "alpha/a1") {
+		t.Fatalf("alpha's live decision checkpoint is not protected: %v", o)
+	}
+	mustPlan(t, dir, "correct", "--plan", "alpha", "--decision", "a1", "--reason", "r", "--yes")
+}
