@@ -57,10 +57,39 @@ type CreateRequest struct {
 	// the rollback this checkpoint is the safety net of, so that nothing either side excludes is
 	// stored, and so that undoing the rollback cannot delete it.
 	AlsoExclude tree.Hash
+	// Labels tag the checkpoint (KEY=VALUE, see checkpoint.ValidateLabels).
+	Labels map[string]string
+}
+
+// SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by
+// `checkpoint prune` or a retention policy.
+func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bool) (*checkpoint.Checkpoint, error) {
+	if err := ident.ValidateRef("checkpoint", ref); err != nil {
+		return nil, err
+	}
+	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint pin")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	cp, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var out *checkpoint.Checkpoint
+	err = s.ops.checkpoints.Update(ctx, cp.ID(), func(c *checkpoint.Checkpoint) error {
+		c.SetPinned(pinned)
+		out = c
+		return nil
+	})
+	return out, err
 }
 
 // Create records the live workspace as a new checkpoint.
 func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
+	if err := checkpoint.ValidateLabels(req.Labels); err != nil {
+		return nil, err // refused before waiting for the lock or reading the workspace
+	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint create")
 	if err != nil {
 		return nil, err

@@ -80,6 +80,9 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (Prune
 		case req.OlderThan > 0 && cp.CreatedAt().After(cutoff):
 			res.Kept = append(res.Kept, cp.ID())
 			res.Reasons[cp.ID()] = "newer than --older-than"
+		case cp.Pinned():
+			res.Kept = append(res.Kept, cp.ID())
+			res.Reasons[cp.ID()] = "pinned (`plan checkpoint unpin` releases it)"
 		case protected[cp.ID()] != "":
 			res.Kept = append(res.Kept, cp.ID())
 			res.Reasons[cp.ID()] = protected[cp.ID()]

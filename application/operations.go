@@ -159,7 +159,7 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 		commit = ""
 	}
 	cp, err := checkpoint.New(checkpoint.Params{
-		ID: ident.New(now), Type: req.Type, CreatedAt: now, Note: req.Note,
+		ID: ident.New(now), Type: req.Type, CreatedAt: now, Note: req.Note, Labels: req.Labels,
 		DecisionID: req.DecisionID, ParentID: parent, GitCommit: commit, Root: snap.Root,
 		Stats: checkpoint.Stats{
 			Files: snap.Files, Bytes: snap.Bytes, StoredBytes: snap.StoredBytes,
@@ -355,7 +355,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	var pre *checkpoint.Checkpoint
 	if p.Checkpoints() {
 		pre, err = o.create(ctx, CreateRequest{
-			Type: checkpoint.PreDecision, DecisionID: id, Warn: warn,
+			Type: checkpoint.PreDecision, DecisionID: id, Warn: warn, Labels: d.Definition().Labels,
 			Note: fmt.Sprintf("before decision %s, attempt %d", id, number),
 		})
 		if err != nil {

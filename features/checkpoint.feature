@@ -241,3 +241,24 @@ Feature: Checkpoints
     When I run "plan checkpoint create --json"
     Then it succeeds
     And the JSON output has "git_commit" equal to "null"
+
+  Scenario: labels tag checkpoints and filter the list; a pinned checkpoint outlives prune
+    Given an initialised workspace
+    And a file "a.txt" containing "a\n"
+    And I run "plan --json checkpoint create --label phase=design --label task=T-1"
+    And I remember the JSON output "id" as "design"
+    And I run "plan checkpoint create --label phase=build"
+    When I run "plan --json checkpoint list --label phase=design"
+    Then it succeeds
+    And the JSON output lists 1 item
+    And the JSON output has "0.labels.task" equal to "T-1"
+    When I run "plan checkpoint create --label Phase=x"
+    Then the exit code is 3
+    When I run "plan checkpoint pin <design>"
+    And I run "plan --json checkpoint prune --keep 0 --yes"
+    Then it succeeds
+    And the JSON output has "reasons.<design>" containing "pinned"
+    When I run "plan checkpoint unpin <design>"
+    And I run "plan checkpoint prune --keep 0 --yes"
+    And I run "plan --json checkpoint list"
+    Then the JSON output lists 0 items

@@ -11,8 +11,12 @@ package checkpoint
 
 import (
 	"context"
+	"maps"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -75,6 +79,9 @@ type Params struct {
 	GitCommit  string // empty outside a git repository
 	Root       tree.Hash
 	Stats      Stats
+	// Labels are the user's KEY=VALUE tags (see ValidateLabels); Pinned keeps it from every prune.
+	Labels map[string]string
+	Pinned bool
 }
 
 // Checkpoint is the aggregate root.
@@ -89,6 +96,8 @@ type Checkpoint struct {
 	root          tree.Hash
 	stats         Stats
 	rollbackCount int
+	labels        map[string]string
+	pinned        bool
 }
 
 // MaxNoteLength bounds a note so a stray pipe cannot fill the database.
@@ -114,10 +123,13 @@ func New(p Params) (*Checkpoint, error) {
 	if p.Stats.Files < 0 || p.Stats.Bytes < 0 || p.Stats.StoredBytes < 0 {
 		return nil, fault.Invalid("checkpoint statistics cannot be negative")
 	}
+	if err := ValidateLabels(p.Labels); err != nil {
+		return nil, err
+	}
 	return &Checkpoint{
 		id: ID(p.ID), typ: p.Type, createdAt: p.CreatedAt.UTC(), note: p.Note,
 		decisionID: p.DecisionID, parentID: p.ParentID, gitCommit: p.GitCommit,
-		root: p.Root, stats: p.Stats,
+		root: p.Root, stats: p.Stats, labels: maps.Clone(p.Labels), pinned: p.Pinned,
 	}, nil
 }
 
@@ -126,7 +138,7 @@ func Rehydrate(p Params, rollbackCount int) *Checkpoint {
 	return &Checkpoint{
 		id: ID(p.ID), typ: p.Type, createdAt: p.CreatedAt.UTC(), note: p.Note,
 		decisionID: p.DecisionID, parentID: p.ParentID, gitCommit: p.GitCommit,
-		root: p.Root, stats: p.Stats, rollbackCount: rollbackCount,
+		root: p.Root, stats: p.Stats, rollbackCount: rollbackCount, labels: maps.Clone(p.Labels), pinned: p.Pinned,
 	}
 }
 
@@ -162,6 +174,65 @@ func (c *Checkpoint) RollbackCount() int { return c.rollbackCount }
 
 // RecordRollback counts one more rollback to this checkpoint.
 func (c *Checkpoint) RecordRollback() { c.rollbackCount++ }
+
+// Labels returns a copy of the checkpoint's labels (never nil).
+func (c *Checkpoint) Labels() map[string]string {
+	if c.labels == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(c.labels)
+}
+
+// HasLabels reports whether the checkpoint carries every one of want, value for value.
+func (c *Checkpoint) HasLabels(want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := c.labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Pinned reports whether the checkpoint is kept from every prune.
+func (c *Checkpoint) Pinned() bool { return c.pinned }
+
+// SetPinned pins or unpins the checkpoint.
+func (c *Checkpoint) SetPinned(on bool) { c.pinned = on }
+
+// Label limits.
+const (
+	MaxLabels          = 32
+	MaxLabelValueBytes = 256
+)
+
+// labelKey is a label's key: lower-case letters, digits, '.', '_' and '-', starting with a letter
+// or digit, at most 63 bytes.
+var labelKey = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ParseLabel splits "KEY=VALUE" and validates both.
+func ParseLabel(s string) (key, value string, err error) {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", "", fault.Invalid("label %q is not KEY=VALUE", s)
+	}
+	return key, value, ValidateLabels(map[string]string{key: value})
+}
+
+// ValidateLabels checks a label set (see labelKey; a value is printable UTF-8 up to 256 bytes).
+func ValidateLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fault.Invalid("%d labels; at most %d", len(labels), MaxLabels)
+	}
+	for k, v := range labels {
+		if !labelKey.MatchString(k) {
+			return fault.Invalid("label key %q: use lower-case letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)", k)
+		}
+		if len(v) > MaxLabelValueBytes || !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
+			return fault.Invalid("label %s: the value must be printable text of at most %d bytes", k, MaxLabelValueBytes)
+		}
+	}
+	return nil
+}
 
 // Repository persists checkpoints. Implementations translate their own not-found errors to
 // fault.ErrNotFound and take part in the caller's unit of work when the context carries one.

@@ -56,11 +56,16 @@ type Definition struct {
 	Run     string
 	Timeout time.Duration
 	Env     map[string]string
+	// Labels go on the decision's pre_decision checkpoints (phase, stage, task id).
+	Labels map[string]string
 }
 
 func (d Definition) validate() error {
 	if err := ValidateDecisionID(d.ID); err != nil {
 		return err
+	}
+	if err := checkpoint.ValidateLabels(d.Labels); err != nil {
+		return fault.Invalid("decision %q: %s", d.ID, err.Error())
 	}
 	if strings.TrimSpace(d.Run) == "" {
 		return fault.Invalid("decision %q has no command to run", d.ID)

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,6 +28,8 @@ type checkpointRow struct {
 	StoredBytes   int64
 	DurationNs    int64
 	RollbackCount int
+	Labels        string
+	Pinned        bool
 }
 
 func (checkpointRow) TableName() string { return "checkpoints" }
@@ -40,14 +43,39 @@ func toCheckpointRow(c *checkpoint.Checkpoint) checkpointRow {
 		DecisionID: nullable(c.DecisionID()), ParentID: nullable(string(c.ParentID())),
 		GitCommit: nullable(c.GitCommit()), RootTree: c.Root().String(),
 		Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes, DurationNs: int64(st.Duration),
-		RollbackCount: c.RollbackCount(),
+		RollbackCount: c.RollbackCount(), Labels: labelsJSON(c.Labels()), Pinned: c.Pinned(),
 	}
+}
+
+// labelsJSON encodes a label set; a map of strings always encodes.
+func labelsJSON(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(l) // #nosec G104 -- a map[string]string cannot fail to encode
+	return string(b)
+}
+
+// parseLabels reads what labelsJSON wrote; anything else is damage to the database.
+func parseLabels(s, what string) (map[string]string, error) {
+	l := map[string]string{}
+	if s == "" {
+		return l, nil
+	}
+	if err := json.Unmarshal([]byte(s), &l); err != nil {
+		return nil, fault.Wrap(fault.ErrIntegrity, err, "the labels of %s are damaged", what)
+	}
+	return l, nil
 }
 
 func (r checkpointRow) toDomain() (*checkpoint.Checkpoint, error) {
 	root, err := tree.ParseHash(r.RootTree)
 	if err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "checkpoint %s has a damaged root tree reference", r.ID)
+	}
+	labels, err := parseLabels(r.Labels, "checkpoint "+r.ID)
+	if err != nil {
+		return nil, err
 	}
 	return checkpoint.Rehydrate(checkpoint.Params{
 		ID: r.ID, Type: checkpoint.Type(r.Type), CreatedAt: time.Unix(0, r.Created), Note: r.Note,
@@ -56,6 +84,7 @@ func (r checkpointRow) toDomain() (*checkpoint.Checkpoint, error) {
 		Stats: checkpoint.Stats{
 			Files: r.Files, Bytes: r.Bytes, StoredBytes: r.StoredBytes, Duration: time.Duration(r.DurationNs),
 		},
+		Labels: labels, Pinned: r.Pinned,
 	}, r.RollbackCount), nil
 }
 

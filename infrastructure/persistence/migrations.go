@@ -138,6 +138,11 @@ var migrations = []migration{
 		`ALTER TABLE corrections ADD COLUMN kind TEXT NOT NULL DEFAULT 'full'`,
 		`ALTER TABLE corrections ADD COLUMN conflicts TEXT NOT NULL DEFAULT '[]'`,
 	}},
+	{8, "labels and pins", []string{
+		`ALTER TABLE checkpoints ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE checkpoints ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE decisions ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.

@@ -36,6 +36,7 @@ type decisionRow struct {
 	TimeoutNs int64
 	Env       string
 	Skipped   bool
+	Labels    string
 }
 
 func (decisionRow) TableName() string { return "decisions" }
@@ -133,9 +134,16 @@ func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 		if err := json.Unmarshal([]byte(d.Env), &env); err != nil {
 			return nil, fault.Wrap(fault.ErrIntegrity, err, "the env of decision %s is damaged", d.ID)
 		}
+		labels, err := parseLabels(d.Labels, "decision "+d.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(labels) == 0 {
+			labels = nil
+		}
 		states = append(states, plan.DecisionState{
 			Def: plan.Definition{
-				ID: d.ID, Name: d.Name, Run: d.Run, Timeout: time.Duration(d.TimeoutNs), Env: env,
+				ID: d.ID, Name: d.Name, Run: d.Run, Timeout: time.Duration(d.TimeoutNs), Env: env, Labels: labels,
 			},
 			Skipped:  d.Skipped,
 			Attempts: byDecision[d.ID],
@@ -196,7 +204,7 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 			}
 			dr := decisionRow{
 				PlanID: p.ID(), ID: d.ID(), Position: i, Name: def.Name, Run: def.Run,
-				TimeoutNs: int64(def.Timeout), Env: string(env), Skipped: d.Status() == plan.Skipped,
+				TimeoutNs: int64(def.Timeout), Env: string(env), Skipped: d.Status() == plan.Skipped, Labels: labelsJSON(def.Labels),
 			}
 			if err := db.Create(&dr).Error; err != nil {
 				return fmt.Errorf("save decision %s: %w", d.ID(), err)

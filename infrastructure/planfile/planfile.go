@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
@@ -176,7 +177,7 @@ func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
 	}
 	what := fmt.Sprintf("decision %d", n)
 	var idNode, runNode *yaml.Node
-	err := p.fields(dn, what, []string{"id", "name", "run", "timeout", "env"}, func(key string, _, v *yaml.Node) error {
+	err := p.fields(dn, what, []string{"id", "name", "run", "timeout", "env", "labels"}, func(key string, _, v *yaml.Node) error {
 		var err error
 		switch key {
 		case "id":
@@ -197,6 +198,8 @@ func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
 			}
 		case "env":
 			d.Env, err = p.env(v, what)
+		case "labels":
+			d.Labels, err = p.labels(v, what)
 		}
 		return err
 	})
@@ -241,4 +244,27 @@ func (p parser) env(v *yaml.Node, what string) (map[string]string, error) {
 		env[k.Value] = val.Value
 	}
 	return env, nil
+}
+
+// labels reads a decision's labels: a mapping of KEY: value that goes on its pre_decision
+// checkpoints.
+func (p parser) labels(v *yaml.Node, what string) (map[string]string, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, "%s: labels must be a mapping of KEY: value", what)
+	}
+	labels := map[string]string{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], deref(v.Content[i+1])
+		if _, dup := labels[k.Value]; dup {
+			return nil, p.errf(k, "%s: label %q appears twice", what, k.Value)
+		}
+		if val.Kind != yaml.ScalarNode {
+			return nil, p.errf(val, "%s: label %s must be a scalar value", what, k.Value)
+		}
+		labels[k.Value] = val.Value
+		if err := checkpoint.ValidateLabels(map[string]string{k.Value: val.Value}); err != nil {
+			return nil, p.errf(k, "%s: %s", what, err.Error())
+		}
+	}
+	return labels, nil
 }

@@ -83,6 +83,10 @@ func TestParseRefusals(t *testing.T) {
 		want []string
 	}{
 		{"not YAML", "name: [unclosed\n", []string{"p.yaml: not valid YAML"}},
+		{"labels a list", "name: n\ndecisions:\n  - id: a\n    run: x\n    labels: [a]\n", []string{"p.yaml:5: decision 1: labels must be a mapping"}},
+		{"label a mapping", "name: n\ndecisions:\n  - id: a\n    run: x\n    labels:\n      k: {v: 1}\n", []string{"p.yaml:6: decision 1: label k must be a scalar"}},
+		{"label key", "name: n\ndecisions:\n  - id: a\n    run: x\n    labels: {Phase: x}\n", []string{"p.yaml:5: decision 1: label key \"Phase\""}},
+		{"label twice", "name: n\ndecisions:\n  - id: a\n    run: x\n    labels:\n      k: 1\n      k: 2\n", []string{"p.yaml:7: decision 1: label \"k\" appears twice"}},
 		{"not YAML tab", "name: a\n\tdecisions: []\n", []string{"p.yaml: not valid YAML"}},
 		{"empty file", "", []string{"p.yaml: the file is empty"}},
 		{"only comments", "# nothing\n", []string{"p.yaml: the file is empty"}},

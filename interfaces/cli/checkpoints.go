@@ -9,6 +9,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -22,10 +23,17 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 					Flags: []ucli.Flag{
 						&ucli.StringFlag{Name: "note", Usage: "a note to keep with the checkpoint"},
 						&ucli.StringFlag{Name: "type", Value: string(checkpoint.Manual), Usage: "checkpoint `TYPE`"},
+						&ucli.StringSliceFlag{Name: "label", Usage: "tag the checkpoint with `KEY=VALUE` (repeatable)"},
 					},
 					Action: h.checkpointCreate,
 				},
-				{Name: "list", Usage: "list checkpoints, newest first", Action: h.checkpointList},
+				{
+					Name: "list", Usage: "list checkpoints, newest first",
+					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}},
+					Action: h.checkpointList,
+				},
+				{Name: "pin", Usage: "keep a checkpoint from every prune", ArgsUsage: "ID", Action: h.checkpointPin(true)},
+				{Name: "unpin", Usage: "let prune delete a checkpoint again", ArgsUsage: "ID", Action: h.checkpointPin(false)},
 				{
 					Name: "show", Usage: "show a checkpoint", ArgsUsage: "ID",
 					Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "files", Usage: "list every entry"}},
@@ -50,9 +58,13 @@ func (h *handler) checkpointCreate(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	labels, err := parseLabels(c.StringSlice("label"))
+	if err != nil {
+		return err
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		cp, err := app.Services.Checkpoints.Create(c.Context, application.CreateRequest{
-			Type: typ, Note: c.String("note"), Progress: h.progress(), Warn: h.warn,
+			Type: typ, Note: c.String("note"), Labels: labels, Progress: h.progress(), Warn: h.warn,
 		})
 		if err != nil {
 			return err
@@ -70,10 +82,20 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
+	want, err := parseLabels(c.StringSlice("label"))
+	if err != nil {
+		return err
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		cps, err := app.Services.Checkpoints.List(c.Context)
+		all, err := app.Services.Checkpoints.List(c.Context)
 		if err != nil {
 			return err
+		}
+		cps := all[:0:0]
+		for _, cp := range all {
+			if cp.HasLabels(want) {
+				cps = append(cps, cp)
+			}
 		}
 		views := make([]checkpointView, 0, len(cps))
 		for _, cp := range cps {
@@ -186,4 +208,49 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// parseLabels reads repeated --label KEY=VALUE flags; a key given twice is invalid input.
+func parseLabels(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		k, v, err := checkpoint.ParseLabel(f)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[k]; dup {
+			return nil, fault.Invalid("label %s is given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// checkpointPin is checkpoint pin (on) and unpin.
+func (h *handler) checkpointPin(on bool) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		ref, err := arg(c, 0, "ID")
+		if err != nil {
+			return err
+		}
+		if err := noExtraArgs(c, 1); err != nil {
+			return err
+		}
+		return h.with(c.Context, false, func(app *bootstrap.App) error {
+			cp, err := app.Services.Checkpoints.SetPinned(c.Context, ref, on)
+			if err != nil {
+				return err
+			}
+			return h.emit(newCheckpointView(cp), func(w io.Writer) {
+				if on {
+					_, _ = fmt.Fprintf(w, "Pinned checkpoint %s: no prune deletes it.\n", cp.ID())
+				} else {
+					_, _ = fmt.Fprintf(w, "Unpinned checkpoint %s.\n", cp.ID())
+				}
+			})
+		})
+	}
 }

@@ -201,3 +201,12 @@ func TestDamagedPageIsIntegrityAndRebuilds(t *testing.T) {
 		t.Fatalf("%d checkpoints after the rebuild, %v", len(cps), err)
 	}
 }
+
+func removeDatabase(dir string) error {
+	for _, s := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(dir, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}

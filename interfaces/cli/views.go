@@ -11,20 +11,22 @@ import (
 
 // checkpointView is the checkpoint object of the contract.
 type checkpointView struct {
-	ID            string       `json:"id"`
-	Type          string       `json:"type"`
-	CreatedAt     string       `json:"created_at"`
-	Note          string       `json:"note"`
-	DecisionID    *string      `json:"decision_id"`
-	ParentID      *string      `json:"parent_id"`
-	GitCommit     *string      `json:"git_commit"`
-	Files         int64        `json:"files"`
-	Bytes         int64        `json:"bytes"`
-	StoredBytes   int64        `json:"stored_bytes"`
-	DurationMs    float64      `json:"duration_ms"`
-	RollbackCount int          `json:"rollback_count"`
-	RootTree      string       `json:"root_tree"`
-	Entries       *[]entryView `json:"entries,omitempty"`
+	ID            string            `json:"id"`
+	Type          string            `json:"type"`
+	CreatedAt     string            `json:"created_at"`
+	Note          string            `json:"note"`
+	DecisionID    *string           `json:"decision_id"`
+	ParentID      *string           `json:"parent_id"`
+	GitCommit     *string           `json:"git_commit"`
+	Files         int64             `json:"files"`
+	Bytes         int64             `json:"bytes"`
+	StoredBytes   int64             `json:"stored_bytes"`
+	DurationMs    float64           `json:"duration_ms"`
+	RollbackCount int               `json:"rollback_count"`
+	RootTree      string            `json:"root_tree"`
+	Labels        map[string]string `json:"labels"`
+	Pinned        bool              `json:"pinned"`
+	Entries       *[]entryView      `json:"entries,omitempty"`
 }
 
 type entryView struct {
@@ -50,7 +52,7 @@ func newCheckpointView(c *checkpoint.Checkpoint) checkpointView {
 		Note: c.Note(), DecisionID: optional(c.DecisionID()), ParentID: optional(string(c.ParentID())),
 		GitCommit: optional(c.GitCommit()), Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes,
 		DurationMs: float64(st.Duration.Microseconds()) / 1000, RollbackCount: c.RollbackCount(),
-		RootTree: c.Root().String(),
+		RootTree: c.Root().String(), Labels: c.Labels(), Pinned: c.Pinned(),
 	}
 }
 

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type labeledView struct {
+	ID     string            `json:"id"`
+	Type   string            `json:"type"`
+	Labels map[string]string `json:"labels"`
+	Pinned bool              `json:"pinned"`
+}
+
+func listLabeled(t *testing.T, dir string, args ...string) []labeledView {
+	t.Helper()
+	var out []labeledView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, append([]string{"--json", "checkpoint", "list"}, args...)...).stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Labels go on checkpoints by hand and from a plan file's decisions, filter the list, survive a
+// rebuild; a pinned checkpoint outlives every prune until it is unpinned.
+func TestLabelsAndPins(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a\n")
+	m := createCheckpoint(t, dir, "--label", "phase=design", "--label", "task=T-42")
+	createCheckpoint(t, dir, "--label", "phase=build")
+	writeFile(t, dir, "plan.yaml", `name: p
+decisions:
+  - id: compile
+    labels: {phase: build, stage: "2"}
+    run: echo built > out.txt
+`)
+	mustPlan(t, dir, "run", "plan.yaml")
+	build := listLabeled(t, dir, "--label", "phase=build")
+	if len(build) != 2 || build[0].Type != "pre_decision" || build[0].Labels["stage"] != "2" {
+		t.Fatalf("phase=build: %+v", build)
+	}
+	if got := listLabeled(t, dir, "--label", "phase=design", "--label", "task=T-42"); len(got) != 1 || got[0].ID != m {
+		t.Fatalf("two labels: %+v", got)
+	}
+	if got := listLabeled(t, dir, "--label", "phase=nothing"); len(got) != 0 {
+		t.Fatalf("no match: %+v", got)
+	}
+	for _, bad := range []string{"novalue", "Upper=x", "=x", "k=" + strings.Repeat("v", 300), "k=a\nb"} {
+		if o := inWorkspace(dir, "checkpoint", "create", "--label", bad); o.code != ExitInvalid {
+			t.Errorf("--label %q: %v", bad, o)
+		}
+	}
+	if o := inWorkspace(dir, "checkpoint", "create", "--label", "a=1", "--label", "a=2"); o.code != ExitInvalid || !strings.Contains(o.stderr, "twice") {
+		t.Errorf("a key twice: %v", o)
+	}
+
+	// Pinned: kept by prune with a reason, until unpinned.
+	o := mustPlan(t, dir, "--json", "checkpoint", "pin", m)
+	if !strings.Contains(o.stdout, `"pinned": true`) {
+		t.Fatalf("pin: %v", o)
+	}
+	o = mustPlan(t, dir, "--json", "checkpoint", "prune", "--keep", "0", "--yes")
+	if !strings.Contains(o.stdout, "pinned") {
+		t.Fatalf("prune did not keep the pinned checkpoint: %v", o)
+	}
+	if got := listLabeled(t, dir, "--label", "task=T-42"); len(got) != 1 || !got[0].Pinned {
+		t.Fatalf("after prune: %+v", got)
+	}
+	mustPlan(t, dir, "checkpoint", "unpin", m)
+	mustPlan(t, dir, "checkpoint", "prune", "--keep", "0", "--yes")
+	if got := listLabeled(t, dir, "--label", "task=T-42"); len(got) != 0 {
+		t.Fatalf("an unpinned checkpoint survived prune: %+v", got)
+	}
+	if o := inWorkspace(dir, "checkpoint", "pin", "0123456789abcdef01234567"); o.code != ExitNotFound {
+		t.Fatalf("pin of an unknown checkpoint: %v", o)
+	}
+	if o := inWorkspace(dir, "checkpoint", "pin"); o.code != ExitUsage {
+		t.Fatalf("pin without an ID: %v", o)
+	}
+	// Labels and pins are in the records: a rebuild brings them back.
+	c := createCheckpoint(t, dir, "--label", "keep=me")
+	mustPlan(t, dir, "checkpoint", "pin", c)
+	before := mustPlan(t, dir, "--json", "checkpoint", "list").stdout
+	if err := removeDatabase(dir); err != nil {
+		t.Fatal(err)
+	}
+	mustPlan(t, dir, "doctor", "--rebuild")
+	if after := mustPlan(t, dir, "--json", "checkpoint", "list").stdout; after != before {
+		t.Fatalf("after a rebuild:\n%s\nwant\n%s", after, before)
+	}
+}
