@@ -396,6 +396,28 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 		code := res.ExitCode
 		out.ExitCode = &code
 	}
+	// The decision's check: it runs only after the command succeeded, and its failure fails the
+	// decision (exit code its, output appended to the attempt's log).
+	validationFailed := false
+	if out.Status == plan.Succeeded && def.Validate != "" {
+		vres, verr := o.exec.Execute(ctx, Command{
+			DecisionID: id, Attempt: number, Script: def.Validate, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
+			Token: AttemptToken(p, id, number), Append: true, Banner: "validate: " + def.Validate,
+		}, live)
+		switch {
+		case verr != nil:
+			out.Status, validationFailed = plan.Failed, true
+			if warn != nil {
+				warn(fmt.Sprintf("the validation of decision %q could not start: %v", id, verr))
+			}
+		case vres.Interrupted:
+			out.Status, out.ExitCode = plan.Interrupted, nil
+		case vres.ExitCode != 0 || vres.TimedOut:
+			code := vres.ExitCode
+			out.Status, out.ExitCode, validationFailed = plan.Failed, &code, true
+			res.TimedOut = vres.TimedOut
+		}
+	}
 	var recordErr error
 	if pre != nil {
 		out.ResultTree, out.Artifacts, recordErr = o.changesSince(octx, pre)
@@ -408,7 +430,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	}
 	a, _ = d.Latest()
 	emit(events, Event{Kind: "finish", DecisionID: id, Attempt: a})
-	r := attemptResult{Attempt: a, Ran: true, TimedOut: res.TimedOut}
+	r := attemptResult{Attempt: a, Ran: true, TimedOut: res.TimedOut, ValidationFailed: validationFailed}
 	if recordErr != nil {
 		return r, fmt.Errorf("record what decision %q changed: %w", id, recordErr)
 	}
@@ -418,9 +440,10 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 // attemptResult is how one attempt of a decision went. Ran is false when it never started (its
 // checkpoint could not be taken); Attempt is then zero.
 type attemptResult struct {
-	Attempt  plan.Attempt
-	Ran      bool
-	TimedOut bool
+	Attempt          plan.Attempt
+	Ran              bool
+	TimedOut         bool
+	ValidationFailed bool
 }
 
 // failure is the error for an attempt that ran and did not succeed, nil when it did. The one place
@@ -430,7 +453,8 @@ func (r attemptResult) failure(id string) error {
 	if r.Attempt.Status == plan.Succeeded {
 		return nil
 	}
-	failure := &DecisionFailedError{DecisionID: id, Status: r.Attempt.Status, ExitCode: r.Attempt.ExitCode, TimedOut: r.TimedOut}
+	failure := &DecisionFailedError{DecisionID: id, Status: r.Attempt.Status, ExitCode: r.Attempt.ExitCode, TimedOut: r.TimedOut,
+		Validation: r.ValidationFailed}
 	if r.Attempt.Status == plan.Interrupted {
 		return fmt.Errorf("%w: %w", failure, context.Canceled)
 	}

@@ -20,6 +20,8 @@ type OnFailure string
 const (
 	StopOnFailure     OnFailure = "stop"
 	RollbackOnFailure OnFailure = "rollback"
+	// ContinueOnFailure records the failure and goes on with the next decision.
+	ContinueOnFailure OnFailure = "continue"
 )
 
 // ErrRollbackNeedsCheckpoints refuses --on-failure rollback with --no-checkpoints: there would be
@@ -29,10 +31,10 @@ var ErrRollbackNeedsCheckpoints = fault.Invalid("--on-failure rollback needs the
 // ParseOnFailure validates a policy name.
 func ParseOnFailure(s string) (OnFailure, error) {
 	switch OnFailure(s) {
-	case StopOnFailure, RollbackOnFailure:
+	case StopOnFailure, RollbackOnFailure, ContinueOnFailure:
 		return OnFailure(s), nil
 	}
-	return "", fault.Invalid("--on-failure must be stop or rollback, not %q", s)
+	return "", fault.Invalid("--on-failure must be stop, rollback or continue, not %q", s)
 }
 
 // DecisionFailedError reports a decision that ran and did not succeed.
@@ -41,10 +43,18 @@ type DecisionFailedError struct {
 	Status     plan.Status
 	ExitCode   *int
 	TimedOut   bool
+	// Validation says the decision's own command succeeded and its validate command failed.
+	Validation bool
 }
 
 func (e *DecisionFailedError) Error() string {
 	switch {
+	case e.Validation && e.TimedOut:
+		return fmt.Sprintf("decision %q failed its validation (timed out)", e.DecisionID)
+	case e.Validation && e.ExitCode != nil:
+		return fmt.Sprintf("decision %q failed its validation (exit code %d)", e.DecisionID, *e.ExitCode)
+	case e.Validation:
+		return fmt.Sprintf("decision %q failed its validation", e.DecisionID)
 	case e.TimedOut:
 		return fmt.Sprintf("decision %q timed out", e.DecisionID)
 	case e.ExitCode != nil:
@@ -64,7 +74,7 @@ func NewPlanService(ops *Operations) *PlanService { return &PlanService{ops: ops
 
 // Event narrates a run for the user.
 type Event struct {
-	Kind       string // "skip", "start", "finish"
+	Kind       string // "skip", "start", "finish", "retry"
 	DecisionID string
 	Attempt    plan.Attempt
 }
@@ -87,12 +97,23 @@ type RunResult struct {
 	Ran      []string
 	Skipped  []string
 	Rollback *RollbackResult // set when --on-failure rollback rolled back
+	// Failed lists the decisions that failed and the run went on past (on_failure continue).
+	Failed []string
+	// Retried counts the retries each decision needed.
+	Retried map[string]int
 }
 
 // Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
 func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	if req.NoCheckpoints && req.OnFailure == RollbackOnFailure {
 		return RunResult{}, ErrRollbackNeedsCheckpoints
+	}
+	if req.NoCheckpoints {
+		for _, d := range req.Decisions {
+			if d.OnFailure == string(RollbackOnFailure) || d.Retries > 0 {
+				return RunResult{}, fault.Invalid("decision %q: on_failure rollback and retries start from its pre_decision checkpoint, which --no-checkpoints turns off", d.ID)
+			}
+		}
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "run")
 	if err != nil {
@@ -132,8 +153,40 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		if err != nil {
 			return res, err
 		}
+		// Retries: each from the decision's pre_decision checkpoint, so it starts clean (the
+		// failed attempt is reverted by that rollback).
+		for n := 0; r.failure(d.ID()) != nil && r.Attempt.Status != plan.Interrupted && n < def.Retries; n++ {
+			if a := r.Attempt; a.CheckpointID != "" {
+				if _, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn}); err != nil {
+					return res, errors.Join(r.failure(d.ID()), fmt.Errorf("restore %q's pre_decision checkpoint to retry it: %w", d.ID(), err))
+				}
+				if p, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
+					return res, err
+				}
+				res.Plan = p
+			}
+			emit(req.Events, Event{Kind: "retry", DecisionID: d.ID(), Attempt: r.Attempt})
+			if res.Retried == nil {
+				res.Retried = map[string]int{}
+			}
+			res.Retried[d.ID()]++
+			if r, err = s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn); err != nil {
+				return res, err
+			}
+		}
 		failure, a := r.failure(d.ID()), r.Attempt
 		if failure == nil {
+			continue
+		}
+		policy := req.OnFailure
+		if def.OnFailure != "" {
+			policy = OnFailure(def.OnFailure)
+		}
+		if policy == ContinueOnFailure && a.Status != plan.Interrupted {
+			res.Failed = append(res.Failed, d.ID())
+			if req.Warn != nil {
+				req.Warn(failure.Error() + "; on_failure continue: going on with the next decision")
+			}
 			continue
 		}
 		p.SkipPending(d.ID())
@@ -143,7 +196,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		if a.Status == plan.Interrupted {
 			return res, failure
 		}
-		if req.OnFailure == RollbackOnFailure && a.CheckpointID != "" {
+		if policy == RollbackOnFailure && a.CheckpointID != "" {
 			rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
 			if err != nil {
 				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
@@ -154,6 +207,10 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			}
 		}
 		return res, failure
+	}
+	if len(res.Failed) > 0 {
+		return res, fmt.Errorf("%d decision(s) failed and the run went on past them (on_failure continue): %s: %w",
+			len(res.Failed), strings.Join(res.Failed, ", "), &DecisionFailedError{DecisionID: res.Failed[0], Status: plan.Failed})
 	}
 	return res, nil
 }

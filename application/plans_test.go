@@ -16,14 +16,14 @@ import (
 )
 
 func TestParseOnFailure(t *testing.T) {
-	for _, s := range []string{"stop", "rollback"} {
+	for _, s := range []string{"stop", "rollback", "continue"} {
 		if got, err := ParseOnFailure(s); err != nil || string(got) != s {
 			t.Errorf("ParseOnFailure(%q) = %q, %v", s, got, err)
 		}
 	}
 	for _, s := range []string{"", "Stop", "ROLLBACK", "never", "stop "} {
 		_, err := ParseOnFailure(s)
-		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "--on-failure must be stop or rollback") {
+		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "--on-failure must be stop, rollback or continue") {
 			t.Errorf("ParseOnFailure(%q): %v", s, err)
 		}
 	}

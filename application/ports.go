@@ -144,6 +144,10 @@ type Command struct {
 	LogPath    string        // relative to the state directory
 	// Token is put in the processes' environment (PLAN_ATTEMPT_TOKEN) so Reap can find them.
 	Token string
+	// Append adds to the log instead of replacing it (a decision's validation, after its output);
+	// Banner, when set, is a line written to the log (and live) first.
+	Append bool
+	Banner string
 }
 
 // ExecResult is how a command ended.

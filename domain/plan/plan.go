@@ -58,7 +58,19 @@ type Definition struct {
 	Env     map[string]string
 	// Labels go on the decision's pre_decision checkpoints (phase, stage, task id).
 	Labels map[string]string
+	// Retries is how many times a failed attempt is retried, each from the decision's pre_decision
+	// checkpoint (0 to MaxRetries).
+	Retries int
+	// OnFailure overrides the run's policy for this decision: stop, rollback or continue ("" keeps
+	// the run's).
+	OnFailure string
+	// Validate is a command run after the decision's own command succeeded; its failure fails the
+	// decision.
+	Validate string
 }
+
+// MaxRetries bounds a decision's retries.
+const MaxRetries = 10
 
 func (d Definition) validate() error {
 	if err := ValidateDecisionID(d.ID); err != nil {
@@ -66,6 +78,14 @@ func (d Definition) validate() error {
 	}
 	if err := checkpoint.ValidateLabels(d.Labels); err != nil {
 		return fault.Invalid("decision %q: %s", d.ID, err.Error())
+	}
+	if d.Retries < 0 || d.Retries > MaxRetries {
+		return fault.Invalid("decision %q: retries must be 0 to %d, not %d", d.ID, MaxRetries, d.Retries)
+	}
+	switch d.OnFailure {
+	case "", "stop", "rollback", "continue":
+	default:
+		return fault.Invalid("decision %q: on_failure must be stop, rollback or continue, not %q", d.ID, d.OnFailure)
 	}
 	if strings.TrimSpace(d.Run) == "" {
 		return fault.Invalid("decision %q has no command to run", d.ID)

@@ -58,11 +58,23 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return application.ExecResult{}, err
 	}
-	logf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // #nosec -- validated above
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if c.Append {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	logf, err := os.OpenFile(path, flags, 0o600) // #nosec -- validated above
 	if err != nil {
 		return application.ExecResult{}, fmt.Errorf("create log: %w", err)
 	}
 	defer func() { _ = logf.Close() }()
+	if c.Banner != "" {
+		if _, err := fmt.Fprintf(logf, "--- %s ---\n", c.Banner); err != nil {
+			return application.ExecResult{}, fmt.Errorf("write log: %w", err)
+		}
+		if live != nil {
+			_, _ = fmt.Fprintf(live, "--- %s ---\n", c.Banner)
+		}
+	}
 
 	cmd := exec.Command("/bin/sh", "-c", c.Script) // #nosec -- running the user's decision is the point
 	cmd.Dir = s.layout.Root

@@ -143,6 +143,11 @@ var migrations = []migration{
 		`ALTER TABLE checkpoints ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE decisions ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'`,
 	}},
+	{9, "retries, failure policy and validation per decision", []string{
+		`ALTER TABLE decisions ADD COLUMN retries INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE decisions ADD COLUMN on_failure TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE decisions ADD COLUMN validate TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // createTable finds the tables a migration step creates.

@@ -37,6 +37,9 @@ type decisionRow struct {
 	Env       string
 	Skipped   bool
 	Labels    string
+	Retries   int
+	OnFailure string `gorm:"column:on_failure"`
+	Validate  string
 }
 
 func (decisionRow) TableName() string { return "decisions" }
@@ -144,6 +147,7 @@ func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 		states = append(states, plan.DecisionState{
 			Def: plan.Definition{
 				ID: d.ID, Name: d.Name, Run: d.Run, Timeout: time.Duration(d.TimeoutNs), Env: env, Labels: labels,
+				Retries: d.Retries, OnFailure: d.OnFailure, Validate: d.Validate,
 			},
 			Skipped:  d.Skipped,
 			Attempts: byDecision[d.ID],
@@ -205,6 +209,7 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 			dr := decisionRow{
 				PlanID: p.ID(), ID: d.ID(), Position: i, Name: def.Name, Run: def.Run,
 				TimeoutNs: int64(def.Timeout), Env: string(env), Skipped: d.Status() == plan.Skipped, Labels: labelsJSON(def.Labels),
+				Retries: def.Retries, OnFailure: def.OnFailure, Validate: def.Validate,
 			}
 			if err := db.Create(&dr).Error; err != nil {
 				return fmt.Errorf("save decision %s: %w", d.ID(), err)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +178,7 @@ func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
 	}
 	what := fmt.Sprintf("decision %d", n)
 	var idNode, runNode *yaml.Node
-	err := p.fields(dn, what, []string{"id", "name", "run", "timeout", "env", "labels"}, func(key string, _, v *yaml.Node) error {
+	err := p.fields(dn, what, []string{"id", "name", "run", "timeout", "env", "labels", "retries", "on_failure", "validate"}, func(key string, _, v *yaml.Node) error {
 		var err error
 		switch key {
 		case "id":
@@ -200,6 +201,26 @@ func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
 			d.Env, err = p.env(v, what)
 		case "labels":
 			d.Labels, err = p.labels(v, what)
+		case "retries":
+			var s string
+			if s, err = p.str(v, what+": retries"); err == nil {
+				d.Retries, err = strconv.Atoi(s)
+				if err != nil || d.Retries < 0 || d.Retries > plan.MaxRetries {
+					err = p.errf(v, "%s: retries must be a whole number from 0 to %d, not %q", what, plan.MaxRetries, s)
+				}
+			}
+		case "on_failure":
+			if d.OnFailure, err = p.str(v, what+": on_failure"); err == nil {
+				switch d.OnFailure {
+				case "stop", "rollback", "continue":
+				default:
+					err = p.errf(v, "%s: on_failure must be stop, rollback or continue, not %q", what, d.OnFailure)
+				}
+			}
+		case "validate":
+			if d.Validate, err = p.str(v, what+": validate"); err == nil && strings.TrimSpace(d.Validate) == "" {
+				err = p.errf(v, "%s: validate is an empty command", what)
+			}
 		}
 		return err
 	})

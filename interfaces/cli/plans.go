@@ -24,7 +24,7 @@ func (h *handler) planCommands() []*ucli.Command {
 			ArgsUsage: "FILE",
 			Flags: []ucli.Flag{
 				&ucli.BoolFlag{Name: "no-checkpoints", Usage: "do not checkpoint before each decision"},
-				&ucli.StringFlag{Name: "on-failure", Value: "stop", Usage: "`stop` or rollback (to the failed decision's pre_decision checkpoint)"},
+				&ucli.StringFlag{Name: "on-failure", Value: "stop", Usage: "`stop`, rollback (to the failed decision's pre_decision checkpoint) or continue (with the next decision); a decision's on_failure overrides it"},
 			},
 			Action: h.run,
 		},
@@ -168,6 +168,8 @@ func (h *handler) events() func(application.Event) {
 			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", e.DecisionID, e.Attempt.Number, cp, cmd)
 		case "finish":
 			_, _ = fmt.Fprintf(w, "plan: %s %s (%d artifacts)\n", e.DecisionID, e.Attempt.Status, len(e.Attempt.Artifacts))
+		case "retry":
+			_, _ = fmt.Fprintf(w, "plan: retrying %s from its pre_decision checkpoint (attempt %d failed)\n", e.DecisionID, e.Attempt.Number)
 		}
 	}
 }

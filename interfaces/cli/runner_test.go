@@ -630,7 +630,7 @@ func TestTextOutputOfDecisions(t *testing.T) {
 func TestRunPlanFile(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n")
-	if o := inWorkspace(dir, "run", "plan.yaml", "--on-failure", "sometimes"); o.code != ExitInvalid || !strings.Contains(o.stderr, "--on-failure must be stop or rollback") {
+	if o := inWorkspace(dir, "run", "plan.yaml", "--on-failure", "sometimes"); o.code != ExitInvalid || !strings.Contains(o.stderr, "--on-failure must be stop, rollback or continue") {
 		t.Errorf("a bad --on-failure: want exit 3\n%v", o)
 	}
 	if o := inWorkspace(dir, "run", "missing.yaml"); o.code != ExitNotFound {
