@@ -184,7 +184,11 @@ type RollbackRequest struct {
 	Mode RestoreMode // "" is RestoreBoth
 	// Paths, when given, restores only these workspace-relative paths (and what lies under them),
 	// leaving everything else and the decision states as they are.
-	Paths    []string
+	Paths []string
+	// Validate, when set, runs after the restore (see ValidationFailedError); Live receives its
+	// output.
+	Validate string
+	Live     io.Writer
 	DryRun   bool
 	Progress Progress
 	Warn     func(msg string)
@@ -322,7 +326,10 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		res, err = s.ops.rollback(ctx, target, req, op)
 	}
 	res.Mode = req.Mode
-	return res, err
+	if err != nil || req.Validate == "" {
+		return res, err
+	}
+	return res, s.ops.validate(ctx, req.Validate, res.Backup.ID(), req.Live)
 }
 
 // validRestorePath checks a per-path restore's path: workspace-relative, clean, and not plan's

@@ -39,7 +39,9 @@ type CorrectRequest struct {
 	Plan        string // the plan the decision belongs to; "" is the current plan
 	NoReexecute bool
 	DryRun      bool
-	Progress    Progress
+	// Validate, when set, runs after the correction finished (see ValidationFailedError).
+	Validate string
+	Progress Progress
 	Live        io.Writer
 	Events      func(Event)
 	Warn        func(string)
@@ -62,12 +64,17 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (Co
 	}
 	defer release()
 	res, err := s.RevertDecisions(ctx, req)
-	if err != nil || req.DryRun || req.NoReexecute {
+	if err == nil && !req.DryRun && !req.NoReexecute {
+		var c *correction.Correction
+		c, res.Reexecuted, err = s.ApplyCorrection(ctx, res.Correction.ID(), req)
+		if c != nil {
+			res.Correction = c
+		}
+	}
+	if err != nil || req.DryRun || req.Validate == "" {
 		return res, err
 	}
-	c, reexecuted, err := s.ApplyCorrection(ctx, res.Correction.ID(), req)
-	res.Correction, res.Reexecuted = c, reexecuted
-	return res, err
+	return res, s.ops.validate(ctx, req.Validate, checkpoint.ID(res.Correction.Params().SafetyCheckpointID), req.Live)
 }
 
 // correctionDetail is what the journal carries for the finisher.

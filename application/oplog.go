@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -41,7 +42,9 @@ func (op LoggedOperation) undoable() bool {
 	default:
 		return false
 	}
-	return op.Outcome == "ok" && op.UndoCheckpoint != "" && op.UndoneBy == ""
+	// A change whose validation failed stands, so it can be undone like one that passed.
+	ok := op.Outcome == "ok" || op.Outcome == "validation_failed"
+	return ok && op.UndoCheckpoint != "" && op.UndoneBy == ""
 }
 
 // OperationLog stores the operation log.
@@ -174,4 +177,49 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 	})
 	res.Operation = undo
 	return res, err
+}
+
+// ValidationFailedError reports a --validate command that failed after a rollback or a correction
+// had changed the workspace. The change stands (the workspace is left restored); Undo names the
+// checkpoint that takes it back.
+type ValidationFailedError struct {
+	Command  string
+	ExitCode *int
+	Undo     checkpoint.ID
+	// Log is the validation's log, relative to the state directory.
+	Log string
+	// Err is why it could not run at all, when it could not.
+	Err error
+}
+
+func (e *ValidationFailedError) Error() string {
+	what := "failed"
+	switch {
+	case e.Err != nil:
+		what = "could not run: " + e.Err.Error()
+	case e.ExitCode != nil:
+		what = fmt.Sprintf("failed with exit code %d", *e.ExitCode)
+	}
+	return fmt.Sprintf("validation %q %s; the workspace is left restored; `plan rollback --to-checkpoint %s` undoes it (output in .plan/%s)",
+		e.Command, what, e.Undo, e.Log)
+}
+
+func (e *ValidationFailedError) Unwrap() error { return e.Err }
+
+// validate runs a --validate command in the workspace after a restore whose safety checkpoint is
+// undo; a failure is a *ValidationFailedError.
+func (o *Operations) validate(ctx context.Context, cmd string, undo checkpoint.ID, live io.Writer) error {
+	id := ident.New(o.clock.Now())
+	logPath := "logs/validate-" + id + ".log"
+	res, err := o.exec.Execute(ctx, Command{Script: cmd, LogPath: logPath, Token: "validate-" + id}, live)
+	switch {
+	case err != nil:
+		return &ValidationFailedError{Command: cmd, Undo: undo, Log: logPath, Err: err}
+	case res.Interrupted:
+		return fmt.Errorf("validation %q: %w", cmd, context.Canceled)
+	case res.ExitCode != 0 || res.TimedOut:
+		code := res.ExitCode
+		return &ValidationFailedError{Command: cmd, ExitCode: &code, Undo: undo, Log: logPath}
+	}
+	return nil
 }

@@ -25,6 +25,7 @@ func (h *handler) correctionCommands() []*ucli.Command {
 				&ucli.StringFlag{Name: "reason", Usage: "why it was wrong (kept with the correction)"},
 				&ucli.StringFlag{Name: "run", Usage: "a corrected `CMD` replacing the decision's command"},
 				&ucli.BoolFlag{Name: "no-reexecute", Usage: "revert and archive only"},
+				&ucli.StringFlag{Name: "validate", Usage: "run `CMD` in the workspace once the correction is done; its failure is exit 1 (validation_failed), the correction left in place"},
 				&ucli.BoolFlag{Name: "dry-run", Usage: "show the scope, the files to archive and the rollback; change nothing"},
 				&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
 			},
@@ -136,7 +137,8 @@ func (h *handler) correct(c *ucli.Context) error {
 	}
 	req := application.CorrectRequest{
 		DecisionID: id, Reason: reason, Run: c.String("run"), NoReexecute: c.Bool("no-reexecute"), Plan: c.String("plan"),
-		DryRun: c.Bool("dry-run"), Progress: h.progress(), Live: h.live(), Events: h.events(), Warn: h.warn,
+		Validate: c.String("validate"),
+		DryRun:   c.Bool("dry-run"), Progress: h.progress(), Live: h.live(), Events: h.events(), Warn: h.warn,
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Corrections

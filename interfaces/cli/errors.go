@@ -47,6 +47,10 @@ func exitCode(err error) (int, string) {
 			}
 		}
 	}
+	var vf *application.ValidationFailedError
+	if errors.As(err, &vf) {
+		return ExitInternal, "validation_failed"
+	}
 	if errors.As(err, &df) {
 		return ExitInternal, "decision_failed"
 	}

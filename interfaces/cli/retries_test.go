@@ -99,3 +99,33 @@ decisions:
 		}
 	}
 }
+
+// rollback and correct --validate: a passing check changes nothing in the outcome; a failing one
+// is exit 1 (validation_failed) naming the undo checkpoint, with the workspace left restored, and
+// plan undo takes it back.
+func TestRestoreValidation(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "config.txt", "good\n")
+	good := createCheckpoint(t, dir)
+	writeFile(t, dir, "config.txt", "bad\n")
+	mustPlan(t, dir, "rollback", "--to-checkpoint", good, "--yes", "--validate", "grep -q good config.txt")
+	writeFile(t, dir, "config.txt", "changed\n")
+	o := inWorkspace(dir, "--json", "rollback", "--to-checkpoint", good, "--yes", "--validate", "echo checking; exit 4")
+	if o.code != ExitInternal || !strings.Contains(o.stderr, `"kind":"validation_failed"`) || !strings.Contains(o.stderr, "exit code 4") ||
+		!strings.Contains(o.stderr, "plan rollback --to-checkpoint") {
+		t.Fatalf("failed validation: %v", o)
+	}
+	if readFile(t, dir, "config.txt") != "good\n" {
+		t.Fatal("the workspace was not left restored")
+	}
+	mustPlan(t, dir, "undo", "--yes")
+	if readFile(t, dir, "config.txt") != "changed\n" {
+		t.Fatal("undo did not take the validated-and-failed rollback back")
+	}
+	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: d\n    run: echo v1 > out.txt\n")
+	mustPlan(t, dir, "run", "plan.yaml")
+	o = inWorkspace(dir, "correct", "--decision", "d", "--reason", "r", "--run", "echo v2 > out.txt", "--yes", "--validate", "grep -q v3 out.txt")
+	if o.code != ExitInternal || !strings.Contains(o.stderr, "validation") || readFile(t, dir, "out.txt") != "v2\n" {
+		t.Fatalf("correct --validate: %v", o)
+	}
+}

@@ -29,6 +29,7 @@ func (h *handler) restoreCommands() []*ucli.Command {
 				&ucli.StringFlag{Name: "at", Usage: "instead of an ID: the newest checkpoint created at or before `TIME` (RFC 3339, or a duration ago such as 2h or 3d)"},
 				&ucli.StringFlag{Name: "mode", Value: "both", Usage: "both: workspace and decision states; files: the workspace only; state: decision states only"},
 				&ucli.BoolFlag{Name: "dry-run", Usage: "show what would change; change nothing"},
+				&ucli.StringFlag{Name: "validate", Usage: "run `CMD` in the workspace after the restore; its failure is exit 1 (validation_failed), the workspace left restored"},
 			},
 			Action: h.rollback,
 		},
@@ -72,6 +73,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 			}
 		}
 		req.DryRun, req.Progress, req.Warn = dry, h.progress(), h.warn
+		req.Validate, req.Live = c.String("validate"), h.live()
 		res, err := svc.Rollback(c.Context, req)
 		if h.op != nil && res.Target != nil {
 			h.op.id = res.OperationID
