@@ -42,9 +42,9 @@ type CorrectRequest struct {
 	// Validate, when set, runs after the correction finished (see ValidationFailedError).
 	Validate string
 	Progress Progress
-	Live        io.Writer
-	Events      func(Event)
-	Warn        func(string)
+	Live     io.Writer
+	Events   func(Event)
+	Warn     func(string)
 }
 
 // CorrectResult is what a correction did (or, dry, would do).
