@@ -744,3 +744,59 @@ Feature: Plans and decisions
     When I run "plan status --plan nope"
     Then the exit code is 4
     And stderr contains "plan plans"
+
+  Scenario: a decision retries from its pre_decision checkpoint until it succeeds
+    Given an initialised workspace
+    And a plan file "flaky.yaml" with:
+      """
+      name: flaky
+      decisions:
+        - id: flaky
+          retries: 2
+          run: echo attempt > leftover-$PLAN_ATTEMPT.txt; [ "$PLAN_ATTEMPT" -ge 2 ]
+      """
+    When I run "plan run <plans>/flaky.yaml"
+    Then it succeeds
+    And stderr contains "retrying flaky"
+    And "leftover-1.txt" does not exist
+    And "leftover-2.txt" exists
+    When I run "plan --json status"
+    Then the JSON output has decision "flaky" with attempts:
+      | attempt | status    |
+      | 1       | reverted  |
+      | 2       | succeeded |
+
+  Scenario: a failed validation fails the decision; on_failure continue goes on to the next
+    Given an initialised workspace
+    And a plan file "checked.yaml" with:
+      """
+      name: checked
+      decisions:
+        - id: build
+          on_failure: continue
+          run: echo broken > out.txt
+          validate: grep -qx ok out.txt
+        - id: report
+          run: echo report > report.txt
+      """
+    When I run "plan run <plans>/checked.yaml"
+    Then the exit code is 1
+    And stderr contains "failed its validation"
+    And the file "report.txt" contains "report\n"
+    When I run "plan --json status"
+    Then the JSON output has decision "build" with attempts:
+      | attempt | status |
+      | 1       | failed |
+
+  Scenario: rollback --validate that fails leaves the workspace restored and names the undo
+    Given an initialised workspace
+    And a file "a.txt" containing "one\n"
+    And a checkpoint "one"
+    And I change "a.txt" to "two\n"
+    When I run "plan --json rollback --to-checkpoint <one> --yes --validate false"
+    Then the exit code is 1
+    And the JSON error has "error.kind" equal to "validation_failed"
+    And the file "a.txt" contains "one\n"
+    When I run "plan undo --yes"
+    Then it succeeds
+    And the file "a.txt" contains "two\n"
