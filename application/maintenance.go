@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -39,7 +40,9 @@ func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
 type PruneRequest struct {
 	Keep      int
 	OlderThan time.Duration // 0: no age condition
-	DryRun    bool
+	// Classes decide first for the checkpoints they match (see RetentionClass).
+	Classes []RetentionClass
+	DryRun  bool
 }
 
 // PruneResult lists what was (or would be) deleted and kept, and why protected ones were kept.
@@ -73,19 +76,41 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (Prune
 	}
 	res := PruneResult{Reasons: map[checkpoint.ID]string{}}
 	cutoff := s.ops.clock.Now().Add(-req.OlderThan)
-	for i, cp := range all { // newest first
+	rest := 0 // the index among the checkpoints no class decides for
+	keepWhy := func(cp *checkpoint.Checkpoint) string {
+		if cp.Pinned() {
+			return "pinned (`plan checkpoint unpin` releases it)"
+		}
+		return protected[cp.ID()]
+	}
+	for _, cp := range all { // newest first
+		if class, ok := firstClass(req.Classes, cp); ok {
+			switch why := keepWhy(cp); {
+			case why != "":
+				res.Kept = append(res.Kept, cp.ID())
+				res.Reasons[cp.ID()] = why
+			case class.Forever:
+				res.Kept = append(res.Kept, cp.ID())
+				res.Reasons[cp.ID()] = "retention class " + class.String() + ": kept forever"
+			case cp.CreatedAt().After(s.ops.clock.Now().Add(-class.OlderThan)):
+				res.Kept = append(res.Kept, cp.ID())
+				res.Reasons[cp.ID()] = fmt.Sprintf("retention class %s: younger than %s", class, class.OlderThan)
+			default:
+				res.Deleted = append(res.Deleted, cp.ID())
+			}
+			continue
+		}
+		i := rest
+		rest++
 		switch {
 		case i < req.Keep:
 			res.Kept = append(res.Kept, cp.ID())
 		case req.OlderThan > 0 && cp.CreatedAt().After(cutoff):
 			res.Kept = append(res.Kept, cp.ID())
 			res.Reasons[cp.ID()] = "newer than --older-than"
-		case cp.Pinned():
+		case keepWhy(cp) != "":
 			res.Kept = append(res.Kept, cp.ID())
-			res.Reasons[cp.ID()] = "pinned (`plan checkpoint unpin` releases it)"
-		case protected[cp.ID()] != "":
-			res.Kept = append(res.Kept, cp.ID())
-			res.Reasons[cp.ID()] = protected[cp.ID()]
+			res.Reasons[cp.ID()] = keepWhy(cp)
 		default:
 			res.Deleted = append(res.Deleted, cp.ID())
 		}
@@ -107,6 +132,33 @@ type RetentionResult struct {
 	Archives    ArchivePruneResult
 }
 
+func firstClass(classes []RetentionClass, cp *checkpoint.Checkpoint) (RetentionClass, bool) {
+	for _, c := range classes {
+		if c.Matches(cp) {
+			return c, true
+		}
+	}
+	return RetentionClass{}, false
+}
+
+// PruneByPolicy prunes checkpoints by the configured retention policy (its checkpoint rule and its
+// classes), as ApplyRetention does after each run; without a configured checkpoint policy it is
+// invalid input.
+func (s *MaintenanceService) PruneByPolicy(ctx context.Context, dry bool) (PruneResult, error) {
+	rule, ok, err := s.settings.Retention()
+	if err != nil {
+		return PruneResult{}, err
+	}
+	if !ok || (rule.Keep == 0 && len(rule.Classes) == 0) {
+		return PruneResult{}, fault.Invalid("no checkpoint retention policy is configured in .plan/config.yaml (retention.keep or retention.classes)")
+	}
+	keep := rule.Keep
+	if keep == 0 {
+		keep = math.MaxInt // classes alone: what they do not match is kept
+	}
+	return s.Prune(ctx, PruneRequest{Keep: keep, OlderThan: rule.OlderThan, Classes: rule.Classes, DryRun: dry})
+}
+
 // ApplyRetention prunes by the configured policy, if there is one: checkpoints, correction
 // archives, or both. ok is false without a policy.
 func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResult, bool, error) {
@@ -115,8 +167,12 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 	if err != nil || !ok {
 		return res, false, err
 	}
-	if rule.Keep != 0 {
-		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: rule.Keep, OlderThan: rule.OlderThan}); err != nil {
+	if rule.Keep != 0 || len(rule.Classes) > 0 {
+		keep := rule.Keep
+		if keep == 0 {
+			keep = math.MaxInt
+		}
+		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: keep, OlderThan: rule.OlderThan, Classes: rule.Classes}); err != nil {
 			return res, true, err
 		}
 	}

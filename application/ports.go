@@ -3,6 +3,8 @@ package application
 import (
 	"context"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
@@ -249,6 +251,43 @@ type RetentionRule struct {
 	OlderThan time.Duration
 	// Archives, when set, is the rule for correction archives (see PruneArchives).
 	Archives *ArchiveRetention
+	// Classes decide for the checkpoints they match (the first that matches), before Keep and
+	// OlderThan, which decide for the others.
+	Classes []RetentionClass
+}
+
+// RetentionClass keeps the checkpoints of a type and/or carrying labels for a time, or forever.
+type RetentionClass struct {
+	Type   checkpoint.Type   // "" matches any type
+	Labels map[string]string // every one must be on the checkpoint
+	// OlderThan is the age past which a matching checkpoint is deleted; Forever keeps it always.
+	OlderThan time.Duration
+	Forever   bool
+}
+
+// Matches reports whether c falls in the class.
+func (r RetentionClass) Matches(c *checkpoint.Checkpoint) bool {
+	return (r.Type == "" || c.Type() == r.Type) && c.HasLabels(r.Labels)
+}
+
+// String names the class for a prune's reasons.
+func (r RetentionClass) String() string {
+	var parts []string
+	if r.Type != "" {
+		parts = append(parts, "type "+string(r.Type))
+	}
+	keys := make([]string, 0, len(r.Labels))
+	for k := range r.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts = append(parts, "label "+k+"="+r.Labels[k])
+	}
+	if len(parts) == 0 {
+		return "every checkpoint"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ArchiveRetention keeps the newest Keep correction archives (and, with OlderThan, those younger).

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -143,6 +144,11 @@ const ConfigFile = "config.yaml"
 //	  archives:         # optional: correction archives kept after each run
 //	    keep: 10
 //	    older_than: 720h
+//	  classes:          # optional: per type and labels, decided before keep/older_than
+//	    - type: pre_decision
+//	      older_than: 168h
+//	    - labels: {phase: milestone}
+//	      keep: forever
 type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.
@@ -163,6 +169,12 @@ type config struct {
 			Keep      *int   `yaml:"keep"`
 			OlderThan string `yaml:"older_than"`
 		} `yaml:"archives"`
+		Classes []struct {
+			Type      string            `yaml:"type"`
+			Labels    map[string]string `yaml:"labels"`
+			OlderThan string            `yaml:"older_than"`
+			Keep      string            `yaml:"keep"`
+		} `yaml:"classes"`
 	} `yaml:"retention"`
 }
 
@@ -190,7 +202,7 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	if c.Retention.Keep == nil && c.Retention.OlderThan != "" {
 		return application.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep", s.path)
 	}
-	if c.Retention.Keep == nil && c.Retention.Archives == nil {
+	if c.Retention.Keep == nil && c.Retention.Archives == nil && len(c.Retention.Classes) == 0 {
 		return application.RetentionRule{}, false, nil
 	}
 	var rule application.RetentionRule
@@ -214,6 +226,36 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 			return rule, false, err
 		}
 		rule.Archives = &application.ArchiveRetention{Keep: *a.Keep, OlderThan: d}
+	}
+	for i, cl := range c.Retention.Classes {
+		key := fmt.Sprintf("retention.classes[%d]", i)
+		class := application.RetentionClass{Labels: cl.Labels}
+		if cl.Type == "" && len(cl.Labels) == 0 {
+			return rule, false, fault.Invalid("%s: %s needs a type or labels to match", s.path, key)
+		}
+		if cl.Type != "" {
+			t, err := checkpoint.ParseType(cl.Type)
+			if err != nil {
+				return rule, false, fault.Invalid("%s: %s: %v", s.path, key, err)
+			}
+			class.Type = t
+		}
+		if err := checkpoint.ValidateLabels(cl.Labels); err != nil {
+			return rule, false, fault.Invalid("%s: %s: %v", s.path, key, err)
+		}
+		switch {
+		case cl.Keep == "forever" && cl.OlderThan == "":
+			class.Forever = true
+		case cl.Keep == "" && cl.OlderThan != "":
+			d, err := s.age(key+".older_than", cl.OlderThan)
+			if err != nil {
+				return rule, false, err
+			}
+			class.OlderThan = d
+		default:
+			return rule, false, fault.Invalid("%s: %s needs older_than: DURATION or keep: forever (one of them)", s.path, key)
+		}
+		rule.Classes = append(rule.Classes, class)
 	}
 	return rule, true, nil
 }

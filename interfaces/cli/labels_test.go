@@ -90,3 +90,44 @@ decisions:
 		t.Fatalf("after a rebuild:\n%s\nwant\n%s", after, before)
 	}
 }
+
+// Retention classes decide by type and labels before keep applies to the rest; prune --policy
+// applies them on demand, as a run does after it.
+func TestRetentionClasses(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, ".plan/config.yaml", `retention:
+  keep: 1
+  classes:
+    - labels: {phase: milestone}
+      keep: forever
+    - type: manual
+      older_than: 1ns
+`)
+	writeFile(t, dir, "a.txt", "a\n")
+	forever := createCheckpoint(t, dir, "--label", "phase=milestone")
+	gone := createCheckpoint(t, dir)
+	safeOld := createCheckpoint(t, dir, "--type", "safe_state") // matches no class: keep 1 keeps only the newer
+	safeNew := createCheckpoint(t, dir, "--type", "safe_state")
+	o := mustPlan(t, dir, "--json", "checkpoint", "prune", "--policy", "--dry-run")
+	var res struct {
+		Deleted []string          `json:"deleted"`
+		Reasons map[string]string `json:"reasons"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Deleted, ",") != safeOld+","+gone || !strings.Contains(res.Reasons[forever], "kept forever") {
+		t.Fatalf("policy: %+v (forever %s, gone %s, safe_state %s and %s)", res, forever, gone, safeOld, safeNew)
+	}
+	mustPlan(t, dir, "checkpoint", "prune", "--policy", "--yes")
+	if got := listLabeled(t, dir); len(got) != 2 {
+		t.Fatalf("after prune --policy: %+v", got)
+	}
+	if o := inWorkspace(dir, "checkpoint", "prune", "--policy", "--keep", "1"); o.code != ExitUsage {
+		t.Fatalf("--policy with --keep: %v", o)
+	}
+	writeFile(t, dir, ".plan/config.yaml", "record_nested_git: true\n")
+	if o := inWorkspace(dir, "checkpoint", "prune", "--policy"); o.code != ExitInvalid || !strings.Contains(o.stderr, "no checkpoint retention policy") {
+		t.Fatalf("--policy without one: %v", o)
+	}
+}

@@ -51,6 +51,7 @@ func (h *handler) pruneCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "keep", Usage: "how many of the newest checkpoints to keep", Value: -1},
 			&ucli.StringFlag{Name: "older-than", Usage: "only delete checkpoints older than `DURATION` (e.g. 72h)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be deleted"},
+			&ucli.BoolFlag{Name: "policy", Usage: "prune by the retention policy of .plan/config.yaml (keep, older_than, classes) instead of --keep"},
 		},
 		Action: h.prune,
 	}
@@ -81,8 +82,12 @@ func (h *handler) prune(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	if !c.IsSet("keep") {
-		return usagef("missing --keep N (see `plan checkpoint prune --help`)")
+	policy := c.Bool("policy")
+	switch {
+	case policy && (c.IsSet("keep") || c.IsSet("older-than")):
+		return usagef("--policy takes the rules from .plan/config.yaml: give it without --keep or --older-than")
+	case !policy && !c.IsSet("keep"):
+		return usagef("missing --keep N or --policy (see `plan checkpoint prune --help`)")
 	}
 	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run")}
 	// An empty value is a mistake (an unset shell variable, say), not "no age condition".
@@ -94,7 +99,13 @@ func (h *handler) prune(c *ucli.Context) error {
 		req.OlderThan = d
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		res, err := app.Services.Maintenance.Prune(c.Context, req)
+		var res application.PruneResult
+		var err error
+		if policy {
+			res, err = app.Services.Maintenance.PruneByPolicy(c.Context, req.DryRun)
+		} else {
+			res, err = app.Services.Maintenance.Prune(c.Context, req)
+		}
 		if err != nil {
 			return err
 		}
