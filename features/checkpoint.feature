@@ -262,3 +262,26 @@ Feature: Checkpoints
     And I run "plan checkpoint prune --keep 0 --yes"
     And I run "plan --json checkpoint list"
     Then the JSON output lists 0 items
+
+  Scenario: prune --policy applies the retention classes of .plan/config.yaml
+    Given an initialised workspace
+    And a file ".plan/config.yaml" with:
+      """
+      retention:
+        classes:
+          - labels: {phase: milestone}
+            keep: forever
+          - type: manual
+            older_than: 1ns
+      """
+    And a file "a.txt" containing "a\n"
+    And I run "plan --json checkpoint create --label phase=milestone"
+    And I remember the JSON output "id" as "milestone"
+    And I run "plan checkpoint create"
+    And I run "plan checkpoint create --type safe_state"
+    When I run "plan --json checkpoint prune --policy --yes"
+    Then it succeeds
+    And the JSON output has 1 "deleted"
+    And the JSON output has "reasons.<milestone>" containing "kept forever"
+    When I run "plan --json checkpoint list"
+    Then the JSON output lists 2 items
