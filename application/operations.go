@@ -568,18 +568,7 @@ func (o *Operations) changePlans(ctx context.Context, ps []*plan.Plan, planName 
 // in one transaction. Every step is idempotent.
 func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 	var d correctionDetail
-	if err := json.Unmarshal(op.Detail, &d); err != nil {
-		return fault.Wrap(fault.ErrIntegrity, err, "the journal's correction record is damaged")
-	}
-	dir, err := o.archiver.Publish(op.ID)
-	if err != nil {
-		return fmt.Errorf("publish archive: %w", err)
-	}
-	err = o.tx.Do(ctx, func(ctx context.Context) error {
-		done, err := o.history.Has(ctx, op.ID)
-		if err != nil || done {
-			return err
-		}
+	return o.finishArchived(ctx, op, &d, "correction", func(ctx context.Context, dir string) error {
 		if err := o.recordRollback(ctx, op); err != nil {
 			return err
 		}
@@ -593,9 +582,29 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		}
 		return o.corrections.Add(ctx, c)
 	})
+}
+
+// finishArchived is the database side shared by the operations that archive what they revert (a
+// correction, a surgical revert): it reads the journal's detail into detail, publishes the staged
+// archive, and runs record in one transaction unless the history already has op (every step is
+// idempotent, as recovery needs). When record fails, the archive is unpublished: the guard puts the
+// workspace back, and an archive must not outlive the record it belongs to.
+func (o *Operations) finishArchived(ctx context.Context, op Operation, detail any, what string, record func(ctx context.Context, dir string) error) error {
+	if err := json.Unmarshal(op.Detail, detail); err != nil {
+		return fault.Wrap(fault.ErrIntegrity, err, "the journal's %s record is damaged", what)
+	}
+	dir, err := o.archiver.Publish(op.ID)
 	if err != nil {
-		// Not recorded: the guard puts the workspace back, and the archive must not outlive the
-		// correction it belongs to.
+		return fmt.Errorf("publish archive: %w", err)
+	}
+	err = o.tx.Do(ctx, func(ctx context.Context) error {
+		done, err := o.history.Has(ctx, op.ID)
+		if err != nil || done {
+			return err
+		}
+		return record(ctx, dir)
+	})
+	if err != nil {
 		return errors.Join(err, o.archiver.Unpublish(op.ID))
 	}
 	return nil

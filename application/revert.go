@@ -308,18 +308,7 @@ func slurp(r io.ReadCloser, err error) ([]byte, error) {
 // in one transaction. Every step is idempotent.
 func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 	var d revertDetail
-	if err := json.Unmarshal(op.Detail, &d); err != nil {
-		return fault.Wrap(fault.ErrIntegrity, err, "the journal's revert record is damaged")
-	}
-	dir, err := o.archiver.Publish(op.ID)
-	if err != nil {
-		return fmt.Errorf("publish archive: %w", err)
-	}
-	err = o.tx.Do(ctx, func(ctx context.Context) error {
-		done, err := o.history.Has(ctx, op.ID)
-		if err != nil || done {
-			return err
-		}
+	return o.finishArchived(ctx, op, &d, "revert", func(ctx context.Context, dir string) error {
 		p, err := o.plan(ctx, d.Plan)
 		if err != nil {
 			return err
@@ -348,10 +337,6 @@ func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 		}
 		return o.corrections.Add(ctx, c)
 	})
-	if err != nil {
-		return errors.Join(err, o.archiver.Unpublish(op.ID))
-	}
-	return nil
 }
 
 // savePlanKeepingCurrent saves p without making it the current plan when it is not: saving a plan
