@@ -70,9 +70,19 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 		h.warn("operation log: " + lerr.Error())
 		return
 	}
+	made := 0
 	for i := len(created) - 1; i >= 0; i-- { // oldest first
 		if c := created[i]; !c.CreatedAt().Before(op.start) && !containsID(entry.Checkpoints, c.ID()) {
 			entry.Checkpoints = append(entry.Checkpoints, c.ID())
+			made++
+		}
+	}
+	// A command refused before it changed anything (bad input, nothing found, a busy workspace)
+	// is not an operation: the log would only fill with noise.
+	switch outcome {
+	case "usage", "invalid", "not_found", "conflict":
+		if made == 0 && op.undo == "" {
+			return
 		}
 	}
 	if entry.Checkpoints == nil {

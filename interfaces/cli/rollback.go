@@ -156,6 +156,10 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 	}
 	defer func() { _ = app.Close() }()
 	res, err := app.Services.Guard.Recover(c.Context)
+	if err == nil && !res.Recovered {
+		h.op = nil // nothing was interrupted: not an operation
+	}
+	h.recordOp(c.Context, app, err)
 	if err != nil {
 		return err
 	}

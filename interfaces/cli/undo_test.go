@@ -203,3 +203,18 @@ func TestPruneKeepsEveryPlansDecisionCheckpoints(t *testing.T) {
 	}
 	mustPlan(t, dir, "correct", "--plan", "alpha", "--decision", "a1", "--reason", "r", "--yes")
 }
+
+// Commands refused before they changed anything are not logged; a recover with nothing to do is
+// not either.
+func TestRefusalsAreNotLogged(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a\n")
+	createCheckpoint(t, dir)
+	n := len(historyOf(t, dir))
+	inWorkspace(dir, "rollback", "--to-checkpoint", "0123456789abcdef01234567", "--yes") // not found
+	inWorkspace(dir, "checkpoint", "create", "--label", "Bad=x")                        // invalid
+	mustPlan(t, dir, "recover")
+	if got := historyOf(t, dir); len(got) != n {
+		t.Fatalf("%d entries after refusals, %d before: %+v", len(got), n, got)
+	}
+}
