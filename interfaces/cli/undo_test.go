@@ -212,7 +212,7 @@ func TestRefusalsAreNotLogged(t *testing.T) {
 	createCheckpoint(t, dir)
 	n := len(historyOf(t, dir))
 	inWorkspace(dir, "rollback", "--to-checkpoint", "0123456789abcdef01234567", "--yes") // not found
-	inWorkspace(dir, "checkpoint", "create", "--label", "Bad=x")                        // invalid
+	inWorkspace(dir, "checkpoint", "create", "--label", "Bad=x")                         // invalid
 	mustPlan(t, dir, "recover")
 	if got := historyOf(t, dir); len(got) != n {
 		t.Fatalf("%d entries after refusals, %d before: %+v", len(got), n, got)
