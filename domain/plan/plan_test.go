@@ -652,3 +652,67 @@ func TestReexecution(t *testing.T) {
 		t.Fatal("an unknown decision is an error")
 	}
 }
+
+// A decision's retries, failure policy and labels are checked when the plan is defined.
+func TestDefinitionPolicyValidation(t *testing.T) {
+	for _, d := range []plan.Definition{
+		{ID: "a", Run: "x", Retries: -1},
+		{ID: "a", Run: "x", Retries: plan.MaxRetries + 1},
+		{ID: "a", Run: "x", OnFailure: "sometimes"},
+		{ID: "a", Run: "x", Labels: map[string]string{"Bad": "x"}},
+	} {
+		p, _ := plan.New("0123456789abcdef01234567", "p", "", true, time.Now())
+		if err := p.Define([]plan.Definition{d}); !errors.Is(err, fault.ErrInvalid) {
+			t.Errorf("%+v: %v", d, err)
+		}
+	}
+	p, _ := plan.New("0123456789abcdef01234567", "p", "", true, time.Now())
+	ok := plan.Definition{ID: "a", Run: "x", Retries: plan.MaxRetries, OnFailure: "continue", Validate: "true", Labels: map[string]string{"phase": "b"}}
+	if err := p.Define([]plan.Definition{ok}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.Decision("a"); d.Definition().Retries != plan.MaxRetries || d.Definition().Labels["phase"] != "b" {
+		t.Fatalf("%+v", d.Definition())
+	}
+}
+
+// Unrevert gives back exactly what one operation reverted, and nothing another one did.
+func TestUnrevert(t *testing.T) {
+	p, _ := plan.New("0123456789abcdef01234567", "p", "", true, time.Now())
+	if err := p.Define([]plan.Definition{{ID: "a", Run: "x"}, {ID: "b", Run: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"a", "b"} {
+		if _, err := p.Start(id, "", "", t0.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		code := i // a succeeds, b fails
+		st := plan.Succeeded
+		if i == 1 {
+			st = plan.Failed
+		}
+		if err := p.Finish(id, plan.Outcome{Status: st, ExitCode: &code}, t0.Add(time.Duration(i)*time.Minute+time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.RevertStartedSince(t0.Add(30*time.Second), "op1"); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("reverted %v", got)
+	}
+	if got := p.RevertStartedSince(t0, "op2"); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("reverted %v", got)
+	}
+	if got := p.Unrevert("nobody"); len(got) != 0 {
+		t.Fatalf("unreverted %v", got)
+	}
+	if got := p.Unrevert("op1"); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("unreverted %v", got)
+	}
+	a, _ := p.Decision("a")
+	b, _ := p.Decision("b")
+	if b.Status() != plan.Failed || a.Status() != plan.Reverted {
+		t.Fatalf("a %s, b %s", a.Status(), b.Status())
+	}
+	if la, _ := b.Latest(); la.RevertedBy != "" || la.RevertedFrom != "" {
+		t.Fatalf("b's attempt still names its revert: %+v", la)
+	}
+}
