@@ -25,6 +25,8 @@ type DB struct {
 	ledger Ledger
 	// seqFloor is the highest record number in the ledger when the database was opened.
 	seqFloor uint64
+	// compactAfter is how many records the ledger may hold before Open compacts it (0: never).
+	compactAfter int
 }
 
 // Open opens the database at path and migrates it. create allows a missing or empty database to be
@@ -65,7 +67,7 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	// One writer at a time is what SQLite allows anyway; a single connection also keeps the
 	// transaction-in-context pattern free of cross-connection surprises.
 	sqlDB.SetMaxOpenConns(1)
-	db := &DB{gorm: g, path: path}
+	db := &DB{gorm: g, path: path, compactAfter: defaultCompactAfter}
 	for _, o := range opts {
 		o(db)
 	}
@@ -79,10 +81,14 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	}
 	if db.ledger != nil {
 		var err error
-		if db.seqFloor, err = seqFloorOf(db.ledger); err == nil {
+		var records int
+		if db.seqFloor, records, err = seqFloorOf(db.ledger); err == nil {
 			if err = db.reconcile(ctx); err == nil {
 				err = db.baseline(ctx)
 			}
+		}
+		if err == nil {
+			err = db.compactIfLong(ctx, records)
 		}
 		if err != nil {
 			_ = sqlDB.Close()

@@ -340,15 +340,39 @@ func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 }
 
 // seqFloorOf returns the highest sequence number among the committed records, so a database
-// older than the store's history (restored from a backup) never reuses a number.
-func seqFloorOf(l Ledger) (uint64, error) {
+// older than the store's history (restored from a backup) never reuses a number, and how many
+// committed records there are.
+func seqFloorOf(l Ledger) (uint64, int, error) {
 	names, err := l.Committed()
 	if err != nil || len(names) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
-	var seq uint64
-	_, err = fmt.Sscanf(names[len(names)-1][:16], "%x", &seq)
-	return seq, err
+	seq, err := strconv.ParseUint(names[len(names)-1][:16], 16, 64)
+	return seq, len(names), err
+}
+
+// defaultCompactAfter bounds the records a rebuild replays: past it, Open compacts (about a
+// quarter of a second of rebuild at 124 ms per 1,000 records).
+const defaultCompactAfter = 2048
+
+// WithCompactAfter sets how many records Open lets the ledger hold before it compacts it (0:
+// never); the default is defaultCompactAfter.
+func WithCompactAfter(n int) Option { return func(d *DB) { d.compactAfter = n } }
+
+// compactIfLong compacts the ledger when it holds more than compactAfter records, but only when
+// the database has seen every one of them: compacting a database that is behind the store (one
+// restored from an older backup) would write its stale state as the baseline and drop the newer
+// records, which `doctor --rebuild` needs.
+func (d *DB) compactIfLong(ctx context.Context, records int) error {
+	if d.compactAfter <= 0 || records <= d.compactAfter {
+		return nil
+	}
+	head, err := d.LedgerHead(ctx)
+	if err != nil || head < d.seqFloor {
+		return err
+	}
+	_, err = d.Compact(ctx)
+	return err
 }
 
 // LedgerHead returns the number of the newest record the database has seen (0: none).

@@ -383,3 +383,79 @@ func TestRebuildRefusesDamagedRecords(t *testing.T) {
 		}
 	}
 }
+
+// Open compacts a long ledger into one baseline, after which a rebuild still gives the same
+// database; it never compacts a database that is behind the store (restored from an older
+// backup), whose stale state would otherwise replace the newer records.
+func TestOpenCompactsALongLedger(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "plan.db")
+	db, err := Open(ctx, path, true, WithLedger(recs), WithCompactAfter(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(db *DB, i int) {
+		t.Helper()
+		if err := NewCheckpoints(db).Add(ctx, newCP(t, fmt.Sprintf("%024x", i+1), time.Unix(int64(i), 0))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		add(db, i)
+	}
+	_ = db.Close()
+	// A backup of the database as it is now: behind what follows.
+	backup, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ = Open(ctx, path, false, WithLedger(recs), WithCompactAfter(5))
+	for i := 4; i < 9; i++ {
+		add(db, i)
+	}
+	want := dump(t, db)
+	_ = db.Close()
+	if names, _ := recs.Committed(); len(names) != 9 {
+		t.Fatalf("%d records before the open that compacts", len(names))
+	}
+
+	// The stale backup: Open must not compact it.
+	stale := filepath.Join(dir, "stale.db")
+	if err := os.WriteFile(stale, backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sdb, err := Open(ctx, stale, false, WithLedger(recs), WithCompactAfter(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sdb.Close()
+	if names, _ := recs.Committed(); len(names) != 9 {
+		t.Fatalf("a stale database compacted the ledger: %d records", len(names))
+	}
+
+	db, err = Open(ctx, path, false, WithLedger(recs), WithCompactAfter(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if names, _ := recs.Committed(); len(names) != 1 {
+		t.Fatalf("%d records after compaction", len(names))
+	}
+	rebuilt := filepath.Join(dir, "rebuilt.db")
+	if _, err := Rebuild(ctx, rebuilt, recs); err != nil {
+		t.Fatal(err)
+	}
+	rdb, _ := Open(ctx, rebuilt, false)
+	defer func() { _ = rdb.Close() }()
+	got := dump(t, rdb)
+	delete(want, "ledger") // the baseline is a newer transaction than any the database saw
+	delete(got, "ledger")
+	if d := diffDumps(want, got); d != "" {
+		t.Fatalf("rebuilt after compaction:\n%s", d)
+	}
+}
