@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
@@ -102,15 +104,23 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			views = append(views, newCheckpointView(cp))
 		}
 		return h.emit(views, func(w io.Writer) {
-			if len(cps) == 0 {
+			switch {
+			case len(cps) == 0 && len(want) > 0:
+				_, _ = fmt.Fprintln(w, "No checkpoint carries those labels.")
+				return
+			case len(cps) == 0:
 				_, _ = fmt.Fprintln(w, "No checkpoints yet: `plan checkpoint create` takes one.")
 				return
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "ID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
+				note := cp.Note()
+				if tags := labelText(cp); tags != "" {
+					note = strings.TrimSpace(note + " " + tags)
+				}
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cp.ID(), cp.Type(),
-					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), cp.Note())
+					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
 			}
 			_ = tw.Flush()
 		})
@@ -253,4 +263,25 @@ func (h *handler) checkpointPin(on bool) ucli.ActionFunc {
 			})
 		})
 	}
+}
+
+// labelText shows a checkpoint's pin and labels in text output: "[pinned k=v …]".
+func labelText(cp *checkpoint.Checkpoint) string {
+	var parts []string
+	if cp.Pinned() {
+		parts = append(parts, "pinned")
+	}
+	labels := cp.Labels()
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+labels[k])
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
