@@ -284,6 +284,7 @@ type fakeRepo struct {
 	addErr    error
 	updateErr error
 	latestErr error
+	getErr    error
 }
 
 func newFakeRepo() *fakeRepo { return &fakeRepo{cps: map[checkpoint.ID]*checkpoint.Checkpoint{}} }
@@ -300,6 +301,9 @@ func (r *fakeRepo) Add(_ context.Context, c *checkpoint.Checkpoint) error {
 }
 
 func (r *fakeRepo) Get(_ context.Context, id checkpoint.ID) (*checkpoint.Checkpoint, error) {
+	if r.getErr != nil {
+		return nil, r.getErr
+	}
 	c, ok := r.cps[id]
 	if !ok {
 		return nil, fault.NotFound("checkpoint %s not found", id)
