@@ -285,6 +285,8 @@ type fakeRepo struct {
 	updateErr error
 	latestErr error
 	getErr    error
+	listErr   error
+	deleteErr error
 }
 
 func newFakeRepo() *fakeRepo { return &fakeRepo{cps: map[checkpoint.ID]*checkpoint.Checkpoint{}} }
@@ -328,6 +330,9 @@ func (r *fakeRepo) Resolve(_ context.Context, ref string) (*checkpoint.Checkpoin
 }
 
 func (r *fakeRepo) List(context.Context) ([]*checkpoint.Checkpoint, error) {
+	if r.listErr != nil {
+		return nil, r.listErr
+	}
 	out := make([]*checkpoint.Checkpoint, 0, len(r.cps))
 	for _, c := range r.cps {
 		out = append(out, c)
@@ -353,6 +358,9 @@ func (r *fakeRepo) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 }
 
 func (r *fakeRepo) Delete(_ context.Context, id checkpoint.ID) error {
+	if r.deleteErr != nil {
+		return r.deleteErr
+	}
 	if _, ok := r.cps[id]; !ok {
 		return fault.NotFound("checkpoint %s not found", id)
 	}
