@@ -409,7 +409,8 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 		}, live)
 		switch {
 		case verr != nil:
-			out.Status, validationFailed = plan.Failed, true
+			// No exit code: the command's 0 would read as the validation's ("failed ... (exit code 0)").
+			out.Status, out.ExitCode, validationFailed = plan.Failed, nil, true
 			if warn != nil {
 				warn(fmt.Sprintf("the validation of decision %q could not start: %v", id, verr))
 			}
