@@ -26,8 +26,9 @@ type fakeLocker struct {
 	locks    int
 	unlocks  int
 	purposes []string
-	err      error // Lock fails with it
-	busy     bool  // TryLock reports the lock taken
+	err      error  // Lock fails with it
+	busy     bool   // TryLock reports the lock taken
+	onTake   func() // called as the lock is taken: what another process did just before
 }
 
 func (l *fakeLocker) Lock(_ context.Context, purpose string) (func() error, error) {
@@ -56,6 +57,9 @@ func (l *fakeLocker) TryLock(purpose string) (func() error, bool, error) {
 
 func (l *fakeLocker) take(purpose string) func() error {
 	l.held = true
+	if l.onTake != nil {
+		l.onTake()
+	}
 	l.locks++
 	l.purposes = append(l.purposes, purpose)
 	released := false
