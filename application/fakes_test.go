@@ -179,9 +179,14 @@ type fakeSnap struct {
 	warnings []string
 	err      error
 	snaps    int
+	// onSnapshot runs as a snapshot starts: what changed between a scan and the snapshot.
+	onSnapshot func()
 }
 
 func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
+	if s.onSnapshot != nil {
+		s.onSnapshot()
+	}
 	if s.err != nil {
 		return Snapshot{}, s.err
 	}

@@ -240,6 +240,26 @@ func TestUndoPropagatesFailures(t *testing.T) {
 			t.Error("a failed undo was logged as done")
 		}
 	})
+	t.Run("workspace busy", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		e.l.err = fault.Conflict("busy")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, fault.ErrConflict) || e.livePaths() != "a.txt" {
+			t.Errorf("err = %v, workspace %q", err, e.livePaths())
+		}
+	})
+	t.Run("undo entry not written", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		log.addErr = errors.New("db down")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, log.addErr) || log.ops[0].UndoneBy != "" {
+			t.Errorf("err = %v; the undone entry must not be marked without the undo's own", err)
+		}
+	})
 	t.Run("log not written", func(t *testing.T) {
 		e := newUseCaseEnv(t)
 		log := &fakeOpLog{}

@@ -461,3 +461,68 @@ func TestRevertDecisionOfAnotherPlanKeepsTheCurrentOne(t *testing.T) {
 		t.Errorf("p/b is %s", b.Status())
 	}
 }
+
+// The workspace changed between the scan the revert was planned from and its safety checkpoint:
+// it is planned again from the checkpoint, and a conflict found only then still refuses, with the
+// workspace untouched.
+func TestRevertDecisionReplansFromTheSafetyCheckpoint(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	e.snap.onSnapshot = func() {
+		e.snap.onSnapshot = nil
+		e.putLive("b.txt", "edited meanwhile")
+	}
+	writes := len(e.j.writes)
+	res, err := e.cs.RevertDecision(context.Background(), revertReq("b", nil))
+	if !errors.Is(err, fault.ErrConflict) || !res.Refused || !strings.Contains(err.Error(), "b.txt") {
+		t.Fatalf("err = %v, refused %v", err, res.Refused)
+	}
+	if len(e.j.writes) != writes || len(e.corrections.cs) != 0 || e.liveContent(t, "b.txt") != "edited meanwhile" {
+		t.Error("a revert refused on re-planning changed something")
+	}
+	if st := decisionStatus(t, e, "b"); st != plan.Succeeded {
+		t.Errorf("b is %s", st)
+	}
+}
+
+func TestRevertDecisionSafetyCheckpointFails(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	boom := errors.New("disk full")
+	e.snap.onSnapshot = func() { e.snap.err = boom }
+	_, err := e.cs.RevertDecision(context.Background(), revertReq("a", nil))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "record the workspace before reverting") {
+		t.Errorf("err = %v", err)
+	}
+	if len(e.corrections.cs) != 0 || e.j.op != nil || decisionStatus(t, e, "a") != plan.Succeeded {
+		t.Error("a failed revert left something behind")
+	}
+}
+
+// A store that lost what the decision's attempt recorded fails the revert as an integrity problem,
+// before anything is touched.
+func TestRevertDecisionOnADamagedStore(t *testing.T) {
+	t.Run("result tree missing", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		ranEditsAB(t, e)
+		p, _ := e.plans.Current(context.Background())
+		a, _ := p.Decision("a")
+		delete(e.store.trees, latestOf(a).ResultTree)
+		_, err := e.cs.RevertDecision(context.Background(), revertReq("a", nil))
+		if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "read what a changed") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("old content missing", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		ranEditsAB(t, e)
+		delete(e.store.blobs, tree.Sum([]byte(fBefore)))
+		_, err := e.cs.RevertDecision(context.Background(), revertReq("a", nil))
+		if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), `read "f.txt" as it was before the decision`) {
+			t.Errorf("err = %v", err)
+		}
+		if len(e.corrections.cs) != 0 || e.j.op != nil || len(e.j.writes) != 0 {
+			t.Error("a failed revert left something behind")
+		}
+	})
+}
