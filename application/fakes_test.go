@@ -26,8 +26,9 @@ type fakeLocker struct {
 	locks    int
 	unlocks  int
 	purposes []string
-	err      error // Lock fails with it
-	busy     bool  // TryLock reports the lock taken
+	err      error  // Lock fails with it
+	busy     bool   // TryLock reports the lock taken
+	onTake   func() // called as the lock is taken: what another process did just before
 }
 
 func (l *fakeLocker) Lock(_ context.Context, purpose string) (func() error, error) {
@@ -56,6 +57,9 @@ func (l *fakeLocker) TryLock(purpose string) (func() error, bool, error) {
 
 func (l *fakeLocker) take(purpose string) func() error {
 	l.held = true
+	if l.onTake != nil {
+		l.onTake()
+	}
 	l.locks++
 	l.purposes = append(l.purposes, purpose)
 	released := false
@@ -175,9 +179,14 @@ type fakeSnap struct {
 	warnings []string
 	err      error
 	snaps    int
+	// onSnapshot runs as a snapshot starts: what changed between a scan and the snapshot.
+	onSnapshot func()
 }
 
 func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
+	if s.onSnapshot != nil {
+		s.onSnapshot()
+	}
 	if s.err != nil {
 		return Snapshot{}, s.err
 	}
@@ -284,6 +293,9 @@ type fakeRepo struct {
 	addErr    error
 	updateErr error
 	latestErr error
+	getErr    error
+	listErr   error
+	deleteErr error
 }
 
 func newFakeRepo() *fakeRepo { return &fakeRepo{cps: map[checkpoint.ID]*checkpoint.Checkpoint{}} }
@@ -300,6 +312,9 @@ func (r *fakeRepo) Add(_ context.Context, c *checkpoint.Checkpoint) error {
 }
 
 func (r *fakeRepo) Get(_ context.Context, id checkpoint.ID) (*checkpoint.Checkpoint, error) {
+	if r.getErr != nil {
+		return nil, r.getErr
+	}
 	c, ok := r.cps[id]
 	if !ok {
 		return nil, fault.NotFound("checkpoint %s not found", id)
@@ -324,6 +339,9 @@ func (r *fakeRepo) Resolve(_ context.Context, ref string) (*checkpoint.Checkpoin
 }
 
 func (r *fakeRepo) List(context.Context) ([]*checkpoint.Checkpoint, error) {
+	if r.listErr != nil {
+		return nil, r.listErr
+	}
 	out := make([]*checkpoint.Checkpoint, 0, len(r.cps))
 	for _, c := range r.cps {
 		out = append(out, c)
@@ -349,6 +367,9 @@ func (r *fakeRepo) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 }
 
 func (r *fakeRepo) Delete(_ context.Context, id checkpoint.ID) error {
+	if r.deleteErr != nil {
+		return r.deleteErr
+	}
 	if _, ok := r.cps[id]; !ok {
 		return fault.NotFound("checkpoint %s not found", id)
 	}

@@ -225,6 +225,9 @@ func (o *Operations) previewPaths(ctx context.Context, target *checkpoint.Checkp
 // names it), and the same journaled change as a full rollback takes the workspace there. The
 // caller holds the guard.
 func (o *Operations) rollbackPaths(ctx context.Context, target *checkpoint.Checkpoint, req RollbackRequest, op *Operation) (RollbackResult, error) {
+	if o.trees == nil { // optional in OperationsParams: refuse before recording anything
+		return RollbackResult{}, errors.New("per-path restore is not wired: Operations has no TreeWriter")
+	}
 	backup, err := o.create(ctx, CreateRequest{
 		Type: checkpoint.PreRollback, Progress: req.Progress, Warn: req.Warn, AlsoExclude: target.Root(),
 		Note: fmt.Sprintf("before restoring %s from %s", strings.Join(req.Paths, ", "), target.ID()),
@@ -406,7 +409,8 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 		}, live)
 		switch {
 		case verr != nil:
-			out.Status, validationFailed = plan.Failed, true
+			// No exit code: the command's 0 would read as the validation's ("failed ... (exit code 0)").
+			out.Status, out.ExitCode, validationFailed = plan.Failed, nil, true
 			if warn != nil {
 				warn(fmt.Sprintf("the validation of decision %q could not start: %v", id, verr))
 			}

@@ -1,0 +1,323 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+)
+
+// fakeOpLog is an in-memory OperationLog, newest entry first.
+type fakeOpLog struct {
+	ops     []LoggedOperation
+	listErr error
+	addErr  error
+	markErr error
+}
+
+func (l *fakeOpLog) Add(_ context.Context, op LoggedOperation) error {
+	if l.addErr != nil {
+		return l.addErr
+	}
+	l.ops = append([]LoggedOperation{op}, l.ops...)
+	return nil
+}
+
+func (l *fakeOpLog) List(_ context.Context, limit int, planName string) ([]LoggedOperation, error) {
+	if l.listErr != nil {
+		return nil, l.listErr
+	}
+	var out []LoggedOperation
+	for _, op := range l.ops {
+		if planName == "" || op.Plan == planName {
+			out = append(out, op)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (l *fakeOpLog) MarkUndone(_ context.Context, id, by string) error {
+	if l.markErr != nil {
+		return l.markErr
+	}
+	for i := range l.ops {
+		if l.ops[i].ID == id {
+			l.ops[i].UndoneBy = by
+			return nil
+		}
+	}
+	return fault.NotFound("operation %s not found", id)
+}
+
+// rolledBackToB runs a, b and c, rolls back to b's pre_decision checkpoint and logs the rollback
+// as the CLI does (its ID is the rollback's operation ID, its undo point the pre_rollback checkpoint).
+func rolledBackToB(t *testing.T, e *useCaseEnv, hs *HistoryService) (RollbackResult, LoggedOperation) {
+	t.Helper()
+	p := ranABC(t, e)
+	b, _ := p.Decision("b")
+	res, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(latestOf(b).CheckpointID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.livePaths(); got != "a.txt" {
+		t.Fatalf("workspace after the rollback: %q", got)
+	}
+	op, err := hs.Record(context.Background(), LoggedOperation{
+		ID: res.OperationID, Kind: "rollback", Plan: "p", Outcome: "ok", UndoCheckpoint: res.Backup.ID(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, op
+}
+
+func decisionStatus(t *testing.T, e *useCaseEnv, id string) plan.Status {
+	t.Helper()
+	p, err := e.plans.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Decision(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Status()
+}
+
+func TestUndoTakesBackTheLastRollback(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	rb, logged := rolledBackToB(t, e, hs)
+	if decisionStatus(t, e, "b") != plan.Reverted || decisionStatus(t, e, "c") != plan.Reverted {
+		t.Fatal("the rollback did not revert b and c")
+	}
+
+	res, err := hs.Undo(context.Background(), UndoRequest{Warn: e.warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.livePaths(); got != "a.txt b.txt c.txt" {
+		t.Errorf("workspace after undo: %q", got)
+	}
+	if res.Undone.ID != logged.ID || res.Rollback.Target.ID() != rb.Backup.ID() || res.Rollback.Mode != RestoreBoth {
+		t.Errorf("undone %s to %s (%s)", res.Undone.ID, res.Rollback.Target.ID(), res.Rollback.Mode)
+	}
+	if !slices.Equal(res.Restored, []string{"b", "c"}) {
+		t.Errorf("restored %v, want [b c]", res.Restored)
+	}
+	for _, id := range []string{"b", "c"} {
+		if st := decisionStatus(t, e, id); st != plan.Succeeded {
+			t.Errorf("%s after undo: %s, want succeeded", id, st)
+		}
+	}
+	// The undo is logged, names the checkpoints it used, and marks what it undid.
+	if len(log.ops) != 2 || log.ops[0].Kind != "undo" || log.ops[0].ID != res.Operation.ID ||
+		!slices.Equal(log.ops[0].Args, []string{"rollback", logged.ID}) || log.ops[0].Plan != "p" {
+		t.Fatalf("log: %+v", log.ops)
+	}
+	if !slices.Equal(log.ops[0].Checkpoints, []checkpoint.ID{rb.Backup.ID(), res.Rollback.Backup.ID()}) {
+		t.Errorf("undo's checkpoints: %v", log.ops[0].Checkpoints)
+	}
+	if log.ops[1].UndoneBy != res.Operation.ID {
+		t.Errorf("the rollback is not marked undone: %+v", log.ops[1])
+	}
+	if e.j.op != nil {
+		t.Error("the journal was left behind")
+	}
+	if e.l.held {
+		t.Error("the lock was left held")
+	}
+
+	// The undo itself is not undone, and the rollback is undone already: nothing is left.
+	if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, fault.ErrNotFound) ||
+		!strings.Contains(err.Error(), "nothing to undo") {
+		t.Errorf("second undo: %v", err)
+	}
+}
+
+func TestUndoDryRunChangesNothing(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	rolledBackToB(t, e, hs)
+	locks, cps := e.l.locks, len(e.repo.cps)
+
+	res, err := hs.Undo(context.Background(), UndoRequest{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rollback.Mode != RestoreBoth || res.Rollback.Counts.Added != 2 || res.Operation.ID != "" {
+		t.Errorf("preview: %+v", res)
+	}
+	if e.livePaths() != "a.txt" || e.l.locks != locks || len(e.repo.cps) != cps || len(log.ops) != 1 || log.ops[0].UndoneBy != "" {
+		t.Error("a dry undo changed something")
+	}
+}
+
+func TestUndoPicksTheNewestUndoableOperation(t *testing.T) {
+	ok := LoggedOperation{ID: "x", Kind: "rollback", Outcome: "ok", UndoCheckpoint: "cp"}
+	for _, c := range []struct {
+		name string
+		mod  func(*LoggedOperation)
+		want bool
+	}{
+		{"rollback", func(*LoggedOperation) {}, true},
+		{"correction", func(o *LoggedOperation) { o.Kind = "correct" }, true},
+		{"surgical revert", func(o *LoggedOperation) { o.Kind = "revert" }, true},
+		{"decision", func(o *LoggedOperation) { o.Kind = "decision" }, true},
+		{"validation failed", func(o *LoggedOperation) { o.Outcome = "validation_failed" }, true},
+		{"undo", func(o *LoggedOperation) { o.Kind = "undo" }, false},
+		{"checkpoint", func(o *LoggedOperation) { o.Kind = "checkpoint" }, false},
+		{"failed", func(o *LoggedOperation) { o.Outcome = "conflict" }, false},
+		{"no safety checkpoint", func(o *LoggedOperation) { o.UndoCheckpoint = "" }, false},
+		{"undone", func(o *LoggedOperation) { o.UndoneBy = "y" }, false},
+	} {
+		op := ok
+		c.mod(&op)
+		if got := op.undoable(); got != c.want {
+			t.Errorf("%s: undoable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestUndoRefusesWhenItsSafetyCheckpointIsGone(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	rb, _ := rolledBackToB(t, e, hs)
+	delete(e.repo.cps, rb.Backup.ID())
+	cps := len(e.repo.cps)
+	_, err := hs.Undo(context.Background(), UndoRequest{})
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "was deleted") {
+		t.Errorf("err = %v, want a conflict naming the deleted checkpoint", err)
+	}
+	if e.livePaths() != "a.txt" || len(e.repo.cps) != cps || log.ops[0].UndoneBy != "" {
+		t.Error("a refused undo changed something")
+	}
+}
+
+func TestUndoPropagatesFailures(t *testing.T) {
+	t.Run("log unreadable", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{listErr: errors.New("db down")}
+		if _, err := NewHistoryService(e.ops, log).Undo(context.Background(), UndoRequest{}); !errors.Is(err, log.listErr) {
+			t.Errorf("err = %v", err)
+		}
+		if e.l.held {
+			t.Error("the lock was left held")
+		}
+	})
+	t.Run("checkpoint lookup fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		e.repo.getErr = errors.New("db down")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, e.repo.getErr) || errors.Is(err, fault.ErrConflict) {
+			t.Errorf("err = %v, want the lookup's error", err)
+		}
+	})
+	t.Run("rollback fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		e.snap.err = errors.New("disk gone")
+		_, err := hs.Undo(context.Background(), UndoRequest{})
+		if !errors.Is(err, e.snap.err) || !strings.HasPrefix(err.Error(), "undo rollback ") {
+			t.Errorf("err = %v", err)
+		}
+		if log.ops[0].UndoneBy != "" || len(log.ops) != 1 {
+			t.Error("a failed undo was logged as done")
+		}
+	})
+	t.Run("workspace busy", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		e.l.err = fault.Conflict("busy")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, fault.ErrConflict) || e.livePaths() != "a.txt" {
+			t.Errorf("err = %v, workspace %q", err, e.livePaths())
+		}
+	})
+	t.Run("undo entry not written", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		log.addErr = errors.New("db down")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, log.addErr) || log.ops[0].UndoneBy != "" {
+			t.Errorf("err = %v; the undone entry must not be marked without the undo's own", err)
+		}
+	})
+	t.Run("log not written", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		log.markErr = errors.New("db down")
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, log.markErr) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestHistoryRecordAndList(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	op, err := hs.Record(context.Background(), LoggedOperation{Kind: "checkpoint", Plan: "p", Outcome: "ok"})
+	if err != nil || op.ID == "" || !op.FinishedAt.Equal(e.clock.t) {
+		t.Fatalf("recorded %+v, %v: want an ID and the clock's time", op, err)
+	}
+	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "given", Kind: "gc", Outcome: "ok", FinishedAt: baseTime}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := hs.List(context.Background(), 0, "")
+	if err != nil || len(all) != 2 || all[0].ID != "given" || !all[0].FinishedAt.Equal(baseTime) {
+		t.Errorf("list: %+v, %v", all, err)
+	}
+	if mine, err := hs.List(context.Background(), 1, "p"); err != nil || len(mine) != 1 || mine[0].ID != op.ID {
+		t.Errorf("list of p: %+v, %v", mine, err)
+	}
+	if _, err := hs.List(context.Background(), -1, ""); !errors.Is(err, fault.ErrInvalid) {
+		t.Errorf("negative limit: %v", err)
+	}
+	log.addErr = errors.New("db down")
+	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "gc"}); !errors.Is(err, log.addErr) {
+		t.Errorf("log failing: %v", err)
+	}
+}
+
+func TestValidationFailedErrorSaysWhatFailedAndHowToUndo(t *testing.T) {
+	code := 3
+	cause := errors.New("no shell")
+	for _, c := range []struct {
+		err  *ValidationFailedError
+		want string
+	}{
+		{&ValidationFailedError{Command: "make test", ExitCode: &code, Undo: "cp1", Log: "logs/v.log"},
+			`validation "make test" failed with exit code 3; the workspace is left restored; ` +
+				"`plan rollback --to-checkpoint cp1` undoes it (output in .plan/logs/v.log)"},
+		{&ValidationFailedError{Command: "make test", Err: cause, Undo: "cp1", Log: "logs/v.log"},
+			`validation "make test" could not run: no shell; the workspace`},
+		{&ValidationFailedError{Command: "make test", Undo: "cp1"}, `validation "make test" failed; the workspace`},
+	} {
+		if got := c.err.Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("got %q\nwant prefix %q", got, c.want)
+		}
+	}
+	if err := error(&ValidationFailedError{Err: cause}); !errors.Is(err, cause) {
+		t.Error("the cause does not unwrap")
+	}
+}
