@@ -81,7 +81,7 @@ func TestOperationLogDamageIsIntegrity(t *testing.T) {
 		if err := log.Add(ctx, loggedOp("op-a", "", 0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.gorm.Exec(`UPDATE operations SET `+column+` = '["x"'`).Error; err != nil {
+		if err := db.gorm.Exec(`UPDATE operations SET ` + column + ` = '["x"'`).Error; err != nil {
 			t.Fatal(err)
 		}
 		_, err := log.List(ctx, 0, "")
