@@ -490,3 +490,33 @@ func TestCheckpointLabels(t *testing.T) {
 		t.Fatalf("damaged labels: %v", err)
 	}
 }
+
+// A well-formed record whose rows the schema refuses (a number no column can hold, a required
+// column missing) is an integrity error naming it, and no database is left.
+func TestRebuildRefusesRowsTheSchemaRefuses(t *testing.T) {
+	ctx := context.Background()
+	for name, row := range map[string]string{
+		"number out of range":     `{"id":"x","type":"manual","created_at":1,"root_tree":"r","files":1e999}`,
+		"required column missing": `{"id":"x","type":"manual","created_at":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			recs, err := objectstore.OpenRecords(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := `{"format":1,"seq":1,"schema":1,"changes":[{"kind":"checkpoint","key":"x","rows":{"checkpoints":[` + row + `]}}]}`
+			n, err := recs.Prepare(1, []byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := recs.Commit(n); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "plan.db")
+			if _, err := Rebuild(ctx, out, recs); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), n) {
+				t.Fatalf("rebuild: %v", err)
+			}
+			noDatabase(t, out)
+		})
+	}
+}
