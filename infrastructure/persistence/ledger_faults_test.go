@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -519,4 +521,29 @@ func TestRebuildRefusesRowsTheSchemaRefuses(t *testing.T) {
 			noDatabase(t, out)
 		})
 	}
+}
+
+// A transaction whose commit fails after its record was prepared and noted (here a deferred
+// foreign key, checked only at commit; on a disk, an I/O error at commit) leaves no record, pending
+// or committed: the records never hold a transaction the database does not.
+func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	err := f.db.write(ctx, "plan", "ghost", func(tx *gorm.DB) error {
+		if err := tx.Exec(`PRAGMA defer_foreign_keys = ON`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO decisions(plan_id, id, position, run) VALUES ('ghost', 'd', 0, 'true')`).Error
+	})
+	if err == nil || !errors.Is(err, gorm.ErrForeignKeyViolated) {
+		t.Fatalf("a commit that violates a foreign key: %v", err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+	if head, err := f.db.LedgerHead(ctx); err != nil || head != 1 {
+		t.Fatalf("ledger head %d: %v", head, err)
+	}
+	f.rebuildMatches(t, dump(t, f.db))
 }
