@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,8 +73,10 @@ func runCrashChild(t *testing.T, dir, fp string) (killed bool) {
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, failpoint.EnvVar+"="+fp)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ProcessState.String() == "signal: killed" {
-		return true
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
 	}
 	if err != nil {
 		t.Fatalf("child with %s: %v\n%s", fp, err, out)
