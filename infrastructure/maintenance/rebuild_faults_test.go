@@ -188,3 +188,37 @@ func TestRebuildAndDoctorInAReadOnlyState(t *testing.T) {
 	}
 	unchanged(t, l.Database(), nil)
 }
+
+// When the unusable database cannot be moved aside (its name is taken by a directory here), the
+// rebuild stops: the old file stays where it was, byte for byte, and what holds the name is not
+// touched either.
+func TestRebuildCannotKeepTheDatabaseAside(t *testing.T) {
+	ctx := context.Background()
+	l := workspaceWithCheckpoint(t)
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(l.Database() + s)
+	}
+	if err := os.WriteFile(l.Database(), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aside := l.Database() + ".corrupt-20261123T101112Z"
+	if err := os.MkdirAll(filepath.Join(aside, "keep"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil || !strings.Contains(err.Error(), "aside") {
+		t.Fatalf("rebuild: %v", err)
+	}
+	unchanged(t, l.Database(), []byte("junk"))
+	if _, err := os.Stat(filepath.Join(aside, "keep")); err != nil {
+		t.Fatalf("what held the name: %v", err)
+	}
+	// Once the name is free, the rebuild runs again from the start and succeeds.
+	if err := os.RemoveAll(aside); err != nil {
+		t.Fatal(err)
+	}
+	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	if err != nil || !res.Rebuilt || res.KeptAside != aside || res.Checkpoints != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	unchanged(t, aside, []byte("junk"))
+}
