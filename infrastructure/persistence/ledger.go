@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"strconv"
 	"time"
@@ -408,6 +410,11 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 		return rep, err
 	}
 	rep.Pending = len(pending)
+	if _, err := os.Lstat(path); err == nil {
+		return rep, fault.Conflict("rebuild into %s: it already exists", path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rep, err
+	}
 	db, err := Open(ctx, path, true)
 	if err != nil {
 		return rep, err
@@ -415,6 +422,12 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 	defer func() {
 		if cerr := db.Close(); err == nil {
 			err = cerr
+		}
+		if err != nil {
+			// A half-built database opens as a valid one that lacks transactions.
+			for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+				_ = os.Remove(path + s)
+			}
 		}
 	}()
 	cols := map[string]map[string]bool{}

@@ -1,0 +1,549 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/objectstore"
+)
+
+var errInjected = errors.New("injected ledger failure")
+
+// faultyLedger is a real record directory whose operations fail on demand, the way a full disk, a
+// read-only mount or an unreadable file makes them fail.
+type faultyLedger struct {
+	*objectstore.Records
+	prepare, commit, pending, committed, remove bool
+	// readFails names the records whose Read fails; removes counts Remove calls that went through.
+	readFails map[string]bool
+	removes   int
+	// removeAfter lets this many Remove calls succeed before remove takes effect.
+	removeAfter int
+}
+
+func (f *faultyLedger) Prepare(seq uint64, body []byte) (string, error) {
+	if f.prepare {
+		return "", errInjected
+	}
+	return f.Records.Prepare(seq, body)
+}
+
+func (f *faultyLedger) Commit(name string) error {
+	if f.commit {
+		return errInjected
+	}
+	return f.Records.Commit(name)
+}
+
+func (f *faultyLedger) Pending() ([]string, error) {
+	if f.pending {
+		return nil, errInjected
+	}
+	return f.Records.Pending()
+}
+
+func (f *faultyLedger) Committed() ([]string, error) {
+	if f.committed {
+		return nil, errInjected
+	}
+	return f.Records.Committed()
+}
+
+func (f *faultyLedger) Read(name string) ([]byte, error) {
+	if f.readFails[name] {
+		return nil, errInjected
+	}
+	return f.Records.Read(name)
+}
+
+func (f *faultyLedger) Remove(name string) error {
+	if f.remove && f.removes >= f.removeAfter {
+		return errInjected
+	}
+	f.removes++
+	return f.Records.Remove(name)
+}
+
+type ledgerFixture struct {
+	dir  string
+	path string
+	recs *objectstore.Records
+	l    *faultyLedger
+	db   *DB
+}
+
+// newLedgerFixture opens a new database that records to a faultyLedger, with n checkpoints added.
+func newLedgerFixture(t *testing.T, n int) *ledgerFixture {
+	t.Helper()
+	f := &ledgerFixture{dir: t.TempDir()}
+	f.path = filepath.Join(f.dir, "plan.db")
+	var err error
+	if f.recs, err = objectstore.OpenRecords(filepath.Join(f.dir, "objects")); err != nil {
+		t.Fatal(err)
+	}
+	f.l = &faultyLedger{Records: f.recs}
+	if f.db, err = Open(context.Background(), f.path, true, WithLedger(f.l)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.db.Close() })
+	for i := range n {
+		f.add(t, fixtureID(i), nil)
+	}
+	return f
+}
+
+// fixtureID is the i-th (i < 6) checkpoint ID of a fixture.
+func fixtureID(i int) string { return strings.Repeat("0", 20) + string(rune('a'+i)) + "abc" }
+
+func (f *ledgerFixture) add(t *testing.T, id string, labels map[string]string) {
+	t.Helper()
+	c := newCP(t, id, time.Unix(int64(len(id)), 0), func(p *checkpoint.Params) { p.Labels = labels })
+	if err := NewCheckpoints(f.db).Add(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *ledgerFixture) names(t *testing.T) (committed, pending []string) {
+	t.Helper()
+	c, err := f.recs.Committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.recs.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
+
+// rebuildMatches rebuilds a database from the records alone and fails unless it equals want.
+func (f *ledgerFixture) rebuildMatches(t *testing.T, want map[string][]map[string]any) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "rebuilt.db")
+	if _, err := Rebuild(context.Background(), out, f.recs); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if d := diffDumps(want, dump(t, db)); d != "" {
+		t.Fatalf("the rebuilt database differs:\n%s", d)
+	}
+}
+
+// A record that cannot be written fails the transaction: the database does not hold a change the
+// records do not, so a rebuild can never lose it.
+func TestRecordPrepareFailureRollsBackTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	f.l.prepare = true
+	c := newCP(t, id2, time.Unix(2, 0))
+	err := NewCheckpoints(f.db).Add(ctx, c)
+	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "write the record") {
+		t.Fatalf("add with an unwritable record: %v", err)
+	}
+	if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("the change stayed in the database: %v", err)
+	}
+	if head, err := f.db.LedgerHead(ctx); err != nil || head != 1 {
+		t.Fatalf("ledger head %d: %v", head, err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+	f.rebuildMatches(t, dump(t, f.db))
+}
+
+// When noting the record in the ledger table fails, the transaction rolls back and its prepared
+// record is discarded: no record of a transaction that never happened.
+func TestRecordNoteFailureDiscardsTheRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	failWrites(t, f.db, "INSERT", "ledger")
+	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil || !strings.Contains(err.Error(), "note record") {
+		t.Fatalf("add with a refused ledger row: %v", err)
+	}
+	if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("the change stayed in the database: %v", err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+}
+
+// A failed transaction leaves no record; a failed write of the database itself (not the record)
+// is reported as such.
+func TestFailedTransactionDiscardsItsRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	failWrites(t, f.db, "INSERT", "checkpoints")
+	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil {
+		t.Fatal("a refused insert succeeded")
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+}
+
+// The record's rename out of pending/ failing after the database committed does not undo the
+// operation: the next open commits the record, since the ledger table names it, and a rebuild
+// then has everything.
+func TestRecordCommitFailureIsSettledByTheNextOpen(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	f.l.commit = true
+	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err != nil {
+		t.Fatalf("the operation must stand: %v", err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 1 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+	settled := pending[0]
+	// A pending record no transaction committed: a crash between Prepare and the database commit.
+	orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, f.db)
+	_ = f.db.Close()
+
+	// Settling fails while the ledger cannot commit: the open fails and loses nothing.
+	if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
+		t.Fatalf("open with an uncommittable record: %v", err)
+	}
+	if _, p := f.names(t); len(p) != 2 {
+		t.Fatalf("a failed settle lost pending records: %v", p)
+	}
+
+	f.l.commit = false
+	db, err := Open(ctx, f.path, false, WithLedger(f.l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = db
+	committed, pending = f.names(t)
+	// The settled record is committed; the orphan is discarded, not committed.
+	if len(committed) != 2 || len(pending) != 0 || committed[1] != settled {
+		t.Fatalf("after settling %s (orphan %s): records %v, pending %v", settled, orphan, committed, pending)
+	}
+	f.rebuildMatches(t, want)
+}
+
+// A ledger that cannot be listed stops Open: the database is not used while what it holds and
+// what the records hold may disagree.
+func TestOpenFailsWhenTheLedgerCannotBeListed(t *testing.T) {
+	ctx := context.Background()
+	for _, which := range []string{"committed", "pending"} {
+		t.Run(which, func(t *testing.T) {
+			f := newLedgerFixture(t, 1)
+			_ = f.db.Close()
+			if _, err := f.recs.Prepare(1<<40, []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			f.l.committed, f.l.pending = which == "committed", which == "pending"
+			if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
+				t.Fatalf("open: %v", err)
+			}
+			if _, p := f.names(t); len(p) != 1 {
+				t.Fatalf("pending records after a failed open: %v", p)
+			}
+		})
+	}
+}
+
+// LedgerHead is the number of the newest record the database has seen, the one `doctor` compares
+// with the store to see a database restored from an older backup.
+func TestLedgerHeadFollowsTheRecords(t *testing.T) {
+	ctx := context.Background()
+	if head, err := openTestDB(t).LedgerHead(ctx); err != nil || head != 0 {
+		t.Fatalf("without records: %d, %v", head, err)
+	}
+	f := newLedgerFixture(t, 3)
+	committed, _ := f.names(t)
+	last, _ := objectstore.ParseRecordName(committed[len(committed)-1])
+	if head, err := f.db.LedgerHead(ctx); err != nil || head != last || head != 3 {
+		t.Fatalf("head %d, newest record %d: %v", head, last, err)
+	}
+	if err := f.db.gorm.Exec(`DROP TABLE ledger`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.LedgerHead(ctx); err == nil {
+		t.Fatal("an unreadable ledger table has a head")
+	}
+}
+
+// Compaction never loses history: whatever fails, a rebuild from the records left still equals the
+// database, and a failure before the new baseline commits removes no record.
+func TestCompactFailures(t *testing.T) {
+	ctx := context.Background()
+	if _, err := openTestDB(t).Compact(ctx); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("compact without records: %v", err)
+	}
+
+	t.Run("records cannot be listed", func(t *testing.T) {
+		f := newLedgerFixture(t, 3)
+		f.l.committed = true
+		if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("compact: %v", err)
+		}
+		f.l.committed = false
+		if c, _ := f.names(t); len(c) != 3 {
+			t.Fatalf("records: %v", c)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+	})
+	t.Run("baseline cannot be written", func(t *testing.T) {
+		f := newLedgerFixture(t, 3)
+		f.l.prepare = true
+		if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("compact: %v", err)
+		}
+		f.l.prepare = false
+		if c, p := f.names(t); len(c) != 3 || len(p) != 0 {
+			t.Fatalf("records %v, pending %v", c, p)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+	})
+	t.Run("ledger table cannot forget", func(t *testing.T) {
+		f := newLedgerFixture(t, 3)
+		failWrites(t, f.db, "DELETE", "ledger")
+		if _, err := f.db.Compact(ctx); err == nil {
+			t.Fatal("compact succeeded without forgetting the old records")
+		}
+		// The baseline committed; the old records are redundant but still there.
+		if c, _ := f.names(t); len(c) != 4 {
+			t.Fatalf("records: %v", c)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+	})
+	t.Run("a removal fails part way", func(t *testing.T) {
+		f := newLedgerFixture(t, 3)
+		f.l.remove, f.l.removeAfter = true, 1
+		removed, err := f.db.Compact(ctx)
+		if !errors.Is(err, errInjected) || removed != 1 {
+			t.Fatalf("compact removed %d: %v", removed, err)
+		}
+		c, _ := f.names(t)
+		if len(c) != 3 {
+			t.Fatalf("records: %v", c)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+		// Work goes on, and a later compaction finishes the job.
+		f.add(t, id3, map[string]string{"k": "v"})
+		f.l.remove = false
+		if removed, err := f.db.Compact(ctx); err != nil || removed != 4 {
+			t.Fatalf("second compact removed %d: %v", removed, err)
+		}
+		if c, _ := f.names(t); len(c) != 1 {
+			t.Fatalf("records after compaction: %v", c)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+	})
+}
+
+// Rebuild reports a ledger it cannot list or read as an error, never as an empty or shorter
+// history; a record that repeats a transaction number is an integrity error naming it.
+func TestRebuildLedgerFailures(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 3)
+	committed, _ := f.names(t)
+	for _, tc := range []struct {
+		name  string
+		setup func()
+	}{
+		{"committed", func() { f.l.committed = true }},
+		{"pending", func() { f.l.pending = true }},
+		{"newest record unreadable", func() { f.l.readFails = map[string]bool{committed[2]: true} }},
+		{"first record unreadable", func() { f.l.readFails = map[string]bool{committed[0]: true} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			*f.l = faultyLedger{Records: f.recs}
+			tc.setup()
+			out := filepath.Join(t.TempDir(), "rebuilt.db")
+			rep, err := Rebuild(ctx, out, f.l)
+			if !errors.Is(err, errInjected) || rep.Records != 0 {
+				t.Fatalf("rebuild: %+v, %v", rep, err)
+			}
+			noDatabase(t, out)
+		})
+	}
+	t.Run("database cannot be created", func(t *testing.T) {
+		blocker := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Rebuild(ctx, filepath.Join(blocker, "plan.db"), f.recs); err == nil {
+			t.Fatal("rebuilt under a file")
+		}
+	})
+}
+
+// noDatabase fails unless a failed rebuild left nothing at path: a half-built database, which
+// opens as a valid one holding less than the records, would mislead whoever finds it.
+func noDatabase(t *testing.T, path string) {
+	t.Helper()
+	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(path + s); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a failed rebuild left %s%s behind (%v)", path, s, err)
+		}
+	}
+}
+
+// A database already at the path is never overwritten or removed by a rebuild.
+func TestRebuildRefusesAnExistingDatabase(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 2)
+	want := dump(t, f.db)
+	_, err := Rebuild(ctx, f.path, f.recs)
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), f.path) {
+		t.Fatalf("rebuild over a database: %v", err)
+	}
+	if d := diffDumps(want, dump(t, f.db)); d != "" {
+		t.Fatalf("the existing database changed:\n%s", d)
+	}
+}
+
+// The newest baseline a rebuild starts from must be readable; a record after it whose header is
+// damaged is an integrity error naming it, and two records with one number are too.
+func TestRebuildRefusesBadRecordSequences(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		bodies []string
+		want   error
+	}{
+		{"newest record not json", []string{
+			`{"format":1,"seq":1,"schema":1,"changes":[]}`, `{"format":1,"seq":2,"sch`,
+		}, fault.ErrIntegrity},
+		{"repeated number", []string{
+			`{"format":1,"seq":1,"schema":1,"changes":[]}`, `{"format":1,"seq":1,"schema":1,"changes":[{"kind":"operation","key":"x","deleted":true}]}`,
+		}, fault.ErrIntegrity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, err := objectstore.OpenRecords(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last string
+			for i, b := range tc.bodies {
+				n, err := recs.Prepare(uint64(i+1), []byte(b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := recs.Commit(n); err != nil {
+					t.Fatal(err)
+				}
+				last = n
+			}
+			out := filepath.Join(t.TempDir(), "plan.db")
+			_, err = Rebuild(ctx, out, recs)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), last) {
+				t.Fatalf("rebuild: %v", err)
+			}
+			noDatabase(t, out)
+		})
+	}
+}
+
+// Labels survive the database and its rebuild; damaged labels are an integrity error naming the
+// checkpoint, never an empty set.
+func TestCheckpointLabels(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 0)
+	labels := map[string]string{"team": "core", "ticket": "PLAN-9"}
+	f.add(t, id1, labels)
+	f.add(t, id2, nil)
+	repo := NewCheckpoints(f.db)
+	c, err := repo.Get(ctx, checkpoint.ID(id1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Labels(); len(got) != 2 || got["team"] != "core" || got["ticket"] != "PLAN-9" {
+		t.Fatalf("labels: %v", got)
+	}
+	f.rebuildMatches(t, dump(t, f.db))
+
+	// A row written before labels existed holds "": no labels.
+	if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '' WHERE id = ?`, id2).Error; err != nil {
+		t.Fatal(err)
+	}
+	if c, err := repo.Get(ctx, checkpoint.ID(id2)); err != nil || len(c.Labels()) != 0 {
+		t.Fatalf("empty labels: %v", err)
+	}
+	if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '{"team":' WHERE id = ?`, id1).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Get(ctx, checkpoint.ID(id1)); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), id1) {
+		t.Fatalf("damaged labels: %v", err)
+	}
+}
+
+// A well-formed record whose rows the schema refuses (a number no column can hold, a required
+// column missing) is an integrity error naming it, and no database is left.
+func TestRebuildRefusesRowsTheSchemaRefuses(t *testing.T) {
+	ctx := context.Background()
+	for name, row := range map[string]string{
+		"number out of range":     `{"id":"x","type":"manual","created_at":1,"root_tree":"r","files":1e999}`,
+		"required column missing": `{"id":"x","type":"manual","created_at":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			recs, err := objectstore.OpenRecords(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := `{"format":1,"seq":1,"schema":1,"changes":[{"kind":"checkpoint","key":"x","rows":{"checkpoints":[` + row + `]}}]}`
+			n, err := recs.Prepare(1, []byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := recs.Commit(n); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "plan.db")
+			if _, err := Rebuild(ctx, out, recs); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), n) {
+				t.Fatalf("rebuild: %v", err)
+			}
+			noDatabase(t, out)
+		})
+	}
+}
+
+// A transaction whose commit fails after its record was prepared and noted (here a deferred
+// foreign key, checked only at commit; on a disk, an I/O error at commit) leaves no record, pending
+// or committed: the records never hold a transaction the database does not.
+func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	err := f.db.write(ctx, "plan", "ghost", func(tx *gorm.DB) error {
+		if err := tx.Exec(`PRAGMA defer_foreign_keys = ON`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO decisions(plan_id, id, position, run) VALUES ('ghost', 'd', 0, 'true')`).Error
+	})
+	if err == nil || !errors.Is(err, gorm.ErrForeignKeyViolated) {
+		t.Fatalf("a commit that violates a foreign key: %v", err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+	if head, err := f.db.LedgerHead(ctx); err != nil || head != 1 {
+		t.Fatalf("ledger head %d: %v", head, err)
+	}
+	f.rebuildMatches(t, dump(t, f.db))
+}
