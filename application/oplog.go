@@ -42,8 +42,10 @@ func (op LoggedOperation) undoable() bool {
 	default:
 		return false
 	}
-	// A change whose validation failed stands, so it can be undone like one that passed.
-	ok := op.Outcome == "ok" || op.Outcome == "validation_failed"
+	// A change whose validation failed stands, so it can be undone like one that passed; so does a
+	// correction or revert recorded before its re-execution or replacement failed (decision_failed).
+	// Skipping those would undo the operation before them instead, going back past them unrecorded.
+	ok := op.Outcome == "ok" || op.Outcome == "validation_failed" || op.Outcome == "decision_failed"
 	return ok && op.UndoCheckpoint != "" && op.UndoneBy == ""
 }
 
