@@ -38,14 +38,17 @@ type LoggedOperation struct {
 // through the log, as jj's does).
 func (op LoggedOperation) undoable() bool {
 	switch op.Kind {
-	case "rollback", "correct", "revert", "decision":
+	case "correct", "revert":
+		// Its safety checkpoint is logged only once the correction is recorded, that is applied, so
+		// it stands whatever failed after (a re-execution, a replacement, a validation, writing the
+		// output). Skipping it would undo the operation before it instead, going back past it.
+		return op.UndoCheckpoint != "" && op.UndoneBy == ""
+	case "rollback", "decision":
 	default:
 		return false
 	}
-	// A change whose validation failed stands, so it can be undone like one that passed; so does a
-	// correction or revert recorded before its re-execution or replacement failed (decision_failed).
-	// Skipping those would undo the operation before them instead, going back past them unrecorded.
-	ok := op.Outcome == "ok" || op.Outcome == "validation_failed" || op.Outcome == "decision_failed"
+	// A change whose validation failed stands, so it can be undone like one that passed.
+	ok := op.Outcome == "ok" || op.Outcome == "validation_failed"
 	return ok && op.UndoCheckpoint != "" && op.UndoneBy == ""
 }
 

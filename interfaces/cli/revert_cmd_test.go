@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -347,5 +348,30 @@ func TestDeref(t *testing.T) {
 	s := "x"
 	if deref(nil) != "-" || deref(&s) != "x" {
 		t.Fatal("deref: nil is -, otherwise the value")
+	}
+}
+
+// A revert whose JSON cannot be written is exit 1, but it was applied and recorded: the output
+// failing does not undo it, and the log names it so plan undo can.
+func TestRevertWriteFailureAfterTheRevert(t *testing.T) {
+	dir := revertWorkspace(t, false)
+	var errOut strings.Builder
+	r := Runner{Stdout: failingWriter{}, Stderr: &errOut, Stdin: strings.NewReader("")}
+	code := r.Run(context.Background(), []string{"plan", "-C", dir, "--json", "--yes", "revert", "--decision", "d0", "--reason", "r"})
+	if code != ExitInternal || !strings.Contains(errOut.String(), "file already closed") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if got := readFile(t, dir, "a.txt"); got != "one\ntwo\nthree\nfour\nFIVE\n" || exists(dir, "c.txt") {
+		t.Fatalf("the revert was not applied: a.txt %q", got)
+	}
+	if n := correctionCount(t, dir); n != 1 {
+		t.Fatalf("%d corrections recorded", n)
+	}
+	if op := historyOf(t, dir)[0]; op.Kind != "revert" || op.Outcome != "internal" || op.Undo == nil {
+		t.Fatalf("the log entry: %+v", op)
+	}
+	u := mustPlan(t, dir, "--yes", "undo")
+	if !strings.HasPrefix(u.stdout, "Undid revert ") {
+		t.Fatalf("%v", u)
 	}
 }
