@@ -38,7 +38,12 @@ type LoggedOperation struct {
 // through the log, as jj's does).
 func (op LoggedOperation) undoable() bool {
 	switch op.Kind {
-	case "rollback", "correct", "revert", "decision":
+	case "correct", "revert":
+		// Its safety checkpoint is logged only once the correction is recorded, that is applied, so
+		// it stands whatever failed after (a re-execution, a replacement, a validation, writing the
+		// output). Skipping it would undo the operation before it instead, going back past it.
+		return op.UndoCheckpoint != "" && op.UndoneBy == ""
+	case "rollback", "decision":
 	default:
 		return false
 	}

@@ -183,10 +183,12 @@ func writeRevertPaths(w io.Writer, paths []revertPathView) {
 }
 
 func printRevert(w io.Writer, v revertView) {
-	switch v.Status {
-	case "dry_run":
+	// A dry run shows the whole per-path plan even when the real revert would be refused (its status
+	// is then "refused"), and says how to go ahead.
+	switch {
+	case v.DryRun:
 		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) alone would do, path by path (nothing was changed):\n", v.DecisionID, v.Attempt)
-	case "refused":
+	case v.Refused:
 		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) conflicts with later changes in %d path(s); nothing was changed:\n", v.DecisionID, v.Attempt, len(v.Conflicts))
 		writeRevertPaths(w, v.Conflicts)
 		return
