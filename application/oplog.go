@@ -205,7 +205,7 @@ func (e *ValidationFailedError) Error() string {
 	case e.ExitCode != nil:
 		what = fmt.Sprintf("failed with exit code %d", *e.ExitCode)
 	}
-	return fmt.Sprintf("validation %q %s; the workspace is left restored; `plan rollback --to-checkpoint %s` undoes it (output in .plan/%s)",
+	return fmt.Sprintf("validation %q %s; the change stands; `plan undo` takes it back, files and decision states (its safety checkpoint is %s; output in .plan/%s)",
 		e.Command, what, e.Undo, e.Log)
 }
 

@@ -307,11 +307,11 @@ func TestValidationFailedErrorSaysWhatFailedAndHowToUndo(t *testing.T) {
 		want string
 	}{
 		{&ValidationFailedError{Command: "make test", ExitCode: &code, Undo: "cp1", Log: "logs/v.log"},
-			`validation "make test" failed with exit code 3; the workspace is left restored; ` +
-				"`plan rollback --to-checkpoint cp1` undoes it (output in .plan/logs/v.log)"},
+			`validation "make test" failed with exit code 3; the change stands; ` +
+				"`plan undo` takes it back, files and decision states (its safety checkpoint is cp1; output in .plan/logs/v.log)"},
 		{&ValidationFailedError{Command: "make test", Err: cause, Undo: "cp1", Log: "logs/v.log"},
-			`validation "make test" could not run: no shell; the workspace`},
-		{&ValidationFailedError{Command: "make test", Undo: "cp1"}, `validation "make test" failed; the workspace`},
+			`validation "make test" could not run: no shell; the change stands`},
+		{&ValidationFailedError{Command: "make test", Undo: "cp1"}, `validation "make test" failed; the change stands`},
 	} {
 		if got := c.err.Error(); !strings.HasPrefix(got, c.want) {
 			t.Errorf("got %q\nwant prefix %q", got, c.want)

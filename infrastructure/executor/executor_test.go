@@ -339,7 +339,7 @@ func TestContextCancelInterrupts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx, cancelled := e.cancelWhen(t, "child.pid")
-	c := application.Command{Script: "sleep 30 & echo $! > child.pid; wait", Timeout: time.Minute}
+	c := application.Command{Script: "sleep 30 & echo $! > child.tmp && mv child.tmp child.pid; wait", Timeout: time.Minute}
 	res := e.exec(t, ctx, c, nil)
 	if !res.Interrupted || res.TimedOut {
 		t.Fatalf("%+v, want interrupted", res)

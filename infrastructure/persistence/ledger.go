@@ -311,9 +311,10 @@ func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
 }
 
 // Compact writes the whole database as a new baseline record and removes the records before it,
-// which it makes redundant (a damaged one among them included). The ledger table forgets them in
-// the baseline's transaction; the files go after the commit, oldest first, so a crash part way
-// leaves only redundant records, which a rebuild skips (it starts at the newest baseline).
+// which it makes redundant (a damaged one among them included). Once the baseline is committed the
+// ledger table forgets the older rows, then the files go, oldest first: a crash part way leaves
+// only redundant rows and records, which a rebuild skips (it starts at the newest baseline) and
+// LedgerHead ignores (it reads the newest).
 func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 	if d.ledger == nil {
 		return 0, fault.Invalid("this database keeps no records")

@@ -112,7 +112,7 @@ func TestRestoreValidation(t *testing.T) {
 	writeFile(t, dir, "config.txt", "changed\n")
 	o := inWorkspace(dir, "--json", "rollback", "--to-checkpoint", good, "--yes", "--validate", "echo checking; exit 4")
 	if o.code != ExitInternal || !strings.Contains(o.stderr, `"kind":"validation_failed"`) || !strings.Contains(o.stderr, "exit code 4") ||
-		!strings.Contains(o.stderr, "plan rollback --to-checkpoint") {
+		!strings.Contains(o.stderr, "plan undo") {
 		t.Fatalf("failed validation: %v", o)
 	}
 	if readFile(t, dir, "config.txt") != "good\n" {
