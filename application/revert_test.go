@@ -526,3 +526,19 @@ func TestRevertDecisionOnADamagedStore(t *testing.T) {
 		}
 	})
 }
+
+// The replacement cannot start (the correction cannot move on): the revert itself stands, and the
+// error says so.
+func TestRevertDecisionReplacementCannotStart(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	e.corrections.updateErr = errors.New("db down")
+	calls := len(e.exec.calls)
+	res, err := e.cs.RevertDecision(context.Background(), revertReq("b", func(r *RevertRequest) { r.Run = "make b2" }))
+	if !errors.Is(err, e.corrections.updateErr) || res.Reexecuted || len(e.exec.calls) != calls {
+		t.Fatalf("err = %v, reexecuted %v, %d new calls", err, res.Reexecuted, len(e.exec.calls)-calls)
+	}
+	if decisionStatus(t, e, "b") != plan.Reverted || len(e.corrections.cs) != 1 || e.livePaths() != "f.txt" {
+		t.Errorf("the revert did not stand: b %s, %d corrections, workspace %q", decisionStatus(t, e, "b"), len(e.corrections.cs), e.livePaths())
+	}
+}
