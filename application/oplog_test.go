@@ -321,3 +321,28 @@ func TestValidationFailedErrorSaysWhatFailedAndHowToUndo(t *testing.T) {
 		t.Error("the cause does not unwrap")
 	}
 }
+
+// A workspace without any plan (checkpoints only) can undo a rollback too: there are no decision
+// states to give back.
+func TestUndoWithoutAPlan(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.setFile("x.txt", "x")
+	cp, err := e.cps.Create(context.Background(), CreateRequest{Type: checkpoint.Manual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setFile("y.txt", "y")
+	rb, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(cp.ID())})
+	if err != nil || e.livePaths() != "x.txt" {
+		t.Fatalf("rollback: %v, workspace %q", err, e.livePaths())
+	}
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	if _, err := hs.Record(context.Background(), LoggedOperation{ID: rb.OperationID, Kind: "rollback", Outcome: "ok", UndoCheckpoint: rb.Backup.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := hs.Undo(context.Background(), UndoRequest{})
+	if err != nil || len(res.Restored) != 0 || e.livePaths() != "x.txt y.txt" || log.ops[1].UndoneBy == "" {
+		t.Errorf("undo: %v, restored %v, workspace %q", err, res.Restored, e.livePaths())
+	}
+}

@@ -153,3 +153,23 @@ func TestOperationPlan(t *testing.T) {
 		}
 	}
 }
+
+// An operation undone after its finisher failed, whose journal then cannot be cleared, reports both
+// and leaves the journal (now backward) for recovery, which finds the source in place.
+func TestRunUndoWhoseJournalCannotBeCleared(t *testing.T) {
+	e := newGuardEnv()
+	e.finErr = errors.New("database locked")
+	e.j.clearErr = errors.New("EIO")
+	_, err := e.g.run(context.Background(), *pendingOp(Forward), nil)
+	if !errors.Is(err, e.finErr) || !errors.Is(err, e.j.clearErr) || !strings.Contains(err.Error(), "clear journal") {
+		t.Fatalf("err = %v", err)
+	}
+	if e.j.op == nil || e.j.op.Direction != Backward {
+		t.Fatalf("journal %+v, want it left backward", e.j.op)
+	}
+	e.j.clearErr = nil
+	res, err := e.g.Recover(context.Background())
+	if err != nil || res.Outcome != "rolled_back" || e.j.op != nil {
+		t.Errorf("recovery: %+v, %v", res, err)
+	}
+}

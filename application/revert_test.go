@@ -134,7 +134,7 @@ func TestRevertDecisionMergesWithLaterWork(t *testing.T) {
 func TestRevertDecisionDryRunChangesNothing(t *testing.T) {
 	e := newUseCaseEnv(t)
 	ranEditsAB(t, e)
-	cps, writes, locks := len(e.repo.cps), len(e.j.writes), e.l.locks
+	cps, writes := len(e.repo.cps), len(e.j.writes)
 	res, err := e.cs.RevertDecision(context.Background(), revertReq("b", func(r *RevertRequest) { r.DryRun = true }))
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +145,8 @@ func TestRevertDecisionDryRunChangesNothing(t *testing.T) {
 	if len(e.repo.cps) != cps || len(e.j.writes) != writes || len(e.corrections.cs) != 0 || e.livePaths() != "b.txt f.txt" {
 		t.Error("a dry revert changed something")
 	}
-	if e.l.locks != locks+1 || e.l.held {
-		t.Error("a dry revert must read under the lock and release it")
+	if e.l.held {
+		t.Error("a dry revert kept the lock")
 	}
 }
 
@@ -525,4 +525,20 @@ func TestRevertDecisionOnADamagedStore(t *testing.T) {
 			t.Error("a failed revert left something behind")
 		}
 	})
+}
+
+// The replacement cannot start (the correction cannot move on): the revert itself stands, and the
+// error says so.
+func TestRevertDecisionReplacementCannotStart(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	e.corrections.updateErr = errors.New("db down")
+	calls := len(e.exec.calls)
+	res, err := e.cs.RevertDecision(context.Background(), revertReq("b", func(r *RevertRequest) { r.Run = "make b2" }))
+	if !errors.Is(err, e.corrections.updateErr) || res.Reexecuted || len(e.exec.calls) != calls {
+		t.Fatalf("err = %v, reexecuted %v, %d new calls", err, res.Reexecuted, len(e.exec.calls)-calls)
+	}
+	if decisionStatus(t, e, "b") != plan.Reverted || len(e.corrections.cs) != 1 || e.livePaths() != "f.txt" {
+		t.Errorf("the revert did not stand: b %s, %d corrections, workspace %q", decisionStatus(t, e, "b"), len(e.corrections.cs), e.livePaths())
+	}
 }
