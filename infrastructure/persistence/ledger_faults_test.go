@@ -22,7 +22,9 @@ var errInjected = errors.New("injected ledger failure")
 // read-only mount or an unreadable file makes them fail.
 type faultyLedger struct {
 	*objectstore.Records
-	prepare, commit, pending, committed, remove bool
+	prepare, commit, discard, pending, committed, remove bool
+	// pendingOK lets this many Pending calls succeed before pending takes effect.
+	pendingOK int
 	// readFails names the records whose Read fails; removes counts Remove calls that went through.
 	readFails map[string]bool
 	removes   int
@@ -44,9 +46,19 @@ func (f *faultyLedger) Commit(name string) error {
 	return f.Records.Commit(name)
 }
 
+func (f *faultyLedger) Discard(name string) error {
+	if f.discard {
+		return errInjected
+	}
+	return f.Records.Discard(name)
+}
+
 func (f *faultyLedger) Pending() ([]string, error) {
-	if f.pending {
+	if f.pending && f.pendingOK == 0 {
 		return nil, errInjected
+	}
+	if f.pendingOK > 0 {
+		f.pendingOK--
 	}
 	return f.Records.Pending()
 }
@@ -546,4 +558,44 @@ func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
 		t.Fatalf("ledger head %d: %v", head, err)
 	}
 	f.rebuildMatches(t, dump(t, f.db))
+}
+
+// Settling a pending record at open fails safe: when the orphan cannot be discarded, or the
+// pending list cannot be read again under the write lock, the open fails and the pending record is
+// still there for the next one; once the ledger works, the orphan is discarded and not committed.
+func TestReconcileFailuresKeepThePendingRecord(t *testing.T) {
+	ctx := context.Background()
+	for name, fail := range map[string]func(*faultyLedger){
+		"discard fails":                func(l *faultyLedger) { l.discard = true },
+		"pending fails under the lock": func(l *faultyLedger) { l.pending, l.pendingOK = true, 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newLedgerFixture(t, 1)
+			want := dump(t, f.db)
+			_ = f.db.Close()
+			orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fail(f.l)
+			if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
+				t.Fatalf("open: %v", err)
+			}
+			if _, p := f.names(t); len(p) != 1 || p[0] != orphan {
+				t.Fatalf("pending after a failed settle: %v", p)
+			}
+			*f.l = faultyLedger{Records: f.recs}
+			db, err := Open(ctx, f.path, false, WithLedger(f.l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.db = db
+			if c, p := f.names(t); len(c) != 1 || len(p) != 0 {
+				t.Fatalf("records %v, pending %v", c, p)
+			}
+			if d := diffDumps(want, dump(t, db)); d != "" {
+				t.Fatalf("the database changed:\n%s", d)
+			}
+		})
+	}
 }
