@@ -38,18 +38,17 @@ type LoggedOperation struct {
 // through the log, as jj's does).
 func (op LoggedOperation) undoable() bool {
 	switch op.Kind {
-	case "correct", "revert":
-		// Its safety checkpoint is logged only once the correction is recorded, that is applied, so
-		// it stands whatever failed after (a re-execution, a replacement, a validation, writing the
-		// output). Skipping it would undo the operation before it instead, going back past it.
+	case "correct", "revert", "rollback":
+		// Its safety checkpoint is logged only once it went through (the correction is recorded,
+		// the rollback applied), so it stands whatever failed after: a re-execution, a replacement,
+		// a validation, writing the output. Skipping it would undo the operation before it instead,
+		// going back past it.
 		return op.UndoCheckpoint != "" && op.UndoneBy == ""
-	case "rollback", "decision":
+	case "decision":
+		return op.Outcome == "ok" && op.UndoCheckpoint != "" && op.UndoneBy == ""
 	default:
 		return false
 	}
-	// A change whose validation failed stands, so it can be undone like one that passed.
-	ok := op.Outcome == "ok" || op.Outcome == "validation_failed"
-	return ok && op.UndoCheckpoint != "" && op.UndoneBy == ""
 }
 
 // OperationLog stores the operation log.

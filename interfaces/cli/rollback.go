@@ -78,7 +78,9 @@ func (h *handler) rollback(c *ucli.Context) error {
 		if h.op != nil && res.Target != nil {
 			h.op.id = res.OperationID
 			h.op.used = append(h.op.used, res.Target.ID())
-			if res.Backup != nil {
+			// Only a rollback that went through (it has an operation ID) is logged as undoable:
+			// whatever fails after it (its validation, writing the output) leaves it standing.
+			if res.Backup != nil && res.OperationID != "" {
 				h.op.undo = res.Backup.ID()
 			}
 		}
