@@ -45,7 +45,8 @@ func (op LoggedOperation) undoable() bool {
 		// going back past it.
 		return op.UndoCheckpoint != "" && op.UndoneBy == ""
 	case "decision":
-		return op.Outcome == "ok" && op.UndoCheckpoint != "" && op.UndoneBy == ""
+		// A decision that failed changed the workspace too: undo takes it back all the same.
+		return op.UndoCheckpoint != "" && op.UndoneBy == ""
 	default:
 		return false
 	}

@@ -177,7 +177,9 @@ func TestUndoPicksTheNewestUndoableOperation(t *testing.T) {
 		{"validation failed", func(o *LoggedOperation) { o.Outcome = "validation_failed" }, true},
 		{"undo", func(o *LoggedOperation) { o.Kind = "undo" }, false},
 		{"checkpoint", func(o *LoggedOperation) { o.Kind = "checkpoint" }, false},
-		{"failed", func(o *LoggedOperation) { o.Outcome = "conflict" }, false},
+		// Its safety checkpoint is logged only once the change went through, whatever failed after.
+		{"failed after the change", func(o *LoggedOperation) { o.Outcome = "internal" }, true},
+		{"failed decision", func(o *LoggedOperation) { o.Kind, o.Outcome = "decision", "failed" }, true},
 		{"no safety checkpoint", func(o *LoggedOperation) { o.UndoCheckpoint = "" }, false},
 		{"undone", func(o *LoggedOperation) { o.UndoneBy = "y" }, false},
 	} {
