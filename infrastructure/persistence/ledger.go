@@ -355,12 +355,9 @@ func seqFloorOf(l Ledger) (uint64, int, error) {
 }
 
 // defaultCompactAfter bounds the records a rebuild replays: past it, Open compacts (about a
-// quarter of a second of rebuild at 124 ms per 1,000 records).
-const defaultCompactAfter = 2048
-
-// WithCompactAfter sets how many records Open lets the ledger hold before it compacts it (0:
-// never); the default is defaultCompactAfter.
-func WithCompactAfter(n int) Option { return func(d *DB) { d.compactAfter = n } }
+// quarter of a second of rebuild at 124 ms per 1,000 records). A variable only so that tests can
+// lower it.
+var defaultCompactAfter = 2048
 
 // compactIfLong compacts the ledger when it holds more than compactAfter records, but only when
 // the database has seen every one of them: compacting a database that is behind the store (one

@@ -388,6 +388,9 @@ func TestRebuildRefusesDamagedRecords(t *testing.T) {
 // database; it never compacts a database that is behind the store (restored from an older
 // backup), whose stale state would otherwise replace the newer records.
 func TestOpenCompactsALongLedger(t *testing.T) {
+	was := defaultCompactAfter
+	defaultCompactAfter = 5
+	t.Cleanup(func() { defaultCompactAfter = was })
 	ctx := context.Background()
 	dir := t.TempDir()
 	recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
@@ -395,7 +398,7 @@ func TestOpenCompactsALongLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "plan.db")
-	db, err := Open(ctx, path, true, WithLedger(recs), WithCompactAfter(5))
+	db, err := Open(ctx, path, true, WithLedger(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +417,7 @@ func TestOpenCompactsALongLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, _ = Open(ctx, path, false, WithLedger(recs), WithCompactAfter(5))
+	db, _ = Open(ctx, path, false, WithLedger(recs))
 	for i := 4; i < 9; i++ {
 		add(db, i)
 	}
@@ -429,7 +432,7 @@ func TestOpenCompactsALongLedger(t *testing.T) {
 	if err := os.WriteFile(stale, backup, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sdb, err := Open(ctx, stale, false, WithLedger(recs), WithCompactAfter(5))
+	sdb, err := Open(ctx, stale, false, WithLedger(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +441,7 @@ func TestOpenCompactsALongLedger(t *testing.T) {
 		t.Fatalf("a stale database compacted the ledger: %d records", len(names))
 	}
 
-	db, err = Open(ctx, path, false, WithLedger(recs), WithCompactAfter(5))
+	db, err = Open(ctx, path, false, WithLedger(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
