@@ -60,6 +60,13 @@ decisions:
 	if !strings.Contains(o.stdout, `"pinned": true`) {
 		t.Fatalf("pin: %v", o)
 	}
+	// The text list shows the pin and the labels, sorted, after the note.
+	if o := mustPlan(t, dir, "checkpoint", "list", "--label", "task=T-42"); !strings.Contains(o.stdout, "[pinned phase=design task=T-42]") {
+		t.Fatalf("text list: %v", o)
+	}
+	if o := mustPlan(t, dir, "checkpoint", "list", "--label", "phase=none"); !strings.Contains(o.stdout, "No checkpoint carries those labels.") {
+		t.Fatalf("text list, no match: %v", o)
+	}
 	o = mustPlan(t, dir, "--json", "checkpoint", "prune", "--keep", "0", "--yes")
 	if !strings.Contains(o.stdout, "pinned") {
 		t.Fatalf("prune did not keep the pinned checkpoint: %v", o)
