@@ -116,7 +116,7 @@ func TestCrashRestorePathsRandomKill(t *testing.T) {
 	for k, v := range tally {
 		parts = append(parts, k+"="+strconv.Itoa(v))
 	}
-	t.Logf("per-path random kills: %s", strings.Join(parts, " "))
+	t.Logf("%d per-path restore kill trials, %d mixed states; outcomes: %s", crashTrials(), tally["mixed"], strings.Join(parts, " "))
 	if tally["mixed"] > 0 {
 		t.Fatalf("%d mixed states", tally["mixed"])
 	}
