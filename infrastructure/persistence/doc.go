@@ -20,5 +20,8 @@
 //     records a crash left pending by that list, and Rebuild replays the committed ones in order
 //     (from the newest baseline) into a database equal, row for row, to the one lost;
 //   - a record holds rows, not the operations that produced them, so replaying is idempotent and
-//     order-safe: each aggregate ends as the newest record that touched it says.
+//     order-safe: each aggregate ends as the newest record that touched it says. A plan is recorded
+//     row by row (its own row, each decision, each attempt), and a save records only the rows it
+//     changed or removed, so a plan of n decisions does not rewrite n rows after every attempt;
+//     those rows are replayed by upsert, since deleting a plan or decision row cascades.
 package persistence

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -72,18 +73,48 @@ type change struct {
 // aggregate names what a write touched: a kind of aggregate and its key.
 type aggregate struct{ kind, key string }
 
-// tableKey is one table of an aggregate and the column that holds the aggregate's key.
-type tableKey struct{ table, column string }
+// tableKey is one table of an aggregate and the columns that hold the aggregate's key (a key of
+// several columns is written joined by "/": none of their values can hold one).
+type tableKey struct {
+	table   string
+	columns []string
+}
 
 // aggregates maps each kind to its tables, parents first. Every table the repositories write,
-// except the ledger itself and schema_migrations, belongs to exactly one kind.
+// except the ledger's own tables and schema_migrations, belongs to exactly one current kind.
+//
+// A plan is recorded row by row ("plan-row", "decision", "attempt"), so that a save of a long
+// plan records what changed, not the whole plan again; those kinds are replayed by upsert, never by
+// delete and insert, since deleting a plan or a decision row cascades to its children. "plan" (a
+// whole plan in one change) is what the first records held; it is still replayed.
 var aggregates = map[string][]tableKey{
-	"checkpoint": {{"checkpoints", "id"}},
-	"history":    {{"history", "id"}},
-	"plan":       {{"plans", "id"}, {"decisions", "plan_id"}, {"attempts", "plan_id"}},
-	"correction": {{"corrections", "id"}},
-	"failure":    {{"checkpoint_failures", "id"}},
-	"operation":  {{"operations", "id"}},
+	"checkpoint": {{"checkpoints", []string{"id"}}},
+	"history":    {{"history", []string{"id"}}},
+	"plan-row":   {{"plans", []string{"id"}}},
+	"decision":   {{"decisions", []string{"plan_id", "id"}}},
+	"attempt":    {{"attempts", []string{"plan_id", "decision_id", "number"}}},
+	"correction": {{"corrections", []string{"id"}}},
+	"failure":    {{"checkpoint_failures", []string{"id"}}},
+	"operation":  {{"operations", []string{"id"}}},
+	// Legacy: a whole plan.
+	"plan": {{"plans", []string{"id"}}, {"decisions", []string{"plan_id"}}, {"attempts", []string{"plan_id"}}},
+}
+
+// upserted kinds are replayed by upsert (see aggregates).
+var upserted = map[string]bool{"plan-row": true, "decision": true, "attempt": true}
+
+// where is the condition selecting key in t, and its arguments.
+func (t tableKey) where(key string) (string, []any, error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != len(t.columns) {
+		return "", nil, fmt.Errorf("key %q of %s has %d parts, want %d", key, t.table, len(parts), len(t.columns))
+	}
+	conds := make([]string, len(parts))
+	args := make([]any, len(parts))
+	for i, c := range t.columns {
+		conds[i], args[i] = c+" = ?", parts[i]
+	}
+	return strings.Join(conds, " AND "), args, nil
 }
 
 // unit is one transaction in progress and the aggregates its writes touched.
@@ -207,8 +238,12 @@ func image(tx *gorm.DB, a aggregate) (change, error) {
 	c := change{Kind: a.kind, Key: a.key, Rows: map[string][]map[string]any{}}
 	n := 0
 	for _, t := range aggregates[a.kind] {
+		cond, args, err := t.where(a.key)
+		if err != nil {
+			return c, err
+		}
 		var rows []map[string]any
-		if err := tx.Table(t.table).Where(t.column+" = ?", a.key).Order("rowid").Find(&rows).Error; err != nil {
+		if err := tx.Table(t.table).Where(cond, args...).Order("rowid").Find(&rows).Error; err != nil {
 			return c, fmt.Errorf("read %s %s for its record: %w", a.kind, a.key, err)
 		}
 		if len(rows) > 0 {
@@ -292,11 +327,10 @@ func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
 			return err
 		}
 		u.baseline, sealed = true, u
-		for _, kind := range []string{"checkpoint", "history", "plan", "correction", "failure", "operation"} {
-			t := aggregates[kind][0]
-			var keys []string
-			if err := u.tx.Raw(`SELECT CAST(` + t.column + ` AS TEXT) FROM ` + t.table + ` ORDER BY rowid`).Scan(&keys).Error; err != nil {
-				return fmt.Errorf("read %s for the baseline record: %w", t.table, err)
+		for _, kind := range []string{"checkpoint", "history", "plan-row", "decision", "attempt", "correction", "failure", "operation"} {
+			keys, err := aggregateKeys(u.tx, aggregates[kind][0], "")
+			if err != nil {
+				return fmt.Errorf("read %s for the baseline record: %w", aggregates[kind][0].table, err)
 			}
 			for _, k := range keys {
 				u.touch(kind, k)
@@ -340,6 +374,21 @@ func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// aggregateKeys lists the keys of t's rows (those where cond holds, when given), in rowid order.
+func aggregateKeys(tx *gorm.DB, t tableKey, cond string, args ...any) ([]string, error) {
+	parts := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		parts[i] = "CAST(" + c + " AS TEXT)"
+	}
+	q := `SELECT ` + strings.Join(parts, " || '/' || ") + ` FROM ` + t.table
+	if cond != "" {
+		q += ` WHERE ` + cond
+	}
+	var keys []string
+	err := tx.Raw(q+` ORDER BY rowid`, args...).Scan(&keys).Error
+	return keys, err
 }
 
 // seqFloorOf returns the highest sequence number among the committed records, so a database
@@ -520,10 +569,16 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 	if !ok {
 		return fmt.Errorf("unknown kind %q", c.Kind)
 	}
-	for i := len(tables) - 1; i >= 0; i-- {
-		t := tables[i]
-		if err := tx.Exec(`DELETE FROM `+t.table+` WHERE `+t.column+` = ?`, c.Key).Error; err != nil {
-			return err
+	if !upserted[c.Kind] || c.Deleted {
+		for i := len(tables) - 1; i >= 0; i-- {
+			t := tables[i]
+			cond, args, err := t.where(c.Key)
+			if err != nil {
+				return err
+			}
+			if err := tx.Exec(`DELETE FROM `+t.table+` WHERE `+cond, args...).Error; err != nil {
+				return err
+			}
 		}
 	}
 	if c.Deleted {
@@ -550,6 +605,14 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 				vals = append(vals, v)
 			}
 			q := `INSERT INTO ` + t.table + ` (` + joinCols(names) + `) VALUES (` + placeholders(len(names)) + `)`
+			if upserted[c.Kind] {
+				// An update in place: deleting the row would cascade to its children.
+				sets := make([]string, len(names))
+				for i, n := range names {
+					sets[i] = `"` + n + `" = excluded."` + n + `"`
+				}
+				q += ` ON CONFLICT(` + strings.Join(t.columns, ", ") + `) DO UPDATE SET ` + strings.Join(sets, ", ")
+			}
 			if err := tx.Exec(q, vals...).Error; err != nil {
 				return err
 			}

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
@@ -186,7 +186,31 @@ func (a attemptRow) toDomain() (*plan.Attempt, error) {
 
 // Save replaces the stored plan with p and makes it current.
 func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
-	return r.db.write(ctx, "plan", p.ID(), func(db *gorm.DB) error {
+	return r.db.do(ctx, func(ctx context.Context) error {
+		u, err := unitOf(ctx)
+		if err != nil {
+			return err
+		}
+		db := u.tx
+		u.touch("plan-row", p.ID())
+		// The rows as they were, so that the record holds only the decisions and attempts this
+		// save changes (a long plan is saved after every attempt) and those it removes.
+		var oldDecisions []decisionRow
+		var oldAttempts []attemptRow
+		if err := db.Where("plan_id = ?", p.ID()).Find(&oldDecisions).Error; err != nil {
+			return fmt.Errorf("save plan %s: %w", p.Name(), err)
+		}
+		if err := db.Where("plan_id = ?", p.ID()).Find(&oldAttempts).Error; err != nil {
+			return fmt.Errorf("save plan %s: %w", p.Name(), err)
+		}
+		decisionsWere := make(map[string]decisionRow, len(oldDecisions))
+		for _, d := range oldDecisions {
+			decisionsWere[d.PlanID+"/"+d.ID] = d
+		}
+		attemptsWere := make(map[string]attemptRow, len(oldAttempts))
+		for _, a := range oldAttempts {
+			attemptsWere[fmt.Sprintf("%s/%s/%d", a.PlanID, a.DecisionID, a.Number)] = a
+		}
 		row := planRow{
 			ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
 			Created: p.CreatedAt().UnixNano(), Updated: time.Now().UnixNano(),
@@ -214,6 +238,11 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 			if err := db.Create(&dr).Error; err != nil {
 				return fmt.Errorf("save decision %s: %w", d.ID(), err)
 			}
+			key := dr.PlanID + "/" + dr.ID
+			if was, ok := decisionsWere[key]; !ok || was != dr {
+				u.touch("decision", key)
+			}
+			delete(decisionsWere, key)
 			for _, a := range d.Attempts() {
 				ar, err := toAttemptRow(p.ID(), d.ID(), a)
 				if err != nil {
@@ -222,7 +251,20 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 				if err := db.Create(&ar).Error; err != nil {
 					return fmt.Errorf("save attempt %d of %s: %w", a.Number, d.ID(), err)
 				}
+				akey := fmt.Sprintf("%s/%s/%d", ar.PlanID, ar.DecisionID, ar.Number)
+				if was, ok := attemptsWere[akey]; !ok || was != ar {
+					u.touch("attempt", akey)
+				}
+				delete(attemptsWere, akey)
 			}
+		}
+		// What is left was removed: the record says so (in key order, so the bytes do not depend on
+		// map order).
+		for _, key := range slices.Sorted(maps.Keys(decisionsWere)) {
+			u.touch("decision", key)
+		}
+		for _, key := range slices.Sorted(maps.Keys(attemptsWere)) {
+			u.touch("attempt", key)
 		}
 		return nil
 	})
