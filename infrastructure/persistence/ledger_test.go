@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/artifact"
@@ -460,5 +463,53 @@ func TestOpenCompactsALongLedger(t *testing.T) {
 	delete(got, "ledger")
 	if d := diffDumps(want, got); d != "" {
 		t.Fatalf("rebuilt after compaction:\n%s", d)
+	}
+}
+
+// Records written before plans were recorded row by row hold a whole plan in one change (kind
+// "plan"); a rebuild still replays them.
+func TestRebuildReplaysWholePlanRecords(t *testing.T) {
+	ctx := context.Background()
+	src := openTestDB(t)
+	p, err := plan.New("0123456789abcdef01234567", "old", "plan.yaml", true, time.Unix(5, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Define([]plan.Definition{{ID: "a", Run: "x"}, {ID: "b", Run: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start("a", "", "logs/a.1.log", time.Unix(6, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewPlans(src).Save(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var c change
+	err = src.gorm.Transaction(func(tx *gorm.DB) error {
+		var err error
+		c, err = image(tx, aggregate{"plan", p.ID()})
+		return err
+	})
+	if err != nil || len(c.Rows["decisions"]) != 2 || len(c.Rows["attempts"]) != 1 {
+		t.Fatalf("whole-plan image: %+v, %v", c, err)
+	}
+	body, _ := json.Marshal(record{Format: recordFormat, Seq: 1, Schema: 5, Changes: []change{c}})
+	recs, _ := objectstore.OpenRecords(t.TempDir())
+	name, _ := recs.Prepare(1, body)
+	if err := recs.Commit(name); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.db")
+	if _, err := Rebuild(ctx, path, recs); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := Open(ctx, path, false)
+	defer func() { _ = db.Close() }()
+	got, err := NewPlans(db).ByName(ctx, "old")
+	if err != nil || len(got.Decisions()) != 2 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if a, ran := got.Decisions()[0].Latest(); !ran || a.Status != plan.Running || a.LogPath != "logs/a.1.log" {
+		t.Fatalf("attempt %+v", a)
 	}
 }
