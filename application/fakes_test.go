@@ -338,6 +338,17 @@ func (r *fakeRepo) Resolve(_ context.Context, ref string) (*checkpoint.Checkpoin
 	return nil, fault.Invalid("ambiguous %s", ref)
 }
 
+func (r *fakeRepo) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
+	all, err := r.List(ctx)
+	var out []*checkpoint.Checkpoint
+	for i := len(all) - 1; i >= 0; i-- {
+		if !all[i].CreatedAt().Before(t) {
+			out = append(out, all[i])
+		}
+	}
+	return out, err
+}
+
 func (r *fakeRepo) List(context.Context) ([]*checkpoint.Checkpoint, error) {
 	if r.listErr != nil {
 		return nil, r.listErr

@@ -244,6 +244,8 @@ type Repository interface {
 	Resolve(ctx context.Context, ref string) (*Checkpoint, error)
 	// List returns all checkpoints, newest first.
 	List(ctx context.Context) ([]*Checkpoint, error)
+	// ListSince returns the checkpoints created at or after t, oldest first.
+	ListSince(ctx context.Context, t time.Time) ([]*Checkpoint, error)
 	// Latest returns the newest checkpoint, or fault.ErrNotFound when there is none.
 	Latest(ctx context.Context) (*Checkpoint, error)
 	Delete(ctx context.Context, id ID) error

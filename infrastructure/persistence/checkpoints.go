@@ -142,6 +142,23 @@ func (r *Checkpoints) List(ctx context.Context) ([]*checkpoint.Checkpoint, error
 	return out, nil
 }
 
+// ListSince returns the checkpoints created at or after t, oldest first.
+func (r *Checkpoints) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
+	var rows []checkpointRow
+	if err := r.db.conn(ctx).Where("created_at >= ?", t.UnixNano()).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	out := make([]*checkpoint.Checkpoint, 0, len(rows))
+	for _, row := range rows {
+		c, err := row.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // Latest returns the newest checkpoint.
 func (r *Checkpoints) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 	var row checkpointRow

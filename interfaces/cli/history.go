@@ -65,14 +65,14 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 	}
 	entry := application.LoggedOperation{ID: op.id, Kind: op.kind, Args: h.argv, Plan: op.plan, StartedAt: op.start.UTC(),
 		Outcome: outcome, Checkpoints: op.used, UndoCheckpoint: op.undo}
-	created, lerr := app.Services.Checkpoints.List(ctx)
+	created, lerr := app.Services.Checkpoints.ListSince(ctx, op.start)
 	if lerr != nil {
 		h.warn("operation log: " + lerr.Error())
 		return
 	}
 	made := 0
-	for i := len(created) - 1; i >= 0; i-- { // oldest first
-		if c := created[i]; !c.CreatedAt().Before(op.start) && !containsID(entry.Checkpoints, c.ID()) {
+	for _, c := range created {
+		if !containsID(entry.Checkpoints, c.ID()) {
 			entry.Checkpoints = append(entry.Checkpoints, c.ID())
 			made++
 		}

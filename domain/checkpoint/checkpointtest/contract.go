@@ -105,6 +105,13 @@ func Repository(t *testing.T, newRepo func(t *testing.T) checkpoint.Repository) 
 		if c, err := r.Latest(ctx); err != nil || string(c.ID()) != ID(3) {
 			t.Fatalf("latest: %v, %v", c, err)
 		}
+		since, err := r.ListSince(ctx, l[1].CreatedAt())
+		if err != nil || len(since) != 2 || string(since[0].ID()) != ID(2) || string(since[1].ID()) != ID(3) {
+			t.Fatalf("list since the second: %v, %v; want it and the third, oldest first", since, err)
+		}
+		if none, err := r.ListSince(ctx, l[0].CreatedAt().Add(time.Nanosecond)); err != nil || len(none) != 0 {
+			t.Fatalf("list since after the newest: %v, %v", none, err)
+		}
 	})
 	t.Run("update", func(t *testing.T) {
 		r := newRepo(t)
