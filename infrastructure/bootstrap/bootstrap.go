@@ -11,8 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -81,17 +79,7 @@ func newLayout(cfg Config) (workspace.Layout, error) {
 
 // hasPacks reports whether the store holds anything a lost database would have referenced:
 // packs, or records of committed transactions.
-func hasPacks(l workspace.Layout) bool {
-	for _, d := range []string{"packs", "records"} {
-		entries, err := os.ReadDir(filepath.Join(l.Objects(), d))
-		for _, e := range entries {
-			if err == nil && e.Type().IsRegular() {
-				return true
-			}
-		}
-	}
-	return false
-}
+func hasPacks(l workspace.Layout) bool { return l.StoreHolds("packs") || l.StoreHolds("records") }
 
 // PersistenceModule provides the SQLite database and the repositories.
 var PersistenceModule = fx.Module("persistence",

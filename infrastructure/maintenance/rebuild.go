@@ -52,7 +52,7 @@ func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildRes
 	if err != nil {
 		return res, err
 	}
-	if len(names) == 0 && hasAnyPack(l) {
+	if len(names) == 0 && l.StoreHolds("packs") {
 		return res, fault.Integrity("the store holds no records to rebuild %s from (it was written by a plan from before records were kept): restore plan.db from a backup", l.Database())
 	}
 
@@ -62,11 +62,8 @@ func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildRes
 			return res, err
 		}
 	}
-	rep, err := persistence.Rebuild(ctx, tmp, recs)
+	rep, err := persistence.Rebuild(ctx, tmp, recs) // removes what it built when it fails
 	if err != nil {
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			_ = os.Remove(tmp + suffix)
-		}
 		return res, err
 	}
 	if _, err := os.Lstat(l.Database()); err == nil {
@@ -142,9 +139,4 @@ func databaseProblem(ctx context.Context, l workspace.Layout, recs *objectstore.
 		return fmt.Sprintf("behind the store (it has seen %d of %d recorded transactions)", have, last), nil
 	}
 	return "", nil
-}
-
-func hasAnyPack(l workspace.Layout) bool {
-	entries, err := os.ReadDir(l.Objects() + "/packs")
-	return err == nil && len(entries) > 0
 }

@@ -365,7 +365,7 @@ func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 		return 0, err
 	}
 	for _, n := range names {
-		if s, _ := strconv.ParseUint(n[:16], 16, 64); s >= seq {
+		if s, _ := recordSeq(n); s >= seq {
 			continue
 		}
 		if err := d.ledger.Remove(n); err != nil {
@@ -399,8 +399,17 @@ func seqFloorOf(l Ledger) (uint64, int, error) {
 	if err != nil || len(names) == 0 {
 		return 0, 0, err
 	}
-	seq, err := strconv.ParseUint(names[len(names)-1][:16], 16, 64)
+	seq, err := recordSeq(names[len(names)-1])
 	return seq, len(names), err
+}
+
+// recordSeq reads the transaction number a record name starts with (16 hex digits; the ledger
+// lists only well-formed names).
+func recordSeq(name string) (uint64, error) {
+	if len(name) < 16 {
+		return 0, fmt.Errorf("%q is not a record name", name)
+	}
+	return strconv.ParseUint(name[:16], 16, 64)
 }
 
 // defaultCompactAfter bounds the records a rebuild replays: past it, Open compacts (about a

@@ -87,6 +87,18 @@ func (l Layout) Archive() string { return filepath.Join(l.State(), "archive") }
 // Logs holds decisions' output.
 func (l Layout) Logs() string { return filepath.Join(l.State(), "logs") }
 
+// StoreHolds reports whether the store's subdirectory sub ("packs", "records") holds a file:
+// something a lost database would have referenced.
+func (l Layout) StoreHolds(sub string) bool {
+	entries, err := os.ReadDir(filepath.Join(l.Objects(), sub))
+	for _, e := range entries {
+		if err == nil && e.Type().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
 // Initialized reports whether .plan/ holds a database.
 func (l Layout) Initialized() bool {
 	st, err := os.Stat(l.Database())
