@@ -199,7 +199,8 @@ func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
 }
 
 // roots are the trees gc keeps: every checkpoint's, and every recorded attempt result a future
-// correction could archive.
+// correction could archive, in every plan (`plan correct --plan NAME` archives from any of them,
+// not only the plan run last).
 func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	cps, err := s.ops.checkpoints.List(ctx)
 	if err != nil {
@@ -209,19 +210,18 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	for _, cp := range cps {
 		roots = append(roots, cp.Root())
 	}
-	p, err := s.ops.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
-		return roots, nil
-	}
+	plans, err := s.ops.plans.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range p.Decisions() {
-		for _, a := range d.Attempts() {
-			if a.ResultTree.IsZero() || a.Status == plan.Reverted {
-				continue
+	for _, p := range plans {
+		for _, d := range p.Decisions() {
+			for _, a := range d.Attempts() {
+				if a.ResultTree.IsZero() || a.Status == plan.Reverted {
+					continue
+				}
+				roots = append(roots, a.ResultTree)
 			}
-			roots = append(roots, a.ResultTree)
 		}
 	}
 	return roots, nil

@@ -321,9 +321,25 @@ func TestGCRoots(t *testing.T) {
 		t.Errorf("roots with a plan: %v", got)
 	}
 
+	// A second plan run after it does not make the first one's results garbage: a correction
+	// with --plan can still archive them.
+	other := tree.Sum([]byte("other plan's result"))
+	q := plan.Rehydrate("p2", "q", "", true, baseTime.Add(time.Minute), []plan.DecisionState{
+		{Def: plan.Definition{ID: "e", Run: "y"}, Attempts: []*plan.Attempt{{Number: 1, Status: plan.Succeeded, ResultTree: other}}},
+	})
+	if err := e.plans.Save(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ms.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.health.roots[2]; !slices.Contains(got, kept) || !slices.Contains(got, other) {
+		t.Errorf("roots with two plans: %v (want both %s and %s)", got, kept, other)
+	}
+
 	boom := errors.New("db down")
 	e.plans.currentErr = boom
-	if _, err := e.ms.GC(underLock()); !errors.Is(err, boom) || len(e.health.roots) != 2 {
+	if _, err := e.ms.GC(underLock()); !errors.Is(err, boom) || len(e.health.roots) != 3 {
 		t.Errorf("plans failing: %v", err)
 	}
 	e.plans.currentErr = nil

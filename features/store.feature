@@ -55,6 +55,35 @@ Feature: Store health
     Then it succeeds
     And the workspace equals "c12"
 
+  Scenario: gc keeps what a correction of an earlier plan archives, not only the plan run last
+    Given a plan file "first.yaml" with:
+      """
+      name: first
+      decisions:
+        - id: data
+          run: head -c 300000 /dev/urandom > data.bin
+      """
+    And a plan file "second.yaml" with:
+      """
+      name: second
+      decisions:
+        - id: other
+          run: echo other > other.txt
+      """
+    When I run "plan run <plans>/first.yaml"
+    Then it succeeds
+    When I change "data.bin" to "small"
+    And I run "plan run <plans>/second.yaml"
+    Then it succeeds
+    When I run "plan gc --json"
+    Then it succeeds
+    When I run "plan --json correct --plan first --decision data --reason 'keep its output' --no-reexecute --yes"
+    Then it succeeds
+    And I remember the JSON output "correction_id" as "fix"
+    When I run "plan verify --read-data --json"
+    Then it succeeds
+    And "data.bin" does not exist
+
   Scenario: prune keeps the pre_decision checkpoints of live decisions beyond --keep, and says why
     Given a plan file "plan.yaml" with:
       """
