@@ -107,28 +107,19 @@ func (h *Health) Usage() application.StoreUsage {
 // and the records (all written once, never changed).
 func (h *Health) WrittenPerDay() (map[string]int64, error) {
 	out := map[string]int64{}
-	dirs := []string{filepath.Join(h.store.Dir(), "packs")}
-	if h.records != nil {
-		dirs = append(dirs, h.records.Dir())
+	files, err := h.store.PackFiles()
+	if err != nil {
+		return nil, err
 	}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
+	if h.records != nil {
+		recs, err := h.records.Files()
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
 			return nil, err
 		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				continue // removed by a gc meanwhile
-			}
-			out[fi.ModTime().UTC().Format(time.DateOnly)] += fi.Size()
-		}
+		files = append(files, recs...)
+	}
+	for _, fi := range files {
+		out[fi.ModTime.UTC().Format(time.DateOnly)] += fi.Size
 	}
 	return out, nil
 }

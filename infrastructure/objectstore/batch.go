@@ -420,7 +420,7 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	if len(b.packs) > 0 {
-		if err := fsx.SyncDir(b.s.packsDir); err != nil {
+		if err := b.s.be.Sync("packs"); err != nil {
 			b.err = err
 			return fmt.Errorf("commit objects: %w", err)
 		}
@@ -453,7 +453,8 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, pw := range pws {
-		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize, version: packVersion}
+		p := s.newPackFile(pw.id, pw.size)
+		p.idxSize, p.version = pw.idxSize, packVersion
 		s.packs[pw.id] = p
 		delete(s.temps, pw.id)
 		p.setDeltas(pw.entries)
@@ -580,14 +581,13 @@ func (pw *packWriter) install() error {
 	if pw.installed {
 		return nil
 	}
-	dst := filepath.Join(pw.s.packsDir, pw.id)
-	if err := os.Rename(pw.tmpPack, dst+".pack"); err != nil {
+	if err := pw.s.be.Install(pw.tmpPack, packName(pw.id)); err != nil {
 		return fmt.Errorf("install pack: %w", err)
 	}
 	if err := pw.s.hit("store.pack-installed"); err != nil {
 		return err
 	}
-	if err := os.Rename(pw.tmpIdx, dst+".idx"); err != nil {
+	if err := pw.s.be.Install(pw.tmpIdx, idxName(pw.id)); err != nil {
 		return fmt.Errorf("install idx: %w", err)
 	}
 	pw.installed = true

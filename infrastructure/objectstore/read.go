@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/planhq/plan/domain/fault"
@@ -29,7 +28,7 @@ func damaged(h tree.Hash, l location, format string, args ...any) error {
 
 // readHeader reads and checks the record header of l and returns the offset of its data. b, when
 // long enough, receives the header and as much of the data as fits (one pread for small objects).
-func readHeader(f *os.File, h tree.Hash, l location, b []byte) (int64, int, error) {
+func readHeader(f io.ReaderAt, h tree.Hash, l location, b []byte) (int64, int, error) {
 	n, err := f.ReadAt(b, l.offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, 0, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: read", h, l.pack.id)
@@ -271,11 +270,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	if err != nil {
 		return err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("object %s: stat pack: %w", h, err)
-	}
-	if dataAt+l.comp > fi.Size() {
+	if dataAt+l.comp > f.Size() {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
 	if l.kind == TreeDeltaObject {
@@ -301,7 +296,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 }
 
 // streamCheck decompresses and re-hashes a large record at l in bounded memory.
-func (s *Store) streamCheck(h tree.Hash, l location, f *os.File, dataAt int64) error {
+func (s *Store) streamCheck(h tree.Hash, l location, f io.ReaderAt, dataAt int64) error {
 	dec, err := getStreamDecoder(bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10))
 	if err != nil {
 		return err

@@ -1,20 +1,18 @@
 package objectstore
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // File names under the store directory, beside packs/ and tmp/.
@@ -27,6 +25,10 @@ const (
 	// damagedFile lists objects found damaged ("<pack id> <hash>" per line). A checkpoint never
 	// deduplicates onto a listed copy: it stores a fresh one from the live file instead.
 	damagedFile = "damaged"
+	// damagedDir holds the same list as one marker file per damaged copy ("<pack id>-<hash>"),
+	// for stores that cannot append to a file (and shared ones, whose writers hold no lock in
+	// common).
+	damagedDir = "damaged.d"
 )
 
 // errPackGone marks a read that found its pack deleted after the index was loaded (a concurrent GC
@@ -47,7 +49,7 @@ type packListing struct {
 // or already gone from the listing, or (GC finished) missing when it is opened, which load skips.
 func (s *Store) listPacks() (packListing, error) {
 	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}}
-	des, err := os.ReadDir(s.packsDir)
+	files, err := s.be.List("packs")
 	if err != nil {
 		return pl, fmt.Errorf("open object store: %w", err)
 	}
@@ -60,8 +62,8 @@ func (s *Store) listPacks() (packListing, error) {
 	for _, id := range pending {
 		skip[id] = true
 	}
-	for _, de := range des {
-		id, ext, ok := strings.Cut(de.Name(), ".")
+	for _, fi := range files {
+		id, ext, ok := strings.Cut(fi.Name, ".")
 		if !ok || !validPackID(id) || (ext != "pack" && ext != "idx") || skip[id] {
 			continue // not ours (left alone rather than refused), or being deleted
 		}
@@ -73,18 +75,14 @@ func (s *Store) listPacks() (packListing, error) {
 			continue
 		}
 		pl.hasPack[id] = true
-		if fi, err := os.Stat(filepath.Join(s.packsDir, de.Name())); err == nil {
-			pl.size[id] = fi.Size()
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return pl, fmt.Errorf("stat pack %s: %w", de.Name(), err)
-		}
+		pl.size[id] = fi.Size
 	}
 	slices.Sort(pl.ids)
 	return pl, nil
 }
 
 func (s *Store) readIntent() ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, gcIntentFile))
+	b, err := s.be.ReadFile(gcIntentFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -94,10 +92,10 @@ func (s *Store) readIntent() ([]string, error) {
 	var ids []string
 	for _, line := range strings.Fields(string(b)) {
 		if !validPackID(line) {
-			// A torn intent cannot be: it is renamed into place whole. Refuse rather than guess
-			// which packs are being deleted.
+			// A torn intent cannot be: it is replaced whole. Refuse rather than guess which packs
+			// are being deleted.
 			return nil, fault.Integrity("the gc intent %s is damaged (%q is no pack id): run `plan doctor`",
-				filepath.Join(s.dir, gcIntentFile), line)
+				s.be.Location(gcIntentFile), line)
 		}
 		ids = append(ids, line)
 	}
@@ -106,16 +104,10 @@ func (s *Store) readIntent() ([]string, error) {
 
 // writeIntent durably records that the packs ids are about to be deleted.
 func (s *Store) writeIntent(ids []string) error {
-	tmp := filepath.Join(s.tmpDir, "gc-pending-"+ids[0])
-	_ = os.Remove(tmp)
-	if err := fsx.CreateDurable(tmp, []byte(strings.Join(ids, "\n")+"\n"), 0o400); err != nil {
+	if err := s.be.WriteFile(gcIntentFile, []byte(strings.Join(ids, "\n")+"\n"), 0o400); err != nil {
 		return fmt.Errorf("write the gc intent: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, gcIntentFile)); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write the gc intent: %w", err)
-	}
-	return fsx.SyncDir(s.dir)
+	return nil
 }
 
 // deletePacks removes the packs ids under the intent: intent durable, every idx and pack removed
@@ -133,8 +125,8 @@ func (s *Store) deletePacks(ids []string) error {
 	}
 	var errs []error
 	for i, id := range ids {
-		for _, ext := range []string{".idx", ".pack"} {
-			if err := os.Remove(filepath.Join(s.packsDir, id+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, name := range []string{idxName(id), packName(id)} {
+			if err := s.be.Remove(name); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -144,16 +136,16 @@ func (s *Store) deletePacks(ids []string) error {
 			}
 		}
 	}
-	if err := fsx.SyncDir(s.packsDir); err != nil {
+	if err := s.be.Sync("packs"); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete packs (the next command finishes it): %w", err)
 	}
-	if err := os.Remove(filepath.Join(s.dir, gcIntentFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.be.Remove(gcIntentFile); err != nil {
 		return fmt.Errorf("clear the gc intent: %w", err)
 	}
-	return fsx.SyncDir(s.dir)
+	return s.be.Sync("")
 }
 
 // Refresh brings the in-memory index up to date with the files, as the workspace lock's holder sees
@@ -231,7 +223,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			}
 			p := old[id]
 			if p == nil || p.size != size {
-				p = &packFile{id: id, path: filepath.Join(s.packsDir, id+".pack"), size: size}
+				p = s.newPackFile(id, size)
 			}
 			entries, err := s.readEntries(p, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -280,25 +272,27 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}) bool {
 // missing (and, locked, writing the idx). fs.ErrNotExist means the pack is gone.
 func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, error) {
 	if haveIdx {
-		idxPath := filepath.Join(s.packsDir, p.id+".idx")
-		b, err := os.ReadFile(idxPath)
+		b, err := s.be.ReadFile(idxName(p.id))
 		switch {
 		case err == nil:
 			entries, version, derr := decodeIdx(b)
 			if derr != nil {
 				return nil, fault.Wrap(fault.ErrIntegrity, derr,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
 			}
 			p.idxSize, p.version = int64(len(b)), version
 			return entries, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("read idx %s: %w", idxPath, err)
+			return nil, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(p.id)), err)
 		}
 		if p.size < 0 {
 			return nil, fs.ErrNotExist
 		}
 	}
-	if !locked {
+	if !locked || s.shared {
+		// In a shared store a pack without its idx is one another workspace is still installing
+		// (or one a crash cut short, which no checkpoint references): index it in memory, never
+		// write its idx from here.
 		return s.scanEntries(p)
 	}
 	return s.rebuildIdx(p)
@@ -306,12 +300,12 @@ func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, erro
 
 // scanEntries indexes a pack from its records, in memory.
 func (s *Store) scanEntries(p *packFile) ([]idxEntry, error) {
-	f, err := os.Open(p.path)
+	f, err := s.be.Open(packName(p.id))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	entries, version, err := scanPack(f, p.size)
+	entries, version, err := scanPack(io.NewSectionReader(f, 0, f.Size()), p.size)
 	if err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
 	}
@@ -327,37 +321,46 @@ type damageKey struct {
 
 func (s *Store) readDamaged() (map[damageKey]struct{}, error) {
 	set := map[damageKey]struct{}{}
-	f, err := os.Open(filepath.Join(s.dir, damagedFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return set, nil
+	b, err := s.be.ReadFile(damagedFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read the damaged-object list: %w", err)
 	}
+	for line := range bytes.Lines(b) {
+		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
+		// until the next verify lists it again.
+		if k, ok := parseDamage(string(bytes.TrimRight(line, "\n")), " "); ok {
+			set[k] = struct{}{}
+		}
+	}
+	markers, err := s.be.List(damagedDir)
 	if err != nil {
 		return nil, fmt.Errorf("read the damaged-object list: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pack, hx, ok := bytes.Cut(sc.Bytes(), []byte{' '})
-		var h tree.Hash
-		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
-		// until the next verify lists it again.
-		if !ok || !validPackID(string(pack)) || len(hx) != 2*len(h) {
-			continue
+	for _, fi := range markers {
+		if k, ok := parseDamage(fi.Name, "-"); ok && !fi.Dir {
+			set[k] = struct{}{}
 		}
-		if _, err := hex.Decode(h[:], hx); err != nil {
-			continue
-		}
-		set[damageKey{string(pack), h}] = struct{}{}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read the damaged-object list: %w", err)
 	}
 	return set, nil
 }
 
+// parseDamage reads "<pack id><sep><hash>": a line of the damage list or a marker's name.
+func parseDamage(s, sep string) (damageKey, bool) {
+	pack, hx, ok := strings.Cut(s, sep)
+	var h tree.Hash
+	if !ok || !validPackID(pack) || len(hx) != 2*len(h) {
+		return damageKey{}, false
+	}
+	if _, err := hex.Decode(h[:], []byte(hx)); err != nil {
+		return damageKey{}, false
+	}
+	return damageKey{pack, h}, true
+}
+
 // markDamaged records that the copy of h at l is damaged, so that no later checkpoint
-// deduplicates onto it. The list is appended to (one short line per write, atomic with O_APPEND),
-// so readers that do not hold the workspace lock may record what they find too.
+// deduplicates onto it. Readers that do not hold the workspace lock record what they find too: a
+// local store appends one short line to its list (atomic with O_APPEND); a store without appends
+// writes one marker file per copy, named after it.
 func (s *Store) markDamaged(h tree.Hash, l location) {
 	k := damageKey{l.pack.id, h}
 	s.mu.Lock()
@@ -369,12 +372,13 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 	if known {
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, damagedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return // the in-memory mark still protects this process; verify finds the damage again
+	// A failure to record leaves the in-memory mark, which still protects this process; verify
+	// finds the damage again.
+	if a, ok := s.be.(lineAppender); ok && !s.shared {
+		_ = a.AppendLine(damagedFile, fmt.Sprintf("%s %s", l.pack.id, h))
+		return
 	}
-	_, _ = fmt.Fprintf(f, "%s %s\n", l.pack.id, h)
-	_ = f.Close()
+	_ = s.be.WriteFile(damagedDir+"/"+l.pack.id+"-"+h.String(), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
 }
 
 // noteDamage marks the copy at l damaged when err says its bytes are (not when its pack vanished).

@@ -198,7 +198,7 @@ func TestInterruptedGCIsFinished(t *testing.T) {
 	s.Close()
 
 	// What a GC killed after its first unlink leaves: the intent, and the delta's pack intact.
-	st := &Store{dir: dir, packsDir: filepath.Join(dir, "packs"), tmpDir: filepath.Join(dir, "tmp")}
+	st := &Store{be: NewDir(dir, false), dir: dir, packsDir: filepath.Join(dir, "packs"), tmpDir: filepath.Join(dir, "tmp")}
 	if err := st.writeIntent([]string{basePack.id, deltaPack.id}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,12 +366,13 @@ func TestDeletePacks(t *testing.T) {
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}
-	// The intent cannot be written where tmp/ is gone: nothing is deleted.
-	os.RemoveAll(s.tmpDir)
+	// The intent cannot be written (a directory holds its name): nothing is deleted.
+	obstacle := filepath.Join(s.dir, gcIntentFile)
+	os.MkdirAll(filepath.Join(obstacle, "x"), 0o700)
 	if err := s.deletePacks([]string{stuck}); err == nil {
 		t.Fatal("no intent, yet deletion went ahead")
 	}
-	os.MkdirAll(s.tmpDir, 0o700)
+	os.RemoveAll(obstacle)
 }
 
 // A reader whose pack vanished under it (a GC of another process rewrote it) re-reads the

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -30,7 +31,11 @@ type Store struct {
 	// crash tests arm it (see package failpoint). Set it before the store is used.
 	Failpoint func(name string) error
 
+	// be is where the store's files are; dir is the local work directory (the store itself for a
+	// Dir backend, the cache of a remote one) and tmpDir, under it, where packs are written.
+	be                    Backend
 	dir, packsDir, tmpDir string
+	shared                bool
 
 	mu      sync.RWMutex
 	index   map[tree.Hash]location
@@ -63,6 +68,7 @@ func (l location) entry(h tree.Hash) idxEntry {
 }
 
 // packFile is one installed pack. size is -1 when the pack was missing at Open (its idx survived).
+// path locates it for messages (and, for a Dir store, is the file).
 type packFile struct {
 	id      string
 	path    string
@@ -75,7 +81,14 @@ type packFile struct {
 	deltas []deltaRec
 
 	mu sync.Mutex
-	f  *os.File
+	f  File
+}
+
+func packName(id string) string { return "packs/" + id + ".pack" }
+func idxName(id string) string  { return "packs/" + id + ".idx" }
+
+func (s *Store) newPackFile(id string, size int64) *packFile {
+	return &packFile{id: id, path: s.be.Location(packName(id)), size: size}
 }
 
 // deltaRec is one delta record of a pack. base is zero until known (written by this process, or
@@ -129,16 +142,25 @@ type StoreStats struct {
 	StoredBytes, RawBytes int64
 }
 
-// Open opens (creating if needed) the store in dir and loads every idx. A pack whose idx is missing
-// is indexed from its records in memory (Refresh, under the lock, writes the idx); a corrupt idx is
-// a fault.ErrIntegrity error naming the file. Open does not need the workspace lock: what it loads
-// may be stale by the time the lock is taken, which is why every command that holds the lock calls
-// Refresh first.
+// Open opens (creating if needed) the private store in the local directory dir and loads every
+// idx. A pack whose idx is missing is indexed from its records in memory (Refresh, under the lock,
+// writes the idx); a corrupt idx is a fault.ErrIntegrity error naming the file. Open does not need
+// the workspace lock: what it loads may be stale by the time the lock is taken, which is why every
+// command that holds the lock calls Refresh first.
 func Open(dir string) (*Store, error) {
+	return OpenBackend(NewDir(dir, false), dir)
+}
+
+// OpenBackend opens the store be holds, with work as its local work directory (where packs are
+// written before they are installed; for a Dir backend, its root). Shared stores are used without
+// any lock in common with other workspaces (see the package documentation).
+func OpenBackend(be Backend, work string) (*Store, error) {
 	s := &Store{
-		dir:      dir,
-		packsDir: filepath.Join(dir, "packs"),
-		tmpDir:   filepath.Join(dir, "tmp"),
+		be:       be,
+		shared:   be.Shared(),
+		dir:      work,
+		packsDir: filepath.Join(work, "packs"),
+		tmpDir:   filepath.Join(work, "tmp"),
 		index:    make(map[tree.Hash]location),
 		packs:    make(map[string]*packFile),
 		temps:    make(map[string]struct{}),
@@ -177,27 +199,21 @@ func (s *Store) makeDirs() error {
 	return nil
 }
 
-// rebuildIdx re-indexes a pack left without its idx (a crash between the two renames of a commit,
-// or a deleted idx) and writes the idx durably. The caller holds the workspace lock.
+// Backend is where the store's files are.
+func (s *Store) Backend() Backend { return s.be }
+
+// Shared says the store is shared by several workspaces (see Backend.Shared).
+func (s *Store) Shared() bool { return s.shared }
+
+// rebuildIdx re-indexes a pack left without its idx (a crash between the two installs of a
+// commit, or a deleted idx) and writes the idx durably. The caller holds the workspace lock.
 func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
 	entries, err := s.scanEntries(p)
 	if err != nil {
 		return nil, err
 	}
 	idx := encodeIdx(entries, p.version)
-	suffix, err := newPackID()
-	if err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(s.tmpDir, p.id+".idx-rebuild-"+suffix)
-	if err := fsx.CreateDurable(tmp, idx, 0o400); err != nil {
-		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(s.packsDir, p.id+".idx")); err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
-	}
-	if err := fsx.SyncDir(s.packsDir); err != nil {
+	if err := s.be.WriteFile(idxName(p.id), idx, 0o400); err != nil {
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
 	}
 	p.idxSize = int64(len(idx))
@@ -253,7 +269,23 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 	return info, true
 }
 
-// Dir is the store's directory.
+// PackFiles lists the pack and idx files with their sizes and times (for growth statistics).
+func (s *Store) PackFiles() ([]FileInfo, error) {
+	files, err := s.be.List("packs")
+	if err != nil {
+		return nil, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		id, ext, ok := strings.Cut(f.Name, ".")
+		if ok && !f.Dir && validPackID(id) && (ext == "pack" || ext == "idx") {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Dir is the store's local work directory (for a Dir store, the store itself).
 func (s *Store) Dir() string { return s.dir }
 
 // Stats sums up the store.
@@ -270,8 +302,14 @@ func (s *Store) Stats() StoreStats {
 	return st
 }
 
+// tempGrace is how old a temporary file of a shared store must be before CleanTemp removes it:
+// other workspaces write there without holding our lock, and no pack takes this long to write.
+const tempGrace = time.Hour
+
 // CleanTemp removes what crashed writers left in tmp/. Batches of this process are spared; those
-// of another process are not, which is why the caller must hold the workspace lock.
+// of another process are not, which is why the caller must hold the workspace lock. In a shared
+// store other workspaces' writers are never under that lock, so only files older than tempGrace
+// go.
 func (s *Store) CleanTemp() (int, error) {
 	des, err := os.ReadDir(s.tmpDir)
 	if err != nil {
@@ -286,6 +324,11 @@ func (s *Store) CleanTemp() (int, error) {
 		if _, busy := s.temps[id]; busy {
 			continue
 		}
+		if s.shared {
+			if fi, err := de.Info(); err != nil || time.Since(fi.ModTime()) < tempGrace {
+				continue
+			}
+		}
 		if err := os.RemoveAll(filepath.Join(s.tmpDir, de.Name())); err != nil {
 			errs = append(errs, err)
 			continue
@@ -298,9 +341,9 @@ func (s *Store) CleanTemp() (int, error) {
 	return removed, nil
 }
 
-// openPack returns a descriptor for reads (ReadAt only, so it can be shared) and the function that
+// openPack returns a reader of p (ReadAt only, so it can be shared) and the function that
 // releases it.
-func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
+func (s *Store) openPack(p *packFile) (File, func(), error) {
 	if s.closed.Load() {
 		return nil, nil, errors.New("object store is closed")
 	}
@@ -309,7 +352,7 @@ func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
 	if p.f != nil {
 		return p.f, func() {}, nil
 	}
-	f, err := os.Open(p.path)
+	f, err := s.be.Open(packName(p.id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fault.Wrap(fault.ErrIntegrity, errPackGone, "pack %s is missing", p.path)
 	}
