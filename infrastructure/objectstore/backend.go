@@ -1,6 +1,8 @@
 package objectstore
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +55,9 @@ type Backend interface {
 	Shared() bool
 	// Now is the store's clock, which ages GC marks; for a remote store the server's.
 	Now() (time.Time, error)
+	// LocalRoot is the directory that holds the files when they are local (a Dir): the store
+	// writes its packs in <root>/tmp and installs them by renaming. ok is false for a remote store.
+	LocalRoot() (root string, ok bool)
 }
 
 // File is an open file of a backend.
@@ -162,19 +167,47 @@ func (d *Dir) Install(src, name string) error {
 	return os.Rename(src, d.path(name))
 }
 
+// parents creates name's directory in a shared store, where directories stand for the prefixes of
+// object storage (records/<workspace id>/pending, say). A private store's directories are made
+// when it is; one found missing there is damage to report, not to paper over.
+func (d *Dir) parents(p string) error {
+	if !d.shared {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(p), 0o700)
+}
+
 // WriteFile implements Backend.
 func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	p := d.path(name)
+	if err := d.parents(p); err != nil {
+		return err
+	}
 	if err := fsx.Replace(p, data, true); err != nil {
 		return err
 	}
 	return os.Chmod(p, perm)
 }
 
-// Create implements Backend.
+// Create implements Backend. The file is written and synced under a temporary name, then linked
+// to name, which fails if name exists: readers that hold no lock (a gc reading another workspace's
+// pending records) never see it half written.
 func (d *Dir) Create(name string, data []byte, perm fs.FileMode) error {
 	p := d.path(name)
-	if err := fsx.CreateDurable(p, data, perm); err != nil {
+	if err := d.parents(p); err != nil {
+		return err
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-"+hex.EncodeToString(rnd[:]))
+	if err := fsx.CreateDurable(tmp, data, perm); err != nil {
+		return err
+	}
+	err := os.Link(tmp, p)
+	_ = os.Remove(tmp)
+	if err != nil {
 		return err
 	}
 	return fsx.SyncDir(filepath.Dir(p))
@@ -182,6 +215,9 @@ func (d *Dir) Create(name string, data []byte, perm fs.FileMode) error {
 
 // Rename implements Backend.
 func (d *Dir) Rename(from, to string) error {
+	if err := d.parents(d.path(to)); err != nil {
+		return err
+	}
 	return os.Rename(d.path(from), d.path(to))
 }
 
@@ -204,6 +240,9 @@ func (d *Dir) Shared() bool { return d.shared }
 
 // Now implements Backend: a local directory's clock is the machine's.
 func (d *Dir) Now() (time.Time, error) { return time.Now(), nil }
+
+// LocalRoot implements Backend.
+func (d *Dir) LocalRoot() (string, bool) { return d.root, true }
 
 // AppendLine adds one line to the file name (created when missing) with one O_APPEND write, which
 // readers that hold no lock may do at once. Only a local directory can append; the damage list

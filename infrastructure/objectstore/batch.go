@@ -33,6 +33,9 @@ type Batch struct {
 	packs     []*packWriter // every pack this batch will install, in creation order
 	err       error         // first write failure; the batch can then only be aborted
 	state     batchState
+	// relied is what the batch deduplicated onto or stored, when the store is shared: Commit hands
+	// it to the store, whose Confirm checks it is still held before a record references it.
+	relied map[tree.Hash]struct{}
 }
 
 type batchState uint8
@@ -45,7 +48,21 @@ const (
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
+	b := &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
+	if s.shared {
+		b.relied = make(map[tree.Hash]struct{})
+	}
+	return b
+}
+
+// rely notes that what the batch's objects reference depends on h (shared stores only).
+func (b *Batch) rely(h tree.Hash) {
+	if b.relied == nil {
+		return
+	}
+	b.mu.Lock()
+	b.relied[h] = struct{}{}
+	b.mu.Unlock()
 }
 
 // Has reports whether h need not be stored: added to this batch already, or Present in the store
@@ -53,6 +70,7 @@ func (s *Store) NewBatch() *Batch {
 // count, so a checkpoint stores a fresh one and never references data it has not confirmed.
 func (b *Batch) Has(h tree.Hash) bool {
 	if b.s.Present(h) {
+		b.rely(h)
 		return true
 	}
 	b.mu.Lock()
@@ -138,6 +156,7 @@ func (b *Batch) PutTreeDelta(t Tree, base tree.Hash) (h tree.Hash, stored int64,
 		if d, n, ok := b.delta(enc, base, (*ddst)[:0]); ok && len(d) < len(data) {
 			*ddst = d
 			e.kind, e.base, data, depth = TreeDeltaObject, base, d, n
+			b.rely(base) // the delta cannot be read without it
 		}
 	}
 	e.comp = int64(len(data))
@@ -252,6 +271,9 @@ func (b *Batch) append(e idxEntry, write func(io.Writer) error) (int64, error) {
 		return 0, err
 	}
 	b.added[e.hash] = struct{}{}
+	if b.relied != nil {
+		b.relied[e.hash] = struct{}{}
+	}
 	var full *packWriter
 	if pw.size >= packTarget {
 		full, b.cur = pw, nil
@@ -351,6 +373,9 @@ func (b *Batch) putLarge(r io.Reader, h tree.Hash, size int64) (int64, error) {
 		return 0, nil
 	}
 	b.added[h] = struct{}{}
+	if b.relied != nil {
+		b.relied[h] = struct{}{}
+	}
 	b.packs = append(b.packs, pw)
 	kept = true
 	return cw.n, nil
@@ -426,6 +451,7 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	b.s.register(b.packs, relocate)
+	b.s.Rely(b.relied)
 	b.state = batchCommitted
 	b.cur, b.trees = nil, nil
 	return nil
@@ -462,7 +488,7 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 			l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 			// A fresh copy replaces one that is missing, cut short or known damaged: that is how a
 			// checkpoint heals what it could not deduplicate onto.
-			if old, dup := s.index[e.hash]; dup && !relocate && !better(e.hash, old, l, s.damaged) {
+			if old, dup := s.index[e.hash]; dup && !relocate && !better(e.hash, old, l, s.damaged, s.condemned) {
 				continue
 			}
 			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}

@@ -28,8 +28,10 @@ type packUse struct {
 }
 
 // planGC says, for the live set isLive, which packs go (no live object) and which are rewritten
-// (live records fill less than half the file), each list in pack id order.
-func (s *Store) planGC(isLive func(tree.Hash) bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
+// (live records fill less than half the file), each list in pack id order. Packs eligible rejects
+// are neither (a shared store's young or already condemned packs); with keepLive, a pack holding
+// anything live stays as it is (a sweep deletes, it does not rewrite).
+func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) bool, keepLive bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
 	uses = make(map[*packFile]*packUse)
 	s.mu.RLock()
 	for _, p := range s.packs {
@@ -45,10 +47,11 @@ func (s *Store) planGC(isLive func(tree.Hash) bool) (uses map[*packFile]*packUse
 	s.mu.RUnlock()
 	for _, u := range uses {
 		switch {
+		case eligible != nil && !eligible(u.p):
 		case len(u.live) == 0:
 			u.drop = true
 			drop = append(drop, u)
-		case u.p.size >= 0 && 2*u.liveBytes < u.p.size:
+		case !keepLive && u.p.size >= 0 && 2*u.liveBytes < u.p.size:
 			u.rewrite = true
 			rewrite = append(rewrite, u)
 		}
@@ -134,6 +137,9 @@ func (g *gcLive) closeChains(strict bool) error {
 // dead delta there is still in the index, and a later put of the same tree would trust it).
 // The caller must hold the workspace lock and have no batch open.
 func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
+	if s.shared {
+		return GCResult{}, errors.New("gc: a shared store is collected by SharedGC, never under one workspace's lock")
+	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	var res GCResult
@@ -167,37 +173,9 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	if err := keep.closeChains(true); err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
-	var uses map[*packFile]*packUse
-	var drop, rewrite []*packUse
-	for {
-		uses, drop, rewrite = s.planGC(keep.has)
-		kept := len(keep.extra)
-		// Every delta record that stays where it is keeps its base; keeping a base can change the
-		// plan (a pack to drop now holds a live object), so plan again until nothing is added.
-		for _, u := range uses {
-			if u.rewrite || u.drop || u.p.size < 0 {
-				continue // a missing pack's records cannot be read, nor rebuilt from their base
-			}
-			for i := range u.p.deltas {
-				d := &u.p.deltas[i]
-				if d.base.IsZero() {
-					base, err := s.deltaBase(d.hash, d.location(u.p))
-					if err != nil && !errors.Is(err, fault.ErrIntegrity) {
-						return res, fmt.Errorf("gc (nothing was deleted): %w", err)
-					}
-					d.base = base // zero when the record is damaged: it cannot be read anyway
-				}
-				if !d.base.IsZero() {
-					keep.add(d.base)
-				}
-			}
-		}
-		if err := keep.closeChains(false); err != nil {
-			return res, fmt.Errorf("gc (nothing was deleted): %w", err)
-		}
-		if len(keep.extra) == kept {
-			break
-		}
+	drop, rewrite, err := s.plan(&keep, nil, false)
+	if err != nil {
+		return res, err
 	}
 	if len(rewrite) > 0 {
 		written, err := s.rewrite(rewrite)
@@ -226,11 +204,59 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	return res, nil
 }
 
+// plan decides which packs a collection drops and rewrites, keeping, besides what keep holds, the
+// base chain of every delta record in a pack that stays as it is: keeping a base can change the
+// plan (a pack to drop now holds a live object), so it plans again until nothing is added.
+func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool) (drop, rewrite []*packUse, err error) {
+	for {
+		var uses map[*packFile]*packUse
+		uses, drop, rewrite = s.planGC(keep.has, eligible, keepLive)
+		kept := len(keep.extra)
+		for _, u := range uses {
+			if u.rewrite || u.drop || u.p.size < 0 {
+				continue // a missing pack's records cannot be read, nor rebuilt from their base
+			}
+			for i := range u.p.deltas {
+				d := &u.p.deltas[i]
+				if d.base.IsZero() {
+					base, err := s.deltaBase(d.hash, d.location(u.p))
+					if err != nil && !errors.Is(err, fault.ErrIntegrity) {
+						return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
+					}
+					d.base = base // zero when the record is damaged: it cannot be read anyway
+				}
+				if !d.base.IsZero() {
+					keep.add(d.base)
+				}
+			}
+		}
+		if err := keep.closeChains(false); err != nil {
+			return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
+		}
+		if len(keep.extra) == kept {
+			return drop, rewrite, nil
+		}
+	}
+}
+
 // retire takes packs out of the index and deletes them. One intent covers the whole set: a GC
 // killed half-way leaves no pack whose deltas lost their bases in another pack, because every
 // reader skips what the intent names and the next command that takes the lock finishes the
 // deletion. Whatever the packs held must be elsewhere already (or be garbage).
 func (s *Store) retire(ps []*packFile) error {
+	if s.shared {
+		// Other workspaces may be reading these packs, and no lock keeps them out: condemn them,
+		// and let a gc sweep them once nothing depends on them.
+		ids := make([]string, len(ps))
+		for i, p := range ps {
+			ids[i] = p.id
+		}
+		slices.Sort(ids)
+		if _, err := s.writeMark(ids); err != nil {
+			return err
+		}
+		return s.reload()
+	}
 	gone := make(map[*packFile]bool, len(ps))
 	ids := make([]string, len(ps))
 	s.mu.Lock()

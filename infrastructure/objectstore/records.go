@@ -38,6 +38,12 @@ import (
 //     committed, so a rebuild without the database ignores it (it is the operation a crash cut
 //     short, which never reported success).
 type Records struct {
+	// Confirm, when set, runs once a prepared record is durable and before Prepare returns; an
+	// error discards the record and fails Prepare, so the transaction does not commit. A shared
+	// store sets it to Store.Confirm: the objects a transaction references must still be held
+	// once its record is visible (see the gc protocol in marks.go).
+	Confirm func() error
+
 	be      Backend
 	dir     string // "records" in a private store, "records/<workspace id>" in a shared one
 	pending string
@@ -91,12 +97,14 @@ func ParseRecordName(name string) (seq uint64, ok bool) {
 func (r *Records) Prepare(seq uint64, body []byte) (string, error) {
 	name := RecordName(seq, body)
 	p := r.pending + "/" + name
-	if err := r.be.Create(p, body, 0o640); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			// The same transaction number and content: a retry of this very record.
-			return name, nil
-		}
+	// fs.ErrExist: the same transaction number and content, a retry of this very record.
+	if err := r.be.Create(p, body, 0o640); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("write record %s: %w", r.be.Location(p), err)
+	}
+	if r.Confirm != nil {
+		if err := r.Confirm(); err != nil {
+			return "", errors.Join(err, r.Discard(name))
+		}
 	}
 	return name, nil
 }

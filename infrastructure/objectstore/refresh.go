@@ -40,22 +40,29 @@ type packListing struct {
 	ids     []string // sorted; packs and idx files not being deleted
 	hasPack map[string]bool
 	hasIdx  map[string]bool
-	size    map[string]int64 // pack sizes (packs that exist)
-	pending []string         // packs an interrupted GC was deleting
+	size    map[string]int64     // pack sizes (packs that exist)
+	mtime   map[string]time.Time // when each pack was written, by the store's clock
+	pending []string             // packs an interrupted GC was deleting
+	// orphans are the packs of a shared store that have no idx: uploads in flight, or left by a
+	// writer that crashed between its two uploads (nothing references those). They are not
+	// indexed; GC condemns them once they are older than its grace period.
+	orphans []string
 }
 
 // listPacks reads packs/ and then the GC intent. The order matters for a reader that does not hold
 // the lock: a pack that a concurrent GC deletes is either named by the intent it reads afterwards,
 // or already gone from the listing, or (GC finished) missing when it is opened, which load skips.
 func (s *Store) listPacks() (packListing, error) {
-	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}}
+	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}, mtime: map[string]time.Time{}}
 	files, err := s.be.List("packs")
 	if err != nil {
 		return pl, fmt.Errorf("open object store: %w", err)
 	}
-	pending, err := s.readIntent()
-	if err != nil {
-		return pl, err
+	var pending []string
+	if !s.shared { // a shared store deletes under gc marks, never an intent
+		if pending, err = s.readIntent(); err != nil {
+			return pl, err
+		}
 	}
 	pl.pending = pending
 	skip := make(map[string]bool, len(pending))
@@ -75,7 +82,19 @@ func (s *Store) listPacks() (packListing, error) {
 			continue
 		}
 		pl.hasPack[id] = true
-		pl.size[id] = fi.Size
+		pl.size[id], pl.mtime[id] = fi.Size, fi.ModTime
+	}
+	if s.shared {
+		ids := pl.ids[:0]
+		for _, id := range pl.ids {
+			if pl.hasPack[id] && !pl.hasIdx[id] {
+				pl.orphans = append(pl.orphans, id)
+				continue
+			}
+			ids = append(ids, id)
+		}
+		pl.ids = ids
+		slices.Sort(pl.orphans)
 	}
 	slices.Sort(pl.ids)
 	return pl, nil
@@ -155,6 +174,14 @@ func (s *Store) deletePacks(ids []string) error {
 // writes the idx of a pack whose commit was cut short, and removes what crashed writers left in
 // tmp/. When nothing changed it costs one directory listing and a stat per pack.
 func (s *Store) Refresh() error {
+	if s.shared {
+		// Nothing to finish or rebuild from here: a shared store deletes under gc marks, and a pack
+		// without its idx belongs to a writer of another workspace, or to no one.
+		if _, err := s.CleanTemp(); err != nil {
+			return err
+		}
+		return s.reload()
+	}
 	pl, err := s.listPacks()
 	if err != nil {
 		return err
@@ -205,6 +232,11 @@ func (s *Store) load(pl packListing, locked bool) error {
 	if err != nil {
 		return err
 	}
+	marks, err := s.readMarks()
+	if err != nil {
+		return err
+	}
+	cond := condemnedBy(marks)
 	index := make(map[tree.Hash]location, len(s.index))
 	packs := make(map[string]*packFile, len(pl.ids))
 	s.mu.RLock()
@@ -238,7 +270,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			packs[id] = p
 			for _, e := range entries {
 				l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet) {
+				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet, cond) {
 					index[e.hash] = l
 				}
 			}
@@ -250,7 +282,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			s.retired = append(s.retired, p)
 		}
 	}
-	s.index, s.packs, s.damaged = index, packs, damagedSet
+	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
 	s.baseMu.Lock()
 	s.bases = map[tree.Hash]tree.Hash{}
@@ -259,11 +291,15 @@ func (s *Store) load(pl packListing, locked bool) error {
 }
 
 // better says whether location l should replace prev in the index: a copy that can be read beats
-// one that cannot (its pack missing or cut short, or known damaged), and a whole copy beats a delta.
-func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}) bool {
+// one that cannot (its pack missing or cut short, or known damaged), a copy in a pack no gc mark
+// condemns beats one in a condemned pack, and a whole copy beats a delta.
+func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[string]bool) bool {
 	pu, lu := intact(h, prev, dmg), intact(h, l, dmg)
 	if pu != lu {
 		return lu
+	}
+	if pc, lc := cond[prev.pack.id], cond[l.pack.id]; pc != lc {
+		return pc
 	}
 	return preferred(prev.kind, l.kind)
 }
@@ -321,9 +357,13 @@ type damageKey struct {
 
 func (s *Store) readDamaged() (map[damageKey]struct{}, error) {
 	set := map[damageKey]struct{}{}
-	b, err := s.be.ReadFile(damagedFile)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read the damaged-object list: %w", err)
+	var b []byte
+	var err error
+	if !s.shared { // a shared store keeps markers only
+		b, err = s.be.ReadFile(damagedFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read the damaged-object list: %w", err)
+		}
 	}
 	for line := range bytes.Lines(b) {
 		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
@@ -403,8 +443,9 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 }
 
 // Present reports whether h can be deduplicated onto: the index has it in a pack that exists and
-// is long enough, no read found that copy damaged, and for a delta the same holds for every base
-// down its chain. A checkpoint MUST store a fresh copy of anything not Present.
+// is long enough and that no gc mark condemns, no read found that copy damaged, and for a delta the
+// same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
+// Present.
 func (s *Store) Present(h tree.Hash) bool {
 	for depth := 0; depth <= maxDeltaChain; depth++ {
 		l, ok := s.lookup(h)
@@ -412,7 +453,7 @@ func (s *Store) Present(h tree.Hash) bool {
 			return false
 		}
 		s.mu.RLock()
-		ok = intact(h, l, s.damaged)
+		ok = intact(h, l, s.damaged) && !s.condemned[l.pack.id]
 		s.mu.RUnlock()
 		if !ok {
 			return false

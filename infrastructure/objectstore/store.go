@@ -47,8 +47,18 @@ type Store struct {
 
 	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
 
-	baseMu sync.Mutex
-	bases  map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
+	baseMu    sync.Mutex
+	bases     map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
+	markCache map[string]mark         // guarded by baseMu: the gc marks read (immutable)
+
+	// Shared stores only, guarded by mu: the packs the current gc marks condemn (see marks.go),
+	// and the marks themselves.
+	condemned map[string]bool
+	marks     []mark
+	// relied, guarded by reliedMu, is what this process's transactions have come to reference
+	// since the last Confirm: every object its batches deduplicated onto or stored.
+	reliedMu sync.Mutex
+	relied   map[tree.Hash]struct{}
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
@@ -152,9 +162,13 @@ func Open(dir string) (*Store, error) {
 }
 
 // OpenBackend opens the store be holds, with work as its local work directory (where packs are
-// written before they are installed; for a Dir backend, its root). Shared stores are used without
-// any lock in common with other workspaces (see the package documentation).
+// written before they are installed). A Dir backend's work directory is always its root, since its
+// packs are installed by renaming them out of tmp/. Shared stores are used without any lock in
+// common with other workspaces (see the package documentation).
 func OpenBackend(be Backend, work string) (*Store, error) {
+	if root, ok := be.LocalRoot(); ok {
+		work = root
+	}
 	s := &Store{
 		be:       be,
 		shared:   be.Shared(),
@@ -164,8 +178,11 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		index:    make(map[tree.Hash]location),
 		packs:    make(map[string]*packFile),
 		temps:    make(map[string]struct{}),
-		damaged:  make(map[damageKey]struct{}),
-		bases:    make(map[tree.Hash]tree.Hash),
+		damaged:   make(map[damageKey]struct{}),
+		bases:     make(map[tree.Hash]tree.Hash),
+		markCache: make(map[string]mark),
+		condemned: make(map[string]bool),
+		relied:    make(map[tree.Hash]struct{}),
 	}
 	if err := s.makeDirs(); err != nil {
 		return nil, err
@@ -186,6 +203,14 @@ func (s *Store) makeDirs() error {
 		// Private: packs hold copies of every workspace file, including the owner-only ones.
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("create object store: %w", err)
+		}
+	}
+	if d, ok := s.be.(*Dir); ok && s.shared {
+		// A shared directory keeps its gc marks and damage markers as files of their own.
+		for _, sub := range []string{marksDir, damagedDir} {
+			if err := os.MkdirAll(filepath.Join(d.Root(), sub), 0o700); err != nil {
+				return fmt.Errorf("create object store: %w", err)
+			}
 		}
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
