@@ -170,14 +170,14 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		work = root
 	}
 	s := &Store{
-		be:       be,
-		shared:   be.Shared(),
-		dir:      work,
-		packsDir: filepath.Join(work, "packs"),
-		tmpDir:   filepath.Join(work, "tmp"),
-		index:    make(map[tree.Hash]location),
-		packs:    make(map[string]*packFile),
-		temps:    make(map[string]struct{}),
+		be:        be,
+		shared:    be.Shared(),
+		dir:       work,
+		packsDir:  filepath.Join(work, "packs"),
+		tmpDir:    filepath.Join(work, "tmp"),
+		index:     make(map[tree.Hash]location),
+		packs:     make(map[string]*packFile),
+		temps:     make(map[string]struct{}),
 		damaged:   make(map[damageKey]struct{}),
 		bases:     make(map[tree.Hash]tree.Hash),
 		markCache: make(map[string]mark),
