@@ -52,7 +52,7 @@ func (s *Store) SharedGC(live LiveFunc, grace time.Duration) (SharedGCResult, er
 	s.mu.RUnlock()
 	var due []mark
 	for _, m := range marks {
-		if now.Sub(m.at) >= grace {
+		if grace <= 0 || now.Sub(m.at) >= grace {
 			due = append(due, m)
 		} else {
 			res.MarksPending++
@@ -215,7 +215,7 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 	s.mu.RUnlock()
 	old := func(id string) bool {
 		t, ok := pl.mtime[id]
-		return ok && now.Sub(t) >= grace
+		return ok && (grace <= 0 || now.Sub(t) >= grace) // no grace: whatever the clocks say
 	}
 	eligible := func(p *packFile) bool { return p.size >= 0 && !condemned[p.id] && old(p.id) }
 	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
