@@ -584,7 +584,9 @@ func openCache(dir string, max int64) (*cache, error) {
 	return c, nil
 }
 
-func (c *cache) path(name string) string { return filepath.Join(c.files, filepath.FromSlash(path.Clean(name))) }
+func (c *cache) path(name string) string {
+	return filepath.Join(c.files, filepath.FromSlash(path.Clean(name)))
+}
 
 func (c *cache) read(name string) ([]byte, bool) {
 	data, err := os.ReadFile(c.path(name))
