@@ -9,20 +9,14 @@
 package maintenance
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
@@ -125,9 +119,9 @@ func (h *Health) WrittenPerDay() (map[string]int64, error) {
 }
 
 // ConfigFile is the optional configuration's name inside .plan/.
-const ConfigFile = "config.yaml"
+const ConfigFile = config.FileName
 
-// Settings reads .plan/config.yaml:
+// Settings reads the policies of .plan/config.yaml (package config holds its whole schema):
 //
 //	retention:
 //	  keep: 50          # newest checkpoints kept after each run
@@ -144,48 +138,16 @@ type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.
 func NewSettings(l workspace.Layout) *Settings {
-	return &Settings{path: filepath.Join(l.State(), ConfigFile)}
+	return &Settings{path: config.Path(l.State())}
 }
 
 var _ application.Settings = (*Settings)(nil)
 
-type config struct {
-	// RecordNestedGit is read by the scanner (package workspace); it is listed here so the strict
-	// decoding below accepts it.
-	RecordNestedGit *bool `yaml:"record_nested_git"`
-	Retention       *struct {
-		Keep      *int   `yaml:"keep"`
-		OlderThan string `yaml:"older_than"`
-		Archives  *struct {
-			Keep      *int   `yaml:"keep"`
-			OlderThan string `yaml:"older_than"`
-		} `yaml:"archives"`
-		Classes []struct {
-			Type      string            `yaml:"type"`
-			Labels    map[string]string `yaml:"labels"`
-			OlderThan string            `yaml:"older_than"`
-			Keep      string            `yaml:"keep"`
-		} `yaml:"classes"`
-	} `yaml:"retention"`
-}
-
 // Retention returns the configured policy.
 func (s *Settings) Retention() (application.RetentionRule, bool, error) {
-	f, err := os.Open(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return application.RetentionRule{}, false, nil
-	}
+	c, err := config.Load(s.path)
 	if err != nil {
 		return application.RetentionRule{}, false, err
-	}
-	defer func() { _ = f.Close() }()
-	var c config
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); errors.Is(err, io.EOF) {
-		return application.RetentionRule{}, false, nil // empty, or comments only: no policy
-	} else if err != nil {
-		return application.RetentionRule{}, false, fault.Invalid("%s: %v", s.path, err)
 	}
 	if c.Retention == nil {
 		return application.RetentionRule{}, false, nil

@@ -12,10 +12,10 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
@@ -157,18 +157,9 @@ func (ig *Ignore) SkipPath(rel string, isDir bool) bool {
 // loadScanConfig reads the scanner's settings from .plan/config.yaml: record_nested_git (default
 // true). The file's other keys belong to other readers, which validate them.
 func loadScanConfig(l Layout) (skipNestedGit bool, err error) {
-	b, err := os.ReadFile(filepath.Join(l.State(), "config.yaml"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
+	c, err := config.Load(config.Path(l.State()))
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", filepath.Join(l.State(), "config.yaml"), err)
-	}
-	var c struct {
-		RecordNestedGit *bool `yaml:"record_nested_git"`
-	}
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		return false, fault.Invalid("%s: %v", filepath.Join(l.State(), "config.yaml"), err)
+		return false, err
 	}
 	return c.RecordNestedGit != nil && !*c.RecordNestedGit, nil
 }
