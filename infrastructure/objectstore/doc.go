@@ -1,7 +1,15 @@
 // Package objectstore keeps plan's content: file contents (blobs) and directory listings (trees),
-// content-addressed, zstd-compressed and packed many to a file, under <workspace>/.plan/objects.
+// content-addressed, zstd-compressed and packed many to a file.
 //
-// Layout:
+// A store reaches its files through the Backend port. Its adapters are Dir, a local directory
+// (a workspace's private store under .plan/objects, the default, or a file:// store several
+// workspaces share), and the S3 adapter in package bucket. The same code writes and reads packs,
+// indexes and records through either; what differs is deletion: a private store is used under its
+// workspace's lock and deletes under an intent (gc-pending), a shared store has no lock in common
+// with its writers and deletes in two phases under gc marks (see marks.go).
+//
+// Layout (names relative to the store's root; a shared store keeps records per workspace, under
+// records/<workspace id>/, and has gc/ and damaged.d/ instead of gc-pending and damaged):
 //
 //	packs/<packid>.pack  records: "PLANPACK", u32 version 2, then per object
 //	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
@@ -20,6 +28,8 @@
 //	damaged              "<packid> <hash>" lines: stored copies found damaged, never deduplicated onto
 //	records/             the metadata database's committed transactions as immutable records (see
 //	                     Records); the database can be rebuilt from them
+//	gc/<t>-<r>.json      shared stores: a gc mark, the packs it condemned at store time t
+//	damaged.d/<p>-<h>    shared stores: one marker per damaged copy (pack p, object h)
 //
 // Version 1 packs (no record trailers; their idx starts "PLANIDX1") are read as before and verified
 // by their content hashes; nothing writes them any more, and GC rewrites their live records into
@@ -80,4 +90,19 @@
 //   - a reader that finds its pack gone (a GC rewrote it) re-reads the directory and tries the
 //     object's new location once before calling it missing; it never records a vanished pack as
 //     damage.
+//
+// Shared stores add (see marks.go for the protocol and why it is safe):
+//   - every name written is new (packs by random id, records by number and content hash, marks
+//     and markers by time and random bits); nothing is read-modify-written in place, so writers of
+//     many workspaces and machines need no lock;
+//   - a pack is visible only once complete (a rename or a single PUT), and indexed only once its
+//     idx is too: a pack without idx is an upload in flight or an orphan, never deduplicated onto;
+//   - a pack a gc mark names is condemned: still read, never deduplicated onto (Present is false);
+//     a sweep deletes it only if, by a live set computed after the mark was visible, it holds
+//     nothing live that has no other copy;
+//   - a transaction that references objects makes its record visible, then Confirm checks that
+//     every object it relied on is Present, copying what is only in condemned packs; an object
+//     already swept fails the transaction (fault.ErrConflict), which never commits;
+//   - a shared store's tmp/ is cleaned only of files older than an hour (other workspaces' writers
+//     hold no lock we hold).
 package objectstore
