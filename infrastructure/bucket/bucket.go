@@ -153,7 +153,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 // transport is the default transport with connection timeouts short enough that a server that is
 // down is reported as such in seconds, not minutes.
 func transport() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.ResponseHeaderTimeout = 2 * time.Minute
 	t.MaxIdleConnsPerHost = 16
@@ -567,14 +568,14 @@ type cache struct {
 	evictMu sync.Mutex
 }
 
-func openCache(dir string, max int64) (*cache, error) {
+func openCache(dir string, limit int64) (*cache, error) {
 	if dir == "" {
 		return nil, errors.New("bucket: no cache directory")
 	}
-	if max <= 0 {
-		max = DefaultCacheMax
+	if limit <= 0 {
+		limit = DefaultCacheMax
 	}
-	c := &cache{dir: dir, files: filepath.Join(dir, "files"), tmp: filepath.Join(dir, "tmp"), max: max}
+	c := &cache{dir: dir, files: filepath.Join(dir, "files"), tmp: filepath.Join(dir, "tmp"), max: limit}
 	for _, d := range []string{c.files, c.tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create the store cache: %w", err)

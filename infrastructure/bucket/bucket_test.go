@@ -203,7 +203,7 @@ func TestBackendContract(t *testing.T) {
 		t.Errorf("Location = %q", got)
 	}
 	now, err := b.Now()
-	if err != nil || now.Sub(time.Now()).Abs() > time.Minute {
+	if err != nil || time.Until(now).Abs() > time.Minute {
 		t.Fatalf("Now = %v, %v (local %v)", now, err, time.Now())
 	}
 	if _, ok := b.LocalRoot(); ok || !b.Shared() || b.Sync("") != nil {
