@@ -3,9 +3,9 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // failWrites makes SQLite refuse every write of kind (INSERT, UPDATE, DELETE) to table, the way a
@@ -175,53 +176,23 @@ func TestFailedReadsAreNotAbsence(t *testing.T) {
 
 // A migration step that fails is applied not at all: its version is not recorded, later steps do
 // not run, and opening reports it; the data already there is kept.
-// earlyTable reports whether a table is created by schema step 1 or 2, which the test keeps.
-func earlyTable(name string) bool {
-	for _, m := range migrations[:2] {
-		for _, stmt := range m.sql {
-			if t := createTable.FindStringSubmatch(stmt); t != nil && t[1] == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-var addColumn = regexp.MustCompile(`^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)`)
-
 func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plan.db")
-	db := mustOpen(t, path, true)
-	if err := NewCheckpoints(db).Add(ctx, newCP(t, id1, time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	// Back to schema version 2, but with a table in the way of step 3's CREATE TABLE corrections.
-	stmts := []string{`DELETE FROM schema_migrations WHERE version >= 3`}
-	for _, m := range migrations {
-		for _, stmt := range m.sql {
-			if tbl := createTable.FindStringSubmatch(stmt); tbl != nil && m.version >= 3 {
-				stmts = append(stmts, `DROP TABLE `+tbl[1])
-			}
-			// A column a later step added to an earlier step's table goes too.
-			if col := addColumn.FindStringSubmatch(stmt); col != nil && m.version >= 3 && earlyTable(col[1]) {
-				stmts = append(stmts, `ALTER TABLE `+col[1]+` DROP COLUMN `+col[2])
-			}
-		}
-	}
-	stmts = append(stmts, `CREATE TABLE corrections (x INTEGER)`)
-	for _, stmt := range stmts {
-		if err := db.gorm.Exec(stmt).Error; err != nil {
+	// A database at schema version 2 holding a checkpoint, with a table in the way of step 3's
+	// CREATE TABLE corrections.
+	raw := legacySQLite(t, path, 2)
+	for _, stmt := range []string{
+		`INSERT INTO checkpoints (id, type, created_at, root_tree, files, bytes, stored_bytes, duration_ns)
+			VALUES ('` + id1 + `', 'manual', 1, '` + tree.Sum([]byte(id1)).String() + `', 1, 2, 3, 4)`,
+		`CREATE TABLE corrections (x INTEGER)`,
+	} {
+		if err := raw.Exec(stmt).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = db.Close()
 	if _, err := Open(ctx, path, false); err == nil || !strings.Contains(err.Error(), "migrate schema to version 3") {
 		t.Fatalf("open with a failing migration: %v", err)
-	}
-	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
-	if err != nil {
-		t.Fatal(err)
 	}
 	var latest int
 	if err := raw.Raw(`SELECT MAX(version) FROM schema_migrations`).Scan(&latest).Error; err != nil || latest != 2 {
@@ -234,7 +205,7 @@ func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	if sqlDB, err := raw.DB(); err == nil {
 		_ = sqlDB.Close()
 	}
-	db = mustOpen(t, path, false)
+	db := mustOpen(t, path, false)
 	defer db.Close()
 	var versions []int
 	if err := db.gorm.Raw(`SELECT version FROM schema_migrations ORDER BY version`).Scan(&versions).Error; err != nil {
@@ -250,6 +221,32 @@ func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	if _, err := NewCheckpoints(db).Get(ctx, checkpoint.ID(id1)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// legacySQLite makes a SQLite database at path with the schema of version v as this package's
+// steps made it, the way a plan of that version left it, and returns it open (closed at cleanup).
+func legacySQLite(t *testing.T, path string, v int) *gorm.DB {
+	t.Helper()
+	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := raw.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range migrations[:v] {
+		stmts = append(stmts, m.sql...)
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 1)`, m.version, m.name))
+	}
+	for _, stmt := range stmts {
+		if err := raw.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return raw
 }
 
 // A schema_migrations table that is not plan's (no version column) is refused, whether or not the

@@ -545,7 +545,7 @@ func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
 		if err := tx.Exec(`PRAGMA defer_foreign_keys = ON`).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO decisions(plan_id, id, position, run) VALUES ('ghost', 'd', 0, 'true')`).Error
+		return tx.Exec(`INSERT INTO decisions(workspace_id, plan_id, id, position, run) VALUES (?, 'ghost', 'd', 0, 'true')`, f.db.WorkspaceID()).Error
 	})
 	if err == nil || !errors.Is(err, gorm.ErrForeignKeyViolated) {
 		t.Fatalf("a commit that violates a foreign key: %v", err)

@@ -487,7 +487,7 @@ func TestRebuildReplaysWholePlanRecords(t *testing.T) {
 	var c change
 	err = src.gorm.Transaction(func(tx *gorm.DB) error {
 		var err error
-		c, err = image(tx, aggregate{"plan", p.ID()})
+		c, err = image(tx, aggregate{"plan", p.ID()}, src.WorkspaceID())
 		return err
 	})
 	if err != nil || len(c.Rows["decisions"]) != 2 || len(c.Rows["attempts"]) != 1 {
