@@ -22,12 +22,36 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
-// failWrites makes SQLite refuse every write of kind (INSERT, UPDATE, DELETE) to table, the way a
-// full disk or an I/O error refuses it: cheap, deterministic fault injection through a trigger.
+// failWrites makes the database refuse every write of kind (INSERT, UPDATE, DELETE) to table, the
+// way a full disk or an I/O error refuses it: cheap, deterministic fault injection through a
+// trigger.
 func failWrites(t *testing.T, db *DB, kind, table string) {
 	t.Helper()
-	stmt := `CREATE TRIGGER fail_` + strings.ToLower(kind) + `_` + table + ` BEFORE ` + kind + ` ON ` + table +
-		` BEGIN SELECT RAISE(ABORT, 'injected failure'); END`
+	name := `fail_` + strings.ToLower(kind) + `_` + table
+	stmts := []string{`CREATE TRIGGER ` + name + ` BEFORE ` + kind + ` ON ` + table +
+		` BEGIN SELECT RAISE(ABORT, 'injected failure'); END`}
+	if db.Dialect() == Postgres {
+		stmts = []string{
+			`CREATE OR REPLACE FUNCTION plan_test_fail() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`,
+			`CREATE TRIGGER ` + name + ` BEFORE ` + kind + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION plan_test_fail()`,
+		}
+	}
+	for _, stmt := range stmts {
+		if err := db.gorm.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dropTable drops table under an open database, as damage would lose it (on PostgreSQL with the
+// foreign keys that point at it).
+func dropTable(t *testing.T, db *DB, table string) {
+	t.Helper()
+	stmt := `DROP TABLE ` + table
+	if db.Dialect() == Postgres {
+		stmt += ` CASCADE`
+	}
 	if err := db.gorm.Exec(stmt).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -36,39 +60,41 @@ func failWrites(t *testing.T, db *DB, kind, table string) {
 // Save rewrites the whole plan in one transaction: when any of its writes fails, the plan stored
 // before is still there, whole, and nothing of the new one is.
 func TestPlanSaveIsAtomic(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ kind, table string }{
-		{"UPDATE", "plans"}, {"DELETE", "decisions"}, {"INSERT", "decisions"}, {"INSERT", "attempts"},
-	} {
-		t.Run(tc.kind+" "+tc.table, func(t *testing.T) {
-			db := openTestDB(t)
-			plans := NewPlans(db)
-			before := savedPlan(t, plans)
-			changed, err := plans.Current(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := changed.Append(plan.Definition{ID: "extra", Run: "true"}); err != nil {
-				t.Fatal(err)
-			}
-			code := 0
-			if err := changed.Finish("build", plan.Outcome{Status: plan.Succeeded, ExitCode: &code}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			failWrites(t, db, tc.kind, tc.table)
-			err = plans.Save(ctx, changed)
-			if err == nil || !strings.Contains(err.Error(), "injected failure") {
-				t.Fatalf("save with a failing %s on %s: %v", tc.kind, tc.table, err)
-			}
-			got, err := plans.Current(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g, w := viewOf(got), viewOf(before); !equalViews(g, w) {
-				t.Fatalf("a failed save changed the stored plan:\n got  %+v\n want %+v", g, w)
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, tc := range []struct{ kind, table string }{
+			{"UPDATE", "plans"}, {"DELETE", "decisions"}, {"INSERT", "decisions"}, {"INSERT", "attempts"},
+		} {
+			t.Run(tc.kind+" "+tc.table, func(t *testing.T) {
+				db := e.open(t)
+				plans := NewPlans(db)
+				before := savedPlan(t, plans)
+				changed, err := plans.Current(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := changed.Append(plan.Definition{ID: "extra", Run: "true"}); err != nil {
+					t.Fatal(err)
+				}
+				code := 0
+				if err := changed.Finish("build", plan.Outcome{Status: plan.Succeeded, ExitCode: &code}, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				failWrites(t, db, tc.kind, tc.table)
+				err = plans.Save(ctx, changed)
+				if err == nil || !strings.Contains(err.Error(), "injected failure") {
+					t.Fatalf("save with a failing %s on %s: %v", tc.kind, tc.table, err)
+				}
+				got, err := plans.Current(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := viewOf(got), viewOf(before); !equalViews(g, w) {
+					t.Fatalf("a failed save changed the stored plan:\n got  %+v\n want %+v", g, w)
+				}
+			})
+		}
+	})
 }
 
 func equalViews(a, b []decisionView) bool {
@@ -86,41 +112,43 @@ func equalViews(a, b []decisionView) bool {
 // A failed write is reported as what it is, never as a conflict or success: adding a checkpoint,
 // an operation or a correction, recording a failure, deleting a checkpoint, updating a correction.
 func TestFailedWritesAreReported(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	at := time.Unix(1_700_000_000, 0)
-	corrections := NewCorrections(db)
-	if err := corrections.Add(ctx, newCorrection(t, corr1, at)); err != nil {
-		t.Fatal(err)
-	}
-	cps := NewCheckpoints(db)
-	if err := cps.Add(ctx, newCP(t, id1, at)); err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range []struct{ kind, table string }{
-		{"INSERT", "checkpoints"}, {"DELETE", "checkpoints"}, {"INSERT", "history"},
-		{"INSERT", "corrections"}, {"UPDATE", "corrections"}, {"INSERT", "checkpoint_failures"},
-	} {
-		failWrites(t, db, tr.kind, tr.table)
-	}
-	check := func(what string, err error) {
-		t.Helper()
-		if err == nil || !strings.Contains(err.Error(), "injected failure") || errors.Is(err, fault.ErrConflict) || errors.Is(err, fault.ErrNotFound) {
-			t.Errorf("%s: %v", what, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		db := e.open(t)
+		at := time.Unix(1_700_000_000, 0)
+		corrections := NewCorrections(db)
+		if err := corrections.Add(ctx, newCorrection(t, corr1, at)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	check("add checkpoint", cps.Add(ctx, newCP(t, id2, at)))
-	check("delete checkpoint", cps.Delete(ctx, id1))
-	check("record operation", NewHistory(db).Record(ctx, application.HistoryRecord{ID: "op", Kind: "rollback"}))
-	check("add correction", corrections.Add(ctx, newCorrection(t, corr2, at)))
-	check("update correction", corrections.Update(ctx, corr1, func(c *correction.Correction) error { return c.StartReexecution() }))
-	check("record checkpoint failure", NewMetrics(db).RecordCheckpointFailure(ctx, at, "disk full"))
-	if _, err := cps.Get(ctx, id1); err != nil {
-		t.Errorf("the checkpoint whose delete failed is gone: %v", err)
-	}
-	if c, err := corrections.Get(ctx, corr1); err != nil || c.Status() != correction.Reverted {
-		t.Errorf("the correction whose update failed changed: %v, %v", c, err)
-	}
+		cps := NewCheckpoints(db)
+		if err := cps.Add(ctx, newCP(t, id1, at)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range []struct{ kind, table string }{
+			{"INSERT", "checkpoints"}, {"DELETE", "checkpoints"}, {"INSERT", "history"},
+			{"INSERT", "corrections"}, {"UPDATE", "corrections"}, {"INSERT", "checkpoint_failures"},
+		} {
+			failWrites(t, db, tr.kind, tr.table)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil || !strings.Contains(err.Error(), "injected failure") || errors.Is(err, fault.ErrConflict) || errors.Is(err, fault.ErrNotFound) {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		check("add checkpoint", cps.Add(ctx, newCP(t, id2, at)))
+		check("delete checkpoint", cps.Delete(ctx, id1))
+		check("record operation", NewHistory(db).Record(ctx, application.HistoryRecord{ID: "op", Kind: "rollback"}))
+		check("add correction", corrections.Add(ctx, newCorrection(t, corr2, at)))
+		check("update correction", corrections.Update(ctx, corr1, func(c *correction.Correction) error { return c.StartReexecution() }))
+		check("record checkpoint failure", NewMetrics(db).RecordCheckpointFailure(ctx, at, "disk full"))
+		if _, err := cps.Get(ctx, id1); err != nil {
+			t.Errorf("the checkpoint whose delete failed is gone: %v", err)
+		}
+		if c, err := corrections.Get(ctx, corr1); err != nil || c.Status() != correction.Reverted {
+			t.Errorf("the correction whose update failed changed: %v, %v", c, err)
+		}
+	})
 }
 
 // A query that fails (here: on a closed database) is an error, never "not found", "absent" or an
@@ -275,19 +303,21 @@ func TestForeignSchemaTableIsRefused(t *testing.T) {
 // An over-long failure reason is cut to 1 KiB, so a runaway error message cannot bloat the
 // database, and the failure is still counted.
 func TestCheckpointFailureReasonIsBounded(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	m := NewMetrics(db)
-	if err := m.RecordCheckpointFailure(ctx, time.Now(), strings.Repeat("x", 5000)); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := db.gorm.Raw(`SELECT LENGTH(reason) FROM checkpoint_failures`).Scan(&n).Error; err != nil || n != 1024 {
-		t.Fatalf("stored reason length %d, %v; want 1024", n, err)
-	}
-	if c, err := m.CheckpointFailures(ctx); err != nil || c != 1 {
-		t.Fatalf("count %d, %v", c, err)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		db := e.open(t)
+		m := NewMetrics(db)
+		if err := m.RecordCheckpointFailure(ctx, time.Now(), strings.Repeat("x", 5000)); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.gorm.Raw(`SELECT LENGTH(reason) FROM checkpoint_failures`).Scan(&n).Error; err != nil || n != 1024 {
+			t.Fatalf("stored reason length %d, %v; want 1024", n, err)
+		}
+		if c, err := m.CheckpointFailures(ctx); err != nil || c != 1 {
+			t.Fatalf("count %d, %v", c, err)
+		}
+	})
 }
 
 // IntegrityCheck reports SQLite's complaints about a damaged database (here: an index that no
@@ -321,18 +351,18 @@ func TestIntegrityCheckReportsDamage(t *testing.T) {
 // A plan whose decisions or attempts cannot be read (their table is gone under an open database)
 // is an error, never a plan without decisions: saving that back would erase the plan's history.
 func TestPlanWithUnreadableRowsIsAnError(t *testing.T) {
-	ctx := context.Background()
-	for _, table := range []string{"attempts", "decisions"} {
-		t.Run(table, func(t *testing.T) {
-			db := openTestDB(t)
-			plans := NewPlans(db)
-			savedPlan(t, plans)
-			if err := db.gorm.Exec(`DROP TABLE ` + table).Error; err != nil {
-				t.Fatal(err)
-			}
-			if p, err := plans.Current(ctx); err == nil {
-				t.Fatalf("Current returned a plan with %d decisions", len(p.Decisions()))
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, table := range []string{"attempts", "decisions"} {
+			t.Run(table, func(t *testing.T) {
+				db := e.open(t)
+				plans := NewPlans(db)
+				savedPlan(t, plans)
+				dropTable(t, db, table)
+				if p, err := plans.Current(ctx); err == nil {
+					t.Fatalf("Current returned a plan with %d decisions", len(p.Decisions()))
+				}
+			})
+		}
+	})
 }
