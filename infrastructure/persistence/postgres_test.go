@@ -108,3 +108,56 @@ func (e engine) open(t testing.TB, opts ...Option) *DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// rebuild makes a new database of e from the records of l alone, for workspace ws: on SQLite with
+// Rebuild (ws "" lets the records name it), on PostgreSQL with RebuildWorkspace into a new
+// database. The database, open and closed at cleanup, is returned when the rebuild succeeds; when
+// it fails, the test fails unless it left nothing behind (no file; no row of the workspace).
+func (e engine) rebuild(t testing.TB, l Ledger, ws string) (RebuildReport, *DB, error) {
+	t.Helper()
+	ctx := context.Background()
+	target, _ := e.new(t)
+	if ws == "" && e.name == "postgres" {
+		ws = ident.New(time.Now())
+	}
+	var opts []Option
+	if ws != "" {
+		opts = append(opts, WithWorkspace(ws))
+	}
+	var rep RebuildReport
+	var err error
+	if e.name == "sqlite" {
+		if rep, err = Rebuild(ctx, target, l, opts...); err != nil {
+			noDatabase(t, target)
+			return rep, nil, err
+		}
+	} else {
+		db, oerr := Open(ctx, target, true, opts...)
+		if oerr != nil {
+			t.Fatal(oerr)
+		}
+		rep, err = db.RebuildWorkspace(ctx, l)
+		_ = db.Close()
+	}
+	db, oerr := Open(ctx, target, false, opts...)
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err != nil {
+		if d := dump(t, db); rowsIn(d) > 0 {
+			t.Errorf("a failed rebuild left rows: %v", d)
+		}
+		return rep, nil, err
+	}
+	return rep, db, nil
+}
+
+// rowsIn counts the rows of a dump.
+func rowsIn(d map[string][]map[string]any) int {
+	n := 0
+	for _, rows := range d {
+		n += len(rows)
+	}
+	return n
+}
