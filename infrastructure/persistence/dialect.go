@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -94,7 +93,7 @@ type redacted struct {
 }
 
 func (r redacted) Error() string {
-	msg := r.err.Error()
+	msg := strings.ReplaceAll(r.err.Error(), "\n\t", "; ")
 	if r.password != "" {
 		msg = strings.ReplaceAll(msg, r.password, "xxxxx")
 	}
@@ -279,6 +278,3 @@ func (d *DB) columnsOf(g *gorm.DB, table string) (map[string]bool, error) {
 	}
 	return cols, nil
 }
-
-// sqlDB returns g's connection pool.
-func sqlDB(g *gorm.DB) (*sql.DB, error) { return g.DB() }
