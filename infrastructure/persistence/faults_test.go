@@ -20,6 +20,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
 // failWrites makes the database refuse every write of kind (INSERT, UPDATE, DELETE) to table, the
@@ -200,6 +201,14 @@ func TestFailedReadsAreNotAbsence(t *testing.T) {
 	check("checkpoint failures", err)
 	_, err = db.IntegrityCheck(ctx)
 	check("integrity check", err)
+	_, err = db.Workspaces(ctx)
+	check("workspaces", err)
+	recs, err := objectstore.OpenRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.RebuildWorkspace(ctx, recs)
+	check("rebuild in place", err)
 }
 
 // A migration step that fails is applied not at all: its version is not recorded, later steps do
@@ -249,6 +258,21 @@ func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	if _, err := NewCheckpoints(db).Get(ctx, checkpoint.ID(id1)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// legacySQLiteReopen opens the SQLite database at path with none of plan's settings.
+func legacySQLiteReopen(t *testing.T, path string) *gorm.DB {
+	t.Helper()
+	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := raw.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return raw
 }
 
 // legacySQLite makes a SQLite database at path with the schema of version v as this package's

@@ -160,7 +160,8 @@ var migrations = []migration{
 		// A database that holds rows is one workspace's: it becomes that workspace.
 		`INSERT INTO workspaces (id, created_at) SELECT CAST(@workspace AS TEXT), CAST(@now AS INTEGER)
 			WHERE EXISTS (SELECT 1 FROM checkpoints) OR EXISTS (SELECT 1 FROM history)
-			OR EXISTS (SELECT 1 FROM plans) OR EXISTS (SELECT 1 FROM corrections)
+			OR EXISTS (SELECT 1 FROM plans) OR EXISTS (SELECT 1 FROM decisions) OR EXISTS (SELECT 1 FROM attempts)
+			OR EXISTS (SELECT 1 FROM corrections)
 			OR EXISTS (SELECT 1 FROM checkpoint_failures) OR EXISTS (SELECT 1 FROM ledger)
 			OR EXISTS (SELECT 1 FROM operations)`,
 		`CREATE TABLE checkpoints_new (

@@ -64,6 +64,16 @@ func TestUnreachableServerIsUnavailable(t *testing.T) {
 			}
 		})
 	}
+	// A URL pgx refuses is invalid input, and its message holds no password either.
+	if _, err := Open(ctx, "postgres://plan:s3cret-pw@"+addr+"/plan?sslmode=bogus", false, WithWorkspace("w")); !errors.Is(err, fault.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a URL pgx refuses: %v", err)
+	}
+	// The budget bounds the whole, backoff included.
+	connectBackoff, connectBudget = []time.Duration{time.Minute}, 100*time.Millisecond
+	start := time.Now()
+	if _, err := Open(ctx, "postgres://plan@"+addr+"/plan", false, WithWorkspace("w")); !errors.Is(err, fault.ErrUnavailable) || time.Since(start) > 2*time.Second {
+		t.Fatalf("open within a budget shorter than the backoff: %v after %v", err, time.Since(start))
+	}
 	// A cancelled caller is told so, not that the server is down.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

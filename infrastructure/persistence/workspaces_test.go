@@ -396,3 +396,62 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		t.Fatalf("after re-registering: %+v, %v", w, err)
 	}
 }
+
+// A workspace that cannot be added or registered is an error, never a handle on nothing; a
+// listing that cannot be read is an error, never an empty list.
+func TestWorkspaceWriteFailures(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		target, opts := e.new(t)
+		db, err := Open(ctx, target, true, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = db.Close() }()
+		failWrites(t, db, "INSERT", "workspaces")
+		failWrites(t, db, "UPDATE", "workspaces")
+		if other, err := Open(ctx, target, true, WithWorkspace("another")); err == nil || !strings.Contains(err.Error(), "injected failure") {
+			if other != nil {
+				_ = other.Close()
+			}
+			t.Fatalf("adding a workspace the database refuses: %v", err)
+		}
+		if err := db.RegisterWorkspace(ctx, WorkspaceInfo{Root: "/w"}); err == nil || !strings.Contains(err.Error(), "injected failure") {
+			t.Fatalf("registering: %v", err)
+		}
+		dropTable(t, db, "workspaces")
+		if _, err := db.Workspaces(ctx); err == nil {
+			t.Fatal("a listing of a lost table")
+		}
+		if err := db.RegisterWorkspace(ctx, WorkspaceInfo{Root: "/w"}); err == nil {
+			t.Fatal("registering into a lost table")
+		}
+	})
+}
+
+// A database whose rows break its foreign keys (written with them off) is not migrated: step 10
+// checks them before it commits, since it copies the rows with the keys off.
+func TestMigrationRefusesBrokenForeignKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.db")
+	raw := legacySQLite(t, path, 9)
+	for _, stmt := range []string{
+		`PRAGMA foreign_keys = OFF`,
+		`INSERT INTO decisions (plan_id, id, position, run) VALUES ('ghost', 'd', 0, 'x')`,
+	} {
+		if err := raw.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sqlDB, err := raw.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+	if _, err := Open(context.Background(), path, false); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "version 10") {
+		t.Fatalf("open: %v", err)
+	}
+	// Nothing of the step stayed.
+	raw = legacySQLiteReopen(t, path)
+	var v int
+	if err := raw.Raw(`SELECT MAX(version) FROM schema_migrations`).Scan(&v).Error; err != nil || v != 9 {
+		t.Fatalf("version %d, %v", v, err)
+	}
+}
