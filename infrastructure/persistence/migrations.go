@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -351,9 +350,6 @@ var migrations = []migration{
 // them with foreign keys off (dropping a parent with them on would delete its children's rows) and
 // checks the keys before the step commits; PostgreSQL's transactional DDL needs neither.
 var replacesTables = map[int]bool{10: true}
-
-// createTable finds the tables a migration step creates.
-var createTable = regexp.MustCompile(`^\s*CREATE TABLE (\w+)`)
 
 // checkSchema refuses a database that an initialised workspace should have filled but that is
 // empty, or lacks a table its recorded schema version promises: such a database is damage (a
