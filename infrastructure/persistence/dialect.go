@@ -207,12 +207,16 @@ func lostConnection(err error) bool {
 }
 
 // advisoryKey is the PostgreSQL advisory lock that serialises the writes of one workspace (and
-// "plan:schema" those of the schema): a stable 64-bit hash, the same in every process.
+// schemaLock those of the schema and the workspaces table): a stable 64-bit hash of
+// "plan:"+name, the same in every process.
 func advisoryKey(name string) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("plan:" + name)) // #nosec G104 -- a hash never fails to write
 	return int64(h.Sum64())                // #nosec G115 -- a bit pattern, not a quantity
 }
+
+// schemaLock names the lock of the schema; no workspace ID can start with ':'.
+const schemaLock = ":schema"
 
 // lock takes, in tx, the lock of the named scope: on PostgreSQL an advisory lock held to the end
 // of the transaction, so writers of one workspace queue while readers never wait. SQLite needs

@@ -395,7 +395,7 @@ func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
 func (d *DB) migrate(ctx context.Context, adopt string) error {
 	g := d.gorm.WithContext(ctx)
 	err := g.Transaction(func(tx *gorm.DB) error {
-		if err := d.lock(tx, "schema"); err != nil {
+		if err := d.lock(tx, schemaLock); err != nil {
 			return err
 		}
 		return tx.Exec(d.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -447,7 +447,7 @@ func (d *DB) step(ctx context.Context, m migration, adopt string) (err error) {
 	}
 	now := time.Now().UnixNano()
 	return g.Transaction(func(tx *gorm.DB) error {
-		if err := d.lock(tx, "schema"); err != nil {
+		if err := d.lock(tx, schemaLock); err != nil {
 			return err
 		}
 		if v, err := schemaVersion(tx); err != nil || v >= m.version {

@@ -58,7 +58,7 @@ func (d *DB) chooseWorkspace(ctx context.Context, create bool) error {
 	return d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		scope := d.wantWorkspace
 		if scope == "" {
-			scope = "workspaces"
+			scope = schemaLock
 		}
 		if err := d.lock(tx, scope); err != nil {
 			return err
