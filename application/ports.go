@@ -216,6 +216,19 @@ type GCReport struct {
 	PacksRewritten int
 	BytesReclaimed int64
 	LiveObjects    int
+	// Shared says the store is shared by several workspaces and was collected in two phases:
+	// PacksCondemned were marked (deleted by a gc once Grace has passed, if still dead);
+	// PacksKept were condemned but are needed again; MarksPending are marks not yet due.
+	Shared                    bool
+	Grace                     time.Duration
+	PacksCondemned, PacksKept int
+	MarksPending              int
+}
+
+// GCRequest says how to collect. Grace, when set, overrides the configured grace period of a
+// shared store (how long a pack stays condemned before it is deleted); a private store has none.
+type GCRequest struct {
+	Grace *time.Duration
 }
 
 // StoreUsage describes the object store's size.
@@ -233,8 +246,10 @@ type StoreHealth interface {
 	// CheckObject verifies one object: present with a sane size, and with readData its content
 	// re-hashed. Damage is a fault.ErrIntegrity error; anything else is an I/O error worth a retry.
 	CheckObject(h tree.Hash, readData bool) error
-	// Collect removes every object not reachable from roots.
-	Collect(roots []tree.Hash) (GCReport, error)
+	// Collect removes every object not reachable from roots. A shared store also keeps what any
+	// workspace's records reference, and deletes in two phases (grace, when not nil, overrides the
+	// configured wait between them).
+	Collect(roots []tree.Hash, grace *time.Duration) (GCReport, error)
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
 	ScanStore() ([]ObjectProblem, error)

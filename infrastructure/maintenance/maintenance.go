@@ -10,6 +10,7 @@ package maintenance
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/planhq/plan/application"
@@ -18,6 +19,7 @@ import (
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -25,11 +27,23 @@ import (
 type Health struct {
 	store   *objectstore.Store
 	records *objectstore.Records
+	// grace is how long a shared store's gc waits between condemning a pack and deleting it.
+	grace time.Duration
 }
+
+// DefaultGrace is a shared store's gc grace period when the configuration names none: long enough
+// for any upload in flight to have been referenced by its record.
+const DefaultGrace = time.Hour
 
 // NewHealth wraps store and the records kept beside it (records may be nil: none are checked).
 func NewHealth(store *objectstore.Store, records *objectstore.Records) *Health {
-	return &Health{store: store, records: records}
+	return &Health{store: store, records: records, grace: DefaultGrace}
+}
+
+// WithGrace sets a shared store's gc grace period.
+func (h *Health) WithGrace(d time.Duration) *Health {
+	h.grace = d
+	return h
 }
 
 var _ application.StoreHealth = (*Health)(nil)
@@ -52,8 +66,13 @@ func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
 	return h.store.CheckObject(hash, readData)
 }
 
-// Collect removes every object unreachable from roots.
-func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
+// Collect removes every object unreachable from roots. A shared store has writers in other
+// workspaces, under no lock this one holds: it is collected in two phases (objectstore.SharedGC),
+// and what is live is computed afresh for each, from roots and from every workspace's records.
+func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	if h.store.Shared() {
+		return h.collectShared(roots, grace)
+	}
 	live, err := h.store.Reachable(roots)
 	if err != nil {
 		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
@@ -66,6 +85,53 @@ func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live),
 	}, nil
+}
+
+func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	d := h.grace
+	if grace != nil {
+		d = *grace
+	}
+	var liveObjects int
+	live := func() (map[tree.Hash]struct{}, error) {
+		strict, maybe, err := h.sharedRoots(roots)
+		if err != nil {
+			return nil, err
+		}
+		set, err := h.store.ReachableWith(strict, maybe)
+		liveObjects = len(set)
+		return set, err
+	}
+	r, err := h.store.SharedGC(live, d)
+	rep := application.GCReport{
+		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
+		LiveObjects: liveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
+		MarksPending: r.MarksPending,
+	}
+	return rep, err
+}
+
+// sharedRoots adds to roots what every workspace's records in the store keep live, and what their
+// pending records may (see persistence.SummarizeLedger).
+func (h *Health) sharedRoots(roots []tree.Hash) (strict, maybe []tree.Hash, err error) {
+	be := h.store.Backend()
+	dirs, err := be.List("records")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the workspaces of the store: %w", err)
+	}
+	strict = slices.Clone(roots)
+	for _, d := range dirs {
+		if !d.Dir {
+			continue
+		}
+		sum, err := persistence.SummarizeLedger(objectstore.NewRecords(be, objectstore.WorkspaceRecords(d.Name)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
+		}
+		strict = append(strict, sum.Roots...)
+		maybe = append(maybe, sum.MaybeRoots...)
+	}
+	return strict, maybe, nil
 }
 
 // ScanStore reads every pack end to end.

@@ -31,7 +31,13 @@ func (h *handler) maintenanceCommands() []*ucli.Command {
 			},
 			Action: h.verify,
 		},
-		{Name: "gc", Usage: "remove objects no checkpoint references", Action: h.gc},
+		{
+			Name: "gc", Usage: "remove objects no checkpoint references",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "grace", Usage: "shared store: how long a pack stays condemned before it is deleted (`DURATION`; default gc.grace in .plan/config.yaml, else 1h)"},
+			},
+			Action: h.gc,
+		},
 		{Name: "stats", Usage: "counts, sizes, dedup ratio and checkpoint timings", Action: h.stats},
 		{
 			Name: "doctor", Usage: "check the database and the store, and say how to repair them",
@@ -150,16 +156,32 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
+	var req application.GCRequest
+	if g := c.String("grace"); c.IsSet("grace") {
+		d, err := time.ParseDuration(g)
+		if err != nil || d < 0 {
+			return fault.Invalid("--grace %q: want a duration such as 1h, 10m or 0s", g)
+		}
+		req.Grace = &d
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		r, err := app.Services.Maintenance.GC(c.Context)
+		r, err := app.Services.Maintenance.GC(c.Context, req)
 		if err != nil {
 			return err
 		}
 		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
 			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects}
+		if r.Shared {
+			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
+				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
+		}
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+			if r.Shared {
+				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
+					r.PacksCondemned, r.Grace, r.MarksPending)
+			}
 		})
 	})
 }
