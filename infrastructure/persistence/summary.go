@@ -27,6 +27,17 @@ type LedgerSummary struct {
 	Checkpoints    int
 	LastCheckpoint time.Time
 	Records        int
+	// List is every checkpoint, newest first.
+	List []CheckpointSummary
+}
+
+// CheckpointSummary is a checkpoint as its records hold it.
+type CheckpointSummary struct {
+	ID        string
+	Type      string
+	Note      string
+	Root      tree.Hash
+	CreatedAt time.Time
 }
 
 // PendingReader is the part of a ledger that reads records not yet committed (objectstore.Records
@@ -55,8 +66,9 @@ func SummarizeLedger(l Ledger) (LedgerSummary, error) {
 var errVanished = errors.New("a record vanished while being read")
 
 type checkpointState struct {
-	root    tree.Hash
-	created int64
+	root      tree.Hash
+	created   int64
+	typ, note string
 }
 
 type attemptState struct {
@@ -92,13 +104,21 @@ func summarize(l Ledger) (LedgerSummary, error) {
 		}
 		s.Records++
 	}
-	for _, cp := range cps {
+	for id, cp := range cps {
 		s.Roots = append(s.Roots, cp.root)
 		s.Checkpoints++
-		if t := time.Unix(0, cp.created).UTC(); t.After(s.LastCheckpoint) {
+		t := time.Unix(0, cp.created).UTC()
+		if t.After(s.LastCheckpoint) {
 			s.LastCheckpoint = t
 		}
+		s.List = append(s.List, CheckpointSummary{ID: id, Type: cp.typ, Note: cp.note, Root: cp.root, CreatedAt: t})
 	}
+	slices.SortFunc(s.List, func(a, b CheckpointSummary) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
 	for _, a := range attempts {
 		if !a.removed && !a.result.IsZero() {
 			s.Roots = append(s.Roots, a.result)
@@ -170,7 +190,9 @@ func applySummary(cps map[string]checkpointState, attempts map[string]attemptSta
 			}
 			created, _ := row["created_at"].(json.Number)
 			ns, _ := created.Int64()
-			cps[c.Key] = checkpointState{root: root, created: ns}
+			typ, _ := row["type"].(string)
+			note, _ := row["note"].(string)
+			cps[c.Key] = checkpointState{root: root, created: ns, typ: typ, note: note}
 		}
 	case "attempt", "plan":
 		if c.Deleted && c.Kind == "attempt" {

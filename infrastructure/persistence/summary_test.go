@@ -128,6 +128,18 @@ func TestSummarizeLedgerMatchesTheDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		listed, err := NewCheckpoints(db).List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) != len(s.List) {
+			t.Fatalf("%d checkpoints listed from the records, %d in the database", len(s.List), len(listed))
+		}
+		for k, c := range listed {
+			if got := s.List[k]; got.ID != string(c.ID()) || got.Root != c.Root() || !got.CreatedAt.Equal(c.CreatedAt()) || got.Type != string(c.Type()) {
+				t.Fatalf("checkpoint %d: records say %+v, the database %s %s %v", k, got, c.ID(), c.Root(), c.CreatedAt())
+			}
+		}
 		if !slices.Equal(s.Roots, want) || s.Checkpoints != n || !s.LastCheckpoint.Equal(last) || len(s.MaybeRoots) != 0 {
 			t.Fatalf("after %d operations: summary roots %d, checkpoints %d, last %v, maybe %d; database roots %d, checkpoints %d, last %v",
 				i+1, len(s.Roots), s.Checkpoints, s.LastCheckpoint, len(s.MaybeRoots), len(want), n, last)
