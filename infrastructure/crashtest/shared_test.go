@@ -149,10 +149,14 @@ func TestSharedStoreConcurrentWorkspaces(t *testing.T) {
 	var mu sync.Mutex
 	tally := map[string]int{}
 	var failures []string
-	count := func(what string, code int) {
+	reclaimed := 0
+	count := func(what string, r result) {
 		mu.Lock()
 		defer mu.Unlock()
-		tally[fmt.Sprintf("%s:%d", what, code)]++
+		tally[fmt.Sprintf("%s:%d", what, r.code)]++
+		if r.code == 5 && !strings.Contains(r.stderr, "the workspace is busy") {
+			failures = append(failures, fmt.Sprintf("%s: exit 5 other than busy: %s", what, r.stderr))
+		}
 	}
 	fail := func(format string, args ...any) {
 		mu.Lock()
@@ -180,20 +184,20 @@ func TestSharedStoreConcurrentWorkspaces(t *testing.T) {
 					}
 				}
 				r := runPlan(t, w, env, "checkpoint", "create", "--note", fmt.Sprintf("p%d-%d", n, i))
-				count("checkpoint", r.code)
+				count("checkpoint", r)
 				if r.code != 0 && r.code != 5 {
 					fail("checkpoint create in %s: exit %d: %s", w, r.code, r.stderr)
 				}
 			case k < 8: // delete a file and checkpoint
 				_ = os.Remove(filepath.Join(dir, fmt.Sprintf("f%02d.txt", rng.IntN(8))))
 				r := runPlan(t, w, env, "checkpoint", "create")
-				count("checkpoint", r.code)
+				count("checkpoint", r)
 				if r.code != 0 && r.code != 5 {
 					fail("checkpoint create in %s: exit %d: %s", w, r.code, r.stderr)
 				}
 			default: // prune old checkpoints, so gc has garbage to collect
 				r := runPlan(t, w, env, "checkpoint", "prune", "--keep", "12")
-				count("prune", r.code)
+				count("prune", r)
 				if r.code != 0 && r.code != 5 {
 					fail("prune in %s: exit %d: %s", w, r.code, r.stderr)
 				}
@@ -208,8 +212,16 @@ func TestSharedStoreConcurrentWorkspaces(t *testing.T) {
 				return
 			default:
 			}
-			r := runPlan(t, w, env, "gc", "--grace", "3s")
-			count("gc", r.code)
+			r := runPlan(t, w, env, "--json", "gc", "--grace", "3s")
+			count("gc", r)
+			var v struct {
+				PacksDeleted int `json:"packs_deleted"`
+			}
+			if r.code == 0 && json.Unmarshal([]byte(r.stdout), &v) == nil {
+				mu.Lock()
+				reclaimed += v.PacksDeleted
+				mu.Unlock()
+			}
 			if r.code != 0 && r.code != 5 {
 				fail("gc in %s: exit %d: %s", w, r.code, r.stderr)
 			}
@@ -235,9 +247,12 @@ func TestSharedStoreConcurrentWorkspaces(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	t.Logf("outcomes (command:exit): %v", tally)
+	t.Logf("outcomes (command:exit): %v; the concurrent gcs deleted %d packs", tally, reclaimed)
 	if t.Failed() {
 		return
+	}
+	if reclaimed == 0 {
+		t.Error("no gc deleted anything while the writers ran: the test did not exercise concurrent collection")
 	}
 	// Two final collections with no grace: everything dead goes now, nothing live may.
 	for _, w := range ws {
@@ -291,4 +306,86 @@ func checkpointIDs(t *testing.T, ws string, env []string) []string {
 		}
 	}
 	return ids
+}
+
+// A workspace on a shared store can be cloned anywhere, checkpoint by checkpoint, byte for byte; a
+// correction works in the clone; and once the first workspace's directory is gone entirely,
+// every one of its checkpoints still comes back with clone. With PostgreSQL the history is read
+// from the database, without it from the store's records.
+func TestSharedStoreCloneAnywhere(t *testing.T) {
+	s3 := servertest.S3(t)
+	env := sharedEnv(s3)
+	for _, withDB := range []bool{true, false} {
+		name := "records only"
+		if withDB {
+			name = "with PostgreSQL"
+		}
+		t.Run(name, func(t *testing.T) {
+			store := "s3://" + s3.Bucket + "/" + strings.ReplaceAll(name, " ", "-")
+			var dbArgs []string
+			if withDB {
+				dbArgs = []string{"--db", servertest.Postgres(t)}
+			}
+			base := t.TempDir()
+			a := filepath.Join(base, "a")
+			buildRich(t, a, false)
+			var v struct {
+				WorkspaceID string `json:"workspace_id"`
+			}
+			out := mustPlanEnv(t, a, env, append([]string{"--json", "init", "--store", store}, dbArgs...)...)
+			if err := json.Unmarshal([]byte(out), &v); err != nil || v.WorkspaceID == "" {
+				t.Fatalf("init: %q, %v", out, err)
+			}
+			writeFile(t, filepath.Join(a, "plan.yaml"), []byte("name: site\ndecisions:\n"+
+				"  - id: build\n    run: mkdir -p out && echo built > out/site.txt\n"+
+				"  - id: deploy\n    run: echo deployed > out/deployed.txt\n"), 0o644)
+			mustPlanEnv(t, a, env, "run", "plan.yaml")
+			writeFile(t, filepath.Join(a, "late.txt"), []byte("after the run\n"), 0o600)
+			mustPlanEnv(t, a, env, "checkpoint", "create", "--note", "late")
+			ids := checkpointIDs(t, a, env)
+			want := map[string][]fileView{}
+			for _, id := range ids {
+				want[id] = recorded(t, a, env, id)
+			}
+			args := func(dir, id string) []string {
+				out := append([]string{"--json", "clone", "--store", store}, dbArgs...)
+				out = append(out, "--workspace", v.WorkspaceID)
+				if id != "" {
+					out = append(out, "--checkpoint", id)
+				}
+				return append(out, dir)
+			}
+			// The newest by default, byte for byte; a plan and a correction work there.
+			c := filepath.Join(base, "clone")
+			mustPlanEnv(t, base, env, args(c, "")...)
+			if diff := same(want[ids[0]], onDisk(t, c)); diff != "" {
+				t.Fatalf("the clone of the newest checkpoint:\n%s", diff)
+			}
+			mustPlanEnv(t, c, env, "run", "plan.yaml") // a fresh history: every decision runs
+			mustPlanEnv(t, c, env, "correct", "--decision", "build", "--reason", "wrong output",
+				"--run", "mkdir -p out && echo fixed > out/site.txt", "--yes")
+			if b, err := os.ReadFile(filepath.Join(c, "out", "site.txt")); err != nil || string(b) != "fixed\n" {
+				t.Fatalf("after the correction in the clone: %q, %v", b, err)
+			}
+			if r := runPlan(t, c, env, "verify", "--read-data"); r.code != 0 {
+				t.Fatalf("verify in the clone: %s", r.stderr)
+			}
+			// A non-empty directory is refused, and changes nothing.
+			if r := runPlan(t, base, env, args(c, ids[1])...); r.code != 5 {
+				t.Fatalf("clone into a non-empty directory: exit %d: %s", r.code, r.stderr)
+			}
+			// The first workspace is lost entirely: every checkpoint comes back.
+			if err := os.RemoveAll(a); err != nil {
+				t.Fatal(err)
+			}
+			for k, id := range ids {
+				dir := filepath.Join(base, fmt.Sprintf("again-%d", k))
+				mustPlanEnv(t, base, env, args(dir, id[:18])...) // a unique prefix
+				if diff := same(want[id], onDisk(t, dir)); diff != "" {
+					t.Fatalf("checkpoint %s cloned after its workspace was deleted:\n%s", id, diff)
+				}
+			}
+			t.Logf("%d checkpoints cloned exactly after the workspace was deleted", len(ids))
+		})
+	}
 }

@@ -92,34 +92,26 @@ func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (applica
 	if grace != nil {
 		d = *grace
 	}
-	var liveObjects int
-	live := func() (map[tree.Hash]struct{}, error) {
-		strict, maybe, err := h.sharedRoots(roots)
-		if err != nil {
-			return nil, err
-		}
-		set, err := h.store.ReachableWith(strict, maybe)
-		liveObjects = len(set)
-		return set, err
-	}
+	live := func() ([]tree.Hash, []tree.Hash, error) { return h.sharedRoots(roots) }
 	r, err := h.store.SharedGC(live, d)
 	rep := application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
-		LiveObjects: liveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
+		LiveObjects: r.LiveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
 		MarksPending: r.MarksPending,
 	}
 	return rep, err
 }
 
-// sharedRoots adds to roots what every workspace's records in the store keep live, and what their
-// pending records may (see persistence.SummarizeLedger).
-func (h *Health) sharedRoots(roots []tree.Hash) (strict, maybe []tree.Hash, err error) {
+// sharedRoots returns this workspace's roots, which must be readable (its lock is held: nothing
+// removes them), and what every workspace's records keep live or their pending records may (see
+// persistence.SummarizeLedger). The other workspaces' roots may vanish while the gc runs (pruned
+// there, and swept by a gc of their own), so they only count for what can still be read.
+func (h *Health) sharedRoots(roots []tree.Hash) (mine, maybe []tree.Hash, err error) {
 	be := h.store.Backend()
 	dirs, err := be.List("records")
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the workspaces of the store: %w", err)
 	}
-	strict = slices.Clone(roots)
 	for _, d := range dirs {
 		if !d.Dir {
 			continue
@@ -128,10 +120,10 @@ func (h *Health) sharedRoots(roots []tree.Hash) (strict, maybe []tree.Hash, err 
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
 		}
-		strict = append(strict, sum.Roots...)
+		maybe = append(maybe, sum.Roots...)
 		maybe = append(maybe, sum.MaybeRoots...)
 	}
-	return strict, maybe, nil
+	return slices.Clone(roots), maybe, nil
 }
 
 // ScanStore reads every pack end to end.

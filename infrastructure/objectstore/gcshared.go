@@ -21,12 +21,29 @@ type SharedGCResult struct {
 	MarksSwept, MarksPending int
 	// BytesReclaimed is what the sweep deleted minus what the rewrite wrote.
 	BytesReclaimed int64
+	// LiveObjects is the size of the last live set computed.
+	LiveObjects int
 }
 
-// LiveFunc computes the live set of a shared store: every object reachable from a root any
-// workspace's records (committed or pending) reference, with the base chains of deltas
-// (Store.Reachable of those roots). SharedGC calls it afresh for each phase.
-type LiveFunc func() (map[tree.Hash]struct{}, error)
+// LiveFunc returns the roots of a shared store's live set: roots, which MUST be readable (the
+// collecting workspace's own, which no one else removes), and maybe, which another workspace's
+// records name and which may vanish while the gc runs (that workspace pruned them and a gc of its
+// own swept them) or belong to a pending record whose transaction failed. SharedGC calls it afresh
+// for each phase, and reads the index again after it, so every object a record it returned
+// references is indexed (a record is visible only after its objects are).
+type LiveFunc func() (roots, maybe []tree.Hash, err error)
+
+// liveSet computes the live set from live's roots, with an index at least as new as the records.
+func (s *Store) liveSet(live LiveFunc) (map[tree.Hash]struct{}, error) {
+	roots, maybe, err := live()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return s.ReachableWith(roots, maybe)
+}
 
 // SharedGC collects a shared store without any lock in common with its writers: it sweeps the
 // marks at least grace old, then marks what is dead now (see marks.go). With grace zero it also
@@ -88,13 +105,11 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	if len(marks) == 0 {
 		return nil
 	}
-	set, err := live()
+	set, err := s.liveSet(live)
 	if err != nil {
 		return fmt.Errorf("gc: find live objects (nothing was deleted): %w", err)
 	}
-	if err := s.reload(); err != nil {
-		return fmt.Errorf("gc (nothing was deleted): %w", err)
-	}
+	res.LiveObjects = len(set)
 	condemned := map[string]bool{}
 	for _, m := range marks {
 		for _, id := range m.packs {
@@ -202,10 +217,11 @@ func (s *Store) removePacks(ids []string) error {
 // writes a mark naming every such pack that then holds nothing live, plus the orphans older than
 // grace. It returns the mark's name ("" when there was nothing to condemn).
 func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *SharedGCResult) (string, error) {
-	set, err := live()
+	set, err := s.liveSet(live)
 	if err != nil {
 		return "", fmt.Errorf("gc: find live objects (nothing was condemned): %w", err)
 	}
+	res.LiveObjects = len(set)
 	pl, err := s.listPacks()
 	if err != nil {
 		return "", err
