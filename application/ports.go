@@ -237,6 +237,18 @@ type StoreUsage struct {
 	Objects     int
 	StoredBytes int64
 	RawBytes    int64
+	// Location names a shared store (its URL); empty for the private one.
+	Location string
+	// Cache describes the local cache of a remote store; nil for a local one.
+	Cache *CacheUsage
+}
+
+// CacheUsage is what the local cache of a remote store served and holds.
+type CacheUsage struct {
+	Hits, Misses    int64 // reads served from the cache, and fetched from the store
+	DownloadedBytes int64
+	CachedBytes     int64
+	LimitBytes      int64
 }
 
 // StoreHealth is what the maintenance use cases need from the object store.

@@ -17,6 +17,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bucket"
 	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
@@ -152,7 +153,16 @@ func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
 // Usage reports the store's size.
 func (h *Health) Usage() application.StoreUsage {
 	s := h.store.Stats()
-	return application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+	u := application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+	if h.store.Shared() {
+		u.Location = h.store.Backend().Location("")
+	}
+	if b, ok := h.store.Backend().(interface{ Stats() bucket.CacheStats }); ok {
+		c := b.Stats()
+		u.Cache = &application.CacheUsage{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
+			CachedBytes: c.CachedBytes, LimitBytes: c.CacheLimit}
+	}
+	return u
 }
 
 // WrittenPerDay sums, per UTC day of their modification time, the sizes of the pack and idx files

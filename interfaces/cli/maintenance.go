@@ -281,6 +281,14 @@ func (h *handler) stats(c *ucli.Context) error {
 			CheckpointSuccessRate: st.SuccessRate,
 			GrowthPerDay:          growth,
 			ArchiveBytes:          st.ArchiveBytes,
+			Store:                 st.Store.Location,
+		}
+		if c := st.Store.Cache; c != nil {
+			v.Cache = &cacheView{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
+				CachedBytes: c.CachedBytes, LimitBytes: c.LimitBytes}
+			if c.Hits+c.Misses > 0 {
+				v.Cache.HitRatio = float64(c.Hits) / float64(c.Hits+c.Misses)
+			}
 		}
 		return h.emit(v, func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -291,6 +299,13 @@ func (h *handler) stats(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
 			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
 			_, _ = fmt.Fprintf(tw, "correction archives\t%s\n", humanBytes(st.ArchiveBytes))
+			if v.Store != "" {
+				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
+			}
+			if c := v.Cache; c != nil {
+				_, _ = fmt.Fprintf(tw, "local cache\t%d hits, %d misses (%.0f%%), %s downloaded, %s of %s held\n",
+					c.Hits, c.Misses, 100*c.HitRatio, humanBytes(c.DownloadedBytes), humanBytes(c.CachedBytes), humanBytes(c.LimitBytes))
+			}
 			for _, g := range st.GrowthPerDay {
 				_, _ = fmt.Fprintf(tw, "  %s\t%d checkpoints, +%s stored\n", g.Day, g.Checkpoints, humanBytes(g.StoredBytes))
 			}

@@ -238,6 +238,18 @@ type statsView struct {
 	CheckpointSuccessRate float64      `json:"checkpoint_success_rate"`
 	GrowthPerDay          []growthView `json:"growth_per_day"`
 	ArchiveBytes          int64        `json:"archive_bytes"`
+	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
+	Store string     `json:"store,omitempty"`
+	Cache *cacheView `json:"cache,omitempty"`
+}
+
+type cacheView struct {
+	Hits            int64   `json:"hits"`
+	Misses          int64   `json:"misses"`
+	HitRatio        float64 `json:"hit_ratio"`
+	DownloadedBytes int64   `json:"downloaded_bytes"`
+	CachedBytes     int64   `json:"cached_bytes"`
+	LimitBytes      int64   `json:"limit_bytes"`
 }
 
 type archivePruneView struct {
