@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
@@ -65,7 +66,13 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 					Repair: "make " + l.State() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
 				break
 			}
-			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
+			repair := rebuild
+			if !errors.Is(err, fault.ErrIntegrity) {
+				// Rebuild replaces only a database that is missing or damaged, never one it cannot
+				// open for another reason: advising it here would send the user round in a circle.
+				repair = "make " + l.Database() + " the SQLite file plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
+			}
+			add(Finding{Check: "database", Problem: err.Error(), Repair: repair})
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
