@@ -97,3 +97,31 @@ func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 		t.Fatalf("the healed object reads %d bytes, %v", len(got), err)
 	}
 }
+
+// An empty index doctor --repair cannot remove (the packs directory is immutable) is reported as
+// a failing index check, not as repaired, and the index is left for the next repair.
+func TestDoctorRepairReportsAnIndexItCannotRemove(t *testing.T) {
+	l := workspaceWithCheckpoint(t)
+	idx := packFiles(t, l, "idx")[0]
+	if err := os.Truncate(idx, 0); err != nil {
+		t.Fatal(err)
+	}
+	packs := filepath.Join(l.Objects(), "packs")
+	immutable(t, packs)
+
+	r := maintenance.Doctor(context.Background(), l, true)
+	f := finding(t, r, "pack indexes")
+	if r.OK || f.OK || f.Repaired || !strings.Contains(f.Problem, "operation not permitted") {
+		t.Fatalf("report ok=%v, index finding %+v", r.OK, f)
+	}
+	if fi, err := os.Stat(idx); err != nil || fi.Size() != 0 {
+		t.Fatalf("the index changed: %v, %v", fi, err)
+	}
+
+	if out, err := exec.Command("chattr", "-i", packs).CombinedOutput(); err != nil {
+		t.Fatalf("chattr -i: %v %s", err, out)
+	}
+	if r := maintenance.Doctor(context.Background(), l, true); !r.OK {
+		t.Fatalf("repair once writable: %+v", r.Findings)
+	}
+}
