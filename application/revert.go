@@ -213,7 +213,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
 	if res.Correction, err = s.ops.corrections.Get(ctx, id); err != nil {
-		return res, err
+		return res, fmt.Errorf("revert %s is recorded, but reading it back failed: %w", id, err)
 	}
 	if req.Run == "" {
 		return res, nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
@@ -65,7 +66,13 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 					Repair: "make " + l.State() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
 				break
 			}
-			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
+			repair := rebuild
+			if !errors.Is(err, fault.ErrIntegrity) {
+				// Rebuild replaces only a database that is missing or damaged, never one it cannot
+				// open for another reason: advising it here would send the user round in a circle.
+				repair = "make " + l.Database() + " the SQLite file plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
+			}
+			add(Finding{Check: "database", Problem: err.Error(), Repair: repair})
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
@@ -87,12 +94,9 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 	packs := filepath.Join(l.Objects(), "packs")
 	add(checkIndexes(packs, repair))
 	if s, err := objectstore.Open(l.Objects()); err != nil {
-		repair := "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
-		if strings.Contains(err.Error(), ".idx") {
-			repair = "delete the named .idx file: plan rebuilds it from its pack"
-		}
-		add(Finding{Check: "store", Problem: err.Error(), Repair: repair})
+		add(Finding{Check: "store", Problem: err.Error(), Repair: storeRepair(err)})
 	} else {
+		storeFailed := false
 		if repair {
 			// Repairs write to the store, which only the lock's holder may do.
 			unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --repair")
@@ -109,7 +113,8 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 			// What every command does once it holds the lock: finish an interrupted gc, write the
 			// idx of a pack that has none.
 			if err := s.Refresh(); err != nil {
-				add(Finding{Check: "store", Problem: err.Error(), Repair: "delete the named file if it is an .idx: plan rebuilds it from its pack"})
+				add(Finding{Check: "store", Problem: err.Error(), Repair: storeRepair(err)})
+				storeFailed = true
 			} else if h := Heal(ctx, l, s); h.Problem != "" {
 				add(h) // only when there was damage to heal
 			}
@@ -122,7 +127,7 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 		if problems := s.Problems(); len(problems) > 0 {
 			add(Finding{Check: "store", Problem: strings.Join(problems, "; "),
 				Repair: "`plan verify` names the checkpoints that need the lost objects; delete those checkpoints (or restore the packs from a backup), then `plan gc`"})
-		} else {
+		} else if !storeFailed {
 			add(Finding{Check: "store", OK: true})
 		}
 		if dbHealthy {
@@ -153,6 +158,16 @@ func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
 		add(f)
 	}
 	return r.done()
+}
+
+// storeRepair is the advice for a store that cannot be opened or refreshed: an index is rebuilt
+// from its pack once deleted; anything else (a path that is not a directory plan can write) is the
+// user's to put right.
+func storeRepair(err error) string {
+	if strings.Contains(err.Error(), ".idx") {
+		return "delete the named .idx file: plan rebuilds it from its pack"
+	}
+	return "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
 }
 
 // done sets OK from the findings.

@@ -463,6 +463,12 @@ func Version(override string) string {
 	if !ok {
 		return "unknown"
 	}
+	return buildVersion(bi)
+}
+
+// buildVersion is the version bi records: the module version ("(devel)" when there is none), and
+// the VCS revision when the build recorded one.
+func buildVersion(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
