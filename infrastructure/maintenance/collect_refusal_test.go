@@ -77,7 +77,7 @@ func TestCollectRefusesWhenALiveObjectIsCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = h.Collect([]tree.Hash{root})
+	_, err = h.Collect([]tree.Hash{root}, nil)
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), blob.String()) {
 		t.Fatalf("Collect with a live object cut short: %v, want an integrity error naming %s", err, blob)
 	}
