@@ -49,7 +49,7 @@ func (h *handler) initCmd(c *ucli.Context) error {
 			Store: s.File.Store, DB: s.File.DB}
 		return h.emit(v, func(w io.Writer) {
 			if created {
-				_, _ = fmt.Fprintf(w, "Initialised plan workspace %s in %s\n", v.WorkspaceID, l.Root)
+				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", l.Root, v.WorkspaceID)
 			} else {
 				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", l.Root, v.WorkspaceID)
 			}
