@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/infrastructure/bucket"
 	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
@@ -290,4 +291,73 @@ func (s *Setup) dbOptions(recs *objectstore.Records) []persistence.Option {
 		opts = append(opts, persistence.WithWorkspace(s.WorkspaceID))
 	}
 	return opts
+}
+
+// Inspect reads the workspace at root as `plan doctor` needs it: its layout and configuration,
+// without requiring a database (which may be what is missing).
+func Inspect(root string, getenv func(string) string) (*Setup, error) {
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(l.State()); err != nil {
+		return nil, fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
+	}
+	s := &Setup{Layout: l, getenv: getenv}
+	if s.getenv == nil {
+		s.getenv = os.Getenv
+	}
+	if s.File, err = config.Load(config.Path(l.State())); err != nil {
+		return nil, err
+	}
+	for _, check := range []func() error{
+		func() error { _, err := config.StoreKind(s.File.Store); return err },
+		func() error { _, err := config.DBKind(s.File.DB); return err },
+	} {
+		if err := check(); err != nil {
+			return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+		}
+	}
+	s.WorkspaceID = s.File.WorkspaceID
+	if s.Shared() && s.WorkspaceID == "" {
+		return nil, fault.Integrity("%s names a shared store but no workspace_id: the workspace's records in the store cannot be found", config.Path(l.State()))
+	}
+	s.DBTarget = s.File.DB
+	if s.DBTarget == "" {
+		s.DBTarget = l.Database()
+	}
+	return s, nil
+}
+
+// Target is the workspace as `plan doctor` and its rebuild open it (see maintenance.Target).
+func (s *Setup) Target() maintenance.Target {
+	if !s.Shared() {
+		t := maintenance.PrivateTarget(s.Layout)
+		t.WorkspaceID, t.DB = s.WorkspaceID, s.DBTarget
+		return t
+	}
+	var opened struct {
+		store *objectstore.Store
+		recs  *objectstore.Records
+		err   error
+		done  bool
+	}
+	open := func(ctx context.Context) (*objectstore.Store, *objectstore.Records, error) {
+		if !opened.done {
+			opened.store, opened.recs, opened.err = s.OpenStore(ctx, false)
+			opened.done = true
+		}
+		return opened.store, opened.recs, opened.err
+	}
+	return maintenance.Target{
+		Layout: s.Layout, WorkspaceID: s.WorkspaceID, DB: s.DBTarget, Shared: true,
+		OpenRecords: func(ctx context.Context) (*objectstore.Records, error) {
+			_, recs, err := open(ctx)
+			return recs, err
+		},
+		OpenStore: func(ctx context.Context) (*objectstore.Store, error) {
+			st, _, err := open(ctx)
+			return st, err
+		},
+	}
 }

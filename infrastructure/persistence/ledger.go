@@ -341,7 +341,11 @@ func (d *DB) reconcile(ctx context.Context) error {
 // baseline records the whole database once, when a ledger is first attached to a database that
 // already holds rows (a workspace made before records existed), so a rebuild starts from it.
 func (d *DB) baseline(ctx context.Context) error {
-	if d.ledger == nil {
+	if d.ledger == nil || d.seqFloor > 0 {
+		// With records in the store, a ledger that names none of them belongs to a database that
+		// is behind the store (restored from a backup, rows lost), not to one from before records:
+		// its state written as a baseline would hide the newer records from every rebuild.
+		// `plan doctor` reports it and `plan doctor --rebuild` brings it up to date.
 		return nil
 	}
 	var n int64

@@ -415,6 +415,66 @@ func TestBaselineRecordsAnOlderDatabase(t *testing.T) {
 	})
 }
 
+// A database whose ledger names none of the store's records is behind the store (rows lost, or a
+// backup from before records restored over a newer history): opening it must not write its stale
+// state as a baseline, which would hide the newer records from every rebuild. Its ledger head
+// stays behind (doctor reports it) and a rebuild from the records brings back what it lost.
+func TestNoBaselineOverRecordsTheLedgerMisses(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, opts := e.new(t)
+		withLedger := append(append([]Option{}, opts...), WithLedger(recs))
+		db, err := Open(ctx, path, true, withLedger...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range []string{id1, id2, id3} {
+			if err := NewCheckpoints(db).Add(ctx, newCP(t, id, time.Unix(int64(i), 0))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := dump(t, db)
+		ws := db.WorkspaceID()
+		// Two checkpoint rows and the whole ledger of the workspace are lost.
+		for _, q := range []string{`DELETE FROM checkpoints WHERE id <> '` + id1 + `'`, `DELETE FROM ledger`} {
+			if err := db.gorm.Exec(q).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = db.Close()
+		before, _ := recs.Committed()
+		db, err = Open(ctx, path, false, withLedger...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := recs.Committed()
+		head, err := db.LedgerHead(ctx)
+		_ = db.Close()
+		if err != nil || len(after) != len(before) || head != 0 {
+			t.Fatalf("opening a database behind the store: %d records became %d, ledger head %d, %v (want no baseline written)", len(before), len(after), head, err)
+		}
+		named := ""
+		if e.name == "postgres" {
+			named = ws
+		}
+		_, rebuilt, err := e.rebuild(t, recs, named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cps, err := NewCheckpoints(rebuilt).List(ctx); err != nil || len(cps) != 3 {
+			t.Fatalf("the rebuild brings back %d checkpoints, %v; want the 3 the records hold", len(cps), err)
+		}
+		if d := diffDumps(want, dump(t, rebuilt)); d != "" {
+			t.Fatalf("rebuilt database differs from the one before the loss:\n%s", d)
+		}
+	})
+}
+
 // A damaged record stops the rebuild with an integrity error naming it, and leaves no database
 // behind; a record from a newer plan is refused as a conflict.
 func TestRebuildRefusesDamagedRecords(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +17,6 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 func (h *handler) maintenanceCommands() []*ucli.Command {
@@ -318,20 +316,17 @@ func (h *handler) doctor(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	l, err := workspace.NewLayout(h.root)
+	setup, err := bootstrap.Inspect(h.root, h.r.Getenv)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(l.State()); err != nil {
-		return fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}
 	if c.Bool("rebuild") {
 		if c.Bool("repair") {
 			return fault.Invalid("--rebuild and --repair are separate steps: rebuild the database first, then run `plan doctor --repair`")
 		}
-		return h.rebuild(c.Context, l)
+		return h.rebuild(c.Context, setup.Target())
 	}
-	r := maintenance.Doctor(c.Context, l, c.Bool("repair"))
+	r := maintenance.DoctorOf(c.Context, setup.Target(), c.Bool("repair"))
 	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
 			mark := "ok  "
@@ -375,18 +370,18 @@ func hashStrings(hs []tree.Hash) []string {
 }
 
 // rebuild runs doctor --rebuild.
-func (h *handler) rebuild(ctx context.Context, l workspace.Layout) error {
-	res, err := maintenance.Rebuild(ctx, l, time.Now())
+func (h *handler) rebuild(ctx context.Context, t maintenance.Target) error {
+	res, err := maintenance.RebuildOf(ctx, t, time.Now())
 	if err != nil {
 		return err
 	}
 	return h.emit(newRebuildView(res), func(w io.Writer) {
 		if !res.Rebuilt {
-			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", l.Database())
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.DB)
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
-			l.Database(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+			t.DB, res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
 		if res.KeptAside != "" {
 			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
 		}
