@@ -139,10 +139,23 @@ func DoctorOf(ctx context.Context, t Target, repair bool) Report {
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
+		var head uint64
+		if err == nil && len(complaints) == 0 {
+			head, err = db.LedgerHead(ctx)
+		}
 		_ = db.Close()
+		var last uint64
+		if len(committed) > 0 {
+			last, _ = objectstore.ParseRecordName(committed[len(committed)-1])
+		}
 		switch {
 		case err != nil:
 			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
+		case len(complaints) == 0 && head < last:
+			// Healthy but behind: restored from an older backup, or rows lost. Its gc would
+			// collect what the newer records still reference.
+			add(Finding{Check: "database", Problem: fmt.Sprintf("the database is behind the store: it has seen %d of %d recorded transactions", head, last),
+				Repair: "`plan doctor --rebuild` brings it up to date from the store's records"})
 		case len(complaints) > 0:
 			engine := "SQLite integrity_check: "
 			if dbFile == "" {
