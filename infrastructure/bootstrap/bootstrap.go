@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -319,8 +320,18 @@ type App struct {
 	Services Services
 }
 
-// Open builds and starts the application for cfg. When it fails, everything it opened is closed.
+// Open builds and starts the application for cfg. When it fails, everything it opened is closed,
+// and a .plan/ that this Open made (cfg.Init in a directory that had none) is removed again: a
+// refused or failed init leaves no half-made workspace behind.
 func Open(ctx context.Context, cfg Config) (*App, error) {
+	state := ""
+	if cfg.Init {
+		if l, err := workspace.NewLayout(cfg.Root); err == nil {
+			if _, err := os.Lstat(l.State()); errors.Is(err, fs.ErrNotExist) {
+				state = l.State()
+			}
+		}
+	}
 	a := &App{}
 	res := &resources{}
 	a.fx = fx.New(Module(cfg),
@@ -329,11 +340,16 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		fx.Replace(res),
 		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
 		fx.Populate(&a.Services), fx.NopLogger)
-	if err := a.fx.Err(); err != nil {
-		return nil, failed(rootCause(err), res)
+	err := a.fx.Err()
+	if err == nil {
+		err = a.fx.Start(ctx)
 	}
-	if err := a.fx.Start(ctx); err != nil {
-		return nil, failed(rootCause(err), res)
+	if err != nil {
+		err = failed(rootCause(err), res)
+		if state != "" {
+			_ = os.RemoveAll(state)
+		}
+		return nil, err
 	}
 	return a, nil
 }

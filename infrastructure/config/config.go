@@ -155,6 +155,10 @@ func StoreKind(store string) (string, error) {
 	case store == "":
 		return "", nil
 	case strings.HasPrefix(store, "s3://"):
+		u, err := url.Parse(store)
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", store)
+		}
 		return "s3", nil
 	case strings.HasPrefix(store, "file://"):
 		u, err := url.Parse(store)

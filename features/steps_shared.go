@@ -1,0 +1,179 @@
+package features
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/planhq/plan/infrastructure/treetest"
+)
+
+// Shared stores: a file:// directory of the scenario's own, or a bucket and a database on the real
+// MinIO and PostgreSQL that `make bdd` starts (PLAN_TEST_*). Scenarios that need a server are
+// skipped without one, and fail under PLAN_TEST_REQUIRE_SERVERS=1.
+func (s *scenario) registerSharedSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^a shared store in a directory$`, s.aSharedDirStore)
+	sc.Step(`^a shared store in an S3 bucket$`, s.aSharedBucket)
+	sc.Step(`^a shared PostgreSQL database$`, s.aSharedDatabase)
+	sc.Step(`^the S3 endpoint does not answer$`, s.theS3EndpointDoesNotAnswer)
+	sc.Step(`^"([^"]*)" equals the workspace remembered as "([^"]*)"$`, s.dirEquals)
+	sc.Step(`^I wait ([0-9.]+) seconds?$`, func(secs float64) error {
+		time.Sleep(time.Duration(secs * float64(time.Second)))
+		return nil
+	})
+	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		return ctx, s.dropDatabase()
+	})
+}
+
+func randomName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// needServer skips the scenario when the servers are not there (fails it when they must be).
+func needServer(vars ...string) error {
+	for _, v := range vars {
+		if os.Getenv(v) == "" {
+			if os.Getenv("PLAN_TEST_REQUIRE_SERVERS") == "1" {
+				return fmt.Errorf("%s is not set but PLAN_TEST_REQUIRE_SERVERS=1", v)
+			}
+			return godog.ErrSkip
+		}
+	}
+	return nil
+}
+
+func (s *scenario) aSharedDirStore() error {
+	s.store = "file://" + filepath.Join(s.root, "shared-store")
+	return nil
+}
+
+func (s *scenario) aSharedBucket() error {
+	if err := needServer("PLAN_TEST_S3_ENDPOINT"); err != nil {
+		return err
+	}
+	s.store = "s3://plan-feature-" + randomName() + "/team"
+	s.env = map[string]string{
+		"AWS_ENDPOINT_URL":      os.Getenv("PLAN_TEST_S3_ENDPOINT"),
+		"AWS_ACCESS_KEY_ID":     os.Getenv("PLAN_TEST_S3_ACCESS_KEY"),
+		"AWS_SECRET_ACCESS_KEY": os.Getenv("PLAN_TEST_S3_SECRET_KEY"),
+		"AWS_REGION":            os.Getenv("PLAN_TEST_S3_REGION"),
+	}
+	return nil
+}
+
+// aSharedDatabase creates a database for the scenario on the test server; the scenario's end
+// drops it.
+func (s *scenario) aSharedDatabase() error {
+	if err := needServer("PLAN_TEST_POSTGRES_DSN"); err != nil {
+		return err
+	}
+	admin := os.Getenv("PLAN_TEST_POSTGRES_DSN")
+	u, err := url.Parse(admin)
+	if err != nil {
+		return err
+	}
+	name := "plan_feature_" + randomName()
+	if err := adminExec(admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return err
+	}
+	s.dbName, s.dbAdmin = name, admin
+	u.Path = "/" + name
+	s.db = u.String()
+	return nil
+}
+
+func (s *scenario) dropDatabase() error {
+	if s.dbName == "" {
+		return nil
+	}
+	name := s.dbName
+	s.dbName = ""
+	return adminExec(s.dbAdmin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+func adminExec(dsn, stmt string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connect to the test database server: %w", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// theS3EndpointDoesNotAnswer points the scenario's commands at a port nothing listens on.
+func (s *scenario) theS3EndpointDoesNotAnswer() error {
+	if s.env == nil {
+		return errors.New("no S3 store in this scenario")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	s.env["AWS_ENDPOINT_URL"] = "http://" + addr
+	return nil
+}
+
+// getenv is what the scenario's commands read for the AWS environment: the scenario's own values,
+// and nothing from the test process for those names.
+func (s *scenario) getenv(k string) string {
+	if v, ok := s.env[k]; ok {
+		return v
+	}
+	switch k {
+	case "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION":
+		return ""
+	}
+	return os.Getenv(k)
+}
+
+// processEnv is the environment of a plan process the scenario runs.
+func (s *scenario) processEnv(base []string) []string {
+	out := make([]string, 0, len(base)+len(s.env))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, mine := s.env[k]; !mine {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range s.env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func (s *scenario) dirEquals(rel, name string) error {
+	want, ok := s.snapshots[name]
+	if !ok {
+		return fmt.Errorf("no workspace state remembered as %q", name)
+	}
+	dir, err := s.expand(rel)
+	if err != nil {
+		return err
+	}
+	got, err := takeSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	if diffs := treetest.Diff(want, got); len(diffs) > 0 {
+		return fmt.Errorf("%s differs from %q:\n  %s", dir, name, treetest.Summary(diffs))
+	}
+	return nil
+}
