@@ -76,15 +76,10 @@ func (t Target) open(ctx context.Context, create bool, opts ...persistence.Optio
 	return persistence.Open(ctx, t.DB, create, opts...)
 }
 
-// Doctor checks the private workspace of l (see DoctorOf).
-func Doctor(ctx context.Context, l workspace.Layout, repair bool) Report {
-	return DoctorOf(ctx, PrivateTarget(l), repair)
-}
-
-// DoctorOf checks the database, the store, the journal and temporary files. With repair it
+// Doctor checks the database, the store, the journal and temporary files. With repair it
 // performs the safe repairs. It opens nothing through the application graph, so it works when that
 // cannot start (a missing or damaged database).
-func DoctorOf(ctx context.Context, t Target, repair bool) Report {
+func Doctor(ctx context.Context, t Target, repair bool) Report {
 	var r Report
 	l := t.Layout
 	add := func(f Finding) { r.Findings = append(r.Findings, f) }

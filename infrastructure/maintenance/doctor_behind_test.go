@@ -27,16 +27,16 @@ func TestDoctorReportsADatabaseBehindTheStore(t *testing.T) {
 		}
 	}
 	_ = db.Close()
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "database")
 	if r.OK || f.OK || !strings.Contains(f.Problem, "behind the store") || !strings.Contains(f.Repair, "plan doctor --rebuild") {
 		t.Fatalf("report ok=%v, database finding %+v", r.OK, f)
 	}
-	res, err := maintenance.Rebuild(context.Background(), l, time.Now())
+	res, err := maintenance.Rebuild(context.Background(), maintenance.PrivateTarget(l), time.Now())
 	if err != nil || !res.Rebuilt || res.Checkpoints != 1 || !strings.Contains(res.Why, "behind") {
 		t.Fatalf("rebuild: %+v, %v", res, err)
 	}
-	if r := maintenance.Doctor(context.Background(), l, false); !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false); !r.OK {
 		t.Fatalf("after the rebuild: %+v", r)
 	}
 }

@@ -27,7 +27,7 @@ func TestDoctorRepairReportsAStoreItCannotRefresh(t *testing.T) {
 	}
 	immutable(t, tmp)
 
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store")
 	if r.OK || f.OK || !strings.Contains(f.Problem, "clean object store temp") || !strings.Contains(f.Problem, "operation not permitted") {
 		t.Fatalf("report ok=%v, store finding %+v", r.OK, f)
@@ -46,7 +46,7 @@ func TestDoctorRepairReportsAStoreItCannotRefresh(t *testing.T) {
 	if out, err := exec.Command("chattr", "-i", tmp).CombinedOutput(); err != nil {
 		t.Fatalf("chattr -i: %v %s", err, out)
 	}
-	if r := maintenance.Doctor(context.Background(), l, true); !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); !r.OK {
 		t.Fatalf("repair once writable: %+v", r.Findings)
 	}
 	if entries, err := os.ReadDir(tmp); err != nil || len(entries) != 0 {
@@ -77,7 +77,7 @@ func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 	tmp := filepath.Join(l.Objects(), "tmp")
 	immutable(t, tmp)
 
-	r := maintenance.Doctor(ctx, l, true)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if r.OK || f.OK || f.Repaired || !strings.Contains(f.Problem, "read the archive for intact copies") {
 		t.Fatalf("report ok=%v, heal finding %+v", r.OK, f)
@@ -89,7 +89,7 @@ func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 	if out, err := exec.Command("chattr", "-i", tmp).CombinedOutput(); err != nil {
 		t.Fatalf("chattr -i: %v %s", err, out)
 	}
-	r = maintenance.Doctor(ctx, l, true)
+	r = maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	if f := finding(t, r, "store healing"); !r.OK || !f.Repaired {
 		t.Fatalf("repair once writable: %+v", r.Findings)
 	}
@@ -109,7 +109,7 @@ func TestDoctorRepairReportsAnIndexItCannotRemove(t *testing.T) {
 	packs := filepath.Join(l.Objects(), "packs")
 	immutable(t, packs)
 
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "pack indexes")
 	if r.OK || f.OK || f.Repaired || !strings.Contains(f.Problem, "operation not permitted") {
 		t.Fatalf("report ok=%v, index finding %+v", r.OK, f)
@@ -121,7 +121,7 @@ func TestDoctorRepairReportsAnIndexItCannotRemove(t *testing.T) {
 	if out, err := exec.Command("chattr", "-i", packs).CombinedOutput(); err != nil {
 		t.Fatalf("chattr -i: %v %s", err, out)
 	}
-	if r := maintenance.Doctor(context.Background(), l, true); !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); !r.OK {
 		t.Fatalf("repair once writable: %+v", r.Findings)
 	}
 }

@@ -33,14 +33,10 @@ type RebuildResult struct {
 // moved aside as plan.db.corrupt-<UTC time>. The new database is built under a temporary name and
 // renamed into place, so a crash during the rebuild leaves no half-built plan.db (running it again
 // starts over).
-func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildResult, error) {
-	return RebuildOf(ctx, PrivateTarget(l), now)
-}
-
-// RebuildOf is Rebuild of the workspace t names. A SQLite database is rebuilt as Rebuild says; a
-// PostgreSQL one in place: in one transaction the workspace's rows are replaced by what its
-// records say, other workspaces' rows untouched (see persistence.DB.RebuildWorkspace).
-func RebuildOf(ctx context.Context, t Target, now time.Time) (RebuildResult, error) {
+//
+// A PostgreSQL database is rebuilt in place: in one transaction the workspace's rows are replaced
+// by what its records say, other workspaces' rows untouched (see persistence.DB.RebuildWorkspace).
+func Rebuild(ctx context.Context, t Target, now time.Time) (RebuildResult, error) {
 	var res RebuildResult
 	l := t.Layout
 	unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --rebuild")

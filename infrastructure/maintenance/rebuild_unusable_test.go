@@ -26,7 +26,7 @@ func TestRebuildRefusesADatabaseItCannotOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err == nil || !strings.Contains(err.Error(), "is a directory") || res.Rebuilt {
 		t.Fatalf("rebuild over a directory: %+v, %v", res, err)
 	}
@@ -36,7 +36,7 @@ func TestRebuildRefusesADatabaseItCannotOpen(t *testing.T) {
 	if _, err := os.Stat(l.Database() + ".rebuild"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused rebuild left a database behind: %v", err)
 	}
-	f := finding(t, maintenance.Doctor(ctx, l, false), "database")
+	f := finding(t, maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false), "database")
 	if f.OK || !strings.Contains(f.Problem, "is a directory") || strings.Contains(f.Repair, "makes it again") || !strings.Contains(f.Repair, "aside") {
 		t.Fatalf("doctor on a database it cannot open: %+v", f)
 	}
@@ -44,7 +44,7 @@ func TestRebuildRefusesADatabaseItCannotOpen(t *testing.T) {
 	if err := os.Rename(l.Database(), l.Database()+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err = maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || res.Checkpoints != 1 {
 		t.Fatalf("rebuild once the path is free: %+v, %v", res, err)
 	}
@@ -65,7 +65,7 @@ func TestRebuildStopsAtAStrayWALItCannotRemove(t *testing.T) {
 	}
 	immutable(t, wal)
 
-	if res, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil || res.Rebuilt {
+	if res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil || res.Rebuilt {
 		t.Fatalf("rebuild beside a stray wal it cannot remove: %+v, %v", res, err)
 	}
 	if _, err := os.Lstat(l.Database()); !errors.Is(err, os.ErrNotExist) {
@@ -76,7 +76,7 @@ func TestRebuildStopsAtAStrayWALItCannotRemove(t *testing.T) {
 	if out, err := exec.Command("chattr", "-i", wal).CombinedOutput(); err != nil {
 		t.Fatalf("chattr -i: %v %s", err, out)
 	}
-	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || res.KeptAside != "" || res.Checkpoints != 1 {
 		t.Fatalf("rebuild once the wal can go: %+v, %v", res, err)
 	}

@@ -326,7 +326,7 @@ func (h *handler) doctor(c *ucli.Context) error {
 		}
 		return h.rebuild(c.Context, setup.Target())
 	}
-	r := maintenance.DoctorOf(c.Context, setup.Target(), c.Bool("repair"))
+	r := maintenance.Doctor(c.Context, setup.Target(), c.Bool("repair"))
 	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
 			mark := "ok  "
@@ -371,7 +371,7 @@ func hashStrings(hs []tree.Hash) []string {
 
 // rebuild runs doctor --rebuild.
 func (h *handler) rebuild(ctx context.Context, t maintenance.Target) error {
-	res, err := maintenance.RebuildOf(ctx, t, time.Now())
+	res, err := maintenance.Rebuild(ctx, t, time.Now())
 	if err != nil {
 		return err
 	}
