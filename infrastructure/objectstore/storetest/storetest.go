@@ -87,7 +87,7 @@ func live(_ *objectstore.Store, ws ...*workspace) objectstore.LiveFunc {
 
 // content is a file's bytes, deterministic per seed, compressible like source text.
 func content(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, 7))
+	r := rand.New(rand.NewPCG(seed, 7)) // #nosec G404 -- deterministic test content, not a secret
 	words := []string{"func ", "return ", "if err != nil ", "{\n", "}\n", "x", "y := ", "// note\n"}
 	var b bytes.Buffer
 	for b.Len() < n {
@@ -561,10 +561,10 @@ func concurrent(t *testing.T, newBackend Factory) {
 	errs := make(chan error, 8)
 	writer := func(w *workspace, seed uint64) {
 		defer wg.Done()
-		r := rand.New(rand.NewPCG(seed, 1))
+		r := rand.New(rand.NewPCG(seed, 1)) // #nosec G404 -- a reproducible workload, not a secret
 		var mine []published
 		for i := range 12 {
-			fs := files(seed*100+uint64(r.IntN(6)), 6, 800+r.IntN(800)) // overlapping content
+			fs := files(seed*100+r.Uint64N(6), 6, 800+r.IntN(800)) // overlapping content
 			if err := w.s.Refresh(); err != nil {
 				errs <- err
 				return
