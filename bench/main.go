@@ -59,6 +59,7 @@ type config struct {
 	changePct float64
 	real      bool
 	history   bool
+	shared    bool
 	jsonOut   bool
 	strict    bool
 	keep      bool
@@ -82,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated workspace and changes")
 	fs.Float64Var(&cfg.changePct, "change", 1, "percent of the files the incremental and rollback runs rewrite")
 	fs.BoolVar(&cfg.real, "real", true, "also measure a real tree: a copy of `go env GOROOT`")
+	fs.BoolVar(&cfg.shared, "shared", true, "also measure a shared store (S3 on MinIO, PostgreSQL) against the local default; needs the servers `make bench` starts")
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
@@ -195,6 +197,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"in-run checkpoint", true, func() error { return b.inRun(gen) }},
 		{"real tree", b.cfg.real, b.realTree},
 		{"real history storage", b.cfg.history, b.history},
+		{"shared store", b.cfg.shared, b.shared},
 	}
 	for _, ph := range phases {
 		if !ph.enabled {
