@@ -199,3 +199,20 @@ Feature: Shared stores
     Then the exit code is 1
     And the JSON error has "error.kind" equal to "unavailable"
     And the file "a.txt" contains "beta"
+
+  Scenario: a database that does not answer is "unavailable", and nothing changes
+    Given a workspace
+    And a shared store in a directory
+    And a shared PostgreSQL database
+    And a file "a.txt" containing "alpha"
+    When I run "plan init --store <store> --db <db>"
+    Then it succeeds
+    And a checkpoint "before"
+    Given the database does not answer
+    When I change "a.txt" to "beta"
+    And I run "plan --json rollback --to-checkpoint <before> --yes"
+    Then the exit code is 1
+    And the JSON error has "error.kind" equal to "unavailable"
+    And the file "a.txt" contains "beta"
+    When I run "plan --json workspaces --store <store> --db <db>"
+    Then it succeeds

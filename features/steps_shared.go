@@ -27,6 +27,7 @@ func (s *scenario) registerSharedSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a shared store in an S3 bucket$`, s.aSharedBucket)
 	sc.Step(`^a shared PostgreSQL database$`, s.aSharedDatabase)
 	sc.Step(`^the S3 endpoint does not answer$`, s.theS3EndpointDoesNotAnswer)
+	sc.Step(`^the database does not answer$`, s.theDatabaseDoesNotAnswer)
 	sc.Step(`^"([^"]*)" equals the workspace remembered as "([^"]*)"$`, s.dirEquals)
 	sc.Step(`^I wait ([0-9.]+) seconds?$`, func(secs float64) error {
 		time.Sleep(time.Duration(secs * float64(time.Second)))
@@ -129,6 +130,33 @@ func (s *scenario) theS3EndpointDoesNotAnswer() error {
 	_ = l.Close()
 	s.env["AWS_ENDPOINT_URL"] = "http://" + addr
 	return nil
+}
+
+// theDatabaseDoesNotAnswer moves the workspace's recorded database to a port nothing listens on.
+func (s *scenario) theDatabaseDoesNotAnswer() error {
+	if s.db == "" {
+		return errors.New("no shared database in this scenario")
+	}
+	p := filepath.Join(s.ws, ".plan", "config.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(s.db)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	moved := strings.Replace(string(b), u.Host, closed, 1)
+	if moved == string(b) {
+		return fmt.Errorf("%s names no %s", p, u.Host)
+	}
+	return os.WriteFile(p, []byte(moved), 0o600)
 }
 
 // getenv is what the scenario's commands read for the AWS environment: the scenario's own values,
