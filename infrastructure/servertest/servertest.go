@@ -87,7 +87,8 @@ func (e S3Env) Client(t testing.TB) *minio.Client {
 
 // Postgres creates a database for t alone and returns a DSN to it (as the superuser of
 // PLAN_TEST_POSTGRES_DSN, so the code under test may create anything in it). The database is
-// dropped at cleanup, after the test's own cleanups, ending any session still open on it.
+// dropped at cleanup (after the cleanups registered later, such as closing the code under test),
+// ending any session still open on it.
 // It skips t when no server is configured (fails it under PLAN_TEST_REQUIRE_SERVERS).
 func Postgres(t testing.TB) string {
 	t.Helper()
