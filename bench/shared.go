@@ -27,10 +27,16 @@ func sharedServersFromEnv() (sharedServers, bool) {
 	if endpoint == "" || dsn == "" {
 		return sharedServers{}, false
 	}
-	return sharedServers{admin: dsn, env: []string{
+	env := []string{
 		"AWS_ENDPOINT_URL=" + endpoint, "AWS_ACCESS_KEY_ID=" + os.Getenv("PLAN_TEST_S3_ACCESS_KEY"),
 		"AWS_SECRET_ACCESS_KEY=" + os.Getenv("PLAN_TEST_S3_SECRET_KEY"), "AWS_REGION=" + os.Getenv("PLAN_TEST_S3_REGION"),
-	}}, true
+	}
+	if u, err := url.Parse(dsn); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			env = append(env, "PGPASSWORD="+pw) // as a user gives it: the configuration never records it
+		}
+	}
+	return sharedServers{admin: dsn, env: env}, true
 }
 
 func randomSuffix() string {

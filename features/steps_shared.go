@@ -93,6 +93,14 @@ func (s *scenario) aSharedDatabase() error {
 	}
 	s.dbName, s.dbAdmin = name, admin
 	u.Path = "/" + name
+	if pw, ok := u.User.Password(); ok {
+		// As a user would: the password in PGPASSWORD, never in the recorded DSN.
+		if s.env == nil {
+			s.env = map[string]string{}
+		}
+		s.env["PGPASSWORD"] = pw
+		u.User = url.User(u.User.Username())
+	}
 	s.db = u.String()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -105,7 +106,24 @@ func Resolve(cfg Config) (*Setup, error) {
 			s.DBTarget = l.Database()
 		}
 	}
+	s.DBTarget = withPassword(s.DBTarget, s.getenv)
 	return s, nil
+}
+
+// withPassword gives a PostgreSQL DSN that has no password the one PGPASSWORD holds, read through
+// getenv (the configuration never records one; without PGPASSWORD the driver reads ~/.pgpass).
+func withPassword(dsn string, getenv func(string) string) string {
+	kind, _ := config.DBKind(dsn)
+	pw := getenv("PGPASSWORD")
+	if kind != "postgres" || pw == "" || config.HasPassword(dsn) {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String()
 }
 
 func orPrivate(store string) string {
@@ -326,6 +344,7 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 	if s.DBTarget == "" {
 		s.DBTarget = l.Database()
 	}
+	s.DBTarget = withPassword(s.DBTarget, s.getenv)
 	return s, nil
 }
 

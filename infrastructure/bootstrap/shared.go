@@ -69,8 +69,13 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedStore, error) {
 		}
 		s.be = b
 	}
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	s.cfg.DB = withPassword(cfg.DB, getenv)
 	if cfg.DB != "" {
-		if s.db, err = persistence.Open(ctx, cfg.DB, false, persistence.WithoutWorkspace()); err != nil {
+		if s.db, err = persistence.Open(ctx, s.cfg.DB, false, persistence.WithoutWorkspace()); err != nil {
 			s.Close()
 			return nil, err
 		}

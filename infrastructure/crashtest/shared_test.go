@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,20 @@ func sharedEnv(s3 servertest.S3Env) []string {
 		"AWS_ENDPOINT_URL=" + s3.Endpoint, "AWS_ACCESS_KEY_ID=" + s3.AccessKey,
 		"AWS_SECRET_ACCESS_KEY=" + s3.SecretKey, "AWS_REGION=" + s3.Region,
 	}
+}
+
+// pgEnv gives a plan process the password of dsn the way a user would: PGPASSWORD (the
+// configuration never records it).
+func pgEnv(t *testing.T, dsn string) []string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, ok := u.User.Password(); ok {
+		return []string{"PGPASSWORD=" + pw}
+	}
+	return nil
 }
 
 type fileView struct {
@@ -127,7 +142,7 @@ func same(want, got []fileView) string {
 func TestSharedStoreConcurrentWorkspaces(t *testing.T) {
 	s3 := servertest.S3(t)
 	dsn := servertest.Postgres(t)
-	env := sharedEnv(s3)
+	env := append(sharedEnv(s3), pgEnv(t, dsn)...)
 	store := "s3://" + s3.Bucket + "/fleet"
 	base := t.TempDir()
 	ws := []string{filepath.Join(base, "machine-a"), filepath.Join(base, "machine-b")}
@@ -323,8 +338,11 @@ func TestSharedStoreCloneAnywhere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			store := "s3://" + s3.Bucket + "/" + strings.ReplaceAll(name, " ", "-")
 			var dbArgs []string
+			env := env
 			if withDB {
-				dbArgs = []string{"--db", servertest.Postgres(t)}
+				dsn := servertest.Postgres(t)
+				dbArgs = []string{"--db", dsn}
+				env = append(append([]string{}, env...), pgEnv(t, dsn)...)
 			}
 			base := t.TempDir()
 			a := filepath.Join(base, "a")
