@@ -24,6 +24,7 @@ package bucket
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,14 @@ type Config struct {
 	Getenv func(string) string
 	// Timeout bounds one request (a whole upload of a large pack included); 0 means 10 minutes.
 	Timeout time.Duration
+	// Retries is how often a failed request that is safe to repeat is tried again, with
+	// exponential backoff (minio-go's); 0 means DefaultRetries.
+	Retries int
 }
+
+// DefaultRetries is how often a failed request is retried: a few seconds of backoff in all, enough
+// for a server restart, short enough that an outage is reported promptly.
+const DefaultRetries = 4
 
 // DefaultCacheMax is the default bound of the pack cache.
 const DefaultCacheMax = 2 << 30
@@ -125,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		Creds:      credentials.NewStaticV4(id, secret, getenv("AWS_SESSION_TOKEN")),
 		Secure:     secure,
 		Region:     region,
-		MaxRetries: 4,
+		MaxRetries: cmp.Or(cfg.Retries, DefaultRetries),
 		Transport:  transport(),
 	})
 	if err != nil {

@@ -9,9 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,4 +315,114 @@ func TestCache(t *testing.T) {
 	if _, err := os.Stat(again.cache.path("packs/a.pack")); !os.IsNotExist(err) {
 		t.Fatal("a swept pack stayed in the cache")
 	}
+}
+
+// flaky stands between the adapter and MinIO and fails requests on demand: a server error (503)
+// for every request, or refused credentials (403).
+type flaky struct {
+	proxy *httputil.ReverseProxy
+	mode  atomic.Int32 // 0: pass through, 1: 503, 2: 403
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch f.mode.Load() {
+	case 1:
+		http.Error(w, "<Error><Code>ServiceUnavailable</Code><Message>down</Message></Error>", http.StatusServiceUnavailable)
+	case 2:
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, "<Error><Code>AccessDenied</Code><Message>no</Message></Error>")
+	default:
+		f.proxy.ServeHTTP(w, r)
+	}
+}
+
+// Every operation the store uses says "unavailable" when the service fails or refuses it, with
+// the store's name and never a secret; passing through again, it works again.
+func TestOperationsWhenTheServiceFails(t *testing.T) {
+	getenv := s3env(t)
+	target, err := url.Parse(getenv("AWS_ENDPOINT_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flaky{proxy: httputil.NewSingleHostReverseProxy(target)}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	via := func(k string) string {
+		if k == "AWS_ENDPOINT_URL" {
+			return srv.URL
+		}
+		return getenv(k)
+	}
+	made := freshBucket(t, via, "p")
+	// One retry: the backoff of the default four would make this test slow, not different.
+	b, err := Open(context.Background(), Config{URL: "s3://" + made.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.WriteFile("workspaces/w.json", []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile("workspaces/w.json", []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ReadFile("workspaces/w.json"); err != nil || string(got) != "two" {
+		t.Fatalf("WriteFile replaces: %q, %v", got, err)
+	}
+	src := filepath.Join(b.cache.tmp, "pack")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("p"), 5<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for mode, what := range map[int32]string{1: "does not answer", 2: "credentials"} {
+		f.mode.Store(mode)
+		for name, op := range map[string]func() error{
+			"list":    func() error { _, err := b.List("packs"); return err },
+			"read":    func() error { _, err := b.ReadFile("records/w/pending/x"); return err },
+			"open":    func() error { _, err := b.Open("packs/none.pack"); return err },
+			"install": func() error { return b.Install(src, "packs/p.pack") },
+			"create":  func() error { return b.Create("gc/m.json", []byte("m"), 0o600) },
+			"rename":  func() error { return b.Rename("records/w/pending/x", "records/w/x") },
+			"remove":  func() error { return b.Remove("records/w/x") },
+		} {
+			err := op()
+			if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), what) ||
+				strings.Contains(err.Error(), getenv("AWS_SECRET_ACCESS_KEY")) {
+				t.Errorf("%s while the service fails (%d): %v", name, mode, err)
+			}
+		}
+	}
+	f.mode.Store(0)
+	if _, err := b.List("packs"); err != nil {
+		t.Fatalf("after the service came back: %v", err)
+	}
+	// A file fetched whole whose download is cut short by the service failing: the cache keeps
+	// nothing, and the read says the service is unavailable.
+	big := make([]byte, 6<<20)
+	_, _ = rand.Read(big)
+	up := filepath.Join(b.cache.tmp, "big")
+	if err := os.WriteFile(up, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Install(up, "packs/big.pack"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(context.Background(), Config{URL: "s3://" + b.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rf, err := other.Open("packs/big.pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mode.Store(1)
+	buf := make([]byte, 10)
+	if _, err := rf.ReadAt(buf, 5<<20); !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("a ranged read while the service fails: %v", err)
+	}
+	f.mode.Store(0)
+	if _, err := rf.ReadAt(buf, 5<<20); err != nil || !bytes.Equal(buf, big[5<<20:5<<20+10]) {
+		t.Fatalf("the same read once the service is back: %v", err)
+	}
+	_ = rf.Close()
 }
