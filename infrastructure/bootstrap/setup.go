@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
@@ -150,6 +151,9 @@ func (s *Setup) create(cfg Config) error {
 	if why := l.Dangerous(); why != "" && !cfg.AllowDangerousRoot {
 		return fault.Invalid("refusing to make %s a workspace: %s, and every checkpoint would copy all of it (pass --force-root if you mean it)", l.Root, why)
 	}
+	if err := outsideWorkspace(l, cfg); err != nil {
+		return err
+	}
 	if err := l.Init(); err != nil {
 		return err
 	}
@@ -181,6 +185,35 @@ func (s *Setup) create(cfg Config) error {
 	}
 	s.File, s.Created = f, true
 	return nil
+}
+
+// outsideWorkspace refuses a file:// store or a sqlite:// database inside the workspace (but
+// outside .plan/): every checkpoint would record the store's own files, growing without end, and
+// a rollback would rewrite the database under itself.
+func outsideWorkspace(l workspace.Layout, cfg Config) error {
+	var paths []string
+	if kind, _ := config.StoreKind(cfg.Store); kind == "file" {
+		paths = append(paths, config.FilePath(cfg.Store))
+	}
+	if kind, _ := config.DBKind(cfg.DB); kind == "sqlite" {
+		paths = append(paths, filepath.Clean(strings.TrimPrefix(cfg.DB, "sqlite://")))
+	}
+	for _, p := range paths {
+		if resolved, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(resolved, filepath.Base(p))
+		}
+		if within(p, l.State()) || !within(p, l.Root) {
+			continue
+		}
+		return fault.Invalid("%s is inside the workspace %s: every checkpoint would record it; put it outside (or under %s)", p, l.Root, l.State())
+	}
+	return nil
+}
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func sameDSN(a, b string) bool {

@@ -91,12 +91,17 @@ func TestResolveRefusals(t *testing.T) {
 	if _, err := bootstrap.Open(ctx, bootstrap.Config{Root: root}); !errors.Is(err, fault.ErrUnavailable) {
 		t.Fatalf("a store directory that is gone: %v", err)
 	}
+	inside := t.TempDir()
 	for _, c := range []bootstrap.Config{
 		{Init: true, Store: "ftp://x"},
 		{Init: true, DB: "mysql://u@h/d"},
 		{Init: true, Store: "s3://"},
+		{Root: inside, Init: true, Store: "file://" + filepath.Join(inside, "store")},
+		{Root: inside, Init: true, DB: "sqlite://" + filepath.Join(inside, "sub", "meta.db")},
 	} {
-		c.Root = t.TempDir()
+		if c.Root == "" {
+			c.Root = t.TempDir()
+		}
 		if _, err := bootstrap.Open(ctx, c); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("init %+v: %v, want invalid input", c, err)
 		}
