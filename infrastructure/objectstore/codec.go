@@ -108,6 +108,10 @@ var (
 
 // encodeWithDict appends to dst the zstd frame of src compressed with dict as raw dictionary (id 0,
 // so the frame names no dictionary).
+//
+// It uses the encoder's stream, not EncodeAll: setting a dictionary resets the stream's block
+// encoder, which then encodes the frame, while EncodeAll would prepare a second one (a pooled
+// block encoder) for the same dictionary, doubling what a small delta costs.
 func encodeWithDict(src, dict, dst []byte) ([]byte, error) {
 	e, ok := dictEncPool.Get().(*zstd.Encoder)
 	if !ok {
@@ -118,12 +122,28 @@ func encodeWithDict(src, dict, dst []byte) ([]byte, error) {
 			return dst, fmt.Errorf("zstd delta encoder: %w", err)
 		}
 	}
-	if err := e.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, dict)); err != nil {
+	out := appendWriter{b: dst}
+	if err := e.ResetWithOptions(&out, zstd.WithEncoderDictRaw(0, dict)); err != nil {
 		return dst, fmt.Errorf("zstd delta encoder: %w", err)
 	}
-	dst = e.EncodeAll(src, dst)
+	_, err := e.Write(src)
+	if err == nil {
+		err = e.Close()
+	}
+	// A pooled encoder still references dict and out until its next use: a few idle kilobytes.
 	dictEncPool.Put(e)
-	return dst, nil
+	if err != nil {
+		return dst, fmt.Errorf("zstd delta encoder: %w", err)
+	}
+	return out.b, nil
+}
+
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // decodeWithDict appends to dst (whose spare capacity bounds the output) the content of frame,

@@ -278,7 +278,7 @@ func TestDeltaDepthCap(t *testing.T) {
 func recordDepth(t *testing.T, s *Store, h tree.Hash) int {
 	t.Helper()
 	l := s.index[h]
-	if l.kind != TreeDeltaObject {
+	if !l.kind.delta() {
 		return 0
 	}
 	buf := getBuf(0)
@@ -300,7 +300,7 @@ func TestDeltaFallsBackToWhole(t *testing.T) {
 	s := TestStore(t)
 	r := rand.New(rand.NewPCG(4, 4))
 	b := s.NewBatch()
-	bigD := text(5, maxDeltaTree+1)
+	bigD := text(5, maxDeltaObject+1)
 	big, _ := put(t, b, bigD)
 	unrelatedD := noise(6, 3000)
 	unrelated, _ := put(t, b, unrelatedD)
@@ -448,11 +448,11 @@ func TestDeltaDamagedRecord(t *testing.T) {
 	}
 	// Sizes out of range, in the index (as a crafted idx would have them).
 	l := s.index[hs[2]]
-	l.raw = maxDeltaTree + 1
+	l.raw = maxDeltaObject + 1
 	_, _, err := s.readChain(hs[2], l, nil)
 	wantIntegrity(t, err, "huge delta")
 	bl := s.index[hs[1]]
-	s.index[hs[1]] = location{pack: bl.pack, offset: bl.offset, comp: bl.comp, raw: maxDeltaTree + 1, kind: bl.kind}
+	s.index[hs[1]] = location{pack: bl.pack, offset: bl.offset, comp: bl.comp, raw: maxDeltaObject + 1, kind: bl.kind}
 	_, err = s.ReadTree(hs[2])
 	wantIntegrity(t, err, "huge base")
 	s.index[hs[1]] = bl
@@ -732,7 +732,8 @@ func TestDeltaPrefixAndKind(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if TreeDeltaObject.String() != "tree-delta" || !TreeDeltaObject.valid() || Kind(4).valid() {
+	if TreeDeltaObject.String() != "tree-delta" || !TreeDeltaObject.valid() || BlobDeltaObject.String() != "blob-delta" ||
+		!BlobDeltaObject.valid() || Kind(5).valid() || Kind(0).valid() {
 		t.Fatal("Kind")
 	}
 }

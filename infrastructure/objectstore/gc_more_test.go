@@ -72,7 +72,7 @@ func TestProblemsCountsEveryBrokenDelta(t *testing.T) {
 	}
 	delete(s.index, h0) // as if its idx entry were lost
 	got := strings.Join(s.Problems(), "\n")
-	if !strings.Contains(got, "2 tree delta(s) cannot be rebuilt") {
+	if !strings.Contains(got, "2 delta(s) cannot be rebuilt") {
 		t.Fatalf("Problems: %s", got)
 	}
 }

@@ -121,7 +121,7 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
 	s.mu.RLock()
 	for h, l := range s.index {
-		if _, ok := set[h]; ok && l.kind == TreeDeltaObject {
+		if _, ok := set[h]; ok && l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}
@@ -237,7 +237,7 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
 	s.mu.RLock()
 	for h, l := range s.index {
-		if _, ok := set[h]; ok && l.kind == TreeDeltaObject {
+		if _, ok := set[h]; ok && l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}

@@ -285,7 +285,11 @@ func (s *Store) load(pl packListing, locked bool) error {
 	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
 	s.baseMu.Lock()
-	s.bases = map[tree.Hash]tree.Hash{}
+	for k := range s.bases {
+		if packs[k.pack.id] != k.pack {
+			delete(s.bases, k)
+		}
+	}
 	s.baseMu.Unlock()
 	return nil
 }
@@ -458,7 +462,7 @@ func (s *Store) Present(h tree.Hash) bool {
 		if !ok {
 			return false
 		}
-		if l.kind != TreeDeltaObject {
+		if !l.kind.delta() {
 			return true
 		}
 		base, err := s.cachedBase(h, l)
@@ -470,21 +474,38 @@ func (s *Store) Present(h tree.Hash) bool {
 	return false // a chain longer than any reader follows
 }
 
-// cachedBase is deltaBase remembered for the life of the index.
+// cachedBase returns the base of the delta record of h at l (see recordBase).
 func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
+	if d := l.pack.delta(h); d != nil && d.offset == l.offset {
+		return s.recordBase(l.pack, d)
+	}
+	base, err := s.deltaBase(h, l)
+	s.noteDamage(h, l, err)
+	return base, err
+}
+
+// recordBase returns the base of delta record d of pack p: the one its idx names, or, for a pack
+// indexed without bases (an older idx), the one its record names, read once and remembered for as
+// long as the pack is loaded. A record that cannot be read is noted as damaged.
+func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
+	if !d.base.IsZero() {
+		return d.base, nil
+	}
+	k := recordKey{p, d.offset}
 	s.baseMu.Lock()
-	base, ok := s.bases[h]
+	base, ok := s.bases[k]
 	s.baseMu.Unlock()
 	if ok {
 		return base, nil
 	}
-	base, err := s.deltaBase(h, l)
+	l := d.location(p)
+	base, err := s.deltaBase(d.hash, l)
 	if err != nil {
-		s.noteDamage(h, l, err)
+		s.noteDamage(d.hash, l, err)
 		return base, err
 	}
 	s.baseMu.Lock()
-	s.bases[h] = base
+	s.bases[k] = base
 	s.baseMu.Unlock()
 	return base, nil
 }
@@ -543,7 +564,7 @@ func (s *Store) Problems() []string {
 			pc.missing++
 		case !intact(h, l, nil):
 			pc.cut++
-		case l.kind == TreeDeltaObject:
+		case l.kind.delta():
 			deltas = append(deltas, h)
 		}
 	}
@@ -581,7 +602,7 @@ func (s *Store) Problems() []string {
 		}
 	}
 	if broken > 0 {
-		out = append(out, fmt.Sprintf("%d tree delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
+		out = append(out, fmt.Sprintf("%d delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
 	}
 	return out
 }

@@ -45,10 +45,10 @@ type Store struct {
 
 	damaged map[damageKey]struct{} // guarded by mu: copies known to be damaged (see markDamaged)
 
-	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
+	gcMu sync.Mutex // one GC at a time
 
 	baseMu    sync.Mutex
-	bases     map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
+	bases     map[recordKey]tree.Hash // guarded by baseMu: bases read from delta records (see recordBase)
 	markCache map[string]mark         // guarded by baseMu: the gc marks read (immutable)
 
 	// Shared stores only, guarded by mu: the packs the current gc marks condemn (see marks.go),
@@ -86,8 +86,9 @@ type packFile struct {
 	idxSize int64
 	version uint32 // the pack format: 1 (no record trailers) or packVersion
 
-	// deltas lists the pack's TreeDeltaObject records, sorted by hash, whether or not the index
-	// points at them: GC must know every delta that outlives it, to keep its base.
+	// deltas lists the pack's delta records, sorted by hash, whether or not the index points at
+	// them: GC must know every delta that outlives it, to keep its base, and Present follows the
+	// bases a version 3 idx names without reading the records.
 	deltas []deltaRec
 
 	mu sync.Mutex
@@ -101,25 +102,33 @@ func (s *Store) newPackFile(id string, size int64) *packFile {
 	return &packFile{id: id, path: s.be.Location(packName(id)), size: size}
 }
 
-// deltaRec is one delta record of a pack. base is zero until known (written by this process, or
-// read back by GC, which alone touches it after the pack is registered).
+// deltaRec is one delta record of a pack. base is what the idx (version 3) or this process's writer
+// says, immutable once the pack is registered; zero when unknown (an older idx), in which case
+// recordBase reads it from the record.
 type deltaRec struct {
 	hash              tree.Hash
 	offset, comp, raw int64
+	kind              Kind
 	base              tree.Hash
 }
 
 func (d *deltaRec) location(p *packFile) location {
-	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: TreeDeltaObject}
+	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: d.kind}
 }
 
 func (p *packFile) setDeltas(entries []idxEntry) {
 	for _, e := range entries {
-		if e.kind == TreeDeltaObject {
-			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, base: e.base})
+		if e.kind.delta() {
+			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: e.base})
 		}
 	}
 	slices.SortFunc(p.deltas, func(a, b deltaRec) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+}
+
+// recordKey names one record: its pack and offset.
+type recordKey struct {
+	pack   *packFile
+	offset int64
 }
 
 // delta returns the pack's delta record for h, or nil.
@@ -133,10 +142,11 @@ func (p *packFile) delta(h tree.Hash) *deltaRec {
 
 // preferred says whether a copy of an object of kind other replaces an indexed copy of kind have: a
 // whole copy is preferred to a delta, which depends on other objects.
-func preferred(have, other Kind) bool { return have == TreeDeltaObject && other != TreeDeltaObject }
+func preferred(have, other Kind) bool { return have.delta() && !other.delta() }
 
 // ObjectInfo describes a stored object. StoredSize is its compressed size (for a delta, the size of
-// the delta); Pack is the pack id. A tree stored as a delta has Kind TreeObject and Delta set.
+// the delta); Pack is the pack id. An object stored as a delta has the Kind of what it rebuilds to
+// (TreeObject or BlobObject) and Delta set.
 type ObjectInfo struct {
 	Kind       Kind
 	RawSize    int64
@@ -179,7 +189,7 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		packs:     make(map[string]*packFile),
 		temps:     make(map[string]struct{}),
 		damaged:   make(map[damageKey]struct{}),
-		bases:     make(map[tree.Hash]tree.Hash),
+		bases:     make(map[recordKey]tree.Hash),
 		markCache: make(map[string]mark),
 		condemned: make(map[string]bool),
 		relied:    make(map[tree.Hash]struct{}),
@@ -288,8 +298,8 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 		return ObjectInfo{}, false
 	}
 	info := ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}
-	if l.kind == TreeDeltaObject {
-		info.Kind, info.Delta = TreeObject, true
+	if l.kind.delta() {
+		info.Kind, info.Delta = l.kind.object(), true
 	}
 	return info, true
 }
