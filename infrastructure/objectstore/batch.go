@@ -501,10 +501,10 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 			l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 			// A fresh copy replaces one that is missing, cut short or known damaged: that is how a
 			// checkpoint heals what it could not deduplicate onto.
-			if old, dup := s.index[e.hash]; dup && !relocate && !better(e.hash, old, l, s.damaged, s.condemned) {
+			if old, dup := s.index.get(e.hash); dup && !relocate && !better(e.hash, old, l, s.damaged, s.condemned) {
 				continue
 			}
-			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+			s.index.set(e.hash, l)
 		}
 	}
 }

@@ -102,7 +102,7 @@ func TestBlobDeltaFallsBackToWhole(t *testing.T) {
 	damagedD := text(33, 8000)
 	damagedBase, _ := put(t, b, damagedD)
 	commit(t, b)
-	s.markDamaged(damagedBase, s.index[damagedBase])
+	s.markDamaged(damagedBase, s.index.at(damagedBase))
 	data := text(34, 8000)
 	self := tree.Sum(data)
 	for name, base := range map[string]tree.Hash{
@@ -284,7 +284,7 @@ func TestIdxNamesDeltaBases(t *testing.T) {
 			t.Fatal(err)
 		}
 		for h, base := range map[tree.Hash]tree.Hash{h1: h0, th1: th0} {
-			l := s.index[h]
+			l := s.index.at(h)
 			d := l.pack.delta(h)
 			if d == nil || d.base != base || l.pack.version != packVersion {
 				t.Fatalf("%s: delta record %+v of pack version %d, want base %s", when, d, l.pack.version, base)

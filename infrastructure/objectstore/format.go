@@ -314,34 +314,69 @@ func encodeIdx(entries []idxEntry, version uint32) []byte {
 // decodeIdx parses and checks an idx file and returns the format version of its pack; any
 // problem means the file is damaged.
 func decodeIdx(b []byte) ([]idxEntry, uint32, error) {
-	if len(b) < idxHeaderLen+sha256.Size {
-		return nil, 0, errors.New("idx too short")
+	n, err := idxCount(b)
+	if err != nil {
+		return nil, 0, err
 	}
-	var version uint32
+	entries := make([]idxEntry, 0, n)
+	version, err := walkIdx(b, func(e *idxEntry) { entries = append(entries, *e) })
+	if err != nil {
+		return nil, 0, err
+	}
+	return entries, version, nil
+}
+
+// idxVersion is the pack format version an idx file's magic names (0 for none: walkIdx refuses it).
+func idxVersion(b []byte) uint32 {
+	if len(b) < len(idxMagic) {
+		return 0
+	}
 	switch string(b[:len(idxMagic)]) {
 	case idxMagicV1:
-		version = 1
+		return 1
 	case idxMagicV2:
-		version = 2
+		return 2
 	case idxMagic:
-		version = 3
-	default:
-		return nil, 0, errors.New("bad idx magic")
+		return 3
+	}
+	return 0
+}
+
+// idxCount is the number of entries an idx file announces (checked by walkIdx against its length).
+func idxCount(b []byte) (int, error) {
+	if len(b) < idxHeaderLen+sha256.Size {
+		return 0, errors.New("idx too short")
+	}
+	return int(binary.BigEndian.Uint32(b[len(idxMagic):])), nil
+}
+
+// walkIdx checks an idx file whole (magic, checksum, lengths, ranges and order) and calls fn with
+// each entry, in order; it returns the format version of the pack. fn may see entries of a file
+// that is then refused: the caller discards what it built from them when walkIdx fails.
+func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
+	count, err := idxCount(b)
+	if err != nil {
+		return 0, err
+	}
+	version := idxVersion(b)
+	if version == 0 {
+		return 0, errors.New("bad idx magic")
 	}
 	body := b[:len(b)-sha256.Size]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
-		return nil, 0, errors.New("idx checksum mismatch")
+		return 0, errors.New("idx checksum mismatch")
 	}
-	count := int(binary.BigEndian.Uint32(b[len(idxMagic):]))
 	rest := len(body) - idxHeaderLen
 	if rest < count*idxEntryLen || (version < 3 && rest != count*idxEntryLen) {
-		return nil, 0, fmt.Errorf("idx length does not match its count %d", count)
+		return 0, fmt.Errorf("idx length does not match its count %d", count)
 	}
-	entries := make([]idxEntry, count)
-	p := body[idxHeaderLen:]
-	deltas := 0
-	for i := range entries {
-		e := &entries[i]
+	p := body[idxHeaderLen : idxHeaderLen+count*idxEntryLen]
+	bases := body[idxHeaderLen+count*idxEntryLen:]
+	if len(bases)%len(tree.Hash{}) != 0 {
+		return 0, fmt.Errorf("idx has %d bytes of delta bases, not a whole number", len(bases))
+	}
+	var e, prev idxEntry
+	for i := range count {
 		copy(e.hash[:], p[:32])
 		e.kind = Kind(p[32])
 		off := binary.BigEndian.Uint64(p[33:])
@@ -356,27 +391,26 @@ func decodeIdx(b []byte) ([]idxEntry, uint32, error) {
 		// version 3.
 		if !e.kind.valid() || (version < 3 && e.kind == BlobDeltaObject) || !ok1 || !ok2 || !ok3 ||
 			e.offset < int64(packHeaderLen) || e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
-			return nil, 0, fmt.Errorf("idx entry %d is out of range", i)
+			return 0, fmt.Errorf("idx entry %d is out of range", i)
 		}
-		if i > 0 && bytes.Compare(entries[i-1].hash[:], e.hash[:]) >= 0 {
-			return nil, 0, fmt.Errorf("idx entry %d is out of order", i)
+		if i > 0 && bytes.Compare(prev.hash[:], e.hash[:]) >= 0 {
+			return 0, fmt.Errorf("idx entry %d is out of order", i)
 		}
-		if e.kind.delta() {
-			deltas++
-		}
-	}
-	if version >= 3 {
-		if len(p) != deltas*len(tree.Hash{}) {
-			return nil, 0, fmt.Errorf("idx lists %d delta base(s) for %d delta(s)", len(p)/len(tree.Hash{}), deltas)
-		}
-		for i := range entries {
-			if entries[i].kind.delta() {
-				copy(entries[i].base[:], p)
-				p = p[len(tree.Hash{}):]
+		e.base = tree.Hash{}
+		if version >= 3 && e.kind.delta() {
+			if len(bases) == 0 {
+				return 0, fmt.Errorf("idx entry %d is a delta without a base", i)
 			}
+			copy(e.base[:], bases)
+			bases = bases[len(e.base):]
 		}
+		fn(&e)
+		prev.hash = e.hash
 	}
-	return entries, version, nil
+	if len(bases) != 0 {
+		return 0, fmt.Errorf("idx lists %d delta base(s) more than it has deltas", len(bases)/len(tree.Hash{}))
+	}
+	return version, nil
 }
 
 // sortEntries orders entries by hash and drops repeats (a pack may, harmlessly, hold an object twice).

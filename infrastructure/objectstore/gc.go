@@ -37,7 +37,7 @@ func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) boo
 	for _, p := range s.packs {
 		uses[p] = &packUse{p: p}
 	}
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if isLive(h) {
 			u := uses[l.pack]
 			u.live = append(u.live, h)
@@ -144,7 +144,7 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	keep := gcLive{s: s, live: live, extra: make(map[tree.Hash]struct{})}
 	var lost []tree.Hash
 	s.mu.RLock()
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if _, ok := live[h]; !ok {
 			continue
 		}
@@ -255,11 +255,7 @@ func (s *Store) retire(ps []*packFile) error {
 		delete(s.packs, p.id)
 		s.retired = append(s.retired, p)
 	}
-	for h, l := range s.index {
-		if gone[l.pack] {
-			delete(s.index, h)
-		}
-	}
+	s.index.dropPacks(gone)
 	s.mu.Unlock()
 	return s.deletePacks(ids)
 }
@@ -274,7 +270,7 @@ func (s *Store) rewrite(uses []*packUse) (int64, error) {
 		locs := make([]location, len(u.live))
 		s.mu.RLock()
 		for i, h := range u.live {
-			locs[i] = s.index[h]
+			locs[i], _ = s.index.get(h)
 		}
 		s.mu.RUnlock()
 		// Pack order, so the old pack is read front to back.

@@ -61,9 +61,9 @@ func TestDeltaCycleIsNotPresent(t *testing.T) {
 	putDelta(t, b2, t0, y)
 	commit(t, b1)
 	commit(t, b2)
-	px, py := s.index[x].pack, s.index[y].pack
-	s.index[x] = py.delta(x).location(py)
-	s.index[y] = px.delta(y).location(px)
+	px, py := s.index.at(x).pack, s.index.at(y).pack
+	s.index.set(x, py.delta(x).location(py))
+	s.index.set(y, px.delta(y).location(px))
 	if s.Present(x) || s.Present(y) {
 		t.Fatal("a delta cycle is Present")
 	}

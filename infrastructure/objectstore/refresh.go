@@ -237,11 +237,12 @@ func (s *Store) load(pl packListing, locked bool) error {
 		return err
 	}
 	cond := condemnedBy(marks)
-	index := make(map[tree.Hash]location, len(s.index))
-	packs := make(map[string]*packFile, len(pl.ids))
 	s.mu.RLock()
 	old := s.packs
 	s.mu.RUnlock()
+	// Every idx is read before the index is built, so that it is made at its final size once.
+	var reads []packEntries
+	total := 0
 	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
 	// is gone, the index keeps the copy that can be read.
 	for _, present := range []bool{true, false} {
@@ -253,28 +254,48 @@ func (s *Store) load(pl packListing, locked bool) error {
 			if !ok {
 				size = -1
 			}
-			p := old[id]
-			if p == nil || p.size != size {
-				p = s.newPackFile(id, size)
-			}
-			entries, err := s.readEntries(p, pl.hasIdx[id], locked)
+			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			if p.deltas == nil {
-				p.setDeltas(entries)
+			// A pack already loaded, unchanged, keeps its packFile: its open file, and the delta
+			// bases read from its records.
+			if p := old[id]; p != nil && p.size == r.p.size && p.idxSize == r.p.idxSize && p.version == r.p.version {
+				r.p = p
 			}
-			packs[id] = p
-			for _, e := range entries {
-				l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet, cond) {
-					index[e.hash] = l
-				}
+			reads = append(reads, r)
+			total += r.count
+		}
+	}
+	index := newObjIndex(total)
+	packs := make(map[string]*packFile, len(reads))
+	for _, r := range reads {
+		p := r.p
+		var deltas []idxEntry
+		add := func(e *idxEntry) {
+			index.put(e.hash, location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind},
+				func(prev, l location) bool { return better(e.hash, prev, l, damagedSet, cond) })
+			if e.kind.delta() && p.deltas == nil {
+				deltas = append(deltas, *e)
 			}
 		}
+		if r.idx != nil {
+			if _, err := walkIdx(r.idx, add); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+			}
+		} else {
+			for i := range r.scanned {
+				add(&r.scanned[i])
+			}
+		}
+		if p.deltas == nil {
+			p.setDeltas(deltas)
+		}
+		packs[p.id] = p
 	}
 	s.mu.Lock()
 	for id, p := range s.packs {
@@ -308,34 +329,51 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[
 	return preferred(prev.kind, l.kind)
 }
 
-// readEntries returns p's idx entries: from its idx, or by scanning the pack when the idx is
-// missing (and, locked, writing the idx). fs.ErrNotExist means the pack is gone.
-func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, error) {
+// packEntries is what load reads of one pack: its idx file (checked as it is walked), or the
+// entries scanned from the pack itself.
+type packEntries struct {
+	p       *packFile
+	idx     []byte
+	scanned []idxEntry
+	count   int
+}
+
+// readEntries reads the entries of pack id (of size bytes, -1 when missing): its idx, or, when the
+// idx is missing, the pack's records (and, locked, writes the idx). fs.ErrNotExist means the pack
+// is gone.
+func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
+	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.be.ReadFile(idxName(p.id))
+		b, err := s.be.ReadFile(idxName(id))
 		switch {
 		case err == nil:
-			entries, version, derr := decodeIdx(b)
-			if derr != nil {
-				return nil, fault.Wrap(fault.ErrIntegrity, derr,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+			n, cerr := idxCount(b)
+			if cerr != nil {
+				return r, fault.Wrap(fault.ErrIntegrity, cerr,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(id)))
 			}
-			p.idxSize, p.version = int64(len(b)), version
-			return entries, nil
+			r.idx, r.count = b, n
+			r.p.idxSize = int64(len(b))
+			r.p.version = idxVersion(b)
+			return r, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(p.id)), err)
+			return r, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(id)), err)
 		}
-		if p.size < 0 {
-			return nil, fs.ErrNotExist
+		if size < 0 {
+			return r, fs.ErrNotExist
 		}
 	}
+	var err error
 	if !locked || s.shared {
 		// In a shared store a pack without its idx is one another workspace is still installing
 		// (or one a crash cut short, which no checkpoint references): index it in memory, never
 		// write its idx from here.
-		return s.scanEntries(p)
+		r.scanned, err = s.scanEntries(r.p)
+	} else {
+		r.scanned, err = s.rebuildIdx(r.p)
 	}
-	return s.rebuildIdx(p)
+	r.count = len(r.scanned)
+	return r, err
 }
 
 // scanEntries indexes a pack from its records, in memory.
@@ -553,7 +591,7 @@ func (s *Store) Problems() []string {
 	}
 	per := map[*packFile]*packCount{}
 	var deltas []tree.Hash
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		pc := per[l.pack]
 		if pc == nil {
 			pc = &packCount{}

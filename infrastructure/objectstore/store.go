@@ -38,7 +38,7 @@ type Store struct {
 	shared                bool
 
 	mu      sync.RWMutex
-	index   map[tree.Hash]location
+	index   *objIndex
 	packs   map[string]*packFile
 	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
 	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
@@ -185,7 +185,7 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		dir:       work,
 		packsDir:  filepath.Join(work, "packs"),
 		tmpDir:    filepath.Join(work, "tmp"),
-		index:     make(map[tree.Hash]location),
+		index:     newObjIndex(0),
 		packs:     make(map[string]*packFile),
 		temps:     make(map[string]struct{}),
 		damaged:   make(map[damageKey]struct{}),
@@ -279,14 +279,14 @@ func (s *Store) Close() error {
 // Has reports whether the store holds h (committed objects only).
 func (s *Store) Has(h tree.Hash) bool {
 	s.mu.RLock()
-	_, ok := s.index[h]
+	ok := s.index.has(h)
 	s.mu.RUnlock()
 	return ok
 }
 
 func (s *Store) lookup(h tree.Hash) (location, bool) {
 	s.mu.RLock()
-	l, ok := s.index[h]
+	l, ok := s.index.get(h)
 	s.mu.RUnlock()
 	return l, ok
 }
@@ -327,11 +327,11 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) Stats() StoreStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}
 	for _, p := range s.packs {
 		st.StoredBytes += max(p.size, 0)
 	}
-	for _, l := range s.index {
+	for _, l := range s.index.all() {
 		st.RawBytes += l.raw
 	}
 	return st
