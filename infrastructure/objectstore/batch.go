@@ -168,19 +168,30 @@ func (b *Batch) putObject(kind Kind, h tree.Hash, raw []byte, base tree.Hash) (i
 	if err != nil {
 		return 0, 0, err
 	}
-	dst := getBuf(0)
-	defer putBuf(dst)
-	*dst = c.enc.EncodeAll(raw, (*dst)[:0])
 	e := idxEntry{hash: h, kind: kind, raw: int64(len(raw))}
-	data, depth := *dst, 0
+	var data []byte
+	depth := 0
 	if !base.IsZero() && base != h && len(raw) <= maxDeltaObject {
 		ddst := getBuf(0)
 		defer putBuf(ddst)
-		if d, n, ok := b.delta(raw, base, (*ddst)[:0]); ok && pays(kind, len(d), len(data)) {
+		if d, n, ok := b.delta(kind, raw, base, (*ddst)[:0]); ok {
 			*ddst = d
-			e.kind, e.base, data, depth = deltaOf(kind), base, d, n
-			b.rely(base) // the delta cannot be read without it
+			data, depth = d, n
 		}
+	}
+	// A delta a sixteenth of the content leaves a whole copy nothing to win: it would need to
+	// compress fourteen-fold and more to save the eighth a blob delta must.
+	if data == nil || kind != BlobObject || 16*len(data) > len(raw) {
+		dst := getBuf(0)
+		defer putBuf(dst)
+		*dst = c.enc.EncodeAll(raw, (*dst)[:0])
+		if data == nil || !pays(kind, len(data), len(*dst)) {
+			data, depth = *dst, 0
+		}
+	}
+	if depth > 0 {
+		e.kind, e.base = deltaOf(kind), base
+		b.rely(base) // the delta cannot be read without it
 	}
 	e.comp = int64(len(data))
 	n, err := b.append(e, func(w io.Writer) error {
@@ -200,9 +211,10 @@ func pays(kind Kind, delta, whole int) bool {
 	return delta <= whole-whole/8
 }
 
-// delta appends to dst the data of a delta record of raw against base and returns it with its
-// depth; ok is false when no delta can be made (see PutBlobDelta and PutTreeDelta).
-func (b *Batch) delta(raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
+// delta appends to dst the data of a delta record of raw, an object of kind, against base and
+// returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
+// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta).
+func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
 	baseRaw, baseDepth, ok := b.recalled(base)
 	if !ok {
 		l, found := b.s.lookup(base)
@@ -215,7 +227,7 @@ func (b *Batch) delta(raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool
 			return nil, 0, false
 		}
 	}
-	if baseDepth >= maxDeltaDepth {
+	if baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)

@@ -78,7 +78,9 @@
 //     unreadable, over maxDeltaObject (8 MiB) or at depth maxDeltaDepth (8), when the object itself
 //     is over 8 MiB (a blob that large is streamed into its pack whole), and when the delta does not
 //     pay (a tree delta no smaller than the whole compressed tree, a blob delta that saves less than
-//     an eighth); a reader holds at most two contents of 8 MiB and the chain's frames, and gives up
+//     an eighth; a blob of 4 KiB or more is only tried when a quarter of its content-defined samples
+//     are found in its base, so a file rewritten from scratch costs a sampling, not a dictionary
+//     encode); a reader holds at most two contents of 8 MiB and the chain's frames, and gives up
 //     past maxDeltaChain (32) links. When the index has a whole copy and a delta of one object, it
 //     uses the whole one;
 //   - a delta never outlives its base: Reachable includes the base chain of every reachable tree

@@ -489,13 +489,11 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 // same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
 // Present.
 func (s *Store) Present(h tree.Hash) bool {
-	for depth := 0; depth <= maxDeltaChain; depth++ {
-		l, ok := s.lookup(h)
-		if !ok {
-			return false
-		}
+	for range maxDeltaChain + 1 {
+		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
-		ok = intact(h, l, s.damaged) && !s.condemned[l.pack.id]
+		l, ok := s.index.get(h)
+		ok = ok && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
 		s.mu.RUnlock()
 		if !ok {
 			return false
