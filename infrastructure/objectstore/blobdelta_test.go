@@ -457,3 +457,28 @@ func TestBlobDeltaReadInPieces(t *testing.T) {
 		t.Fatalf("read in pieces: %v", err)
 	}
 }
+
+// Deltas of blobs of every window class are small and read back: a small file, one of a few
+// megabytes, and one just under maxDeltaObject, each edited in the middle and at the end.
+func TestBlobDeltaSizes(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(101, 101))
+	for _, size := range []int{5000, 3 << 20, maxDeltaObject - 4096} {
+		v0 := text(uint64(size), size)
+		v1 := append(edit(r, v0)[:size-100], "the end changed"...)
+		b := s.NewBatch()
+		h0, _ := put(t, b, v0)
+		commit(t, b)
+		b = s.NewBatch()
+		h1, n := putFrom(t, b, v1, h0)
+		commit(t, b)
+		_, whole := put(t, TestStore(t).NewBatch(), v1)
+		if !isDelta(s, h1) || n*10 > whole {
+			t.Fatalf("%d bytes: delta %v, %d bytes stored (whole: %d)", size, isDelta(s, h1), n, whole)
+		}
+		mustRead(t, s, h1, v1)
+		if err := s.CheckObject(h1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -114,6 +114,17 @@ var (
 // for the largest deltas (a match further back into the dictionary is simply not used).
 var dictWindows = [...]int{256 << 10, 2 << 20, 8 << 20}
 
+// dictLevel is the level of the encoders of window class i. The fastest level's match table has
+// 32k entries, which a dictionary of megabytes overwrites many times over: it finds a fraction of
+// the matches there (a 3 MiB file edited in two places: 330 KB), where the default level's tables
+// find them all (3 KB) in the same time.
+func dictLevel(class int) zstd.EncoderLevel {
+	if class == 0 {
+		return zstd.SpeedFastest
+	}
+	return zstd.SpeedDefault
+}
+
 // encodeWithDict appends to dst the zstd frame of src compressed with dict as raw dictionary (id 0,
 // so the frame names no dictionary).
 //
@@ -131,7 +142,7 @@ func encodeWithDict(src, dict, dst []byte) ([]byte, error) {
 	e, ok := dictEncPools[class].Get().(*zstd.Encoder)
 	if !ok {
 		var err error
-		e, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		e, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(dictLevel(class)), zstd.WithEncoderCRC(false),
 			zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(dictWindows[class]))
 		if err != nil {
 			return dst, fmt.Errorf("zstd delta encoder: %w", err)
