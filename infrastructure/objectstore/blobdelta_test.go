@@ -465,7 +465,8 @@ func TestBlobDeltaSizes(t *testing.T) {
 	r := rand.New(rand.NewPCG(101, 101))
 	for _, size := range []int{5000, 3 << 20, maxDeltaObject - 4096} {
 		v0 := text(uint64(size), size)
-		v1 := append(edit(r, v0)[:size-100], "the end changed"...)
+		v1 := edit(r, v0)[:size-100]
+		v1 = append(v1, "the end changed"...)
 		b := s.NewBatch()
 		h0, _ := put(t, b, v0)
 		commit(t, b)
