@@ -36,8 +36,9 @@
 // records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader
 // that needs one reads it from the record, once per process. Version 1 packs have no record
 // trailers either (their idx starts "PLANIDX1"): they are verified by their content hashes, and GC
-// rewrites their live records into current packs. An idx always carries its pack's version. The trailer's checksums cover every stored byte of a record, so verify --read-data
-// sees a changed byte even where the zstd frame would still decode to the same content.
+// rewrites their live records into current packs. An idx always carries its pack's version. The
+// trailer's checksums cover every stored byte of a record, so verify --read-data sees a changed
+// byte even where the zstd frame would still decode to the same content.
 //
 // Integers in headers and idx entries are big-endian; offset is where the record (its kind byte)
 // starts. A record's compSize may be written as a padded, ten-byte uvarint: a blob too big to hold in
@@ -53,6 +54,9 @@
 // whole (1 when base is stored whole). The idx lists a delta like any object, with its record's
 // kind and sizes, and names its base, so that neither Present nor GC reads a record to follow a
 // chain.
+//
+// Every process builds the in-memory index (objIndex) from the idx files, in one pass over their
+// bytes, into a table without pointers: about 10 ms for 100,000 objects.
 //
 // Invariants:
 //   - an object is immutable and named by the SHA-256 of its raw (uncompressed) content. The kind is a
