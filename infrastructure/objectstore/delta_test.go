@@ -632,7 +632,7 @@ func TestGCDamagedDelta(t *testing.T) {
 	keep, _ := put(t, b, text(3, 50_000))
 	commit(t, b)
 	s.index.at(h1).pack.deltas[0].base = tree.ZeroHash // as after a reopen
-	flip(t, s, h1, -1)                              // the record header
+	flip(t, s, h1, -1)                                 // the record header
 	_, err := s.GC(set(keep, h1))
 	wantIntegrity(t, err, "GC of a live damaged delta")
 	if !s.Has(h0) {
