@@ -259,6 +259,37 @@ func (d *Dir) AppendLine(name, line string) error {
 	return err
 }
 
+// ListNames returns the names of the entries directly in dir that are not directories, in no
+// particular order, without examining any of them further (the directory read says which are
+// directories); a missing dir is empty. It is what listing the records costs on every command,
+// where List also stats each file.
+func (d *Dir) ListNames(dir string) ([]string, error) {
+	f, err := os.Open(d.path(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path(dir), err)
+	}
+	defer func() { _ = f.Close() }()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path(dir), err)
+	}
+	names := make([]string, 0, len(des))
+	for _, de := range des {
+		if !de.IsDir() {
+			names = append(names, de.Name())
+		}
+	}
+	return names, nil
+}
+
+// nameLister is the optional backend capability ListNames is.
+type nameLister interface {
+	ListNames(dir string) ([]string, error)
+}
+
 // lineAppender is the optional backend capability AppendLine is.
 type lineAppender interface {
 	AppendLine(name, line string) error

@@ -131,7 +131,7 @@ func (s *Store) rescue(hs []tree.Hash) error {
 				return err
 			}
 			copied[h] = true
-			if l.kind != TreeDeltaObject {
+			if !l.kind.delta() {
 				break
 			}
 			base, err := s.cachedBase(h, l)

@@ -37,7 +37,7 @@ func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) boo
 	for _, p := range s.packs {
 		uses[p] = &packUse{p: p}
 	}
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if isLive(h) {
 			u := uses[l.pack]
 			u.live = append(u.live, h)
@@ -88,7 +88,7 @@ func (g *gcLive) add(h tree.Hash) {
 		return
 	}
 	g.extra[h] = struct{}{}
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		g.work = append(g.work, h)
 	}
 }
@@ -105,24 +105,17 @@ func (g *gcLive) closeChains(strict bool) error {
 		if !ok {
 			continue
 		}
-		d := l.pack.delta(h)
-		if d == nil || d.base.IsZero() {
-			base, err := g.s.deltaBase(h, l)
-			if err != nil {
-				if strict || !errors.Is(err, fault.ErrIntegrity) {
-					return err
-				}
-				continue
+		base, err := g.s.cachedBase(h, l)
+		if err != nil {
+			if strict || !errors.Is(err, fault.ErrIntegrity) {
+				return err
 			}
-			if d != nil {
-				d.base = base
-			}
-			d = &deltaRec{hash: h, base: base}
+			continue
 		}
-		if strict && !g.s.Has(d.base) {
-			return damaged(h, l, "delta base %s is missing", d.base)
+		if strict && !g.s.Has(base) {
+			return damaged(h, l, "delta base %s is missing", base)
 		}
-		g.add(d.base)
+		g.add(base)
 	}
 	return nil
 }
@@ -151,14 +144,14 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	keep := gcLive{s: s, live: live, extra: make(map[tree.Hash]struct{})}
 	var lost []tree.Hash
 	s.mu.RLock()
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if _, ok := live[h]; !ok {
 			continue
 		}
 		if l.pack.size >= 0 && !intact(h, l, nil) {
 			lost = append(lost, h) // a missing pack's idx stays, so verify names what it lost
 		}
-		if l.kind == TreeDeltaObject {
+		if l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}
@@ -217,17 +210,14 @@ func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool)
 				continue // a missing pack's records cannot be read, nor rebuilt from their base
 			}
 			for i := range u.p.deltas {
-				d := &u.p.deltas[i]
-				if d.base.IsZero() {
-					base, err := s.deltaBase(d.hash, d.location(u.p))
-					if err != nil && !errors.Is(err, fault.ErrIntegrity) {
-						return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
-					}
-					d.base = base // zero when the record is damaged: it cannot be read anyway
+				base, err := s.recordBase(u.p, &u.p.deltas[i])
+				switch {
+				case err == nil:
+					keep.add(base)
+				case !errors.Is(err, fault.ErrIntegrity):
+					return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
 				}
-				if !d.base.IsZero() {
-					keep.add(d.base)
-				}
+				// A damaged record cannot be read anyway: it keeps nothing.
 			}
 		}
 		if err := keep.closeChains(false); err != nil {
@@ -265,11 +255,7 @@ func (s *Store) retire(ps []*packFile) error {
 		delete(s.packs, p.id)
 		s.retired = append(s.retired, p)
 	}
-	for h, l := range s.index {
-		if gone[l.pack] {
-			delete(s.index, h)
-		}
-	}
+	s.index.dropPacks(gone)
 	s.mu.Unlock()
 	return s.deletePacks(ids)
 }
@@ -284,7 +270,7 @@ func (s *Store) rewrite(uses []*packUse) (int64, error) {
 		locs := make([]location, len(u.live))
 		s.mu.RLock()
 		for i, h := range u.live {
-			locs[i] = s.index[h]
+			locs[i], _ = s.index.get(h)
 		}
 		s.mu.RUnlock()
 		// Pack order, so the old pack is read front to back.
@@ -321,8 +307,11 @@ func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {
 		return err
 	}
 	e := l.entry(h)
-	if d := l.pack.delta(h); d != nil {
-		e.base = d.base // known (GC read it), so the new pack's GC need not read it again
+	if l.kind.delta() {
+		// The new idx names the base. One that cannot be read stays unknown: the copy of a damaged
+		// record fails its trailer check below anyway, and a version 1 record has no trailer but
+		// its readers check its content.
+		e.base, _ = s.cachedBase(h, l)
 	}
 	_, err = b.append(e, func(w io.Writer) error {
 		// The copy gets a fresh trailer: check the old one first, so damage is never blessed.

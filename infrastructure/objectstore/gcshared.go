@@ -120,8 +120,8 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	// stays: those packs are not all eligible for deletion, so the plan's rule applies as is.
 	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
 	s.mu.RLock()
-	for h, l := range s.index {
-		if _, ok := set[h]; ok && l.kind == TreeDeltaObject {
+	for h, l := range s.index.all() {
+		if _, ok := set[h]; ok && l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}
@@ -192,11 +192,7 @@ func (s *Store) removePacks(ids []string) error {
 			s.retired = append(s.retired, p)
 		}
 	}
-	for h, l := range s.index {
-		if gone[l.pack] {
-			delete(s.index, h)
-		}
-	}
+	s.index.dropPacks(gone)
 	s.mu.Unlock()
 	for i, id := range ids {
 		for _, name := range []string{idxName(id), packName(id)} {
@@ -236,8 +232,8 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 	eligible := func(p *packFile) bool { return p.size >= 0 && !condemned[p.id] && old(p.id) }
 	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
 	s.mu.RLock()
-	for h, l := range s.index {
-		if _, ok := set[h]; ok && l.kind == TreeDeltaObject {
+	for h, l := range s.index.all() {
+		if _, ok := set[h]; ok && l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 			st = &packState{}
 			state[p] = st
 		}
-		if l, ok := s.index[k.hash]; ok && l.pack != p && intact(k.hash, l, s.damaged) {
+		if l, ok := s.index.get(k.hash); ok && l.pack != p && intact(k.hash, l, s.damaged) {
 			st.healed, healed[k.hash] = true, true
 		} else {
 			st.blocked, unhealed[k.hash] = true, true
@@ -65,7 +65,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 			continue
 		}
 		u := &packUse{p: p}
-		for h, l := range s.index {
+		for h, l := range s.index.all() {
 			if l.pack == p {
 				u.live = append(u.live, h)
 			}

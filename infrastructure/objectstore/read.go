@@ -69,7 +69,7 @@ func (s *Store) readStored(h tree.Hash, l location, buf *[]byte) ([]byte, error)
 
 // readWhole reads and verifies an object in one go, through its delta chain if it has one.
 func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		b, _, err := s.readChain(h, l, nil)
 		return b, err
 	}
@@ -104,7 +104,7 @@ func (s *Store) readPlain(h tree.Hash, l location) ([]byte, error) {
 func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 	var rc io.ReadCloser
 	err := s.retryGone(h, func(l location) error {
-		if l.small() || l.kind == TreeDeltaObject {
+		if l.small() || l.kind.delta() {
 			rc = &wholeReader{s: s, h: h}
 			return nil
 		}
@@ -235,7 +235,7 @@ func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 			return damaged(h, l, "too large for a tree (%d bytes)", l.raw)
 		}
 		var err error
-		if l.kind == TreeDeltaObject {
+		if l.kind.delta() {
 			b, _, err = s.readChain(h, l, visit)
 		} else {
 			b, err = s.readPlain(h, l)
@@ -273,7 +273,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	if dataAt+l.comp > f.Size() {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		base, err := s.deltaBase(h, l)
 		if err != nil {
 			return err
@@ -288,7 +288,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	if !readData {
 		return nil
 	}
-	if l.small() || l.kind == TreeDeltaObject {
+	if l.small() || l.kind.delta() {
 		_, err := s.readWhole(h, l)
 		return err
 	}
@@ -320,7 +320,7 @@ func (s *Store) checkChain(h tree.Hash) error {
 		if !intact(h, l, nil) {
 			return damaged(h, l, "its pack is missing or cut short")
 		}
-		if l.kind != TreeDeltaObject {
+		if !l.kind.delta() {
 			return nil
 		}
 		base, err := s.cachedBase(h, l)

@@ -164,15 +164,29 @@ func (r *Records) Files() ([]FileInfo, error) {
 	return out, nil
 }
 
+// list returns the record names in dir, sorted. A backend that can list names alone is asked for
+// them: a record's name says all there is to know without a stat, and every command lists them.
 func (r *Records) list(dir string) ([]string, error) {
-	files, err := r.be.List(dir)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", r.be.Location(dir), err)
-	}
 	var names []string
-	for _, f := range files {
-		if _, ok := ParseRecordName(f.Name); ok && !f.Dir {
-			names = append(names, f.Name)
+	if nl, ok := r.be.(nameLister); ok {
+		all, err := nl.ListNames(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range all {
+			if _, ok := ParseRecordName(n); ok {
+				names = append(names, n)
+			}
+		}
+	} else {
+		files, err := r.be.List(dir)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.be.Location(dir), err)
+		}
+		for _, f := range files {
+			if _, ok := ParseRecordName(f.Name); ok && !f.Dir {
+				names = append(names, f.Name)
+			}
 		}
 	}
 	sort.Strings(names)

@@ -237,11 +237,12 @@ func (s *Store) load(pl packListing, locked bool) error {
 		return err
 	}
 	cond := condemnedBy(marks)
-	index := make(map[tree.Hash]location, len(s.index))
-	packs := make(map[string]*packFile, len(pl.ids))
 	s.mu.RLock()
 	old := s.packs
 	s.mu.RUnlock()
+	// Every idx is read before the index is built, so that it is made at its final size once.
+	var reads []packEntries
+	total := 0
 	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
 	// is gone, the index keeps the copy that can be read.
 	for _, present := range []bool{true, false} {
@@ -253,28 +254,48 @@ func (s *Store) load(pl packListing, locked bool) error {
 			if !ok {
 				size = -1
 			}
-			p := old[id]
-			if p == nil || p.size != size {
-				p = s.newPackFile(id, size)
-			}
-			entries, err := s.readEntries(p, pl.hasIdx[id], locked)
+			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			if p.deltas == nil {
-				p.setDeltas(entries)
+			// A pack already loaded, unchanged, keeps its packFile: its open file, and the delta
+			// bases read from its records.
+			if p := old[id]; p != nil && p.size == r.p.size && p.idxSize == r.p.idxSize && p.version == r.p.version {
+				r.p = p
 			}
-			packs[id] = p
-			for _, e := range entries {
-				l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet, cond) {
-					index[e.hash] = l
-				}
+			reads = append(reads, r)
+			total += r.count
+		}
+	}
+	index := newObjIndex(total)
+	packs := make(map[string]*packFile, len(reads))
+	for _, r := range reads {
+		p := r.p
+		var deltas []idxEntry
+		add := func(e *idxEntry) {
+			index.put(e.hash, location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind},
+				func(prev, l location) bool { return better(e.hash, prev, l, damagedSet, cond) })
+			if e.kind.delta() && p.deltas == nil {
+				deltas = append(deltas, *e)
 			}
 		}
+		if r.idx != nil {
+			if _, err := walkIdx(r.idx, add); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+			}
+		} else {
+			for i := range r.scanned {
+				add(&r.scanned[i])
+			}
+		}
+		if p.deltas == nil {
+			p.setDeltas(deltas)
+		}
+		packs[p.id] = p
 	}
 	s.mu.Lock()
 	for id, p := range s.packs {
@@ -285,7 +306,11 @@ func (s *Store) load(pl packListing, locked bool) error {
 	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
 	s.baseMu.Lock()
-	s.bases = map[tree.Hash]tree.Hash{}
+	for k := range s.bases {
+		if packs[k.pack.id] != k.pack {
+			delete(s.bases, k)
+		}
+	}
 	s.baseMu.Unlock()
 	return nil
 }
@@ -304,34 +329,51 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[
 	return preferred(prev.kind, l.kind)
 }
 
-// readEntries returns p's idx entries: from its idx, or by scanning the pack when the idx is
-// missing (and, locked, writing the idx). fs.ErrNotExist means the pack is gone.
-func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, error) {
+// packEntries is what load reads of one pack: its idx file (checked as it is walked), or the
+// entries scanned from the pack itself.
+type packEntries struct {
+	p       *packFile
+	idx     []byte
+	scanned []idxEntry
+	count   int
+}
+
+// readEntries reads the entries of pack id (of size bytes, -1 when missing): its idx, or, when the
+// idx is missing, the pack's records (and, locked, writes the idx). fs.ErrNotExist means the pack
+// is gone.
+func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
+	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.be.ReadFile(idxName(p.id))
+		b, err := s.be.ReadFile(idxName(id))
 		switch {
 		case err == nil:
-			entries, version, derr := decodeIdx(b)
-			if derr != nil {
-				return nil, fault.Wrap(fault.ErrIntegrity, derr,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+			n, cerr := idxCount(b)
+			if cerr != nil {
+				return r, fault.Wrap(fault.ErrIntegrity, cerr,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(id)))
 			}
-			p.idxSize, p.version = int64(len(b)), version
-			return entries, nil
+			r.idx, r.count = b, n
+			r.p.idxSize = int64(len(b))
+			r.p.version = idxVersion(b)
+			return r, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(p.id)), err)
+			return r, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(id)), err)
 		}
-		if p.size < 0 {
-			return nil, fs.ErrNotExist
+		if size < 0 {
+			return r, fs.ErrNotExist
 		}
 	}
+	var err error
 	if !locked || s.shared {
 		// In a shared store a pack without its idx is one another workspace is still installing
 		// (or one a crash cut short, which no checkpoint references): index it in memory, never
 		// write its idx from here.
-		return s.scanEntries(p)
+		r.scanned, err = s.scanEntries(r.p)
+	} else {
+		r.scanned, err = s.rebuildIdx(r.p)
 	}
-	return s.rebuildIdx(p)
+	r.count = len(r.scanned)
+	return r, err
 }
 
 // scanEntries indexes a pack from its records, in memory.
@@ -447,18 +489,16 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 // same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
 // Present.
 func (s *Store) Present(h tree.Hash) bool {
-	for depth := 0; depth <= maxDeltaChain; depth++ {
-		l, ok := s.lookup(h)
-		if !ok {
-			return false
-		}
+	for range maxDeltaChain + 1 {
+		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
-		ok = intact(h, l, s.damaged) && !s.condemned[l.pack.id]
+		l, ok := s.index.get(h)
+		ok = ok && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
 		s.mu.RUnlock()
 		if !ok {
 			return false
 		}
-		if l.kind != TreeDeltaObject {
+		if !l.kind.delta() {
 			return true
 		}
 		base, err := s.cachedBase(h, l)
@@ -470,21 +510,38 @@ func (s *Store) Present(h tree.Hash) bool {
 	return false // a chain longer than any reader follows
 }
 
-// cachedBase is deltaBase remembered for the life of the index.
+// cachedBase returns the base of the delta record of h at l (see recordBase).
 func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
+	if d := l.pack.delta(h); d != nil && d.offset == l.offset {
+		return s.recordBase(l.pack, d)
+	}
+	base, err := s.deltaBase(h, l)
+	s.noteDamage(h, l, err)
+	return base, err
+}
+
+// recordBase returns the base of delta record d of pack p: the one its idx names, or, for a pack
+// indexed without bases (an older idx), the one its record names, read once and remembered for as
+// long as the pack is loaded. A record that cannot be read is noted as damaged.
+func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
+	if !d.base.IsZero() {
+		return d.base, nil
+	}
+	k := recordKey{p, d.offset}
 	s.baseMu.Lock()
-	base, ok := s.bases[h]
+	base, ok := s.bases[k]
 	s.baseMu.Unlock()
 	if ok {
 		return base, nil
 	}
-	base, err := s.deltaBase(h, l)
+	l := d.location(p)
+	base, err := s.deltaBase(d.hash, l)
 	if err != nil {
-		s.noteDamage(h, l, err)
+		s.noteDamage(d.hash, l, err)
 		return base, err
 	}
 	s.baseMu.Lock()
-	s.bases[h] = base
+	s.bases[k] = base
 	s.baseMu.Unlock()
 	return base, nil
 }
@@ -532,7 +589,7 @@ func (s *Store) Problems() []string {
 	}
 	per := map[*packFile]*packCount{}
 	var deltas []tree.Hash
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		pc := per[l.pack]
 		if pc == nil {
 			pc = &packCount{}
@@ -543,7 +600,7 @@ func (s *Store) Problems() []string {
 			pc.missing++
 		case !intact(h, l, nil):
 			pc.cut++
-		case l.kind == TreeDeltaObject:
+		case l.kind.delta():
 			deltas = append(deltas, h)
 		}
 	}
@@ -581,7 +638,7 @@ func (s *Store) Problems() []string {
 		}
 	}
 	if broken > 0 {
-		out = append(out, fmt.Sprintf("%d tree delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
+		out = append(out, fmt.Sprintf("%d delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
 	}
 	return out
 }

@@ -75,7 +75,7 @@ func (s *Store) checkRecord(h tree.Hash, l location, f io.ReaderAt) error {
 	if err := checkStored(h, l, f); err != nil {
 		return err
 	}
-	if l.small() || l.kind == TreeDeltaObject {
+	if l.small() || l.kind.delta() {
 		_, err := s.readWhole(h, l)
 		return err
 	}
@@ -89,21 +89,25 @@ func (s *Store) checkRecord(h tree.Hash, l location, f io.ReaderAt) error {
 
 // sameRecords reports whether an idx describes the records scanned from its pack: every idx entry
 // is one of the records, and every record's object is in the idx (a pack may hold two copies of an
-// object; its idx names one). The delta base, known only to the idx, is not compared.
+// object; its idx names one). A delta base the idx names must be the one its record names.
 func sameRecords(idx, scanned []idxEntry) bool {
 	type rec struct {
 		kind              Kind
 		offset, comp, raw int64
+		base              tree.Hash
 	}
 	byHash := map[[32]byte][]rec{}
 	for _, e := range scanned {
-		byHash[e.hash] = append(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw})
+		byHash[e.hash] = append(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw, e.base})
 	}
 	if len(byHash) != len(idx) {
 		return false
 	}
 	for _, e := range idx {
-		if !slices.Contains(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw}) {
+		if !slices.ContainsFunc(byHash[e.hash], func(r rec) bool {
+			return r.kind == e.kind && r.offset == e.offset && r.comp == e.comp && r.raw == e.raw &&
+				(e.base.IsZero() || e.base == r.base)
+		}) {
 			return false
 		}
 	}

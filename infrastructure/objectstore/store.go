@@ -38,17 +38,17 @@ type Store struct {
 	shared                bool
 
 	mu      sync.RWMutex
-	index   map[tree.Hash]location
+	index   *objIndex
 	packs   map[string]*packFile
 	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
 	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
 
 	damaged map[damageKey]struct{} // guarded by mu: copies known to be damaged (see markDamaged)
 
-	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
+	gcMu sync.Mutex // one GC at a time
 
 	baseMu    sync.Mutex
-	bases     map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
+	bases     map[recordKey]tree.Hash // guarded by baseMu: bases read from delta records (see recordBase)
 	markCache map[string]mark         // guarded by baseMu: the gc marks read (immutable)
 
 	// Shared stores only, guarded by mu: the packs the current gc marks condemn (see marks.go),
@@ -86,8 +86,9 @@ type packFile struct {
 	idxSize int64
 	version uint32 // the pack format: 1 (no record trailers) or packVersion
 
-	// deltas lists the pack's TreeDeltaObject records, sorted by hash, whether or not the index
-	// points at them: GC must know every delta that outlives it, to keep its base.
+	// deltas lists the pack's delta records, sorted by hash, whether or not the index points at
+	// them: GC must know every delta that outlives it, to keep its base, and Present follows the
+	// bases a version 3 idx names without reading the records.
 	deltas []deltaRec
 
 	mu sync.Mutex
@@ -101,25 +102,33 @@ func (s *Store) newPackFile(id string, size int64) *packFile {
 	return &packFile{id: id, path: s.be.Location(packName(id)), size: size}
 }
 
-// deltaRec is one delta record of a pack. base is zero until known (written by this process, or
-// read back by GC, which alone touches it after the pack is registered).
+// deltaRec is one delta record of a pack. base is what the idx (version 3) or this process's writer
+// says, immutable once the pack is registered; zero when unknown (an older idx), in which case
+// recordBase reads it from the record.
 type deltaRec struct {
 	hash              tree.Hash
 	offset, comp, raw int64
+	kind              Kind
 	base              tree.Hash
 }
 
 func (d *deltaRec) location(p *packFile) location {
-	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: TreeDeltaObject}
+	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: d.kind}
 }
 
 func (p *packFile) setDeltas(entries []idxEntry) {
 	for _, e := range entries {
-		if e.kind == TreeDeltaObject {
-			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, base: e.base})
+		if e.kind.delta() {
+			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: e.base})
 		}
 	}
 	slices.SortFunc(p.deltas, func(a, b deltaRec) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+}
+
+// recordKey names one record: its pack and offset.
+type recordKey struct {
+	pack   *packFile
+	offset int64
 }
 
 // delta returns the pack's delta record for h, or nil.
@@ -133,10 +142,11 @@ func (p *packFile) delta(h tree.Hash) *deltaRec {
 
 // preferred says whether a copy of an object of kind other replaces an indexed copy of kind have: a
 // whole copy is preferred to a delta, which depends on other objects.
-func preferred(have, other Kind) bool { return have == TreeDeltaObject && other != TreeDeltaObject }
+func preferred(have, other Kind) bool { return have.delta() && !other.delta() }
 
 // ObjectInfo describes a stored object. StoredSize is its compressed size (for a delta, the size of
-// the delta); Pack is the pack id. A tree stored as a delta has Kind TreeObject and Delta set.
+// the delta); Pack is the pack id. An object stored as a delta has the Kind of what it rebuilds to
+// (TreeObject or BlobObject) and Delta set.
 type ObjectInfo struct {
 	Kind       Kind
 	RawSize    int64
@@ -175,11 +185,11 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		dir:       work,
 		packsDir:  filepath.Join(work, "packs"),
 		tmpDir:    filepath.Join(work, "tmp"),
-		index:     make(map[tree.Hash]location),
+		index:     newObjIndex(0),
 		packs:     make(map[string]*packFile),
 		temps:     make(map[string]struct{}),
 		damaged:   make(map[damageKey]struct{}),
-		bases:     make(map[tree.Hash]tree.Hash),
+		bases:     make(map[recordKey]tree.Hash),
 		markCache: make(map[string]mark),
 		condemned: make(map[string]bool),
 		relied:    make(map[tree.Hash]struct{}),
@@ -269,14 +279,14 @@ func (s *Store) Close() error {
 // Has reports whether the store holds h (committed objects only).
 func (s *Store) Has(h tree.Hash) bool {
 	s.mu.RLock()
-	_, ok := s.index[h]
+	ok := s.index.has(h)
 	s.mu.RUnlock()
 	return ok
 }
 
 func (s *Store) lookup(h tree.Hash) (location, bool) {
 	s.mu.RLock()
-	l, ok := s.index[h]
+	l, ok := s.index.get(h)
 	s.mu.RUnlock()
 	return l, ok
 }
@@ -288,8 +298,8 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 		return ObjectInfo{}, false
 	}
 	info := ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}
-	if l.kind == TreeDeltaObject {
-		info.Kind, info.Delta = TreeObject, true
+	if l.kind.delta() {
+		info.Kind, info.Delta = l.kind.object(), true
 	}
 	return info, true
 }
@@ -317,11 +327,11 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) Stats() StoreStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}
 	for _, p := range s.packs {
 		st.StoredBytes += max(p.size, 0)
 	}
-	for _, l := range s.index {
+	for _, l := range s.index.all() {
 		st.RawBytes += l.raw
 	}
 	return st

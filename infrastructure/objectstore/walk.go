@@ -246,7 +246,7 @@ func (r *reach) blob(h tree.Hash) error {
 		}
 		r.seen[h] = struct{}{}
 		l, ok := r.s.lookup(h)
-		if !ok || l.kind != TreeDeltaObject {
+		if !ok || !l.kind.delta() {
 			return nil // a missing blob is not Reachable's to report
 		}
 		base, err := r.s.deltaBase(h, l)

@@ -547,7 +547,8 @@ func (sc *scan) tryHash(j job, bufp *[]byte) error {
 			}
 			r = f
 		}
-		n, err := sc.batch.PutBlob(r, h, size)
+		// The content the stat cache last saw at this path is the likeliest base for a delta.
+		n, err := sc.batch.PutBlobDelta(r, h, size, sc.old[j.rel].Hash)
 		if err != nil {
 			return fmt.Errorf("store %q: %w", j.rel, err)
 		}

@@ -120,6 +120,42 @@ func (w *workspace) checkpoint(files map[string][]byte) (tree.Hash, error) {
 	return root, nil
 }
 
+// checkpointFrom is checkpoint for new versions of files: each is stored as a delta of the same
+// name's content in prev (a hash per name), as a workspace stores a modified file.
+func (w *workspace) checkpointFrom(files map[string][]byte, prev map[string]tree.Hash) (tree.Hash, error) {
+	b := w.s.NewBatch()
+	defer b.Abort()
+	var t objectstore.Tree
+	for _, name := range sortedKeys(files) {
+		data := files[name]
+		h := tree.Hash(sha256.Sum256(data))
+		if _, err := b.PutBlobDelta(bytes.NewReader(data), h, int64(len(data)), prev[name]); err != nil {
+			return tree.ZeroHash, err
+		}
+		t = append(t, objectstore.TreeEntry{Name: name, Kind: tree.KindFile, Mode: 0o644, Size: int64(len(data)), Hash: h})
+	}
+	root, _, err := b.PutTree(t)
+	if err != nil {
+		return tree.ZeroHash, err
+	}
+	if err := b.Commit(); err != nil {
+		return tree.ZeroHash, err
+	}
+	return root, nil
+}
+
+// edited returns files with each one's middle changed, and the hashes of the originals.
+func edited(files map[string][]byte) (map[string][]byte, map[string]tree.Hash) {
+	next, prev := map[string][]byte{}, map[string]tree.Hash{}
+	for name, data := range files {
+		prev[name] = tree.Hash(sha256.Sum256(data))
+		c := bytes.Clone(data)
+		copy(c[len(c)/2:], "// edited\n")
+		next[name] = c
+	}
+	return next, prev
+}
+
 // publish makes root a root of w (its record is visible), then confirms, as a transaction does.
 func (w *workspace) publish(root tree.Hash) error {
 	w.mu.Lock()
@@ -198,6 +234,76 @@ func Run(t *testing.T, newBackend Factory) {
 	t.Run("an interrupted sweep is finished by the next gc", func(t *testing.T) { interruptedSweep(t, newBackend) })
 	t.Run("records are kept per workspace", func(t *testing.T) { records(t, newBackend) })
 	t.Run("concurrent writers and gc lose nothing", func(t *testing.T) { concurrent(t, newBackend) })
+	t.Run("delta bases are kept, and rescued from condemned packs", func(t *testing.T) { deltaBases(t, newBackend) })
+}
+
+// deltaBases: a file stored as a delta keeps its base alive through gc even when no record names
+// the base any more; and a writer whose delta relies on a base in a pack a gc condemned (its
+// index did not know yet) copies the base when it confirms, so a sweep that never hears of the
+// writer's record still leaves every delta readable.
+func deltaBases(t *testing.T, newBackend Factory) {
+	clock := &Clock{Backend: newBackend(t)}
+	a, b := open(t, clock), open(t, clock)
+	v1 := files(9, 12, 4000)
+	r1, err := a.checkpoint(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, prev := edited(v1)
+	r2, err := a.checkpointFrom(v2, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range v2 {
+		if info, ok := a.s.Info(tree.Hash(sha256.Sum256(data))); !ok || !info.Delta || info.Kind != objectstore.BlobObject {
+			t.Fatalf("%s: %+v (want a blob stored as a delta)", name, info)
+		}
+	}
+	if err := a.publish(r2); err != nil {
+		t.Fatal(err)
+	}
+	// v1 is named by no root: only the deltas of v2 need its blobs.
+	clock.Advance(2 * time.Hour)
+	if _, err := a.s.SharedGC(live(a.s, a), 0); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, clock)
+	if err := c.restores(r2, v2); err != nil {
+		t.Fatalf("deltas after a gc that no record of their bases survived: %v", err)
+	}
+
+	// b stores v3 against v2's blobs while a gc condemns the pack holding them: b's index is
+	// stale, so it builds its deltas on them, and Confirm must copy them.
+	if err := b.s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	a.drop(r2)
+	clock.Advance(2 * time.Hour)
+	if res, err := a.s.SharedGC(live(a.s, a), time.Hour); err != nil || res.PacksCondemned == 0 {
+		t.Fatalf("gc: %+v, %v", res, err)
+	}
+	v3, prev3 := edited(v2)
+	for name := range v3 {
+		v3[name] = append(v3[name], "// v3\n"...)
+	}
+	r3, err := b.checkpointFrom(v3, prev3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.publish(r3); err != nil {
+		t.Fatalf("confirm: %v (want the condemned bases copied)", err)
+	}
+	clock.Advance(2 * time.Hour)
+	if _, err := a.s.SharedGC(live(a.s, a), time.Hour); err != nil { // a does not know b's record
+		t.Fatal(err)
+	}
+	d := open(t, clock)
+	if err := d.restores(r3, v3); err != nil {
+		t.Fatalf("b's deltas after the sweep: %v", err)
+	}
+	if _, err := d.s.ReadTree(r1); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("v1's tree, named by no record, is still there: %v", err)
+	}
 }
 
 func collectsOnlyTheDead(t *testing.T, newBackend Factory) {
