@@ -55,7 +55,7 @@ func TestDoctorRepairHealsADeltaWhoseBaseIsDamaged(t *testing.T) {
 		t.Fatal("the delta still reads with its base damaged")
 	}
 
-	r := maintenance.Doctor(ctx, l, true)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if !strings.Contains(f.Problem, "1 object(s) healed; 1 have no intact copy anywhere (e.g. "+tree.Sum(v1).String()+")") {
 		t.Fatalf("heal finding %+v", f)
