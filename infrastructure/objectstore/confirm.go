@@ -30,17 +30,6 @@ func (s *Store) Rely(hs map[tree.Hash]struct{}) {
 	s.reliedMu.Unlock()
 }
 
-// RelyOn is Rely for a few hashes.
-func (s *Store) RelyOn(hs ...tree.Hash) {
-	set := make(map[tree.Hash]struct{}, len(hs))
-	for _, h := range hs {
-		if !h.IsZero() {
-			set[h] = struct{}{}
-		}
-	}
-	s.Rely(set)
-}
-
 // Confirm is the writers' half of a shared store's gc protocol (see marks.go). It MUST be called
 // after the record of a transaction that references what this process relied on is visible, and
 // before the transaction commits: it reloads the index and checks that every object relied on
