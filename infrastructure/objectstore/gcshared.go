@@ -118,18 +118,11 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	}
 	// Keep what is live, the chains of live deltas, and the base of every delta in a pack that
 	// stays: those packs are not all eligible for deletion, so the plan's rule applies as is.
-	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
-	s.mu.RLock()
-	for h, l := range s.index.all() {
-		if _, ok := set[h]; ok && l.kind.delta() {
-			keep.work = append(keep.work, h)
-		}
-	}
-	s.mu.RUnlock()
-	if err := keep.closeChains(false); err != nil {
+	keep, err := s.keeping(set)
+	if err != nil {
 		return fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
-	drop, _, err := s.plan(&keep, func(p *packFile) bool { return condemned[p.id] }, true)
+	drop, _, err := s.plan(keep, func(p *packFile) bool { return condemned[p.id] }, true)
 	if err != nil {
 		return err
 	}
@@ -171,6 +164,19 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 		res.MarksSwept++
 	}
 	return s.reload()
+}
+
+// keeping is what a shared gc keeps of live set: the set and the base chains of its deltas.
+func (s *Store) keeping(set map[tree.Hash]struct{}) (*gcLive, error) {
+	keep := &gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
+	s.mu.RLock()
+	for h, l := range s.index.all() {
+		if _, ok := set[h]; ok && l.kind.delta() {
+			keep.work = append(keep.work, h)
+		}
+	}
+	s.mu.RUnlock()
+	return keep, keep.closeChains(false)
 }
 
 func (s *Store) packFileOf(id string) *packFile {
@@ -230,18 +236,11 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 		return ok && (grace <= 0 || now.Sub(t) >= grace) // no grace: whatever the clocks say
 	}
 	eligible := func(p *packFile) bool { return p.size >= 0 && !condemned[p.id] && old(p.id) }
-	keep := gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
-	s.mu.RLock()
-	for h, l := range s.index.all() {
-		if _, ok := set[h]; ok && l.kind.delta() {
-			keep.work = append(keep.work, h)
-		}
-	}
-	s.mu.RUnlock()
-	if err := keep.closeChains(false); err != nil {
+	keep, err := s.keeping(set)
+	if err != nil {
 		return "", fmt.Errorf("gc (nothing was condemned): %w", err)
 	}
-	drop, rewrite, err := s.plan(&keep, eligible, false)
+	drop, rewrite, err := s.plan(keep, eligible, false)
 	if err != nil {
 		return "", err
 	}
