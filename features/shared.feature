@@ -36,6 +36,8 @@ Feature: Shared stores
       | --store http://example.com/x | want file:///absolute/path or s3://  |
       | --store file://relative/path | want file:///absolute/path           |
       | --store s3://                | want s3://bucket                     |
+      | --store s3://ab              | Bucket name cannot be shorter        |
+      | --store s3://a..b/team       | Bucket name contains invalid         |
       | --db mysql://u@h/d           | want sqlite:///absolute/path or post |
       | --db sqlite://relative.db    | want sqlite:///absolute/path         |
 

@@ -43,6 +43,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -94,11 +95,16 @@ type Backend struct {
 var _ objectstore.Backend = (*Backend)(nil)
 
 // ParseURL splits s3://bucket[/prefix] into the bucket and the prefix (without slashes at either
-// end).
+// end). A bucket name S3 does not accept is invalid input.
 func ParseURL(raw string) (bucket, prefix string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", raw)
+	}
+	// minio-go checks the name before every request, and its complaint carries no status: left to
+	// it, a name S3 never accepts would read as a service that does not answer.
+	if err := s3utils.CheckValidBucketName(u.Host); err != nil {
+		return "", "", fault.Invalid("store URL %q: %v", raw, err)
 	}
 	prefix = strings.Trim(u.Path, "/")
 	if strings.Contains(prefix, "//") || strings.Contains("/"+prefix+"/", "/../") || strings.Contains("/"+prefix+"/", "/./") {
