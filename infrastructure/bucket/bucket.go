@@ -662,7 +662,10 @@ func (c *cache) adopt(src, name string) {
 	c.evict()
 }
 
-// fetch downloads name whole into the cache and opens the copy.
+// fetch downloads name whole into the cache and opens the copy. The copy is opened before it is
+// put in place: from then on an eviction (by another fetch, or by this one when the file alone
+// exceeds the bound) may remove it, and the reader must still have it, or a pack that is there would
+// read as missing, which is damage.
 func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
@@ -676,26 +679,29 @@ func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, er
 		_ = os.Remove(tmp)
 		return nil, b.classify("read", name, err)
 	}
-	if fi, err := os.Stat(tmp); err != nil || fi.Size() != size {
+	local, err := objectstore.NewDir(c.tmp, false).Open(filepath.Base(tmp))
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("cache %s: %w", b.Location(name), err)
+	}
+	if local.Size() != size {
+		_ = local.Close()
 		_ = os.Remove(tmp)
 		return nil, fault.Integrity("read %s: the download does not have the listed size %d", b.Location(name), size)
 	}
 	c.downloaded.Add(size)
 	p := c.path(name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		_ = os.Remove(tmp)
-		return nil, err
+	err = os.MkdirAll(filepath.Dir(p), 0o700)
+	if err == nil {
+		err = os.Rename(tmp, p)
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err != nil {
+		// Read from the download all the same: only the cache's copy is lost.
 		_ = os.Remove(tmp)
-		return nil, err
+		return local, nil
 	}
 	c.evict()
-	f2, err := objectstore.NewDir(c.files, false).Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return f2, nil
+	return local, nil
 }
 
 func (c *cache) drop(name string) { _ = os.Remove(c.path(name)) }
