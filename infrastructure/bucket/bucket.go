@@ -18,7 +18,8 @@
 //     past the bound, the least recently used packs go;
 //   - an unreachable endpoint, refused credentials or a server error that outlasts the retries is
 //     fault.ErrUnavailable, whose message names the store but never a secret; a missing bucket is
-//     fault.ErrNotFound. Reads and PUTs of new names are retried with backoff (they are
+//     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
+//     size when fetched whole) is fault.ErrIntegrity. Reads and PUTs of new names are retried with backoff (they are
 //     idempotent); nothing else is.
 package bucket
 
@@ -215,13 +216,11 @@ func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) 
 
 func (b *Backend) key(name string) string { return b.prefix + name }
 
-// classify turns a minio-go error into the kinds callers act on: a missing key is
-// fs.ErrNotExist; a refused conditional write fs.ErrExist; anything that says the service cannot
-// be used (network, credentials, server errors after retries) fault.ErrUnavailable.
+// classify turns a minio-go error (never nil) into the kinds callers act on: a missing key is
+// fs.ErrNotExist; a refused conditional write fs.ErrExist; a range past the end
+// fault.ErrIntegrity; anything that says the service cannot be used (network, credentials, server
+// errors after retries) fault.ErrUnavailable.
 func (b *Backend) classify(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
 	what := b.url
 	if name != "" {
 		what = b.Location(name)
@@ -234,6 +233,9 @@ func (b *Backend) classify(op, name string, err error) error {
 		return fmt.Errorf("%s %s: %w", op, what, fs.ErrExist)
 	case resp.Code == "NoSuchBucket":
 		return fault.NotFound("%s %s: the bucket %s does not exist", op, what, b.bucket)
+	case resp.Code == "InvalidRange" || resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		// Only ranges within the size the file had when it was opened are asked for.
+		return fault.Integrity("%s %s: shorter than when it was opened (the file changed?)", op, what)
 	case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch" ||
 		resp.StatusCode == http.StatusForbidden:
 		return fault.Unavailable("%s %s: the credentials in the AWS environment were refused (%s)", op, what, resp.Code)
