@@ -643,10 +643,18 @@ func (c *cache) open(name string) (objectstore.File, bool) {
 	if err != nil {
 		return nil, false
 	}
-	now := time.Now()
-	_ = os.Chtimes(p, now, now)
+	used(p)
 	c.hits.Add(1)
 	return f, true
+}
+
+// used stamps a cached file as used now. Eviction orders packs by these stamps, so every use
+// (opened, uploaded, downloaded) is stamped with the same clock: the kernel's coarser one, which a
+// file's own write leaves, may lag behind it, and would make a pack just uploaded look older than
+// one opened a moment before.
+func used(p string) {
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
 }
 
 // adopt makes the uploaded file src the cached copy of name.
@@ -656,6 +664,7 @@ func (c *cache) adopt(src, name string) {
 		_ = os.Remove(src)
 		return
 	}
+	used(src)
 	if err := os.Rename(src, p); err != nil {
 		_ = os.Remove(src)
 		return
@@ -693,6 +702,7 @@ func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, er
 	}
 	c.downloaded.Add(size)
 	p := c.path(name)
+	used(tmp)
 	err = os.MkdirAll(filepath.Dir(p), 0o700)
 	if err == nil {
 		err = os.Rename(tmp, p)
