@@ -95,7 +95,7 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %q, %q, %v", c.in, b, p, err)
 		}
 	}
-	for _, bad := range []string{"", "b", "file:///x", "s3://", "s3:///x", "s3://u:p@b", "s3://b?x=1", "s3://b/a/../c", "s3://b/a//c", "%"} {
+	for _, bad := range []string{"", "b", "file:///x", "s3://", "s3:///x", "s3://u:p@b", "s3://bkt?x=1", "s3://bkt/a/../c", "s3://bkt/a//c", "s3://bkt/./c", "%"} {
 		if _, _, err := ParseURL(bad); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("ParseURL(%q): %v, want invalid", bad, err)
 		}
