@@ -50,3 +50,24 @@ func TestOpenRefusesWhatCanNeverWork(t *testing.T) {
 		}
 	}
 }
+
+// Without an injected environment, Open reads the process's AWS environment.
+func TestOpenReadsTheProcessEnvironment(t *testing.T) {
+	getenv := s3env(t)
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} {
+		t.Setenv(k, getenv(k))
+	}
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	made := freshBucket(t, getenv, "")
+	b, err := Open(context.Background(), Config{URL: "s3://" + made.bucket, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("open with the process's environment: %v", err)
+	}
+	defer b.Close()
+	if err := b.WriteFile("workspaces/w.json", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := made.ReadFile("workspaces/w.json"); err != nil || string(got) != "{}" {
+		t.Fatalf("what it wrote, read by another client: %q, %v", got, err)
+	}
+}
