@@ -199,3 +199,37 @@ func TestAStoreThatIsNotADirectory(t *testing.T) {
 		t.Errorf("a store that is a file: %v", err)
 	}
 }
+
+// A store whose packs/ or whose workspace's records cannot be listed is refused when the
+// workspace is opened, and when init is run again (which must not take records it cannot read for
+// none, and start an empty database beside them).
+func TestAStoreThatCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	for _, what := range []string{"packs", "records"} {
+		storeDir := filepath.Join(t.TempDir(), "store")
+		root := t.TempDir()
+		app, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true, Store: "file://" + storeDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(storeDir, what)
+		if what == "records" {
+			p = filepath.Join(p, app.Services.DB.WorkspaceID())
+		}
+		_ = app.Close()
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true}); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("init again with a store whose %s cannot be listed: %v", what, err)
+		}
+		if what == "packs" {
+			if _, err := bootstrap.Open(ctx, bootstrap.Config{Root: root}); err == nil || !strings.Contains(err.Error(), p) {
+				t.Errorf("open with a store whose packs cannot be listed: %v", err)
+			}
+		}
+	}
+}

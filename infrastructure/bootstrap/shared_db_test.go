@@ -91,4 +91,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 	if ws, err := s.Workspaces(ctx); err == nil {
 		t.Errorf("the workspaces of a database without its tables: %+v", ws)
 	}
+	if _, err := s.Checkpoint(ctx, a, ""); err == nil || errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("a checkpoint in a database without its tables: %v, want an error other than not found", err)
+	}
 }
