@@ -120,3 +120,67 @@ func TestDoctorChecksThePostgresSchema(t *testing.T) {
 		t.Fatalf("doctor of a database missing a table: %+v", r)
 	}
 }
+
+// A shared database restored from a backup older than the workspace holds none of its rows: doctor
+// says the workspace is missing from it, and the rebuild puts its rows back from its records,
+// leaving the other workspaces' rows as they are.
+func TestAWorkspaceMissingFromItsDatabase(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := pgWorkspace(t)
+	other, err := bootstrap.Open(ctx, bootstrap.Config{Root: t.TempDir(), Init: true, Store: "file://" + t.TempDir(), DB: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Services.Checkpoints.Create(ctx, application.CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = other.Close()
+	env := func(k string) string {
+		if k == "PGPASSWORD" {
+			return password(t, dsn)
+		}
+		return ""
+	}
+	ids := func(root string) []string {
+		t.Helper()
+		app, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Getenv: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = app.Close() }()
+		cps, err := app.Services.Checkpoints.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cps {
+			out = append(out, string(c.ID()))
+		}
+		return out
+	}
+	want, theirs := ids(s.Layout.Root), ids(other.Services.Layout.Root)
+	for _, table := range []string{"attempts", "decisions", "corrections", "plans", "checkpoints", "checkpoint_failures", "history", "operations", "ledger", "workspaces"} {
+		column := "workspace_id"
+		if table == "workspaces" {
+			column = "id"
+		}
+		pgExec(t, dsn, "DELETE FROM "+table+" WHERE "+column+" = '"+s.WorkspaceID+"'")
+	}
+	r := maintenance.Doctor(ctx, s.Target(), false)
+	if r.OK || r.Findings[0].Check != "database" || r.Findings[0].OK {
+		t.Fatalf("doctor of a workspace missing from its database: %+v", r)
+	}
+	res, err := maintenance.Rebuild(ctx, s.Target(), rebuildTime)
+	if err != nil || !res.Rebuilt || !strings.Contains(res.Why, "no rows of this workspace") || res.Checkpoints != 1 {
+		t.Fatalf("rebuild: %+v, %v", res, err)
+	}
+	if got := ids(s.Layout.Root); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("checkpoints after the rebuild: %v, want %v", got, want)
+	}
+	if r := maintenance.Doctor(ctx, s.Target(), false); !r.OK {
+		t.Errorf("doctor after the rebuild: %+v", r)
+	}
+	if got := ids(other.Services.Layout.Root); len(got) != 1 || got[0] != theirs[0] {
+		t.Errorf("the other workspace's checkpoints: %v, want %v", got, theirs)
+	}
+}
