@@ -187,6 +187,42 @@ Feature: Shared stores
     When I run "plan doctor"
     Then it succeeds
 
+  Scenario: the configuration bounds an S3 store's local cache
+    Given a workspace
+    And a shared store in an S3 bucket
+    When I run "plan init --store <store>"
+    Then it succeeds
+    Given the workspace's configuration also says:
+      """
+      cache:
+        max_bytes: 50MB
+      """
+    When I run "plan --json stats"
+    Then it succeeds
+    And the JSON output has "cache.limit_bytes" equal to "50000000"
+    Given the workspace's configuration also says:
+      """
+      gc:
+        grace: 1m
+      """
+    When I run "plan --json stats"
+    Then it succeeds
+    And the JSON output has "cache.limit_bytes" equal to "50000000"
+
+  Scenario: a cache bound that is no size is invalid input naming the setting
+    Given a workspace
+    And a shared store in an S3 bucket
+    When I run "plan init --store <store>"
+    Then it succeeds
+    Given the workspace's configuration also says:
+      """
+      cache:
+        max_bytes: lots
+      """
+    When I run "plan stats"
+    Then the exit code is 3
+    And stderr contains "cache.max_bytes"
+
   Scenario: an S3 endpoint that does not answer is "unavailable", and nothing changes
     Given a workspace
     And a shared store in an S3 bucket
@@ -367,3 +403,21 @@ Feature: Shared stores
     And the JSON output has "0.id" equal to "<one>"
     When I run "plan doctor"
     Then it succeeds
+
+  Scenario: a clone of a checkpoint whose content is gone from the store fails, says so, and leaves nothing in the way of the next attempt
+    Given a workspace
+    And a shared store in a directory
+    And a file "a.txt" containing "alpha"
+    When I run "plan --json init --store <store>"
+    Then it succeeds
+    And I remember the JSON output "workspace_id" as "source"
+    And a checkpoint "one"
+    When I delete every pack of the shared store
+    And I run "plan --json clone --store <store> --workspace <source> <outside>/copy"
+    Then the exit code is 6
+    And the JSON error has "error.message" containing "clone checkpoint <one> of workspace <source>"
+    And the JSON error has "error.message" containing "missing"
+    And "<outside>/copy" does not exist
+    When I run "plan --json clone --store <store> --workspace <source> <outside>"
+    Then the exit code is 6
+    And the outside directory is empty

@@ -32,6 +32,7 @@ func (s *scenario) registerSharedSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the workspace's configuration also says:$`, s.theConfigurationAlsoSays)
 	sc.Step(`^the store's descriptor of workspace "([^"]*)" is (removed|damaged)$`, s.theDescriptorIs)
 	sc.Step(`^I flip a byte in the middle of every pack of the shared store$`, s.iCorruptEverySharedPack)
+	sc.Step(`^I delete every pack of the shared store$`, s.iDeleteEverySharedPack)
 	sc.Step(`^the shared database loses every table$`, s.theDatabaseLosesEveryTable)
 	sc.Step(`^I remember the shared database's DSN with its password as "([^"]*)"$`, s.iRememberTheDSNWithPassword)
 	sc.Step(`^(stdout|stderr) does not contain the database password$`, s.streamHasNoPassword)
@@ -265,20 +266,44 @@ func (s *scenario) theDescriptorIs(name, how string) error {
 	})
 }
 
-func (s *scenario) iCorruptEverySharedPack() error {
+// sharedPacks lists the pack files of the scenario's file:// store (their indexes beside them).
+func (s *scenario) sharedPacks() ([]string, error) {
 	dir, err := s.storeDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	packs, err := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	if err == nil && len(packs) == 0 {
+		err = fmt.Errorf("no pack files in %s", dir)
+	}
+	return packs, err
+}
+
+func (s *scenario) iCorruptEverySharedPack() error {
+	packs, err := s.sharedPacks()
 	if err != nil {
 		return err
-	}
-	if len(packs) == 0 {
-		return fmt.Errorf("no pack files in %s", dir)
 	}
 	for _, p := range packs {
 		if err := flipMiddleByte(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// iDeleteEverySharedPack removes every pack and its index, as a gc elsewhere that went wrong, or
+// a restore of the store from an older backup, would.
+func (s *scenario) iDeleteEverySharedPack() error {
+	packs, err := s.sharedPacks()
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		if err := os.Remove(strings.TrimSuffix(p, ".pack") + ".idx"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
 			return err
 		}
 	}
