@@ -29,6 +29,13 @@ func (s *scenario) registerSharedSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the S3 endpoint does not answer$`, s.theS3EndpointDoesNotAnswer)
 	sc.Step(`^the database does not answer$`, s.theDatabaseDoesNotAnswer)
 	sc.Step(`^"([^"]*)" equals the workspace remembered as "([^"]*)"$`, s.dirEquals)
+	sc.Step(`^the workspace's configuration also says:$`, s.theConfigurationAlsoSays)
+	sc.Step(`^the store's descriptor of workspace "([^"]*)" is (removed|damaged)$`, s.theDescriptorIs)
+	sc.Step(`^I flip a byte in the middle of every pack of the shared store$`, s.iCorruptEverySharedPack)
+	sc.Step(`^I delete every pack of the shared store$`, s.iDeleteEverySharedPack)
+	sc.Step(`^the shared database loses every table$`, s.theDatabaseLosesEveryTable)
+	sc.Step(`^I remember the shared database's DSN with its password as "([^"]*)"$`, s.iRememberTheDSNWithPassword)
+	sc.Step(`^(stdout|stderr) does not contain the database password$`, s.streamHasNoPassword)
 	sc.Step(`^I wait ([0-9.]+) seconds?$`, func(secs float64) error {
 		time.Sleep(time.Duration(secs * float64(time.Second)))
 		return nil
@@ -210,6 +217,139 @@ func (s *scenario) dirEquals(rel, name string) error {
 	}
 	if diffs := treetest.Diff(want, got); len(diffs) > 0 {
 		return fmt.Errorf("%s differs from %q:\n  %s", dir, name, treetest.Summary(diffs))
+	}
+	return nil
+}
+
+// theConfigurationAlsoSays appends settings to the workspace's .plan/config.yaml.
+func (s *scenario) theConfigurationAlsoSays(doc *godog.DocString) error {
+	p, err := s.path(".plan/config.yaml")
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strings.TrimSuffix(doc.Content, "\n") + "\n")
+	return errors.Join(err, f.Close())
+}
+
+// storeDir is the directory of the scenario's file:// store.
+func (s *scenario) storeDir() (string, error) {
+	dir, ok := strings.CutPrefix(s.store, "file://")
+	if !ok {
+		return "", fmt.Errorf("the scenario's store %q is not a directory", s.store)
+	}
+	return dir, nil
+}
+
+func (s *scenario) theDescriptorIs(name, how string) error {
+	dir, err := s.storeDir()
+	if err != nil {
+		return err
+	}
+	id, ok := s.ids[name]
+	if !ok {
+		return fmt.Errorf("no ID remembered as %q", name)
+	}
+	p := filepath.Join(dir, "workspaces", id+".json")
+	if how == "removed" {
+		return os.Remove(p)
+	}
+	return rewriteKeepingMode(p, func(f *os.File, _ int64) error {
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		_, err := f.WriteAt([]byte("{not json"), 0)
+		return err
+	})
+}
+
+// sharedPacks lists the pack files of the scenario's file:// store (their indexes beside them).
+func (s *scenario) sharedPacks() ([]string, error) {
+	dir, err := s.storeDir()
+	if err != nil {
+		return nil, err
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	if err == nil && len(packs) == 0 {
+		err = fmt.Errorf("no pack files in %s", dir)
+	}
+	return packs, err
+}
+
+func (s *scenario) iCorruptEverySharedPack() error {
+	packs, err := s.sharedPacks()
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		if err := flipMiddleByte(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// iDeleteEverySharedPack removes every pack and its index, as a gc elsewhere that went wrong, or
+// a restore of the store from an older backup, would.
+func (s *scenario) iDeleteEverySharedPack() error {
+	packs, err := s.sharedPacks()
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		if err := os.Remove(strings.TrimSuffix(p, ".pack") + ".idx"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// theDatabaseLosesEveryTable empties the scenario's database (as a restore of the wrong backup, or
+// a DROP SCHEMA by mistake, would): the workspaces' rows and the schema are gone.
+func (s *scenario) theDatabaseLosesEveryTable() error {
+	if s.dbName == "" {
+		return errors.New("no shared database in this scenario")
+	}
+	u, err := url.Parse(s.dbAdmin)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + s.dbName
+	return adminExec(u.String(), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+}
+
+// iRememberTheDSNWithPassword remembers the DSN of the scenario's database with the password in
+// it, as a user might pass it to plan init.
+func (s *scenario) iRememberTheDSNWithPassword(name string) error {
+	pw := s.env["PGPASSWORD"]
+	if s.db == "" || pw == "" {
+		return errors.New("no shared database with a password in this scenario")
+	}
+	u, err := url.Parse(s.db)
+	if err != nil {
+		return err
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	s.ids[name] = u.String()
+	return nil
+}
+
+func (s *scenario) streamHasNoPassword(which string) error {
+	if err := s.ran(); err != nil {
+		return err
+	}
+	pw := s.env["PGPASSWORD"]
+	if pw == "" {
+		return errors.New("no database password in this scenario")
+	}
+	if strings.Contains(s.stream(which), pw) {
+		return fmt.Errorf("%s of `%s` shows the database password:\n%s", which, s.cmdline, s.stream(which))
 	}
 	return nil
 }

@@ -161,8 +161,9 @@ func (s *Setup) create(cfg Config) error {
 	if f.WorkspaceID != "" && cfg.WorkspaceID != "" && cfg.WorkspaceID != f.WorkspaceID {
 		return fault.Conflict("%s is already being made workspace %s", l.Root, f.WorkspaceID)
 	}
-	if (f.Store != "" && cfg.Store != "" && f.Store != cfg.Store) || (f.DB != "" && cfg.DB != "" && !sameDSN(f.DB, cfg.DB)) {
-		return fault.Conflict("%s holds a configuration for another store or database: remove .plan/ to start over", l.Root)
+	// No database here: Resolve takes a configuration that names one for an existing workspace.
+	if f.Store != "" && cfg.Store != "" && f.Store != cfg.Store {
+		return fault.Conflict("%s holds a configuration for another store: remove .plan/ to start over", l.Root)
 	}
 	if f.WorkspaceID == "" {
 		f.WorkspaceID = cfg.WorkspaceID
@@ -214,12 +215,6 @@ func outsideWorkspace(l workspace.Layout, cfg Config) error {
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-func sameDSN(a, b string) bool {
-	ra, _ := config.RedactDSN(a)
-	rb, _ := config.RedactDSN(b)
-	return ra == rb
 }
 
 // hasPacks reports whether the private store holds anything a lost database would have

@@ -203,7 +203,9 @@ type SourceCheckpoint struct {
 }
 
 // Checkpoint finds workspace id's checkpoint ref (a full ID or a unique prefix; empty: the newest)
-// in the database when one was named, else in the workspace's records.
+// of the store: in the database when one was named and holds the workspace, else in the
+// workspace's records. A workspace the store holds no records of is not found, whatever a database
+// says of it (its content is in another store).
 func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceCheckpoint, error) {
 	if err := ident.ValidateFull("workspace", id); err != nil {
 		return SourceCheckpoint{}, err
@@ -213,14 +215,18 @@ func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceChe
 			return SourceCheckpoint{}, err
 		}
 	}
-	if s.db != nil {
-		return s.dbCheckpoint(ctx, id, ref)
-	}
 	recs := objectstore.NewRecords(s.be, objectstore.WorkspaceRecords(id))
 	if names, err := recs.Committed(); err != nil {
 		return SourceCheckpoint{}, err
 	} else if len(names) == 0 {
 		return SourceCheckpoint{}, fault.NotFound("the store %s holds no workspace %s", s.cfg.Store, id)
+	}
+	if s.db != nil {
+		if src, held, err := s.dbCheckpoint(ctx, id, ref); held {
+			return src, err
+		}
+		// A workspace of the store whose metadata is not in this database (its own plan.db):
+		// its records are the whole of it, as Workspaces counts it.
 	}
 	sum, err := persistence.SummarizeLedger(recs)
 	if err != nil {
@@ -251,28 +257,30 @@ func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceChe
 	return SourceCheckpoint{Workspace: id, ID: c.ID, Root: c.Root, CreatedAt: c.CreatedAt}, nil
 }
 
-func (s *SharedStore) dbCheckpoint(ctx context.Context, id, ref string) (SourceCheckpoint, error) {
+// dbCheckpoint finds the checkpoint in the database; held is false when the database does not hold
+// the workspace.
+func (s *SharedStore) dbCheckpoint(ctx context.Context, id, ref string) (src SourceCheckpoint, held bool, err error) {
 	db, err := persistence.Open(ctx, s.cfg.DB, false, persistence.WithWorkspace(id))
+	if errors.Is(err, fault.ErrNotFound) {
+		return SourceCheckpoint{}, false, nil
+	}
 	if err != nil {
-		if errors.Is(err, fault.ErrNotFound) {
-			return SourceCheckpoint{}, fault.NotFound("the database holds no workspace %s", id)
-		}
-		return SourceCheckpoint{}, err
+		return SourceCheckpoint{}, true, err
 	}
 	defer func() { _ = db.Close() }()
 	repo := persistence.NewCheckpoints(db)
 	var cp *checkpoint.Checkpoint
 	if ref == "" {
 		if cp, err = repo.Latest(ctx); errors.Is(err, fault.ErrNotFound) {
-			return SourceCheckpoint{}, fault.NotFound("workspace %s has no checkpoint", id)
+			return SourceCheckpoint{}, true, fault.NotFound("workspace %s has no checkpoint", id)
 		}
 	} else {
 		cp, err = repo.Resolve(ctx, ref)
 	}
 	if err != nil {
-		return SourceCheckpoint{}, err
+		return SourceCheckpoint{}, true, err
 	}
-	return SourceCheckpoint{Workspace: id, ID: string(cp.ID()), Root: cp.Root(), CreatedAt: cp.CreatedAt()}, nil
+	return SourceCheckpoint{Workspace: id, ID: string(cp.ID()), Root: cp.Root(), CreatedAt: cp.CreatedAt()}, true, nil
 }
 
 // EmptyDir makes sure dir can take a clone: it is created when missing, and must otherwise be an

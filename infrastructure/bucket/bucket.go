@@ -18,7 +18,8 @@
 //     past the bound, the least recently used packs go;
 //   - an unreachable endpoint, refused credentials or a server error that outlasts the retries is
 //     fault.ErrUnavailable, whose message names the store but never a secret; a missing bucket is
-//     fault.ErrNotFound. Reads and PUTs of new names are retried with backoff (they are
+//     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
+//     size when fetched whole) is fault.ErrIntegrity. Reads and PUTs of new names are retried with backoff (they are
 //     idempotent); nothing else is.
 package bucket
 
@@ -43,6 +44,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -94,11 +96,16 @@ type Backend struct {
 var _ objectstore.Backend = (*Backend)(nil)
 
 // ParseURL splits s3://bucket[/prefix] into the bucket and the prefix (without slashes at either
-// end).
+// end). A bucket name S3 does not accept is invalid input.
 func ParseURL(raw string) (bucket, prefix string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", raw)
+	}
+	// minio-go checks the name before every request, and its complaint carries no status: left to
+	// it, a name S3 never accepts would read as a service that does not answer.
+	if err := s3utils.CheckValidBucketName(u.Host); err != nil {
+		return "", "", fault.Invalid("store URL %q: %v", raw, err)
 	}
 	prefix = strings.Trim(u.Path, "/")
 	if strings.Contains(prefix, "//") || strings.Contains("/"+prefix+"/", "/../") || strings.Contains("/"+prefix+"/", "/./") {
@@ -209,13 +216,11 @@ func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) 
 
 func (b *Backend) key(name string) string { return b.prefix + name }
 
-// classify turns a minio-go error into the kinds callers act on: a missing key is
-// fs.ErrNotExist; a refused conditional write fs.ErrExist; anything that says the service cannot
-// be used (network, credentials, server errors after retries) fault.ErrUnavailable.
+// classify turns a minio-go error (never nil) into the kinds callers act on: a missing key is
+// fs.ErrNotExist; a refused conditional write fs.ErrExist; a range past the end
+// fault.ErrIntegrity; anything that says the service cannot be used (network, credentials, server
+// errors after retries) fault.ErrUnavailable.
 func (b *Backend) classify(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
 	what := b.url
 	if name != "" {
 		what = b.Location(name)
@@ -228,6 +233,9 @@ func (b *Backend) classify(op, name string, err error) error {
 		return fmt.Errorf("%s %s: %w", op, what, fs.ErrExist)
 	case resp.Code == "NoSuchBucket":
 		return fault.NotFound("%s %s: the bucket %s does not exist", op, what, b.bucket)
+	case resp.Code == "InvalidRange" || resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		// Only ranges within the size the file had when it was opened are asked for.
+		return fault.Integrity("%s %s: shorter than when it was opened (the file changed?)", op, what)
 	case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch" ||
 		resp.StatusCode == http.StatusForbidden:
 		return fault.Unavailable("%s %s: the credentials in the AWS environment were refused (%s)", op, what, resp.Code)
@@ -635,10 +643,18 @@ func (c *cache) open(name string) (objectstore.File, bool) {
 	if err != nil {
 		return nil, false
 	}
-	now := time.Now()
-	_ = os.Chtimes(p, now, now)
+	used(p)
 	c.hits.Add(1)
 	return f, true
+}
+
+// used stamps a cached file as used now. Eviction orders packs by these stamps, so every use
+// (opened, uploaded, downloaded) is stamped with the same clock: the kernel's coarser one, which a
+// file's own write leaves, may lag behind it, and would make a pack just uploaded look older than
+// one opened a moment before.
+func used(p string) {
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
 }
 
 // adopt makes the uploaded file src the cached copy of name.
@@ -648,6 +664,7 @@ func (c *cache) adopt(src, name string) {
 		_ = os.Remove(src)
 		return
 	}
+	used(src)
 	if err := os.Rename(src, p); err != nil {
 		_ = os.Remove(src)
 		return
@@ -656,7 +673,10 @@ func (c *cache) adopt(src, name string) {
 	c.evict()
 }
 
-// fetch downloads name whole into the cache and opens the copy.
+// fetch downloads name whole into the cache and opens the copy. The copy is opened before it is
+// put in place: from then on an eviction (by another fetch, or by this one when the file alone
+// exceeds the bound) may remove it, and the reader must still have it, or a pack that is there would
+// read as missing, which is damage.
 func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
@@ -670,26 +690,30 @@ func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, er
 		_ = os.Remove(tmp)
 		return nil, b.classify("read", name, err)
 	}
-	if fi, err := os.Stat(tmp); err != nil || fi.Size() != size {
+	local, err := objectstore.NewDir(c.tmp, false).Open(filepath.Base(tmp))
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("cache %s: %w", b.Location(name), err)
+	}
+	if local.Size() != size {
+		_ = local.Close()
 		_ = os.Remove(tmp)
 		return nil, fault.Integrity("read %s: the download does not have the listed size %d", b.Location(name), size)
 	}
 	c.downloaded.Add(size)
 	p := c.path(name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		_ = os.Remove(tmp)
-		return nil, err
+	used(tmp)
+	err = os.MkdirAll(filepath.Dir(p), 0o700)
+	if err == nil {
+		err = os.Rename(tmp, p)
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err != nil {
+		// Read from the download all the same: only the cache's copy is lost.
 		_ = os.Remove(tmp)
-		return nil, err
+		return local, nil
 	}
 	c.evict()
-	f2, err := objectstore.NewDir(c.files, false).Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return f2, nil
+	return local, nil
 }
 
 func (c *cache) drop(name string) { _ = os.Remove(c.path(name)) }

@@ -85,17 +85,17 @@ func TestSharedBucketStore(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	for _, c := range []struct{ in, bucket, prefix string }{
-		{"s3://b", "b", ""},
-		{"s3://b/", "b", ""},
-		{"s3://b/team/ws", "b", "team/ws"},
-		{"s3://b/team/ws/", "b", "team/ws"},
+		{"s3://bkt", "bkt", ""},
+		{"s3://bkt/", "bkt", ""},
+		{"s3://bkt/team/ws", "bkt", "team/ws"},
+		{"s3://bkt/team/ws/", "bkt", "team/ws"},
 	} {
 		b, p, err := ParseURL(c.in)
 		if err != nil || b != c.bucket || p != c.prefix {
 			t.Errorf("ParseURL(%q) = %q, %q, %v", c.in, b, p, err)
 		}
 	}
-	for _, bad := range []string{"", "b", "file:///x", "s3://", "s3:///x", "s3://u:p@b", "s3://b?x=1", "s3://b/a/../c", "s3://b/a//c", "%"} {
+	for _, bad := range []string{"", "b", "file:///x", "s3://", "s3:///x", "s3://u:p@b", "s3://bkt?x=1", "s3://bkt/a/../c", "s3://bkt/a//c", "s3://bkt/./c", "%"} {
 		if _, _, err := ParseURL(bad); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("ParseURL(%q): %v, want invalid", bad, err)
 		}
@@ -134,18 +134,18 @@ func TestUnavailable(t *testing.T) {
 	_ = l.Close()
 	env := map[string]string{"AWS_ENDPOINT_URL": "http://" + closed, "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "sekrit-value"}
 	start := time.Now()
-	_, err = Open(context.Background(), Config{URL: "s3://b", CacheDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
-	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "s3://b") || strings.Contains(err.Error(), "sekrit") {
+	_, err = Open(context.Background(), Config{URL: "s3://bkt", CacheDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "s3://bkt") || strings.Contains(err.Error(), "sekrit") {
 		t.Fatalf("closed port: %v", err)
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("giving up on a closed port took %v", d)
 	}
-	if _, err := Open(context.Background(), Config{URL: "s3://b", CacheDir: t.TempDir(), Getenv: func(string) string { return "" }}); !errors.Is(err, fault.ErrUnavailable) ||
+	if _, err := Open(context.Background(), Config{URL: "s3://bkt", CacheDir: t.TempDir(), Getenv: func(string) string { return "" }}); !errors.Is(err, fault.ErrUnavailable) ||
 		!strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 		t.Fatalf("no credentials: %v", err)
 	}
-	if _, err := Open(context.Background(), Config{URL: "s3://b", Getenv: func(k string) string { return env[k] }}); err == nil {
+	if _, err := Open(context.Background(), Config{URL: "s3://bkt", Getenv: func(k string) string { return env[k] }}); err == nil {
 		t.Fatal("no cache directory accepted")
 	}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
@@ -66,6 +67,13 @@ func (t Target) fileDB() string {
 		return strings.TrimPrefix(t.DB, "sqlite://")
 	}
 	return t.DB
+}
+
+// Shown is the database as messages name it: DB without the password a PostgreSQL DSN may carry
+// (from PGPASSWORD, or as given to plan init).
+func (t Target) Shown() string {
+	shown, _ := config.RedactDSN(t.DB)
+	return shown
 }
 
 // open opens the database (see persistence.Open) as the workspace's.
@@ -125,7 +133,7 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			if !errors.Is(err, fault.ErrIntegrity) {
 				// Rebuild replaces only a database that is missing or damaged, never one it cannot
 				// open for another reason: advising it here would send the user round in a circle.
-				repair = "make " + t.DB + " the database plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
+				repair = "make " + t.Shown() + " the database plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
 				if errors.Is(err, fault.ErrUnavailable) {
 					repair = "make the database server reachable (and PGPASSWORD or ~/.pgpass right), then run `plan doctor` again"
 				}

@@ -5,7 +5,8 @@
 // Invariants: Health never changes the store except in Collect, which the caller runs under the
 // workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
-// pack, finishing or undoing an interrupted operation through the normal recovery path).
+// pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
+// name the database by Target.Shown, never with its password.
 package maintenance
 
 import (

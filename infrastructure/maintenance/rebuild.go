@@ -168,7 +168,7 @@ func databaseProblem(ctx context.Context, t Target, file string, recs *objectsto
 		return "damaged (" + err.Error() + ")", nil
 	}
 	if len(complaints) > 0 {
-		return fmt.Sprintf("damaged (integrity check of %s: %d complaints)", t.DB, len(complaints)), nil
+		return fmt.Sprintf("damaged (integrity check of %s: %d complaints)", t.Shown(), len(complaints)), nil
 	}
 	// A database restored from an old backup is healthy but behind: the store has committed
 	// transactions it never saw.

@@ -377,11 +377,11 @@ func (h *handler) rebuild(ctx context.Context, t maintenance.Target) error {
 	}
 	return h.emit(newRebuildView(res), func(w io.Writer) {
 		if !res.Rebuilt {
-			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.DB)
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.Shown())
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
-			t.DB, res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+			t.Shown(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
 		if res.KeptAside != "" {
 			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
 		}

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -110,7 +113,10 @@ type cloneView struct {
 
 // clone finds the source checkpoint, makes DIR a new workspace on the same store and database,
 // adopts the checkpoint as its first (type clone), and rolls DIR back to it: the journaled rollback
-// makes the materialisation crash-safe like any other.
+// makes the materialisation crash-safe like any other. A clone that adopted nothing (the
+// checkpoint's content is gone from the store, say) removes the workspace it made, so that DIR
+// takes the next attempt; once adopted, the checkpoint stays, and a failed materialisation says how
+// to finish it.
 func (h *handler) clone(c *ucli.Context) error {
 	if c.NArg() != 1 {
 		return usagef("clone needs exactly one argument: the directory to clone into")
@@ -128,18 +134,23 @@ func (h *handler) clone(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(dir)
+	made := errors.Is(statErr, fs.ErrNotExist)
 	if err := bootstrap.EmptyDir(dir); err != nil {
 		return err
 	}
 	h.root = dir
 	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
-	return h.with(c.Context, true, func(app *bootstrap.App) error {
+	adopted, state := false, ""
+	err = h.with(c.Context, true, func(app *bootstrap.App) error {
+		state = app.Services.Layout.State()
 		svc := app.Services.Checkpoints
 		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root,
 			Note: fmt.Sprintf("cloned from workspace %s, checkpoint %s", src.Workspace, src.ID)})
 		if err != nil {
-			return err
+			return fmt.Errorf("clone checkpoint %s of workspace %s: %w", src.ID, src.Workspace, err)
 		}
+		adopted = true
 		if _, err := svc.Rollback(c.Context, application.RollbackRequest{Ref: string(cp.ID()), Progress: h.progress(), Warn: h.warn}); err != nil {
 			return fmt.Errorf("materialise checkpoint %s in %s (plan rollback --to-checkpoint %s finishes it): %w", src.ID, dir, cp.ID(), err)
 		}
@@ -153,4 +164,13 @@ func (h *handler) clone(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "New workspace %s; its history starts at checkpoint %s.\n", v.WorkspaceID, v.CheckpointID)
 		})
 	})
+	if err != nil && !adopted {
+		if state != "" { // else Open failed, and removed what it made
+			_ = os.RemoveAll(state)
+		}
+		if made {
+			_ = os.Remove(dir)
+		}
+	}
+	return err
 }
