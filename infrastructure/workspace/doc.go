@@ -10,6 +10,12 @@
 //   - a stat cache entry is trusted only while the file's size, mtime, ctime, inode, device and mode
 //     are unchanged and the entry was not racy when recorded (its mtime or ctime within the timestamp
 //     granularity of the moment it was recorded); everything else is read and hashed again;
+//   - a directory's recorded tree is reused without being encoded again only when its stat cache
+//     record is exact (written whole by a snapshot, not patched by a restore), the live listing
+//     (after the ignore rules) has exactly the recorded names and kinds, every file and symlink is
+//     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
+//     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
+//     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
 //   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
 //     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
 //     new content inside .plan/ before it changes the first workspace path;

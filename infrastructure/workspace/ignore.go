@@ -142,6 +142,24 @@ func (ig *Ignore) Skip(rel, name string, isDir bool) bool {
 	return false
 }
 
+// skipChild is Skip for the entry name of directory parent: it builds the entry's path only when a
+// rule needs it, which is what a walk of a workspace without .planignore rules is spared per entry.
+func (ig *Ignore) skipChild(parent, name string, isDir bool) bool {
+	if name == StateDir || (parent == "" && name == ".git") {
+		return true
+	}
+	if ig == nil {
+		return false
+	}
+	if name == ".git" && ig.skipNestedGit {
+		return true
+	}
+	if len(ig.matchers) == 0 {
+		return false
+	}
+	return ig.Skip(join(parent, name), name, isDir)
+}
+
 // SkipPath reports whether rel, or a directory above it, is excluded: what a rule excludes takes
 // everything under it along, as git does.
 func (ig *Ignore) SkipPath(rel string, isDir bool) bool {

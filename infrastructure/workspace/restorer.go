@@ -533,29 +533,25 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 }
 
 // updateStatCache records the restored files with the hashes already known, so the next snapshot
-// does not read them again. Failure only costs re-hashing, so it is not an error.
+// does not read them again, and drops what was removed. Failure only costs re-hashing, so it is
+// not an error.
 func (a *applier) updateStatCache() {
-	path := a.r.layout.StatCache()
-	c := loadStatCache(path)
-	// A removed directory's files are removals of their own in the change list, so exact deletes
-	// suffice.
-	for _, p := range a.removed {
-		delete(c, p)
-	}
+	p := cachePatch{written: make(map[string]cachedEntry, len(a.written)), removed: a.removed}
 	now := time.Now()
-	for p, h := range a.written {
-		fi, err := a.root.Lstat(p)
+	for rel, h := range a.written {
+		fi, err := a.root.Lstat(rel)
 		if err != nil || !fi.Mode().IsRegular() {
-			delete(c, p)
+			p.removed = append(p.removed, rel)
 			continue
 		}
 		k, ok := keyOf(fi)
 		if !ok {
+			p.removed = append(p.removed, rel)
 			continue
 		}
-		c[p] = statEntry{Key: k, Hash: h, Racy: racy(k, now)}
+		p.written[rel] = cachedEntry{name: path.Base(rel), kind: tree.KindFile, key: k, hash: h, racy: racy(k, now)}
 	}
-	_ = saveStatCache(path, c)
+	patchStatCache(a.r.layout.StatCache(), p)
 }
 
 // sparseBlock is the unit copySparse checks for zeros: a file system block on most systems.
