@@ -181,6 +181,19 @@ type fakeSnap struct {
 	snaps    int
 	// onSnapshot runs as a snapshot starts: what changed between a scan and the snapshot.
 	onSnapshot func()
+	// tracking counts the Track calls not stopped yet; tracked the snapshots taken meanwhile.
+	tracking, tracked int
+}
+
+func (s *fakeSnap) Track() func() {
+	s.tracking++
+	stopped := false
+	return func() {
+		if !stopped {
+			stopped = true
+			s.tracking--
+		}
+	}
 }
 
 func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
@@ -191,6 +204,9 @@ func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (S
 		return Snapshot{}, s.err
 	}
 	s.snaps++
+	if s.tracking > 0 {
+		s.tracked++
+	}
 	s.also = append(s.also, also...)
 	var files, size int64
 	for _, e := range s.live {

@@ -345,6 +345,16 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 	})
 }
 
+// track has the snapshotter follow the workspace's changes, when it can, for a command that runs
+// decisions: each takes a snapshot before and after, and between them only what changed needs
+// reading. The caller defers the returned stop.
+func (o *Operations) track() (stop func()) {
+	if t, ok := o.snap.(ChangeTracker); ok {
+		return t.Track()
+	}
+	return func() {}
+}
+
 // execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
 // process, then the result tree and artifacts. The outcome is recorded even when the context is
 // cancelled, so an interrupted decision is never left "running". A decision that ran and failed

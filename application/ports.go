@@ -59,6 +59,15 @@ type Snapshotter interface {
 	OpenLive(path string) (io.ReadCloser, error)
 }
 
+// ChangeTracker is implemented by a Snapshotter that can follow the workspace's changes while one
+// command takes several snapshots (a run takes one before and one after every decision), so that
+// each snapshot after the first reads only what changed. Track starts following; the returned stop
+// ends it (calls may nest). Tracking never changes what a snapshot records, only what it costs:
+// whatever the tracker cannot vouch for is read again.
+type ChangeTracker interface {
+	Track() (stop func())
+}
+
 // TreeStore reads what the store holds. Every read verifies content hashes; damage is a
 // fault.ErrIntegrity error.
 type TreeStore interface {

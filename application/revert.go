@@ -238,6 +238,7 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 	}
 	var ran bool
 	if err == nil {
+		defer s.ops.track()()
 		var r attemptResult
 		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn)
 		ran = r.Ran

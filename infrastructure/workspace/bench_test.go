@@ -156,3 +156,27 @@ func BenchmarkRollback(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApply is the restore of a 1% change alone (the safety snapshot is taken untimed).
+func BenchmarkApply(b *testing.B) {
+	w := newBenchWS(b, benchFiles())
+	base := w.snapshot(b)
+	w.snapshot(b)
+	gen := 0
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		gen++
+		w.change(b, gen)
+		backup := w.snapshot(b)
+		start := cpuTime()
+		b.StartTimer()
+		if _, err := w.r.Apply(b.Context(), backup, base, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += cpuTime() - start
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+}

@@ -1,6 +1,7 @@
 // Package workspace is the adapter between plan and the workspace directory: it lays out .plan/,
-// scans the live tree into the object store (Scanner), restores stored trees (Restorer), keeps the
-// operation journal (Journal) and the workspace lock (Locker), and reads the git HEAD (GitHead).
+// scans the live tree into the object store (Scanner, which can also follow the workspace's changes
+// between the snapshots of a run: track.go), restores stored trees (Restorer), keeps the operation
+// journal (Journal) and the workspace lock (Locker), and reads the git HEAD (GitHead).
 //
 // Invariants:
 //   - .plan/ and .git/ (at any depth) are never scanned, written or removed; paths matched by the
@@ -16,6 +17,12 @@
 //     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
 //     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
 //     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
+//   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would: it
+//     reads again every entry an event since the last snapshot names (a written file whatever its
+//     stat key says), walks new directories whole, stats files with other hard links every time,
+//     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
+//     directory that could not be watched, changed ignore rules, a directory not where the kept
+//     tree says). Every directory is watched before it is listed;
 //   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
 //     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
 //     new content inside .plan/ before it changes the first workspace path;

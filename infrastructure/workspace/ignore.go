@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ type Ignore struct {
 	// skipNestedGit leaves out .git directories below the top (recording them is the default: a
 	// vendored repository is workspace content a decision can destroy).
 	skipNestedGit bool
+	// fp identifies the rules (the live .planignore's bytes, the settings, the trees added): a
+	// tracked snapshot reuses a tree only if it was taken with the same rules.
+	fp string
 }
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
@@ -54,7 +58,13 @@ func LoadIgnore(root string) (*Ignore, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, fault.Invalid("%s is not a regular file (%s): it must be one", IgnoreFile, fi.Mode().Type())
 	}
-	return parseIgnore(f)
+	h := sha256.New()
+	ig, err := parseIgnore(io.TeeReader(f, h))
+	if err != nil {
+		return nil, err
+	}
+	ig.fp = string(h.Sum(nil))
+	return ig, nil
 }
 
 // maxIgnoreLine bounds one line of ignore rules.

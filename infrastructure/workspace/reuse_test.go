@@ -57,7 +57,7 @@ func (w *testWS) requireSnapshotExact(root tree.Hash, skip map[string]bool, cont
 // root hash.
 func (w *testWS) reusedDirs() (map[string]bool, tree.Hash) {
 	w.t.Helper()
-	sc, root, err := w.sc.run(w.t.Context(), nil, true, nil)
+	sc, root, err := w.sc.run(w.t.Context(), nil, true, nil, nil)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -38,11 +38,18 @@ type Scanner struct {
 	store   *objectstore.Store
 	workers int
 	clock   func() time.Time
+
+	trackMu sync.Mutex // guards tr
+	tr      *tracking  // set while a command follows the workspace's changes (Track)
+	// newWatcher starts watching for a tracked snapshot; tests replace it, and set afterTake to act
+	// between a tracked snapshot's taking of the events and its reading of the workspace.
+	newWatcher func(root string) (watcher, error)
+	afterTake  func()
 }
 
 // NewScanner returns a scanner for the workspace in l storing into store.
 func NewScanner(l Layout, store *objectstore.Store) *Scanner {
-	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now}
+	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now, newWatcher: startWatcher}
 }
 
 var _ application.Snapshotter = (*Scanner)(nil)
@@ -61,6 +68,13 @@ type node struct {
 	// hash is the directory's tree once built; reused says it is base, taken without encoding.
 	hash   tree.Hash
 	reused bool
+	// parent, ino and dev identify the directory while a tracked snapshot keeps the tree; wd is
+	// its watch, changed says an event touched it since the last snapshot (see track.go).
+	parent   *node
+	ino, dev uint64
+	wd       int32
+	changed  bool
+	walked   bool // new in this snapshot, walked whole
 }
 
 // item is one entry of a directory.
@@ -84,6 +98,9 @@ type item struct {
 	cachedMode uint32
 	// gone marks a file removed after it was listed: it is not part of the snapshot.
 	gone bool
+	// links says the file has other hard links, through which it can change without an event in
+	// the workspace; fresh that a tracked snapshot read it again (see track.go).
+	links, fresh bool
 }
 
 type scan struct {
@@ -92,6 +109,10 @@ type scan struct {
 	old    *statCache
 	store  bool
 	batch  *objectstore.Batch
+	// w, when set, watches every directory the walk opens; incremental says the scan updates a
+	// tracked tree rather than walking the whole workspace.
+	w           watcher
+	incremental bool
 
 	mu       sync.Mutex // guards the fields below
 	jobs     []job
@@ -107,10 +128,20 @@ type job struct {
 // Snapshot stores every new object of the live workspace and returns the durable root tree. The
 // ignore rules recorded in the trees also names apply on top of the live ones (see Ignore).
 func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
-	sc, root, err := s.run(ctx, p, true, also)
+	if tr := s.tracking(); tr != nil {
+		return s.trackedSnapshot(ctx, tr, p, also)
+	}
+	sc, root, err := s.run(ctx, p, true, also, nil)
 	if err != nil {
 		return application.Snapshot{}, err
 	}
+	return sc.finish(root, true)
+}
+
+// finish stores the trees of a walked snapshot, commits them and, with saveCache, writes the stat
+// cache when anything differs from it.
+func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error) {
+	s := sc.s
 	rootHash, err := sc.buildTrees(root)
 	if err != nil {
 		sc.batch.Abort()
@@ -121,7 +152,7 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
 	files, bytes := countNode(root)
-	if !root.reused {
+	if saveCache && !root.reused {
 		// A root reused means every directory was, so the cache already says all of it.
 		if err := saveStatCache(s.layout.StatCache(), encodeNodes(root, files)); err != nil {
 			// The snapshot is durable; a stale cache only costs re-hashing next time.
@@ -135,7 +166,7 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...
 
 // Scan returns the live workspace as an ordered entry list, storing nothing.
 func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
-	sc, root, err := s.run(ctx, p, false, nil)
+	sc, root, err := s.run(ctx, p, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,12 +179,14 @@ func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entr
 	return out, nil
 }
 
-func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash) (*scan, *node, error) {
+// run walks the whole workspace (watching every directory with w, when set) and hashes what the
+// stat cache does not vouch for.
+func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash, w watcher) (*scan, *node, error) {
 	ig, err := s.ignoreWith(also)
 	if err != nil {
 		return nil, nil, err
 	}
-	sc := &scan{s: s, ignore: ig, old: loadStatCache(s.layout.StatCache()), store: store}
+	sc := &scan{s: s, ignore: ig, old: loadStatCache(s.layout.StatCache()), store: store, w: w}
 	if store {
 		sc.batch = s.store.NewBatch()
 	}
@@ -163,6 +196,13 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 		return nil, nil, fmt.Errorf("open workspace %s: %w", s.layout.Root, err)
 	}
 	root := &node{}
+	var st unix.Stat_t
+	if err := unix.Fstat(rootFd, &st); err != nil {
+		_ = unix.Close(rootFd)
+		sc.abort()
+		return nil, nil, fmt.Errorf("open workspace %s: %w", s.layout.Root, err)
+	}
+	root.ino, root.dev = keyOfStat(&st).Ino, keyOfStat(&st).Dev
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.workers * 2)
 	g.Go(func() error { return sc.walk(gctx, g, root, rootFd) })
@@ -216,6 +256,11 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if sc.w != nil {
+		// Watched before it is listed: a change after this point is an event, one before it is
+		// in the listing.
+		n.wd = sc.w.watch(n.rel, fd, n.dev)
+	}
 	names := getNameList()
 	defer putNameList(names)
 	if err := readNames(fd, names); err != nil {
@@ -266,7 +311,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 			if err != nil {
 				return fmt.Errorf("open directory %q: %w", join(n.rel, c.name), err)
 			}
-			c.dir = &node{rel: join(n.rel, c.name), mode: c.mode}
+			c.dir = &node{rel: join(n.rel, c.name), mode: c.mode, parent: n, ino: c.key.Ino, dev: c.key.Dev}
 			child := c.dir
 			if !g.TryGo(func() error { return sc.walk(ctx, g, child, cfd) }) {
 				if err := sc.walk(ctx, g, child, cfd); err != nil {
@@ -274,6 +319,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 				}
 			}
 		case c.kind == tree.KindFile && !c.hit:
+			c.fresh = true
 			queued = append(queued, len(n.children)-1)
 		}
 	}
@@ -324,7 +370,7 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 				rel[:64], len(rel), tree.MaxPathLen, IgnoreFile)
 		}
 	}
-	it := item{name: name, mode: mode & tree.ModeMask}
+	it := item{name: name, mode: mode & tree.ModeMask, key: keyOfStat(&st)}
 	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		if sc.ignore.skipChild(n.rel, name, true) {
@@ -338,7 +384,7 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 		if sc.ignore.skipChild(n.rel, name, false) {
 			return item{}, false, nil
 		}
-		it.kind, it.mode, it.key = tree.KindSymlink, 0o777, keyOfStat(&st)
+		it.kind, it.mode = tree.KindSymlink, 0o777
 		if cached != nil && cached.kind == tree.KindSymlink && !cached.racy && cached.key == it.key {
 			it.target, it.size, it.hit = cached.target, int64(len(cached.target)), true
 			break
@@ -356,7 +402,7 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 		if sc.ignore.skipChild(n.rel, name, false) {
 			return item{}, false, nil
 		}
-		it.kind, it.size, it.key = tree.KindFile, st.Size, keyOfStat(&st)
+		it.kind, it.size, it.links = tree.KindFile, st.Size, st.Nlink > 1
 		if cached != nil && cached.kind == tree.KindFile && !cached.racy && cached.key == it.key &&
 			(!sc.store || sc.batch.Has(cached.hash)) {
 			it.hash, it.hit = cached.hash, true
@@ -640,6 +686,9 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 // last snapshot, which is what keeps a small change in a large tree small in the store.
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	reuse := n.exact && !n.base.IsZero()
+	if sc.incremental {
+		reuse = !n.changed && !n.base.IsZero() // the tree of the last snapshot, unless events touched it
+	}
 	for i := range n.children {
 		it := &n.children[i]
 		switch {
@@ -790,12 +839,15 @@ func (s *Scanner) ignoreWith(also []tree.Hash) (*Ignore, error) {
 	if ig.skipNestedGit, err = loadScanConfig(s.layout); err != nil {
 		return nil, err
 	}
+	fp := fmt.Sprintf("%x/%v", ig.fp, ig.skipNestedGit)
 	for _, h := range also {
 		other, err := ignoreOfTree(s.store, h)
 		if err != nil {
 			return nil, err
 		}
 		ig = ig.With(other)
+		fp += "/" + h.String()
 	}
+	ig.fp = fp
 	return ig, nil
 }
