@@ -242,6 +242,15 @@ type fakeRestorer struct {
 	reconcileErr  error
 	unrecordedErr error
 	unrecorded    []string // what Unrecorded reports when there is no fake workspace
+	diffsGiven    int      // applies whose comparison the caller made (ApplyDiff)
+}
+
+func (r *fakeRestorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error) {
+	r.diffsGiven++
+	if got, err := r.snap.store.DiffTrees(from, to); err == nil && len(got) != len(changes) {
+		return ApplyStats{}, fmt.Errorf("ApplyDiff given %d changes, the trees differ in %d", len(changes), len(got))
+	}
+	return r.Apply(ctx, from, to, p)
 }
 
 func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ Progress) (ApplyStats, error) {

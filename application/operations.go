@@ -294,7 +294,10 @@ func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoi
 	op.StartedAt = o.clock.Now()
 	counts := Count(changes)
 	op.Counts = counts
-	stats, err := o.guard.run(ctx, *op, req.Progress)
+	if changes == nil {
+		changes = []tree.Change{} // compared: nothing differs (nil would have the restorer compare again)
+	}
+	stats, err := o.guard.run(ctx, *op, changes, req.Progress)
 	if err != nil {
 		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
 	}

@@ -94,6 +94,9 @@ type Restorer interface {
 	// It returns the error of the forward step; if putting from back failed too, the error says so and
 	// the caller must leave the journal in place for recovery.
 	Apply(ctx context.Context, from, to tree.Hash, p Progress) (ApplyStats, error)
+	// ApplyDiff is Apply for a caller that has compared the trees already: changes is what
+	// TreeStore.DiffTrees(from, to) returned, and is not computed again.
+	ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error)
 	// Reconcile makes the workspace equal to tree to, whatever it holds now. Crash recovery uses it.
 	Reconcile(ctx context.Context, to tree.Hash) (ApplyStats, error)
 	// Unrecorded lists the live paths whose state none of trees holds (a file written or edited after
