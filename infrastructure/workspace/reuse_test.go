@@ -68,9 +68,8 @@ func (w *testWS) reusedDirs() (map[string]bool, tree.Hash) {
 	if err := sc.batch.Commit(); err != nil {
 		w.t.Fatal(err)
 	}
-	files, _ := countNode(root)
 	if !root.reused {
-		if err := saveStatCache(w.l.StatCache(), encodeNodes(root, files)); err != nil {
+		if err := saveStatCache(w.l.StatCache(), encodeNodes(root, root.files)); err != nil {
 			w.t.Fatal(err)
 		}
 	}

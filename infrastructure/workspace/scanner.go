@@ -75,6 +75,10 @@ type node struct {
 	wd       int32
 	changed  bool
 	walked   bool // new in this snapshot, walked whole
+	// clean says prepare found nothing changed in the subtree and every object it holds Present.
+	clean bool
+	// files and bytes count the files and symlinks of the subtree, as of its last build.
+	files, bytes int64
 }
 
 // item is one entry of a directory.
@@ -116,6 +120,7 @@ type scan struct {
 
 	mu       sync.Mutex // guards the fields below
 	jobs     []job
+	hitDirs  []*node // directories with files the stat cache vouched for (see confirmHits)
 	warnings []string
 	stored   int64
 }
@@ -151,7 +156,7 @@ func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error)
 		sc.batch.Abort()
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
-	files, bytes := countNode(root)
+	files, bytes := root.files, root.bytes
 	if saveCache && !root.reused {
 		// A root reused means every directory was, so the cache already says all of it.
 		if err := saveStatCache(s.layout.StatCache(), encodeNodes(root, files)); err != nil {
@@ -173,8 +178,7 @@ func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entr
 	if _, err := sc.buildTrees(root); err != nil {
 		return nil, err
 	}
-	files, _ := countNode(root)
-	out := make([]tree.Entry, 0, files)
+	out := make([]tree.Entry, 0, root.files)
 	flattenNode(root, "", &out)
 	return out, nil
 }
@@ -209,6 +213,9 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 	if err := g.Wait(); err != nil {
 		sc.abort()
 		return nil, nil, err
+	}
+	if sc.store {
+		sc.confirmHits()
 	}
 	if err := sc.hashAll(ctx, p); err != nil {
 		sc.abort()
@@ -275,6 +282,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 	have := hasRec && recorded.next(&ce)
 	n.children = make([]item, 0, names.len())
 	var queued []int
+	hits := 0
 	for i := range names.len() {
 		nameB := names.name(i)
 		for have && ce.name < alias(nameB) {
@@ -321,22 +329,43 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 		case c.kind == tree.KindFile && !c.hit:
 			c.fresh = true
 			queued = append(queued, len(n.children)-1)
+		case c.kind == tree.KindFile:
+			hits++
 		}
 	}
 	if have || recorded.err != nil {
 		exact = false
 	}
 	n.exact = exact
-	if len(queued) > 0 {
+	if len(queued) > 0 || (hits > 0 && sc.store) {
 		jobs := make([]job, len(queued))
 		for k, i := range queued {
 			jobs[k] = job{rel: join(n.rel, n.children[i].name), it: &n.children[i]}
 		}
 		sc.mu.Lock()
 		sc.jobs = append(sc.jobs, jobs...)
+		if hits > 0 && sc.store {
+			sc.hitDirs = append(sc.hitDirs, n)
+		}
 		sc.mu.Unlock()
 	}
 	return nil
+}
+
+// confirmHits checks, after the walk, that the store holds every file the stat cache vouched for
+// (Batch.Has, which also notes it for a shared store's Confirm); one it does not hold is read and
+// stored again. The lookups run in one goroutine: from the parallel walkers they contended on the
+// store's lock and cost more in all.
+func (sc *scan) confirmHits() {
+	for _, n := range sc.hitDirs {
+		for i := range n.children {
+			it := &n.children[i]
+			if it.kind == tree.KindFile && it.hit && !sc.batch.Has(it.hash) {
+				it.hit, it.fresh = false, true
+				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
+			}
+		}
+	}
 }
 
 // entry stats one listed name of directory n (open as fd) and returns its item; keep is false for
@@ -403,9 +432,8 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 			return item{}, false, nil
 		}
 		it.kind, it.size, it.links = tree.KindFile, st.Size, st.Nlink > 1
-		if cached != nil && cached.kind == tree.KindFile && !cached.racy && cached.key == it.key &&
-			(!sc.store || sc.batch.Has(cached.hash)) {
-			it.hash, it.hit = cached.hash, true
+		if cached != nil && cached.kind == tree.KindFile && !cached.racy && cached.key == it.key {
+			it.hash, it.hit = cached.hash, true // when storing, confirmHits checks the store holds it
 		}
 	default:
 		if !sc.ignore.skipChild(n.rel, name, false) {
@@ -687,8 +715,15 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	reuse := n.exact && !n.base.IsZero()
 	if sc.incremental {
-		reuse = !n.changed && !n.base.IsZero() // the tree of the last snapshot, unless events touched it
+		// The tree of the last snapshot, unless events touched it; a subtree prepare found clean
+		// (every object in it confirmed) is not even looked into.
+		reuse = !n.changed && !n.base.IsZero()
+		if reuse && n.clean && sc.batch.Has(n.base) {
+			n.hash, n.reused = n.base, true
+			return n.base, nil
+		}
 	}
+	n.files, n.bytes = 0, 0
 	for i := range n.children {
 		it := &n.children[i]
 		switch {
@@ -700,11 +735,15 @@ func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 				return tree.ZeroHash, err
 			}
 			it.hash = h
+			n.files, n.bytes = n.files+it.dir.files, n.bytes+it.dir.bytes
 			if !it.dir.reused || h != it.cached || it.mode != it.cachedMode {
 				reuse = false
 			}
-		case !it.hit:
-			reuse = false
+		default:
+			n.files, n.bytes = n.files+1, n.bytes+it.size
+			if !it.hit {
+				reuse = false
+			}
 		}
 	}
 	if reuse && (!sc.store || sc.batch.Has(n.base)) {
@@ -761,23 +800,6 @@ func flattenNode(n *node, prefix string, out *[]tree.Entry) {
 			flattenNode(it.dir, p, out)
 		}
 	}
-}
-
-// countNode counts the files and symlinks under n, and their bytes.
-func countNode(n *node) (files, bytes int64) {
-	for i := range n.children {
-		it := &n.children[i]
-		switch {
-		case it.gone:
-		case it.kind == tree.KindDir:
-			f, b := countNode(it.dir)
-			files, bytes = files+f, bytes+b
-		default:
-			files++
-			bytes += it.size
-		}
-	}
-	return files, bytes
 }
 
 // encodeNodes is the stat cache of a finished snapshot: every directory's record, exact.

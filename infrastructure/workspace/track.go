@@ -160,8 +160,7 @@ func (s *Scanner) Track() (stop func()) {
 			tr.w = nil
 		}
 		if tr.root != nil && tr.unsaved {
-			files, _ := countNode(tr.root)
-			_ = saveStatCache(s.layout.StatCache(), encodeNodes(tr.root, files)) // a hint: failure costs re-hashing
+			_ = saveStatCache(s.layout.StatCache(), encodeNodes(tr.root, tr.root.files)) // a hint: failure costs re-hashing
 		}
 		tr.root = nil
 		s.tr = nil
@@ -564,14 +563,17 @@ func (sc *scan) drop(it *item) {
 	forget(it.dir)
 }
 
-// prepare readies the tree for buildTrees after the events were applied: every file not read again
-// must still be Present in the store (Batch.Has, which also notes it for a shared store's Confirm),
-// or it is read and stored again; unchanged directories offer their tree for reuse. It lists the
-// directories holding files with other hard links.
-func (sc *scan) prepare(n *node, linked *[]*node) {
+// prepare readies n's subtree for buildTrees after the events were applied: every file not read
+// again must still be Present in the store (Batch.Has, which also notes it for a shared store's
+// Confirm), or it is read and stored again; unchanged directories offer their tree for reuse. It
+// says whether the subtree is clean (nothing in it read again or changed, every file Present), and
+// lists the directories holding files with other hard links. One store lookup per file is the bulk
+// of a snapshot after which nothing changed; lookups from two goroutines measured slower (the
+// store's lock), so it runs in one.
+func (sc *scan) prepare(n *node, linked *[]*node) bool {
 	n.base, n.reused = n.hash, false
+	clean := !n.changed
 	hasLinks := false
-	var jobs []job
 	for i := range n.children {
 		it := &n.children[i]
 		switch it.kind {
@@ -579,26 +581,27 @@ func (sc *scan) prepare(n *node, linked *[]*node) {
 			if !it.fresh {
 				if it.hit = sc.batch.Has(it.hash); !it.hit {
 					it.fresh = true
-					jobs = append(jobs, job{rel: join(n.rel, it.name), it: it})
+					sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
 					markChanged(n)
 				}
 			}
+			clean = clean && !it.fresh
 			hasLinks = hasLinks || it.links
 		case tree.KindSymlink:
 			it.hit = !it.fresh
+			clean = clean && it.hit
 		case tree.KindDir:
 			if it.dir != nil {
 				it.cached, it.cachedMode = it.dir.hash, it.mode
-				sc.prepare(it.dir, linked)
+				clean = sc.prepare(it.dir, linked) && clean
 			}
 		}
 	}
 	if hasLinks {
 		*linked = append(*linked, n)
 	}
-	if len(jobs) > 0 {
-		sc.jobs = append(sc.jobs, jobs...)
-	}
+	n.clean = clean && !n.changed
+	return n.clean
 }
 
 // restatLinked stats the files with other hard links again: a write through another link makes
