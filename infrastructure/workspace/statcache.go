@@ -109,6 +109,7 @@ type dirRecord struct {
 // statCache is a loaded stat cache: the file's bytes and an index of its directories.
 type statCache struct {
 	dirs map[string]dirRecord
+	size int // bytes of the file it was read from
 }
 
 func (c *statCache) dir(rel string) (dirRecord, bool) {
@@ -346,7 +347,7 @@ func decodeStatCache(b []byte) (*statCache, error) {
 		return nil, errors.New("bad stat cache count")
 	}
 	r = r[k:]
-	c := &statCache{dirs: make(map[string]dirRecord, n)}
+	c := &statCache{dirs: make(map[string]dirRecord, n), size: len(b)}
 	for range n {
 		rel, rest, ok := cutBytes(r)
 		if !ok || len(rest) < 1+sha256.Size {
@@ -427,7 +428,7 @@ func patchStatCache(path string, p cachePatch) {
 		}
 		return false
 	}
-	w := newCacheWriter(len(c.dirs) * 64)
+	w := newCacheWriter(c.size + len(p.written)*(keyBytes+sha256.Size+64))
 	for rel, rec := range c.dirs {
 		if under(rel) {
 			continue

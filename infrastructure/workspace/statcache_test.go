@@ -43,7 +43,11 @@ func readCacheDirs(t testing.TB, path string) []cacheDir {
 }
 
 func encodeCacheDirs(dirs []cacheDir) []byte {
-	w := newCacheWriter(0)
+	size := 0
+	for _, d := range dirs {
+		size += len(d.rel) + 48 + len(d.entries)*(keyBytes+48)
+	}
+	w := newCacheWriter(size)
 	for _, d := range dirs {
 		w.beginDir(d.rel, d.hash, d.exact)
 		for i := range d.entries {
