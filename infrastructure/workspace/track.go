@@ -26,9 +26,10 @@ import (
 //
 // What events do not report is handled without them: files with other hard links (a write through
 // a link outside the workspace makes no event here) are stat'ed at every snapshot and read again
-// under the stat cache's rule. Writes through a shared memory mapping made by a process that
-// outlives its decision are the one change inotify does not report at all; PLAN_WATCH=0 turns
-// tracking off for workspaces that have such processes.
+// under the stat cache's rule. Two changes inotify does not report at all: writes through a shared
+// memory mapping made by a process that outlives its decision, and writes through a hard link made
+// outside the workspace after the file was read (making the link is no event here either);
+// PLAN_WATCH=0 turns tracking off for workspaces where either happens.
 
 // watcher reports the changes under the directories it watches (watch_linux.go; none elsewhere).
 type watcher interface {
