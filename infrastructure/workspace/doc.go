@@ -17,7 +17,8 @@
 //     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
 //     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
 //     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
-//   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would: it
+//   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would (but for
+//     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off): it
 //     reads again every entry an event since the last snapshot names (a written file whatever its
 //     stat key says), walks new directories whole, stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
