@@ -278,10 +278,13 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 }
 
 // applyDirty updates the tree with what the events named: directories whose listing changed are
-// listed again (new subdirectories walked whole, vanished ones dropped), named entries stat'ed
-// again. Parents are handled before their children, so a directory a change removed or replaced is
-// never looked at under its old name. Everything read again is marked fresh, its directory (and
-// every ancestor) changed.
+// listed again (vanished entries dropped), named entries stat'ed again; then the new (or replaced)
+// subdirectories are walked whole. Parents are handled before their children, so a directory a
+// change removed or replaced is never looked at under its old name; and every drop, which gives up
+// the dropped directories' watches, comes before any walk, so that a directory moved within the
+// workspace is watched afresh under its new name (a watch that stands for two names at once means
+// one directory is in the workspace twice: the watcher then reports itself uncertain). Everything
+// read again is marked fresh, its directory (and every ancestor) changed.
 func (sc *scan) applyDirty(ctx context.Context, root *node, d dirtySet) error {
 	rels := make([]string, 0, len(d.dirs))
 	for rel := range d.dirs {
@@ -298,8 +301,7 @@ func (sc *scan) applyDirty(ctx context.Context, root *node, d dirtySet) error {
 		return fmt.Errorf("open workspace %s: %w", sc.s.layout.Root, err)
 	}
 	defer func() { _ = unix.Close(rootFd) }()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(sc.s.workers * 2)
+	var touched []*node
 	for _, rel := range rels {
 		n := findNode(root, rel)
 		if n == nil {
@@ -307,17 +309,24 @@ func (sc *scan) applyDirty(ctx context.Context, root *node, d dirtySet) error {
 		}
 		fd, err := openDirAt(rootFd, rel, n)
 		if err != nil {
-			_ = g.Wait()
 			return err
 		}
 		dd := d.dirs[rel]
 		if dd.relist {
-			err = sc.relist(gctx, g, n, fd, dd.names)
+			err = sc.relist(n, fd, dd.names)
 		} else {
-			err = sc.restat(gctx, g, n, fd, dd.names)
+			err = sc.restat(n, fd, dd.names)
 		}
 		_ = unix.Close(fd)
 		if err != nil {
+			return err
+		}
+		touched = append(touched, n)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(sc.s.workers * 2)
+	for _, n := range touched {
+		if err := sc.follow(gctx, g, rootFd, n); err != nil {
 			_ = g.Wait()
 			return err
 		}
@@ -384,7 +393,7 @@ func markChanged(n *node) {
 // relist lists directory n (open as fd) again and merges the names with its entries: an entry no
 // event named is kept as it is, a named or new one is stat'ed (a new or replaced subdirectory
 // walked whole), a vanished one dropped.
-func (sc *scan) relist(ctx context.Context, g *errgroup.Group, n *node, fd int, named map[string]uint8) error {
+func (sc *scan) relist(n *node, fd int, named map[string]uint8) error {
 	names := getNameList()
 	defer putNameList(names)
 	if err := readNames(fd, names); err != nil {
@@ -435,13 +444,13 @@ func (sc *scan) relist(ctx context.Context, g *errgroup.Group, n *node, fd int, 
 	if changed {
 		markChanged(n)
 	}
-	return sc.follow(ctx, g, n, fd)
+	return nil
 }
 
 // restat stats again the entries of directory n (open as fd) that events named. An entry that
 // is not what the tree holds (new, gone, another kind, another directory) means the listing
 // changed too: n is then listed again.
-func (sc *scan) restat(ctx context.Context, g *errgroup.Group, n *node, fd int, named map[string]uint8) error {
+func (sc *scan) restat(n *node, fd int, named map[string]uint8) error {
 	for name, flags := range named {
 		i, ok := slices.BinarySearchFunc(n.children, name, func(it item, name string) int { return strings.Compare(it.name, name) })
 		namez := append([]byte(name), 0)
@@ -451,7 +460,7 @@ func (sc *scan) restat(ctx context.Context, g *errgroup.Group, n *node, fd int, 
 				return err
 			}
 			if keep {
-				return sc.relist(ctx, g, n, fd, named) // an entry the tree does not have
+				return sc.relist(n, fd, named) // an entry the tree does not have
 			}
 			continue // gone, ignored, special or unstorable: in no tree
 		}
@@ -461,7 +470,7 @@ func (sc *scan) restat(ctx context.Context, g *errgroup.Group, n *node, fd int, 
 			return err
 		}
 		if !keep || it.kind != prev.kind || (it.kind == tree.KindDir && it.dir != prev.dir) {
-			return sc.relist(ctx, g, n, fd, named)
+			return sc.relist(n, fd, named)
 		}
 		if it.fresh {
 			markChanged(n)
@@ -470,7 +479,7 @@ func (sc *scan) restat(ctx context.Context, g *errgroup.Group, n *node, fd int, 
 			*prev = it
 		}
 	}
-	return sc.follow(ctx, g, n, fd)
+	return nil
 }
 
 // reread stats the entry namez of directory n (open as fd) that an event named (flags), prev being
@@ -511,11 +520,23 @@ func (sc *scan) reread(n *node, fd int, namez []byte, prev *item, flags uint8) (
 }
 
 // follow walks the subdirectories of n that have no subtree yet (new, or replaced), and queues the
-// files read again.
-func (sc *scan) follow(ctx context.Context, g *errgroup.Group, n *node, fd int) error {
+// files read again. n is opened again (from rootFd) only when it has such a subdirectory.
+func (sc *scan) follow(ctx context.Context, g *errgroup.Group, rootFd int, n *node) error {
 	var jobs []job
+	fd := -1
+	defer func() {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}()
 	for i := range n.children {
 		c := &n.children[i]
+		if c.kind == tree.KindDir && c.dir == nil && fd < 0 {
+			var err error
+			if fd, err = openDirAt(rootFd, n.rel, n); err != nil {
+				return err
+			}
+		}
 		switch {
 		case c.kind == tree.KindDir && c.dir == nil:
 			cfd, err := unix.Openat(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

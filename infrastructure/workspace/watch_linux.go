@@ -52,7 +52,8 @@ type inotify struct {
 	fsOK   map[uint64]bool
 	never  string // why watching cannot work here at all
 	buf    []byte
-	done   chan struct{}
+	done   chan struct{} // closed when the reader has returned
+	stop   chan struct{} // closed by close
 }
 
 // startWatcher starts an inotify instance for the workspace at root, or says why it cannot.
@@ -77,7 +78,7 @@ func startInotify(root string, gate <-chan struct{}) (*inotify, error) {
 	}
 	w := &inotify{
 		file: os.NewFile(uintptr(fd), "inotify"), fd: fd, wds: map[int32]string{}, stale: map[int32]bool{},
-		fsOK: map[uint64]bool{}, buf: make([]byte, 64<<10), done: make(chan struct{}),
+		fsOK: map[uint64]bool{}, buf: make([]byte, 64<<10), done: make(chan struct{}), stop: make(chan struct{}),
 	}
 	rc, err := w.file.SyscallConn()
 	if err != nil {
@@ -87,7 +88,11 @@ func startInotify(root string, gate <-chan struct{}) (*inotify, error) {
 	go func() {
 		defer close(w.done)
 		if gate != nil {
-			<-gate
+			select {
+			case <-gate:
+			case <-w.stop:
+				return
+			}
 		}
 		// Read returns once the file is closed; until then it calls back whenever events wait.
 		_ = rc.Read(func(uintptr) bool {
@@ -130,6 +135,12 @@ func (w *inotify) watch(rel string, fd int, dev uint64) int32 {
 		return 0
 	}
 	wd32 := int32(wd) // #nosec G115 -- watch descriptors are small positive ints
+	if old, ok := w.wds[wd32]; ok && old != rel {
+		// The directory already stands under another name of the tree (a bind mount inside the
+		// workspace, or a rename the walk saw both sides of): one watch cannot tell the two apart.
+		w.dirty.lose(fmt.Sprintf("%s and %s are one directory", displayRel(old), displayRel(rel)))
+		return 0
+	}
 	w.wds[wd32] = rel
 	delete(w.stale, wd32)
 	return wd32
@@ -175,6 +186,7 @@ func (w *inotify) close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	close(w.stop)
 	_ = w.file.Close()
 	<-w.done
 }

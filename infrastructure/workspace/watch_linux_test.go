@@ -3,9 +3,12 @@ package workspace
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startWatcherPaused is an inotify watcher whose reader waits for paused to be closed, so that a
@@ -109,5 +112,91 @@ func TestTrackedWatchLimit(t *testing.T) {
 	w.requireSnapshotExact(snap.Root, nil, "after the watch limit")
 	if walks, updates := tr.counts(); walks != 1 || updates != 0 {
 		t.Errorf("walks %d updates %d: want the one tracked walk, then untracked walks", walks, updates)
+	}
+}
+
+// TestWatcherOneDirectoryTwice: a directory met under two names (a bind mount inside the
+// workspace) cannot be told apart by its one watch: the watcher says it is uncertain rather than
+// report the changes under one name only.
+func TestWatcherOneDirectoryTwice(t *testing.T) {
+	root := t.TempDir()
+	w, err := startWatcher(root)
+	if err != nil {
+		t.Skipf("no watcher here: %v", err)
+	}
+	defer w.close()
+	open := func() int {
+		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = unix.Close(fd) })
+		return fd
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := keyOfStat(&st).Dev
+	if wd := w.watch("a", open(), dev); wd <= 0 {
+		t.Fatalf("watch a: %d", wd)
+	}
+	if d := w.take(); d.uncertain != "" {
+		t.Fatalf("uncertain after one watch: %s", d.uncertain)
+	}
+	w.watch("b", open(), dev)
+	if d := w.take(); d.uncertain == "" {
+		t.Fatal("one directory watched under two names, and the watcher is not uncertain")
+	}
+}
+
+// TestWatcherEvents: what each kind of change reports, and that an event for a watch the watcher
+// gave up is ignored while one for a watch it never had makes it uncertain.
+func TestWatcherEvents(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The reader never starts: take alone reads the events, so nothing is read behind the test's back.
+	w, err := startInotify(root, make(chan struct{}))
+	if err != nil {
+		t.Skipf("no watcher here: %v", err)
+	}
+	defer w.close()
+	fd, err := unix.Open(filepath.Join(root, "sub"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	wd := w.watch("sub", fd, 0)
+	if err := os.WriteFile(filepath.Join(root, "sub", "f"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "sub", "f"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "new"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := w.take()
+	dd := d.dirs["sub"]
+	if d.uncertain != "" || dd == nil || !dd.relist || dd.names["f"] != evContent|evAttr || dd.names["new"]&evEntry == 0 {
+		t.Fatalf("events: %+v %+v", d, dd)
+	}
+	w.forget("sub", wd)
+	w.mu.Lock()
+	w.handle(wd, unix.IN_MODIFY, []byte("f")) // queued before the watch was given up
+	w.mu.Unlock()
+	if d := w.take(); d.uncertain != "" || len(d.dirs) != 0 {
+		t.Fatalf("an event of a watch given up counted: %+v", d)
+	}
+	w.mu.Lock()
+	w.handle(wd+1000, unix.IN_MODIFY, []byte("f"))
+	w.mu.Unlock()
+	if d := w.take(); d.uncertain == "" {
+		t.Fatal("an event for a watch never added was trusted")
 	}
 }
