@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -32,8 +33,9 @@ type Ignore struct {
 	// skipNestedGit leaves out .git directories below the top (recording them is the default: a
 	// vendored repository is workspace content a decision can destroy).
 	skipNestedGit bool
-	// fp identifies the rules (the live .planignore's bytes, the settings, the trees added): a
-	// tracked snapshot reuses a tree only if it was taken with the same rules.
+	// fp identifies the rules: the SHA-256 of each .planignore's bytes they come from (which is the
+	// hash a tree records for it), sorted, and the settings. A tracked snapshot reuses a tree only if
+	// it was taken with the same rules.
 	fp string
 }
 
@@ -63,7 +65,7 @@ func LoadIgnore(root string) (*Ignore, error) {
 	if err != nil {
 		return nil, err
 	}
-	ig.fp = string(h.Sum(nil))
+	ig.fp = tree.Hash(h.Sum(nil)).String()
 	return ig, nil
 }
 
@@ -113,7 +115,12 @@ func ignoreOfTree(store *objectstore.Store, root tree.Hash) (*Ignore, error) {
 			return nil, fmt.Errorf("read the %s of tree %s: %w", IgnoreFile, root, err)
 		}
 		defer func() { _ = r.Close() }()
-		return parseIgnore(r)
+		ig, err := parseIgnore(r)
+		if err != nil {
+			return nil, err
+		}
+		ig.fp = e.Hash.String()
+		return ig, nil
 	}
 	return &Ignore{}, nil
 }
@@ -121,12 +128,18 @@ func ignoreOfTree(store *objectstore.Store, root tree.Hash) (*Ignore, error) {
 // With returns the union of ig and others: a path any of them excludes is excluded.
 func (ig *Ignore) With(others ...*Ignore) *Ignore {
 	u := &Ignore{}
+	var fps []string
 	for _, x := range append([]*Ignore{ig}, others...) {
 		if x != nil {
 			u.matchers = append(u.matchers, x.matchers...)
 			u.skipNestedGit = u.skipNestedGit || x.skipNestedGit
+			if x.fp != "" {
+				fps = append(fps, strings.Split(x.fp, "+")...)
+			}
 		}
 	}
+	slices.Sort(fps)
+	u.fp = strings.Join(slices.Compact(fps), "+")
 	return u
 }
 

@@ -861,15 +861,15 @@ func (s *Scanner) ignoreWith(also []tree.Hash) (*Ignore, error) {
 	if ig.skipNestedGit, err = loadScanConfig(s.layout); err != nil {
 		return nil, err
 	}
-	fp := fmt.Sprintf("%x/%v", ig.fp, ig.skipNestedGit)
 	for _, h := range also {
 		other, err := ignoreOfTree(s.store, h)
 		if err != nil {
 			return nil, err
 		}
 		ig = ig.With(other)
-		fp += "/" + h.String()
 	}
-	ig.fp = fp
+	if ig.skipNestedGit {
+		ig.fp += "/no-nested-git"
+	}
 	return ig, nil
 }

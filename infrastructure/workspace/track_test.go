@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -293,5 +294,41 @@ func TestTrackedWriteInTheSameTick(t *testing.T) {
 	snap := w.snapshot()
 	if got := entryOf(t, w.flatten(snap.Root), "f"); got.Hash != fileEntry("f", "bbbb", 0o644).Hash {
 		t.Fatal("a write the stat key does not show was missed despite its event")
+	}
+}
+
+// TestTrackedSnapshotWithTheTargetsRules: a rollback's safety snapshot adds the target tree's
+// ignore rules; when they are the live ones the snapshot stays incremental, when they differ it
+// walks with the union of both.
+func TestTrackedSnapshotWithTheTargetsRules(t *testing.T) {
+	w := newTestWS(t)
+	w.write(IgnoreFile, "*.log\n", 0o644)
+	w.write("a/f", "f", 0o644)
+	w.write("a/x.tmp", "tmp", 0o644)
+	tr := w.tracked()
+	same := w.snapshot()
+	requireWatching(t, tr)
+	w.write("a/g", "g", 0o644)
+	snap, err := w.sc.Snapshot(t.Context(), nil, same.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.requireSnapshotExact(snap.Root, nil, "with the same rules added")
+	if walks, updates := tr.counts(); walks != 1 || updates != 1 {
+		t.Errorf("walks %d, updates %d: the same rules made the snapshot walk", walks, updates)
+	}
+
+	w.write(IgnoreFile, "*.tmp\n", 0o644)
+	other := w.snapshot() // the rules changed: a walk
+	w.write(IgnoreFile, "*.log\n", 0o644)
+	snap, err = w.sc.Snapshot(t.Context(), nil, other.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.flatten(snap.Root); slices.ContainsFunc(got, func(e tree.Entry) bool { return e.Path == "a/x.tmp" }) {
+		t.Fatal("the target's rule (*.tmp) was not applied")
+	}
+	if walks, _ := tr.counts(); walks != 3 {
+		t.Errorf("%d walks, want 3 (the first, the rules changed, the target's rules added)", walks)
 	}
 }
