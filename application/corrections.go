@@ -220,6 +220,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	}
 	var reexecuted []string
 	var runErr error
+	defer s.ops.track()()
 	for _, id := range ids {
 		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn)
 		if r.Ran {

@@ -59,6 +59,15 @@ type Snapshotter interface {
 	OpenLive(path string) (io.ReadCloser, error)
 }
 
+// ChangeTracker is implemented by a Snapshotter that can follow the workspace's changes while one
+// command takes several snapshots (a run takes one before and one after every decision), so that
+// each snapshot after the first reads only what changed. Track starts following; the returned stop
+// ends it (calls may nest). Tracking never changes what a snapshot records, only what it costs:
+// whatever the tracker cannot vouch for is read again.
+type ChangeTracker interface {
+	Track() (stop func())
+}
+
 // TreeStore reads what the store holds. Every read verifies content hashes; damage is a
 // fault.ErrIntegrity error.
 type TreeStore interface {
@@ -85,6 +94,9 @@ type Restorer interface {
 	// It returns the error of the forward step; if putting from back failed too, the error says so and
 	// the caller must leave the journal in place for recovery.
 	Apply(ctx context.Context, from, to tree.Hash, p Progress) (ApplyStats, error)
+	// ApplyDiff is Apply for a caller that has compared the trees already: changes is what
+	// TreeStore.DiffTrees(from, to) returned, and is not computed again.
+	ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error)
 	// Reconcile makes the workspace equal to tree to, whatever it holds now. Crash recovery uses it.
 	Reconcile(ctx context.Context, to tree.Hash) (ApplyStats, error)
 	// Unrecorded lists the live paths whose state none of trees holds (a file written or edited after

@@ -206,7 +206,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.ops.clock.Now(),
 		Counts: res.Counts, Detail: detail,
 	}
-	if _, err := s.ops.guard.run(ctx, op, req.Progress); err != nil {
+	if _, err := s.ops.guard.run(ctx, op, nil, req.Progress); err != nil {
 		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
 			err = errors.Join(err, s.ops.archiver.Discard(id))
 		}
@@ -238,6 +238,7 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 	}
 	var ran bool
 	if err == nil {
+		defer s.ops.track()()
 		var r attemptResult
 		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn)
 		ran = r.Ran
