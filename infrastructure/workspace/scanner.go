@@ -97,7 +97,9 @@ type item struct {
 	// racy marks an entry observed within its timestamps' tick; volatile one recorded from a copy
 	// of a file that kept changing. The stat cache never trusts either next time.
 	racy, volatile bool
-	// cached and cachedMode are, for a directory, the tree and mode its stat cache entry names.
+	// cached and cachedMode are, for a directory, the tree and mode its stat cache entry names;
+	// cached is, for a file, the content last recorded at its path (the base a delta is made
+	// against when it changed).
 	cached     tree.Hash
 	cachedMode uint32
 	// gone marks a file removed after it was listed: it is not part of the snapshot.
@@ -432,8 +434,11 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 			return item{}, false, nil
 		}
 		it.kind, it.size, it.links = tree.KindFile, st.Size, st.Nlink > 1
-		if cached != nil && cached.kind == tree.KindFile && !cached.racy && cached.key == it.key {
-			it.hash, it.hit = cached.hash, true // when storing, confirmHits checks the store holds it
+		if cached != nil && cached.kind == tree.KindFile {
+			it.cached = cached.hash
+			if !cached.racy && cached.key == it.key {
+				it.hash, it.hit = cached.hash, true // when storing, confirmHits checks the store holds it
+			}
 		}
 	default:
 		if !sc.ignore.skipChild(n.rel, name, false) {
@@ -674,7 +679,7 @@ func (sc *scan) tryHash(j job, bufp *[]byte) error {
 			r = f
 		}
 		// The content the stat cache last saw at this path is the likeliest base for a delta.
-		n, err := sc.batch.PutBlobDelta(r, h, size, sc.old[j.rel].Hash)
+		n, err := sc.batch.PutBlobDelta(r, h, size, j.it.cached)
 		if err != nil {
 			return fmt.Errorf("store %q: %w", j.rel, err)
 		}
