@@ -25,6 +25,9 @@ GOSEC_VERSION := v2.29.0
 # releases, so it is pinned by pseudo-version (the commit of 2026-02-12); a cold build takes 3-5
 # minutes, paid once: the binary stays in .tools.
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+# Runs `go test` and closes with a count of the tests it ran ("DONE 3021 tests in 98.1s"), so a run
+# that ran none cannot pass for one that passed.
+GOTESTSUM_VERSION := v1.13.0
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -34,6 +37,8 @@ GOLANGCI_LINT_STAMP := $(TOOLS_BIN)/.golangci-lint@$(GOLANGCI_LINT_VERSION)
 DEADCODE_STAMP := $(TOOLS_BIN)/.deadcode@$(DEADCODE_VERSION)
 GOSEC_STAMP := $(TOOLS_BIN)/.gosec@$(GOSEC_VERSION)
 MINIO := $(TOOLS_BIN)/minio
+GOTESTSUM := $(TOOLS_BIN)/gotestsum
+GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
 MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
@@ -71,7 +76,7 @@ tools: $(GOLANGCI_LINT_STAMP) $(DEADCODE_STAMP) $(GOSEC_STAMP)
 minio: $(MINIO_STAMP)
 
 # A stamp whose binary was deleted by hand is stale: drop it so the tool is installed again.
-$(foreach t,golangci-lint deadcode gosec minio,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
+$(foreach t,golangci-lint deadcode gosec minio gotestsum,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
 
 # `go install pkg@version` ignores this module's go.mod, so the tools' dependencies never leak into
 # ours. The stamp records which version the binary is; old stamps are removed so a bump reinstalls.
@@ -89,6 +94,11 @@ $(GOSEC_STAMP):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
 	@rm -f $(TOOLS_BIN)/.gosec@* && touch $@
+
+$(GOTESTSUM_STAMP):
+	@mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	@rm -f $(TOOLS_BIN)/.gotestsum@* && touch $@
 
 $(MINIO_STAMP):
 	@mkdir -p $(TOOLS_BIN)
@@ -173,17 +183,20 @@ COVER_FLAGS = -covermode=atomic $(if $(COVERPKG),-coverpkg=$(COVERPKG))
 
 # Unit tests: every package except the BDD suite. Packages without tests (cmd/, bench/) are still
 # compiled by `go test`, so a harness that stopped building fails here.
-test: $(MINIO_STAMP)
+# gotestsum prints what `go test` prints (a line per package, failures in full) and closes with the
+# number of tests run.
+GO_TEST = $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --
+test: $(MINIO_STAMP) $(GOTESTSUM_STAMP)
 	@mkdir -p $(COVERAGE_DIR)
-	$(SERVERS_RUN) $(GO) test -race -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/unit.out \
+	$(SERVERS_RUN) $(GO_TEST) -race -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/unit.out \
 		$$($(GO) list ./... | grep -v -E '/features(/|$$)')
 
-bdd: $(MINIO_STAMP)
+bdd: $(MINIO_STAMP) $(GOTESTSUM_STAMP)
 	@mkdir -p $(COVERAGE_DIR)
 ifeq ($(wildcard features/*),)
 	@echo "bdd: SKIPPED: ./features does not exist yet"; rm -f $(COVERAGE_DIR)/bdd.out
 else
-	$(SERVERS_RUN) $(GO) test -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/bdd.out ./features/...
+	$(SERVERS_RUN) $(GO_TEST) -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/bdd.out ./features/...
 endif
 
 # The same suite, driving the real binary instead of the in-process CLI.
