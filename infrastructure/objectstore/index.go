@@ -132,13 +132,6 @@ func (x *objIndex) grow() {
 	}
 }
 
-func (x *objIndex) del(h tree.Hash) {
-	if e := x.table[x.find(&h)]; e != 0 && !x.ents[e-1].dead {
-		x.ents[e-1].dead = true
-		x.live--
-	}
-}
-
 // dropPacks deletes every entry that points into one of gone.
 func (x *objIndex) dropPacks(gone map[*packFile]bool) {
 	for i := range x.ents {

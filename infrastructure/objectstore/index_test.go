@@ -73,3 +73,11 @@ func TestObjIndexAgreesWithAMap(t *testing.T) {
 		t.Fatal("a nil index is not empty")
 	}
 }
+
+// del forgets h, as if its idx entry were lost (the store itself only drops whole packs).
+func (x *objIndex) del(h tree.Hash) {
+	if e := x.table[x.find(&h)]; e != 0 && !x.ents[e-1].dead {
+		x.ents[e-1].dead = true
+		x.live--
+	}
+}
