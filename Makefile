@@ -1,7 +1,9 @@
 # Build gates for plan. `make check` is the one gate; CI runs it through .ci/run.
 #
 # Every tool the gates need is pinned here and installed into ./.tools/bin on first use, so a fresh
-# clone needs nothing but Go (and gcc for the cgo sqlite driver). Bumping a version below reinstalls
+# clone needs nothing but Go, gcc (for the cgo sqlite driver) and the PostgreSQL server binaries
+# (Debian's postgresql-15 package): the tests run against a real MinIO, built from source here, and
+# a real PostgreSQL, both started and stopped by scripts/servers. Bumping a version below reinstalls
 # that tool: the install target is a per-version stamp file.
 
 SHELL := /bin/bash
@@ -19,6 +21,13 @@ DEADCODE_VERSION := v0.52.0
 # v2.30.0 does not install: it needs github.com/pb33f/go-yaml v0.1.1, which the module proxy no
 # longer serves (403). v2.29.0 is the newest release that builds.
 GOSEC_VERSION := v2.29.0
+# The S3-compatible server the tests run against (scripts/servers). MinIO publishes no Go module
+# releases, so it is pinned by pseudo-version (the commit of 2026-02-12); a cold build takes 3-5
+# minutes, paid once: the binary stays in .tools.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+# Runs `go test` and closes with a count of the tests it ran ("DONE 3021 tests in 98.1s"), so a run
+# that ran none cannot pass for one that passed.
+GOTESTSUM_VERSION := v1.13.0
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -27,6 +36,10 @@ GOSEC := $(TOOLS_BIN)/gosec
 GOLANGCI_LINT_STAMP := $(TOOLS_BIN)/.golangci-lint@$(GOLANGCI_LINT_VERSION)
 DEADCODE_STAMP := $(TOOLS_BIN)/.deadcode@$(DEADCODE_VERSION)
 GOSEC_STAMP := $(TOOLS_BIN)/.gosec@$(GOSEC_VERSION)
+MINIO := $(TOOLS_BIN)/minio
+GOTESTSUM := $(TOOLS_BIN)/gotestsum
+GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
+MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -49,17 +62,21 @@ GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.to
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
 .PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
-	crash tools clean clean-tools
+	crash tools minio servers clean clean-tools
 
 check: fmt lint vet deadcode security test bdd coverage examples
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
 
+# The static gates' tools. MinIO is not among them: it is the slow one to build, and only the targets
+# that run tests (test, bdd, bench, servers) need it, each as a prerequisite.
 tools: $(GOLANGCI_LINT_STAMP) $(DEADCODE_STAMP) $(GOSEC_STAMP)
 
+minio: $(MINIO_STAMP)
+
 # A stamp whose binary was deleted by hand is stale: drop it so the tool is installed again.
-$(foreach t,golangci-lint deadcode gosec,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
+$(foreach t,golangci-lint deadcode gosec minio gotestsum,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
 
 # `go install pkg@version` ignores this module's go.mod, so the tools' dependencies never leak into
 # ours. The stamp records which version the binary is; old stamps are removed so a bump reinstalls.
@@ -77,6 +94,16 @@ $(GOSEC_STAMP):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
 	@rm -f $(TOOLS_BIN)/.gosec@* && touch $@
+
+$(GOTESTSUM_STAMP):
+	@mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	@rm -f $(TOOLS_BIN)/.gotestsum@* && touch $@
+
+$(MINIO_STAMP):
+	@mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+	@rm -f $(TOOLS_BIN)/.minio@* && touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -132,6 +159,18 @@ security: $(GOSEC_STAMP)
 
 ## ---- tests -------------------------------------------------------------------------------
 
+# Every test command runs inside `scripts/servers run --`, which starts a throwaway MinIO and
+# PostgreSQL on free ports of 127.0.0.1, exports PLAN_TEST_* (see infrastructure/servertest, whose
+# helpers skip a test without them) with PLAN_TEST_REQUIRE_SERVERS=1 (so under make they fail
+# instead), and stops both and deletes their files when the command ends, fails or is interrupted.
+# It costs a few seconds per target.
+SERVERS_RUN := PLAN_SERVERS_MINIO=$(MINIO) $(CURDIR)/scripts/servers run --
+
+# For developers: the same servers in the foreground, their environment printed to eval elsewhere,
+# until Ctrl-C.
+servers: $(MINIO_STAMP)
+	PLAN_SERVERS_MINIO=$(MINIO) $(CURDIR)/scripts/servers serve
+
 # Coverage is not a third test run. `test` (unit, -race) and `bdd` (godog) each write a profile
 # instrumented over the same -coverpkg set in atomic mode (which -race requires anyway), and
 # `coverage` depends on both and merges them: `go tool cover` sums blocks that appear in several
@@ -144,22 +183,25 @@ COVER_FLAGS = -covermode=atomic $(if $(COVERPKG),-coverpkg=$(COVERPKG))
 
 # Unit tests: every package except the BDD suite. Packages without tests (cmd/, bench/) are still
 # compiled by `go test`, so a harness that stopped building fails here.
-test:
+# gotestsum prints what `go test` prints (a line per package, failures in full) and closes with the
+# number of tests run.
+GO_TEST = $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --
+test: $(MINIO_STAMP) $(GOTESTSUM_STAMP)
 	@mkdir -p $(COVERAGE_DIR)
-	$(GO) test -race -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/unit.out \
+	$(SERVERS_RUN) $(GO_TEST) -race -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/unit.out \
 		$$($(GO) list ./... | grep -v -E '/features(/|$$)')
 
-bdd:
+bdd: $(MINIO_STAMP) $(GOTESTSUM_STAMP)
 	@mkdir -p $(COVERAGE_DIR)
 ifeq ($(wildcard features/*),)
 	@echo "bdd: SKIPPED: ./features does not exist yet"; rm -f $(COVERAGE_DIR)/bdd.out
 else
-	$(GO) test -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/bdd.out ./features/...
+	$(SERVERS_RUN) $(GO_TEST) -count=1 $(COVER_FLAGS) -coverprofile=$(COVERAGE_DIR)/bdd.out ./features/...
 endif
 
 # The same suite, driving the real binary instead of the in-process CLI.
-bdd-binary: build
-	PLAN_BINARY=$(CURDIR)/bin/plan $(GO) test -count=1 ./features/...
+bdd-binary: build $(MINIO_STAMP)
+	PLAN_BINARY=$(CURDIR)/bin/plan $(SERVERS_RUN) $(GO) test -count=1 ./features/...
 
 coverage: test bdd
 	@{ echo "mode: atomic"; for f in $(COVERAGE_DIR)/unit.out $(COVERAGE_DIR)/bdd.out; do \
@@ -193,8 +235,8 @@ demo: build
 	./bin/plan demo
 
 # make bench BENCH_FLAGS='-files=100000 -strict'
-bench:
-	$(GO) run ./bench $(BENCH_FLAGS)
+bench: $(MINIO_STAMP)
+	$(SERVERS_RUN) $(GO) run ./bench $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin $(COVERAGE_DIR)

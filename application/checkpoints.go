@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -96,6 +97,50 @@ func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (*che
 	}
 	defer release()
 	return s.ops.create(ctx, req)
+}
+
+// AdoptRequest names a tree another workspace recorded in the shared store.
+type AdoptRequest struct {
+	Root tree.Hash
+	Note string
+}
+
+// Adopt records a tree that another workspace recorded in the same shared store as a checkpoint of
+// type clone of this workspace, without touching the live workspace: the start of a clone's
+// history, which a rollback to it then materialises. The tree must be held whole.
+func (s *CheckpointService) Adopt(ctx context.Context, req AdoptRequest) (*checkpoint.Checkpoint, error) {
+	if s.ops.trees == nil {
+		return nil, errors.New("adopting a tree is not wired: Operations has no TreeWriter")
+	}
+	ctx, release, err := s.ops.guard.Enter(ctx, "clone")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	began := s.ops.clock.Now()
+	files, bytes, err := s.ops.trees.Adopt(req.Root)
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint to clone: %w", err)
+	}
+	var parent checkpoint.ID
+	switch latest, err := s.ops.checkpoints.Latest(ctx); {
+	case err == nil:
+		parent = latest.ID()
+	case !errors.Is(err, fault.ErrNotFound):
+		return nil, err
+	}
+	now := s.ops.clock.Now()
+	cp, err := checkpoint.New(checkpoint.Params{
+		ID: ident.New(now), Type: checkpoint.Clone, CreatedAt: now, Note: req.Note, ParentID: parent, Root: req.Root,
+		Stats: checkpoint.Stats{Files: files, Bytes: bytes, Duration: now.Sub(began)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ops.checkpoints.Add(ctx, cp); err != nil {
+		return nil, fmt.Errorf("record checkpoint: %w", err)
+	}
+	return cp, nil
 }
 
 // List returns every checkpoint, newest first.

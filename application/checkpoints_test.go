@@ -279,6 +279,10 @@ func TestRollback(t *testing.T) {
 	if len(res.RevertedDecisions) != 0 || res.Target.ID() != target.ID() || res.DryRun { // no plan: none to revert
 		t.Errorf("result %+v", res)
 	}
+	// The trees were compared once: the restore is handed the rollback's comparison.
+	if e.r.diffsGiven != 1 || len(e.r.applies) != 1 {
+		t.Errorf("%d applies, %d given the comparison; want 1 and 1", len(e.r.applies), e.r.diffsGiven)
+	}
 	// The journal named the right trees, and is gone.
 	if len(e.j.writes) != 1 {
 		t.Fatalf("journal writes %+v", e.j.writes)

@@ -162,7 +162,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	}
 	c, err := s.ops.corrections.Get(ctx, id)
 	if err != nil {
-		return CorrectResult{}, err
+		return CorrectResult{}, fmt.Errorf("correction %s is recorded, but reading it back failed: %w", id, err)
 	}
 	return CorrectResult{Correction: c, Scope: scope, Rollback: rb}, nil
 }
@@ -191,11 +191,11 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		return nil, nil, err
 	}
 	defer release()
-	var c *correction.Correction
-	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
-		c = x
-		return x.StartReexecution()
-	}); err != nil {
+	// Everything that can refuse the re-execution is checked before the correction moves to
+	// reexecuting: a refused call leaves it reverted, so it can be re-executed once the request is
+	// right (a correction left reexecuting is closed as failed by the next command's recovery).
+	c, err := s.ops.corrections.Get(ctx, id)
+	if err != nil {
 		return nil, nil, err
 	}
 	p, err := s.ops.plan(ctx, req.Plan)
@@ -208,12 +208,19 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 			return c, nil, err
 		}
 	}
-	var reexecuted []string
-	var runErr error
 	ids, err := p.Reexecution(target)
 	if err != nil {
 		return c, nil, err
 	}
+	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
+		c = x
+		return x.StartReexecution()
+	}); err != nil {
+		return nil, nil, err
+	}
+	var reexecuted []string
+	var runErr error
+	defer s.ops.track()()
 	for _, id := range ids {
 		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn)
 		if r.Ran {

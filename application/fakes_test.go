@@ -181,6 +181,19 @@ type fakeSnap struct {
 	snaps    int
 	// onSnapshot runs as a snapshot starts: what changed between a scan and the snapshot.
 	onSnapshot func()
+	// tracking counts the Track calls not stopped yet; tracked the snapshots taken meanwhile.
+	tracking, tracked int
+}
+
+func (s *fakeSnap) Track() func() {
+	s.tracking++
+	stopped := false
+	return func() {
+		if !stopped {
+			stopped = true
+			s.tracking--
+		}
+	}
 }
 
 func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
@@ -191,6 +204,9 @@ func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (S
 		return Snapshot{}, s.err
 	}
 	s.snaps++
+	if s.tracking > 0 {
+		s.tracked++
+	}
 	s.also = append(s.also, also...)
 	var files, size int64
 	for _, e := range s.live {
@@ -226,6 +242,15 @@ type fakeRestorer struct {
 	reconcileErr  error
 	unrecordedErr error
 	unrecorded    []string // what Unrecorded reports when there is no fake workspace
+	diffsGiven    int      // applies whose comparison the caller made (ApplyDiff)
+}
+
+func (r *fakeRestorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error) {
+	r.diffsGiven++
+	if got, err := r.snap.store.DiffTrees(from, to); err == nil && len(got) != len(changes) {
+		return ApplyStats{}, fmt.Errorf("ApplyDiff given %d changes, the trees differ in %d", len(changes), len(got))
+	}
+	return r.Apply(ctx, from, to, p)
 }
 
 func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ Progress) (ApplyStats, error) {

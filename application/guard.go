@@ -231,18 +231,25 @@ func summarizePaths(paths []string) string {
 }
 
 // run journals op, applies the workspace change from→to, runs the finisher and clears the journal.
+// changes, when not nil, is the comparison of the two trees the caller made already.
 //
 // The finisher's transaction is the commit point. Before it, any failure puts the source tree back
 // (the journal turned Backward while that happens), so a failed operation leaves the workspace as it
 // was. After it, the operation has succeeded: a journal that cannot be cleared is harmless, because
 // the next command's recovery finds the workspace at the target and the finisher already recorded.
-func (g *Guard) run(ctx context.Context, op Operation, p Progress) (ApplyStats, error) {
+func (g *Guard) run(ctx context.Context, op Operation, changes []tree.Change, p Progress) (ApplyStats, error) {
 	from, to := op.Source, op.Target
 	op.Direction = Forward
 	if err := g.journal.Write(op); err != nil {
 		return ApplyStats{}, fmt.Errorf("write journal: %w", err)
 	}
-	stats, applyErr := g.restorer.Apply(ctx, from, to, p)
+	var stats ApplyStats
+	var applyErr error
+	if changes != nil {
+		stats, applyErr = g.restorer.ApplyDiff(ctx, from, to, changes, p)
+	} else {
+		stats, applyErr = g.restorer.Apply(ctx, from, to, p)
+	}
 	if applyErr != nil {
 		var ie *IncompleteUndoError
 		if errors.As(applyErr, &ie) {

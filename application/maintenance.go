@@ -184,8 +184,9 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 	return res, true, nil
 }
 
-// GC removes every object no checkpoint and no live attempt needs.
-func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
+// GC removes every object no checkpoint and no live attempt needs (in a shared store, of any
+// workspace).
+func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (GCReport, error) {
 	ctx, release, err := s.ops.guard.Enter(ctx, "gc")
 	if err != nil {
 		return GCReport{}, err
@@ -195,7 +196,7 @@ func (s *MaintenanceService) GC(ctx context.Context) (GCReport, error) {
 	if err != nil {
 		return GCReport{}, err
 	}
-	return s.store.Collect(roots)
+	return s.store.Collect(roots, req.Grace)
 }
 
 // roots are the trees gc keeps: every checkpoint's, and every recorded attempt result a future

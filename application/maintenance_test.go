@@ -216,7 +216,7 @@ func TestMaintenanceListErrors(t *testing.T) {
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) {
 		t.Errorf("prune: %v", err)
 	}
-	if _, err := e.ms.GC(context.Background()); !errors.Is(err, boom) || len(e.health.roots) != 0 {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 0 {
 		t.Errorf("gc: %v (collect called %d times)", err, len(e.health.roots))
 	}
 	if _, err := e.ms.Verify(context.Background(), "", false); !errors.Is(err, boom) {
@@ -295,7 +295,7 @@ func TestGCRoots(t *testing.T) {
 	b := e.checkpointAt(t, baseTime.Add(-time.Hour), tree.Sum([]byte("b")), checkpoint.Stats{})
 
 	// No plan: the checkpoints' roots.
-	if _, err := e.ms.GC(context.Background()); err != nil {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[0]; !slices.Equal(got, []tree.Hash{b.Root(), a.Root()}) {
@@ -314,7 +314,7 @@ func TestGCRoots(t *testing.T) {
 	if err := e.plans.Save(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ms.GC(context.Background()); err != nil {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[1]; !slices.Equal(got, []tree.Hash{b.Root(), a.Root(), kept}) {
@@ -330,7 +330,7 @@ func TestGCRoots(t *testing.T) {
 	if err := e.plans.Save(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ms.GC(context.Background()); err != nil {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[2]; !slices.Contains(got, kept) || !slices.Contains(got, other) {
@@ -339,16 +339,16 @@ func TestGCRoots(t *testing.T) {
 
 	boom := errors.New("db down")
 	e.plans.currentErr = boom
-	if _, err := e.ms.GC(underLock()); !errors.Is(err, boom) || len(e.health.roots) != 3 {
+	if _, err := e.ms.GC(underLock(), GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 3 {
 		t.Errorf("plans failing: %v", err)
 	}
 	e.plans.currentErr = nil
 	e.health.collectErr = boom
-	if _, err := e.ms.GC(context.Background()); !errors.Is(err, boom) {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, boom) {
 		t.Errorf("collect failing: %v", err)
 	}
 	e.l.err = fault.Conflict("busy")
-	if _, err := e.ms.GC(context.Background()); !errors.Is(err, fault.ErrConflict) {
+	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("busy: %v", err)
 	}
 }

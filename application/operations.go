@@ -294,7 +294,10 @@ func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoi
 	op.StartedAt = o.clock.Now()
 	counts := Count(changes)
 	op.Counts = counts
-	stats, err := o.guard.run(ctx, *op, req.Progress)
+	if changes == nil {
+		changes = []tree.Change{} // compared: nothing differs (nil would have the restorer compare again)
+	}
+	stats, err := o.guard.run(ctx, *op, changes, req.Progress)
 	if err != nil {
 		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
 	}
@@ -343,6 +346,16 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 		BackupCheckpoint: op.BackupCheckpoint, StartedAt: op.StartedAt, FinishedAt: o.clock.Now(),
 		Added: op.Counts.Added, Modified: op.Counts.Modified, Deleted: op.Counts.Deleted, Reverted: reverted,
 	})
+}
+
+// track has the snapshotter follow the workspace's changes, when it can, for a command that runs
+// decisions: each takes a snapshot before and after, and between them only what changed needs
+// reading. The caller defers the returned stop.
+func (o *Operations) track() (stop func()) {
+	if t, ok := o.snap.(ChangeTracker); ok {
+		return t.Track()
+	}
+	return func() {}
 }
 
 // execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the

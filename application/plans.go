@@ -120,6 +120,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		return RunResult{}, err
 	}
 	defer release()
+	defer s.ops.track()()
 	p, err := s.ops.plans.ByName(ctx, req.Name)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
@@ -244,6 +245,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 		return RunResult{}, err
 	}
 	defer release()
+	defer s.ops.track()()
 	p, err := s.ops.plan(ctx, req.Plan)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):

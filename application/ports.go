@@ -59,6 +59,15 @@ type Snapshotter interface {
 	OpenLive(path string) (io.ReadCloser, error)
 }
 
+// ChangeTracker is implemented by a Snapshotter that can follow the workspace's changes while one
+// command takes several snapshots (a run takes one before and one after every decision), so that
+// each snapshot after the first reads only what changed. Track starts following; the returned stop
+// ends it (calls may nest). Tracking never changes what a snapshot records, only what it costs:
+// whatever the tracker cannot vouch for is read again.
+type ChangeTracker interface {
+	Track() (stop func())
+}
+
 // TreeStore reads what the store holds. Every read verifies content hashes; damage is a
 // fault.ErrIntegrity error.
 type TreeStore interface {
@@ -85,6 +94,9 @@ type Restorer interface {
 	// It returns the error of the forward step; if putting from back failed too, the error says so and
 	// the caller must leave the journal in place for recovery.
 	Apply(ctx context.Context, from, to tree.Hash, p Progress) (ApplyStats, error)
+	// ApplyDiff is Apply for a caller that has compared the trees already: changes is what
+	// TreeStore.DiffTrees(from, to) returned, and is not computed again.
+	ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error)
 	// Reconcile makes the workspace equal to tree to, whatever it holds now. Crash recovery uses it.
 	Reconcile(ctx context.Context, to tree.Hash) (ApplyStats, error)
 	// Unrecorded lists the live paths whose state none of trees holds (a file written or edited after
@@ -216,6 +228,19 @@ type GCReport struct {
 	PacksRewritten int
 	BytesReclaimed int64
 	LiveObjects    int
+	// Shared says the store is shared by several workspaces and was collected in two phases:
+	// PacksCondemned were marked (deleted by a gc once Grace has passed, if still dead);
+	// PacksKept were condemned but are needed again; MarksPending are marks not yet due.
+	Shared                    bool
+	Grace                     time.Duration
+	PacksCondemned, PacksKept int
+	MarksPending              int
+}
+
+// GCRequest says how to collect. Grace, when set, overrides the configured grace period of a
+// shared store (how long a pack stays condemned before it is deleted); a private store has none.
+type GCRequest struct {
+	Grace *time.Duration
 }
 
 // StoreUsage describes the object store's size.
@@ -224,6 +249,18 @@ type StoreUsage struct {
 	Objects     int
 	StoredBytes int64
 	RawBytes    int64
+	// Location names a shared store (its URL); empty for the private one.
+	Location string
+	// Cache describes the local cache of a remote store; nil for a local one.
+	Cache *CacheUsage
+}
+
+// CacheUsage is what the local cache of a remote store served and holds.
+type CacheUsage struct {
+	Hits, Misses    int64 // reads served from the cache, and fetched from the store
+	DownloadedBytes int64
+	CachedBytes     int64
+	LimitBytes      int64
 }
 
 // StoreHealth is what the maintenance use cases need from the object store.
@@ -233,8 +270,10 @@ type StoreHealth interface {
 	// CheckObject verifies one object: present with a sane size, and with readData its content
 	// re-hashed. Damage is a fault.ErrIntegrity error; anything else is an I/O error worth a retry.
 	CheckObject(h tree.Hash, readData bool) error
-	// Collect removes every object not reachable from roots.
-	Collect(roots []tree.Hash) (GCReport, error)
+	// Collect removes every object not reachable from roots. A shared store also keeps what any
+	// workspace's records reference, and deletes in two phases (grace, when not nil, overrides the
+	// configured wait between them).
+	Collect(roots []tree.Hash, grace *time.Duration) (GCReport, error)
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
 	ScanStore() ([]ObjectProblem, error)

@@ -20,12 +20,18 @@ import (
 const kindRevert = "revert"
 
 // TreeWriter stores a workspace tree that no snapshot recorded: a surgical revert's target, which is
-// the live tree with one decision's changes taken out.
+// the live tree with one decision's changes taken out, or a tree another workspace recorded in a
+// shared store, which a clone adopts.
 type TreeWriter interface {
 	// StoreEntries stores the tree entries describes (Flatten's form; directory hashes are
 	// recomputed) and returns its root, durable when it returns. blobs holds the contents that are
 	// new; every other file entry must name content the store holds.
 	StoreEntries(entries []tree.Entry, blobs map[tree.Hash][]byte) (tree.Hash, error)
+	// Adopt checks that every object under root is held (a copy that can be read, not known
+	// damaged), so that a checkpoint may reference root, and counts its files and their bytes. In a
+	// shared store it also notes that the next record depends on each of them (see the store's
+	// gc protocol). Anything missing is a fault.ErrIntegrity error.
+	Adopt(root tree.Hash) (files, bytes int64, err error)
 }
 
 // ConflictMode says what a surgical revert does with paths it cannot merge cleanly.
@@ -200,14 +206,14 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.ops.clock.Now(),
 		Counts: res.Counts, Detail: detail,
 	}
-	if _, err := s.ops.guard.run(ctx, op, req.Progress); err != nil {
+	if _, err := s.ops.guard.run(ctx, op, nil, req.Progress); err != nil {
 		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
 			err = errors.Join(err, s.ops.archiver.Discard(id))
 		}
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
 	if res.Correction, err = s.ops.corrections.Get(ctx, id); err != nil {
-		return res, err
+		return res, fmt.Errorf("revert %s is recorded, but reading it back failed: %w", id, err)
 	}
 	if req.Run == "" {
 		return res, nil
@@ -232,6 +238,7 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 	}
 	var ran bool
 	if err == nil {
+		defer s.ops.track()()
 		var r attemptResult
 		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn)
 		ran = r.Ran

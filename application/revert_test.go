@@ -31,6 +31,24 @@ func (w *fakeTrees) StoreEntries(entries []tree.Entry, blobs map[tree.Hash][]byt
 	return w.store.put(entries), nil
 }
 
+func (w *fakeTrees) Adopt(root tree.Hash) (files, size int64, err error) {
+	w.calls++
+	if w.err != nil {
+		return 0, 0, w.err
+	}
+	entries, err := w.store.Flatten(root)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range entries {
+		if e.Kind != tree.KindDir {
+			files++
+			size += e.Size
+		}
+	}
+	return files, size, nil
+}
+
 // withTrees wires a TreeWriter into e's Operations, which every service shares.
 func withTrees(e *useCaseEnv) *fakeTrees {
 	w := &fakeTrees{store: e.store}

@@ -337,7 +337,7 @@ func (h *fakeHealth) CheckObject(hash tree.Hash, _ bool) error {
 	return nil
 }
 
-func (h *fakeHealth) Collect(roots []tree.Hash) (GCReport, error) {
+func (h *fakeHealth) Collect(roots []tree.Hash, _ *time.Duration) (GCReport, error) {
 	h.roots = append(h.roots, roots)
 	if h.collectErr != nil {
 		return GCReport{}, h.collectErr

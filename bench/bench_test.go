@@ -170,7 +170,8 @@ func TestDecodeCheckpoint(t *testing.T) {
 }
 
 func TestReportText(t *testing.T) {
-	rep := &report{Files: 10, Bytes: 2048}
+	rep := &report{Files: 10, Bytes: 2048, RealTree: &treeInfo{Source: "/go", Files: 15000, ChangedFiles: 150},
+		History: &historyInfo{Module: "golang.org/x/net", Versions: []string{"v0.1.0", "v0.2.0"}}}
 	rep.add(timeResult("a", "first checkpoint", []time.Duration{time.Second}, []time.Duration{4 * time.Second}, "git", ">= 3x faster",
 		func(o, g float64) bool { return g >= 3*o }))
 	rep.add(result{ID: "m", Name: "peak RSS", Unit: "MB", Ours: 12.5, Status: statusInfo, Note: "small run"})
@@ -179,7 +180,8 @@ func TestReportText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"4.0x faster", "PASS", "12.5 MB", "small run", "1 passed, 0 failed, 1 info, 0 n/a"} {
+	for _, want := range []string{"4.0x faster", "PASS", "12.5 MB", "small run", "1 passed, 0 failed, 1 info, 0 n/a",
+		"real tree: a copy of /go, 15000 files", "a change edits 150 files", "2 releases of golang.org/x/net, v0.1.0..v0.2.0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -37,18 +37,39 @@ type result struct {
 
 // report is everything one benchmark run found.
 type report struct {
-	Files        int      `json:"files"`
-	Dirs         int      `json:"dirs"`
-	Bytes        int64    `json:"bytes"`
-	Runs         int      `json:"runs"`
-	Seed         uint64   `json:"seed"`
-	ChangedFiles int      `json:"changed_files"`
-	GitVersion   string   `json:"git_version"`
-	Results      []result `json:"results"`
-	Passed       int      `json:"passed"`
-	Failed       int      `json:"failed"`
-	Infos        int      `json:"info"`
-	NotAvailable int      `json:"not_available"`
+	Files        int    `json:"files"`
+	Dirs         int    `json:"dirs"`
+	Bytes        int64  `json:"bytes"`
+	Runs         int    `json:"runs"`
+	Seed         uint64 `json:"seed"`
+	ChangedFiles int    `json:"changed_files"`
+	GitVersion   string `json:"git_version"`
+	// RealTree and History describe the real-tree and real-history workloads, when measured.
+	RealTree     *treeInfo    `json:"real_tree,omitempty"`
+	History      *historyInfo `json:"history,omitempty"`
+	Results      []result     `json:"results"`
+	Passed       int          `json:"passed"`
+	Failed       int          `json:"failed"`
+	Infos        int          `json:"info"`
+	NotAvailable int          `json:"not_available"`
+}
+
+// treeInfo describes the real tree: a copy of Source.
+type treeInfo struct {
+	Source       string `json:"source"`
+	Files        int    `json:"files"` // regular files
+	Symlinks     int    `json:"symlinks"`
+	Dirs         int    `json:"dirs"`
+	Bytes        int64  `json:"bytes"`
+	ChangedFiles int    `json:"changed_files"`
+}
+
+// historyInfo describes the real history: the releases of Module replayed, oldest first.
+type historyInfo struct {
+	Module   string   `json:"module"`
+	Versions []string `json:"versions"`
+	Files    int      `json:"files"` // of the newest release
+	Bytes    int64    `json:"bytes"` // likewise
 }
 
 func (r *report) add(res result) {
@@ -162,7 +183,25 @@ func (r *report) summary() string {
 		r.Files, humanBytes(r.Bytes), r.Passed, r.Failed, r.Infos, r.NotAvailable)
 }
 
+// workloads says what was measured, one line each.
+func (r *report) workloads() []string {
+	lines := []string{fmt.Sprintf("generated: %d files in %d directories, %s; a change rewrites %d files; %d runs, seed %d; git %s",
+		r.Files, r.Dirs, humanBytes(r.Bytes), r.ChangedFiles, r.Runs, r.Seed, r.GitVersion)}
+	if t := r.RealTree; t != nil {
+		lines = append(lines, fmt.Sprintf("real tree: a copy of %s, %d files, %d symlinks, %d directories, %s; a change edits %d files",
+			t.Source, t.Files, t.Symlinks, t.Dirs, humanBytes(t.Bytes), t.ChangedFiles))
+	}
+	if h := r.History; h != nil && len(h.Versions) > 0 {
+		lines = append(lines, fmt.Sprintf("real history: %d releases of %s, %s..%s (the newest: %d files, %s)",
+			len(h.Versions), h.Module, h.Versions[0], h.Versions[len(h.Versions)-1], h.Files, humanBytes(h.Bytes)))
+	}
+	return lines
+}
+
 func (r *report) writeText(w io.Writer) error {
+	for _, l := range r.workloads() {
+		fmt.Fprintln(w, l)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "operation\tours\tbaseline\t\tratio\ttarget\tresult\n")
 	for _, res := range r.Results {

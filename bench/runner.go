@@ -179,6 +179,49 @@ func (p *planCLI) rollback(id string) (measured, error) {
 	return m, err2
 }
 
+// runPlan times `plan --json run FILE [args]` and decodes the status object it prints.
+func (p *planCLI) runPlan(file string, args ...string) (measured, runView, error) {
+	m, err := p.r.run(p.ws, nil, p.bin, append([]string{"-C", p.ws, "--json", "run", file}, args...)...)
+	if err != nil {
+		return m, runView{}, err
+	}
+	var v runView
+	if err := json.Unmarshal(m.stdout, &v); err != nil {
+		return m, v, fmt.Errorf("plan run printed no status object: %w (output: %.200q)", err, m.stdout)
+	}
+	return m, v, nil
+}
+
+// runView is the part of the status object (docs/cli.md, plan status) the benchmark reads.
+type runView struct {
+	Decisions []struct {
+		ID           string `json:"id"`
+		Status       string `json:"status"`
+		CheckpointID string `json:"checkpoint_id"`
+	} `json:"decisions"`
+}
+
+// listedCheckpoint is the part of a `checkpoint list` entry the benchmark reads.
+type listedCheckpoint struct {
+	ID          string  `json:"id"`
+	Type        string  `json:"type"`
+	StoredBytes int64   `json:"stored_bytes"`
+	DurationMs  float64 `json:"duration_ms"`
+}
+
+// list returns `plan --json checkpoint list` (untimed).
+func (p *planCLI) list() ([]listedCheckpoint, error) {
+	m, err := p.r.run(p.ws, nil, p.bin, "-C", p.ws, "--json", "checkpoint", "list")
+	if err != nil {
+		return nil, err
+	}
+	var cps []listedCheckpoint
+	if err := json.Unmarshal(m.stdout, &cps); err != nil {
+		return nil, fmt.Errorf("checkpoint list printed no JSON array: %w (output: %.200q)", err, m.stdout)
+	}
+	return cps, nil
+}
+
 var errUnsupported = errors.New("not supported by this plan binary (exit 2)")
 
 // shadowGit is the baseline many agent tools use: a git repository kept outside the workspace, with
@@ -228,6 +271,29 @@ func (g *shadowGit) commit() (measured, error) {
 	g.counter++
 	msg := fmt.Sprintf("bench %d", g.counter)
 	return g.r.seq(g.ws, g.env(), g.git("add", "-A"), g.git("commit", "-q", "--allow-empty", "-m", msg))
+}
+
+// status times `git status --porcelain`, keeping what it lists.
+func (g *shadowGit) status() (measured, error) {
+	c := g.git("status", "--porcelain")
+	return g.r.run(g.ws, g.env(), c[0], c[1:]...)
+}
+
+// trackedFiles counts the files the repository's index holds (untimed).
+func (g *shadowGit) trackedFiles() (int, error) {
+	c := g.git("ls-files", "-z")
+	m, err := g.r.run(g.ws, g.env(), c[0], c[1:]...)
+	if err != nil {
+		return 0, err
+	}
+	return bytes.Count(m.stdout, []byte{0}), nil
+}
+
+// gcAggressive times `git gc --aggressive --prune=now`: git's smallest store. --aggressive
+// searches far wider for delta bases (window 250, depth 50) than the default gc; --prune=now
+// drops the loose objects at once instead of keeping them two weeks.
+func (g *shadowGit) gcAggressive() (measured, error) {
+	return g.r.seq(g.ws, g.env(), g.git("gc", "--aggressive", "--prune=now", "-q"))
 }
 
 // resetHard times `git reset --hard -q`.

@@ -56,6 +56,11 @@ func (w *workload) totalBytes() int64 {
 	return n
 }
 
+func (w *workload) count() int { return len(w.files) }
+
+// entries is count: the generated workload holds regular files only.
+func (w *workload) entries() int64 { return int64(len(w.files)) }
+
 // planWorkload lays out n files deterministically from seed; it writes nothing.
 func planWorkload(root string, n int, seed uint64) *workload {
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) // #nosec G404 -- reproducible test data, not secrets

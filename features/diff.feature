@@ -113,6 +113,16 @@ Feature: Diff
     And stdout contains "M blob.bin"
     And stdout contains "Binary"
 
+  Scenario: --patch of content the store cannot read is an integrity error
+    Given a file "big.bin" of 200000 bytes of random data
+    And a checkpoint "big"
+    When I delete "big.bin"
+    And a file "big.bin" of 200000 bytes of random data
+    And I flip a byte in the middle of the pack checkpoint "big" wrote
+    And I run "plan --json diff <big> --patch"
+    Then the exit code is 6
+    And the JSON error has "error.kind" equal to "integrity"
+
   Scenario: checkpoints may be named by prefix
     Given I change "a.txt" to "changed\n"
     And a checkpoint "after"

@@ -172,7 +172,7 @@ func (s *scenario) run(command string, opt runOptions) error {
 // runInProcess runs args through cli.Runner with the workspace as its directory, as the binary run
 // there would. The process's working directory is never changed, so scenarios run concurrently.
 func (s *scenario) runInProcess(args []string, stdin string, interactive bool, out, errOut io.Writer) (int, error) {
-	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive, Dir: s.ws}
+	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive, Dir: s.ws, Getenv: s.getenv}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	return r.Run(ctx, args), nil
@@ -196,7 +196,7 @@ func (s *scenario) runProcess(bin string, args []string, stdin string, interacti
 	if failpoint != "" {
 		env = append(env, "PLAN_FAILPOINT="+failpoint)
 	}
-	cmd.Env = env
+	cmd.Env = s.processEnv(env)
 	switch {
 	case interactive:
 		master, slave, err := openPTY()

@@ -105,6 +105,12 @@ type scenario struct {
 	held      []*os.File          // locks the scenario holds, released at teardown
 	outputs   map[string]string   // remembered stdouts by name
 	packs     map[string][]string // the pack files each remembered checkpoint wrote, by checkpoint name
+
+	// A shared store and database, when the scenario uses them (<store>, <db>), and the AWS
+	// environment its commands see.
+	store, db       string
+	dbName, dbAdmin string
+	env             map[string]string
 }
 
 // exitAssertion matches the steps that look at a command's exit code; only these may follow a
@@ -143,6 +149,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerPlanSteps(sc)
 	s.registerStoreSteps(sc)
 	s.registerLockSteps(sc)
+	s.registerSharedSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {
@@ -233,6 +240,14 @@ func (s *scenario) expand(text string) (string, error) {
 			v = s.outside
 		case "plans":
 			v = s.plans
+		case "store", "db":
+			if v = s.store; name == "db" {
+				v = s.db
+			}
+			if v == "" {
+				err = errors.Join(err, fmt.Errorf("%s: the scenario has no shared %s", m, name))
+				return m
+			}
 		default:
 			id, ok := s.ids[name]
 			if !ok {

@@ -55,10 +55,25 @@ func (s *scenario) registerWorkspaceSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the outside directory is empty$`, s.theOutsideDirectoryIsEmpty)
 }
 
-// path resolves a workspace-relative path; scenarios never name paths outside the workspace.
+// path resolves a workspace-relative path; scenarios name no path outside the workspace but their
+// own others (<outside>/copy).
 func (s *scenario) path(rel string) (string, error) {
 	if s.ws == "" {
 		return "", errors.New("no workspace yet: start the scenario with `Given a workspace`")
+	}
+	if placeholder.MatchString(rel) {
+		// <outside>/copy, say: a path of the scenario's own, outside the workspace.
+		p, err := s.expand(rel)
+		if err != nil {
+			return "", err
+		}
+		if r, err := filepath.Rel(s.root, p); filepath.IsAbs(p) && (err != nil || !filepath.IsLocal(r)) {
+			return "", fmt.Errorf("path %q is outside the scenario's directory", p)
+		}
+		if filepath.IsAbs(p) {
+			return p, nil
+		}
+		rel = p
 	}
 	if filepath.IsAbs(rel) || !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return "", fmt.Errorf("path %q is not inside the workspace", rel)

@@ -16,10 +16,12 @@ import (
 // knows of itself from its build information.
 var version = ""
 
-// softMemoryLimit keeps a checkpoint of a 100,000-file tree near 140 MB of RSS instead of letting
-// the heap double past its live size (measured: 229 MB → 142 MB, no slower). It is soft: a larger
-// live heap only makes the collector work harder (the runtime caps that at half the CPU).
-// GOMEMLIMIT in the environment overrides it.
+// softMemoryLimit keeps the first checkpoint of a 100,000-file tree near 120 MB of RSS instead of
+// letting the heap double past its live size (measured: 138 MB without it). Later checkpoints stay
+// well below it (no change: 68 MB, 1% changed: 89 MB; a run that keeps the tree in memory between
+// decisions: 120 MB), so it costs them nothing. It is soft: a larger live heap only makes the
+// collector work harder (the runtime caps that at half the CPU). GOMEMLIMIT in the environment
+// overrides it.
 const softMemoryLimit = 100 << 20
 
 func main() {

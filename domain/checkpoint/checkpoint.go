@@ -41,10 +41,13 @@ const (
 	// PreRecover records what the workspace held when crash recovery found changes made after the
 	// crash, before recovery finished or undid the interrupted operation.
 	PreRecover Type = "pre_recover"
+	// Clone is the first checkpoint of a workspace made by plan clone: another workspace's
+	// checkpoint of the same shared store, adopted as the start of this one's history.
+	Clone Type = "clone"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

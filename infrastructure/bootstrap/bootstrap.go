@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/infrastructure/archive"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/executor"
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/maintenance"
@@ -40,13 +43,23 @@ type Config struct {
 	Init bool
 	// AllowDangerousRoot lets Init make the file system root or the home directory a workspace.
 	AllowDangerousRoot bool
+	// Store and DB are, for Init of a new workspace, where its content and metadata go (a store
+	// URL file:///abs/path or s3://bucket[/prefix]; a DSN sqlite:///abs/path or postgres://…);
+	// empty means .plan/objects and .plan/plan.db. An existing workspace keeps what its
+	// configuration says: asking Init for another is a conflict.
+	Store, DB string
+	// WorkspaceID is, for Init of a new workspace, its identity (plan clone makes one); empty means
+	// a fresh one.
+	WorkspaceID string
+	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // Module assembles every adapter and service for the workspace cfg names.
 func Module(cfg Config) fx.Option {
 	return fx.Module("plan",
 		fx.Supply(cfg),
-		fx.Provide(newLayout, newResources),
+		fx.Provide(Resolve, layoutOf, newResources),
 		PersistenceModule,
 		StoreModule,
 		WorkspaceModule,
@@ -54,32 +67,7 @@ func Module(cfg Config) fx.Option {
 	)
 }
 
-func newLayout(cfg Config) (workspace.Layout, error) {
-	l, err := workspace.NewLayout(cfg.Root)
-	if err != nil {
-		return l, err
-	}
-	if cfg.Init {
-		if !l.Initialized() && hasPacks(l) {
-			return l, fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor --rebuild` instead of re-initialising", l.State())
-		}
-		if why := l.Dangerous(); why != "" && !l.Initialized() && !cfg.AllowDangerousRoot {
-			return l, fault.Invalid("refusing to make %s a workspace: %s, and every checkpoint would copy all of it (pass --force-root if you mean it)", l.Root, why)
-		}
-		return l, l.Init()
-	}
-	if !l.Initialized() {
-		if hasPacks(l) {
-			return l, fault.Integrity("the metadata database %s is missing but the store is not empty: run `plan doctor --rebuild`", l.Database())
-		}
-		return l, l.RequireInitialized()
-	}
-	return l, nil
-}
-
-// hasPacks reports whether the store holds anything a lost database would have referenced:
-// packs, or records of committed transactions.
-func hasPacks(l workspace.Layout) bool { return l.StoreHolds("packs") || l.StoreHolds("records") }
+func layoutOf(s *Setup) workspace.Layout { return s.Layout }
 
 // PersistenceModule provides the SQLite database and the repositories.
 var PersistenceModule = fx.Module("persistence",
@@ -128,46 +116,54 @@ func (r *resources) close() error {
 	return errors.Join(errs...)
 }
 
-func newDB(res *resources, l workspace.Layout, cfg Config, recs *objectstore.Records) (*persistence.DB, error) {
+func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*persistence.DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// A database may only start empty while the store is empty too: an empty database beside
-	// stored objects is a lost one, and gc against it would delete everything.
-	db, err := persistence.Open(ctx, l.Database(), cfg.Init && !hasPacks(l), persistence.WithLedger(recs))
+	// A database may only start empty while the store holds none of its records: an empty
+	// database beside them is a lost one, and gc against it would delete everything.
+	create := false
+	if cfg.Init {
+		held, err := s.storeHoldsRecords(recs)
+		if err != nil {
+			return nil, err
+		}
+		create = !held
+	}
+	db, err := persistence.Open(ctx, s.DBTarget, create, s.dbOptions(recs)...)
 	if err != nil {
-		if werr := l.CheckWritable(); werr != nil {
+		if werr := s.Layout.CheckWritable(); werr != nil {
 			return nil, werr
 		}
 		return nil, err
 	}
 	res.add(db.Close)
+	if s.Created {
+		host, _ := os.Hostname()
+		if err := db.RegisterWorkspace(ctx, persistence.WorkspaceInfo{ID: db.WorkspaceID(), Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()}); err != nil {
+			return nil, fmt.Errorf("register the workspace: %w", err)
+		}
+	}
 	return db, nil
 }
 
-// StoreModule provides the object store.
+// StoreModule provides the object store and the records of the database's history kept in it.
 var StoreModule = fx.Module("objectstore",
-	fx.Provide(newStore, newRecords),
+	fx.Provide(newStore),
 )
 
-func newRecords(l workspace.Layout) (*objectstore.Records, error) {
-	recs, err := objectstore.OpenRecords(l.Objects())
+func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *objectstore.Records, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, recs, err := s.OpenStore(ctx, cfg.Init)
 	if err != nil {
-		if werr := l.CheckWritable(); werr != nil {
-			return nil, werr
-		}
-		return nil, err
+		return nil, nil, err
 	}
-	return recs, nil
-}
-
-func newStore(res *resources, l workspace.Layout) (*objectstore.Store, error) {
-	s, err := objectstore.Open(l.Objects())
-	if err != nil {
-		return nil, err
-	}
-	s.Failpoint = failpoint.Hit
-	res.add(s.Close)
-	return s, nil
+	res.add(func() error {
+		err := st.Close()
+		closeBackend(st.Backend())
+		return err
+	})
+	return st, recs, nil
 }
 
 // WorkspaceModule provides the filesystem adapters.
@@ -185,7 +181,7 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(func(s *objectstore.Store) application.TreeWriter { return s }),
 		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
 		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
-		fx.Annotate(maintenance.NewHealth, fx.As(new(application.StoreHealth))),
+		fx.Annotate(newHealth, fx.As(new(application.StoreHealth))),
 		fx.Annotate(maintenance.NewSettings, fx.As(new(application.Settings))),
 	),
 )
@@ -205,6 +201,19 @@ var ApplicationModule = fx.Module("application",
 		NewMaintenanceService,
 	),
 )
+
+// newHealth is the store's health adapter, with the gc grace period the configuration sets.
+func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records) (*maintenance.Health, error) {
+	h := maintenance.NewHealth(store, recs)
+	if s.File.GC != nil && s.File.GC.Grace != "" {
+		d, err := time.ParseDuration(s.File.GC.Grace)
+		if err != nil || d < 0 {
+			return nil, fault.Invalid("%s: gc.grace %q: want a duration such as 1h or 10m", config.Path(s.Layout.State()), s.File.GC.Grace)
+		}
+		h.WithGrace(d)
+	}
+	return h, nil
+}
 
 // NewGuard returns the workspace guard with the release binary's failpoints (no-ops unless
 // PLAN_FAILPOINT arms one).
@@ -293,6 +302,7 @@ func (systemClock) Now() time.Time { return time.Now().UTC() }
 // Services are what the CLI (or a host program) uses.
 type Services struct {
 	fx.In
+	Setup       *Setup
 	Layout      workspace.Layout
 	Checkpoints *application.CheckpointService
 	Plans       *application.PlanService
@@ -310,8 +320,18 @@ type App struct {
 	Services Services
 }
 
-// Open builds and starts the application for cfg. When it fails, everything it opened is closed.
+// Open builds and starts the application for cfg. When it fails, everything it opened is closed,
+// and a .plan/ that this Open made (cfg.Init in a directory that had none) is removed again: a
+// refused or failed init leaves no half-made workspace behind.
 func Open(ctx context.Context, cfg Config) (*App, error) {
+	state := ""
+	if cfg.Init {
+		if l, err := workspace.NewLayout(cfg.Root); err == nil {
+			if _, err := os.Lstat(l.State()); errors.Is(err, fs.ErrNotExist) {
+				state = l.State()
+			}
+		}
+	}
 	a := &App{}
 	res := &resources{}
 	a.fx = fx.New(Module(cfg),
@@ -320,11 +340,16 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		fx.Replace(res),
 		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
 		fx.Populate(&a.Services), fx.NopLogger)
-	if err := a.fx.Err(); err != nil {
-		return nil, failed(rootCause(err), res)
+	err := a.fx.Err()
+	if err == nil {
+		err = a.fx.Start(ctx)
 	}
-	if err := a.fx.Start(ctx); err != nil {
-		return nil, failed(rootCause(err), res)
+	if err != nil {
+		err = failed(rootCause(err), res)
+		if state != "" {
+			_ = os.RemoveAll(state)
+		}
+		return nil, err
 	}
 	return a, nil
 }

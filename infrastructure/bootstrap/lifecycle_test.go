@@ -83,7 +83,7 @@ func TestPruneAndGCShrinkToWhatTheKeptCheckpointsNeed(t *testing.T) {
 	if err != nil || len(pr.Kept) != 5 || len(pr.Deleted) != 45 {
 		t.Fatalf("prune: %+v, %v", pr, err)
 	}
-	if _, err := app.Services.Maintenance.GC(ctx); err != nil {
+	if _, err := app.Services.Maintenance.GC(ctx, application.GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	after := storeBytes(t, dir)

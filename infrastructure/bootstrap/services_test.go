@@ -74,7 +74,7 @@ func TestMaintenanceOnRealAdapters(t *testing.T) {
 		t.Errorf("the pruned checkpoint: %v", err)
 	}
 
-	gc, err := svc.Maintenance.GC(ctx)
+	gc, err := svc.Maintenance.GC(ctx, application.GCRequest{})
 	if err != nil || gc.LiveObjects == 0 {
 		t.Fatalf("gc: %+v %v", gc, err)
 	}

@@ -35,7 +35,7 @@ func TestDoctorReportsIntegrityCheckComplaints(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "database")
 	if r.OK || f.OK || !strings.HasPrefix(f.Problem, "SQLite integrity_check: ") || !strings.Contains(f.Problem, "missing from index") ||
 		!strings.Contains(f.Repair, "plan doctor --rebuild") {
@@ -45,14 +45,14 @@ func TestDoctorReportsIntegrityCheckComplaints(t *testing.T) {
 		t.Errorf("doctor --repair changed the damaged database (%v)", err)
 	}
 	// The rebuild keeps the damaged file aside as it was and brings the checkpoint back.
-	res, err := maintenance.Rebuild(context.Background(), l, rebuildTime)
+	res, err := maintenance.Rebuild(context.Background(), maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || !strings.HasPrefix(res.Why, "damaged") || res.Checkpoints != 1 {
 		t.Fatalf("rebuild: %+v, %v", res, err)
 	}
 	if b, err := os.ReadFile(res.KeptAside); err != nil || !bytes.Equal(b, raw) {
 		t.Errorf("the damaged database was not kept aside as it was (%v)", err)
 	}
-	if r := maintenance.Doctor(context.Background(), l, false); !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false); !r.OK {
 		t.Errorf("after the rebuild: %+v", r.Findings)
 	}
 }
@@ -66,7 +66,7 @@ func TestDoctorDatabaseCannotBeExamined(t *testing.T) {
 	if err := os.Symlink(l.Database(), l.Database()); err != nil { // a loop: stat fails with ELOOP
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "database")
 	if r.OK || f.OK || !strings.Contains(f.Problem, "too many levels of symbolic links") || strings.Contains(f.Problem, "is missing") {
 		t.Errorf("report ok=%v, database finding %+v", r.OK, f)

@@ -30,7 +30,7 @@ func TestDoctorDamagedRecordAndDatabase(t *testing.T) {
 	if err := os.WriteFile(l.Database(), []byte("junk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(ctx, l, true)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "records")
 	if r.OK || f.OK || f.Repaired || !strings.Contains(f.Problem, name) || !strings.Contains(f.Repair, "from a backup") {
 		t.Fatalf("%+v", r.Findings)
@@ -51,7 +51,7 @@ func TestDoctorRecordRepairFailures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := maintenance.Doctor(ctx, l, true)
+		r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 		_ = unlock()
 		f := finding(t, r, "records")
 		if f.OK || f.Repaired || !strings.Contains(f.Repair, "a test holding the lock") {
@@ -66,7 +66,7 @@ func TestDoctorRecordRepairFailures(t *testing.T) {
 		recs, _ := objectstore.OpenRecords(l.Objects())
 		before, _ := recs.Committed()
 		immutable(t, filepath.Join(recs.Dir(), "pending"))
-		r := maintenance.Doctor(ctx, l, true)
+		r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 		f := finding(t, r, "records")
 		if f.OK || f.Repaired || !strings.HasPrefix(f.Repair, "compaction failed: ") {
 			t.Fatalf("%+v", f)
@@ -112,7 +112,7 @@ func addCheckpoints(t *testing.T, l workspace.Layout, n int) []string {
 func TestDoctorCountsEveryCheckpointWithoutData(t *testing.T) {
 	l := workspaceWithCheckpoint(t)
 	ids := addCheckpoints(t, l, 7)
-	f := finding(t, maintenance.Doctor(context.Background(), l, false), "checkpoints")
+	f := finding(t, maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false), "checkpoints")
 	if f.OK || !strings.Contains(f.Problem, "7 of 8 checkpoints have no data") || !strings.Contains(f.Problem, "and 2 more") {
 		t.Fatalf("%+v", f)
 	}
@@ -142,7 +142,7 @@ func TestDoctorCheckpointsUnreadable(t *testing.T) {
 	if sqlDB, err := g.DB(); err == nil {
 		_ = sqlDB.Close()
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "checkpoints")
 	if r.OK || f.OK || !strings.Contains(f.Problem, ids[0]) || !strings.Contains(f.Problem, "damaged") {
 		t.Fatalf("%+v", r.Findings)

@@ -22,7 +22,7 @@ func TestDoctorPacksDirectoryReplacedByAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, repair := range []bool{false, true} {
-		r := maintenance.Doctor(context.Background(), l, repair)
+		r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), repair)
 		idx, store := finding(t, r, "pack indexes"), finding(t, r, "store")
 		if r.OK || idx.OK || !strings.Contains(idx.Problem, "not a directory") || store.OK || store.Problem == "" {
 			t.Errorf("repair=%v: report ok=%v, index finding %+v, store finding %+v", repair, r.OK, idx, store)

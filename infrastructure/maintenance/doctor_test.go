@@ -78,7 +78,7 @@ func packFiles(t *testing.T, l workspace.Layout, ext string) []string {
 func TestDoctorHealthyWorkspace(t *testing.T) {
 	l := workspaceWithCheckpoint(t)
 	for _, repair := range []bool{false, true} {
-		r := maintenance.Doctor(context.Background(), l, repair)
+		r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), repair)
 		if !r.OK {
 			t.Fatalf("repair=%v: a healthy workspace is not ok: %+v", repair, r.Findings)
 		}
@@ -99,7 +99,7 @@ func TestDoctorMissingDatabase(t *testing.T) {
 	if err := os.Remove(l.Database()); err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	if r.OK {
 		t.Fatal("a workspace without its database is ok")
 	}
@@ -126,7 +126,7 @@ func TestDoctorCorruptDatabase(t *testing.T) {
 	if err := os.WriteFile(l.Database(), junk, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "database")
 	if r.OK || f.OK || f.Problem == "" || !strings.Contains(f.Repair, "plan doctor --rebuild") {
 		t.Errorf("report ok=%v, database finding %+v", r.OK, f)
@@ -145,7 +145,7 @@ func TestDoctorEmptyIndex(t *testing.T) {
 	}
 	name := filepath.Base(idx)
 
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "pack indexes")
 	if r.OK || f.OK || f.Problem != "1 empty index files: "+name || !strings.Contains(f.Repair, "plan doctor --repair") || f.Repaired {
 		t.Errorf("without repair: report ok=%v, finding %+v", r.OK, f)
@@ -158,7 +158,7 @@ func TestDoctorEmptyIndex(t *testing.T) {
 		t.Errorf("without repair: store finding %+v", s)
 	}
 
-	r = maintenance.Doctor(context.Background(), l, true)
+	r = maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f = finding(t, r, "pack indexes")
 	if !r.OK || !f.OK || !f.Repaired || f.Problem != "1 empty index files" || !strings.Contains(f.Repair, "rebuilt from their packs") {
 		t.Errorf("with repair: report %+v", r)
@@ -191,7 +191,7 @@ func TestDoctorPackWithoutIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "pack indexes")
 	if !r.OK || !f.OK || !strings.HasSuffix(f.Problem, "packs without an index") || !strings.Contains(f.Repair, "rebuilt automatically") {
 		t.Errorf("report ok=%v, finding %+v", r.OK, f)
@@ -207,7 +207,7 @@ func TestDoctorTemporaryFiles(t *testing.T) {
 		}
 	}
 
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "store temporary files")
 	// Junk, not damage: reported, but the workspace is healthy (no exit 6 until --repair).
 	if !r.OK || !f.OK || f.Problem != "2 unfinished pack files in objects/tmp" || !strings.Contains(f.Repair, "plan doctor --repair") {
@@ -217,7 +217,7 @@ func TestDoctorTemporaryFiles(t *testing.T) {
 		t.Fatalf("doctor without --repair removed temporary files: %d left", len(entries))
 	}
 
-	r = maintenance.Doctor(context.Background(), l, true)
+	r = maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f = finding(t, r, "store temporary files")
 	if !r.OK || !f.OK || !f.Repaired || f.Problem != "2 unfinished pack files" {
 		t.Errorf("with repair: report ok=%v, finding %+v", r.OK, f)
@@ -227,7 +227,7 @@ func TestDoctorTemporaryFiles(t *testing.T) {
 	}
 
 	// Nothing left: no finding at all.
-	if r := maintenance.Doctor(context.Background(), l, true); hasFinding(r, "store temporary files") || !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); hasFinding(r, "store temporary files") || !r.OK {
 		t.Errorf("a clean store still reports temporary files: %+v", r)
 	}
 }
@@ -238,7 +238,7 @@ func TestDoctorPendingJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, repair := range []bool{false, true} {
-		r := maintenance.Doctor(context.Background(), l, repair)
+		r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), repair)
 		f := finding(t, r, "journal")
 		if r.OK || f.OK || !strings.Contains(f.Problem, "pending") || !strings.Contains(f.Repair, "plan recover") {
 			t.Errorf("repair=%v: report ok=%v, finding %+v", repair, r.OK, f)
@@ -264,7 +264,7 @@ func TestDoctorStagingLeftBehind(t *testing.T) {
 	stage()
 
 	t.Run("no journal, no repair", func(t *testing.T) {
-		r := maintenance.Doctor(context.Background(), l, false)
+		r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 		f := finding(t, r, "staging")
 		if r.OK || f.OK || f.Repaired || !strings.Contains(f.Repair, "plan doctor --repair") {
 			t.Errorf("report ok=%v, finding %+v", r.OK, f)
@@ -274,7 +274,7 @@ func TestDoctorStagingLeftBehind(t *testing.T) {
 		}
 	})
 	t.Run("no journal, repair", func(t *testing.T) {
-		r := maintenance.Doctor(context.Background(), l, true)
+		r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 		f := finding(t, r, "staging")
 		if !r.OK || !f.OK || !f.Repaired || !strings.Contains(f.Repair, "removed") {
 			t.Errorf("report ok=%v, finding %+v", r.OK, f)
@@ -282,7 +282,7 @@ func TestDoctorStagingLeftBehind(t *testing.T) {
 		if _, err := os.Stat(staging); !os.IsNotExist(err) {
 			t.Errorf("staging survived the repair: %v", err)
 		}
-		if r := maintenance.Doctor(context.Background(), l, false); hasFinding(r, "staging") {
+		if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false); hasFinding(r, "staging") {
 			t.Errorf("staging still reported after the repair: %+v", r)
 		}
 	})
@@ -292,7 +292,7 @@ func TestDoctorStagingLeftBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, repair := range []bool{false, true} {
-			r := maintenance.Doctor(context.Background(), l, repair)
+			r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), repair)
 			f := finding(t, r, "staging")
 			if r.OK || f.OK || f.Repaired || !strings.Contains(f.Repair, "plan recover") {
 				t.Errorf("repair=%v: report ok=%v, finding %+v", repair, r.OK, f)
@@ -316,14 +316,14 @@ func TestDoctorFreshWorkspace(t *testing.T) {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r := maintenance.Doctor(context.Background(), l, false); !r.OK {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false); !r.OK {
 		t.Errorf("a fresh workspace is not ok: %+v", r)
 	}
 	// A workspace whose object directory is gone: the store is recreated empty, indexes are fine.
 	if err := os.RemoveAll(l.Objects()); err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	if f := finding(t, r, "pack indexes"); !f.OK || f.Problem != "" {
 		t.Errorf("pack indexes without a packs directory: %+v", f)
 	}
@@ -345,7 +345,7 @@ func TestDoctorSeesMissingAndCutShortPacks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := maintenance.Doctor(context.Background(), l, false)
+			r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 			f := finding(t, r, "store")
 			if r.OK || f.OK || !strings.Contains(f.Problem, "pack ") || !strings.Contains(f.Repair, "plan verify") {
 				t.Errorf("report ok=%v, store finding %+v", r.OK, f)
@@ -373,7 +373,7 @@ func TestDoctorRepairHeals(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	r := maintenance.Doctor(ctx, l, true)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if !f.OK || !f.Repaired || !strings.Contains(f.Problem, "healed") {
 		t.Fatalf("heal finding %+v (report %+v)", f, r)

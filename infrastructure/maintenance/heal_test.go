@@ -122,7 +122,7 @@ func testHealFromTheArchive(t *testing.T, content []byte, path string) {
 		t.Fatal("the damage went unnoticed: the test damaged the wrong bytes")
 	}
 
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if !r.OK || !f.OK || !f.Repaired || f.Problem != "1 damaged or missing object(s) healed from intact copies" {
 		t.Fatalf("heal finding %+v (report %+v)", f, r)
@@ -131,7 +131,7 @@ func testHealFromTheArchive(t *testing.T, content []byte, path string) {
 	if err != nil || !bytes.Equal(got, content) {
 		t.Errorf("the healed object reads %d bytes, %v; want the original %d", len(got), err, len(content))
 	}
-	if r := maintenance.Doctor(context.Background(), l, true); !r.OK || hasFinding(r, "store healing") {
+	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); !r.OK || hasFinding(r, "store healing") {
 		t.Errorf("a second repair found something to heal: %+v", r)
 	}
 }
@@ -145,7 +145,7 @@ func TestDoctorRepairReportsWhatItCannotHeal(t *testing.T) {
 	}
 	damageStored(t, l, content)
 
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if r.OK || f.OK || f.Repaired ||
 		!strings.Contains(f.Problem, "0 object(s) healed; 1 have no intact copy anywhere (e.g. "+tree.Sum(content).String()+")") ||
@@ -178,7 +178,7 @@ func TestDoctorRepairWaitsForTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, true)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	if err := unlock(); err != nil {
 		t.Fatal(err)
 	}

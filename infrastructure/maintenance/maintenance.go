@@ -5,25 +5,23 @@
 // Invariants: Health never changes the store except in Collect, which the caller runs under the
 // workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
-// pack, finishing or undoing an interrupted operation through the normal recovery path).
+// pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
+// name the database by Target.Shown, never with its password.
 package maintenance
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"slices"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bucket"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -31,11 +29,23 @@ import (
 type Health struct {
 	store   *objectstore.Store
 	records *objectstore.Records
+	// grace is how long a shared store's gc waits between condemning a pack and deleting it.
+	grace time.Duration
 }
+
+// DefaultGrace is a shared store's gc grace period when the configuration names none: long enough
+// for any upload in flight to have been referenced by its record.
+const DefaultGrace = time.Hour
 
 // NewHealth wraps store and the records kept beside it (records may be nil: none are checked).
 func NewHealth(store *objectstore.Store, records *objectstore.Records) *Health {
-	return &Health{store: store, records: records}
+	return &Health{store: store, records: records, grace: DefaultGrace}
+}
+
+// WithGrace sets a shared store's gc grace period.
+func (h *Health) WithGrace(d time.Duration) *Health {
+	h.grace = d
+	return h
 }
 
 var _ application.StoreHealth = (*Health)(nil)
@@ -58,8 +68,13 @@ func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
 	return h.store.CheckObject(hash, readData)
 }
 
-// Collect removes every object unreachable from roots.
-func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
+// Collect removes every object unreachable from roots. A shared store has writers in other
+// workspaces, under no lock this one holds: it is collected in two phases (objectstore.SharedGC),
+// and what is live is computed afresh for each, from roots and from every workspace's records.
+func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	if h.store.Shared() {
+		return h.collectShared(roots, grace)
+	}
 	live, err := h.store.Reachable(roots)
 	if err != nil {
 		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
@@ -72,6 +87,45 @@ func (h *Health) Collect(roots []tree.Hash) (application.GCReport, error) {
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live),
 	}, nil
+}
+
+func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	d := h.grace
+	if grace != nil {
+		d = *grace
+	}
+	live := func() ([]tree.Hash, []tree.Hash, error) { return h.sharedRoots(roots) }
+	r, err := h.store.SharedGC(live, d)
+	rep := application.GCReport{
+		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
+		LiveObjects: r.LiveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
+		MarksPending: r.MarksPending,
+	}
+	return rep, err
+}
+
+// sharedRoots returns this workspace's roots, which must be readable (its lock is held: nothing
+// removes them), and what every workspace's records keep live or their pending records may (see
+// persistence.SummarizeLedger). The other workspaces' roots may vanish while the gc runs (pruned
+// there, and swept by a gc of their own), so they only count for what can still be read.
+func (h *Health) sharedRoots(roots []tree.Hash) (mine, maybe []tree.Hash, err error) {
+	be := h.store.Backend()
+	dirs, err := be.List("records")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the workspaces of the store: %w", err)
+	}
+	for _, d := range dirs {
+		if !d.Dir {
+			continue
+		}
+		sum, err := persistence.SummarizeLedger(objectstore.NewRecords(be, objectstore.WorkspaceRecords(d.Name)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
+		}
+		maybe = append(maybe, sum.Roots...)
+		maybe = append(maybe, sum.MaybeRoots...)
+	}
+	return slices.Clone(roots), maybe, nil
 }
 
 // ScanStore reads every pack end to end.
@@ -100,43 +154,43 @@ func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
 // Usage reports the store's size.
 func (h *Health) Usage() application.StoreUsage {
 	s := h.store.Stats()
-	return application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+	u := application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+	if h.store.Shared() {
+		u.Location = h.store.Backend().Location("")
+	}
+	if b, ok := h.store.Backend().(interface{ Stats() bucket.CacheStats }); ok {
+		c := b.Stats()
+		u.Cache = &application.CacheUsage{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
+			CachedBytes: c.CachedBytes, LimitBytes: c.CacheLimit}
+	}
+	return u
 }
 
 // WrittenPerDay sums, per UTC day of their modification time, the sizes of the pack and idx files
 // and the records (all written once, never changed).
 func (h *Health) WrittenPerDay() (map[string]int64, error) {
 	out := map[string]int64{}
-	dirs := []string{filepath.Join(h.store.Dir(), "packs")}
-	if h.records != nil {
-		dirs = append(dirs, h.records.Dir())
+	files, err := h.store.PackFiles()
+	if err != nil {
+		return nil, err
 	}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
+	if h.records != nil {
+		recs, err := h.records.Files()
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
 			return nil, err
 		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				continue // removed by a gc meanwhile
-			}
-			out[fi.ModTime().UTC().Format(time.DateOnly)] += fi.Size()
-		}
+		files = append(files, recs...)
+	}
+	for _, fi := range files {
+		out[fi.ModTime.UTC().Format(time.DateOnly)] += fi.Size
 	}
 	return out, nil
 }
 
 // ConfigFile is the optional configuration's name inside .plan/.
-const ConfigFile = "config.yaml"
+const ConfigFile = config.FileName
 
-// Settings reads .plan/config.yaml:
+// Settings reads the policies of .plan/config.yaml (package config holds its whole schema):
 //
 //	retention:
 //	  keep: 50          # newest checkpoints kept after each run
@@ -153,48 +207,16 @@ type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.
 func NewSettings(l workspace.Layout) *Settings {
-	return &Settings{path: filepath.Join(l.State(), ConfigFile)}
+	return &Settings{path: config.Path(l.State())}
 }
 
 var _ application.Settings = (*Settings)(nil)
 
-type config struct {
-	// RecordNestedGit is read by the scanner (package workspace); it is listed here so the strict
-	// decoding below accepts it.
-	RecordNestedGit *bool `yaml:"record_nested_git"`
-	Retention       *struct {
-		Keep      *int   `yaml:"keep"`
-		OlderThan string `yaml:"older_than"`
-		Archives  *struct {
-			Keep      *int   `yaml:"keep"`
-			OlderThan string `yaml:"older_than"`
-		} `yaml:"archives"`
-		Classes []struct {
-			Type      string            `yaml:"type"`
-			Labels    map[string]string `yaml:"labels"`
-			OlderThan string            `yaml:"older_than"`
-			Keep      string            `yaml:"keep"`
-		} `yaml:"classes"`
-	} `yaml:"retention"`
-}
-
 // Retention returns the configured policy.
 func (s *Settings) Retention() (application.RetentionRule, bool, error) {
-	f, err := os.Open(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return application.RetentionRule{}, false, nil
-	}
+	c, err := config.Load(s.path)
 	if err != nil {
 		return application.RetentionRule{}, false, err
-	}
-	defer func() { _ = f.Close() }()
-	var c config
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); errors.Is(err, io.EOF) {
-		return application.RetentionRule{}, false, nil // empty, or comments only: no policy
-	} else if err != nil {
-		return application.RetentionRule{}, false, fault.Invalid("%s: %v", s.path, err)
 	}
 	if c.Retention == nil {
 		return application.RetentionRule{}, false, nil

@@ -234,7 +234,7 @@ func TestHealthUsageAndCollect(t *testing.T) {
 	}
 
 	// A missing root: nothing is deleted.
-	if _, err := f.health.Collect([]tree.Hash{f.root, tree.Sum([]byte("absent"))}); err == nil ||
+	if _, err := f.health.Collect([]tree.Hash{f.root, tree.Sum([]byte("absent"))}, nil); err == nil ||
 		!strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("Collect with a missing root: %v", err)
 	}
@@ -242,9 +242,9 @@ func TestHealthUsageAndCollect(t *testing.T) {
 		t.Fatal("a failed Collect changed the store")
 	}
 
-	r, err := f.health.Collect([]tree.Hash{f.root})
+	r, err := f.health.Collect([]tree.Hash{f.root}, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(err, nil)
 	}
 	if r.LiveObjects != 4 || r.PacksDeleted != 1 || r.BytesReclaimed <= 0 {
 		t.Errorf("Collect = %+v, want 4 live objects and the lone blob's pack deleted", r)
@@ -262,7 +262,7 @@ func TestHealthUsageAndCollect(t *testing.T) {
 	}
 
 	// Nothing to keep: everything goes.
-	r, err = f.health.Collect(nil)
+	r, err = f.health.Collect(nil, nil)
 	if err != nil || r.LiveObjects != 0 || f.health.Usage().Objects != 0 {
 		t.Errorf("Collect(nil) = %+v, %v; usage %+v", r, err, f.health.Usage())
 	}

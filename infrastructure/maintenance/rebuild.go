@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
@@ -32,19 +33,27 @@ type RebuildResult struct {
 // moved aside as plan.db.corrupt-<UTC time>. The new database is built under a temporary name and
 // renamed into place, so a crash during the rebuild leaves no half-built plan.db (running it again
 // starts over).
-func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildResult, error) {
+//
+// A PostgreSQL database is rebuilt in place: in one transaction the workspace's rows are replaced
+// by what its records say, other workspaces' rows untouched (see persistence.DB.RebuildWorkspace).
+func Rebuild(ctx context.Context, t Target, now time.Time) (RebuildResult, error) {
 	var res RebuildResult
+	l := t.Layout
 	unlock, err := workspace.NewLocker(l).Lock(ctx, "doctor --rebuild")
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = unlock() }()
 
-	recs, err := objectstore.OpenRecords(l.Objects())
+	recs, err := t.OpenRecords(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.Why, err = databaseProblem(ctx, l, recs)
+	file := t.fileDB()
+	if file == "" {
+		return rebuildInPlace(ctx, t, recs)
+	}
+	res.Why, err = databaseProblem(ctx, t, file, recs)
 	if err != nil || res.Why == "" {
 		return res, err
 	}
@@ -52,25 +61,28 @@ func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildRes
 	if err != nil {
 		return res, err
 	}
-	if len(names) == 0 && l.StoreHolds("packs") {
-		return res, fault.Integrity("the store holds no records to rebuild %s from (it was written by a plan from before records were kept): restore plan.db from a backup", l.Database())
+	if len(names) == 0 && (t.Shared || l.StoreHolds("packs")) {
+		return res, fault.Integrity("the store holds no records to rebuild %s from (it was written by a plan from before records were kept): restore plan.db from a backup", file)
 	}
-
-	tmp := l.Database() + ".rebuild"
+	var opts []persistence.Option
+	if t.WorkspaceID != "" {
+		opts = append(opts, persistence.WithWorkspace(t.WorkspaceID))
+	}
+	tmp := file + ".rebuild"
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 		if err := os.Remove(tmp + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, err
 		}
 	}
-	rep, err := persistence.Rebuild(ctx, tmp, recs) // removes what it built when it fails
+	rep, err := persistence.Rebuild(ctx, tmp, recs, opts...) // removes what it built when it fails
 	if err != nil {
 		return res, err
 	}
-	if _, err := os.Lstat(l.Database()); err == nil {
-		res.KeptAside = fmt.Sprintf("%s.corrupt-%s", l.Database(), now.UTC().Format("20060102T150405Z"))
+	if _, err := os.Lstat(file); err == nil {
+		res.KeptAside = fmt.Sprintf("%s.corrupt-%s", file, now.UTC().Format("20060102T150405Z"))
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		from := l.Database() + suffix
+		from := file + suffix
 		if _, err := os.Lstat(from); err != nil {
 			continue
 		}
@@ -85,14 +97,14 @@ func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildRes
 			return res, fmt.Errorf("keep %s aside: %w", from, err)
 		}
 	}
-	if err := os.Rename(tmp, l.Database()); err != nil {
+	if err := os.Rename(tmp, file); err != nil {
 		return res, fmt.Errorf("put the rebuilt database in place: %w", err)
 	}
-	if err := fsx.SyncDir(l.State()); err != nil {
+	if err := fsx.SyncDir(filepath.Dir(file)); err != nil {
 		return res, err
 	}
 	// Opening it once settles the records a crash left pending (none of them is history).
-	db, err := persistence.Open(ctx, l.Database(), false, persistence.WithLedger(recs))
+	db, err := t.open(ctx, false, persistence.WithLedger(recs))
 	if err != nil {
 		return res, err
 	}
@@ -100,16 +112,50 @@ func Rebuild(ctx context.Context, l workspace.Layout, now time.Time) (RebuildRes
 	return res, db.Close()
 }
 
-// databaseProblem says what makes the database unusable, or "" when it is healthy.
-func databaseProblem(ctx context.Context, l workspace.Layout, recs *objectstore.Records) (string, error) {
-	if _, err := os.Stat(l.Database()); errors.Is(err, fs.ErrNotExist) {
-		return "missing", nil
+// rebuildInPlace rebuilds the workspace's rows of a PostgreSQL database when they are missing or
+// behind its records; a healthy workspace is left alone.
+func rebuildInPlace(ctx context.Context, t Target, recs *objectstore.Records) (RebuildResult, error) {
+	var res RebuildResult
+	if t.WorkspaceID == "" {
+		return res, fault.Invalid("a shared database needs the workspace ID from .plan/config.yaml")
+	}
+	why, err := databaseProblem(ctx, t, "", recs)
+	if err != nil || why == "" {
+		res.Why = why
+		return res, err
+	}
+	// create: the schema, or the workspace's row, may be what was lost.
+	db, err := t.open(ctx, true, persistence.WithLedger(recs))
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = db.Close() }()
+	rep, err := db.RebuildWorkspace(ctx, recs)
+	if err != nil {
+		return res, err
+	}
+	res.Why, res.Rebuilt, res.RebuildReport = why, true, rep
+	return res, nil
+}
+
+// databaseProblem says what makes the database unusable, or "" when it is healthy. file is the
+// SQLite file ("" for PostgreSQL).
+func databaseProblem(ctx context.Context, t Target, file string, recs *objectstore.Records) (string, error) {
+	l := t.Layout
+	if file != "" {
+		if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+			return "missing", nil
+		}
 	}
 	// Opened without the ledger: a look must not write records.
-	db, err := persistence.Open(ctx, l.Database(), false)
+	db, err := t.open(ctx, false)
 	if err != nil {
-		if werr := l.CheckWritable(); werr != nil {
-			return "", werr
+		if file != "" {
+			if werr := l.CheckWritable(); werr != nil {
+				return "", werr
+			}
+		} else if errors.Is(err, fault.ErrNotFound) {
+			return "missing (the database holds no rows of this workspace)", nil
 		}
 		if errors.Is(err, fault.ErrIntegrity) {
 			return "empty, incomplete or damaged (" + err.Error() + ")", nil
@@ -122,7 +168,7 @@ func databaseProblem(ctx context.Context, l workspace.Layout, recs *objectstore.
 		return "damaged (" + err.Error() + ")", nil
 	}
 	if len(complaints) > 0 {
-		return fmt.Sprintf("damaged (SQLite integrity_check: %d complaints)", len(complaints)), nil
+		return fmt.Sprintf("damaged (integrity check of %s: %d complaints)", t.Shown(), len(complaints)), nil
 	}
 	// A database restored from an old backup is healthy but behind: the store has committed
 	// transactions it never saw.

@@ -65,7 +65,7 @@ func TestRebuildStopsAtADamagedRecord(t *testing.T) {
 	if err := os.Truncate(l.Database(), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	_, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("rebuild past a damaged record: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestRebuildStartsOverAfterACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || res.Why != "missing" || res.KeptAside != "" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -117,7 +117,7 @@ func TestRebuildLeftoverCannotBeRemoved(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(tmp, "keep"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil {
+	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil {
 		t.Fatal("rebuild went on")
 	}
 	unchanged(t, l.Database(), []byte("junk"))
@@ -137,7 +137,7 @@ func TestRebuildPreconditions(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = unlock() }()
-		if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil || !strings.Contains(err.Error(), "a test holding the lock") {
+		if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil || !strings.Contains(err.Error(), "a test holding the lock") {
 			t.Fatalf("rebuild under another's lock: %v", err)
 		}
 		if _, err := os.Lstat(l.Database()); !errors.Is(err, os.ErrNotExist) {
@@ -156,11 +156,11 @@ func TestRebuildPreconditions(t *testing.T) {
 		if err := os.Truncate(l.Database(), 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil {
+		if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil {
 			t.Fatal("rebuilt without records")
 		}
 		unchanged(t, l.Database(), nil)
-		r := maintenance.Doctor(ctx, l, false)
+		r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false)
 		if f := finding(t, r, "records"); f.OK || !strings.Contains(f.Problem, records) {
 			t.Fatalf("%+v", r.Findings)
 		}
@@ -179,10 +179,10 @@ func TestRebuildAndDoctorInAReadOnlyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	immutable(t, l.State())
-	if _, err := maintenance.Rebuild(ctx, l, rebuildTime); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable") {
+	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable") {
 		t.Fatalf("rebuild in a read-only state: %v", err)
 	}
-	f := finding(t, maintenance.Doctor(ctx, l, false), "database")
+	f := finding(t, maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false), "database")
 	if f.OK || !strings.Contains(f.Repair, "chattr -i") || !strings.Contains(f.Repair, "may be fine") {
 		t.Fatalf("%+v", f)
 	}
@@ -205,7 +205,7 @@ func TestRebuildCannotKeepTheDatabaseAside(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(aside, "keep"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err == nil || !strings.Contains(err.Error(), "aside") {
+	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil || !strings.Contains(err.Error(), "aside") {
 		t.Fatalf("rebuild: %v", err)
 	}
 	unchanged(t, l.Database(), []byte("junk"))
@@ -216,7 +216,7 @@ func TestRebuildCannotKeepTheDatabaseAside(t *testing.T) {
 	if err := os.RemoveAll(aside); err != nil {
 		t.Fatal(err)
 	}
-	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || res.KeptAside != aside || res.Checkpoints != 1 {
 		t.Fatalf("%+v, %v", res, err)
 	}

@@ -75,7 +75,7 @@ func TestRebuild(t *testing.T) {
 			if tc.aside {
 				before, _ = os.ReadFile(l.Database())
 			}
-			res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+			res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestRebuildADatabaseBehindTheStore(t *testing.T) {
 	if got := checkpointIDs(t, l); len(got) != len(want)-1 {
 		t.Fatalf("the restored backup shows %d checkpoints", len(got))
 	}
-	res, err := maintenance.Rebuild(ctx, l, rebuildTime)
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || !strings.HasPrefix(res.Why, "behind the store") || res.KeptAside == "" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -159,14 +159,14 @@ func TestRebuildWithoutRecords(t *testing.T) {
 	if err := os.Remove(l.Database()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := maintenance.Rebuild(context.Background(), l, rebuildTime)
+	_, err := maintenance.Rebuild(context.Background(), maintenance.PrivateTarget(l), rebuildTime)
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "from a backup") {
 		t.Fatalf("%v", err)
 	}
 	if _, err := os.Stat(l.Database()); !os.IsNotExist(err) {
 		t.Fatal("a database was created")
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	if f := finding(t, r, "database"); !strings.Contains(f.Repair, "from a backup") {
 		t.Fatalf("%+v", f)
 	}
@@ -199,11 +199,11 @@ func TestDamagedRecordIsRepaired(t *testing.T) {
 	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Path, names[0]) {
 		t.Fatalf("scan: %+v, %v", problems, err)
 	}
-	r := maintenance.Doctor(ctx, l, false)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false)
 	if f := finding(t, r, "records"); f.OK || !strings.Contains(f.Problem, names[0]) || !strings.Contains(f.Repair, "doctor --repair") {
 		t.Fatalf("%+v", f)
 	}
-	r = maintenance.Doctor(ctx, l, true)
+	r = maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	if f := finding(t, r, "records"); !f.OK || !f.Repaired {
 		t.Fatalf("%+v", f)
 	}
@@ -213,7 +213,7 @@ func TestDamagedRecordIsRepaired(t *testing.T) {
 	if err := os.Remove(l.Database()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := maintenance.Rebuild(ctx, l, rebuildTime); err != nil {
+	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err != nil {
 		t.Fatal(err)
 	}
 	if got := checkpointIDs(t, l); strings.Join(got, ",") != strings.Join(want, ",") {
@@ -265,7 +265,7 @@ func TestDoctorSeesCheckpointsWithoutData(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(l.Objects(), "packs")); err != nil {
 		t.Fatal(err)
 	}
-	r := maintenance.Doctor(context.Background(), l, false)
+	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false)
 	f := finding(t, r, "checkpoints")
 	if r.OK || f.OK || !strings.Contains(f.Problem, "1 of 1 checkpoints have no data") || !strings.Contains(f.Repair, "backup") {
 		t.Fatalf("%+v", r.Findings)
@@ -282,7 +282,7 @@ func TestDoctorStoreAdviceFitsTheCause(t *testing.T) {
 	if err := os.WriteFile(packs, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := finding(t, maintenance.Doctor(context.Background(), l, false), "store")
+	f := finding(t, maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), false), "store")
 	if f.OK || strings.Contains(f.Repair, ".idx") || !strings.Contains(f.Repair, "directory") {
 		t.Fatalf("%+v", f)
 	}

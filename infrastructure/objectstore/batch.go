@@ -33,6 +33,9 @@ type Batch struct {
 	packs     []*packWriter // every pack this batch will install, in creation order
 	err       error         // first write failure; the batch can then only be aborted
 	state     batchState
+	// relied is what the batch deduplicated onto or stored, when the store is shared: Commit hands
+	// it to the store, whose Confirm checks it is still held before a record references it.
+	relied map[tree.Hash]struct{}
 }
 
 type batchState uint8
@@ -45,7 +48,21 @@ const (
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
+	b := &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
+	if s.shared {
+		b.relied = make(map[tree.Hash]struct{})
+	}
+	return b
+}
+
+// rely notes that what the batch's objects reference depends on h (shared stores only).
+func (b *Batch) rely(h tree.Hash) {
+	if b.relied == nil {
+		return
+	}
+	b.mu.Lock()
+	b.relied[h] = struct{}{}
+	b.mu.Unlock()
 }
 
 // Has reports whether h need not be stored: added to this batch already, or Present in the store
@@ -53,6 +70,7 @@ func (s *Store) NewBatch() *Batch {
 // count, so a checkpoint stores a fresh one and never references data it has not confirmed.
 func (b *Batch) Has(h tree.Hash) bool {
 	if b.s.Present(h) {
+		b.rely(h)
 		return true
 	}
 	b.mu.Lock()
@@ -65,6 +83,16 @@ func (b *Batch) Has(h tree.Hash) bool {
 // already present, in which case r is not read). If r does not yield exactly size bytes hashing to
 // h, nothing is stored and the error wraps ErrContentChanged.
 func (b *Batch) PutBlob(r io.Reader, h tree.Hash, size int64) (int64, error) {
+	return b.PutBlobDelta(r, h, size, tree.ZeroHash)
+}
+
+// PutBlobDelta is PutBlob for content that is likely a new version of blob base (a file's content at
+// the previous checkpoint): the same no-op when h is present, but the blob is stored as a delta
+// against base when that saves at least an eighth of the compressed size. It is stored whole when
+// base is zero or equal to h, not Present (nor added to this batch), larger than maxDeltaObject or
+// unreadable, or at the end of a chain of maxDeltaDepth deltas, and when the blob itself is larger
+// than maxDeltaObject (it is then streamed, in bounded memory). Readers do not see the difference.
+func (b *Batch) PutBlobDelta(r io.Reader, h tree.Hash, size int64, base tree.Hash) (int64, error) {
 	if size < 0 {
 		return 0, fault.Invalid("blob %s: negative size %d", h, size)
 	}
@@ -82,7 +110,8 @@ func (b *Batch) PutBlob(r io.Reader, h tree.Hash, size int64) (int64, error) {
 	if sha256.Sum256(*buf) != h {
 		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
 	}
-	return b.putSmall(BlobObject, h, *buf)
+	n, _, err := b.putObject(BlobObject, h, *buf, base)
+	return n, err
 }
 
 // readExactly fills buf from r and checks r is then at EOF: a file that grew or shrank since it
@@ -111,10 +140,10 @@ func (b *Batch) PutTree(t Tree) (tree.Hash, int64, error) {
 
 // PutTreeDelta is PutTree for a tree that is likely a new version of tree base: same hash, same
 // no-op (0 stored) when the tree is present already, but the tree is stored as a delta against base
-// when that is smaller. It is stored whole when base is zero, missing (neither in the store nor
-// added to this batch), unreadable, larger than 4 MiB, or itself the end of a chain of maxDeltaDepth
-// deltas, and when the delta would not be smaller than the whole compressed tree. Readers do not
-// see the difference.
+// when that is smaller. It is stored whole when base is zero, not Present (nor added to this batch),
+// unreadable, larger than maxDeltaObject, or itself the end of a chain of maxDeltaDepth deltas, and
+// when the delta would not be smaller than the whole compressed tree. Readers do not see the
+// difference.
 func (b *Batch) PutTreeDelta(t Tree, base tree.Hash) (h tree.Hash, stored int64, err error) {
 	h, enc, err := HashTree(t)
 	if err != nil {
@@ -123,54 +152,86 @@ func (b *Batch) PutTreeDelta(t Tree, base tree.Hash) (h tree.Hash, stored int64,
 	if b.Has(h) {
 		return h, 0, nil
 	}
-	c, err := sharedCodec()
-	if err != nil {
-		return h, 0, err
-	}
-	dst := getBuf(0)
-	defer putBuf(dst)
-	*dst = c.enc.EncodeAll(enc, (*dst)[:0])
-	e := idxEntry{hash: h, kind: TreeObject, raw: int64(len(enc))}
-	data, depth := *dst, 0
-	if !base.IsZero() && base != h && len(enc) <= maxDeltaTree {
-		ddst := getBuf(0)
-		defer putBuf(ddst)
-		if d, n, ok := b.delta(enc, base, (*ddst)[:0]); ok && len(d) < len(data) {
-			*ddst = d
-			e.kind, e.base, data, depth = TreeDeltaObject, base, d, n
-		}
-	}
-	e.comp = int64(len(data))
-	n, err := b.append(e, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	n, depth, err := b.putObject(TreeObject, h, enc, base)
 	if err == nil && n > 0 {
 		b.remember(h, enc, depth)
 	}
 	return h, n, err
 }
 
-// delta appends to dst the data of a delta record of enc against base and returns it with its
-// depth; ok is false when no delta can be made (see PutTreeDelta).
-func (b *Batch) delta(enc []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
-	baseEnc, baseDepth, ok := b.recalled(base)
+// putObject compresses raw, the content of object h of kind (a blob or a tree), outside any lock
+// (that is where the CPU goes), as a delta against base when that pays (see PutBlobDelta and
+// PutTreeDelta), and appends the record. It returns the bytes stored and the depth of the delta (0
+// when stored whole).
+func (b *Batch) putObject(kind Kind, h tree.Hash, raw []byte, base tree.Hash) (int64, int, error) {
+	c, err := sharedCodec()
+	if err != nil {
+		return 0, 0, err
+	}
+	e := idxEntry{hash: h, kind: kind, raw: int64(len(raw))}
+	var data []byte
+	depth := 0
+	if !base.IsZero() && base != h && len(raw) <= maxDeltaObject {
+		ddst := getBuf(0)
+		defer putBuf(ddst)
+		if d, n, ok := b.delta(kind, raw, base, (*ddst)[:0]); ok {
+			*ddst = d
+			data, depth = d, n
+		}
+	}
+	// A delta a sixteenth of the content leaves a whole copy nothing to win: it would need to
+	// compress fourteen-fold and more to save the eighth a blob delta must.
+	if data == nil || kind != BlobObject || 16*len(data) > len(raw) {
+		dst := getBuf(0)
+		defer putBuf(dst)
+		*dst = c.enc.EncodeAll(raw, (*dst)[:0])
+		if data == nil || !pays(kind, len(data), len(*dst)) {
+			data, depth = *dst, 0
+		}
+	}
+	if depth > 0 {
+		e.kind, e.base = deltaOf(kind), base
+		b.rely(base) // the delta cannot be read without it
+	}
+	e.comp = int64(len(data))
+	n, err := b.append(e, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return n, depth, err
+}
+
+// pays says whether a delta of delta bytes is worth storing instead of the whole object's compressed
+// whole bytes. A tree delta only has to be smaller: a listing is small, and its delta usually a
+// tenth of it. A blob delta must save an eighth: it makes a read decode its base chain too.
+func pays(kind Kind, delta, whole int) bool {
+	if kind == TreeObject {
+		return delta < whole
+	}
+	return delta <= whole-whole/8
+}
+
+// delta appends to dst the data of a delta record of raw, an object of kind, against base and
+// returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
+// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta).
+func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
+	baseRaw, baseDepth, ok := b.recalled(base)
 	if !ok {
 		l, found := b.s.lookup(base)
-		if !found || l.raw > maxDeltaTree {
+		if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
 			return nil, 0, false
 		}
 		var err error
-		// Any failure only costs the saving: the tree is then stored whole, independent of base.
-		if baseEnc, baseDepth, err = b.s.readChain(base, l, nil); err != nil {
+		// Any failure only costs the saving: the object is then stored whole, independent of base.
+		if baseRaw, baseDepth, err = b.s.readChain(base, l, nil); err != nil {
 			return nil, 0, false
 		}
 	}
-	if baseDepth >= maxDeltaDepth {
+	if baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)
-	dst, err := encodeWithDict(enc, baseEnc, dst)
+	dst, err := encodeWithDict(raw, baseRaw, dst)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -206,23 +267,6 @@ func (b *Batch) recalled(h tree.Hash) ([]byte, int, bool) {
 	return t.enc, t.depth, ok
 }
 
-// putSmall compresses raw outside any lock (that is where the CPU goes) and appends the record.
-func (b *Batch) putSmall(kind Kind, h tree.Hash, raw []byte) (int64, error) {
-	c, err := sharedCodec()
-	if err != nil {
-		return 0, err
-	}
-	dst := getBuf(0)
-	defer putBuf(dst)
-	*dst = c.enc.EncodeAll(raw, (*dst)[:0])
-	comp := *dst
-	return b.append(idxEntry{hash: h, kind: kind, raw: int64(len(raw)), comp: int64(len(comp))},
-		func(w io.Writer) error {
-			_, err := w.Write(comp)
-			return err
-		})
-}
-
 // append writes one record into the current pack, starting one if needed, and finishes the pack
 // (outside the lock, so other workers keep going) once it reaches packTarget.
 func (b *Batch) append(e idxEntry, write func(io.Writer) error) (int64, error) {
@@ -252,6 +296,9 @@ func (b *Batch) append(e idxEntry, write func(io.Writer) error) (int64, error) {
 		return 0, err
 	}
 	b.added[e.hash] = struct{}{}
+	if b.relied != nil {
+		b.relied[e.hash] = struct{}{}
+	}
 	var full *packWriter
 	if pw.size >= packTarget {
 		full, b.cur = pw, nil
@@ -351,6 +398,9 @@ func (b *Batch) putLarge(r io.Reader, h tree.Hash, size int64) (int64, error) {
 		return 0, nil
 	}
 	b.added[h] = struct{}{}
+	if b.relied != nil {
+		b.relied[h] = struct{}{}
+	}
 	b.packs = append(b.packs, pw)
 	kept = true
 	return cw.n, nil
@@ -420,12 +470,13 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	if len(b.packs) > 0 {
-		if err := fsx.SyncDir(b.s.packsDir); err != nil {
+		if err := b.s.be.Sync("packs"); err != nil {
 			b.err = err
 			return fmt.Errorf("commit objects: %w", err)
 		}
 	}
 	b.s.register(b.packs, relocate)
+	b.s.Rely(b.relied)
 	b.state = batchCommitted
 	b.cur, b.trees = nil, nil
 	return nil
@@ -453,7 +504,8 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, pw := range pws {
-		p := &packFile{id: pw.id, path: filepath.Join(s.packsDir, pw.id+".pack"), size: pw.size, idxSize: pw.idxSize, version: packVersion}
+		p := s.newPackFile(pw.id, pw.size)
+		p.idxSize, p.version = pw.idxSize, packVersion
 		s.packs[pw.id] = p
 		delete(s.temps, pw.id)
 		p.setDeltas(pw.entries)
@@ -461,10 +513,10 @@ func (s *Store) register(pws []*packWriter, relocate bool) {
 			l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 			// A fresh copy replaces one that is missing, cut short or known damaged: that is how a
 			// checkpoint heals what it could not deduplicate onto.
-			if old, dup := s.index[e.hash]; dup && !relocate && !better(e.hash, old, l, s.damaged) {
+			if old, dup := s.index.get(e.hash); dup && !relocate && !better(e.hash, old, l, s.damaged, s.condemned) {
 				continue
 			}
-			s.index[e.hash] = location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
+			s.index.set(e.hash, l)
 		}
 	}
 }
@@ -580,14 +632,13 @@ func (pw *packWriter) install() error {
 	if pw.installed {
 		return nil
 	}
-	dst := filepath.Join(pw.s.packsDir, pw.id)
-	if err := os.Rename(pw.tmpPack, dst+".pack"); err != nil {
+	if err := pw.s.be.Install(pw.tmpPack, packName(pw.id)); err != nil {
 		return fmt.Errorf("install pack: %w", err)
 	}
 	if err := pw.s.hit("store.pack-installed"); err != nil {
 		return err
 	}
-	if err := os.Rename(pw.tmpIdx, dst+".idx"); err != nil {
+	if err := pw.s.be.Install(pw.tmpIdx, idxName(pw.id)); err != nil {
 		return fmt.Errorf("install idx: %w", err)
 	}
 	pw.installed = true

@@ -30,7 +30,7 @@ func TestDeltaChainThroughAMissingPack(t *testing.T) {
 	if !isDelta(s, hs[1]) || !isDelta(s, hs[2]) {
 		t.Fatal("setup: not stored as deltas")
 	}
-	if err := os.Remove(s.index[hs[1]].pack.path); err != nil {
+	if err := os.Remove(s.index.at(hs[1]).pack.path); err != nil {
 		t.Fatal(err)
 	}
 	// Another process sees the store without that pack (this one may still hold it open).
@@ -62,7 +62,7 @@ func TestUnreadableIdxStopsOpen(t *testing.T) {
 	b := s.NewBatch()
 	h, _ := put(t, b, text(95, 1000))
 	commit(t, b)
-	idx := filepath.Join(s.packsDir, s.index[h].pack.id+".idx")
+	idx := filepath.Join(s.packsDir, s.index.at(h).pack.id+".idx")
 	s.Close()
 	if err := os.Remove(idx); err != nil {
 		t.Fatal(err)

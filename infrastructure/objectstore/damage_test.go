@@ -97,7 +97,7 @@ func (f fixture) open(t *testing.T) *Store {
 // its header.
 func flip(t *testing.T, s *Store, h tree.Hash, frac float64) {
 	t.Helper()
-	l := s.index[h]
+	l := s.index.at(h)
 	os.Chmod(l.pack.path, 0o600)
 	fh, err := os.OpenFile(l.pack.path, os.O_RDWR, 0)
 	if err != nil {
@@ -172,8 +172,8 @@ func TestTruncatedPack(t *testing.T) {
 	wantIntegrity(t, s.CheckObject(f.large, false), "CheckObject truncated large")
 	// The small pack's last record is the one cut.
 	var last tree.Hash
-	for h, l := range s.index {
-		if l.pack.path == f.smallPack && (last.IsZero() || l.offset > s.index[last].offset) {
+	for h, l := range s.index.all() {
+		if l.pack.path == f.smallPack && (last.IsZero() || l.offset > s.index.at(last).offset) {
 			last = h
 		}
 	}

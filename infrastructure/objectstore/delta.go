@@ -28,11 +28,11 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 	}()
 	cur, cl := h, l
-	for cl.kind == TreeDeltaObject {
+	for cl.kind.delta() {
 		if len(chain) == maxDeltaChain {
 			return nil, 0, damaged(h, l, "delta chain longer than %d (a cycle?)", maxDeltaChain)
 		}
-		if cl.raw > maxDeltaTree || cl.comp > maxDeltaTree {
+		if cl.raw > maxDeltaObject || cl.comp > maxDeltaObject {
 			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "delta of %d bytes is too large", cl.raw))
 		}
 		k := link{h: cur, l: cl, buf: getBuf(0)}
@@ -53,7 +53,7 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		switch {
 		case !ok:
 			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "delta base %s is missing", base))
-		case bl.raw > maxDeltaTree || bl.comp > 2*maxDeltaTree:
+		case bl.raw > maxDeltaObject || bl.comp > 2*maxDeltaObject:
 			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "delta base %s is too large (%d bytes)", base, bl.raw))
 		}
 		cur, cl = base, bl

@@ -266,7 +266,7 @@ func TestDeltaDepthCap(t *testing.T) {
 		if got := recordDepth(t, s, h); got != want {
 			t.Fatalf("version %d: depth %d, want %d", depth, got, want)
 		}
-		_, n, err := s.readChain(h, s.index[h], nil)
+		_, n, err := s.readChain(h, s.index.at(h), nil)
 		if err != nil || n != want {
 			t.Fatalf("readChain: %d deltas, %v", n, err)
 		}
@@ -277,8 +277,8 @@ func TestDeltaDepthCap(t *testing.T) {
 // recordDepth reads the depth stored in h's record (0 when stored whole).
 func recordDepth(t *testing.T, s *Store, h tree.Hash) int {
 	t.Helper()
-	l := s.index[h]
-	if l.kind != TreeDeltaObject {
+	l := s.index.at(h)
+	if !l.kind.delta() {
 		return 0
 	}
 	buf := getBuf(0)
@@ -300,7 +300,7 @@ func TestDeltaFallsBackToWhole(t *testing.T) {
 	s := TestStore(t)
 	r := rand.New(rand.NewPCG(4, 4))
 	b := s.NewBatch()
-	bigD := text(5, maxDeltaTree+1)
+	bigD := text(5, maxDeltaObject+1)
 	big, _ := put(t, b, bigD)
 	unrelatedD := noise(6, 3000)
 	unrelated, _ := put(t, b, unrelatedD)
@@ -385,7 +385,7 @@ func TestDeltaMissingBase(t *testing.T) {
 	b = s.NewBatch()
 	h1, _ := putDelta(t, b, t1, h0)
 	commit(t, b)
-	delete(s.index, h0)
+	s.index.del(h0)
 	for name, err := range map[string]error{
 		"ReadTree":      func() error { _, err := s.ReadTree(h1); return err }(),
 		"CheckObject":   s.CheckObject(h1, false),
@@ -447,21 +447,21 @@ func TestDeltaDamagedRecord(t *testing.T) {
 		wantIntegrity(t, s2.CheckObject(g1, false), "CheckObject of a damaged prefix")
 	}
 	// Sizes out of range, in the index (as a crafted idx would have them).
-	l := s.index[hs[2]]
-	l.raw = maxDeltaTree + 1
+	l := s.index.at(hs[2])
+	l.raw = maxDeltaObject + 1
 	_, _, err := s.readChain(hs[2], l, nil)
 	wantIntegrity(t, err, "huge delta")
-	bl := s.index[hs[1]]
-	s.index[hs[1]] = location{pack: bl.pack, offset: bl.offset, comp: bl.comp, raw: maxDeltaTree + 1, kind: bl.kind}
+	bl := s.index.at(hs[1])
+	s.index.set(hs[1], location{pack: bl.pack, offset: bl.offset, comp: bl.comp, raw: maxDeltaObject + 1, kind: bl.kind})
 	_, err = s.ReadTree(hs[2])
 	wantIntegrity(t, err, "huge base")
-	s.index[hs[1]] = bl
+	s.index.set(hs[1], bl)
 }
 
 // flipData inverts the byte at off in h's record data.
 func flipData(t *testing.T, s *Store, h tree.Hash, off int) {
 	t.Helper()
-	l := s.index[h]
+	l := s.index.at(h)
 	var hb [maxRecordHeader]byte
 	f, _ := os.Open(l.pack.path)
 	f.ReadAt(hb[:], l.offset)
@@ -497,9 +497,9 @@ func TestDeltaCycle(t *testing.T) {
 	if isDelta(s, x) || isDelta(s, y) {
 		t.Fatal("whole copies not preferred")
 	}
-	px, py := s.index[x].pack, s.index[y].pack
-	s.index[x] = py.delta(x).location(py)
-	s.index[y] = px.delta(y).location(px)
+	px, py := s.index.at(x).pack, s.index.at(y).pack
+	s.index.set(x, py.delta(x).location(py))
+	s.index.set(y, px.delta(y).location(px))
 	_, err := s.ReadTree(x)
 	wantIntegrity(t, err, "cycle")
 	if !strings.Contains(err.Error(), "chain longer") {
@@ -631,8 +631,8 @@ func TestGCDamagedDelta(t *testing.T) {
 	h1, _ := putDelta(t, b, editOne(r, t0), h0)
 	keep, _ := put(t, b, text(3, 50_000))
 	commit(t, b)
-	s.index[h1].pack.deltas[0].base = tree.ZeroHash // as after a reopen
-	flip(t, s, h1, -1)                              // the record header
+	s.index.at(h1).pack.deltas[0].base = tree.ZeroHash // as after a reopen
+	flip(t, s, h1, -1)                                 // the record header
 	_, err := s.GC(set(keep, h1))
 	wantIntegrity(t, err, "GC of a live damaged delta")
 	if !s.Has(h0) {
@@ -732,7 +732,8 @@ func TestDeltaPrefixAndKind(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if TreeDeltaObject.String() != "tree-delta" || !TreeDeltaObject.valid() || Kind(4).valid() {
+	if TreeDeltaObject.String() != "tree-delta" || !TreeDeltaObject.valid() || BlobDeltaObject.String() != "blob-delta" ||
+		!BlobDeltaObject.valid() || Kind(5).valid() || Kind(0).valid() {
 		t.Fatal("Kind")
 	}
 }

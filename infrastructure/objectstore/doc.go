@@ -1,18 +1,27 @@
 // Package objectstore keeps plan's content: file contents (blobs) and directory listings (trees),
-// content-addressed, zstd-compressed and packed many to a file, under <workspace>/.plan/objects.
+// content-addressed, zstd-compressed and packed many to a file.
 //
-// Layout:
+// A store reaches its files through the Backend port. Its adapters are Dir, a local directory
+// (a workspace's private store under .plan/objects, the default, or a file:// store several
+// workspaces share), and the S3 adapter in package bucket. The same code writes and reads packs,
+// indexes and records through either; what differs is deletion: a private store is used under its
+// workspace's lock and deletes under an intent (gc-pending), a shared store has no lock in common
+// with its writers and deletes in two phases under gc marks (see marks.go).
 //
-//	packs/<packid>.pack  records: "PLANPACK", u32 version 2, then per object
+// Layout (names relative to the store's root; a shared store keeps records per workspace, under
+// records/<workspace id>/, and has gc/ and damaged.d/ instead of gc-pending and damaged):
+//
+//	packs/<packid>.pack  records: "PLANPACK", u32 version 3, then per object
 //	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
 //	                     crc32c(header bytes) u32 | crc32c(data bytes) u32
 //	                     data (compSize bytes) is, by kind:
 //	                       1 blob, 2 tree   a zstd frame of the content
-//	                       3 tree delta     base [32] | depth u8 | zstd frame of the content,
-//	                                        compressed with the base's content as raw dictionary
+//	                       3 tree delta,    base [32] | depth u8 | zstd frame of the content,
+//	                       4 blob delta     compressed with the base's content as raw dictionary
 //	                                        (no dictionary id in the frame)
-//	packs/<packid>.idx   "PLANIDX2", u32 count, entries sorted by hash
+//	packs/<packid>.idx   "PLANIDX3", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
+//	                     then the base [32] of each delta entry, in entry order (zero: unknown),
 //	                     then the SHA-256 of every preceding byte
 //	tmp/                 packs and idx files being written; anything left here after a crash is junk
 //	gc-pending           the packs a GC is deleting, one id a line (present only during, or after
@@ -20,22 +29,34 @@
 //	damaged              "<packid> <hash>" lines: stored copies found damaged, never deduplicated onto
 //	records/             the metadata database's committed transactions as immutable records (see
 //	                     Records); the database can be rebuilt from them
+//	gc/<t>-<r>.json      shared stores: a gc mark, the packs it condemned at store time t
+//	damaged.d/<p>-<h>    shared stores: one marker per damaged copy (pack p, object h)
 //
-// Version 1 packs (no record trailers; their idx starts "PLANIDX1") are read as before and verified
-// by their content hashes; nothing writes them any more, and GC rewrites their live records into
-// version 2 packs. The trailer's checksums cover every stored byte of a record, so verify --read-data
-// sees a changed byte even where the zstd frame would still decode to the same content.
+// Older packs are read as before; nothing writes them any more. Version 2 packs hold the same
+// records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader
+// that needs one reads it from the record, once per process. Version 1 packs have no record
+// trailers either (their idx starts "PLANIDX1"): they are verified by their content hashes, and GC
+// rewrites their live records into current packs. An idx always carries its pack's version. The
+// trailer's checksums cover every stored byte of a record, so verify --read-data sees a changed
+// byte even where the zstd frame would still decode to the same content.
 //
 // Integers in headers and idx entries are big-endian; offset is where the record (its kind byte)
 // starts. A record's compSize may be written as a padded, ten-byte uvarint: a blob too big to hold in
 // memory is compressed straight into its pack, and its compressed size is only known afterwards.
 //
-// A tree delta (Batch.PutTreeDelta) stores a new version of a directory listing in what it changed,
-// about 90 bytes for one entry of 35, instead of the ~1.4 KB the compressed listing takes (every
-// entry holds an incompressible hash). rawSize is the size of the content, as for any record; base
-// names the object whose content is the dictionary, in any pack, itself whole or a delta; depth is
-// the number of deltas down to an object stored whole (1 when base is stored whole). The idx lists a
-// delta like any object, with kind 3 and the sizes of its record.
+// A delta stores a new version of an object in what it changed. A tree delta (Batch.PutTreeDelta)
+// takes about 90 bytes for one entry of 35 changed, instead of the ~1.4 KB the compressed listing
+// takes (every entry holds an incompressible hash). A blob delta (Batch.PutBlobDelta, which the
+// scanner calls with the content a file had at the previous checkpoint) stores an edit of a file in
+// about what the edit adds, as git's deltas and `zstd --patch-from` do. rawSize is the size of the
+// content, as for any record; base names the object whose content is the dictionary, in any pack,
+// itself whole or a delta, of any kind; depth is the number of deltas down to an object stored
+// whole (1 when base is stored whole). The idx lists a delta like any object, with its record's
+// kind and sizes, and names its base, so that neither Present nor GC reads a record to follow a
+// chain.
+//
+// Every process builds the in-memory index (objIndex) from the idx files, in one pass over their
+// bytes, into a table without pointers: about 10 ms for 100,000 objects.
 //
 // Invariants:
 //   - an object is immutable and named by the SHA-256 of its raw (uncompressed) content. The kind is a
@@ -55,15 +76,25 @@
 //   - a delta is only a way of storing an object: its name is the SHA-256 of the content rebuilt
 //     from its base, checked on every read like any other, and every reader (ReadTree, OpenBlob,
 //     CheckObject, Walk, ...) sees the content, never the delta. A missing, damaged or over-long
-//     (cyclic) base chain is fault.ErrIntegrity naming the object read. Info reports a delta as a
-//     TreeObject with Delta set;
-//   - chains are bounded: a writer stores a tree whole when its base is missing, unreadable, over
-//     4 MiB or at depth maxDeltaDepth (8), and when the delta is not smaller than the whole
-//     compressed tree; a reader gives up past maxDeltaChain (32) links. When the index has a whole
-//     copy and a delta of one object, it uses the whole one;
-//   - a delta never outlives its base: Reachable includes the base chain of every reachable tree,
-//     GC keeps the chain of every delta it keeps (live, or dead in a pack it does not rewrite) even
-//     if the live set does not name it, and copies records as they are;
+//     (cyclic) base chain is fault.ErrIntegrity naming the object read. Info reports a delta as
+//     the TreeObject or BlobObject it rebuilds to, with Delta set;
+//   - chains and memory are bounded: a writer stores an object whole when its base is not Present,
+//     unreadable, over maxDeltaObject (8 MiB) or at depth maxDeltaDepth (8), when the object itself
+//     is over 8 MiB (a blob that large is streamed into its pack whole), and when the delta does not
+//     pay (a tree delta no smaller than the whole compressed tree, a blob delta that saves less than
+//     an eighth; a blob of 4 KiB or more is only tried when a quarter of its content-defined samples
+//     are found in its base, so a file rewritten from scratch costs a sampling, not a dictionary
+//     encode); a reader holds at most two contents of 8 MiB and the chain's frames, and gives up
+//     past maxDeltaChain (32) links. When the index has a whole copy and a delta of one object, it
+//     uses the whole one;
+//   - a delta never outlives its base: Reachable includes the base chain of every reachable tree
+//     and blob, GC keeps the chain of every delta it keeps (live, or dead in a pack it does not
+//     rewrite) even if the live set does not name it, and copies records as they are; a batch
+//     relies on the base of every delta it writes (shared stores: Confirm checks it Present, down
+//     the chain, and copies it out of a condemned pack);
+//   - a delta base an idx names is immutable once its pack is registered; a base read from an older
+//     record is remembered per record (pack and offset), never per object, since two copies of one
+//     object may have different bases;
 //   - the index is loaded without the workspace lock (Open) and MUST be refreshed by every command
 //     once it holds the lock (Refresh), before it reads or writes: another process may have added
 //     packs, or a GC removed them, in between. Only the lock holder writes an idx, finishes an
@@ -80,4 +111,19 @@
 //   - a reader that finds its pack gone (a GC rewrote it) re-reads the directory and tries the
 //     object's new location once before calling it missing; it never records a vanished pack as
 //     damage.
+//
+// Shared stores add (see marks.go for the protocol and why it is safe):
+//   - every name written is new (packs by random id, records by number and content hash, marks
+//     and markers by time and random bits); nothing is read-modify-written in place, so writers of
+//     many workspaces and machines need no lock;
+//   - a pack is visible only once complete (a rename or a single PUT), and indexed only once its
+//     idx is too: a pack without idx is an upload in flight or an orphan, never deduplicated onto;
+//   - a pack a gc mark names is condemned: still read, never deduplicated onto (Present is false);
+//     a sweep deletes it only if, by a live set computed after the mark was visible, it holds
+//     nothing live that has no other copy;
+//   - a transaction that references objects makes its record visible, then Confirm checks that
+//     every object it relied on is Present, copying what is only in condemned packs; an object
+//     already swept fails the transaction (fault.ErrConflict), which never commits;
+//   - a shared store's tmp/ is cleaned only of files older than an hour (other workspaces' writers
+//     hold no lock we hold).
 package objectstore

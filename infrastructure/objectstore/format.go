@@ -18,12 +18,14 @@ import (
 // Kind says what an object holds. The values are part of the pack format; never renumber.
 type Kind uint8
 
-// The object kinds. TreeDeltaObject is a record kind only: such a record holds a tree encoding as a
-// delta against another object (see doc.go), and Info reports the object as a TreeObject.
+// The object kinds. TreeDeltaObject and BlobDeltaObject are record kinds only: such a record holds a
+// tree encoding or a file's content as a delta against another object (see doc.go), and Info
+// reports the object as a TreeObject or a BlobObject.
 const (
 	BlobObject      Kind = 1
 	TreeObject      Kind = 2
 	TreeDeltaObject Kind = 3
+	BlobDeltaObject Kind = 4
 )
 
 func (k Kind) String() string {
@@ -34,11 +36,35 @@ func (k Kind) String() string {
 		return "tree"
 	case TreeDeltaObject:
 		return "tree-delta"
+	case BlobDeltaObject:
+		return "blob-delta"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k == BlobObject || k == TreeObject || k == TreeDeltaObject }
+func (k Kind) valid() bool { return k >= BlobObject && k <= BlobDeltaObject }
+
+// delta says whether a record of kind k holds a delta against a base object.
+func (k Kind) delta() bool { return k == TreeDeltaObject || k == BlobDeltaObject }
+
+// object is the kind of what a record of kind k holds once rebuilt: a tree or a blob.
+func (k Kind) object() Kind {
+	switch k {
+	case TreeDeltaObject:
+		return TreeObject
+	case BlobDeltaObject:
+		return BlobObject
+	}
+	return k
+}
+
+// deltaOf is the record kind of a delta of an object of kind k.
+func deltaOf(k Kind) Kind {
+	if k == TreeObject {
+		return TreeDeltaObject
+	}
+	return BlobDeltaObject
+}
 
 // u64 converts a size or offset for encoding. They are never negative here; clamping instead of
 // wrapping keeps a bug from writing a huge value.
@@ -59,11 +85,14 @@ func i64(v uint64) (int64, bool) {
 
 const (
 	packMagic = "PLANPACK"
-	// packVersion is the format written. Version 1 packs (no record trailers, and an idx with
-	// idxMagicV1) are still read, verified by their content hashes.
-	packVersion   = 2
+	// packVersion is the format written: version 2 records, of any kind including blob deltas,
+	// indexed by a version 3 idx, which also names every delta's base. Version 2 packs (tree
+	// deltas at most, idx without bases) and version 1 packs (no record trailers either) are still
+	// read, the latter verified by their content hashes.
+	packVersion   = 3
 	packHeaderLen = len(packMagic) + 4
-	idxMagic      = "PLANIDX2"
+	idxMagic      = "PLANIDX3"
+	idxMagicV2    = "PLANIDX2"
 	idxMagicV1    = "PLANIDX1"
 	idxHeaderLen  = len(idxMagic) + 4
 	// recordTrailerLen is a version 2 record's trailer: the CRC-32C of its header bytes, then of its
@@ -78,8 +107,8 @@ const (
 )
 
 // idxEntry locates one object inside one pack. offset is where its record header starts. base is
-// not part of the idx: it is the delta base of a TreeDeltaObject record when the writer knows it
-// (zero otherwise), kept so GC need not read it back.
+// the delta base of a delta record: a version 3 idx lists it, so that neither Present nor GC need
+// read the record; it is zero when unknown (an idx of an older version, or a damaged record).
 type idxEntry struct {
 	hash   tree.Hash
 	kind   Kind
@@ -99,7 +128,7 @@ func checkPackHeader(b []byte) (uint32, error) {
 		return 0, errors.New("bad pack magic")
 	}
 	v := binary.BigEndian.Uint32(b[len(packMagic):])
-	if v != 1 && v != packVersion {
+	if v < 1 || v > packVersion {
 		return 0, fmt.Errorf("unsupported pack version %d", v)
 	}
 	return v, nil
@@ -156,21 +185,22 @@ func appendRecordHeader(b []byte, kind Kind, h tree.Hash, raw, comp int64) []byt
 	return binary.AppendUvarint(b, u64(comp))
 }
 
-// A TreeDeltaObject record's data starts with the hash of its base and its depth (1 when the base is
-// stored whole), followed by a zstd frame that decodes, with the base's content as raw dictionary, to
-// the tree encoding.
+// A delta record's data (TreeDeltaObject, BlobDeltaObject) starts with the hash of its base and its
+// depth (1 when the base is stored whole), followed by a zstd frame that decodes, with the base's
+// content as raw dictionary, to the object's content.
 const (
 	deltaPrefixLen = 32 + 1
-	// maxDeltaDepth is the longest chain a writer builds: a tree whose base is already this deep is
-	// stored whole, so a read decodes at most maxDeltaDepth frames on top of one whole object.
+	// maxDeltaDepth is the longest chain a writer builds: an object whose base is already this deep
+	// is stored whole, so a read decodes at most maxDeltaDepth frames on top of one whole object.
 	maxDeltaDepth = 8
 	// maxDeltaChain is how many deltas a reader follows before calling the chain damaged (a cycle).
-	// It is above maxDeltaDepth because two batches racing to store one tree in different forms can,
-	// in theory, join chains the writers measured separately.
+	// It is above maxDeltaDepth because two batches racing to store one object in different forms
+	// can, in theory, join chains the writers measured separately.
 	maxDeltaChain = 4 * maxDeltaDepth
-	// maxDeltaTree bounds the size of a tree stored as a delta and of the base it refers to, which
-	// is what a read of a delta holds in memory per link.
-	maxDeltaTree = 4 << 20
+	// maxDeltaObject bounds the size of an object stored as a delta and of the base it refers to,
+	// which is what a read of a delta holds in memory per link. It is largeBlob: a larger blob is
+	// streamed into its pack whole, in bounded memory.
+	maxDeltaObject = largeBlob
 )
 
 // appendDeltaPrefix appends base and depth; a depth outside 0..255 (never written) is clamped
@@ -235,14 +265,31 @@ func parseRecordHeader(b []byte) (idxEntry, int, error) {
 	return e, n, nil
 }
 
-// encodeIdx returns the idx file for entries, which must be sorted by hash without duplicates.
-func encodeIdx(entries []idxEntry, version uint32) []byte {
-	b := make([]byte, 0, idxHeaderLen+len(entries)*idxEntryLen+sha256.Size)
-	if version == 1 {
-		b = append(b, idxMagicV1...)
-	} else {
-		b = append(b, idxMagic...)
+// idxMagicOf is the magic of the idx of a pack of format version v.
+func idxMagicOf(v uint32) string {
+	switch v {
+	case 1:
+		return idxMagicV1
+	case 2:
+		return idxMagicV2
 	}
+	return idxMagic
+}
+
+// encodeIdx returns the idx file for entries, which must be sorted by hash without duplicates, of a
+// pack of format version. A version 3 idx follows the entries with the base of each delta entry, in
+// entry order (zero when unknown).
+func encodeIdx(entries []idxEntry, version uint32) []byte {
+	deltas := 0
+	if version >= 3 {
+		for i := range entries {
+			if entries[i].kind.delta() {
+				deltas++
+			}
+		}
+	}
+	b := make([]byte, 0, idxHeaderLen+len(entries)*idxEntryLen+deltas*len(tree.Hash{})+sha256.Size)
+	b = append(b, idxMagicOf(version)...)
 	// A pack cannot hold 2^32 records: each takes at least 35 bytes of a 64 MiB pack.
 	b = binary.BigEndian.AppendUint32(b, uint32(min(len(entries), math.MaxUint32)))
 	for i := range entries {
@@ -253,6 +300,13 @@ func encodeIdx(entries []idxEntry, version uint32) []byte {
 		b = binary.BigEndian.AppendUint64(b, u64(e.comp))
 		b = binary.BigEndian.AppendUint64(b, u64(e.raw))
 	}
+	if version >= 3 {
+		for i := range entries {
+			if entries[i].kind.delta() {
+				b = append(b, entries[i].base[:]...)
+			}
+		}
+	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
@@ -260,32 +314,69 @@ func encodeIdx(entries []idxEntry, version uint32) []byte {
 // decodeIdx parses and checks an idx file and returns the format version of its pack; any
 // problem means the file is damaged.
 func decodeIdx(b []byte) ([]idxEntry, uint32, error) {
-	entries, err := decodeIdxEntries(b)
+	n, err := idxCount(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	if string(b[:len(idxMagicV1)]) == idxMagicV1 {
-		return entries, 1, nil
+	entries := make([]idxEntry, 0, n)
+	version, err := walkIdx(b, func(e *idxEntry) { entries = append(entries, *e) })
+	if err != nil {
+		return nil, 0, err
 	}
-	return entries, packVersion, nil
+	return entries, version, nil
 }
 
-func decodeIdxEntries(b []byte) ([]idxEntry, error) {
-	if len(b) < idxHeaderLen+sha256.Size || (string(b[:len(idxMagic)]) != idxMagic && string(b[:len(idxMagicV1)]) != idxMagicV1) {
-		return nil, errors.New("bad idx magic or too short")
+// idxVersion is the pack format version an idx file's magic names (0 for none: walkIdx refuses it).
+func idxVersion(b []byte) uint32 {
+	if len(b) < len(idxMagic) {
+		return 0
+	}
+	switch string(b[:len(idxMagic)]) {
+	case idxMagicV1:
+		return 1
+	case idxMagicV2:
+		return 2
+	case idxMagic:
+		return 3
+	}
+	return 0
+}
+
+// idxCount is the number of entries an idx file announces (checked by walkIdx against its length).
+func idxCount(b []byte) (int, error) {
+	if len(b) < idxHeaderLen+sha256.Size {
+		return 0, errors.New("idx too short")
+	}
+	return int(binary.BigEndian.Uint32(b[len(idxMagic):])), nil
+}
+
+// walkIdx checks an idx file whole (magic, checksum, lengths, ranges and order) and calls fn with
+// each entry, in order; it returns the format version of the pack. fn may see entries of a file
+// that is then refused: the caller discards what it built from them when walkIdx fails.
+func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
+	count, err := idxCount(b)
+	if err != nil {
+		return 0, err
+	}
+	version := idxVersion(b)
+	if version == 0 {
+		return 0, errors.New("bad idx magic")
 	}
 	body := b[:len(b)-sha256.Size]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
-		return nil, errors.New("idx checksum mismatch")
+		return 0, errors.New("idx checksum mismatch")
 	}
-	count := int(binary.BigEndian.Uint32(b[len(idxMagic):]))
-	if (len(body)-idxHeaderLen)%idxEntryLen != 0 || (len(body)-idxHeaderLen)/idxEntryLen != count {
-		return nil, fmt.Errorf("idx length does not match its count %d", count)
+	rest := len(body) - idxHeaderLen
+	if rest < count*idxEntryLen || (version < 3 && rest != count*idxEntryLen) {
+		return 0, fmt.Errorf("idx length does not match its count %d", count)
 	}
-	entries := make([]idxEntry, count)
-	p := body[idxHeaderLen:]
-	for i := range entries {
-		e := &entries[i]
+	p := body[idxHeaderLen : idxHeaderLen+count*idxEntryLen]
+	bases := body[idxHeaderLen+count*idxEntryLen:]
+	if len(bases)%len(tree.Hash{}) != 0 {
+		return 0, fmt.Errorf("idx has %d bytes of delta bases, not a whole number", len(bases))
+	}
+	var e, prev idxEntry
+	for i := range count {
 		copy(e.hash[:], p[:32])
 		e.kind = Kind(p[32])
 		off := binary.BigEndian.Uint64(p[33:])
@@ -296,16 +387,30 @@ func decodeIdxEntries(b []byte) ([]idxEntry, error) {
 		e.offset, ok1 = i64(off)
 		e.comp, ok2 = i64(comp)
 		e.raw, ok3 = i64(raw)
-		// Halved bounds keep offset+comp from overflowing in readers.
-		if !e.kind.valid() || !ok1 || !ok2 || !ok3 || e.offset < int64(packHeaderLen) ||
-			e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
-			return nil, fmt.Errorf("idx entry %d is out of range", i)
+		// Halved bounds keep offset+comp from overflowing in readers. Blob deltas came with
+		// version 3.
+		if !e.kind.valid() || (version < 3 && e.kind == BlobDeltaObject) || !ok1 || !ok2 || !ok3 ||
+			e.offset < int64(packHeaderLen) || e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
+			return 0, fmt.Errorf("idx entry %d is out of range", i)
 		}
-		if i > 0 && bytes.Compare(entries[i-1].hash[:], e.hash[:]) >= 0 {
-			return nil, fmt.Errorf("idx entry %d is out of order", i)
+		if i > 0 && bytes.Compare(prev.hash[:], e.hash[:]) >= 0 {
+			return 0, fmt.Errorf("idx entry %d is out of order", i)
 		}
+		e.base = tree.Hash{}
+		if version >= 3 && e.kind.delta() {
+			if len(bases) == 0 {
+				return 0, fmt.Errorf("idx entry %d is a delta without a base", i)
+			}
+			copy(e.base[:], bases)
+			bases = bases[len(e.base):]
+		}
+		fn(&e)
+		prev.hash = e.hash
 	}
-	return entries, nil
+	if len(bases) != 0 {
+		return 0, fmt.Errorf("idx lists %d delta base(s) more than it has deltas", len(bases)/len(tree.Hash{}))
+	}
+	return version, nil
 }
 
 // sortEntries orders entries by hash and drops repeats (a pack may, harmlessly, hold an object twice).
@@ -361,7 +466,20 @@ func scanRecords(r io.Reader, size int64) ([]idxEntry, uint32, error) {
 		if !e.kind.valid() || !ok1 || !ok2 || e.comp > size-pos-tl {
 			return nil, 0, fmt.Errorf("record at %d: bad header", e.offset)
 		}
-		if _, err := br.Discard(int(e.comp + tl)); err != nil {
+		skip := e.comp + tl
+		if e.kind.delta() && e.comp >= deltaPrefixLen {
+			// The base goes into the idx; a prefix that does not parse leaves it unknown, and
+			// reading the record reports the damage.
+			var prefix [deltaPrefixLen]byte
+			if _, err := io.ReadFull(br, prefix[:]); err != nil {
+				return nil, 0, fmt.Errorf("record at %d: %w", e.offset, err)
+			}
+			if base, _, _, err := parseDeltaPrefix(prefix[:]); err == nil {
+				e.base = base
+			}
+			skip -= deltaPrefixLen
+		}
+		if _, err := br.Discard(int(skip)); err != nil {
 			return nil, 0, fmt.Errorf("record at %d: %w", e.offset, err)
 		}
 		pos += e.comp + tl

@@ -28,14 +28,16 @@ type packUse struct {
 }
 
 // planGC says, for the live set isLive, which packs go (no live object) and which are rewritten
-// (live records fill less than half the file), each list in pack id order.
-func (s *Store) planGC(isLive func(tree.Hash) bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
+// (live records fill less than half the file), each list in pack id order. Packs eligible rejects
+// are neither (a shared store's young or already condemned packs); with keepLive, a pack holding
+// anything live stays as it is (a sweep deletes, it does not rewrite).
+func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) bool, keepLive bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
 	uses = make(map[*packFile]*packUse)
 	s.mu.RLock()
 	for _, p := range s.packs {
 		uses[p] = &packUse{p: p}
 	}
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if isLive(h) {
 			u := uses[l.pack]
 			u.live = append(u.live, h)
@@ -45,10 +47,11 @@ func (s *Store) planGC(isLive func(tree.Hash) bool) (uses map[*packFile]*packUse
 	s.mu.RUnlock()
 	for _, u := range uses {
 		switch {
+		case eligible != nil && !eligible(u.p):
 		case len(u.live) == 0:
 			u.drop = true
 			drop = append(drop, u)
-		case u.p.size >= 0 && 2*u.liveBytes < u.p.size:
+		case !keepLive && u.p.size >= 0 && 2*u.liveBytes < u.p.size:
 			u.rewrite = true
 			rewrite = append(rewrite, u)
 		}
@@ -85,7 +88,7 @@ func (g *gcLive) add(h tree.Hash) {
 		return
 	}
 	g.extra[h] = struct{}{}
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		g.work = append(g.work, h)
 	}
 }
@@ -102,24 +105,17 @@ func (g *gcLive) closeChains(strict bool) error {
 		if !ok {
 			continue
 		}
-		d := l.pack.delta(h)
-		if d == nil || d.base.IsZero() {
-			base, err := g.s.deltaBase(h, l)
-			if err != nil {
-				if strict || !errors.Is(err, fault.ErrIntegrity) {
-					return err
-				}
-				continue
+		base, err := g.s.cachedBase(h, l)
+		if err != nil {
+			if strict || !errors.Is(err, fault.ErrIntegrity) {
+				return err
 			}
-			if d != nil {
-				d.base = base
-			}
-			d = &deltaRec{hash: h, base: base}
+			continue
 		}
-		if strict && !g.s.Has(d.base) {
-			return damaged(h, l, "delta base %s is missing", d.base)
+		if strict && !g.s.Has(base) {
+			return damaged(h, l, "delta base %s is missing", base)
 		}
-		g.add(d.base)
+		g.add(base)
 	}
 	return nil
 }
@@ -134,6 +130,9 @@ func (g *gcLive) closeChains(strict bool) error {
 // dead delta there is still in the index, and a later put of the same tree would trust it).
 // The caller must hold the workspace lock and have no batch open.
 func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
+	if s.shared {
+		return GCResult{}, errors.New("gc: a shared store is collected by SharedGC, never under one workspace's lock")
+	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	var res GCResult
@@ -145,14 +144,14 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	keep := gcLive{s: s, live: live, extra: make(map[tree.Hash]struct{})}
 	var lost []tree.Hash
 	s.mu.RLock()
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		if _, ok := live[h]; !ok {
 			continue
 		}
 		if l.pack.size >= 0 && !intact(h, l, nil) {
 			lost = append(lost, h) // a missing pack's idx stays, so verify names what it lost
 		}
-		if l.kind == TreeDeltaObject {
+		if l.kind.delta() {
 			keep.work = append(keep.work, h)
 		}
 	}
@@ -167,37 +166,9 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	if err := keep.closeChains(true); err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
-	var uses map[*packFile]*packUse
-	var drop, rewrite []*packUse
-	for {
-		uses, drop, rewrite = s.planGC(keep.has)
-		kept := len(keep.extra)
-		// Every delta record that stays where it is keeps its base; keeping a base can change the
-		// plan (a pack to drop now holds a live object), so plan again until nothing is added.
-		for _, u := range uses {
-			if u.rewrite || u.drop || u.p.size < 0 {
-				continue // a missing pack's records cannot be read, nor rebuilt from their base
-			}
-			for i := range u.p.deltas {
-				d := &u.p.deltas[i]
-				if d.base.IsZero() {
-					base, err := s.deltaBase(d.hash, d.location(u.p))
-					if err != nil && !errors.Is(err, fault.ErrIntegrity) {
-						return res, fmt.Errorf("gc (nothing was deleted): %w", err)
-					}
-					d.base = base // zero when the record is damaged: it cannot be read anyway
-				}
-				if !d.base.IsZero() {
-					keep.add(d.base)
-				}
-			}
-		}
-		if err := keep.closeChains(false); err != nil {
-			return res, fmt.Errorf("gc (nothing was deleted): %w", err)
-		}
-		if len(keep.extra) == kept {
-			break
-		}
+	drop, rewrite, err := s.plan(&keep, nil, false)
+	if err != nil {
+		return res, err
 	}
 	if len(rewrite) > 0 {
 		written, err := s.rewrite(rewrite)
@@ -226,11 +197,56 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	return res, nil
 }
 
+// plan decides which packs a collection drops and rewrites, keeping, besides what keep holds, the
+// base chain of every delta record in a pack that stays as it is: keeping a base can change the
+// plan (a pack to drop now holds a live object), so it plans again until nothing is added.
+func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool) (drop, rewrite []*packUse, err error) {
+	for {
+		var uses map[*packFile]*packUse
+		uses, drop, rewrite = s.planGC(keep.has, eligible, keepLive)
+		kept := len(keep.extra)
+		for _, u := range uses {
+			if u.rewrite || u.drop || u.p.size < 0 {
+				continue // a missing pack's records cannot be read, nor rebuilt from their base
+			}
+			for i := range u.p.deltas {
+				base, err := s.recordBase(u.p, &u.p.deltas[i])
+				switch {
+				case err == nil:
+					keep.add(base)
+				case !errors.Is(err, fault.ErrIntegrity):
+					return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
+				}
+				// A damaged record cannot be read anyway: it keeps nothing.
+			}
+		}
+		if err := keep.closeChains(false); err != nil {
+			return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
+		}
+		if len(keep.extra) == kept {
+			return drop, rewrite, nil
+		}
+	}
+}
+
 // retire takes packs out of the index and deletes them. One intent covers the whole set: a GC
 // killed half-way leaves no pack whose deltas lost their bases in another pack, because every
 // reader skips what the intent names and the next command that takes the lock finishes the
 // deletion. Whatever the packs held must be elsewhere already (or be garbage).
 func (s *Store) retire(ps []*packFile) error {
+	if s.shared {
+		// Other workspaces may be reading these packs, and no lock keeps them out: condemn them,
+		// and let a gc sweep them once nothing depends on them.
+		ids := make([]string, len(ps))
+		for i, p := range ps {
+			ids[i] = p.id
+		}
+		slices.Sort(ids)
+		if _, err := s.writeMark(ids); err != nil {
+			return err
+		}
+		return s.reload()
+	}
 	gone := make(map[*packFile]bool, len(ps))
 	ids := make([]string, len(ps))
 	s.mu.Lock()
@@ -239,11 +255,7 @@ func (s *Store) retire(ps []*packFile) error {
 		delete(s.packs, p.id)
 		s.retired = append(s.retired, p)
 	}
-	for h, l := range s.index {
-		if gone[l.pack] {
-			delete(s.index, h)
-		}
-	}
+	s.index.dropPacks(gone)
 	s.mu.Unlock()
 	return s.deletePacks(ids)
 }
@@ -258,7 +270,7 @@ func (s *Store) rewrite(uses []*packUse) (int64, error) {
 		locs := make([]location, len(u.live))
 		s.mu.RLock()
 		for i, h := range u.live {
-			locs[i] = s.index[h]
+			locs[i], _ = s.index.get(h)
 		}
 		s.mu.RUnlock()
 		// Pack order, so the old pack is read front to back.
@@ -295,8 +307,11 @@ func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {
 		return err
 	}
 	e := l.entry(h)
-	if d := l.pack.delta(h); d != nil {
-		e.base = d.base // known (GC read it), so the new pack's GC need not read it again
+	if l.kind.delta() {
+		// The new idx names the base. One that cannot be read stays unknown: the copy of a damaged
+		// record fails its trailer check below anyway, and a version 1 record has no trailer but
+		// its readers check its content.
+		e.base, _ = s.cachedBase(h, l)
 	}
 	_, err = b.append(e, func(w io.Writer) error {
 		// The copy gets a fresh trailer: check the old one first, so damage is never blessed.

@@ -24,7 +24,7 @@ func TestGCWithADeadDeltaWhoseBaseIsGone(t *testing.T) {
 	b := s.NewBatch()
 	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
 	commit(t, b)
-	basePack := s.index[h0].pack
+	basePack := s.index.at(h0).pack
 	b = s.NewBatch()
 	h1, _ := putDelta(t, b, editOne(r, t0), h0)
 	liveD := noise(11, 50_000)
@@ -70,9 +70,9 @@ func TestProblemsCountsEveryBrokenDelta(t *testing.T) {
 	if !isDelta(s, d1) || !isDelta(s, d2) {
 		t.Fatal("setup: not deltas")
 	}
-	delete(s.index, h0) // as if its idx entry were lost
+	s.index.del(h0) // as if its idx entry were lost
 	got := strings.Join(s.Problems(), "\n")
-	if !strings.Contains(got, "2 tree delta(s) cannot be rebuilt") {
+	if !strings.Contains(got, "2 delta(s) cannot be rebuilt") {
 		t.Fatalf("Problems: %s", got)
 	}
 }

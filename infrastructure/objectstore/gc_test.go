@@ -142,7 +142,7 @@ func TestGCDamagedLiveObject(t *testing.T) {
 	a, _ := put(t, b, aD)
 	put(t, b, noise(3, 100_000))
 	commit(t, b)
-	l := s.index[a]
+	l := s.index.at(a)
 	os.Chmod(l.pack.path, 0o600)
 	os.Truncate(l.pack.path, l.offset+10)
 	_, err := s.GC(set(a))

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // HealReport says what RetireHealed did.
@@ -56,7 +53,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 			st = &packState{}
 			state[p] = st
 		}
-		if l, ok := s.index[k.hash]; ok && l.pack != p && intact(k.hash, l, s.damaged) {
+		if l, ok := s.index.get(k.hash); ok && l.pack != p && intact(k.hash, l, s.damaged) {
 			st.healed, healed[k.hash] = true, true
 		} else {
 			st.blocked, unhealed[k.hash] = true, true
@@ -68,7 +65,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 			continue
 		}
 		u := &packUse{p: p}
-		for h, l := range s.index {
+		for h, l := range s.index.all() {
 			if l.pack == p {
 				u.live = append(u.live, h)
 			}
@@ -86,7 +83,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 	// A missing pack's idx can go once each object it lists is intact elsewhere.
 	var dropIdx []*packFile
 	for _, p := range missing {
-		entries, _, err := readIdxFile(filepath.Join(s.packsDir, p.id+".idx"))
+		entries, _, err := s.readIdxFile(p.id)
 		if err != nil {
 			return rep, err
 		}
@@ -137,22 +134,23 @@ func (s *Store) RetireHealed() (HealReport, error) {
 	return rep, nil
 }
 
-func readIdxFile(path string) ([]idxEntry, uint32, error) {
-	b, err := os.ReadFile(path)
+func (s *Store) readIdxFile(id string) ([]idxEntry, uint32, error) {
+	b, err := s.be.ReadFile(idxName(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("read idx %s: %w", path, err)
+		return nil, 0, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(id)), err)
 	}
 	entries, version, err := decodeIdx(b)
 	if err != nil {
-		return nil, 0, fault.Wrap(fault.ErrIntegrity, err, "idx %s is corrupt", path)
+		return nil, 0, fault.Wrap(fault.ErrIntegrity, err, "idx %s is corrupt", s.be.Location(idxName(id)))
 	}
 	return entries, version, nil
 }
 
-// forgetDamage drops the damage list's lines for retired packs, rewriting the list atomically.
+// forgetDamage drops the damage list's entries for retired packs: the list file is rewritten
+// atomically without their lines, and their marker files are removed.
 func (s *Store) forgetDamage(retired []*packFile) error {
 	gone := map[string]bool{}
 	for _, p := range retired {
@@ -160,22 +158,31 @@ func (s *Store) forgetDamage(retired []*packFile) error {
 	}
 	s.mu.Lock()
 	var b strings.Builder
+	var markers []string
 	for k := range s.damaged {
 		if gone[k.pack] {
 			delete(s.damaged, k)
+			markers = append(markers, damagedDir+"/"+k.pack+"-"+k.hash.String())
 			continue
 		}
 		fmt.Fprintf(&b, "%s %s\n", k.pack, k.hash)
 	}
 	s.mu.Unlock()
-	path := filepath.Join(s.dir, damagedFile)
+	for _, m := range markers {
+		if err := s.be.Remove(m); err != nil {
+			return fmt.Errorf("update the damaged-object list: %w", err)
+		}
+	}
+	if _, err := s.be.ReadFile(damagedFile); errors.Is(err, fs.ErrNotExist) {
+		return nil // the entries live only as markers (a store without appends)
+	}
 	if b.Len() == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.be.Remove(damagedFile); err != nil {
 			return fmt.Errorf("update the damaged-object list: %w", err)
 		}
 		return nil
 	}
-	if err := fsx.Replace(path, []byte(b.String()), true); err != nil {
+	if err := s.be.WriteFile(damagedFile, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("update the damaged-object list: %w", err)
 	}
 	return nil

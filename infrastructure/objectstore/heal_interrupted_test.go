@@ -84,7 +84,7 @@ func TestScanPacksCatchesAnIdxWithWrongOffsets(t *testing.T) {
 	h, _ := put(t, b, text(93, 2000))
 	put(t, b, text(94, 2000))
 	commit(t, b)
-	p := s.index[h].pack
+	p := s.index.at(h).pack
 	idxPath := filepath.Join(s.packsDir, p.id+".idx")
 	raw, err := os.ReadFile(idxPath)
 	if err != nil {

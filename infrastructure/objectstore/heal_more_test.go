@@ -52,7 +52,7 @@ func TestRetireHealedKeepsWhatIsNotHealed(t *testing.T) {
 	b := s.NewBatch()
 	lost, _ := put(t, b, text(53, 4000))
 	commit(t, b)
-	p := s.index[lost].pack
+	p := s.index.at(lost).pack
 	if err := os.Remove(p.path); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRetireHealedRefusesADamagedIdxOfAMissingPack(t *testing.T) {
 	b := s.NewBatch()
 	h, _ := put(t, b, text(54, 4000))
 	commit(t, b)
-	p := s.index[h].pack
+	p := s.index.at(h).pack
 	if err := os.Remove(p.path); err != nil {
 		t.Fatal(err)
 	}

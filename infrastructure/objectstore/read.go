@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/planhq/plan/domain/fault"
@@ -29,7 +28,7 @@ func damaged(h tree.Hash, l location, format string, args ...any) error {
 
 // readHeader reads and checks the record header of l and returns the offset of its data. b, when
 // long enough, receives the header and as much of the data as fits (one pread for small objects).
-func readHeader(f *os.File, h tree.Hash, l location, b []byte) (int64, int, error) {
+func readHeader(f io.ReaderAt, h tree.Hash, l location, b []byte) (int64, int, error) {
 	n, err := f.ReadAt(b, l.offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, 0, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: read", h, l.pack.id)
@@ -70,7 +69,7 @@ func (s *Store) readStored(h tree.Hash, l location, buf *[]byte) ([]byte, error)
 
 // readWhole reads and verifies an object in one go, through its delta chain if it has one.
 func (s *Store) readWhole(h tree.Hash, l location) ([]byte, error) {
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		b, _, err := s.readChain(h, l, nil)
 		return b, err
 	}
@@ -105,7 +104,7 @@ func (s *Store) readPlain(h tree.Hash, l location) ([]byte, error) {
 func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 	var rc io.ReadCloser
 	err := s.retryGone(h, func(l location) error {
-		if l.small() || l.kind == TreeDeltaObject {
+		if l.small() || l.kind.delta() {
 			rc = &wholeReader{s: s, h: h}
 			return nil
 		}
@@ -236,7 +235,7 @@ func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 			return damaged(h, l, "too large for a tree (%d bytes)", l.raw)
 		}
 		var err error
-		if l.kind == TreeDeltaObject {
+		if l.kind.delta() {
 			b, _, err = s.readChain(h, l, visit)
 		} else {
 			b, err = s.readPlain(h, l)
@@ -271,14 +270,10 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	if err != nil {
 		return err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("object %s: stat pack: %w", h, err)
-	}
-	if dataAt+l.comp > fi.Size() {
+	if dataAt+l.comp > f.Size() {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
-	if l.kind == TreeDeltaObject {
+	if l.kind.delta() {
 		base, err := s.deltaBase(h, l)
 		if err != nil {
 			return err
@@ -293,7 +288,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 	if !readData {
 		return nil
 	}
-	if l.small() || l.kind == TreeDeltaObject {
+	if l.small() || l.kind.delta() {
 		_, err := s.readWhole(h, l)
 		return err
 	}
@@ -301,7 +296,7 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 }
 
 // streamCheck decompresses and re-hashes a large record at l in bounded memory.
-func (s *Store) streamCheck(h tree.Hash, l location, f *os.File, dataAt int64) error {
+func (s *Store) streamCheck(h tree.Hash, l location, f io.ReaderAt, dataAt int64) error {
 	dec, err := getStreamDecoder(bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10))
 	if err != nil {
 		return err
@@ -325,7 +320,7 @@ func (s *Store) checkChain(h tree.Hash) error {
 		if !intact(h, l, nil) {
 			return damaged(h, l, "its pack is missing or cut short")
 		}
-		if l.kind != TreeDeltaObject {
+		if !l.kind.delta() {
 			return nil
 		}
 		base, err := s.cachedBase(h, l)

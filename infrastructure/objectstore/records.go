@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
-	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // Records keeps the metadata database's history beside the content, under <objects>/records: one
@@ -39,22 +38,39 @@ import (
 //     committed, so a rebuild without the database ignores it (it is the operation a crash cut
 //     short, which never reported success).
 type Records struct {
-	dir     string
+	// Confirm, when set, runs once a prepared record is durable and before Prepare returns; an
+	// error discards the record and fails Prepare, so the transaction does not commit. A shared
+	// store sets it to Store.Confirm: the objects a transaction references must still be held
+	// once its record is visible (see the gc protocol in marks.go).
+	Confirm func() error
+
+	be      Backend
+	dir     string // "records" in a private store, "records/<workspace id>" in a shared one
 	pending string
 }
 
-// OpenRecords returns the record directory under the store directory objects, creating it.
+// OpenRecords returns the record directory of the private store in the local directory objects,
+// creating it.
 func OpenRecords(objects string) (*Records, error) {
-	r := &Records{dir: filepath.Join(objects, "records")}
-	r.pending = filepath.Join(r.dir, "pending")
-	if err := os.MkdirAll(r.pending, 0o750); err != nil {
-		return nil, fmt.Errorf("create %s: %w", r.pending, err)
+	r := NewRecords(NewDir(objects, false), "records")
+	p := filepath.Join(objects, "records", "pending")
+	if err := os.MkdirAll(p, 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", p, err)
 	}
 	return r, nil
 }
 
-// Dir is the directory committed records live in.
-func (r *Records) Dir() string { return r.dir }
+// NewRecords returns the records kept in be under dir ("records" for a private store,
+// WorkspaceRecords(id) for a shared one).
+func NewRecords(be Backend, dir string) *Records {
+	return &Records{be: be, dir: dir, pending: dir + "/pending"}
+}
+
+// WorkspaceRecords is where a shared store keeps the records of workspace id.
+func WorkspaceRecords(id string) string { return "records/" + id }
+
+// Dir locates the committed records, for messages.
+func (r *Records) Dir() string { return r.be.Location(r.dir) }
 
 // RecordName is the file name of the record with sequence number seq and content body.
 func RecordName(seq uint64, body []byte) string {
@@ -80,38 +96,36 @@ func ParseRecordName(name string) (seq uint64, ok bool) {
 // durable.
 func (r *Records) Prepare(seq uint64, body []byte) (string, error) {
 	name := RecordName(seq, body)
-	p := filepath.Join(r.pending, name)
-	if err := fsx.CreateDurable(p, body, 0o640); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			// The same transaction number and content: a retry of this very record.
-			return name, nil
-		}
-		return "", fmt.Errorf("write record %s: %w", p, err)
+	p := r.pending + "/" + name
+	// fs.ErrExist: the same transaction number and content, a retry of this very record.
+	if err := r.be.Create(p, body, 0o640); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("write record %s: %w", r.be.Location(p), err)
 	}
-	if err := fsx.SyncDir(r.pending); err != nil {
-		return "", fmt.Errorf("write record %s: %w", p, err)
+	if r.Confirm != nil {
+		if err := r.Confirm(); err != nil {
+			return "", errors.Join(err, r.Discard(name))
+		}
 	}
 	return name, nil
 }
 
 // Commit makes the prepared record name part of the history.
 func (r *Records) Commit(name string) error {
-	err := os.Rename(filepath.Join(r.pending, name), filepath.Join(r.dir, name))
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		if err != nil {
-			return fmt.Errorf("commit record %s: %w", name, err)
-		}
+	err := r.be.Rename(r.pending+"/"+name, r.dir+"/"+name)
+	if err == nil {
 		return nil
 	}
-	if _, serr := os.Stat(filepath.Join(r.dir, name)); serr == nil {
-		return nil // another process's reconcile committed it first
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := r.be.ReadFile(r.dir + "/" + name); serr == nil {
+			return nil // another process's reconcile committed it first
+		}
 	}
 	return fmt.Errorf("commit record %s: %w", name, err)
 }
 
 // Discard removes the prepared record name (its transaction did not commit); a missing one is fine.
 func (r *Records) Discard(name string) error {
-	if err := os.Remove(filepath.Join(r.pending, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.be.Remove(r.pending + "/" + name); err != nil {
 		return fmt.Errorf("discard record %s: %w", name, err)
 	}
 	return nil
@@ -123,30 +137,56 @@ func (r *Records) Remove(name string) error {
 	if _, ok := ParseRecordName(name); !ok {
 		return fault.Invalid("%q is not a record name", name)
 	}
-	if err := os.Remove(filepath.Join(r.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.be.Remove(r.dir + "/" + name); err != nil {
 		return fmt.Errorf("remove record %s: %w", name, err)
 	}
 	return nil
 }
 
 // Pending lists the prepared records, in sequence order.
-func (r *Records) Pending() ([]string, error) { return list(r.pending) }
+func (r *Records) Pending() ([]string, error) { return r.list(r.pending) }
 
 // Committed lists the committed records, in sequence order.
-func (r *Records) Committed() ([]string, error) { return list(r.dir) }
+func (r *Records) Committed() ([]string, error) { return r.list(r.dir) }
 
-func list(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+// Files lists the committed records with their sizes and times (for growth statistics).
+func (r *Records) Files() ([]FileInfo, error) {
+	files, err := r.be.List(r.dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list %s: %w", dir, err)
+		return nil, err
 	}
+	out := files[:0]
+	for _, f := range files {
+		if _, ok := ParseRecordName(f.Name); ok && !f.Dir {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// list returns the record names in dir, sorted. A backend that can list names alone is asked for
+// them: a record's name says all there is to know without a stat, and every command lists them.
+func (r *Records) list(dir string) ([]string, error) {
 	var names []string
-	for _, e := range entries {
-		if _, ok := ParseRecordName(e.Name()); ok && e.Type().IsRegular() {
-			names = append(names, e.Name())
+	if nl, ok := r.be.(nameLister); ok {
+		all, err := nl.ListNames(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range all {
+			if _, ok := ParseRecordName(n); ok {
+				names = append(names, n)
+			}
+		}
+	} else {
+		files, err := r.be.List(dir)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.be.Location(dir), err)
+		}
+		for _, f := range files {
+			if _, ok := ParseRecordName(f.Name); ok && !f.Dir {
+				names = append(names, f.Name)
+			}
 		}
 	}
 	sort.Strings(names)
@@ -158,16 +198,30 @@ func (r *Records) Read(name string) ([]byte, error) {
 	if _, ok := ParseRecordName(name); !ok {
 		return nil, fault.Invalid("%q is not a record name", name)
 	}
-	p := filepath.Join(r.dir, name)
-	b, err := os.ReadFile(p) // #nosec G304 -- a validated record name under the store
+	p := r.dir + "/" + name
+	b, err := r.be.ReadFile(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fault.Integrity("record %s is missing", p)
+			return nil, fault.Integrity("record %s is missing", r.be.Location(p))
 		}
-		return nil, fmt.Errorf("read record %s: %w", p, err)
+		return nil, fmt.Errorf("read record %s: %w", r.be.Location(p), err)
 	}
 	if RecordName(mustSeq(name), b) != name {
-		return nil, fault.Integrity("record %s is damaged: its bytes do not match its name", p)
+		return nil, fault.Integrity("record %s is damaged: its bytes do not match its name", r.be.Location(p))
+	}
+	return b, nil
+}
+
+// ReadPending returns a pending record's bytes, checked against its name (GC of a shared store
+// counts what pending records reference as live: their transactions may be committing).
+func (r *Records) ReadPending(name string) ([]byte, error) {
+	p := r.pending + "/" + name
+	b, err := r.be.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if seq, ok := ParseRecordName(name); !ok || RecordName(seq, b) != name {
+		return nil, fault.Integrity("record %s is damaged: its bytes do not match its name", r.be.Location(p))
 	}
 	return b, nil
 }
@@ -187,7 +241,7 @@ func (r *Records) Verify() ([]string, error) {
 	for _, n := range names {
 		if _, err := r.Read(n); err != nil {
 			if errors.Is(err, fault.ErrIntegrity) {
-				bad = append(bad, filepath.Join(r.dir, n))
+				bad = append(bad, r.be.Location(r.dir+"/"+n))
 				continue
 			}
 			return bad, err

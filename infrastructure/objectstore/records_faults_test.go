@@ -28,13 +28,14 @@ func TestRecordsFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// pending/ gone: Prepare fails, naming the record.
-	if err := os.RemoveAll(r.pending); err != nil {
+	pending := filepath.Join(dir, "objects", "records", "pending")
+	if err := os.RemoveAll(pending); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Prepare(1, []byte("x")); err == nil || !strings.Contains(err.Error(), "write record") {
 		t.Fatalf("Prepare without pending/: %v", err)
 	}
-	if err := os.Mkdir(r.pending, 0o750); err != nil {
+	if err := os.Mkdir(pending, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	// Committing a record that was never prepared (nor committed) is an error.
@@ -43,7 +44,7 @@ func TestRecordsFaults(t *testing.T) {
 		t.Fatalf("Commit of an unknown record: %v", err)
 	}
 	// Discarding a name that is a directory (not a record file) reports the failure.
-	blocker := filepath.Join(r.pending, name)
+	blocker := filepath.Join(r.be.Location(r.pending), name)
 	if err := os.MkdirAll(filepath.Join(blocker, "inside"), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -63,17 +64,17 @@ func TestRecordsFaults(t *testing.T) {
 		t.Fatalf("Remove of a missing record: %v", err)
 	}
 	stuck := RecordName(8, []byte("stuck"))
-	if err := os.MkdirAll(filepath.Join(r.dir, stuck, "inside"), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.be.Location(r.dir), stuck, "inside"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Remove(stuck); err == nil || !strings.Contains(err.Error(), "remove record") {
 		t.Fatalf("Remove of a non-empty directory: %v", err)
 	}
 	// The record directory replaced by a file: listing and verifying fail, naming it.
-	if err := os.RemoveAll(r.dir); err != nil {
+	if err := os.RemoveAll(r.be.Location(r.dir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(r.dir, nil, 0o600); err != nil {
+	if err := os.WriteFile(r.be.Location(r.dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Committed(); err == nil || !strings.Contains(err.Error(), "list") {
@@ -83,7 +84,7 @@ func TestRecordsFaults(t *testing.T) {
 		t.Fatal("Verify on a file succeeded")
 	}
 	// A missing record directory lists as empty (a store that never had records).
-	if err := os.Remove(r.dir); err != nil {
+	if err := os.Remove(r.be.Location(r.dir)); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := r.Committed(); err != nil || len(c) != 0 {

@@ -151,3 +151,39 @@ func TestRecordsDamage(t *testing.T) {
 		t.Fatalf("missing record: %v", err)
 	}
 }
+
+// Listing records reads names alone: anything that is not a record name, and a directory that has
+// one, is not a record; through a backend that can only List, the result is the same.
+func TestRecordsListOnlyRecords(t *testing.T) {
+	dir := t.TempDir()
+	r, err := OpenRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for seq := uint64(3); seq > 0; seq-- {
+		name, err := r.Prepare(seq, []byte{byte(seq)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(name); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{name}, want...)
+	}
+	fake := RecordName(9, []byte("a directory"))
+	if err := os.Mkdir(filepath.Join(dir, "records", fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "records", "notes.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Committed()
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Committed = %v, %v; want %v", got, err, want)
+	}
+	listOnly := NewRecords(struct{ Backend }{NewDir(dir, false)}, "records")
+	if got, err := listOnly.Committed(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Committed through List = %v, %v; want %v", got, err, want)
+	}
+}

@@ -1,20 +1,18 @@
 package objectstore
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // File names under the store directory, beside packs/ and tmp/.
@@ -27,6 +25,10 @@ const (
 	// damagedFile lists objects found damaged ("<pack id> <hash>" per line). A checkpoint never
 	// deduplicates onto a listed copy: it stores a fresh one from the live file instead.
 	damagedFile = "damaged"
+	// damagedDir holds the same list as one marker file per damaged copy ("<pack id>-<hash>"),
+	// for stores that cannot append to a file (and shared ones, whose writers hold no lock in
+	// common).
+	damagedDir = "damaged.d"
 )
 
 // errPackGone marks a read that found its pack deleted after the index was loaded (a concurrent GC
@@ -38,30 +40,37 @@ type packListing struct {
 	ids     []string // sorted; packs and idx files not being deleted
 	hasPack map[string]bool
 	hasIdx  map[string]bool
-	size    map[string]int64 // pack sizes (packs that exist)
-	pending []string         // packs an interrupted GC was deleting
+	size    map[string]int64     // pack sizes (packs that exist)
+	mtime   map[string]time.Time // when each pack was written, by the store's clock
+	pending []string             // packs an interrupted GC was deleting
+	// orphans are the packs of a shared store that have no idx: uploads in flight, or left by a
+	// writer that crashed between its two uploads (nothing references those). They are not
+	// indexed; GC condemns them once they are older than its grace period.
+	orphans []string
 }
 
 // listPacks reads packs/ and then the GC intent. The order matters for a reader that does not hold
 // the lock: a pack that a concurrent GC deletes is either named by the intent it reads afterwards,
 // or already gone from the listing, or (GC finished) missing when it is opened, which load skips.
 func (s *Store) listPacks() (packListing, error) {
-	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}}
-	des, err := os.ReadDir(s.packsDir)
+	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}, mtime: map[string]time.Time{}}
+	files, err := s.be.List("packs")
 	if err != nil {
 		return pl, fmt.Errorf("open object store: %w", err)
 	}
-	pending, err := s.readIntent()
-	if err != nil {
-		return pl, err
+	var pending []string
+	if !s.shared { // a shared store deletes under gc marks, never an intent
+		if pending, err = s.readIntent(); err != nil {
+			return pl, err
+		}
 	}
 	pl.pending = pending
 	skip := make(map[string]bool, len(pending))
 	for _, id := range pending {
 		skip[id] = true
 	}
-	for _, de := range des {
-		id, ext, ok := strings.Cut(de.Name(), ".")
+	for _, fi := range files {
+		id, ext, ok := strings.Cut(fi.Name, ".")
 		if !ok || !validPackID(id) || (ext != "pack" && ext != "idx") || skip[id] {
 			continue // not ours (left alone rather than refused), or being deleted
 		}
@@ -73,18 +82,26 @@ func (s *Store) listPacks() (packListing, error) {
 			continue
 		}
 		pl.hasPack[id] = true
-		if fi, err := os.Stat(filepath.Join(s.packsDir, de.Name())); err == nil {
-			pl.size[id] = fi.Size()
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return pl, fmt.Errorf("stat pack %s: %w", de.Name(), err)
+		pl.size[id], pl.mtime[id] = fi.Size, fi.ModTime
+	}
+	if s.shared {
+		ids := pl.ids[:0]
+		for _, id := range pl.ids {
+			if pl.hasPack[id] && !pl.hasIdx[id] {
+				pl.orphans = append(pl.orphans, id)
+				continue
+			}
+			ids = append(ids, id)
 		}
+		pl.ids = ids
+		slices.Sort(pl.orphans)
 	}
 	slices.Sort(pl.ids)
 	return pl, nil
 }
 
 func (s *Store) readIntent() ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, gcIntentFile))
+	b, err := s.be.ReadFile(gcIntentFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -94,10 +111,10 @@ func (s *Store) readIntent() ([]string, error) {
 	var ids []string
 	for _, line := range strings.Fields(string(b)) {
 		if !validPackID(line) {
-			// A torn intent cannot be: it is renamed into place whole. Refuse rather than guess
-			// which packs are being deleted.
+			// A torn intent cannot be: it is replaced whole. Refuse rather than guess which packs
+			// are being deleted.
 			return nil, fault.Integrity("the gc intent %s is damaged (%q is no pack id): run `plan doctor`",
-				filepath.Join(s.dir, gcIntentFile), line)
+				s.be.Location(gcIntentFile), line)
 		}
 		ids = append(ids, line)
 	}
@@ -106,16 +123,10 @@ func (s *Store) readIntent() ([]string, error) {
 
 // writeIntent durably records that the packs ids are about to be deleted.
 func (s *Store) writeIntent(ids []string) error {
-	tmp := filepath.Join(s.tmpDir, "gc-pending-"+ids[0])
-	_ = os.Remove(tmp)
-	if err := fsx.CreateDurable(tmp, []byte(strings.Join(ids, "\n")+"\n"), 0o400); err != nil {
+	if err := s.be.WriteFile(gcIntentFile, []byte(strings.Join(ids, "\n")+"\n"), 0o400); err != nil {
 		return fmt.Errorf("write the gc intent: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, gcIntentFile)); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write the gc intent: %w", err)
-	}
-	return fsx.SyncDir(s.dir)
+	return nil
 }
 
 // deletePacks removes the packs ids under the intent: intent durable, every idx and pack removed
@@ -133,8 +144,8 @@ func (s *Store) deletePacks(ids []string) error {
 	}
 	var errs []error
 	for i, id := range ids {
-		for _, ext := range []string{".idx", ".pack"} {
-			if err := os.Remove(filepath.Join(s.packsDir, id+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, name := range []string{idxName(id), packName(id)} {
+			if err := s.be.Remove(name); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -144,16 +155,16 @@ func (s *Store) deletePacks(ids []string) error {
 			}
 		}
 	}
-	if err := fsx.SyncDir(s.packsDir); err != nil {
+	if err := s.be.Sync("packs"); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete packs (the next command finishes it): %w", err)
 	}
-	if err := os.Remove(filepath.Join(s.dir, gcIntentFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.be.Remove(gcIntentFile); err != nil {
 		return fmt.Errorf("clear the gc intent: %w", err)
 	}
-	return fsx.SyncDir(s.dir)
+	return s.be.Sync("")
 }
 
 // Refresh brings the in-memory index up to date with the files, as the workspace lock's holder sees
@@ -163,6 +174,14 @@ func (s *Store) deletePacks(ids []string) error {
 // writes the idx of a pack whose commit was cut short, and removes what crashed writers left in
 // tmp/. When nothing changed it costs one directory listing and a stat per pack.
 func (s *Store) Refresh() error {
+	if s.shared {
+		// Nothing to finish or rebuild from here: a shared store deletes under gc marks, and a pack
+		// without its idx belongs to a writer of another workspace, or to no one.
+		if _, err := s.CleanTemp(); err != nil {
+			return err
+		}
+		return s.reload()
+	}
 	pl, err := s.listPacks()
 	if err != nil {
 		return err
@@ -213,11 +232,17 @@ func (s *Store) load(pl packListing, locked bool) error {
 	if err != nil {
 		return err
 	}
-	index := make(map[tree.Hash]location, len(s.index))
-	packs := make(map[string]*packFile, len(pl.ids))
+	marks, err := s.readMarks()
+	if err != nil {
+		return err
+	}
+	cond := condemnedBy(marks)
 	s.mu.RLock()
 	old := s.packs
 	s.mu.RUnlock()
+	// Every idx is read before the index is built, so that it is made at its final size once.
+	var reads []packEntries
+	total := 0
 	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
 	// is gone, the index keeps the copy that can be read.
 	for _, present := range []bool{true, false} {
@@ -229,28 +254,48 @@ func (s *Store) load(pl packListing, locked bool) error {
 			if !ok {
 				size = -1
 			}
-			p := old[id]
-			if p == nil || p.size != size {
-				p = &packFile{id: id, path: filepath.Join(s.packsDir, id+".pack"), size: size}
-			}
-			entries, err := s.readEntries(p, pl.hasIdx[id], locked)
+			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			if p.deltas == nil {
-				p.setDeltas(entries)
+			// A pack already loaded, unchanged, keeps its packFile: its open file, and the delta
+			// bases read from its records.
+			if p := old[id]; p != nil && p.size == r.p.size && p.idxSize == r.p.idxSize && p.version == r.p.version {
+				r.p = p
 			}
-			packs[id] = p
-			for _, e := range entries {
-				l := location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-				if prev, dup := index[e.hash]; !dup || better(e.hash, prev, l, damagedSet) {
-					index[e.hash] = l
-				}
+			reads = append(reads, r)
+			total += r.count
+		}
+	}
+	index := newObjIndex(total)
+	packs := make(map[string]*packFile, len(reads))
+	for _, r := range reads {
+		p := r.p
+		var deltas []idxEntry
+		add := func(e *idxEntry) {
+			index.put(e.hash, location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind},
+				func(prev, l location) bool { return better(e.hash, prev, l, damagedSet, cond) })
+			if e.kind.delta() && p.deltas == nil {
+				deltas = append(deltas, *e)
 			}
 		}
+		if r.idx != nil {
+			if _, err := walkIdx(r.idx, add); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+			}
+		} else {
+			for i := range r.scanned {
+				add(&r.scanned[i])
+			}
+		}
+		if p.deltas == nil {
+			p.setDeltas(deltas)
+		}
+		packs[p.id] = p
 	}
 	s.mu.Lock()
 	for id, p := range s.packs {
@@ -258,60 +303,87 @@ func (s *Store) load(pl packListing, locked bool) error {
 			s.retired = append(s.retired, p)
 		}
 	}
-	s.index, s.packs, s.damaged = index, packs, damagedSet
+	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
 	s.baseMu.Lock()
-	s.bases = map[tree.Hash]tree.Hash{}
+	for k := range s.bases {
+		if packs[k.pack.id] != k.pack {
+			delete(s.bases, k)
+		}
+	}
 	s.baseMu.Unlock()
 	return nil
 }
 
 // better says whether location l should replace prev in the index: a copy that can be read beats
-// one that cannot (its pack missing or cut short, or known damaged), and a whole copy beats a delta.
-func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}) bool {
+// one that cannot (its pack missing or cut short, or known damaged), a copy in a pack no gc mark
+// condemns beats one in a condemned pack, and a whole copy beats a delta.
+func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[string]bool) bool {
 	pu, lu := intact(h, prev, dmg), intact(h, l, dmg)
 	if pu != lu {
 		return lu
 	}
+	if pc, lc := cond[prev.pack.id], cond[l.pack.id]; pc != lc {
+		return pc
+	}
 	return preferred(prev.kind, l.kind)
 }
 
-// readEntries returns p's idx entries: from its idx, or by scanning the pack when the idx is
-// missing (and, locked, writing the idx). fs.ErrNotExist means the pack is gone.
-func (s *Store) readEntries(p *packFile, haveIdx, locked bool) ([]idxEntry, error) {
+// packEntries is what load reads of one pack: its idx file (checked as it is walked), or the
+// entries scanned from the pack itself.
+type packEntries struct {
+	p       *packFile
+	idx     []byte
+	scanned []idxEntry
+	count   int
+}
+
+// readEntries reads the entries of pack id (of size bytes, -1 when missing): its idx, or, when the
+// idx is missing, the pack's records (and, locked, writes the idx). fs.ErrNotExist means the pack
+// is gone.
+func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
+	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		idxPath := filepath.Join(s.packsDir, p.id+".idx")
-		b, err := os.ReadFile(idxPath)
+		b, err := s.be.ReadFile(idxName(id))
 		switch {
 		case err == nil:
-			entries, version, derr := decodeIdx(b)
-			if derr != nil {
-				return nil, fault.Wrap(fault.ErrIntegrity, derr,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", idxPath)
+			n, cerr := idxCount(b)
+			if cerr != nil {
+				return r, fault.Wrap(fault.ErrIntegrity, cerr,
+					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(id)))
 			}
-			p.idxSize, p.version = int64(len(b)), version
-			return entries, nil
+			r.idx, r.count = b, n
+			r.p.idxSize = int64(len(b))
+			r.p.version = idxVersion(b)
+			return r, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("read idx %s: %w", idxPath, err)
+			return r, fmt.Errorf("read idx %s: %w", s.be.Location(idxName(id)), err)
 		}
-		if p.size < 0 {
-			return nil, fs.ErrNotExist
+		if size < 0 {
+			return r, fs.ErrNotExist
 		}
 	}
-	if !locked {
-		return s.scanEntries(p)
+	var err error
+	if !locked || s.shared {
+		// In a shared store a pack without its idx is one another workspace is still installing
+		// (or one a crash cut short, which no checkpoint references): index it in memory, never
+		// write its idx from here.
+		r.scanned, err = s.scanEntries(r.p)
+	} else {
+		r.scanned, err = s.rebuildIdx(r.p)
 	}
-	return s.rebuildIdx(p)
+	r.count = len(r.scanned)
+	return r, err
 }
 
 // scanEntries indexes a pack from its records, in memory.
 func (s *Store) scanEntries(p *packFile) ([]idxEntry, error) {
-	f, err := os.Open(p.path)
+	f, err := s.be.Open(packName(p.id))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	entries, version, err := scanPack(f, p.size)
+	entries, version, err := scanPack(io.NewSectionReader(f, 0, f.Size()), p.size)
 	if err != nil {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
 	}
@@ -327,37 +399,50 @@ type damageKey struct {
 
 func (s *Store) readDamaged() (map[damageKey]struct{}, error) {
 	set := map[damageKey]struct{}{}
-	f, err := os.Open(filepath.Join(s.dir, damagedFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return set, nil
+	var b []byte
+	var err error
+	if !s.shared { // a shared store keeps markers only
+		b, err = s.be.ReadFile(damagedFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read the damaged-object list: %w", err)
+		}
 	}
+	for line := range bytes.Lines(b) {
+		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
+		// until the next verify lists it again.
+		if k, ok := parseDamage(string(bytes.TrimRight(line, "\n")), " "); ok {
+			set[k] = struct{}{}
+		}
+	}
+	markers, err := s.be.List(damagedDir)
 	if err != nil {
 		return nil, fmt.Errorf("read the damaged-object list: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pack, hx, ok := bytes.Cut(sc.Bytes(), []byte{' '})
-		var h tree.Hash
-		// A line cut short by a crash during its append is skipped: at worst one copy is trusted
-		// until the next verify lists it again.
-		if !ok || !validPackID(string(pack)) || len(hx) != 2*len(h) {
-			continue
+	for _, fi := range markers {
+		if k, ok := parseDamage(fi.Name, "-"); ok && !fi.Dir {
+			set[k] = struct{}{}
 		}
-		if _, err := hex.Decode(h[:], hx); err != nil {
-			continue
-		}
-		set[damageKey{string(pack), h}] = struct{}{}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read the damaged-object list: %w", err)
 	}
 	return set, nil
 }
 
+// parseDamage reads "<pack id><sep><hash>": a line of the damage list or a marker's name.
+func parseDamage(s, sep string) (damageKey, bool) {
+	pack, hx, ok := strings.Cut(s, sep)
+	var h tree.Hash
+	if !ok || !validPackID(pack) || len(hx) != 2*len(h) {
+		return damageKey{}, false
+	}
+	if _, err := hex.Decode(h[:], []byte(hx)); err != nil {
+		return damageKey{}, false
+	}
+	return damageKey{pack, h}, true
+}
+
 // markDamaged records that the copy of h at l is damaged, so that no later checkpoint
-// deduplicates onto it. The list is appended to (one short line per write, atomic with O_APPEND),
-// so readers that do not hold the workspace lock may record what they find too.
+// deduplicates onto it. Readers that do not hold the workspace lock record what they find too: a
+// local store appends one short line to its list (atomic with O_APPEND); a store without appends
+// writes one marker file per copy, named after it.
 func (s *Store) markDamaged(h tree.Hash, l location) {
 	k := damageKey{l.pack.id, h}
 	s.mu.Lock()
@@ -369,12 +454,13 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 	if known {
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, damagedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return // the in-memory mark still protects this process; verify finds the damage again
+	// A failure to record leaves the in-memory mark, which still protects this process; verify
+	// finds the damage again.
+	if a, ok := s.be.(lineAppender); ok && !s.shared {
+		_ = a.AppendLine(damagedFile, fmt.Sprintf("%s %s", l.pack.id, h))
+		return
 	}
-	_, _ = fmt.Fprintf(f, "%s %s\n", l.pack.id, h)
-	_ = f.Close()
+	_ = s.be.WriteFile(damagedDir+"/"+l.pack.id+"-"+h.String(), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
 }
 
 // noteDamage marks the copy at l damaged when err says its bytes are (not when its pack vanished).
@@ -399,21 +485,20 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 }
 
 // Present reports whether h can be deduplicated onto: the index has it in a pack that exists and
-// is long enough, no read found that copy damaged, and for a delta the same holds for every base
-// down its chain. A checkpoint MUST store a fresh copy of anything not Present.
+// is long enough and that no gc mark condemns, no read found that copy damaged, and for a delta the
+// same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
+// Present.
 func (s *Store) Present(h tree.Hash) bool {
-	for depth := 0; depth <= maxDeltaChain; depth++ {
-		l, ok := s.lookup(h)
-		if !ok {
-			return false
-		}
+	for range maxDeltaChain + 1 {
+		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
-		ok = intact(h, l, s.damaged)
+		l, ok := s.index.get(h)
+		ok = ok && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
 		s.mu.RUnlock()
 		if !ok {
 			return false
 		}
-		if l.kind != TreeDeltaObject {
+		if !l.kind.delta() {
 			return true
 		}
 		base, err := s.cachedBase(h, l)
@@ -425,21 +510,38 @@ func (s *Store) Present(h tree.Hash) bool {
 	return false // a chain longer than any reader follows
 }
 
-// cachedBase is deltaBase remembered for the life of the index.
+// cachedBase returns the base of the delta record of h at l (see recordBase).
 func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
+	if d := l.pack.delta(h); d != nil && d.offset == l.offset {
+		return s.recordBase(l.pack, d)
+	}
+	base, err := s.deltaBase(h, l)
+	s.noteDamage(h, l, err)
+	return base, err
+}
+
+// recordBase returns the base of delta record d of pack p: the one its idx names, or, for a pack
+// indexed without bases (an older idx), the one its record names, read once and remembered for as
+// long as the pack is loaded. A record that cannot be read is noted as damaged.
+func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
+	if !d.base.IsZero() {
+		return d.base, nil
+	}
+	k := recordKey{p, d.offset}
 	s.baseMu.Lock()
-	base, ok := s.bases[h]
+	base, ok := s.bases[k]
 	s.baseMu.Unlock()
 	if ok {
 		return base, nil
 	}
-	base, err := s.deltaBase(h, l)
+	l := d.location(p)
+	base, err := s.deltaBase(d.hash, l)
 	if err != nil {
-		s.noteDamage(h, l, err)
+		s.noteDamage(d.hash, l, err)
 		return base, err
 	}
 	s.baseMu.Lock()
-	s.bases[h] = base
+	s.bases[k] = base
 	s.baseMu.Unlock()
 	return base, nil
 }
@@ -487,7 +589,7 @@ func (s *Store) Problems() []string {
 	}
 	per := map[*packFile]*packCount{}
 	var deltas []tree.Hash
-	for h, l := range s.index {
+	for h, l := range s.index.all() {
 		pc := per[l.pack]
 		if pc == nil {
 			pc = &packCount{}
@@ -498,7 +600,7 @@ func (s *Store) Problems() []string {
 			pc.missing++
 		case !intact(h, l, nil):
 			pc.cut++
-		case l.kind == TreeDeltaObject:
+		case l.kind.delta():
 			deltas = append(deltas, h)
 		}
 	}
@@ -536,7 +638,7 @@ func (s *Store) Problems() []string {
 		}
 	}
 	if broken > 0 {
-		out = append(out, fmt.Sprintf("%d tree delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
+		out = append(out, fmt.Sprintf("%d delta(s) cannot be rebuilt because their base chain is broken, e.g. %v", broken, first))
 	}
 	return out
 }

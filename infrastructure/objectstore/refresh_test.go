@@ -58,7 +58,7 @@ func TestPresentRefusesMissingAndCutShortPacks(t *testing.T) {
 	h1, _ := put(t, b, d1)
 	h2, _ := put(t, b, d2)
 	commit(t, b)
-	l := s.index[h2]
+	l := s.index.at(h2)
 	if !s.Present(h1) || !s.Present(h2) {
 		t.Fatal("fresh objects are not present")
 	}
@@ -79,11 +79,11 @@ func TestPresentRefusesMissingAndCutShortPacks(t *testing.T) {
 	}
 	commit(t, nb)
 	mustRead(t, s, h2, d2)
-	if s.index[h2].pack == l.pack {
+	if s.index.at(h2).pack == l.pack {
 		t.Fatal("the index still points at the cut-short copy")
 	}
 	// A deleted pack: Present is false at once (its size is -1 after refresh).
-	os.Remove(s.index[h2].pack.path)
+	os.Remove(s.index.at(h2).pack.path)
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func TestPresentChecksDeltaChains(t *testing.T) {
 	if !isDelta(s, nh) || !s.Present(nh) {
 		t.Fatal("setup: want a present delta")
 	}
-	os.Remove(s.index[bh].pack.path)
-	os.Remove(strings.TrimSuffix(s.index[bh].pack.path, ".pack") + ".idx")
+	os.Remove(s.index.at(bh).pack.path)
+	os.Remove(strings.TrimSuffix(s.index.at(bh).pack.path, ".pack") + ".idx")
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +194,11 @@ func TestInterruptedGCIsFinished(t *testing.T) {
 	b = s.NewBatch()
 	nh, _ := putDelta(t, b, next, bh)
 	commit(t, b)
-	basePack, deltaPack := s.index[bh].pack, s.index[nh].pack
+	basePack, deltaPack := s.index.at(bh).pack, s.index.at(nh).pack
 	s.Close()
 
 	// What a GC killed after its first unlink leaves: the intent, and the delta's pack intact.
-	st := &Store{dir: dir, packsDir: filepath.Join(dir, "packs"), tmpDir: filepath.Join(dir, "tmp")}
+	st := &Store{be: NewDir(dir, false), dir: dir, packsDir: filepath.Join(dir, "packs"), tmpDir: filepath.Join(dir, "tmp")}
 	if err := st.writeIntent([]string{basePack.id, deltaPack.id}); err != nil {
 		t.Fatal(err)
 	}
@@ -298,11 +298,11 @@ func TestProblems(t *testing.T) {
 		t.Fatalf("healthy store: %v", s.Problems())
 	}
 	// The base's pack goes (its idx stays): a missing pack, and a delta whose chain is broken.
-	basePack := s.index[bh].pack
+	basePack := s.index.at(bh).pack
 	os.Remove(basePack.path)
-	deltaPack := s.index[nh].pack
+	deltaPack := s.index.at(nh).pack
 	os.Chmod(deltaPack.path, 0o600)
-	os.Truncate(deltaPack.path, s.index[blob].offset+10) // the blob lies past the end now
+	os.Truncate(deltaPack.path, s.index.at(blob).offset+10) // the blob lies past the end now
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}
@@ -366,12 +366,13 @@ func TestDeletePacks(t *testing.T) {
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}
-	// The intent cannot be written where tmp/ is gone: nothing is deleted.
-	os.RemoveAll(s.tmpDir)
+	// The intent cannot be written (a directory holds its name): nothing is deleted.
+	obstacle := filepath.Join(s.dir, gcIntentFile)
+	os.MkdirAll(filepath.Join(obstacle, "x"), 0o700)
 	if err := s.deletePacks([]string{stuck}); err == nil {
 		t.Fatal("no intent, yet deletion went ahead")
 	}
-	os.MkdirAll(s.tmpDir, 0o700)
+	os.RemoveAll(obstacle)
 }
 
 // A reader whose pack vanished under it (a GC of another process rewrote it) re-reads the
@@ -513,7 +514,7 @@ func TestTrailerCatchesWhatContentHashesCannot(t *testing.T) {
 	b := s.NewBatch()
 	h, _ := put(t, b, text(5, 5000))
 	commit(t, b)
-	l := s.index[h]
+	l := s.index.at(h)
 	// Flip the header checksum: the content still reads back, only the trailer knows.
 	var hb [maxRecordHeader]byte
 	f, _ := os.Open(l.pack.path)
@@ -560,7 +561,7 @@ func TestRetireHealed(t *testing.T) {
 	commit(t, b)
 	flipData(t, s, hBad, 10)
 	flipData(t, s, hOrphan, 10)
-	os.Remove(s.index[hLost].pack.path)
+	os.Remove(s.index.at(hLost).pack.path)
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
 	}

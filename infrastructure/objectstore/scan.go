@@ -3,8 +3,6 @@ package objectstore
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 
@@ -40,21 +38,18 @@ func (s *Store) ScanPacks() ([]PackProblem, error) {
 }
 
 func (s *Store) scanPackFile(p *packFile) []string {
-	f, err := os.Open(p.path) // #nosec -- a pack of this store
+	f, err := s.be.Open(packName(p.id))
 	if err != nil {
 		return []string{fmt.Sprintf("cannot read the pack: %v", err)}
 	}
 	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return []string{fmt.Sprintf("cannot stat the pack: %v", err)}
-	}
-	entries, version, err := scanRecords(io.Reader(f), fi.Size())
+	size := f.Size()
+	entries, version, err := scanRecords(io.NewSectionReader(f, 0, size), size)
 	if err != nil {
 		return []string{fmt.Sprintf("pack structure is damaged: %v", err)}
 	}
 	var problems []string
-	if b, err := os.ReadFile(filepath.Join(s.packsDir, p.id+".idx")); err != nil { // #nosec -- this store's idx
+	if b, err := s.be.ReadFile(idxName(p.id)); err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the idx: %v", err))
 	} else if idx, idxVersion, err := decodeIdx(b); err != nil {
 		problems = append(problems, fmt.Sprintf("idx is damaged: %v", err))
@@ -62,7 +57,7 @@ func (s *Store) scanPackFile(p *packFile) []string {
 		problems = append(problems, "idx does not describe the pack's records")
 	}
 	// The records are checked as the pack says it is written, whatever the idx claims.
-	scanned := &packFile{id: p.id, path: p.path, size: fi.Size(), version: version}
+	scanned := &packFile{id: p.id, path: p.path, size: size, version: version}
 	for _, e := range entries {
 		l := location{pack: scanned, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 		if err := s.checkRecord(e.hash, l, f); err != nil {
@@ -76,11 +71,11 @@ func (s *Store) scanPackFile(p *packFile) []string {
 
 // checkRecord decodes and re-hashes one record in memory bounded by the read buffers: small
 // objects and deltas are read whole (a tree is bounded by maxTreeSize), large blobs streamed.
-func (s *Store) checkRecord(h tree.Hash, l location, f *os.File) error {
+func (s *Store) checkRecord(h tree.Hash, l location, f io.ReaderAt) error {
 	if err := checkStored(h, l, f); err != nil {
 		return err
 	}
-	if l.small() || l.kind == TreeDeltaObject {
+	if l.small() || l.kind.delta() {
 		_, err := s.readWhole(h, l)
 		return err
 	}
@@ -94,21 +89,25 @@ func (s *Store) checkRecord(h tree.Hash, l location, f *os.File) error {
 
 // sameRecords reports whether an idx describes the records scanned from its pack: every idx entry
 // is one of the records, and every record's object is in the idx (a pack may hold two copies of an
-// object; its idx names one). The delta base, known only to the idx, is not compared.
+// object; its idx names one). A delta base the idx names must be the one its record names.
 func sameRecords(idx, scanned []idxEntry) bool {
 	type rec struct {
 		kind              Kind
 		offset, comp, raw int64
+		base              tree.Hash
 	}
 	byHash := map[[32]byte][]rec{}
 	for _, e := range scanned {
-		byHash[e.hash] = append(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw})
+		byHash[e.hash] = append(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw, e.base})
 	}
 	if len(byHash) != len(idx) {
 		return false
 	}
 	for _, e := range idx {
-		if !slices.Contains(byHash[e.hash], rec{e.kind, e.offset, e.comp, e.raw}) {
+		if !slices.ContainsFunc(byHash[e.hash], func(r rec) bool {
+			return r.kind == e.kind && r.offset == e.offset && r.comp == e.comp && r.raw == e.raw &&
+				(e.base.IsZero() || e.base == r.base)
+		}) {
 			return false
 		}
 	}
@@ -117,7 +116,7 @@ func sameRecords(idx, scanned []idxEntry) bool {
 
 // checkStored compares a version 2 record's stored bytes, header and data, with its trailer. It
 // reads the data in chunks, so memory stays bounded whatever the record's size.
-func checkStored(h tree.Hash, l location, f *os.File) error {
+func checkStored(h tree.Hash, l location, f io.ReaderAt) error {
 	if trailerLen(l.pack.version) == 0 {
 		return nil
 	}

@@ -50,9 +50,9 @@ func TestScanPacksNamesEveryDamage(t *testing.T) {
 			other, _ := put(t, b, text(62, 4000))
 			put(t, b, text(63, 4000))
 			commit(t, b)
-			p := s.index[h].pack
+			p := s.index.at(h).pack
 			idx := filepath.Join(s.packsDir, p.id+".idx")
-			otherIdx := filepath.Join(s.packsDir, s.index[other].pack.id+".idx")
+			otherIdx := filepath.Join(s.packsDir, s.index.at(other).pack.id+".idx")
 			tc.damage(t, s, p.path, idx, otherIdx)
 			problems, err := s.ScanPacks()
 			if err != nil {

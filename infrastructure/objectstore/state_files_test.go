@@ -63,7 +63,7 @@ func TestDamageListSkipsNonHexHashes(t *testing.T) {
 	b := s.NewBatch()
 	h, _ := put(t, b, text(72, 1000))
 	commit(t, b)
-	pack := s.index[h].pack.id
+	pack := s.index.at(h).pack.id
 	lines := pack + " " + strings.Repeat("zz", 32) + "\n" + pack + " " + h.String() + "\n"
 	if err := os.WriteFile(filepath.Join(s.dir, damagedFile), []byte(lines), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -30,20 +31,34 @@ type Store struct {
 	// crash tests arm it (see package failpoint). Set it before the store is used.
 	Failpoint func(name string) error
 
+	// be is where the store's files are; dir is the local work directory (the store itself for a
+	// Dir backend, the cache of a remote one) and tmpDir, under it, where packs are written.
+	be                    Backend
 	dir, packsDir, tmpDir string
+	shared                bool
 
 	mu      sync.RWMutex
-	index   map[tree.Hash]location
+	index   *objIndex
 	packs   map[string]*packFile
 	retired []*packFile         // dropped by GC; kept open until Close for readers still using them
 	temps   map[string]struct{} // pack ids being written by this process, spared by CleanTemp
 
 	damaged map[damageKey]struct{} // guarded by mu: copies known to be damaged (see markDamaged)
 
-	gcMu sync.Mutex // one GC at a time (it caches delta bases in packFile.deltas)
+	gcMu sync.Mutex // one GC at a time
 
-	baseMu sync.Mutex
-	bases  map[tree.Hash]tree.Hash // guarded by baseMu: delta bases read by Present
+	baseMu    sync.Mutex
+	bases     map[recordKey]tree.Hash // guarded by baseMu: bases read from delta records (see recordBase)
+	markCache map[string]mark         // guarded by baseMu: the gc marks read (immutable)
+
+	// Shared stores only, guarded by mu: the packs the current gc marks condemn (see marks.go),
+	// and the marks themselves.
+	condemned map[string]bool
+	marks     []mark
+	// relied, guarded by reliedMu, is what this process's transactions have come to reference
+	// since the last Confirm: every object its batches deduplicated onto or stored.
+	reliedMu sync.Mutex
+	relied   map[tree.Hash]struct{}
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
@@ -63,6 +78,7 @@ func (l location) entry(h tree.Hash) idxEntry {
 }
 
 // packFile is one installed pack. size is -1 when the pack was missing at Open (its idx survived).
+// path locates it for messages (and, for a Dir store, is the file).
 type packFile struct {
 	id      string
 	path    string
@@ -70,33 +86,49 @@ type packFile struct {
 	idxSize int64
 	version uint32 // the pack format: 1 (no record trailers) or packVersion
 
-	// deltas lists the pack's TreeDeltaObject records, sorted by hash, whether or not the index
-	// points at them: GC must know every delta that outlives it, to keep its base.
+	// deltas lists the pack's delta records, sorted by hash, whether or not the index points at
+	// them: GC must know every delta that outlives it, to keep its base, and Present follows the
+	// bases a version 3 idx names without reading the records.
 	deltas []deltaRec
 
 	mu sync.Mutex
-	f  *os.File
+	f  File
 }
 
-// deltaRec is one delta record of a pack. base is zero until known (written by this process, or
-// read back by GC, which alone touches it after the pack is registered).
+func packName(id string) string { return "packs/" + id + ".pack" }
+func idxName(id string) string  { return "packs/" + id + ".idx" }
+
+func (s *Store) newPackFile(id string, size int64) *packFile {
+	return &packFile{id: id, path: s.be.Location(packName(id)), size: size}
+}
+
+// deltaRec is one delta record of a pack. base is what the idx (version 3) or this process's writer
+// says, immutable once the pack is registered; zero when unknown (an older idx), in which case
+// recordBase reads it from the record.
 type deltaRec struct {
 	hash              tree.Hash
 	offset, comp, raw int64
+	kind              Kind
 	base              tree.Hash
 }
 
 func (d *deltaRec) location(p *packFile) location {
-	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: TreeDeltaObject}
+	return location{pack: p, offset: d.offset, comp: d.comp, raw: d.raw, kind: d.kind}
 }
 
 func (p *packFile) setDeltas(entries []idxEntry) {
 	for _, e := range entries {
-		if e.kind == TreeDeltaObject {
-			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, base: e.base})
+		if e.kind.delta() {
+			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: e.base})
 		}
 	}
 	slices.SortFunc(p.deltas, func(a, b deltaRec) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+}
+
+// recordKey names one record: its pack and offset.
+type recordKey struct {
+	pack   *packFile
+	offset int64
 }
 
 // delta returns the pack's delta record for h, or nil.
@@ -110,10 +142,11 @@ func (p *packFile) delta(h tree.Hash) *deltaRec {
 
 // preferred says whether a copy of an object of kind other replaces an indexed copy of kind have: a
 // whole copy is preferred to a delta, which depends on other objects.
-func preferred(have, other Kind) bool { return have == TreeDeltaObject && other != TreeDeltaObject }
+func preferred(have, other Kind) bool { return have.delta() && !other.delta() }
 
 // ObjectInfo describes a stored object. StoredSize is its compressed size (for a delta, the size of
-// the delta); Pack is the pack id. A tree stored as a delta has Kind TreeObject and Delta set.
+// the delta); Pack is the pack id. An object stored as a delta has the Kind of what it rebuilds to
+// (TreeObject or BlobObject) and Delta set.
 type ObjectInfo struct {
 	Kind       Kind
 	RawSize    int64
@@ -129,21 +162,37 @@ type StoreStats struct {
 	StoredBytes, RawBytes int64
 }
 
-// Open opens (creating if needed) the store in dir and loads every idx. A pack whose idx is missing
-// is indexed from its records in memory (Refresh, under the lock, writes the idx); a corrupt idx is
-// a fault.ErrIntegrity error naming the file. Open does not need the workspace lock: what it loads
-// may be stale by the time the lock is taken, which is why every command that holds the lock calls
-// Refresh first.
+// Open opens (creating if needed) the private store in the local directory dir and loads every
+// idx. A pack whose idx is missing is indexed from its records in memory (Refresh, under the lock,
+// writes the idx); a corrupt idx is a fault.ErrIntegrity error naming the file. Open does not need
+// the workspace lock: what it loads may be stale by the time the lock is taken, which is why every
+// command that holds the lock calls Refresh first.
 func Open(dir string) (*Store, error) {
+	return OpenBackend(NewDir(dir, false), dir)
+}
+
+// OpenBackend opens the store be holds, with work as its local work directory (where packs are
+// written before they are installed). A Dir backend's work directory is always its root, since its
+// packs are installed by renaming them out of tmp/. Shared stores are used without any lock in
+// common with other workspaces (see the package documentation).
+func OpenBackend(be Backend, work string) (*Store, error) {
+	if root, ok := be.LocalRoot(); ok {
+		work = root
+	}
 	s := &Store{
-		dir:      dir,
-		packsDir: filepath.Join(dir, "packs"),
-		tmpDir:   filepath.Join(dir, "tmp"),
-		index:    make(map[tree.Hash]location),
-		packs:    make(map[string]*packFile),
-		temps:    make(map[string]struct{}),
-		damaged:  make(map[damageKey]struct{}),
-		bases:    make(map[tree.Hash]tree.Hash),
+		be:        be,
+		shared:    be.Shared(),
+		dir:       work,
+		packsDir:  filepath.Join(work, "packs"),
+		tmpDir:    filepath.Join(work, "tmp"),
+		index:     newObjIndex(0),
+		packs:     make(map[string]*packFile),
+		temps:     make(map[string]struct{}),
+		damaged:   make(map[damageKey]struct{}),
+		bases:     make(map[recordKey]tree.Hash),
+		markCache: make(map[string]mark),
+		condemned: make(map[string]bool),
+		relied:    make(map[tree.Hash]struct{}),
 	}
 	if err := s.makeDirs(); err != nil {
 		return nil, err
@@ -166,6 +215,14 @@ func (s *Store) makeDirs() error {
 			return fmt.Errorf("create object store: %w", err)
 		}
 	}
+	if d, ok := s.be.(*Dir); ok && s.shared {
+		// A shared directory keeps its gc marks and damage markers as files of their own.
+		for _, sub := range []string{marksDir, damagedDir} {
+			if err := os.MkdirAll(filepath.Join(d.Root(), sub), 0o700); err != nil {
+				return fmt.Errorf("create object store: %w", err)
+			}
+		}
+	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// A fresh store: its directories must be durable before any pack inside them can be.
 		for _, d := range []string{s.dir, filepath.Dir(s.dir)} {
@@ -177,27 +234,21 @@ func (s *Store) makeDirs() error {
 	return nil
 }
 
-// rebuildIdx re-indexes a pack left without its idx (a crash between the two renames of a commit,
-// or a deleted idx) and writes the idx durably. The caller holds the workspace lock.
+// Backend is where the store's files are.
+func (s *Store) Backend() Backend { return s.be }
+
+// Shared says the store is shared by several workspaces (see Backend.Shared).
+func (s *Store) Shared() bool { return s.shared }
+
+// rebuildIdx re-indexes a pack left without its idx (a crash between the two installs of a
+// commit, or a deleted idx) and writes the idx durably. The caller holds the workspace lock.
 func (s *Store) rebuildIdx(p *packFile) ([]idxEntry, error) {
 	entries, err := s.scanEntries(p)
 	if err != nil {
 		return nil, err
 	}
 	idx := encodeIdx(entries, p.version)
-	suffix, err := newPackID()
-	if err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(s.tmpDir, p.id+".idx-rebuild-"+suffix)
-	if err := fsx.CreateDurable(tmp, idx, 0o400); err != nil {
-		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(s.packsDir, p.id+".idx")); err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
-	}
-	if err := fsx.SyncDir(s.packsDir); err != nil {
+	if err := s.be.WriteFile(idxName(p.id), idx, 0o400); err != nil {
 		return nil, fmt.Errorf("rebuild idx of pack %s: %w", p.path, err)
 	}
 	p.idxSize = int64(len(idx))
@@ -228,14 +279,14 @@ func (s *Store) Close() error {
 // Has reports whether the store holds h (committed objects only).
 func (s *Store) Has(h tree.Hash) bool {
 	s.mu.RLock()
-	_, ok := s.index[h]
+	ok := s.index.has(h)
 	s.mu.RUnlock()
 	return ok
 }
 
 func (s *Store) lookup(h tree.Hash) (location, bool) {
 	s.mu.RLock()
-	l, ok := s.index[h]
+	l, ok := s.index.get(h)
 	s.mu.RUnlock()
 	return l, ok
 }
@@ -247,31 +298,53 @@ func (s *Store) Info(h tree.Hash) (ObjectInfo, bool) {
 		return ObjectInfo{}, false
 	}
 	info := ObjectInfo{Kind: l.kind, RawSize: l.raw, StoredSize: l.comp, Pack: l.pack.id}
-	if l.kind == TreeDeltaObject {
-		info.Kind, info.Delta = TreeObject, true
+	if l.kind.delta() {
+		info.Kind, info.Delta = l.kind.object(), true
 	}
 	return info, true
 }
 
-// Dir is the store's directory.
+// PackFiles lists the pack and idx files with their sizes and times (for growth statistics).
+func (s *Store) PackFiles() ([]FileInfo, error) {
+	files, err := s.be.List("packs")
+	if err != nil {
+		return nil, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		id, ext, ok := strings.Cut(f.Name, ".")
+		if ok && !f.Dir && validPackID(id) && (ext == "pack" || ext == "idx") {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Dir is the store's local work directory (for a Dir store, the store itself).
 func (s *Store) Dir() string { return s.dir }
 
 // Stats sums up the store.
 func (s *Store) Stats() StoreStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}
 	for _, p := range s.packs {
 		st.StoredBytes += max(p.size, 0)
 	}
-	for _, l := range s.index {
+	for _, l := range s.index.all() {
 		st.RawBytes += l.raw
 	}
 	return st
 }
 
+// tempGrace is how old a temporary file of a shared store must be before CleanTemp removes it:
+// other workspaces write there without holding our lock, and no pack takes this long to write.
+const tempGrace = time.Hour
+
 // CleanTemp removes what crashed writers left in tmp/. Batches of this process are spared; those
-// of another process are not, which is why the caller must hold the workspace lock.
+// of another process are not, which is why the caller must hold the workspace lock. In a shared
+// store other workspaces' writers are never under that lock, so only files older than tempGrace
+// go.
 func (s *Store) CleanTemp() (int, error) {
 	des, err := os.ReadDir(s.tmpDir)
 	if err != nil {
@@ -286,6 +359,11 @@ func (s *Store) CleanTemp() (int, error) {
 		if _, busy := s.temps[id]; busy {
 			continue
 		}
+		if s.shared {
+			if fi, err := de.Info(); err != nil || time.Since(fi.ModTime()) < tempGrace {
+				continue
+			}
+		}
 		if err := os.RemoveAll(filepath.Join(s.tmpDir, de.Name())); err != nil {
 			errs = append(errs, err)
 			continue
@@ -298,9 +376,9 @@ func (s *Store) CleanTemp() (int, error) {
 	return removed, nil
 }
 
-// openPack returns a descriptor for reads (ReadAt only, so it can be shared) and the function that
+// openPack returns a reader of p (ReadAt only, so it can be shared) and the function that
 // releases it.
-func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
+func (s *Store) openPack(p *packFile) (File, func(), error) {
 	if s.closed.Load() {
 		return nil, nil, errors.New("object store is closed")
 	}
@@ -309,7 +387,7 @@ func (s *Store) openPack(p *packFile) (*os.File, func(), error) {
 	if p.f != nil {
 		return p.f, func() {}, nil
 	}
-	f, err := os.Open(p.path)
+	f, err := s.be.Open(packName(p.id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fault.Wrap(fault.ErrIntegrity, errPackGone, "pack %s is missing", p.path)
 	}

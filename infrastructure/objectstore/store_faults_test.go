@@ -128,7 +128,7 @@ func TestCheckObjectFollowsTheWholeChain(t *testing.T) {
 	if err := s.CheckObject(h2, false); err != nil {
 		t.Fatal(err)
 	}
-	delete(s.index, h0)
+	s.index.del(h0)
 	err := s.CheckObject(h2, false)
 	wantIntegrity(t, err, "CheckObject with a base missing two links down")
 	if !strings.Contains(err.Error(), h2.String()) || !strings.Contains(err.Error(), h0.String()) {

@@ -281,12 +281,12 @@ func TestFlattenAndDiffProperty(t *testing.T) {
 		}
 	}
 	deltas := 0
-	for h := range s.index {
+	for h := range s.index.all() {
 		if isDelta(s, h) {
 			deltas++
 		}
 	}
-	t.Logf("%d of %d objects stored as deltas", deltas, len(s.index))
+	t.Logf("%d of %d objects stored as deltas", deltas, s.index.len())
 	if deltas < 20 {
 		t.Fatalf("only %d trees stored as deltas", deltas)
 	}
@@ -367,7 +367,7 @@ func TestDiffSkipsSharedSubtrees(t *testing.T) {
 	y, _, _ := b.PutTree(Tree{{Name: "s", Kind: tree.KindDir, Mode: 0o755, Hash: sh}, {Name: "x", Kind: tree.KindFile, Hash: tree.Hash{2}}})
 	commit(t, b)
 	// Make the shared subtree unreadable: a diff that touched it would fail.
-	delete(s.index, sh)
+	s.index.del(sh)
 	changes, err := s.DiffTrees(x, y)
 	if err != nil || len(changes) != 1 || changes[0].Path != "x" || changes[0].Type != tree.Modified {
 		t.Fatalf("DiffTrees = %v, %v", changes, err)

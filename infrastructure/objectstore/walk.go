@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/planhq/plan/domain/fault"
+
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -176,10 +178,22 @@ func change(p string, e TreeEntry, typ tree.ChangeType) tree.Change {
 // are not read again, so many checkpoints of one workspace cost about as much as their distinct
 // trees.
 func (s *Store) Reachable(roots []tree.Hash) (map[tree.Hash]struct{}, error) {
+	return s.ReachableWith(roots, nil)
+}
+
+// ReachableWith is Reachable of roots and of maybe, whose trees may be missing: the roots of a
+// shared store's pending records, whose transactions may have failed (their objects collected)
+// or may be about to commit. What can be read under them counts; what cannot is skipped.
+func (s *Store) ReachableWith(roots, maybe []tree.Hash) (map[tree.Hash]struct{}, error) {
 	r := reach{s: s, seen: make(map[tree.Hash]struct{}), walked: make(map[tree.Hash]struct{})}
 	r.visit = func(h tree.Hash) { r.seen[h] = struct{}{} }
 	for _, root := range roots {
 		if err := r.tree(root); err != nil {
+			return nil, err
+		}
+	}
+	for _, root := range maybe {
+		if err := r.tree(root); err != nil && !errors.Is(err, fault.ErrIntegrity) {
 			return nil, err
 		}
 	}
@@ -232,7 +246,7 @@ func (r *reach) blob(h tree.Hash) error {
 		}
 		r.seen[h] = struct{}{}
 		l, ok := r.s.lookup(h)
-		if !ok || l.kind != TreeDeltaObject {
+		if !ok || !l.kind.delta() {
 			return nil // a missing blob is not Reachable's to report
 		}
 		base, err := r.s.deltaBase(h, l)

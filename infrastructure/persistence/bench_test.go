@@ -76,3 +76,42 @@ func BenchmarkRebuild1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpen measures what every command pays to open a workspace's database whose ledger
+// holds 2,000 records (just under the compaction threshold), and to close it.
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "plan.db")
+	db, err := Open(ctx, path, true, WithLedger(recs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	repo := NewCheckpoints(db)
+	for i := range 2000 {
+		id := fmt.Sprintf("%024x", i+1)
+		c, err := checkpoint.New(checkpoint.Params{ID: id, Type: checkpoint.Manual, CreatedAt: time.Unix(int64(i), 0), Root: tree.Sum([]byte(id))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := repo.Add(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		db, err := Open(ctx, path, false, WithLedger(recs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 )
 
 type checkpointRow struct {
+	WorkspaceID   string `gorm:"column:workspace_id;primaryKey"`
 	ID            string `gorm:"primaryKey"`
 	Type          string
 	Created       int64 `gorm:"column:created_at"`
@@ -99,6 +100,7 @@ var _ checkpoint.Repository = (*Checkpoints)(nil)
 // Add inserts c.
 func (r *Checkpoints) Add(ctx context.Context, c *checkpoint.Checkpoint) error {
 	row := toCheckpointRow(c)
+	row.WorkspaceID = r.db.workspace
 	return r.db.write(ctx, "checkpoint", row.ID, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return inserted(err, "checkpoint %s", c.ID())
@@ -110,7 +112,7 @@ func (r *Checkpoints) Add(ctx context.Context, c *checkpoint.Checkpoint) error {
 // Get loads a checkpoint by full ID.
 func (r *Checkpoints) Get(ctx context.Context, id checkpoint.ID) (*checkpoint.Checkpoint, error) {
 	var row checkpointRow
-	if err := r.db.conn(ctx).Where("id = ?", string(id)).Take(&row).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("id = ?", string(id)).Take(&row).Error; err != nil {
 		return nil, notFound(err, "checkpoint %s not found", id)
 	}
 	return row.toDomain()
@@ -128,7 +130,7 @@ func (r *Checkpoints) Resolve(ctx context.Context, ref string) (*checkpoint.Chec
 // List returns every checkpoint, newest first.
 func (r *Checkpoints) List(ctx context.Context) ([]*checkpoint.Checkpoint, error) {
 	var rows []checkpointRow
-	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := r.db.scoped(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	out := make([]*checkpoint.Checkpoint, 0, len(rows))
@@ -145,7 +147,7 @@ func (r *Checkpoints) List(ctx context.Context) ([]*checkpoint.Checkpoint, error
 // ListSince returns the checkpoints created at or after t, oldest first.
 func (r *Checkpoints) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
 	var rows []checkpointRow
-	if err := r.db.conn(ctx).Where("created_at >= ?", t.UnixNano()).Order("created_at, id").Find(&rows).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("created_at >= ?", t.UnixNano()).Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	out := make([]*checkpoint.Checkpoint, 0, len(rows))
@@ -162,7 +164,7 @@ func (r *Checkpoints) ListSince(ctx context.Context, t time.Time) ([]*checkpoint
 // Latest returns the newest checkpoint.
 func (r *Checkpoints) Latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 	var row checkpointRow
-	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Take(&row).Error; err != nil {
+	if err := r.db.scoped(ctx).Order("created_at DESC, id DESC").Take(&row).Error; err != nil {
 		return nil, notFound(err, "no checkpoint yet")
 	}
 	return row.toDomain()
@@ -171,7 +173,7 @@ func (r *Checkpoints) Latest(ctx context.Context) (*checkpoint.Checkpoint, error
 // Delete removes a checkpoint's row.
 func (r *Checkpoints) Delete(ctx context.Context, id checkpoint.ID) error {
 	return r.db.write(ctx, "checkpoint", string(id), func(tx *gorm.DB) error {
-		res := tx.Where("id = ?", string(id)).Delete(&checkpointRow{})
+		res := tx.Where("workspace_id = ? AND id = ?", r.db.workspace, string(id)).Delete(&checkpointRow{})
 		if res.Error != nil {
 			return fmt.Errorf("delete checkpoint %s: %w", id, res.Error)
 		}
@@ -193,6 +195,7 @@ func (r *Checkpoints) Update(ctx context.Context, id checkpoint.ID, fn func(*che
 			return err
 		}
 		row := toCheckpointRow(c)
+		row.WorkspaceID = r.db.workspace
 		return r.db.write(ctx, "checkpoint", row.ID, func(tx *gorm.DB) error { return tx.Save(&row).Error })
 	})
 }

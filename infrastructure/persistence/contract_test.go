@@ -7,7 +7,9 @@ import (
 	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
 )
 
-// The gorm checkpoint repository meets the contract the use cases' fake is held to.
+// The gorm checkpoint repository meets the contract the use cases' fake is held to, on each engine.
 func TestCheckpointRepositoryContract(t *testing.T) {
-	checkpointtest.Repository(t, func(t *testing.T) checkpoint.Repository { return NewCheckpoints(openTestDB(t)) })
+	onEngines(t, func(t *testing.T, e engine) {
+		checkpointtest.Repository(t, func(t *testing.T) checkpoint.Repository { return NewCheckpoints(e.open(t)) })
+	})
 }

@@ -16,6 +16,7 @@ import (
 )
 
 type correctionRow struct {
+	WorkspaceID        string `gorm:"column:workspace_id;primaryKey"`
 	ID                 string `gorm:"primaryKey"`
 	DecisionID         string
 	Reason             string
@@ -146,6 +147,7 @@ func (r *Corrections) Add(ctx context.Context, c *correction.Correction) error {
 	if err != nil {
 		return err
 	}
+	row.WorkspaceID = r.db.workspace
 	return r.db.write(ctx, "correction", row.ID, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return inserted(err, "correction %s", c.ID())
@@ -157,7 +159,7 @@ func (r *Corrections) Add(ctx context.Context, c *correction.Correction) error {
 // Get loads a correction by full ID.
 func (r *Corrections) Get(ctx context.Context, id string) (*correction.Correction, error) {
 	var row correctionRow
-	if err := r.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "correction %s not found", id)
 	}
 	return row.toDomain()
@@ -175,7 +177,7 @@ func (r *Corrections) Resolve(ctx context.Context, ref string) (*correction.Corr
 // List returns corrections, newest first.
 func (r *Corrections) List(ctx context.Context) ([]*correction.Correction, error) {
 	var rows []correctionRow
-	if err := r.db.conn(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := r.db.scoped(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list corrections: %w", err)
 	}
 	out := make([]*correction.Correction, 0, len(rows))
@@ -203,6 +205,7 @@ func (r *Corrections) Update(ctx context.Context, id string, fn func(*correction
 		if err != nil {
 			return err
 		}
+		row.WorkspaceID = r.db.workspace
 		return r.db.write(ctx, "correction", row.ID, func(tx *gorm.DB) error { return tx.Save(&row).Error })
 	})
 }

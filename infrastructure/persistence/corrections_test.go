@@ -65,152 +65,160 @@ func slicesEqual(a, b []string) bool {
 // A correction comes back exactly as it was stored, scope, artifacts and hashes included: recovery
 // and `plan corrections` rely on the scope to know which attempts were reverted.
 func TestCorrectionsRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	repo := NewCorrections(openTestDB(t))
-	at := time.Unix(1_700_000_000, 123456789)
-	c := newCorrection(t, corr1, at)
-	if err := repo.Add(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	got, err := repo.Get(ctx, corr1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameCorrection(t, got, c)
-	if got.Params().Scope[1].ResultTree != (tree.Hash{}) {
-		t.Fatalf("an unrecorded result tree came back as %v", got.Params().Scope[1].ResultTree)
-	}
-	if got.FinishedAt() != (time.Time{}) {
-		t.Fatalf("an unfinished correction has FinishedAt %v", got.FinishedAt())
-	}
-	// The same ID twice is a conflict, and the stored correction is untouched.
-	if err := repo.Add(ctx, newCorrection(t, corr1, at.Add(time.Hour))); !errors.Is(err, fault.ErrConflict) {
-		t.Fatalf("duplicate add: %v", err)
-	}
-	if got, _ := repo.Get(ctx, corr1); !got.Params().CreatedAt.Equal(at) {
-		t.Fatalf("a refused duplicate changed the stored correction: %v", got.Params().CreatedAt)
-	}
-	if _, err := repo.Get(ctx, corr2); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("get missing: %v", err)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		repo := NewCorrections(e.open(t))
+		at := time.Unix(1_700_000_000, 123456789)
+		c := newCorrection(t, corr1, at)
+		if err := repo.Add(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := repo.Get(ctx, corr1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCorrection(t, got, c)
+		if got.Params().Scope[1].ResultTree != (tree.Hash{}) {
+			t.Fatalf("an unrecorded result tree came back as %v", got.Params().Scope[1].ResultTree)
+		}
+		if got.FinishedAt() != (time.Time{}) {
+			t.Fatalf("an unfinished correction has FinishedAt %v", got.FinishedAt())
+		}
+		// The same ID twice is a conflict, and the stored correction is untouched.
+		if err := repo.Add(ctx, newCorrection(t, corr1, at.Add(time.Hour))); !errors.Is(err, fault.ErrConflict) {
+			t.Fatalf("duplicate add: %v", err)
+		}
+		if got, _ := repo.Get(ctx, corr1); !got.Params().CreatedAt.Equal(at) {
+			t.Fatalf("a refused duplicate changed the stored correction: %v", got.Params().CreatedAt)
+		}
+		if _, err := repo.Get(ctx, corr2); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("get missing: %v", err)
+		}
+	})
 }
 
 // Update applies the change in one transaction; an error from fn leaves the stored correction as it
 // was; status, re-executed decisions and the finish time survive.
 func TestCorrectionsUpdate(t *testing.T) {
-	ctx := context.Background()
-	repo := NewCorrections(openTestDB(t))
-	at := time.Unix(1_700_000_000, 0)
-	if err := repo.Add(ctx, newCorrection(t, corr1, at)); err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("boom")
-	err := repo.Update(ctx, corr1, func(c *correction.Correction) error {
-		if err := c.StartReexecution(); err != nil {
-			return err
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		repo := NewCorrections(e.open(t))
+		at := time.Unix(1_700_000_000, 0)
+		if err := repo.Add(ctx, newCorrection(t, corr1, at)); err != nil {
+			t.Fatal(err)
 		}
-		return boom
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("update error: %v", err)
-	}
-	if got, _ := repo.Get(ctx, corr1); got.Status() != correction.Reverted {
-		t.Fatalf("a failed update was saved: %s", got.Status())
-	}
-	finished := at.Add(time.Hour).UTC()
-	err = repo.Update(ctx, corr1, func(c *correction.Correction) error {
-		if err := c.StartReexecution(); err != nil {
-			return err
+		boom := errors.New("boom")
+		err := repo.Update(ctx, corr1, func(c *correction.Correction) error {
+			if err := c.StartReexecution(); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("update error: %v", err)
 		}
-		c.RecordReexecuted("build")
-		c.RecordReexecuted("test")
-		return c.Finish(true, finished)
+		if got, _ := repo.Get(ctx, corr1); got.Status() != correction.Reverted {
+			t.Fatalf("a failed update was saved: %s", got.Status())
+		}
+		finished := at.Add(time.Hour).UTC()
+		err = repo.Update(ctx, corr1, func(c *correction.Correction) error {
+			if err := c.StartReexecution(); err != nil {
+				return err
+			}
+			c.RecordReexecuted("build")
+			c.RecordReexecuted("test")
+			return c.Finish(true, finished)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := repo.Get(ctx, corr1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status() != correction.Succeeded || !got.FinishedAt().Equal(finished) || !reflect.DeepEqual(got.Reexecuted(), []string{"build", "test"}) {
+			t.Fatalf("after update: %s %v %v", got.Status(), got.FinishedAt(), got.Reexecuted())
+		}
+		if err := repo.Update(ctx, corr2, func(*correction.Correction) error { return nil }); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("update of a missing correction: %v", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := repo.Get(ctx, corr1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status() != correction.Succeeded || !got.FinishedAt().Equal(finished) || !reflect.DeepEqual(got.Reexecuted(), []string{"build", "test"}) {
-		t.Fatalf("after update: %s %v %v", got.Status(), got.FinishedAt(), got.Reexecuted())
-	}
-	if err := repo.Update(ctx, corr2, func(*correction.Correction) error { return nil }); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("update of a missing correction: %v", err)
-	}
 }
 
 // List is newest first; Resolve takes a unique prefix and names the candidates of an ambiguous one.
 func TestCorrectionsListAndResolve(t *testing.T) {
-	ctx := context.Background()
-	repo := NewCorrections(openTestDB(t))
-	if cs, err := repo.List(ctx); err != nil || len(cs) != 0 {
-		t.Fatalf("empty list: %v, %v", cs, err)
-	}
-	at := time.Unix(1_700_000_000, 0)
-	for i, id := range []string{corr1, corr2, corr3} {
-		if err := repo.Add(ctx, newCorrection(t, id, at.Add(time.Duration(i)*time.Minute))); err != nil {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		repo := NewCorrections(e.open(t))
+		if cs, err := repo.List(ctx); err != nil || len(cs) != 0 {
+			t.Fatalf("empty list: %v, %v", cs, err)
+		}
+		at := time.Unix(1_700_000_000, 0)
+		for i, id := range []string{corr1, corr2, corr3} {
+			if err := repo.Add(ctx, newCorrection(t, id, at.Add(time.Duration(i)*time.Minute))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs, err := repo.List(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	cs, err := repo.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, c.ID())
-	}
-	if !reflect.DeepEqual(ids, []string{corr3, corr2, corr1}) {
-		t.Fatalf("list order %v", ids)
-	}
-	if c, err := repo.Resolve(ctx, "00000000000100"); err != nil || c.ID() != corr1 {
-		t.Fatalf("resolve unique prefix: %v, %v", c, err)
-	}
-	_, err = repo.Resolve(ctx, "00000000000200")
-	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), corr2) || !strings.Contains(err.Error(), corr3) {
-		t.Fatalf("ambiguous prefix: %v", err)
-	}
-	if _, err := repo.Resolve(ctx, "ffff"); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("unknown prefix: %v", err)
-	}
+		var ids []string
+		for _, c := range cs {
+			ids = append(ids, c.ID())
+		}
+		if !reflect.DeepEqual(ids, []string{corr3, corr2, corr1}) {
+			t.Fatalf("list order %v", ids)
+		}
+		if c, err := repo.Resolve(ctx, "00000000000100"); err != nil || c.ID() != corr1 {
+			t.Fatalf("resolve unique prefix: %v, %v", c, err)
+		}
+		_, err = repo.Resolve(ctx, "00000000000200")
+		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), corr2) || !strings.Contains(err.Error(), corr3) {
+			t.Fatalf("ambiguous prefix: %v", err)
+		}
+		if _, err := repo.Resolve(ctx, "ffff"); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("unknown prefix: %v", err)
+		}
+	})
 }
 
 // A stored correction whose scope, record of re-executed decisions or result tree was damaged is
 // an integrity error naming it, from Get, Resolve and List alike: never a half-read correction.
 func TestDamagedCorrectionIsIntegrity(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ name, column, value, want string }{
-		{"scope", "scope", "{not json", "damaged scope"},
-		{"reexecuted", "reexecuted", "[1,", "damaged record"},
-		{"result tree", "scope", `[{"decision_id":"build","attempt":2,"result_tree":"zz"}]`, "result tree of build attempt 2"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openTestDB(t)
-			repo := NewCorrections(db)
-			if err := repo.Add(ctx, newCorrection(t, corr1, time.Unix(1_700_000_000, 0))); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.gorm.Exec(`UPDATE corrections SET `+tc.column+` = ?`, tc.value).Error; err != nil {
-				t.Fatal(err)
-			}
-			check := func(what string, err error) {
-				t.Helper()
-				if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), corr1) {
-					t.Fatalf("%s of a damaged correction: %v", what, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, tc := range []struct{ name, column, value, want string }{
+			{"scope", "scope", "{not json", "damaged scope"},
+			{"reexecuted", "reexecuted", "[1,", "damaged record"},
+			{"result tree", "scope", `[{"decision_id":"build","attempt":2,"result_tree":"zz"}]`, "result tree of build attempt 2"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				db := e.open(t)
+				repo := NewCorrections(db)
+				if err := repo.Add(ctx, newCorrection(t, corr1, time.Unix(1_700_000_000, 0))); err != nil {
+					t.Fatal(err)
 				}
-			}
-			_, err := repo.Get(ctx, corr1)
-			check("Get", err)
-			_, err = repo.Resolve(ctx, corr1[:8])
-			check("Resolve", err)
-			_, err = repo.List(ctx)
-			check("List", err)
-			check("Update", repo.Update(ctx, corr1, func(*correction.Correction) error {
-				t.Fatal("fn ran on a damaged correction")
-				return nil
-			}))
-		})
-	}
+				if err := db.gorm.Exec(`UPDATE corrections SET `+tc.column+` = ?`, tc.value).Error; err != nil {
+					t.Fatal(err)
+				}
+				check := func(what string, err error) {
+					t.Helper()
+					if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), corr1) {
+						t.Fatalf("%s of a damaged correction: %v", what, err)
+					}
+				}
+				_, err := repo.Get(ctx, corr1)
+				check("Get", err)
+				_, err = repo.Resolve(ctx, corr1[:8])
+				check("Resolve", err)
+				_, err = repo.List(ctx)
+				check("List", err)
+				check("Update", repo.Update(ctx, corr1, func(*correction.Correction) error {
+					t.Fatal("fn ran on a damaged correction")
+					return nil
+				}))
+			})
+		}
+	})
 }

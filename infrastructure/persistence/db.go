@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -14,13 +15,21 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
 )
 
-// DB is the metadata database.
+// DB is the metadata database: a SQLite file or a PostgreSQL database, seen through one workspace.
 type DB struct {
-	gorm *gorm.DB
-	path string
+	gorm    *gorm.DB
+	target  target
+	dialect Dialect
+	// workspace is the ID every row this handle reads or writes carries ("" only with
+	// WithoutWorkspace, when no repository call is allowed).
+	workspace string
+	// wantWorkspace is the ID WithWorkspace asked for; anyWorkspace is WithoutWorkspace.
+	wantWorkspace string
+	anyWorkspace  bool
 	// ledger, when set, receives a record of every committed write transaction.
 	ledger Ledger
 	// seqFloor is the highest record number in the ledger when the database was opened.
@@ -29,12 +38,91 @@ type DB struct {
 	compactAfter int
 }
 
-// Open opens the database at path and migrates it. create allows a missing or empty database to be
-// initialised (the caller knows the workspace's store is empty, so nothing can be lost); otherwise a
-// missing, empty or incomplete database is a fault.ErrIntegrity error, never taken for a fresh one.
-// With a ledger (WithLedger) it first settles the records a crash left pending, and records the
-// whole database once if the ledger has never seen it.
-func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, error) {
+// Open opens the database at target and migrates it. target is a file path or sqlite:///abs/path
+// (SQLite) or a postgres:// or postgresql:// URL (PostgreSQL). create allows a missing or empty
+// database to be initialised (the caller knows the workspace's store is empty, so nothing can be
+// lost); otherwise a missing, empty or incomplete database is a fault.ErrIntegrity error, never
+// taken for a fresh one. A PostgreSQL server that cannot be reached is fault.ErrUnavailable.
+//
+// The handle sees one workspace (see WithWorkspace): the one named, or, when none is, the
+// database's sole workspace (one is made when there is none, as for a new SQLite database).
+// With a ledger (WithLedger) it then settles the records a crash left pending, and records the
+// workspace whole once if the ledger has never seen it.
+func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, error) {
+	t, err := parseTarget(where)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{target: t, dialect: t.dialect, compactAfter: defaultCompactAfter}
+	for _, o := range opts {
+		o(db)
+	}
+	if err := db.checkOptions(); err != nil {
+		return nil, err
+	}
+	if t.dialect == Postgres {
+		db.gorm, err = openPostgres(ctx, t)
+	} else {
+		db.gorm, err = openSQLite(t.path, create)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.prepare(ctx, create); err != nil {
+		_ = db.Close()
+		return nil, db.classify(err)
+	}
+	return db, nil
+}
+
+// checkOptions refuses options that cannot go together, before anything is opened.
+func (d *DB) checkOptions() error {
+	switch {
+	case d.anyWorkspace && (d.wantWorkspace != "" || d.ledger != nil):
+		return fault.Invalid("a database opened without a workspace takes neither a workspace ID nor a ledger")
+	case d.wantWorkspace != "" && !workspaceID.MatchString(d.wantWorkspace):
+		return fault.Invalid("malformed workspace ID %q", d.wantWorkspace)
+	case d.dialect == Postgres && d.wantWorkspace == "" && !d.anyWorkspace:
+		return fault.Invalid("a shared database needs the workspace ID from .plan/config.yaml")
+	}
+	return nil
+}
+
+// prepare checks and migrates the schema, chooses the workspace and settles the ledger.
+func (d *DB) prepare(ctx context.Context, create bool) error {
+	if err := d.checkSchema(ctx, create); err != nil {
+		return err
+	}
+	adopt := d.wantWorkspace
+	if adopt == "" {
+		adopt = ident.New(time.Now())
+	}
+	if err := d.migrate(ctx, adopt); err != nil {
+		return err
+	}
+	if err := d.chooseWorkspace(ctx, create); err != nil {
+		return err
+	}
+	if d.ledger == nil {
+		return nil
+	}
+	var err error
+	var records int
+	if d.seqFloor, records, err = seqFloorOf(d.ledger); err != nil {
+		return err
+	}
+	if err := d.reconcile(ctx); err != nil {
+		return err
+	}
+	if err := d.baseline(ctx); err != nil {
+		return err
+	}
+	return d.compactIfLong(ctx, records)
+}
+
+// openSQLite opens the file at path: WAL, synchronous=FULL, foreign keys, a busy timeout and
+// BEGIN IMMEDIATE, on one connection.
+func openSQLite(path string, create bool) (*gorm.DB, error) {
 	if !create {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -52,11 +140,7 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	q.Set("_busy_timeout", "5000")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
-	g, err := gorm.Open(classifying{Dialector: sqlite.Open(dsn), path: path}, &gorm.Config{
-		TranslateError:         true,
-		SkipDefaultTransaction: true,
-		Logger:                 logger.Default.LogMode(logger.Silent),
-	})
+	g, err := gorm.Open(classifying{Dialector: sqlite.Open(dsn), path: path}, gormConfig())
 	if err != nil {
 		return nil, classify(path, err)
 	}
@@ -67,35 +151,31 @@ func Open(ctx context.Context, path string, create bool, opts ...Option) (*DB, e
 	// One writer at a time is what SQLite allows anyway; a single connection also keeps the
 	// transaction-in-context pattern free of cross-connection surprises.
 	sqlDB.SetMaxOpenConns(1)
-	db := &DB{gorm: g, path: path, compactAfter: defaultCompactAfter}
-	for _, o := range opts {
-		o(db)
+	return g, nil
+}
+
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		TranslateError:         true,
+		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
+		Logger:                 logger.Default.LogMode(logger.Silent),
 	}
-	if err := db.checkSchema(ctx, create); err != nil {
-		_ = sqlDB.Close()
-		return nil, classify(path, err)
+}
+
+// Target is where the database is, fit to print: the SQLite path, or the PostgreSQL URL with its
+// password masked.
+func (d *DB) Target() string { return d.target.shown }
+
+// Dialect is the engine the database runs on.
+func (d *DB) Dialect() Dialect { return d.dialect }
+
+// classify turns an engine's errors into the kinds plan acts on (see classify and classifyPG).
+func (d *DB) classify(err error) error {
+	if d.dialect == Postgres {
+		return classifyPG(d.target, err)
 	}
-	if err := db.migrate(ctx); err != nil {
-		_ = sqlDB.Close()
-		return nil, classify(path, err)
-	}
-	if db.ledger != nil {
-		var err error
-		var records int
-		if db.seqFloor, records, err = seqFloorOf(db.ledger); err == nil {
-			if err = db.reconcile(ctx); err == nil {
-				err = db.baseline(ctx)
-			}
-		}
-		if err == nil {
-			err = db.compactIfLong(ctx, records)
-		}
-		if err != nil {
-			_ = sqlDB.Close()
-			return nil, classify(path, err)
-		}
-	}
-	return db, nil
+	return classify(d.target.shown, err)
 }
 
 // classifying is the SQLite dialector whose error translation also classifies corruption, so that
@@ -136,11 +216,19 @@ func (d *DB) Close() error {
 	return sqlDB.Close()
 }
 
-// IntegrityCheck runs SQLite's integrity_check and returns its complaints (none when healthy).
+// IntegrityCheck returns the database's complaints about itself (none when healthy). On SQLite it
+// is SQLite's integrity_check: every page, index and constraint of the file. On PostgreSQL, whose
+// storage is the server's to check (data checksums, amcheck), it checks what plan relies on: every
+// table and column of the current schema is there, and no row belongs to a workspace the
+// database does not list. It cannot see a damaged page the server has not read, nor a row that is
+// well-formed but wrong.
 func (d *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
+	if d.dialect == Postgres {
+		return d.schemaComplaints(ctx)
+	}
 	var rows []string
 	if err := d.gorm.WithContext(ctx).Raw("PRAGMA integrity_check").Scan(&rows).Error; err != nil {
-		return nil, classify(d.path, err)
+		return nil, classify(d.target.shown, err)
 	}
 	if len(rows) == 1 && rows[0] == "ok" {
 		return nil, nil
@@ -157,6 +245,21 @@ func (d *DB) conn(ctx context.Context) *gorm.DB {
 		return u.tx
 	}
 	return d.gorm.WithContext(ctx)
+}
+
+// scoped is conn restricted to this workspace's rows: every repository read goes through it.
+func (d *DB) scoped(ctx context.Context) *gorm.DB {
+	g := d.conn(ctx).Where("workspace_id = ?", d.workspace)
+	if d.workspace == "" {
+		_ = g.AddError(errNoWorkspace())
+	}
+	return g
+}
+
+// errNoWorkspace is what a handle opened WithoutWorkspace answers to a repository call: it must
+// not read another workspace's rows, nor take a failed read for an empty workspace.
+func errNoWorkspace() error {
+	return fault.Invalid("this metadata database was opened without a workspace: only its workspaces can be listed")
 }
 
 // Transactor implements application.Transactor on d.
@@ -188,13 +291,13 @@ func notFound(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
-// resolvePrefix finds the one row of T whose id starts with ref, a validated lower-case hex prefix
+// resolvePrefix finds the one row of T in this workspace whose id starts with ref, a validated lower-case hex prefix
 // (so it holds no LIKE wildcards). No match is fault.ErrNotFound; several are fault.ErrInvalid
 // naming the candidates, as the contract wants for an ambiguous prefix.
 func resolvePrefix[T any](ctx context.Context, d *DB, what, ref string, id func(T) string) (T, error) {
 	var rows []T
 	var zero T
-	if err := d.conn(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
+	if err := d.scoped(ctx).Where("id LIKE ?", ref+"%").Order("id").Limit(5).Find(&rows).Error; err != nil {
 		return zero, fmt.Errorf("look up %s %s: %w", what, ref, err)
 	}
 	switch len(rows) {

@@ -83,40 +83,42 @@ func mustOpen(t *testing.T, path string, create bool) *DB {
 // A result tree is typed in the domain; damage to its stored text is found once, by the mapper,
 // as an integrity error naming the attempt (the use cases no longer re-parse it).
 func TestDamagedResultTreeIsIntegrity(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	plans := NewPlans(db)
-	p, err := plan.New("p1", "p", "", true, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Append(plan.Definition{ID: "a", Run: "true"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Start("a", checkpoint.ID("cp"), "", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	result := tree.Sum([]byte("result"))
-	if err := p.Finish("a", plan.Outcome{Status: plan.Succeeded, ResultTree: result}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := plans.Save(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := plans.Current(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := got.Decision("a")
-	if a, _ := d.Latest(); a.ResultTree != result || a.CheckpointID != "cp" {
-		t.Fatalf("round trip: %+v", a)
-	}
-	if err := db.gorm.Exec(`UPDATE attempts SET result_tree = 'garbage'`).Error; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "result tree of a attempt 1") {
-		t.Fatalf("damaged result tree: %v", err)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		db := e.open(t)
+		plans := NewPlans(db)
+		p, err := plan.New("p1", "p", "", true, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Append(plan.Definition{ID: "a", Run: "true"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Start("a", checkpoint.ID("cp"), "", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		result := tree.Sum([]byte("result"))
+		if err := p.Finish("a", plan.Outcome{Status: plan.Succeeded, ResultTree: result}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := plans.Save(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		got, err := plans.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := got.Decision("a")
+		if a, _ := d.Latest(); a.ResultTree != result || a.CheckpointID != "cp" {
+			t.Fatalf("round trip: %+v", a)
+		}
+		if err := db.gorm.Exec(`UPDATE attempts SET result_tree = 'garbage'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "result tree of a attempt 1") {
+			t.Fatalf("damaged result tree: %v", err)
+		}
+	})
 }
 
 // Failed checkpoints are counted for stats, and survive reopening.
@@ -143,25 +145,27 @@ func TestCheckpointFailureMetrics(t *testing.T) {
 
 // Plans are listed most recently saved first.
 func TestPlansList(t *testing.T) {
-	ctx := context.Background()
-	plans := NewPlans(openTestDB(t))
-	if ps, err := plans.List(ctx); err != nil || len(ps) != 0 {
-		t.Fatalf("no plans: %v, %v", ps, err)
-	}
-	for i, name := range []string{"alpha", "beta", "alpha"} {
-		p, err := plans.ByName(ctx, name)
-		if err != nil {
-			if p, err = plan.New(fmt.Sprintf("%024d", i), name, "", true, time.Now()); err != nil {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		plans := NewPlans(e.open(t))
+		if ps, err := plans.List(ctx); err != nil || len(ps) != 0 {
+			t.Fatalf("no plans: %v, %v", ps, err)
+		}
+		for i, name := range []string{"alpha", "beta", "alpha"} {
+			p, err := plans.ByName(ctx, name)
+			if err != nil {
+				if p, err = plan.New(fmt.Sprintf("%024d", i), name, "", true, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := plans.Save(ctx, p); err != nil {
 				t.Fatal(err)
 			}
+			time.Sleep(2 * time.Millisecond)
 		}
-		if err := plans.Save(ctx, p); err != nil {
-			t.Fatal(err)
+		ps, err := plans.List(ctx)
+		if err != nil || len(ps) != 2 || ps[0].Name() != "alpha" || ps[1].Name() != "beta" {
+			t.Fatalf("list: %v, %v; want alpha (saved last), then beta", ps, err)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	ps, err := plans.List(ctx)
-	if err != nil || len(ps) != 2 || ps[0].Name() != "alpha" || ps[1].Name() != "beta" {
-		t.Fatalf("list: %v, %v; want alpha (saved last), then beta", ps, err)
-	}
+	})
 }

@@ -3,9 +3,9 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +19,40 @@ import (
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
-// failWrites makes SQLite refuse every write of kind (INSERT, UPDATE, DELETE) to table, the way a
-// full disk or an I/O error refuses it: cheap, deterministic fault injection through a trigger.
+// failWrites makes the database refuse every write of kind (INSERT, UPDATE, DELETE) to table, the
+// way a full disk or an I/O error refuses it: cheap, deterministic fault injection through a
+// trigger.
 func failWrites(t *testing.T, db *DB, kind, table string) {
 	t.Helper()
-	stmt := `CREATE TRIGGER fail_` + strings.ToLower(kind) + `_` + table + ` BEFORE ` + kind + ` ON ` + table +
-		` BEGIN SELECT RAISE(ABORT, 'injected failure'); END`
+	name := `fail_` + strings.ToLower(kind) + `_` + table
+	stmts := []string{`CREATE TRIGGER ` + name + ` BEFORE ` + kind + ` ON ` + table +
+		` BEGIN SELECT RAISE(ABORT, 'injected failure'); END`}
+	if db.Dialect() == Postgres {
+		stmts = []string{
+			`CREATE OR REPLACE FUNCTION plan_test_fail() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`,
+			`CREATE TRIGGER ` + name + ` BEFORE ` + kind + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION plan_test_fail()`,
+		}
+	}
+	for _, stmt := range stmts {
+		if err := db.gorm.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dropTable drops table under an open database, as damage would lose it (on PostgreSQL with the
+// foreign keys that point at it).
+func dropTable(t *testing.T, db *DB, table string) {
+	t.Helper()
+	stmt := `DROP TABLE ` + table
+	if db.Dialect() == Postgres {
+		stmt += ` CASCADE`
+	}
 	if err := db.gorm.Exec(stmt).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -35,39 +61,41 @@ func failWrites(t *testing.T, db *DB, kind, table string) {
 // Save rewrites the whole plan in one transaction: when any of its writes fails, the plan stored
 // before is still there, whole, and nothing of the new one is.
 func TestPlanSaveIsAtomic(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ kind, table string }{
-		{"UPDATE", "plans"}, {"DELETE", "decisions"}, {"INSERT", "decisions"}, {"INSERT", "attempts"},
-	} {
-		t.Run(tc.kind+" "+tc.table, func(t *testing.T) {
-			db := openTestDB(t)
-			plans := NewPlans(db)
-			before := savedPlan(t, plans)
-			changed, err := plans.Current(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := changed.Append(plan.Definition{ID: "extra", Run: "true"}); err != nil {
-				t.Fatal(err)
-			}
-			code := 0
-			if err := changed.Finish("build", plan.Outcome{Status: plan.Succeeded, ExitCode: &code}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			failWrites(t, db, tc.kind, tc.table)
-			err = plans.Save(ctx, changed)
-			if err == nil || !strings.Contains(err.Error(), "injected failure") {
-				t.Fatalf("save with a failing %s on %s: %v", tc.kind, tc.table, err)
-			}
-			got, err := plans.Current(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g, w := viewOf(got), viewOf(before); !equalViews(g, w) {
-				t.Fatalf("a failed save changed the stored plan:\n got  %+v\n want %+v", g, w)
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, tc := range []struct{ kind, table string }{
+			{"UPDATE", "plans"}, {"DELETE", "decisions"}, {"INSERT", "decisions"}, {"INSERT", "attempts"},
+		} {
+			t.Run(tc.kind+" "+tc.table, func(t *testing.T) {
+				db := e.open(t)
+				plans := NewPlans(db)
+				before := savedPlan(t, plans)
+				changed, err := plans.Current(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := changed.Append(plan.Definition{ID: "extra", Run: "true"}); err != nil {
+					t.Fatal(err)
+				}
+				code := 0
+				if err := changed.Finish("build", plan.Outcome{Status: plan.Succeeded, ExitCode: &code}, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				failWrites(t, db, tc.kind, tc.table)
+				err = plans.Save(ctx, changed)
+				if err == nil || !strings.Contains(err.Error(), "injected failure") {
+					t.Fatalf("save with a failing %s on %s: %v", tc.kind, tc.table, err)
+				}
+				got, err := plans.Current(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := viewOf(got), viewOf(before); !equalViews(g, w) {
+					t.Fatalf("a failed save changed the stored plan:\n got  %+v\n want %+v", g, w)
+				}
+			})
+		}
+	})
 }
 
 func equalViews(a, b []decisionView) bool {
@@ -85,41 +113,43 @@ func equalViews(a, b []decisionView) bool {
 // A failed write is reported as what it is, never as a conflict or success: adding a checkpoint,
 // an operation or a correction, recording a failure, deleting a checkpoint, updating a correction.
 func TestFailedWritesAreReported(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	at := time.Unix(1_700_000_000, 0)
-	corrections := NewCorrections(db)
-	if err := corrections.Add(ctx, newCorrection(t, corr1, at)); err != nil {
-		t.Fatal(err)
-	}
-	cps := NewCheckpoints(db)
-	if err := cps.Add(ctx, newCP(t, id1, at)); err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range []struct{ kind, table string }{
-		{"INSERT", "checkpoints"}, {"DELETE", "checkpoints"}, {"INSERT", "history"},
-		{"INSERT", "corrections"}, {"UPDATE", "corrections"}, {"INSERT", "checkpoint_failures"},
-	} {
-		failWrites(t, db, tr.kind, tr.table)
-	}
-	check := func(what string, err error) {
-		t.Helper()
-		if err == nil || !strings.Contains(err.Error(), "injected failure") || errors.Is(err, fault.ErrConflict) || errors.Is(err, fault.ErrNotFound) {
-			t.Errorf("%s: %v", what, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		db := e.open(t)
+		at := time.Unix(1_700_000_000, 0)
+		corrections := NewCorrections(db)
+		if err := corrections.Add(ctx, newCorrection(t, corr1, at)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	check("add checkpoint", cps.Add(ctx, newCP(t, id2, at)))
-	check("delete checkpoint", cps.Delete(ctx, id1))
-	check("record operation", NewHistory(db).Record(ctx, application.HistoryRecord{ID: "op", Kind: "rollback"}))
-	check("add correction", corrections.Add(ctx, newCorrection(t, corr2, at)))
-	check("update correction", corrections.Update(ctx, corr1, func(c *correction.Correction) error { return c.StartReexecution() }))
-	check("record checkpoint failure", NewMetrics(db).RecordCheckpointFailure(ctx, at, "disk full"))
-	if _, err := cps.Get(ctx, id1); err != nil {
-		t.Errorf("the checkpoint whose delete failed is gone: %v", err)
-	}
-	if c, err := corrections.Get(ctx, corr1); err != nil || c.Status() != correction.Reverted {
-		t.Errorf("the correction whose update failed changed: %v, %v", c, err)
-	}
+		cps := NewCheckpoints(db)
+		if err := cps.Add(ctx, newCP(t, id1, at)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range []struct{ kind, table string }{
+			{"INSERT", "checkpoints"}, {"DELETE", "checkpoints"}, {"INSERT", "history"},
+			{"INSERT", "corrections"}, {"UPDATE", "corrections"}, {"INSERT", "checkpoint_failures"},
+		} {
+			failWrites(t, db, tr.kind, tr.table)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil || !strings.Contains(err.Error(), "injected failure") || errors.Is(err, fault.ErrConflict) || errors.Is(err, fault.ErrNotFound) {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		check("add checkpoint", cps.Add(ctx, newCP(t, id2, at)))
+		check("delete checkpoint", cps.Delete(ctx, id1))
+		check("record operation", NewHistory(db).Record(ctx, application.HistoryRecord{ID: "op", Kind: "rollback"}))
+		check("add correction", corrections.Add(ctx, newCorrection(t, corr2, at)))
+		check("update correction", corrections.Update(ctx, corr1, func(c *correction.Correction) error { return c.StartReexecution() }))
+		check("record checkpoint failure", NewMetrics(db).RecordCheckpointFailure(ctx, at, "disk full"))
+		if _, err := cps.Get(ctx, id1); err != nil {
+			t.Errorf("the checkpoint whose delete failed is gone: %v", err)
+		}
+		if c, err := corrections.Get(ctx, corr1); err != nil || c.Status() != correction.Reverted {
+			t.Errorf("the correction whose update failed changed: %v, %v", c, err)
+		}
+	})
 }
 
 // A query that fails (here: on a closed database) is an error, never "not found", "absent" or an
@@ -171,57 +201,35 @@ func TestFailedReadsAreNotAbsence(t *testing.T) {
 	check("checkpoint failures", err)
 	_, err = db.IntegrityCheck(ctx)
 	check("integrity check", err)
+	_, err = db.Workspaces(ctx)
+	check("workspaces", err)
+	recs, err := objectstore.OpenRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.RebuildWorkspace(ctx, recs)
+	check("rebuild in place", err)
 }
 
 // A migration step that fails is applied not at all: its version is not recorded, later steps do
 // not run, and opening reports it; the data already there is kept.
-// earlyTable reports whether a table is created by schema step 1 or 2, which the test keeps.
-func earlyTable(name string) bool {
-	for _, m := range migrations[:2] {
-		for _, stmt := range m.sql {
-			if t := createTable.FindStringSubmatch(stmt); t != nil && t[1] == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-var addColumn = regexp.MustCompile(`^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)`)
-
 func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plan.db")
-	db := mustOpen(t, path, true)
-	if err := NewCheckpoints(db).Add(ctx, newCP(t, id1, time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	// Back to schema version 2, but with a table in the way of step 3's CREATE TABLE corrections.
-	stmts := []string{`DELETE FROM schema_migrations WHERE version >= 3`}
-	for _, m := range migrations {
-		for _, stmt := range m.sql {
-			if tbl := createTable.FindStringSubmatch(stmt); tbl != nil && m.version >= 3 {
-				stmts = append(stmts, `DROP TABLE `+tbl[1])
-			}
-			// A column a later step added to an earlier step's table goes too.
-			if col := addColumn.FindStringSubmatch(stmt); col != nil && m.version >= 3 && earlyTable(col[1]) {
-				stmts = append(stmts, `ALTER TABLE `+col[1]+` DROP COLUMN `+col[2])
-			}
-		}
-	}
-	stmts = append(stmts, `CREATE TABLE corrections (x INTEGER)`)
-	for _, stmt := range stmts {
-		if err := db.gorm.Exec(stmt).Error; err != nil {
+	// A database at schema version 2 holding a checkpoint, with a table in the way of step 3's
+	// CREATE TABLE corrections.
+	raw := legacySQLite(t, path, 2)
+	for _, stmt := range []string{
+		`INSERT INTO checkpoints (id, type, created_at, root_tree, files, bytes, stored_bytes, duration_ns)
+			VALUES ('` + id1 + `', 'manual', 1, '` + tree.Sum([]byte(id1)).String() + `', 1, 2, 3, 4)`,
+		`CREATE TABLE corrections (x INTEGER)`,
+	} {
+		if err := raw.Exec(stmt).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = db.Close()
 	if _, err := Open(ctx, path, false); err == nil || !strings.Contains(err.Error(), "migrate schema to version 3") {
 		t.Fatalf("open with a failing migration: %v", err)
-	}
-	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
-	if err != nil {
-		t.Fatal(err)
 	}
 	var latest int
 	if err := raw.Raw(`SELECT MAX(version) FROM schema_migrations`).Scan(&latest).Error; err != nil || latest != 2 {
@@ -234,7 +242,7 @@ func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	if sqlDB, err := raw.DB(); err == nil {
 		_ = sqlDB.Close()
 	}
-	db = mustOpen(t, path, false)
+	db := mustOpen(t, path, false)
 	defer db.Close()
 	var versions []int
 	if err := db.gorm.Raw(`SELECT version FROM schema_migrations ORDER BY version`).Scan(&versions).Error; err != nil {
@@ -250,6 +258,47 @@ func TestFailedMigrationIsNotRecorded(t *testing.T) {
 	if _, err := NewCheckpoints(db).Get(ctx, checkpoint.ID(id1)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// legacySQLiteReopen opens the SQLite database at path with none of plan's settings.
+func legacySQLiteReopen(t *testing.T, path string) *gorm.DB {
+	t.Helper()
+	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := raw.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return raw
+}
+
+// legacySQLite makes a SQLite database at path with the schema of version v as this package's
+// steps made it, the way a plan of that version left it, and returns it open (closed at cleanup).
+func legacySQLite(t *testing.T, path string, v int) *gorm.DB {
+	t.Helper()
+	raw, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := raw.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range migrations[:v] {
+		stmts = append(stmts, m.sql...)
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 1)`, m.version, m.name))
+	}
+	for _, stmt := range stmts {
+		if err := raw.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return raw
 }
 
 // A schema_migrations table that is not plan's (no version column) is refused, whether or not the
@@ -278,19 +327,21 @@ func TestForeignSchemaTableIsRefused(t *testing.T) {
 // An over-long failure reason is cut to 1 KiB, so a runaway error message cannot bloat the
 // database, and the failure is still counted.
 func TestCheckpointFailureReasonIsBounded(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	m := NewMetrics(db)
-	if err := m.RecordCheckpointFailure(ctx, time.Now(), strings.Repeat("x", 5000)); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := db.gorm.Raw(`SELECT LENGTH(reason) FROM checkpoint_failures`).Scan(&n).Error; err != nil || n != 1024 {
-		t.Fatalf("stored reason length %d, %v; want 1024", n, err)
-	}
-	if c, err := m.CheckpointFailures(ctx); err != nil || c != 1 {
-		t.Fatalf("count %d, %v", c, err)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		db := e.open(t)
+		m := NewMetrics(db)
+		if err := m.RecordCheckpointFailure(ctx, time.Now(), strings.Repeat("x", 5000)); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.gorm.Raw(`SELECT LENGTH(reason) FROM checkpoint_failures`).Scan(&n).Error; err != nil || n != 1024 {
+			t.Fatalf("stored reason length %d, %v; want 1024", n, err)
+		}
+		if c, err := m.CheckpointFailures(ctx); err != nil || c != 1 {
+			t.Fatalf("count %d, %v", c, err)
+		}
+	})
 }
 
 // IntegrityCheck reports SQLite's complaints about a damaged database (here: an index that no
@@ -324,18 +375,18 @@ func TestIntegrityCheckReportsDamage(t *testing.T) {
 // A plan whose decisions or attempts cannot be read (their table is gone under an open database)
 // is an error, never a plan without decisions: saving that back would erase the plan's history.
 func TestPlanWithUnreadableRowsIsAnError(t *testing.T) {
-	ctx := context.Background()
-	for _, table := range []string{"attempts", "decisions"} {
-		t.Run(table, func(t *testing.T) {
-			db := openTestDB(t)
-			plans := NewPlans(db)
-			savedPlan(t, plans)
-			if err := db.gorm.Exec(`DROP TABLE ` + table).Error; err != nil {
-				t.Fatal(err)
-			}
-			if p, err := plans.Current(ctx); err == nil {
-				t.Fatalf("Current returned a plan with %d decisions", len(p.Decisions()))
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, table := range []string{"attempts", "decisions"} {
+			t.Run(table, func(t *testing.T) {
+				db := e.open(t)
+				plans := NewPlans(db)
+				savedPlan(t, plans)
+				dropTable(t, db, table)
+				if p, err := plans.Current(ctx); err == nil {
+					t.Fatalf("Current returned a plan with %d decisions", len(p.Decisions()))
+				}
+			})
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 )
 
 type historyRow struct {
+	WorkspaceID      string `gorm:"column:workspace_id;primaryKey"`
 	ID               string `gorm:"primaryKey"`
 	Kind             string
 	TargetCheckpoint string
@@ -43,7 +44,7 @@ func (h *History) Record(ctx context.Context, r application.HistoryRecord) error
 		return err
 	}
 	row := historyRow{
-		ID: r.ID, Kind: r.Kind, TargetCheckpoint: string(r.TargetCheckpoint), BackupCheckpoint: string(r.BackupCheckpoint),
+		WorkspaceID: h.db.workspace, ID: r.ID, Kind: r.Kind, TargetCheckpoint: string(r.TargetCheckpoint), BackupCheckpoint: string(r.BackupCheckpoint),
 		StartedAt: r.StartedAt.UnixNano(), FinishedAt: r.FinishedAt.UnixNano(),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: string(rev),
 	}
@@ -58,7 +59,7 @@ func (h *History) Record(ctx context.Context, r application.HistoryRecord) error
 // Has reports whether operation id was recorded.
 func (h *History) Has(ctx context.Context, id string) (bool, error) {
 	var n int64
-	if err := h.db.conn(ctx).Model(&historyRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+	if err := h.db.scoped(ctx).Model(&historyRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
 		return false, err
 	}
 	return n > 0, nil
@@ -67,7 +68,7 @@ func (h *History) Has(ctx context.Context, id string) (bool, error) {
 // Get returns one record.
 func (h *History) Get(ctx context.Context, id string) (application.HistoryRecord, error) {
 	var row historyRow
-	if err := h.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := h.db.scoped(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return application.HistoryRecord{}, notFound(err, "operation %s not found", id)
 	}
 	return row.toRecord()
@@ -76,7 +77,7 @@ func (h *History) Get(ctx context.Context, id string) (application.HistoryRecord
 // List returns the history, oldest first.
 func (h *History) List(ctx context.Context) ([]application.HistoryRecord, error) {
 	var rows []historyRow
-	if err := h.db.conn(ctx).Order("started_at, id").Find(&rows).Error; err != nil {
+	if err := h.db.scoped(ctx).Order("started_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list history: %w", err)
 	}
 	out := make([]application.HistoryRecord, 0, len(rows))

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,9 @@ type record struct {
 	At     time.Time `json:"at"`
 	// Schema is the schema version the rows follow.
 	Schema int `json:"schema"`
+	// Workspace is the workspace whose transaction this was (records from before workspaces
+	// existed have none). A rebuild into a new database gives that database this workspace.
+	Workspace string `json:"workspace,omitempty"`
 	// Baseline says the record holds every aggregate there is: a rebuild starts from the newest
 	// baseline, and the records before it are redundant.
 	Baseline bool     `json:"baseline,omitempty"`
@@ -74,10 +79,24 @@ type change struct {
 type aggregate struct{ kind, key string }
 
 // tableKey is one table of an aggregate and the columns that hold the aggregate's key (a key of
-// several columns is written joined by "/": none of their values can hold one).
+// several columns is written joined by "/": none of their values can hold one). Every row also
+// carries its workspace's ID (workspace_id), which is not part of the key: a record's rows are
+// one workspace's, and replaying them gives them the rebuilding database's workspace.
 type tableKey struct {
 	table   string
 	columns []string
+}
+
+// workspaceTable is the one table whose key is the workspace ID itself.
+const workspaceTable = "workspaces"
+
+// primaryKeys are the columns that order each table's rows within a workspace (its primary key
+// without workspace_id): images and key lists follow them, so a record's bytes do not depend on
+// where the rows happen to lie.
+var primaryKeys = map[string]string{
+	"checkpoints": "id", "history": "id", "plans": "id", "decisions": "plan_id, id",
+	"attempts": "plan_id, decision_id, number", "corrections": "id", "checkpoint_failures": "id",
+	"operations": "id", workspaceTable: "id",
 }
 
 // aggregates maps each kind to its tables, parents first. Every table the repositories write,
@@ -96,6 +115,7 @@ var aggregates = map[string][]tableKey{
 	"correction": {{"corrections", []string{"id"}}},
 	"failure":    {{"checkpoint_failures", []string{"id"}}},
 	"operation":  {{"operations", []string{"id"}}},
+	"workspace":  {{workspaceTable, []string{"id"}}},
 	// Legacy: a whole plan.
 	"plan": {{"plans", []string{"id"}}, {"decisions", []string{"plan_id"}}, {"attempts", []string{"plan_id"}}},
 }
@@ -103,16 +123,21 @@ var aggregates = map[string][]tableKey{
 // upserted kinds are replayed by upsert (see aggregates).
 var upserted = map[string]bool{"plan-row": true, "decision": true, "attempt": true}
 
-// where is the condition selecting key in t, and its arguments.
-func (t tableKey) where(key string) (string, []any, error) {
+// where is the condition selecting key in workspace ws's rows of t, and its arguments. The
+// workspace's own row is selected by ws whatever the key says: a record's workspace becomes the
+// rebuilding database's.
+func (t tableKey) where(key, ws string) (string, []any, error) {
+	if t.table == workspaceTable {
+		return "id = ?", []any{ws}, nil
+	}
 	parts := strings.Split(key, "/")
 	if len(parts) != len(t.columns) {
 		return "", nil, fmt.Errorf("key %q of %s has %d parts, want %d", key, t.table, len(parts), len(t.columns))
 	}
-	conds := make([]string, len(parts))
-	args := make([]any, len(parts))
+	conds := []string{"workspace_id = ?"}
+	args := []any{ws}
 	for i, c := range t.columns {
-		conds[i], args[i] = c+" = ?", parts[i]
+		conds, args = append(conds, c+" = ?"), append(args, parts[i])
 	}
 	return strings.Join(conds, " AND "), args, nil
 }
@@ -167,8 +192,14 @@ func (d *DB) do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if _, ok := ctx.Value(txKey{}).(*unit); ok {
 		return fn(ctx)
 	}
+	if d.workspace == "" {
+		return errNoWorkspace()
+	}
 	var name string
 	err := d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := d.lock(tx, d.workspace); err != nil {
+			return err
+		}
 		u := &unit{tx: tx}
 		if err := fn(context.WithValue(ctx, txKey{}, u)); err != nil {
 			return err
@@ -200,15 +231,15 @@ func (d *DB) seal(u *unit) (string, error) {
 		return "", nil
 	}
 	var last uint64
-	if err := u.tx.Raw(`SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&last).Error; err != nil {
+	if err := u.tx.Raw(`SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&last).Error; err != nil {
 		return "", fmt.Errorf("read the ledger: %w", err)
 	}
 	seq := max(last, d.seqFloor) + 1
 	u.seq = seq
-	rec := record{Format: recordFormat, Seq: seq, At: time.Now().UTC(), Schema: latestSchema(), Baseline: u.baseline,
-		Changes: make([]change, 0, len(u.touched))}
+	rec := record{Format: recordFormat, Seq: seq, At: time.Now().UTC(), Schema: latestSchema(), Workspace: d.workspace,
+		Baseline: u.baseline, Changes: make([]change, 0, len(u.touched))}
 	for _, a := range u.touched {
-		c, err := image(u.tx, a)
+		c, err := image(u.tx, a, d.workspace)
 		if err != nil {
 			return "", err
 		}
@@ -226,25 +257,36 @@ func (d *DB) seal(u *unit) (string, error) {
 		_ = d.ledger.Discard(name)
 		return "", err
 	}
-	if err := u.tx.Exec(`INSERT INTO ledger(seq, name, at) VALUES (?, ?, ?)`, seq, name, rec.At.UnixNano()).Error; err != nil {
+	if err := u.tx.Exec(`INSERT INTO ledger(workspace_id, seq, name, at) VALUES (?, ?, ?, ?)`, d.workspace, seq, name, rec.At.UnixNano()).Error; err != nil {
 		_ = d.ledger.Discard(name)
 		return "", fmt.Errorf("note record %s: %w", name, err)
 	}
 	return name, nil
 }
 
-// image reads aggregate a's rows as the transaction sees them.
-func image(tx *gorm.DB, a aggregate) (change, error) {
+// image reads aggregate a's rows in workspace ws as the transaction sees them. A flag reads as 0
+// or 1 whichever engine holds it.
+func image(tx *gorm.DB, a aggregate, ws string) (change, error) {
 	c := change{Kind: a.kind, Key: a.key, Rows: map[string][]map[string]any{}}
 	n := 0
 	for _, t := range aggregates[a.kind] {
-		cond, args, err := t.where(a.key)
+		cond, args, err := t.where(a.key, ws)
 		if err != nil {
 			return c, err
 		}
 		var rows []map[string]any
-		if err := tx.Table(t.table).Where(cond, args...).Order("rowid").Find(&rows).Error; err != nil {
+		if err := tx.Table(t.table).Where(cond, args...).Order(primaryKeys[t.table]).Find(&rows).Error; err != nil {
 			return c, fmt.Errorf("read %s %s for its record: %w", a.kind, a.key, err)
+		}
+		for _, row := range rows {
+			for col := range flagColumns[t.table] {
+				if b, ok := row[col].(bool); ok {
+					row[col] = int64(0)
+					if b {
+						row[col] = int64(1)
+					}
+				}
+			}
 		}
 		if len(rows) > 0 {
 			c.Rows[t.table] = rows
@@ -271,13 +313,16 @@ func (d *DB) reconcile(ctx context.Context) error {
 		return err
 	}
 	return d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := d.lock(tx, d.workspace); err != nil {
+			return err
+		}
 		pending, err := d.ledger.Pending()
 		if err != nil {
 			return err
 		}
 		for _, name := range pending {
 			var n int64
-			if err := tx.Raw(`SELECT COUNT(*) FROM ledger WHERE name = ?`, name).Scan(&n).Error; err != nil {
+			if err := tx.Raw(`SELECT COUNT(*) FROM ledger WHERE workspace_id = ? AND name = ?`, d.workspace, name).Scan(&n).Error; err != nil {
 				return err
 			}
 			if n > 0 {
@@ -296,17 +341,24 @@ func (d *DB) reconcile(ctx context.Context) error {
 // baseline records the whole database once, when a ledger is first attached to a database that
 // already holds rows (a workspace made before records existed), so a rebuild starts from it.
 func (d *DB) baseline(ctx context.Context) error {
-	if d.ledger == nil {
+	if d.ledger == nil || d.seqFloor > 0 {
+		// With records in the store, a ledger that names none of them belongs to a database that
+		// is behind the store (restored from a backup, rows lost), not to one from before records:
+		// its state written as a baseline would hide the newer records from every rebuild.
+		// `plan doctor` reports it and `plan doctor --rebuild` brings it up to date.
 		return nil
 	}
 	var n int64
-	if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM ledger`).Scan(&n).Error; err != nil || n > 0 {
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&n).Error; err != nil || n > 0 {
 		return err
 	}
 	var has int64
 	for _, ts := range aggregates {
+		if ts[0].table == workspaceTable {
+			continue // every workspace has its row: it alone is nothing to keep
+		}
 		var k int64
-		if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM ` + ts[0].table).Scan(&k).Error; err != nil {
+		if err := d.gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM `+ts[0].table+` WHERE workspace_id = ?`, d.workspace).Scan(&k).Error; err != nil {
 			return err
 		}
 		has += k
@@ -327,8 +379,8 @@ func (d *DB) writeBaseline(ctx context.Context) (uint64, error) {
 			return err
 		}
 		u.baseline, sealed = true, u
-		for _, kind := range []string{"checkpoint", "history", "plan-row", "decision", "attempt", "correction", "failure", "operation"} {
-			keys, err := aggregateKeys(u.tx, aggregates[kind][0], "")
+		for _, kind := range []string{"workspace", "checkpoint", "history", "plan-row", "decision", "attempt", "correction", "failure", "operation"} {
+			keys, err := aggregateKeys(u.tx, aggregates[kind][0], d.workspace)
 			if err != nil {
 				return fmt.Errorf("read %s for the baseline record: %w", aggregates[kind][0].table, err)
 			}
@@ -361,7 +413,7 @@ func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := d.gorm.WithContext(ctx).Exec(`DELETE FROM ledger WHERE seq < ?`, seq).Error; err != nil {
+	if err := d.gorm.WithContext(ctx).Exec(`DELETE FROM ledger WHERE workspace_id = ? AND seq < ?`, d.workspace, seq).Error; err != nil {
 		return 0, err
 	}
 	for _, n := range names {
@@ -376,18 +428,18 @@ func (d *DB) Compact(ctx context.Context) (removed int, err error) {
 	return removed, nil
 }
 
-// aggregateKeys lists the keys of t's rows (those where cond holds, when given), in rowid order.
-func aggregateKeys(tx *gorm.DB, t tableKey, cond string, args ...any) ([]string, error) {
+// aggregateKeys lists the keys of workspace ws's rows of t, in primary key order.
+func aggregateKeys(tx *gorm.DB, t tableKey, ws string) ([]string, error) {
 	parts := make([]string, len(t.columns))
 	for i, c := range t.columns {
 		parts[i] = "CAST(" + c + " AS TEXT)"
 	}
-	q := `SELECT ` + strings.Join(parts, " || '/' || ") + ` FROM ` + t.table
-	if cond != "" {
-		q += ` WHERE ` + cond
+	scope := "workspace_id"
+	if t.table == workspaceTable {
+		scope = "id"
 	}
 	var keys []string
-	err := tx.Raw(q+` ORDER BY rowid`, args...).Scan(&keys).Error
+	err := tx.Raw(`SELECT `+strings.Join(parts, " || '/' || ")+` FROM `+t.table+` WHERE `+scope+` = ? ORDER BY `+primaryKeys[t.table], ws).Scan(&keys).Error
 	return keys, err
 }
 
@@ -433,10 +485,14 @@ func (d *DB) compactIfLong(ctx context.Context, records int) error {
 	return err
 }
 
-// LedgerHead returns the number of the newest record the database has seen (0: none).
+// LedgerHead returns the number of the newest record of this workspace the database has seen
+// (0: none).
 func (d *DB) LedgerHead(ctx context.Context) (uint64, error) {
+	if d.workspace == "" {
+		return 0, errNoWorkspace()
+	}
 	var last uint64
-	err := d.gorm.WithContext(ctx).Raw(`SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&last).Error
+	err := d.gorm.WithContext(ctx).Raw(`SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&last).Error
 	return last, err
 }
 
@@ -452,11 +508,21 @@ type RebuildReport struct {
 
 var column = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
-// Rebuild creates the database at path, which must not exist, from the committed records of l:
-// every record applied in sequence order, each aggregate replaced by the state its record holds.
-// A damaged or unreadable record stops it (fault.ErrIntegrity naming the record) and removes the
-// half-built file, since a database missing a transaction in the middle would mislead.
-func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err error) {
+// Rebuild creates the SQLite database at path, which must not exist, from the committed records
+// of l: every record applied in sequence order, each aggregate replaced by the state its record
+// holds. The database's workspace is the one opts name (WithWorkspace), else the one the newest
+// record names, else a fresh one. A damaged or unreadable record stops it (fault.ErrIntegrity
+// naming the record) and removes the half-built file, since a database missing a transaction in
+// the middle would mislead. A PostgreSQL database is rebuilt in place: see RebuildWorkspace.
+func Rebuild(ctx context.Context, path string, l Ledger, opts ...Option) (rep RebuildReport, err error) {
+	t, err := parseTarget(path)
+	if err != nil {
+		return rep, err
+	}
+	if t.dialect != SQLite {
+		return rep, fault.Invalid("Rebuild makes a new SQLite file; a shared database is rebuilt in place, one workspace at a time")
+	}
+	path = t.path
 	names, err := l.Committed()
 	if err != nil {
 		return rep, err
@@ -471,7 +537,14 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rep, err
 	}
-	db, err := Open(ctx, path, true)
+	ws, err := recordedWorkspace(l, names)
+	if err != nil {
+		return rep, err
+	}
+	if ws != "" {
+		opts = append([]Option{WithWorkspace(ws)}, opts...)
+	}
+	db, err := Open(ctx, path, true, opts...)
 	if err != nil {
 		return rep, err
 	}
@@ -486,68 +559,130 @@ func Rebuild(ctx context.Context, path string, l Ledger) (rep RebuildReport, err
 			}
 		}
 	}()
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return db.replayAll(tx, l, names, &rep)
+	})
+	return rep, err
+}
+
+// RebuildWorkspace makes this workspace's rows again from the committed records of l, in place:
+// in one transaction, under the workspace's write lock, it deletes the workspace's rows and
+// replays its records (from the newest baseline), leaving every other workspace's rows as they
+// were. On failure (a damaged record: fault.ErrIntegrity naming it) the transaction rolls back and
+// the database is as it was. It is how a shared (PostgreSQL) database is repaired; it works on
+// SQLite too.
+func (d *DB) RebuildWorkspace(ctx context.Context, l Ledger) (rep RebuildReport, err error) {
+	if d.workspace == "" {
+		return rep, errNoWorkspace()
+	}
+	names, err := l.Committed()
+	if err != nil {
+		return rep, err
+	}
+	pending, err := l.Pending()
+	if err != nil {
+		return rep, err
+	}
+	rep.Pending = len(pending)
+	err = d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := d.lock(tx, d.workspace); err != nil {
+			return err
+		}
+		// Children first, though deleting a plan would cascade to them anyway. The workspace's own
+		// row stays unless a record replaces it: the handle needs it.
+		for _, table := range []string{"attempts", "decisions", "plans", "checkpoints", "history", "corrections",
+			"checkpoint_failures", "operations", "ledger"} {
+			if err := tx.Exec(`DELETE FROM `+table+` WHERE workspace_id = ?`, d.workspace).Error; err != nil {
+				return fmt.Errorf("clear %s of workspace %s: %w", table, d.workspace, err)
+			}
+		}
+		return d.replayAll(tx, l, names, &rep)
+	})
+	if err != nil {
+		return rep, err
+	}
+	if len(names) > 0 {
+		if seq, err := recordSeq(names[len(names)-1]); err == nil {
+			d.seqFloor = max(d.seqFloor, seq)
+		}
+	}
+	return rep, nil
+}
+
+// replayAll applies the committed records names of l in tx, from the newest baseline on, and
+// counts what the workspace then holds.
+func (d *DB) replayAll(tx *gorm.DB, l Ledger, names []string, rep *RebuildReport) error {
 	cols := map[string]map[string]bool{}
 	for _, ts := range aggregates {
 		for _, t := range ts {
-			var info []struct{ Name string }
-			if err := db.gorm.WithContext(ctx).Raw(`SELECT name FROM pragma_table_info(?)`, t.table).Scan(&info).Error; err != nil {
-				return rep, err
+			c, err := d.columnsOf(tx, t.table)
+			if err != nil {
+				return err
 			}
-			cols[t.table] = map[string]bool{}
-			for _, c := range info {
-				cols[t.table][c.Name] = true
-			}
+			cols[t.table] = c
 		}
 	}
 	start, err := lastBaseline(l, names)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	names = names[start:]
-	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for _, name := range names {
-			if err := failpoint.Hit("rebuild-record"); err != nil {
-				return err
-			}
-			b, err := l.Read(name)
-			if err != nil {
-				return err
-			}
-			var rec record
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.UseNumber()
-			if err := dec.Decode(&rec); err != nil {
-				return fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be read", name)
-			}
-			if rec.Format != recordFormat || rec.Schema > latestSchema() {
-				return fault.Conflict("record %s was written by a newer plan (format %d, schema %d): upgrade plan", name, rec.Format, rec.Schema)
-			}
-			for _, c := range rec.Changes {
-				if err := replay(tx, cols, c); err != nil {
-					return fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be applied", name)
-				}
-			}
-			if err := tx.Exec(`INSERT INTO ledger(seq, name, at) VALUES (?, ?, ?)`, rec.Seq, name, rec.At.UnixNano()).Error; err != nil {
-				return fault.Wrap(fault.ErrIntegrity, err, "record %s repeats a transaction number", name)
-			}
-			rep.Records++
+	for _, name := range names[start:] {
+		if err := failpoint.Hit("rebuild-record"); err != nil {
+			return err
 		}
-		for _, q := range []struct {
-			n   *int
-			sql string
-		}{
-			{&rep.Checkpoints, `SELECT COUNT(*) FROM checkpoints`},
-			{&rep.Plans, `SELECT COUNT(*) FROM plans`},
-			{&rep.Decisions, `SELECT COUNT(*) FROM decisions`},
-			{&rep.Corrections, `SELECT COUNT(*) FROM corrections`},
-		} {
-			if err := tx.Raw(q.sql).Scan(q.n).Error; err != nil {
-				return err
+		b, err := l.Read(name)
+		if err != nil {
+			return err
+		}
+		var rec record
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&rec); err != nil {
+			return fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be read", name)
+		}
+		if rec.Format != recordFormat || rec.Schema > latestSchema() {
+			return fault.Conflict("record %s was written by a newer plan (format %d, schema %d): upgrade plan", name, rec.Format, rec.Schema)
+		}
+		for _, c := range rec.Changes {
+			if err := d.replay(tx, cols, c); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be applied", name)
 			}
 		}
-		return nil
-	})
-	return rep, err
+		if err := tx.Exec(`INSERT INTO ledger(workspace_id, seq, name, at) VALUES (?, ?, ?, ?)`, d.workspace, rec.Seq, name, rec.At.UnixNano()).Error; err != nil {
+			return fault.Wrap(fault.ErrIntegrity, err, "record %s repeats a transaction number", name)
+		}
+		rep.Records++
+	}
+	for _, q := range []struct {
+		n     *int
+		table string
+	}{
+		{&rep.Checkpoints, "checkpoints"}, {&rep.Plans, "plans"}, {&rep.Decisions, "decisions"}, {&rep.Corrections, "corrections"},
+	} {
+		if err := tx.Raw(`SELECT COUNT(*) FROM `+q.table+` WHERE workspace_id = ?`, d.workspace).Scan(q.n).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordedWorkspace returns the workspace the newest record names ("" when there is no record, or
+// it is from before workspaces).
+func recordedWorkspace(l Ledger, names []string) (string, error) {
+	if len(names) == 0 {
+		return "", nil
+	}
+	b, err := l.Read(names[len(names)-1])
+	if err != nil {
+		return "", err
+	}
+	var head struct {
+		Workspace string `json:"workspace"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return "", fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be read", names[len(names)-1])
+	}
+	return head.Workspace, nil
 }
 
 // lastBaseline returns the index in names of the newest baseline record, or 0 when there is none
@@ -572,8 +707,9 @@ func lastBaseline(l Ledger, names []string) (int, error) {
 	return 0, nil
 }
 
-// replay makes aggregate c's rows what the record says.
-func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
+// replay makes aggregate c's rows in this workspace what the record says. Every row is given this
+// database's workspace, whatever workspace (or none, before workspaces) the record holds.
+func (d *DB) replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 	tables, ok := aggregates[c.Kind]
 	if !ok {
 		return fmt.Errorf("unknown kind %q", c.Kind)
@@ -581,7 +717,7 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 	if !upserted[c.Kind] || c.Deleted {
 		for i := len(tables) - 1; i >= 0; i-- {
 			t := tables[i]
-			cond, args, err := t.where(c.Key)
+			cond, args, err := t.where(c.Key, d.workspace)
 			if err != nil {
 				return err
 			}
@@ -595,9 +731,15 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 	}
 	for _, t := range tables {
 		for _, row := range c.Rows[t.table] {
-			var names []string
-			var vals []any
-			for k, v := range row {
+			if t.table == workspaceTable {
+				row["id"] = d.workspace
+			} else {
+				row["workspace_id"] = d.workspace
+			}
+			names := make([]string, 0, len(row))
+			vals := make([]any, 0, len(row))
+			for _, k := range slices.Sorted(maps.Keys(row)) {
+				v := row[k]
 				if !column.MatchString(k) || !cols[t.table][k] {
 					return fmt.Errorf("table %s has no column %q", t.table, k)
 				}
@@ -610,6 +752,9 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 						return fmt.Errorf("column %s.%s: %w", t.table, k, err)
 					}
 				}
+				if i, ok := v.(int64); ok && flagColumns[t.table][k] && d.dialect == Postgres {
+					v = i != 0
+				}
 				names = append(names, k)
 				vals = append(vals, v)
 			}
@@ -620,7 +765,7 @@ func replay(tx *gorm.DB, cols map[string]map[string]bool, c change) error {
 				for i, n := range names {
 					sets[i] = `"` + n + `" = excluded."` + n + `"`
 				}
-				q += ` ON CONFLICT(` + strings.Join(t.columns, ", ") + `) DO UPDATE SET ` + strings.Join(sets, ", ")
+				q += ` ON CONFLICT(workspace_id, ` + strings.Join(t.columns, ", ") + `) DO UPDATE SET ` + strings.Join(sets, ", ")
 			}
 			if err := tx.Exec(q, vals...).Error; err != nil {
 				return err

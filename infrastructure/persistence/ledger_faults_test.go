@@ -86,24 +86,34 @@ func (f *faultyLedger) Remove(name string) error {
 }
 
 type ledgerFixture struct {
-	dir  string
-	path string
-	recs *objectstore.Records
-	l    *faultyLedger
-	db   *DB
+	e   engine
+	dir string
+	// target and opts open the fixture's database (path is target on SQLite).
+	target, path string
+	opts         []Option
+	recs         *objectstore.Records
+	l            *faultyLedger
+	db           *DB
 }
 
-// newLedgerFixture opens a new database that records to a faultyLedger, with n checkpoints added.
+// newLedgerFixture opens a new SQLite database that records to a faultyLedger, with n checkpoints
+// added.
 func newLedgerFixture(t *testing.T, n int) *ledgerFixture {
+	return newLedgerFixtureOn(t, engines[0], n)
+}
+
+// newLedgerFixtureOn is newLedgerFixture on engine e.
+func newLedgerFixtureOn(t *testing.T, e engine, n int) *ledgerFixture {
 	t.Helper()
-	f := &ledgerFixture{dir: t.TempDir()}
-	f.path = filepath.Join(f.dir, "plan.db")
+	f := &ledgerFixture{e: e, dir: t.TempDir()}
+	f.target, f.opts = e.new(t)
+	f.path = f.target
 	var err error
 	if f.recs, err = objectstore.OpenRecords(filepath.Join(f.dir, "objects")); err != nil {
 		t.Fatal(err)
 	}
 	f.l = &faultyLedger{Records: f.recs}
-	if f.db, err = Open(context.Background(), f.path, true, WithLedger(f.l)); err != nil {
+	if f.db, err = f.open(true, f.l); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.db.Close() })
@@ -111,6 +121,15 @@ func newLedgerFixture(t *testing.T, n int) *ledgerFixture {
 		f.add(t, fixtureID(i), nil)
 	}
 	return f
+}
+
+// open opens the fixture's database again, recording to l (none when nil).
+func (f *ledgerFixture) open(create bool, l Ledger) (*DB, error) {
+	opts := f.opts
+	if l != nil {
+		opts = append(append([]Option{}, opts...), WithLedger(l))
+	}
+	return Open(context.Background(), f.target, create, opts...)
 }
 
 // fixtureID is the i-th (i < 6) checkpoint ID of a fixture.
@@ -140,15 +159,10 @@ func (f *ledgerFixture) names(t *testing.T) (committed, pending []string) {
 // rebuildMatches rebuilds a database from the records alone and fails unless it equals want.
 func (f *ledgerFixture) rebuildMatches(t *testing.T, want map[string][]map[string]any) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "rebuilt.db")
-	if _, err := Rebuild(context.Background(), out, f.recs); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), out, false)
+	_, db, err := f.e.rebuild(t, f.recs, f.db.WorkspaceID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = db.Close() }()
 	if d := diffDumps(want, dump(t, db)); d != "" {
 		t.Fatalf("the rebuilt database differs:\n%s", d)
 	}
@@ -157,257 +171,280 @@ func (f *ledgerFixture) rebuildMatches(t *testing.T, want map[string][]map[strin
 // A record that cannot be written fails the transaction: the database does not hold a change the
 // records do not, so a rebuild can never lose it.
 func TestRecordPrepareFailureRollsBackTheTransaction(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 1)
-	f.l.prepare = true
-	c := newCP(t, id2, time.Unix(2, 0))
-	err := NewCheckpoints(f.db).Add(ctx, c)
-	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "write the record") {
-		t.Fatalf("add with an unwritable record: %v", err)
-	}
-	if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("the change stayed in the database: %v", err)
-	}
-	if head, err := f.db.LedgerHead(ctx); err != nil || head != 1 {
-		t.Fatalf("ledger head %d: %v", head, err)
-	}
-	committed, pending := f.names(t)
-	if len(committed) != 1 || len(pending) != 0 {
-		t.Fatalf("records %v, pending %v", committed, pending)
-	}
-	f.rebuildMatches(t, dump(t, f.db))
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 1)
+		f.l.prepare = true
+		c := newCP(t, id2, time.Unix(2, 0))
+		err := NewCheckpoints(f.db).Add(ctx, c)
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "write the record") {
+			t.Fatalf("add with an unwritable record: %v", err)
+		}
+		if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("the change stayed in the database: %v", err)
+		}
+		if head, err := f.db.LedgerHead(ctx); err != nil || head != 1 {
+			t.Fatalf("ledger head %d: %v", head, err)
+		}
+		committed, pending := f.names(t)
+		if len(committed) != 1 || len(pending) != 0 {
+			t.Fatalf("records %v, pending %v", committed, pending)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
+	})
 }
 
 // When noting the record in the ledger table fails, the transaction rolls back and its prepared
 // record is discarded: no record of a transaction that never happened.
 func TestRecordNoteFailureDiscardsTheRecord(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 1)
-	failWrites(t, f.db, "INSERT", "ledger")
-	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil || !strings.Contains(err.Error(), "note record") {
-		t.Fatalf("add with a refused ledger row: %v", err)
-	}
-	if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("the change stayed in the database: %v", err)
-	}
-	committed, pending := f.names(t)
-	if len(committed) != 1 || len(pending) != 0 {
-		t.Fatalf("records %v, pending %v", committed, pending)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 1)
+		failWrites(t, f.db, "INSERT", "ledger")
+		if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil || !strings.Contains(err.Error(), "note record") {
+			t.Fatalf("add with a refused ledger row: %v", err)
+		}
+		if _, err := NewCheckpoints(f.db).Get(ctx, checkpoint.ID(id2)); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("the change stayed in the database: %v", err)
+		}
+		committed, pending := f.names(t)
+		if len(committed) != 1 || len(pending) != 0 {
+			t.Fatalf("records %v, pending %v", committed, pending)
+		}
+	})
 }
 
 // A failed transaction leaves no record; a failed write of the database itself (not the record)
 // is reported as such.
 func TestFailedTransactionDiscardsItsRecord(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 1)
-	failWrites(t, f.db, "INSERT", "checkpoints")
-	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil {
-		t.Fatal("a refused insert succeeded")
-	}
-	committed, pending := f.names(t)
-	if len(committed) != 1 || len(pending) != 0 {
-		t.Fatalf("records %v, pending %v", committed, pending)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 1)
+		failWrites(t, f.db, "INSERT", "checkpoints")
+		if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err == nil {
+			t.Fatal("a refused insert succeeded")
+		}
+		committed, pending := f.names(t)
+		if len(committed) != 1 || len(pending) != 0 {
+			t.Fatalf("records %v, pending %v", committed, pending)
+		}
+	})
 }
 
 // The record's rename out of pending/ failing after the database committed does not undo the
 // operation: the next open commits the record, since the ledger table names it, and a rebuild
 // then has everything.
 func TestRecordCommitFailureIsSettledByTheNextOpen(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 1)
-	f.l.commit = true
-	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err != nil {
-		t.Fatalf("the operation must stand: %v", err)
-	}
-	committed, pending := f.names(t)
-	if len(committed) != 1 || len(pending) != 1 {
-		t.Fatalf("records %v, pending %v", committed, pending)
-	}
-	settled := pending[0]
-	// A pending record no transaction committed: a crash between Prepare and the database commit.
-	orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := dump(t, f.db)
-	_ = f.db.Close()
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 1)
+		f.l.commit = true
+		if err := NewCheckpoints(f.db).Add(ctx, newCP(t, id2, time.Unix(2, 0))); err != nil {
+			t.Fatalf("the operation must stand: %v", err)
+		}
+		committed, pending := f.names(t)
+		if len(committed) != 1 || len(pending) != 1 {
+			t.Fatalf("records %v, pending %v", committed, pending)
+		}
+		settled := pending[0]
+		// A pending record no transaction committed: a crash between Prepare and the database commit.
+		orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := dump(t, f.db)
+		_ = f.db.Close()
 
-	// Settling fails while the ledger cannot commit: the open fails and loses nothing.
-	if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
-		t.Fatalf("open with an uncommittable record: %v", err)
-	}
-	if _, p := f.names(t); len(p) != 2 {
-		t.Fatalf("a failed settle lost pending records: %v", p)
-	}
+		// Settling fails while the ledger cannot commit: the open fails and loses nothing.
+		if _, err := f.open(false, f.l); !errors.Is(err, errInjected) {
+			t.Fatalf("open with an uncommittable record: %v", err)
+		}
+		if _, p := f.names(t); len(p) != 2 {
+			t.Fatalf("a failed settle lost pending records: %v", p)
+		}
 
-	f.l.commit = false
-	db, err := Open(ctx, f.path, false, WithLedger(f.l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.db = db
-	committed, pending = f.names(t)
-	// The settled record is committed; the orphan is discarded, not committed.
-	if len(committed) != 2 || len(pending) != 0 || committed[1] != settled {
-		t.Fatalf("after settling %s (orphan %s): records %v, pending %v", settled, orphan, committed, pending)
-	}
-	f.rebuildMatches(t, want)
+		f.l.commit = false
+		db, err := f.open(false, f.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.db = db
+		committed, pending = f.names(t)
+		// The settled record is committed; the orphan is discarded, not committed.
+		if len(committed) != 2 || len(pending) != 0 || committed[1] != settled {
+			t.Fatalf("after settling %s (orphan %s): records %v, pending %v", settled, orphan, committed, pending)
+		}
+		f.rebuildMatches(t, want)
+	})
 }
 
 // A ledger that cannot be listed stops Open: the database is not used while what it holds and
 // what the records hold may disagree.
 func TestOpenFailsWhenTheLedgerCannotBeListed(t *testing.T) {
-	ctx := context.Background()
-	for _, which := range []string{"committed", "pending"} {
-		t.Run(which, func(t *testing.T) {
-			f := newLedgerFixture(t, 1)
-			_ = f.db.Close()
-			if _, err := f.recs.Prepare(1<<40, []byte(`{}`)); err != nil {
-				t.Fatal(err)
-			}
-			f.l.committed, f.l.pending = which == "committed", which == "pending"
-			if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
-				t.Fatalf("open: %v", err)
-			}
-			if _, p := f.names(t); len(p) != 1 {
-				t.Fatalf("pending records after a failed open: %v", p)
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		for _, which := range []string{"committed", "pending"} {
+			t.Run(which, func(t *testing.T) {
+				f := newLedgerFixtureOn(t, e, 1)
+				_ = f.db.Close()
+				if _, err := f.recs.Prepare(1<<40, []byte(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+				f.l.committed, f.l.pending = which == "committed", which == "pending"
+				if _, err := f.open(false, f.l); !errors.Is(err, errInjected) {
+					t.Fatalf("open: %v", err)
+				}
+				if _, p := f.names(t); len(p) != 1 {
+					t.Fatalf("pending records after a failed open: %v", p)
+				}
+			})
+		}
+	})
 }
 
 // LedgerHead is the number of the newest record the database has seen, the one `doctor` compares
 // with the store to see a database restored from an older backup.
 func TestLedgerHeadFollowsTheRecords(t *testing.T) {
-	ctx := context.Background()
-	if head, err := openTestDB(t).LedgerHead(ctx); err != nil || head != 0 {
-		t.Fatalf("without records: %d, %v", head, err)
-	}
-	f := newLedgerFixture(t, 3)
-	committed, _ := f.names(t)
-	last, _ := objectstore.ParseRecordName(committed[len(committed)-1])
-	if head, err := f.db.LedgerHead(ctx); err != nil || head != last || head != 3 {
-		t.Fatalf("head %d, newest record %d: %v", head, last, err)
-	}
-	if err := f.db.gorm.Exec(`DROP TABLE ledger`).Error; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.db.LedgerHead(ctx); err == nil {
-		t.Fatal("an unreadable ledger table has a head")
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		if head, err := e.open(t).LedgerHead(ctx); err != nil || head != 0 {
+			t.Fatalf("without records: %d, %v", head, err)
+		}
+		f := newLedgerFixtureOn(t, e, 3)
+		committed, _ := f.names(t)
+		last, _ := objectstore.ParseRecordName(committed[len(committed)-1])
+		if head, err := f.db.LedgerHead(ctx); err != nil || head != last || head != 3 {
+			t.Fatalf("head %d, newest record %d: %v", head, last, err)
+		}
+		if err := f.db.gorm.Exec(`DROP TABLE ledger`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.db.LedgerHead(ctx); err == nil {
+			t.Fatal("an unreadable ledger table has a head")
+		}
+	})
 }
 
 // Compaction never loses history: whatever fails, a rebuild from the records left still equals the
 // database, and a failure before the new baseline commits removes no record.
 func TestCompactFailures(t *testing.T) {
-	ctx := context.Background()
-	if _, err := openTestDB(t).Compact(ctx); !errors.Is(err, fault.ErrInvalid) {
-		t.Fatalf("compact without records: %v", err)
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		if _, err := e.open(t).Compact(ctx); !errors.Is(err, fault.ErrInvalid) {
+			t.Fatalf("compact without records: %v", err)
+		}
 
-	t.Run("records cannot be listed", func(t *testing.T) {
-		f := newLedgerFixture(t, 3)
-		f.l.committed = true
-		if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
-			t.Fatalf("compact: %v", err)
-		}
-		f.l.committed = false
-		if c, _ := f.names(t); len(c) != 3 {
-			t.Fatalf("records: %v", c)
-		}
-		f.rebuildMatches(t, dump(t, f.db))
-	})
-	t.Run("baseline cannot be written", func(t *testing.T) {
-		f := newLedgerFixture(t, 3)
-		f.l.prepare = true
-		if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
-			t.Fatalf("compact: %v", err)
-		}
-		f.l.prepare = false
-		if c, p := f.names(t); len(c) != 3 || len(p) != 0 {
-			t.Fatalf("records %v, pending %v", c, p)
-		}
-		f.rebuildMatches(t, dump(t, f.db))
-	})
-	t.Run("ledger table cannot forget", func(t *testing.T) {
-		f := newLedgerFixture(t, 3)
-		failWrites(t, f.db, "DELETE", "ledger")
-		if _, err := f.db.Compact(ctx); err == nil {
-			t.Fatal("compact succeeded without forgetting the old records")
-		}
-		// The baseline committed; the old records are redundant but still there.
-		if c, _ := f.names(t); len(c) != 4 {
-			t.Fatalf("records: %v", c)
-		}
-		f.rebuildMatches(t, dump(t, f.db))
-	})
-	t.Run("a removal fails part way", func(t *testing.T) {
-		f := newLedgerFixture(t, 3)
-		f.l.remove, f.l.removeAfter = true, 1
-		removed, err := f.db.Compact(ctx)
-		if !errors.Is(err, errInjected) || removed != 1 {
-			t.Fatalf("compact removed %d: %v", removed, err)
-		}
-		c, _ := f.names(t)
-		if len(c) != 3 {
-			t.Fatalf("records: %v", c)
-		}
-		f.rebuildMatches(t, dump(t, f.db))
-		// Work goes on, and a later compaction finishes the job.
-		f.add(t, id3, map[string]string{"k": "v"})
-		f.l.remove = false
-		if removed, err := f.db.Compact(ctx); err != nil || removed != 4 {
-			t.Fatalf("second compact removed %d: %v", removed, err)
-		}
-		if c, _ := f.names(t); len(c) != 1 {
-			t.Fatalf("records after compaction: %v", c)
-		}
-		f.rebuildMatches(t, dump(t, f.db))
+		t.Run("records cannot be listed", func(t *testing.T) {
+			f := newLedgerFixtureOn(t, e, 3)
+			f.l.committed = true
+			if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
+				t.Fatalf("compact: %v", err)
+			}
+			f.l.committed = false
+			if c, _ := f.names(t); len(c) != 3 {
+				t.Fatalf("records: %v", c)
+			}
+			f.rebuildMatches(t, dump(t, f.db))
+		})
+		t.Run("baseline cannot be written", func(t *testing.T) {
+			f := newLedgerFixtureOn(t, e, 3)
+			f.l.prepare = true
+			if _, err := f.db.Compact(ctx); !errors.Is(err, errInjected) {
+				t.Fatalf("compact: %v", err)
+			}
+			f.l.prepare = false
+			if c, p := f.names(t); len(c) != 3 || len(p) != 0 {
+				t.Fatalf("records %v, pending %v", c, p)
+			}
+			f.rebuildMatches(t, dump(t, f.db))
+		})
+		t.Run("ledger table cannot forget", func(t *testing.T) {
+			f := newLedgerFixtureOn(t, e, 3)
+			failWrites(t, f.db, "DELETE", "ledger")
+			if _, err := f.db.Compact(ctx); err == nil {
+				t.Fatal("compact succeeded without forgetting the old records")
+			}
+			// The baseline committed; the old records are redundant but still there.
+			if c, _ := f.names(t); len(c) != 4 {
+				t.Fatalf("records: %v", c)
+			}
+			f.rebuildMatches(t, dump(t, f.db))
+		})
+		t.Run("a removal fails part way", func(t *testing.T) {
+			f := newLedgerFixtureOn(t, e, 3)
+			f.l.remove, f.l.removeAfter = true, 1
+			removed, err := f.db.Compact(ctx)
+			if !errors.Is(err, errInjected) || removed != 1 {
+				t.Fatalf("compact removed %d: %v", removed, err)
+			}
+			c, _ := f.names(t)
+			if len(c) != 3 {
+				t.Fatalf("records: %v", c)
+			}
+			f.rebuildMatches(t, dump(t, f.db))
+			// Work goes on, and a later compaction finishes the job.
+			f.add(t, id3, map[string]string{"k": "v"})
+			f.l.remove = false
+			if removed, err := f.db.Compact(ctx); err != nil || removed != 4 {
+				t.Fatalf("second compact removed %d: %v", removed, err)
+			}
+			if c, _ := f.names(t); len(c) != 1 {
+				t.Fatalf("records after compaction: %v", c)
+			}
+			f.rebuildMatches(t, dump(t, f.db))
+		})
 	})
 }
 
 // Rebuild reports a ledger it cannot list or read as an error, never as an empty or shorter
-// history; a record that repeats a transaction number is an integrity error naming it.
+// history, and leaves nothing behind; rebuilt in place, the workspace is left as it was.
 func TestRebuildLedgerFailures(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 3)
-	committed, _ := f.names(t)
-	for _, tc := range []struct {
-		name  string
-		setup func()
-	}{
-		{"committed", func() { f.l.committed = true }},
-		{"pending", func() { f.l.pending = true }},
-		{"newest record unreadable", func() { f.l.readFails = map[string]bool{committed[2]: true} }},
-		{"first record unreadable", func() { f.l.readFails = map[string]bool{committed[0]: true} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			*f.l = faultyLedger{Records: f.recs}
-			tc.setup()
-			out := filepath.Join(t.TempDir(), "rebuilt.db")
-			rep, err := Rebuild(ctx, out, f.l)
-			if !errors.Is(err, errInjected) || rep.Records != 0 {
-				t.Fatalf("rebuild: %+v, %v", rep, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 3)
+		want := dump(t, f.db)
+		committed, _ := f.names(t)
+		for _, tc := range []struct {
+			name  string
+			setup func()
+		}{
+			{"committed", func() { f.l.committed = true }},
+			{"pending", func() { f.l.pending = true }},
+			{"newest record unreadable", func() { f.l.readFails = map[string]bool{committed[2]: true} }},
+			{"first record unreadable", func() { f.l.readFails = map[string]bool{committed[0]: true} }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				*f.l = faultyLedger{Records: f.recs}
+				tc.setup()
+				rep, _, err := e.rebuild(t, f.l, f.db.WorkspaceID())
+				if !errors.Is(err, errInjected) || rep.Records != 0 {
+					t.Fatalf("rebuild: %+v, %v", rep, err)
+				}
+				if _, err := f.db.RebuildWorkspace(ctx, f.l); !errors.Is(err, errInjected) {
+					t.Fatalf("rebuild in place: %v", err)
+				}
+				if d := diffDumps(want, dump(t, f.db)); d != "" {
+					t.Fatalf("a failed rebuild in place changed the workspace:\n%s", d)
+				}
+			})
+		}
+		if e.name != "sqlite" {
+			return
+		}
+		t.Run("database cannot be created", func(t *testing.T) {
+			blocker := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+				t.Fatal(err)
 			}
-			noDatabase(t, out)
+			if _, err := Rebuild(ctx, filepath.Join(blocker, "plan.db"), f.recs); err == nil {
+				t.Fatal("rebuilt under a file")
+			}
 		})
-	}
-	t.Run("database cannot be created", func(t *testing.T) {
-		blocker := filepath.Join(t.TempDir(), "file")
-		if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Rebuild(ctx, filepath.Join(blocker, "plan.db"), f.recs); err == nil {
-			t.Fatal("rebuilt under a file")
-		}
 	})
 }
 
 // noDatabase fails unless a failed rebuild left nothing at path: a half-built database, which
 // opens as a valid one holding less than the records, would mislead whoever finds it.
-func noDatabase(t *testing.T, path string) {
+func noDatabase(t testing.TB, path string) {
 	t.Helper()
 	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
 		if _, err := os.Lstat(path + s); !errors.Is(err, os.ErrNotExist) {
@@ -433,7 +470,6 @@ func TestRebuildRefusesAnExistingDatabase(t *testing.T) {
 // The newest baseline a rebuild starts from must be readable; a record after it whose header is
 // damaged is an integrity error naming it, and two records with one number are too.
 func TestRebuildRefusesBadRecordSequences(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
 		bodies []string
@@ -462,12 +498,11 @@ func TestRebuildRefusesBadRecordSequences(t *testing.T) {
 				}
 				last = n
 			}
-			out := filepath.Join(t.TempDir(), "plan.db")
-			_, err = Rebuild(ctx, out, recs)
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), last) {
-				t.Fatalf("rebuild: %v", err)
-			}
-			noDatabase(t, out)
+			onEngines(t, func(t *testing.T, e engine) {
+				if _, _, err := e.rebuild(t, recs, ""); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), last) {
+					t.Fatalf("rebuild: %v", err)
+				}
+			})
 		})
 	}
 }
@@ -475,40 +510,41 @@ func TestRebuildRefusesBadRecordSequences(t *testing.T) {
 // Labels survive the database and its rebuild; damaged labels are an integrity error naming the
 // checkpoint, never an empty set.
 func TestCheckpointLabels(t *testing.T) {
-	ctx := context.Background()
-	f := newLedgerFixture(t, 0)
-	labels := map[string]string{"team": "core", "ticket": "PLAN-9"}
-	f.add(t, id1, labels)
-	f.add(t, id2, nil)
-	repo := NewCheckpoints(f.db)
-	c, err := repo.Get(ctx, checkpoint.ID(id1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := c.Labels(); len(got) != 2 || got["team"] != "core" || got["ticket"] != "PLAN-9" {
-		t.Fatalf("labels: %v", got)
-	}
-	f.rebuildMatches(t, dump(t, f.db))
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 0)
+		labels := map[string]string{"team": "core", "ticket": "PLAN-9"}
+		f.add(t, id1, labels)
+		f.add(t, id2, nil)
+		repo := NewCheckpoints(f.db)
+		c, err := repo.Get(ctx, checkpoint.ID(id1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Labels(); len(got) != 2 || got["team"] != "core" || got["ticket"] != "PLAN-9" {
+			t.Fatalf("labels: %v", got)
+		}
+		f.rebuildMatches(t, dump(t, f.db))
 
-	// A row written before labels existed holds "": no labels.
-	if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '' WHERE id = ?`, id2).Error; err != nil {
-		t.Fatal(err)
-	}
-	if c, err := repo.Get(ctx, checkpoint.ID(id2)); err != nil || len(c.Labels()) != 0 {
-		t.Fatalf("empty labels: %v", err)
-	}
-	if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '{"team":' WHERE id = ?`, id1).Error; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Get(ctx, checkpoint.ID(id1)); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), id1) {
-		t.Fatalf("damaged labels: %v", err)
-	}
+		// A row written before labels existed holds "": no labels.
+		if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '' WHERE id = ?`, id2).Error; err != nil {
+			t.Fatal(err)
+		}
+		if c, err := repo.Get(ctx, checkpoint.ID(id2)); err != nil || len(c.Labels()) != 0 {
+			t.Fatalf("empty labels: %v", err)
+		}
+		if err := f.db.gorm.Exec(`UPDATE checkpoints SET labels = '{"team":' WHERE id = ?`, id1).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.Get(ctx, checkpoint.ID(id1)); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), id1) {
+			t.Fatalf("damaged labels: %v", err)
+		}
+	})
 }
 
 // A well-formed record whose rows the schema refuses (a number no column can hold, a required
 // column missing) is an integrity error naming it, and no database is left.
 func TestRebuildRefusesRowsTheSchemaRefuses(t *testing.T) {
-	ctx := context.Background()
 	for name, row := range map[string]string{
 		"number out of range":     `{"id":"x","type":"manual","created_at":1,"root_tree":"r","files":1e999}`,
 		"required column missing": `{"id":"x","type":"manual","created_at":1}`,
@@ -526,11 +562,11 @@ func TestRebuildRefusesRowsTheSchemaRefuses(t *testing.T) {
 			if err := recs.Commit(n); err != nil {
 				t.Fatal(err)
 			}
-			out := filepath.Join(t.TempDir(), "plan.db")
-			if _, err := Rebuild(ctx, out, recs); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), n) {
-				t.Fatalf("rebuild: %v", err)
-			}
-			noDatabase(t, out)
+			onEngines(t, func(t *testing.T, e engine) {
+				if _, _, err := e.rebuild(t, recs, ""); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), n) {
+					t.Fatalf("rebuild: %v", err)
+				}
+			})
 		})
 	}
 }
@@ -545,7 +581,7 @@ func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
 		if err := tx.Exec(`PRAGMA defer_foreign_keys = ON`).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO decisions(plan_id, id, position, run) VALUES ('ghost', 'd', 0, 'true')`).Error
+		return tx.Exec(`INSERT INTO decisions(workspace_id, plan_id, id, position, run) VALUES (?, 'ghost', 'd', 0, 'true')`, f.db.WorkspaceID()).Error
 	})
 	if err == nil || !errors.Is(err, gorm.ErrForeignKeyViolated) {
 		t.Fatalf("a commit that violates a foreign key: %v", err)
@@ -564,38 +600,39 @@ func TestCommitFailureDiscardsThePreparedRecord(t *testing.T) {
 // pending list cannot be read again under the write lock, the open fails and the pending record is
 // still there for the next one; once the ledger works, the orphan is discarded and not committed.
 func TestReconcileFailuresKeepThePendingRecord(t *testing.T) {
-	ctx := context.Background()
-	for name, fail := range map[string]func(*faultyLedger){
-		"discard fails":                func(l *faultyLedger) { l.discard = true },
-		"pending fails under the lock": func(l *faultyLedger) { l.pending, l.pendingOK = true, 1 },
-	} {
-		t.Run(name, func(t *testing.T) {
-			f := newLedgerFixture(t, 1)
-			want := dump(t, f.db)
-			_ = f.db.Close()
-			orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fail(f.l)
-			if _, err := Open(ctx, f.path, false, WithLedger(f.l)); !errors.Is(err, errInjected) {
-				t.Fatalf("open: %v", err)
-			}
-			if _, p := f.names(t); len(p) != 1 || p[0] != orphan {
-				t.Fatalf("pending after a failed settle: %v", p)
-			}
-			*f.l = faultyLedger{Records: f.recs}
-			db, err := Open(ctx, f.path, false, WithLedger(f.l))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.db = db
-			if c, p := f.names(t); len(c) != 1 || len(p) != 0 {
-				t.Fatalf("records %v, pending %v", c, p)
-			}
-			if d := diffDumps(want, dump(t, db)); d != "" {
-				t.Fatalf("the database changed:\n%s", d)
-			}
-		})
-	}
+	onEngines(t, func(t *testing.T, e engine) {
+		for name, fail := range map[string]func(*faultyLedger){
+			"discard fails":                func(l *faultyLedger) { l.discard = true },
+			"pending fails under the lock": func(l *faultyLedger) { l.pending, l.pendingOK = true, 1 },
+		} {
+			t.Run(name, func(t *testing.T) {
+				f := newLedgerFixtureOn(t, e, 1)
+				want := dump(t, f.db)
+				_ = f.db.Close()
+				orphan, err := f.recs.Prepare(1<<40, []byte(`{"format":1,"changes":[]}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fail(f.l)
+				if _, err := f.open(false, f.l); !errors.Is(err, errInjected) {
+					t.Fatalf("open: %v", err)
+				}
+				if _, p := f.names(t); len(p) != 1 || p[0] != orphan {
+					t.Fatalf("pending after a failed settle: %v", p)
+				}
+				*f.l = faultyLedger{Records: f.recs}
+				db, err := f.open(false, f.l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.db = db
+				if c, p := f.names(t); len(c) != 1 || len(p) != 0 {
+					t.Fatalf("records %v, pending %v", c, p)
+				}
+				if d := diffDumps(want, dump(t, db)); d != "" {
+					t.Fatalf("the database changed:\n%s", d)
+				}
+			})
+		}
+	})
 }

@@ -27,13 +27,13 @@ import (
 
 // tables lists every table a rebuild must reproduce, with the columns that order its rows.
 var tables = []struct{ name, order string }{
-	{"checkpoints", "id"}, {"history", "id"}, {"plans", "id"}, {"decisions", "plan_id, id"},
-	{"attempts", "plan_id, decision_id, number"}, {"corrections", "id"}, {"checkpoint_failures", "id"},
-	{"ledger", "seq"},
+	{"checkpoints", "workspace_id, id"}, {"history", "workspace_id, id"}, {"plans", "workspace_id, id"},
+	{"decisions", "workspace_id, plan_id, id"}, {"attempts", "workspace_id, plan_id, decision_id, number"},
+	{"corrections", "workspace_id, id"}, {"checkpoint_failures", "workspace_id, id"}, {"ledger", "workspace_id, seq"},
 }
 
 // dump reads every row of every table, so two databases can be compared field for field.
-func dump(t *testing.T, d *DB) map[string][]map[string]any {
+func dump(t testing.TB, d *DB) map[string][]map[string]any {
 	t.Helper()
 	out := map[string][]map[string]any{}
 	for _, tb := range tables {
@@ -44,6 +44,27 @@ func dump(t *testing.T, d *DB) map[string][]map[string]any {
 		out[tb.name] = rows
 	}
 	return out
+}
+
+// workspaceRows reads the workspaces table.
+func workspaceRows(t testing.TB, d *DB) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	if err := d.gorm.Table("workspaces").Order("id").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// countOf counts the rows of workspace ws.
+func countOf(rows []map[string]any, ws string) int {
+	n := 0
+	for _, r := range rows {
+		if r["workspace_id"] == ws {
+			n++
+		}
+	}
+	return n
 }
 
 func diffDumps(a, b map[string][]map[string]any) string {
@@ -78,19 +99,45 @@ func (lossyLedger) Commit(string) error { return nil }
 // field for field, including what was deleted staying deleted. Work then goes on in the rebuilt
 // database, so numbering continues correctly across rebuilds. Failed transactions leave no record;
 // a record a crash left pending is committed or discarded by the next open, as the database says.
+//
+// On PostgreSQL the workspace shares its database with a neighbour, whose rows no rebuild touches,
+// and the loss is of the workspace's rows only, rebuilt in place.
 func TestRebuildReproducesTheDatabase(t *testing.T) {
+	onEngines(t, rebuildReproducesTheDatabase)
+}
+
+func rebuildReproducesTheDatabase(t *testing.T, e engine) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "plan.db")
-	db, err := Open(ctx, path, true, WithLedger(recs))
+	path, opts := e.new(t)
+	open := func(create bool, l Ledger) (*DB, error) {
+		return Open(ctx, path, create, append(append([]Option{}, opts...), WithLedger(l))...)
+	}
+	db, err := open(true, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = db.Close() }()
+	if err := db.RegisterWorkspace(ctx, WorkspaceInfo{Root: "/w/main", Host: "h1", CreatedAt: time.Unix(100, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if e.name == "postgres" {
+		neighbour, err := Open(ctx, path, true, WithWorkspace("neighbour"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := NewCheckpoints(neighbour).Add(ctx, newCP(t, fmt.Sprintf("%024x", i), time.Unix(int64(i), 0))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		savedPlan(t, NewPlans(neighbour))
+		_ = neighbour.Close()
+	}
 
 	rng := rand.New(rand.NewPCG(7, 11))
 	base := time.Date(2026, 1, 2, 3, 4, 5, 987654321, time.UTC)
@@ -225,7 +272,7 @@ func TestRebuildReproducesTheDatabase(t *testing.T) {
 			}
 		case 9: // a crash between the commit and the record's rename, or before the commit
 			if rng.IntN(2) == 0 {
-				lossy, err := Open(ctx, path, false, WithLedger(lossyLedger{recs}))
+				lossy, err := open(false, lossyLedger{recs})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -237,7 +284,7 @@ func TestRebuildReproducesTheDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = db.Close()
-			if db, err = Open(ctx, path, false, WithLedger(recs)); err != nil {
+			if db, err = open(false, recs); err != nil {
 				t.Fatal(err)
 			}
 			if p, _ := recs.Pending(); len(p) != 0 {
@@ -260,24 +307,39 @@ func TestRebuildReproducesTheDatabase(t *testing.T) {
 		if rng.IntN(40) != 0 && i != 399 {
 			continue
 		}
-		// Lose the database, rebuild it, compare.
+		// Lose the database (on PostgreSQL, the workspace's rows), rebuild it, compare.
 		want := dump(t, db)
-		_ = db.Close()
-		for _, s := range []string{"", "-wal", "-shm"} {
-			_ = os.Remove(path + s)
+		wantWorkspaces := workspaceRows(t, db)
+		var rep RebuildReport
+		if e.name == "sqlite" {
+			_ = db.Close()
+			for _, s := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(path + s)
+			}
+			rep, err = Rebuild(ctx, path, recs)
+		} else {
+			for _, tb := range []string{"checkpoints", "plans", "history", "corrections"} {
+				if err := db.gorm.Exec(`DELETE FROM `+tb+` WHERE workspace_id = ?`, db.WorkspaceID()).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err = db.RebuildWorkspace(ctx, recs)
+			_ = db.Close()
 		}
-		rep, err := Rebuild(ctx, path, recs)
 		if err != nil {
 			t.Fatalf("op %d: rebuild: %v", i, err)
 		}
-		if db, err = Open(ctx, path, false, WithLedger(recs)); err != nil {
+		if db, err = open(false, recs); err != nil {
 			t.Fatal(err)
 		}
 		if d := diffDumps(want, dump(t, db)); d != "" {
 			t.Fatalf("op %d: the rebuilt database differs:\n%s", i, d)
 		}
-		if rep.Checkpoints != len(want["checkpoints"]) || rep.Plans != len(want["plans"]) || rep.Decisions != len(want["decisions"]) ||
-			rep.Corrections != len(want["corrections"]) {
+		if got := workspaceRows(t, db); !reflect.DeepEqual(got, wantWorkspaces) {
+			t.Fatalf("op %d: workspaces %v, then %v", i, wantWorkspaces, got)
+		}
+		if rep.Checkpoints != countOf(want["checkpoints"], db.WorkspaceID()) || rep.Plans != countOf(want["plans"], db.WorkspaceID()) ||
+			rep.Decisions != countOf(want["decisions"], db.WorkspaceID()) || rep.Corrections != countOf(want["corrections"], db.WorkspaceID()) {
 			t.Fatalf("op %d: report %+v", i, rep)
 		}
 		rebuilds++
@@ -290,50 +352,127 @@ func TestRebuildReproducesTheDatabase(t *testing.T) {
 // A database from before records existed is recorded whole the first time a ledger is attached,
 // so a rebuild brings back what was there before.
 func TestBaselineRecordsAnOlderDatabase(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.db")
-	old, err := Open(ctx, path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range []string{id1, id2, id3} {
-		if err := NewCheckpoints(old).Add(ctx, newCP(t, id, time.Unix(int64(i), 0))); err != nil {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		path, opts := e.new(t)
+		old, err := Open(ctx, path, true, opts...)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := NewMetrics(old).RecordCheckpointFailure(ctx, time.Unix(9, 0), "x"); err != nil {
-		t.Fatal(err)
-	}
-	_ = old.Close()
-	recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, path, false, WithLedger(recs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := dump(t, db)
-	_ = db.Close()
-	if names, _ := recs.Committed(); len(names) != 1 {
-		t.Fatalf("baseline records: %v", names)
-	}
-	// Opening again writes no second baseline.
-	db, _ = Open(ctx, path, false, WithLedger(recs))
-	_ = db.Close()
-	if names, _ := recs.Committed(); len(names) != 1 {
-		t.Fatalf("records after a second open: %v", names)
-	}
-	rebuilt := filepath.Join(dir, "rebuilt.db")
-	if _, err := Rebuild(ctx, rebuilt, recs); err != nil {
-		t.Fatal(err)
-	}
-	db, _ = Open(ctx, rebuilt, false)
-	defer func() { _ = db.Close() }()
-	if d := diffDumps(want, dump(t, db)); d != "" {
-		t.Fatalf("rebuilt baseline differs:\n%s", d)
-	}
+		for i, id := range []string{id1, id2, id3} {
+			if err := NewCheckpoints(old).Add(ctx, newCP(t, id, time.Unix(int64(i), 0))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := NewMetrics(old).RecordCheckpointFailure(ctx, time.Unix(9, 0), "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := old.RegisterWorkspace(ctx, WorkspaceInfo{Root: "/w", Host: "h", CreatedAt: time.Unix(5, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		ws := old.WorkspaceID()
+		_ = old.Close()
+		recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		withLedger := append(append([]Option{}, opts...), WithLedger(recs))
+		db, err := Open(ctx, path, false, withLedger...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := dump(t, db)
+		_ = db.Close()
+		if names, _ := recs.Committed(); len(names) != 1 {
+			t.Fatalf("baseline records: %v", names)
+		}
+		// Opening again writes no second baseline.
+		db, _ = Open(ctx, path, false, withLedger...)
+		_ = db.Close()
+		if names, _ := recs.Committed(); len(names) != 1 {
+			t.Fatalf("records after a second open: %v", names)
+		}
+		named := "" // SQLite: the records name the workspace
+		if e.name == "postgres" {
+			named = ws
+		}
+		_, rebuilt, err := e.rebuild(t, recs, named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffDumps(want, dump(t, rebuilt)); d != "" {
+			t.Fatalf("rebuilt baseline differs:\n%s", d)
+		}
+		// The baseline holds the workspace's own row: where it is survives the rebuild.
+		w, err := rebuilt.Workspaces(ctx)
+		if err != nil || len(w) != 1 || w[0].Root != "/w" || w[0].Host != "h" || !w[0].CreatedAt.Equal(time.Unix(5, 0)) || w[0].Checkpoints != 3 {
+			t.Fatalf("workspaces after the rebuild: %+v, %v", w, err)
+		}
+		if rebuilt.WorkspaceID() != ws {
+			t.Fatalf("the rebuilt database is workspace %s, not %s", rebuilt.WorkspaceID(), ws)
+		}
+	})
+}
+
+// A database whose ledger names none of the store's records is behind the store (rows lost, or a
+// backup from before records restored over a newer history): opening it must not write its stale
+// state as a baseline, which would hide the newer records from every rebuild. Its ledger head
+// stays behind (doctor reports it) and a rebuild from the records brings back what it lost.
+func TestNoBaselineOverRecordsTheLedgerMisses(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		recs, err := objectstore.OpenRecords(filepath.Join(dir, "objects"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, opts := e.new(t)
+		withLedger := append(append([]Option{}, opts...), WithLedger(recs))
+		db, err := Open(ctx, path, true, withLedger...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range []string{id1, id2, id3} {
+			if err := NewCheckpoints(db).Add(ctx, newCP(t, id, time.Unix(int64(i), 0))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := dump(t, db)
+		ws := db.WorkspaceID()
+		// Two checkpoint rows and the whole ledger of the workspace are lost.
+		for _, q := range []string{`DELETE FROM checkpoints WHERE id <> '` + id1 + `'`, `DELETE FROM ledger`} {
+			if err := db.gorm.Exec(q).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = db.Close()
+		before, _ := recs.Committed()
+		db, err = Open(ctx, path, false, withLedger...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := recs.Committed()
+		head, err := db.LedgerHead(ctx)
+		_ = db.Close()
+		if err != nil || len(after) != len(before) || head != 0 {
+			t.Fatalf("opening a database behind the store: %d records became %d, ledger head %d, %v (want no baseline written)", len(before), len(after), head, err)
+		}
+		named := ""
+		if e.name == "postgres" {
+			named = ws
+		}
+		_, rebuilt, err := e.rebuild(t, recs, named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cps, err := NewCheckpoints(rebuilt).List(ctx); err != nil || len(cps) != 3 {
+			t.Fatalf("the rebuild brings back %d checkpoints, %v; want the 3 the records hold", len(cps), err)
+		}
+		if d := diffDumps(want, dump(t, rebuilt)); d != "" {
+			t.Fatalf("rebuilt database differs from the one before the loss:\n%s", d)
+		}
+	})
 }
 
 // A damaged record stops the rebuild with an integrity error naming it, and leaves no database
@@ -487,7 +626,7 @@ func TestRebuildReplaysWholePlanRecords(t *testing.T) {
 	var c change
 	err = src.gorm.Transaction(func(tx *gorm.DB) error {
 		var err error
-		c, err = image(tx, aggregate{"plan", p.ID()})
+		c, err = image(tx, aggregate{"plan", p.ID()}, src.WorkspaceID())
 		return err
 	})
 	if err != nil || len(c.Rows["decisions"]) != 2 || len(c.Rows["attempts"]) != 1 {

@@ -26,11 +26,12 @@ func (m *Metrics) RecordCheckpointFailure(ctx context.Context, at time.Time, rea
 		if err != nil {
 			return err
 		}
-		if err := u.tx.Exec(`INSERT INTO checkpoint_failures(at, reason) VALUES (?, ?)`, at.UnixNano(), reason).Error; err != nil {
-			return err
-		}
+		// The workspace's next number: its writes are serialised, so the highest is stable here.
 		var id int64
-		if err := u.tx.Raw(`SELECT last_insert_rowid()`).Scan(&id).Error; err != nil {
+		if err := u.tx.Raw(`INSERT INTO checkpoint_failures(workspace_id, id, at, reason)
+			SELECT CAST(? AS TEXT), COALESCE(MAX(id), 0) + 1, CAST(? AS BIGINT), CAST(? AS TEXT)
+			FROM checkpoint_failures WHERE workspace_id = ? RETURNING id`,
+			m.db.workspace, at.UnixNano(), reason, m.db.workspace).Scan(&id).Error; err != nil {
 			return err
 		}
 		u.touch("failure", strconv.FormatInt(id, 10))
@@ -40,7 +41,7 @@ func (m *Metrics) RecordCheckpointFailure(ctx context.Context, at time.Time, rea
 
 // CheckpointFailures returns how many checkpoints failed.
 func (m *Metrics) CheckpointFailures(ctx context.Context) (int, error) {
-	var n int
-	err := m.db.conn(ctx).Raw(`SELECT COUNT(*) FROM checkpoint_failures`).Scan(&n).Error
-	return n, err
+	var n int64
+	err := m.db.scoped(ctx).Table("checkpoint_failures").Count(&n).Error
+	return int(n), err
 }

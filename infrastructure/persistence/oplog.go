@@ -14,6 +14,7 @@ import (
 )
 
 type operationRow struct {
+	WorkspaceID    string `gorm:"column:workspace_id;primaryKey"`
 	ID             string `gorm:"primaryKey"`
 	Kind           string
 	Args           string
@@ -51,7 +52,7 @@ func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) 
 		return err
 	}
 	row := operationRow{
-		ID: op.ID, Kind: op.Kind, Args: string(args), Plan: op.Plan, StartedAt: op.StartedAt.UnixNano(),
+		WorkspaceID: l.db.workspace, ID: op.ID, Kind: op.Kind, Args: string(args), Plan: op.Plan, StartedAt: op.StartedAt.UnixNano(),
 		FinishedAt: op.FinishedAt.UnixNano(), Outcome: op.Outcome, Checkpoints: string(cpJSON),
 		UndoCheckpoint: string(op.UndoCheckpoint), UndoneBy: op.UndoneBy,
 	}
@@ -66,7 +67,7 @@ func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) 
 // MarkUndone records that operation id was undone by the operation by.
 func (l *OperationLog) MarkUndone(ctx context.Context, id, by string) error {
 	return l.db.write(ctx, "operation", id, func(tx *gorm.DB) error {
-		res := tx.Model(&operationRow{}).Where("id = ?", id).Update("undone_by", by)
+		res := tx.Model(&operationRow{}).Where("workspace_id = ? AND id = ?", l.db.workspace, id).Update("undone_by", by)
 		if res.Error != nil {
 			return fmt.Errorf("mark operation %s undone: %w", id, res.Error)
 		}
@@ -80,7 +81,7 @@ func (l *OperationLog) MarkUndone(ctx context.Context, id, by string) error {
 // List returns the operations newest first, at most limit of them (0: all), only those of plan
 // when it is not "".
 func (l *OperationLog) List(ctx context.Context, limit int, plan string) ([]application.LoggedOperation, error) {
-	q := l.db.conn(ctx).Order("started_at DESC, id DESC")
+	q := l.db.scoped(ctx).Order("started_at DESC, id DESC")
 	if plan != "" {
 		q = q.Where("plan = ?", plan)
 	}

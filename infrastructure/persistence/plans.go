@@ -17,6 +17,7 @@ import (
 )
 
 type planRow struct {
+	WorkspaceID string `gorm:"column:workspace_id;primaryKey"`
 	ID          string `gorm:"primaryKey"`
 	Name        string
 	Source      string
@@ -28,23 +29,25 @@ type planRow struct {
 func (planRow) TableName() string { return "plans" }
 
 type decisionRow struct {
-	PlanID    string `gorm:"primaryKey"`
-	ID        string `gorm:"primaryKey"`
-	Position  int
-	Name      string
-	Run       string
-	TimeoutNs int64
-	Env       string
-	Skipped   bool
-	Labels    string
-	Retries   int
-	OnFailure string `gorm:"column:on_failure"`
-	Validate  string
+	WorkspaceID string `gorm:"column:workspace_id;primaryKey"`
+	PlanID      string `gorm:"primaryKey"`
+	ID          string `gorm:"primaryKey"`
+	Position    int
+	Name        string
+	Run         string
+	TimeoutNs   int64
+	Env         string
+	Skipped     bool
+	Labels      string
+	Retries     int
+	OnFailure   string `gorm:"column:on_failure"`
+	Validate    string
 }
 
 func (decisionRow) TableName() string { return "decisions" }
 
 type attemptRow struct {
+	WorkspaceID  string `gorm:"column:workspace_id;primaryKey"`
 	PlanID       string `gorm:"primaryKey"`
 	DecisionID   string `gorm:"primaryKey"`
 	Number       int    `gorm:"primaryKey"`
@@ -82,7 +85,7 @@ var _ plan.Repository = (*Plans)(nil)
 // Current returns the most recently saved plan.
 func (r *Plans) Current(ctx context.Context) (*plan.Plan, error) {
 	var row planRow
-	if err := r.db.conn(ctx).Order("updated_at DESC, id DESC").Take(&row).Error; err != nil {
+	if err := r.db.scoped(ctx).Order("updated_at DESC, id DESC").Take(&row).Error; err != nil {
 		return nil, notFound(err, "no plan has run yet")
 	}
 	return r.load(ctx, row)
@@ -91,7 +94,7 @@ func (r *Plans) Current(ctx context.Context) (*plan.Plan, error) {
 // ByName returns the plan called name.
 func (r *Plans) ByName(ctx context.Context, name string) (*plan.Plan, error) {
 	var row planRow
-	if err := r.db.conn(ctx).Where("name = ?", name).Take(&row).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("name = ?", name).Take(&row).Error; err != nil {
 		return nil, notFound(err, "plan %q not found", name)
 	}
 	return r.load(ctx, row)
@@ -100,7 +103,7 @@ func (r *Plans) ByName(ctx context.Context, name string) (*plan.Plan, error) {
 // List returns every plan, most recently saved first.
 func (r *Plans) List(ctx context.Context) ([]*plan.Plan, error) {
 	var rows []planRow
-	if err := r.db.conn(ctx).Order("updated_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := r.db.scoped(ctx).Order("updated_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
 	}
 	out := make([]*plan.Plan, 0, len(rows))
@@ -116,11 +119,11 @@ func (r *Plans) List(ctx context.Context) ([]*plan.Plan, error) {
 
 func (r *Plans) load(ctx context.Context, row planRow) (*plan.Plan, error) {
 	var ds []decisionRow
-	if err := r.db.conn(ctx).Where("plan_id = ?", row.ID).Order("position").Find(&ds).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("plan_id = ?", row.ID).Order("position").Find(&ds).Error; err != nil {
 		return nil, fmt.Errorf("load decisions of %s: %w", row.Name, err)
 	}
 	var as []attemptRow
-	if err := r.db.conn(ctx).Where("plan_id = ?", row.ID).Order("decision_id, number").Find(&as).Error; err != nil {
+	if err := r.db.scoped(ctx).Where("plan_id = ?", row.ID).Order("decision_id, number").Find(&as).Error; err != nil {
 		return nil, fmt.Errorf("load attempts of %s: %w", row.Name, err)
 	}
 	byDecision := map[string][]*plan.Attempt{}
@@ -197,10 +200,11 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 		// save changes (a long plan is saved after every attempt) and those it removes.
 		var oldDecisions []decisionRow
 		var oldAttempts []attemptRow
-		if err := db.Where("plan_id = ?", p.ID()).Find(&oldDecisions).Error; err != nil {
+		ws := r.db.workspace
+		if err := db.Where("workspace_id = ? AND plan_id = ?", ws, p.ID()).Find(&oldDecisions).Error; err != nil {
 			return fmt.Errorf("save plan %s: %w", p.Name(), err)
 		}
-		if err := db.Where("plan_id = ?", p.ID()).Find(&oldAttempts).Error; err != nil {
+		if err := db.Where("workspace_id = ? AND plan_id = ?", ws, p.ID()).Find(&oldAttempts).Error; err != nil {
 			return fmt.Errorf("save plan %s: %w", p.Name(), err)
 		}
 		decisionsWere := make(map[string]decisionRow, len(oldDecisions))
@@ -212,13 +216,13 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 			attemptsWere[fmt.Sprintf("%s/%s/%d", a.PlanID, a.DecisionID, a.Number)] = a
 		}
 		row := planRow{
-			ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
+			WorkspaceID: ws, ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
 			Created: p.CreatedAt().UnixNano(), Updated: time.Now().UnixNano(),
 		}
 		if err := db.Save(&row).Error; err != nil {
 			return fmt.Errorf("save plan %s: %w", p.Name(), err)
 		}
-		if err := db.Where("plan_id = ?", p.ID()).Delete(&decisionRow{}).Error; err != nil {
+		if err := db.Where("workspace_id = ? AND plan_id = ?", ws, p.ID()).Delete(&decisionRow{}).Error; err != nil {
 			return fmt.Errorf("save plan %s: %w", p.Name(), err)
 		}
 		for i, d := range p.Decisions() {
@@ -231,7 +235,7 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 				env = []byte("{}")
 			}
 			dr := decisionRow{
-				PlanID: p.ID(), ID: d.ID(), Position: i, Name: def.Name, Run: def.Run,
+				WorkspaceID: ws, PlanID: p.ID(), ID: d.ID(), Position: i, Name: def.Name, Run: def.Run,
 				TimeoutNs: int64(def.Timeout), Env: string(env), Skipped: d.Status() == plan.Skipped, Labels: labelsJSON(def.Labels),
 				Retries: def.Retries, OnFailure: def.OnFailure, Validate: def.Validate,
 			}
@@ -248,6 +252,7 @@ func (r *Plans) Save(ctx context.Context, p *plan.Plan) error {
 				if err != nil {
 					return err
 				}
+				ar.WorkspaceID = ws
 				if err := db.Create(&ar).Error; err != nil {
 					return fmt.Errorf("save attempt %d of %s: %w", a.Number, d.ID(), err)
 				}

@@ -80,85 +80,89 @@ func viewOf(p *plan.Plan) []decisionView {
 // its exit code (nil while running), times, artifacts, checkpoint and log. Recovery and corrections
 // decide what to revert and re-execute from these fields.
 func TestPlansRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	plans := NewPlans(openTestDB(t))
-	if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("current with no plan: %v", err)
-	}
-	if _, err := plans.ByName(ctx, "release"); !errors.Is(err, fault.ErrNotFound) {
-		t.Fatalf("by name with no plan: %v", err)
-	}
-	want := savedPlan(t, plans)
-	for what, get := range map[string]func() (*plan.Plan, error){
-		"Current": func() (*plan.Plan, error) { return plans.Current(ctx) },
-		"ByName":  func() (*plan.Plan, error) { return plans.ByName(ctx, "release") },
-	} {
-		got, err := get()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		plans := NewPlans(e.open(t))
+		if _, err := plans.Current(ctx); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("current with no plan: %v", err)
 		}
-		if got.ID() != want.ID() || got.Name() != want.Name() || got.Source() != want.Source() ||
-			got.Checkpoints() != want.Checkpoints() || !got.CreatedAt().Equal(want.CreatedAt()) {
-			t.Fatalf("%s: plan fields %s %s %s %v %v", what, got.ID(), got.Name(), got.Source(), got.Checkpoints(), got.CreatedAt())
+		if _, err := plans.ByName(ctx, "release"); !errors.Is(err, fault.ErrNotFound) {
+			t.Fatalf("by name with no plan: %v", err)
+		}
+		want := savedPlan(t, plans)
+		for what, get := range map[string]func() (*plan.Plan, error){
+			"Current": func() (*plan.Plan, error) { return plans.Current(ctx) },
+			"ByName":  func() (*plan.Plan, error) { return plans.ByName(ctx, "release") },
+		} {
+			got, err := get()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got.ID() != want.ID() || got.Name() != want.Name() || got.Source() != want.Source() ||
+				got.Checkpoints() != want.Checkpoints() || !got.CreatedAt().Equal(want.CreatedAt()) {
+				t.Fatalf("%s: plan fields %s %s %s %v %v", what, got.ID(), got.Name(), got.Source(), got.Checkpoints(), got.CreatedAt())
+			}
+			if g, w := viewOf(got), viewOf(want); !reflect.DeepEqual(g, w) {
+				t.Fatalf("%s: decisions\n got  %+v\n want %+v", what, g, w)
+			}
+		}
+		// Skipping is stored too, and a second save replaces the decisions rather than adding to them.
+		want.SkipPending("build")
+		if err := plans.Save(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := plans.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if g, w := viewOf(got), viewOf(want); !reflect.DeepEqual(g, w) {
-			t.Fatalf("%s: decisions\n got  %+v\n want %+v", what, g, w)
+			t.Fatalf("after skipping:\n got  %+v\n want %+v", g, w)
 		}
-	}
-	// Skipping is stored too, and a second save replaces the decisions rather than adding to them.
-	want.SkipPending("build")
-	if err := plans.Save(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := plans.Current(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, w := viewOf(got), viewOf(want); !reflect.DeepEqual(g, w) {
-		t.Fatalf("after skipping:\n got  %+v\n want %+v", g, w)
-	}
+	})
 }
 
 // Damage to a stored plan's env or artifacts, or to an operation's record of reverted decisions,
 // is an integrity error (what sends the user to `plan doctor`), not an unclassified failure.
 func TestDamagedPlanAndHistoryRowsAreIntegrity(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ name, stmt, want string }{
-		{"env", `UPDATE decisions SET env = '{"CC":' WHERE id = 'build'`, "build"},
-		{"artifacts", `UPDATE attempts SET artifacts = 'nope' WHERE number = 1`, "build attempt 1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openTestDB(t)
-			plans := NewPlans(db)
-			savedPlan(t, plans)
-			if err := db.gorm.Exec(tc.stmt).Error; err != nil {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		for _, tc := range []struct{ name, stmt, want string }{
+			{"env", `UPDATE decisions SET env = '{"CC":' WHERE id = 'build'`, "build"},
+			{"artifacts", `UPDATE attempts SET artifacts = 'nope' WHERE number = 1`, "build attempt 1"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				db := e.open(t)
+				plans := NewPlans(db)
+				savedPlan(t, plans)
+				if err := db.gorm.Exec(tc.stmt).Error; err != nil {
+					t.Fatal(err)
+				}
+				for what, get := range map[string]func() error{
+					"Current": func() error { _, err := plans.Current(ctx); return err },
+					"ByName":  func() error { _, err := plans.ByName(ctx, "release"); return err },
+					"List":    func() error { _, err := plans.List(ctx); return err },
+				} {
+					if err := get(); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), tc.want) {
+						t.Fatalf("%s of a damaged plan: %v", what, err)
+					}
+				}
+			})
+		}
+		t.Run("history", func(t *testing.T) {
+			db := e.open(t)
+			h := NewHistory(db)
+			if err := h.Record(ctx, application.HistoryRecord{ID: "op1", Kind: "rollback", Reverted: []string{"a"}}); err != nil {
 				t.Fatal(err)
 			}
-			for what, get := range map[string]func() error{
-				"Current": func() error { _, err := plans.Current(ctx); return err },
-				"ByName":  func() error { _, err := plans.ByName(ctx, "release"); return err },
-				"List":    func() error { _, err := plans.List(ctx); return err },
-			} {
-				if err := get(); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("%s of a damaged plan: %v", what, err)
-				}
+			if err := db.gorm.Exec(`UPDATE history SET reverted = '["a"'`).Error; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Get(ctx, "op1"); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "op1") {
+				t.Fatalf("Get of a damaged operation: %v", err)
+			}
+			if _, err := h.List(ctx); !errors.Is(err, fault.ErrIntegrity) {
+				t.Fatalf("List with a damaged operation: %v", err)
 			}
 		})
-	}
-	t.Run("history", func(t *testing.T) {
-		db := openTestDB(t)
-		h := NewHistory(db)
-		if err := h.Record(ctx, application.HistoryRecord{ID: "op1", Kind: "rollback", Reverted: []string{"a"}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.gorm.Exec(`UPDATE history SET reverted = '["a"'`).Error; err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.Get(ctx, "op1"); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "op1") {
-			t.Fatalf("Get of a damaged operation: %v", err)
-		}
-		if _, err := h.List(ctx); !errors.Is(err, fault.ErrIntegrity) {
-			t.Fatalf("List with a damaged operation: %v", err)
-		}
 	})
 }

@@ -1,6 +1,7 @@
 // Package workspace is the adapter between plan and the workspace directory: it lays out .plan/,
-// scans the live tree into the object store (Scanner), restores stored trees (Restorer), keeps the
-// operation journal (Journal) and the workspace lock (Locker), and reads the git HEAD (GitHead).
+// scans the live tree into the object store (Scanner, which can also follow the workspace's changes
+// between the snapshots of a run: track.go), restores stored trees (Restorer), keeps the operation
+// journal (Journal) and the workspace lock (Locker), and reads the git HEAD (GitHead).
 //
 // Invariants:
 //   - .plan/ and .git/ (at any depth) are never scanned, written or removed; paths matched by the
@@ -10,6 +11,19 @@
 //   - a stat cache entry is trusted only while the file's size, mtime, ctime, inode, device and mode
 //     are unchanged and the entry was not racy when recorded (its mtime or ctime within the timestamp
 //     granularity of the moment it was recorded); everything else is read and hashed again;
+//   - a directory's recorded tree is reused without being encoded again only when its stat cache
+//     record is exact (written whole by a snapshot, not patched by a restore), the live listing
+//     (after the ignore rules) has exactly the recorded names and kinds, every file and symlink is
+//     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
+//     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
+//     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
+//   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would (but for
+//     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off): it
+//     reads again every entry an event since the last snapshot names (a written file whatever its
+//     stat key says), walks new directories whole, stats files with other hard links every time,
+//     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
+//     directory that could not be watched, changed ignore rules, a directory not where the kept
+//     tree says). Every directory is watched before it is listed;
 //   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
 //     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
 //     new content inside .plan/ before it changes the first workspace path;

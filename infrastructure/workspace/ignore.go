@@ -2,20 +2,22 @@ package workspace
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
@@ -31,6 +33,10 @@ type Ignore struct {
 	// skipNestedGit leaves out .git directories below the top (recording them is the default: a
 	// vendored repository is workspace content a decision can destroy).
 	skipNestedGit bool
+	// fp identifies the rules: the SHA-256 of each .planignore's bytes they come from (which is the
+	// hash a tree records for it), sorted, and the settings. A tracked snapshot reuses a tree only if
+	// it was taken with the same rules.
+	fp string
 }
 
 // LoadIgnore reads <root>/.planignore (gitignore syntax). A missing file means no extra rules.
@@ -54,7 +60,13 @@ func LoadIgnore(root string) (*Ignore, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, fault.Invalid("%s is not a regular file (%s): it must be one", IgnoreFile, fi.Mode().Type())
 	}
-	return parseIgnore(f)
+	h := sha256.New()
+	ig, err := parseIgnore(io.TeeReader(f, h))
+	if err != nil {
+		return nil, err
+	}
+	ig.fp = tree.Hash(h.Sum(nil)).String()
+	return ig, nil
 }
 
 // maxIgnoreLine bounds one line of ignore rules.
@@ -103,7 +115,12 @@ func ignoreOfTree(store *objectstore.Store, root tree.Hash) (*Ignore, error) {
 			return nil, fmt.Errorf("read the %s of tree %s: %w", IgnoreFile, root, err)
 		}
 		defer func() { _ = r.Close() }()
-		return parseIgnore(r)
+		ig, err := parseIgnore(r)
+		if err != nil {
+			return nil, err
+		}
+		ig.fp = e.Hash.String()
+		return ig, nil
 	}
 	return &Ignore{}, nil
 }
@@ -111,12 +128,18 @@ func ignoreOfTree(store *objectstore.Store, root tree.Hash) (*Ignore, error) {
 // With returns the union of ig and others: a path any of them excludes is excluded.
 func (ig *Ignore) With(others ...*Ignore) *Ignore {
 	u := &Ignore{}
+	var fps []string
 	for _, x := range append([]*Ignore{ig}, others...) {
 		if x != nil {
 			u.matchers = append(u.matchers, x.matchers...)
 			u.skipNestedGit = u.skipNestedGit || x.skipNestedGit
+			if x.fp != "" {
+				fps = append(fps, strings.Split(x.fp, "+")...)
+			}
 		}
 	}
+	slices.Sort(fps)
+	u.fp = strings.Join(slices.Compact(fps), "+")
 	return u
 }
 
@@ -142,6 +165,24 @@ func (ig *Ignore) Skip(rel, name string, isDir bool) bool {
 	return false
 }
 
+// skipChild is Skip for the entry name of directory parent: it builds the entry's path only when a
+// rule needs it, which is what a walk of a workspace without .planignore rules is spared per entry.
+func (ig *Ignore) skipChild(parent, name string, isDir bool) bool {
+	if name == StateDir || (parent == "" && name == ".git") {
+		return true
+	}
+	if ig == nil {
+		return false
+	}
+	if name == ".git" && ig.skipNestedGit {
+		return true
+	}
+	if len(ig.matchers) == 0 {
+		return false
+	}
+	return ig.Skip(join(parent, name), name, isDir)
+}
+
 // SkipPath reports whether rel, or a directory above it, is excluded: what a rule excludes takes
 // everything under it along, as git does.
 func (ig *Ignore) SkipPath(rel string, isDir bool) bool {
@@ -157,18 +198,9 @@ func (ig *Ignore) SkipPath(rel string, isDir bool) bool {
 // loadScanConfig reads the scanner's settings from .plan/config.yaml: record_nested_git (default
 // true). The file's other keys belong to other readers, which validate them.
 func loadScanConfig(l Layout) (skipNestedGit bool, err error) {
-	b, err := os.ReadFile(filepath.Join(l.State(), "config.yaml"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
+	c, err := config.Load(config.Path(l.State()))
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", filepath.Join(l.State(), "config.yaml"), err)
-	}
-	var c struct {
-		RecordNestedGit *bool `yaml:"record_nested_git"`
-	}
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		return false, fault.Invalid("%s: %v", filepath.Join(l.State(), "config.yaml"), err)
+		return false, err
 	}
 	return c.RecordNestedGit != nil && !*c.RecordNestedGit, nil
 }

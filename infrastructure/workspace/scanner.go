@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,11 +38,18 @@ type Scanner struct {
 	store   *objectstore.Store
 	workers int
 	clock   func() time.Time
+
+	trackMu sync.Mutex // guards tr
+	tr      *tracking  // set while a command follows the workspace's changes (Track)
+	// newWatcher starts watching for a tracked snapshot; tests replace it, and set afterTake to act
+	// between a tracked snapshot's taking of the events and its reading of the workspace.
+	newWatcher func(root string) (watcher, error)
+	afterTake  func()
 }
 
 // NewScanner returns a scanner for the workspace in l storing into store.
 func NewScanner(l Layout, store *objectstore.Store) *Scanner {
-	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now}
+	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now, newWatcher: startWatcher}
 }
 
 var _ application.Snapshotter = (*Scanner)(nil)
@@ -52,7 +58,27 @@ var _ application.Snapshotter = (*Scanner)(nil)
 type node struct {
 	rel      string
 	mode     uint32
-	children []*item
+	children []item // sorted by name
+	// base is the tree the directory had at the last snapshot (from the stat cache): the base its
+	// new tree is stored as a delta against, and the tree reused when nothing in it changed.
+	base tree.Hash
+	// exact says the live listing equals the stat cache's record, name for name and kind for kind,
+	// and the record is exact (see statcache.go).
+	exact bool
+	// hash is the directory's tree once built; reused says it is base, taken without encoding.
+	hash   tree.Hash
+	reused bool
+	// parent, ino and dev identify the directory while a tracked snapshot keeps the tree; wd is
+	// its watch, changed says an event touched it since the last snapshot (see track.go).
+	parent   *node
+	ino, dev uint64
+	wd       int32
+	changed  bool
+	walked   bool // new in this snapshot, walked whole
+	// clean says prepare found nothing changed in the subtree and every object it holds Present.
+	clean bool
+	// files and bytes count the files and symlinks of the subtree, as of its last build.
+	files, bytes int64
 }
 
 // item is one entry of a directory.
@@ -65,20 +91,38 @@ type item struct {
 	target string
 	key    statKey
 	dir    *node
+	// hit says a file or symlink is exactly as its stat cache entry recorded it (and, when storing,
+	// its content is Present in the store): nothing was read.
+	hit bool
+	// racy marks an entry observed within its timestamps' tick; volatile one recorded from a copy
+	// of a file that kept changing. The stat cache never trusts either next time.
+	racy, volatile bool
+	// cached and cachedMode are, for a directory, the tree and mode its stat cache entry names;
+	// cached is, for a file, the content last recorded at its path (the base a delta is made
+	// against when it changed).
+	cached     tree.Hash
+	cachedMode uint32
 	// gone marks a file removed after it was listed: it is not part of the snapshot.
 	gone bool
+	// links says the file has other hard links, through which it can change without an event in
+	// the workspace; fresh that a tracked snapshot read it again (see track.go).
+	links, fresh bool
 }
 
 type scan struct {
 	s      *Scanner
 	ignore *Ignore
-	old    statCache
+	old    *statCache
 	store  bool
 	batch  *objectstore.Batch
+	// w, when set, watches every directory the walk opens; incremental says the scan updates a
+	// tracked tree rather than walking the whole workspace.
+	w           watcher
+	incremental bool
 
 	mu       sync.Mutex // guards the fields below
-	next     statCache
 	jobs     []job
+	hitDirs  []*node // directories with files the stat cache vouched for (see confirmHits)
 	warnings []string
 	stored   int64
 }
@@ -91,10 +135,20 @@ type job struct {
 // Snapshot stores every new object of the live workspace and returns the durable root tree. The
 // ignore rules recorded in the trees also names apply on top of the live ones (see Ignore).
 func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
-	sc, root, err := s.run(ctx, p, true, also)
+	if tr := s.tracking(); tr != nil {
+		return s.trackedSnapshot(ctx, tr, p, also)
+	}
+	sc, root, err := s.run(ctx, p, true, also, nil)
 	if err != nil {
 		return application.Snapshot{}, err
 	}
+	return sc.finish(root, true)
+}
+
+// finish stores the trees of a walked snapshot, commits them and, with saveCache, writes the stat
+// cache when anything differs from it.
+func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error) {
+	s := sc.s
 	rootHash, err := sc.buildTrees(root)
 	if err != nil {
 		sc.batch.Abort()
@@ -104,19 +158,14 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...
 		sc.batch.Abort()
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
-	if len(sc.jobs) > 0 || len(sc.next) != len(sc.old) {
-		if err := saveStatCache(s.layout.StatCache(), sc.next); err != nil {
+	files, bytes := root.files, root.bytes
+	if saveCache && !root.reused {
+		// A root reused means every directory was, so the cache already says all of it.
+		if err := saveStatCache(s.layout.StatCache(), encodeNodes(root, files)); err != nil {
 			// The snapshot is durable; a stale cache only costs re-hashing next time.
 			sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
 		}
 	}
-	var files, bytes int64
-	walkItems(root, func(it *item) {
-		if it.kind != tree.KindDir {
-			files++
-			bytes += it.size
-		}
-	})
 	return application.Snapshot{
 		Root: rootHash, Files: files, Bytes: bytes, StoredBytes: sc.stored, Warnings: sc.warnings,
 	}, nil
@@ -124,23 +173,26 @@ func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...
 
 // Scan returns the live workspace as an ordered entry list, storing nothing.
 func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
-	_, root, err := s.run(ctx, p, false, nil)
+	sc, root, err := s.run(ctx, p, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	var out []tree.Entry
-	if _, err := flattenNode(root, "", &out); err != nil {
+	if _, err := sc.buildTrees(root); err != nil {
 		return nil, err
 	}
+	out := make([]tree.Entry, 0, root.files)
+	flattenNode(root, "", &out)
 	return out, nil
 }
 
-func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash) (*scan, *node, error) {
+// run walks the whole workspace (watching every directory with w, when set) and hashes what the
+// stat cache does not vouch for.
+func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash, w watcher) (*scan, *node, error) {
 	ig, err := s.ignoreWith(also)
 	if err != nil {
 		return nil, nil, err
 	}
-	sc := &scan{s: s, ignore: ig, old: loadStatCache(s.layout.StatCache()), store: store, next: statCache{}}
+	sc := &scan{s: s, ignore: ig, old: loadStatCache(s.layout.StatCache()), store: store, w: w}
 	if store {
 		sc.batch = s.store.NewBatch()
 	}
@@ -150,12 +202,22 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 		return nil, nil, fmt.Errorf("open workspace %s: %w", s.layout.Root, err)
 	}
 	root := &node{}
+	var st unix.Stat_t
+	if err := unix.Fstat(rootFd, &st); err != nil {
+		_ = unix.Close(rootFd)
+		sc.abort()
+		return nil, nil, fmt.Errorf("open workspace %s: %w", s.layout.Root, err)
+	}
+	root.ino, root.dev = keyOfStat(&st).Ino, keyOfStat(&st).Dev
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.workers * 2)
 	g.Go(func() error { return sc.walk(gctx, g, root, rootFd) })
 	if err := g.Wait(); err != nil {
 		sc.abort()
 		return nil, nil, err
+	}
+	if sc.store {
+		sc.confirmHits()
 	}
 	if err := sc.hashAll(ctx, p); err != nil {
 		sc.abort()
@@ -194,100 +256,201 @@ func (sc *scan) warn(format string, args ...any) {
 // descends, in parallel where the group has room and inline otherwise. Every lookup is relative to
 // the directory's descriptor (openat/fstatat, never following a symlink), which is both what keeps a
 // concurrent rename from redirecting the walk and what makes it as cheap as find(1).
+//
+// The live names, sorted, are merged with the directory's stat cache record (sorted the same way):
+// an entry whose stat key is the one recorded takes its hash (or target) from the record, and its
+// name, so an unchanged entry costs one fstatat and no allocation.
 func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) error {
 	defer func() { _ = unix.Close(fd) }()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	names, err := readNames(fd)
-	if err != nil {
+	if sc.w != nil {
+		// Watched before it is listed: a change after this point is an event, one before it is
+		// in the listing.
+		n.wd = sc.w.watch(n.rel, fd, n.dev)
+	}
+	names := getNameList()
+	defer putNameList(names)
+	if err := readNames(fd, names); err != nil {
 		return fmt.Errorf("list directory %q: %w", displayRel(n.rel), err)
 	}
-	var queued []job
-	for _, name := range names {
-		rel := join(n.rel, name)
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed since listed: not part of this snapshot
-			}
-			return fmt.Errorf("stat %q: %w", rel, err)
+	names.sort()
+	rec, hasRec := sc.old.dir(n.rel)
+	n.base = rec.hash
+	exact := hasRec && rec.exact
+	recorded := rec.iter()
+	var ce cachedEntry
+	have := hasRec && recorded.next(&ce)
+	n.children = make([]item, 0, names.len())
+	var queued []int
+	hits := 0
+	for i := range names.len() {
+		nameB := names.name(i)
+		for have && ce.name < alias(nameB) {
+			exact, have = false, recorded.next(&ce) // recorded, no longer there
 		}
-		if tree.ValidateName(name) != nil {
-			sc.warn("skipped %q: its name cannot be stored", rel)
+		var cached *cachedEntry
+		if have && ce.name == alias(nameB) {
+			cached = &ce
+		}
+		it, keep, err := sc.entry(n, fd, names.namez(i), cached)
+		if err != nil {
+			return err
+		}
+		if cached != nil {
+			if !keep || it.kind != cached.kind {
+				exact = false
+			}
+			have = recorded.next(&ce)
+		} else if keep {
+			exact = false // a new entry
+		}
+		if !keep {
 			continue
 		}
-		mode := statMode(&st)
-		if len(rel) > tree.MaxPathLen && !sc.ignore.SkipPath(rel, mode&unix.S_IFMT == unix.S_IFDIR) {
-			// Recorded, it could not be restored (the restorer refuses such paths): refuse the
-			// checkpoint rather than take one that cannot be rolled back to.
-			return fault.Invalid("%q… is %d bytes long, more than the %d a path may have: exclude it in %s",
-				rel[:64], len(rel), tree.MaxPathLen, IgnoreFile)
-		}
-		it := &item{name: name, mode: mode & tree.ModeMask}
-		switch mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			if sc.ignore.Skip(rel, name, true) {
-				continue
-			}
-			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		n.children = append(n.children, it)
+		c := &n.children[len(n.children)-1]
+		switch {
+		case c.kind == tree.KindDir:
+			cfd, err := unix.Openat(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if errors.Is(err, unix.ENOENT) {
+				c.gone = true // removed since it was listed: not part of this snapshot
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("open directory %q: %w", rel, err)
+				return fmt.Errorf("open directory %q: %w", join(n.rel, c.name), err)
 			}
-			it.kind = tree.KindDir
-			it.dir = &node{rel: rel, mode: it.mode}
-			child := it.dir
+			c.dir = &node{rel: join(n.rel, c.name), mode: c.mode, parent: n, ino: c.key.Ino, dev: c.key.Dev}
+			child := c.dir
 			if !g.TryGo(func() error { return sc.walk(ctx, g, child, cfd) }) {
 				if err := sc.walk(ctx, g, child, cfd); err != nil {
 					return err
 				}
 			}
-		case unix.S_IFLNK:
-			if sc.ignore.Skip(rel, name, false) {
-				continue
-			}
-			target, err := readlinkat(fd, name)
-			if err != nil {
-				return fmt.Errorf("read symlink %q: %w", rel, err)
-			}
-			if target == "" || len(target) > 4096 || strings.IndexByte(target, 0) >= 0 {
-				sc.warn("skipped symlink %q: its target cannot be stored", rel)
-				continue
-			}
-			it.kind, it.mode, it.target, it.size = tree.KindSymlink, 0o777, target, int64(len(target))
-		case unix.S_IFREG:
-			if sc.ignore.Skip(rel, name, false) {
-				continue
-			}
-			key := keyOfStat(&st)
-			it.kind, it.size, it.key = tree.KindFile, st.Size, key
-			if e, hit := sc.old[rel]; hit && !e.Racy && e.Key == key {
-				it.hash = e.Hash
-				if !sc.store || sc.batch.Has(e.Hash) {
-					sc.record(rel, e)
-					break
-				}
-			}
-			queued = append(queued, job{rel: rel, it: it})
-		default:
-			if !sc.ignore.Skip(rel, name, false) {
-				sc.warn("skipped special file %q (%s)", rel, typeName(unixType(mode)))
-			}
-			continue
+		case c.kind == tree.KindFile && !c.hit:
+			c.fresh = true
+			queued = append(queued, len(n.children)-1)
+		case c.kind == tree.KindFile:
+			hits++
 		}
-		n.children = append(n.children, it)
 	}
-	slices.SortFunc(n.children, func(a, b *item) int { return strings.Compare(a.name, b.name) })
-	if len(queued) > 0 {
+	if have || recorded.err != nil {
+		exact = false
+	}
+	n.exact = exact
+	if len(queued) > 0 || (hits > 0 && sc.store) {
+		jobs := make([]job, len(queued))
+		for k, i := range queued {
+			jobs[k] = job{rel: join(n.rel, n.children[i].name), it: &n.children[i]}
+		}
 		sc.mu.Lock()
-		sc.jobs = append(sc.jobs, queued...)
+		sc.jobs = append(sc.jobs, jobs...)
+		if hits > 0 && sc.store {
+			sc.hitDirs = append(sc.hitDirs, n)
+		}
 		sc.mu.Unlock()
 	}
 	return nil
 }
+
+// confirmHits checks, after the walk, that the store holds every file the stat cache vouched for
+// (Batch.Has, which also notes it for a shared store's Confirm); one it does not hold is read and
+// stored again. The lookups run in one goroutine: from the parallel walkers they contended on the
+// store's lock and cost more in all.
+func (sc *scan) confirmHits() {
+	for _, n := range sc.hitDirs {
+		for i := range n.children {
+			it := &n.children[i]
+			if it.kind == tree.KindFile && it.hit && !sc.batch.Has(it.hash) {
+				it.hit, it.fresh = false, true
+				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
+			}
+		}
+	}
+}
+
+// entry stats one listed name of directory n (open as fd) and returns its item; keep is false for
+// what the snapshot leaves out (ignored, special, vanished, or a name that cannot be stored).
+func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item, bool, error) {
+	nameB := namez[:len(namez)-1]
+	var st unix.Stat_t
+	if err := lstatAt(fd, namez, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return item{}, false, nil // removed since listed: not part of this snapshot
+		}
+		return item{}, false, fmt.Errorf("stat %q: %w", join(n.rel, string(nameB)), err)
+	}
+	var name string
+	if cached != nil {
+		name = cached.name // validated when it was recorded; shares the cache's buffer
+	} else {
+		name = string(nameB)
+		if !storable(name) {
+			sc.warn("skipped %q: its name cannot be stored", join(n.rel, name))
+			return item{}, false, nil
+		}
+	}
+	mode := statMode(&st)
+	isDir := mode&unix.S_IFMT == unix.S_IFDIR
+	if len(n.rel)+1+len(name) > tree.MaxPathLen {
+		if rel := join(n.rel, name); len(rel) > tree.MaxPathLen && !sc.ignore.SkipPath(rel, isDir) {
+			// Recorded, it could not be restored (the restorer refuses such paths): refuse the
+			// checkpoint rather than take one that cannot be rolled back to.
+			return item{}, false, fault.Invalid("%q… is %d bytes long, more than the %d a path may have: exclude it in %s",
+				rel[:64], len(rel), tree.MaxPathLen, IgnoreFile)
+		}
+	}
+	it := item{name: name, mode: mode & tree.ModeMask, key: keyOfStat(&st)}
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if sc.ignore.skipChild(n.rel, name, true) {
+			return item{}, false, nil
+		}
+		it.kind = tree.KindDir
+		if cached != nil && cached.kind == tree.KindDir {
+			it.cached, it.cachedMode = cached.hash, cached.mode
+		}
+	case unix.S_IFLNK:
+		if sc.ignore.skipChild(n.rel, name, false) {
+			return item{}, false, nil
+		}
+		it.kind, it.mode = tree.KindSymlink, 0o777
+		if cached != nil && cached.kind == tree.KindSymlink && !cached.racy && cached.key == it.key {
+			it.target, it.size, it.hit = cached.target, int64(len(cached.target)), true
+			break
+		}
+		target, err := readlinkat(fd, name)
+		if err != nil {
+			return item{}, false, fmt.Errorf("read symlink %q: %w", join(n.rel, name), err)
+		}
+		if target == "" || len(target) > 4096 || strings.IndexByte(target, 0) >= 0 {
+			sc.warn("skipped symlink %q: its target cannot be stored", join(n.rel, name))
+			return item{}, false, nil
+		}
+		it.target, it.size = target, int64(len(target))
+	case unix.S_IFREG:
+		if sc.ignore.skipChild(n.rel, name, false) {
+			return item{}, false, nil
+		}
+		it.kind, it.size, it.links = tree.KindFile, st.Size, st.Nlink > 1
+		if cached != nil && cached.kind == tree.KindFile {
+			it.cached = cached.hash
+			if !cached.racy && cached.key == it.key {
+				it.hash, it.hit = cached.hash, true // when storing, confirmHits checks the store holds it
+			}
+		}
+	default:
+		if !sc.ignore.skipChild(n.rel, name, false) {
+			sc.warn("skipped special file %q (%s)", join(n.rel, name), typeName(unixType(mode)))
+		}
+		return item{}, false, nil
+	}
+	return it, true, nil
+}
+
+// storable reports whether a tree can hold an entry of this name.
+func storable(name string) bool { return tree.ValidateName(name) == nil }
 
 // unixType maps a st_mode file type to Go's mode bits, for messages.
 func unixType(m uint32) fs.FileMode {
@@ -304,32 +467,6 @@ func unixType(m uint32) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// readNames lists a directory's entry names (without "." and "..").
-func readNames(fd int) ([]string, error) {
-	bp, ok := direntBufs.Get().(*[]byte)
-	if !ok {
-		b := make([]byte, 32<<10)
-		bp = &b
-	}
-	defer direntBufs.Put(bp)
-	var names []string
-	for {
-		n, err := unix.ReadDirent(fd, *bp)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
-	}
-}
-
 func readlinkat(fd int, name string) (string, error) {
 	for size := 256; size <= 1<<16; size *= 4 {
 		buf := make([]byte, size)
@@ -342,12 +479,6 @@ func readlinkat(fd int, name string) (string, error) {
 		}
 	}
 	return "", errors.New("symlink target too long")
-}
-
-func (sc *scan) record(rel string, e statEntry) {
-	sc.mu.Lock()
-	sc.next[rel] = e
-	sc.mu.Unlock()
 }
 
 func typeName(m fs.FileMode) string {
@@ -481,7 +612,7 @@ func (sc *scan) hashCopy(j job) error {
 		sc.stored += stored
 		sc.mu.Unlock()
 	}
-	j.it.hash, j.it.size = h, n
+	j.it.hash, j.it.size, j.it.volatile = h, n, true
 	j.it.mode = tree.UnixMode(fi.Mode())
 	sc.warn("%s kept changing while it was read (%d attempts): recorded the %d bytes one read returned", displayRel(j.rel), maxAttempts, n)
 	return nil
@@ -547,7 +678,8 @@ func (sc *scan) tryHash(j job, bufp *[]byte) error {
 			}
 			r = f
 		}
-		n, err := sc.batch.PutBlob(r, h, size)
+		// The content the stat cache last saw at this path is the likeliest base for a delta.
+		n, err := sc.batch.PutBlobDelta(r, h, size, j.it.cached)
 		if err != nil {
 			return fmt.Errorf("store %q: %w", j.rel, err)
 		}
@@ -557,7 +689,7 @@ func (sc *scan) tryHash(j job, bufp *[]byte) error {
 	}
 	j.it.hash, j.it.size, j.it.key = h, size, ka
 	j.it.mode = tree.UnixMode(after.Mode())
-	sc.record(j.rel, statEntry{Key: ka, Hash: h, Racy: racy(ka, observed)})
+	j.it.racy = racy(ka, observed)
 	return nil
 }
 
@@ -580,84 +712,133 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 	return nil, errChanged // more bytes than stat said: still being written
 }
 
-// buildTrees stores the Merkle trees bottom-up and returns the root hash. Each directory's tree is
-// stored as a delta against the tree the same directory had at the last snapshot (remembered in the
-// stat cache), which is what keeps a small change in a large tree small in the store.
+// buildTrees computes the Merkle trees bottom-up, storing them when snapshotting, and returns the
+// root hash. A directory whose listing matched its exact stat cache record and whose entries all
+// did (files and symlinks unchanged, subdirectories reused) has the tree it had: its recorded hash
+// is taken as it is, neither encoded nor hashed again (when storing, once the store confirms it
+// Present). Any other tree is stored as a delta against the tree the same directory had at the
+// last snapshot, which is what keeps a small change in a large tree small in the store.
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
-	t := make(objectstore.Tree, 0, len(n.children))
-	for _, it := range n.children {
-		if it.gone {
-			continue
+	reuse := n.exact && !n.base.IsZero()
+	if sc.incremental {
+		// The tree of the last snapshot, unless events touched it; a subtree prepare found clean
+		// (every object in it confirmed) is not even looked into.
+		reuse = !n.changed && !n.base.IsZero()
+		if reuse && n.clean && sc.batch.Has(n.base) {
+			n.hash, n.reused = n.base, true
+			return n.base, nil
 		}
-		e := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
-		if it.kind == tree.KindDir {
+	}
+	n.files, n.bytes = 0, 0
+	for i := range n.children {
+		it := &n.children[i]
+		switch {
+		case it.gone:
+			reuse = false
+		case it.kind == tree.KindDir:
 			h, err := sc.buildTrees(it.dir)
 			if err != nil {
 				return tree.ZeroHash, err
 			}
-			e.Hash, e.Size = h, 0
+			it.hash = h
+			n.files, n.bytes = n.files+it.dir.files, n.bytes+it.dir.bytes
+			if !it.dir.reused || h != it.cached || it.mode != it.cachedMode {
+				reuse = false
+			}
+		default:
+			n.files, n.bytes = n.files+1, n.bytes+it.size
+			if !it.hit {
+				reuse = false
+			}
 		}
-		if it.kind == tree.KindSymlink {
+	}
+	if reuse && (!sc.store || sc.batch.Has(n.base)) {
+		n.hash, n.reused = n.base, true
+		return n.base, nil
+	}
+	t := make(objectstore.Tree, 0, len(n.children))
+	for i := range n.children {
+		it := &n.children[i]
+		if it.gone {
+			continue
+		}
+		e := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
+		switch it.kind {
+		case tree.KindDir:
+			e.Size = 0
+		case tree.KindSymlink:
 			e.Size, e.Hash = 0, tree.ZeroHash
 		}
 		t = append(t, e)
 	}
-	var base tree.Hash
-	if prev, ok := sc.old[n.rel]; ok && prev.Key.Mode&unix.S_IFMT == unix.S_IFDIR {
-		base = prev.Hash
+	var h tree.Hash
+	if sc.store {
+		var stored int64
+		var err error
+		if h, stored, err = sc.batch.PutTreeDelta(t, n.base); err != nil {
+			return tree.ZeroHash, fmt.Errorf("store tree %q: %w", displayRel(n.rel), err)
+		}
+		sc.stored += stored
+	} else {
+		var err error
+		if h, _, err = objectstore.HashTree(t); err != nil {
+			return tree.ZeroHash, fault.Wrap(fault.ErrInvalid, err, "encode directory %q", displayRel(n.rel))
+		}
 	}
-	h, stored, err := sc.batch.PutTreeDelta(t, base)
-	if err != nil {
-		return tree.ZeroHash, fmt.Errorf("store tree %q: %w", displayRel(n.rel), err)
-	}
-	sc.stored += stored
-	sc.next[n.rel] = statEntry{Key: statKey{Mode: unix.S_IFDIR}, Hash: h}
+	n.hash = h
 	return h, nil
 }
 
-// flattenNode appends the entries under n in tree.Compare order and returns n's tree hash.
-func flattenNode(n *node, prefix string, out *[]tree.Entry) (tree.Hash, error) {
-	t := make(objectstore.Tree, 0, len(n.children))
-	for _, it := range n.children {
+// flattenNode appends the entries under n in tree.Compare order; buildTrees has set every hash.
+func flattenNode(n *node, prefix string, out *[]tree.Entry) {
+	for i := range n.children {
+		it := &n.children[i]
 		if it.gone {
 			continue
 		}
 		p := join(prefix, it.name)
-		idx := len(*out)
 		e := tree.Entry{Path: p, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
-		*out = append(*out, e)
-		te := objectstore.TreeEntry{Name: it.name, Kind: it.kind, Mode: it.mode, Size: it.size, Hash: it.hash, Target: it.target}
-		switch it.kind {
-		case tree.KindDir:
-			h, err := flattenNode(it.dir, p, out)
-			if err != nil {
-				return tree.ZeroHash, err
-			}
-			(*out)[idx].Hash, (*out)[idx].Size = h, 0
-			te.Hash, te.Size = h, 0
-		case tree.KindSymlink:
-			(*out)[idx].Size = int64(len(it.target))
-			te.Size, te.Hash = 0, tree.ZeroHash
+		if it.kind == tree.KindDir {
+			e.Size = 0
 		}
-		t = append(t, te)
+		*out = append(*out, e)
+		if it.kind == tree.KindDir {
+			flattenNode(it.dir, p, out)
+		}
 	}
-	h, _, err := objectstore.HashTree(t)
-	if err != nil {
-		return tree.ZeroHash, fault.Wrap(fault.ErrInvalid, err, "encode directory %q", displayRel(n.rel))
-	}
-	return h, nil
 }
 
-func walkItems(n *node, fn func(*item)) {
-	for _, it := range n.children {
-		if it.gone {
-			continue
+// encodeNodes is the stat cache of a finished snapshot: every directory's record, exact.
+func encodeNodes(root *node, files int64) []byte {
+	w := newCacheWriter(int(files) * 100)
+	var rec func(n *node)
+	rec = func(n *node) {
+		w.beginDir(n.rel, n.hash, true)
+		for i := range n.children {
+			it := &n.children[i]
+			if it.gone {
+				continue
+			}
+			e := cachedEntry{name: it.name, kind: it.kind, racy: it.racy || it.volatile}
+			switch it.kind {
+			case tree.KindFile:
+				e.key, e.hash = it.key, it.hash
+			case tree.KindSymlink:
+				e.key, e.target = it.key, it.target
+			case tree.KindDir:
+				e.mode, e.hash = it.mode, it.hash
+			}
+			w.entry(&e)
 		}
-		fn(it)
-		if it.dir != nil {
-			walkItems(it.dir, fn)
+		w.endDir()
+		for i := range n.children {
+			if it := &n.children[i]; it.kind == tree.KindDir && !it.gone {
+				rec(it.dir)
+			}
 		}
 	}
+	rec(root)
+	return w.finish()
 }
 
 // OpenLive opens the regular file at rel without following symlinks, for diffs against the
@@ -692,6 +873,9 @@ func (s *Scanner) ignoreWith(also []tree.Hash) (*Ignore, error) {
 			return nil, err
 		}
 		ig = ig.With(other)
+	}
+	if ig.skipNestedGit {
+		ig.fp += "/no-nested-git"
 	}
 	return ig, nil
 }

@@ -33,6 +33,8 @@ type Runner struct {
 	// Dir is the directory relative paths (-C, a plan file) are resolved from; "" means the
 	// process's working directory. Setting it lets many runs share a process without os.Chdir.
 	Dir string
+	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -46,6 +48,8 @@ type handler struct {
 	// quiet drops progress and narration from stderr.
 	quiet    bool
 	notFound error
+	// fresh is what plan init (or clone) asks of a new workspace: its store, database and ID.
+	fresh struct{ store, db, id string }
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
 	// argv is the command line after the program name, for the operation log.
@@ -205,7 +209,10 @@ func groupAction(c *ucli.Context) error {
 // open starts the application for the workspace; init creates .plan/ when missing. Any operation
 // a crash left behind is recovered first and reported on stderr.
 func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
-	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: h.root, Init: init, AllowDangerousRoot: h.forceRoot})
+	app, err := bootstrap.Open(ctx, bootstrap.Config{
+		Root: h.root, Init: init, AllowDangerousRoot: h.forceRoot,
+		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -456,6 +463,12 @@ func Version(override string) string {
 	if !ok {
 		return "unknown"
 	}
+	return buildVersion(bi)
+}
+
+// buildVersion is the version bi records: the module version ("(devel)" when there is none), and
+// the VCS revision when the build recorded one.
+func buildVersion(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"

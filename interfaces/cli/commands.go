@@ -8,7 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/config"
 )
 
 // commands lists every command, one group per file: init here, checkpoints, diff, rollback and
@@ -16,6 +16,10 @@ import (
 func (h *handler) commands() []*ucli.Command {
 	cmds := []*ucli.Command{{
 		Name: "init", Usage: "create .plan/ in the workspace (idempotent)",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "store", Usage: "keep content in a shared store: `URL` file:///abs/path or s3://bucket[/prefix] (endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
+			&ucli.StringFlag{Name: "db", Usage: "keep metadata in `DSN` sqlite:///abs/path or postgres://user@host:port/database (the password from PGPASSWORD or ~/.pgpass; never recorded)"},
+		},
 		Action: h.initCmd,
 	}}
 	cmds = append(cmds, h.checkpointCommands()...)
@@ -26,6 +30,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.revertCommand())
 	cmds = append(cmds, h.maintenanceCommands()...)
 	cmds = append(cmds, h.historyCommands()...)
+	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.shellCommands()...)
 	return append(cmds, h.demoCommand())
 }
@@ -35,15 +40,27 @@ func (h *handler) initCmd(c *ucli.Context) error {
 		return err
 	}
 	ctx := c.Context
+	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
 	var v initView
 	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
-		l := app.Services.Layout
-		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created}
+		s := app.Services.Setup
+		l := s.Layout
+		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created, WorkspaceID: app.Services.DB.WorkspaceID(),
+			Store: s.File.Store, DB: s.File.DB}
 		return h.emit(v, func(w io.Writer) {
 			if created {
-				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s\n", l.Root)
+				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", l.Root, v.WorkspaceID)
 			} else {
-				_, _ = fmt.Fprintf(w, "plan workspace %s is already initialised\n", l.Root)
+				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", l.Root, v.WorkspaceID)
+			}
+			if v.Store != "" {
+				_, _ = fmt.Fprintf(w, "store: %s\n", v.Store)
+			}
+			if v.DB != "" {
+				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
+			}
+			if created && config.HasPassword(c.String("db")) {
+				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD or ~/.pgpass")
 			}
 		})
 	})
@@ -51,10 +68,5 @@ func (h *handler) initCmd(c *ucli.Context) error {
 
 // withInit opens the workspace, creating .plan/ when needed, and tells fn whether it did.
 func (h *handler) withInit(ctx context.Context, fn func(app *bootstrap.App, created bool) error) error {
-	l, err := workspace.NewLayout(h.root)
-	if err != nil {
-		return err
-	}
-	created := !l.Initialized()
-	return h.with(ctx, true, func(app *bootstrap.App) error { return fn(app, created) })
+	return h.with(ctx, true, func(app *bootstrap.App) error { return fn(app, app.Services.Setup.Created) })
 }

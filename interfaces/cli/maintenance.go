@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +17,6 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 func (h *handler) maintenanceCommands() []*ucli.Command {
@@ -31,7 +29,13 @@ func (h *handler) maintenanceCommands() []*ucli.Command {
 			},
 			Action: h.verify,
 		},
-		{Name: "gc", Usage: "remove objects no checkpoint references", Action: h.gc},
+		{
+			Name: "gc", Usage: "remove objects no checkpoint references",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "grace", Usage: "shared store: how long a pack stays condemned before it is deleted (`DURATION`; default gc.grace in .plan/config.yaml, else 1h)"},
+			},
+			Action: h.gc,
+		},
 		{Name: "stats", Usage: "counts, sizes, dedup ratio and checkpoint timings", Action: h.stats},
 		{
 			Name: "doctor", Usage: "check the database and the store, and say how to repair them",
@@ -150,16 +154,32 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
+	var req application.GCRequest
+	if g := c.String("grace"); c.IsSet("grace") {
+		d, err := time.ParseDuration(g)
+		if err != nil || d < 0 {
+			return fault.Invalid("--grace %q: want a duration such as 1h, 10m or 0s", g)
+		}
+		req.Grace = &d
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		r, err := app.Services.Maintenance.GC(c.Context)
+		r, err := app.Services.Maintenance.GC(c.Context, req)
 		if err != nil {
 			return err
 		}
 		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
 			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects}
+		if r.Shared {
+			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
+				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
+		}
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+			if r.Shared {
+				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
+					r.PacksCondemned, r.Grace, r.MarksPending)
+			}
 		})
 	})
 }
@@ -259,6 +279,14 @@ func (h *handler) stats(c *ucli.Context) error {
 			CheckpointSuccessRate: st.SuccessRate,
 			GrowthPerDay:          growth,
 			ArchiveBytes:          st.ArchiveBytes,
+			Store:                 st.Store.Location,
+		}
+		if c := st.Store.Cache; c != nil {
+			v.Cache = &cacheView{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
+				CachedBytes: c.CachedBytes, LimitBytes: c.LimitBytes}
+			if c.Hits+c.Misses > 0 {
+				v.Cache.HitRatio = float64(c.Hits) / float64(c.Hits+c.Misses)
+			}
 		}
 		return h.emit(v, func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -269,6 +297,13 @@ func (h *handler) stats(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
 			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
 			_, _ = fmt.Fprintf(tw, "correction archives\t%s\n", humanBytes(st.ArchiveBytes))
+			if v.Store != "" {
+				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
+			}
+			if c := v.Cache; c != nil {
+				_, _ = fmt.Fprintf(tw, "local cache\t%d hits, %d misses (%.0f%%), %s downloaded, %s of %s held\n",
+					c.Hits, c.Misses, 100*c.HitRatio, humanBytes(c.DownloadedBytes), humanBytes(c.CachedBytes), humanBytes(c.LimitBytes))
+			}
 			for _, g := range st.GrowthPerDay {
 				_, _ = fmt.Fprintf(tw, "  %s\t%d checkpoints, +%s stored\n", g.Day, g.Checkpoints, humanBytes(g.StoredBytes))
 			}
@@ -281,20 +316,17 @@ func (h *handler) doctor(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	l, err := workspace.NewLayout(h.root)
+	setup, err := bootstrap.Inspect(h.root, h.r.Getenv)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(l.State()); err != nil {
-		return fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}
 	if c.Bool("rebuild") {
 		if c.Bool("repair") {
 			return fault.Invalid("--rebuild and --repair are separate steps: rebuild the database first, then run `plan doctor --repair`")
 		}
-		return h.rebuild(c.Context, l)
+		return h.rebuild(c.Context, setup.Target())
 	}
-	r := maintenance.Doctor(c.Context, l, c.Bool("repair"))
+	r := maintenance.Doctor(c.Context, setup.Target(), c.Bool("repair"))
 	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
 			mark := "ok  "
@@ -338,18 +370,18 @@ func hashStrings(hs []tree.Hash) []string {
 }
 
 // rebuild runs doctor --rebuild.
-func (h *handler) rebuild(ctx context.Context, l workspace.Layout) error {
-	res, err := maintenance.Rebuild(ctx, l, time.Now())
+func (h *handler) rebuild(ctx context.Context, t maintenance.Target) error {
+	res, err := maintenance.Rebuild(ctx, t, time.Now())
 	if err != nil {
 		return err
 	}
 	return h.emit(newRebuildView(res), func(w io.Writer) {
 		if !res.Rebuilt {
-			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", l.Database())
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.Shown())
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
-			l.Database(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+			t.Shown(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
 		if res.KeptAside != "" {
 			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
 		}

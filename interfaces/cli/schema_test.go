@@ -100,6 +100,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	}
 	check("error", o.stderr)
 	checkRevertOutputs(t, check)
+	checkSharedOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)
@@ -139,4 +140,35 @@ func checkRevertOutputs(t *testing.T, check func(name, doc string)) {
 	}
 	check("revert", o.stdout)
 	check("error", o.stderr)
+}
+
+// checkSharedOutputs drives a workspace on a shared (file://) store: init, gc's two phases, stats,
+// workspaces and clone.
+func checkSharedOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	base := t.TempDir()
+	store := "file://" + filepath.Join(base, "store")
+	dir := filepath.Join(base, "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	jsonOut := func(dir string, args ...string) string {
+		t.Helper()
+		return mustPlan(t, dir, append([]string{"--json"}, args...)...).stdout
+	}
+	initOut := jsonOut(dir, "init", "--store", store)
+	check("init", initOut)
+	var ws struct {
+		ID string `json:"workspace_id"`
+	}
+	if err := json.Unmarshal([]byte(initOut), &ws); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a.txt", "one\n")
+	jsonOut(dir, "checkpoint", "create")
+	check("gc", jsonOut(dir, "gc", "--grace", "0s"))
+	check("stats", jsonOut(dir, "stats"))
+	check("workspaces", jsonOut(base, "workspaces", "--store", store))
+	check("clone", jsonOut(base, "clone", "--store", store, "--workspace", ws.ID, filepath.Join(base, "copy")))
+	check("workspaces", jsonOut(base, "workspaces", "--store", store))
 }

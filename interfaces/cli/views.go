@@ -177,16 +177,28 @@ type errorView struct {
 }
 
 type initView struct {
-	Workspace string `json:"workspace"`
-	StateDir  string `json:"state_dir"`
-	Created   bool   `json:"created"`
+	Workspace   string `json:"workspace"`
+	StateDir    string `json:"state_dir"`
+	Created     bool   `json:"created"`
+	WorkspaceID string `json:"workspace_id"`
+	Store       string `json:"store"`
+	DB          string `json:"db"`
 }
 
 type gcView struct {
-	BytesReclaimed int64 `json:"bytes_reclaimed"`
-	PacksDeleted   int   `json:"packs_deleted"`
-	PacksRewritten int   `json:"packs_rewritten"`
-	LiveObjects    int   `json:"live_objects"`
+	BytesReclaimed int64         `json:"bytes_reclaimed"`
+	PacksDeleted   int           `json:"packs_deleted"`
+	PacksRewritten int           `json:"packs_rewritten"`
+	LiveObjects    int           `json:"live_objects"`
+	Shared         *sharedGCView `json:"shared,omitempty"`
+}
+
+// sharedGCView is what a gc of a shared store adds: its two phases (see docs/store.md).
+type sharedGCView struct {
+	GraceSeconds   float64 `json:"grace_seconds"`
+	PacksCondemned int     `json:"packs_condemned"`
+	PacksKept      int     `json:"packs_kept"`
+	MarksPending   int     `json:"marks_pending"`
 }
 
 type verifyView struct {
@@ -226,6 +238,18 @@ type statsView struct {
 	CheckpointSuccessRate float64      `json:"checkpoint_success_rate"`
 	GrowthPerDay          []growthView `json:"growth_per_day"`
 	ArchiveBytes          int64        `json:"archive_bytes"`
+	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
+	Store string     `json:"store,omitempty"`
+	Cache *cacheView `json:"cache,omitempty"`
+}
+
+type cacheView struct {
+	Hits            int64   `json:"hits"`
+	Misses          int64   `json:"misses"`
+	HitRatio        float64 `json:"hit_ratio"`
+	DownloadedBytes int64   `json:"downloaded_bytes"`
+	CachedBytes     int64   `json:"cached_bytes"`
+	LimitBytes      int64   `json:"limit_bytes"`
 }
 
 type archivePruneView struct {

@@ -1,0 +1,410 @@
+package bootstrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/infrastructure/bucket"
+	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/maintenance"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Setup is a workspace resolved from its configuration: where it is, who it is, and where its
+// content and metadata live. Every adapter is built from it.
+type Setup struct {
+	Layout workspace.Layout
+	// File is .plan/config.yaml as read (or, for a new workspace, as written).
+	File config.File
+	// WorkspaceID is the workspace's identity: the configuration's, or "" for a workspace made
+	// before workspaces had one (its database holds it; see persistence.WithWorkspace).
+	WorkspaceID string
+	// DBTarget is what persistence.Open is given: the SQLite path, or the DSN (at init, with the
+	// password the user passed, which the configuration never records).
+	DBTarget string
+	// Created says this Open made the workspace.
+	Created bool
+
+	getenv func(string) string
+}
+
+// Shared says the workspace's store is shared (file:// or s3://).
+func (s *Setup) Shared() bool { return s.File.Store != "" }
+
+// CacheDir is where a remote store's local cache lives.
+func (s *Setup) CacheDir() string { return filepath.Join(s.Layout.State(), "cache") }
+
+// Resolve reads (and, with cfg.Init, makes) the workspace's configuration. It is what Open does
+// before building anything; `plan doctor` uses it alone, since it must work when the rest cannot.
+func Resolve(cfg Config) (*Setup, error) {
+	l, err := workspace.NewLayout(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{Layout: l, getenv: cfg.Getenv}
+	if s.getenv == nil {
+		s.getenv = os.Getenv
+	}
+	if s.File, err = config.Load(config.Path(l.State())); err != nil {
+		return nil, err
+	}
+	if _, err := config.StoreKind(cfg.Store); err != nil {
+		return nil, err
+	}
+	if _, err := config.DBKind(cfg.DB); err != nil {
+		return nil, err
+	}
+	initialized := l.Initialized() || s.File.DB != ""
+	switch {
+	case cfg.Init && !initialized:
+		if err := s.create(cfg); err != nil {
+			return nil, err
+		}
+	case cfg.Init:
+		// plan init is idempotent, never a way to move a workspace to another store: that would
+		// orphan its history.
+		if cfg.Store != "" && cfg.Store != s.File.Store {
+			return nil, fault.Conflict("%s is already a workspace on store %q: its store cannot change", l.Root, orPrivate(s.File.Store))
+		}
+		if dsn, _ := config.RedactDSN(cfg.DB); cfg.DB != "" && dsn != s.File.DB {
+			return nil, fault.Conflict("%s is already a workspace with database %q: its database cannot change", l.Root, orDefault(s.File.DB))
+		}
+		if cfg.WorkspaceID != "" && cfg.WorkspaceID != s.File.WorkspaceID {
+			return nil, fault.Conflict("%s is already a workspace (%s)", l.Root, s.File.WorkspaceID)
+		}
+	case !initialized:
+		if hasPacks(l) {
+			return nil, fault.Integrity("the metadata database %s is missing but the store is not empty: run `plan doctor --rebuild`", l.Database())
+		}
+		return nil, l.RequireInitialized()
+	}
+	if _, err := config.StoreKind(s.File.Store); err != nil {
+		return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+	}
+	if _, err := config.DBKind(s.File.DB); err != nil {
+		return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+	}
+	s.WorkspaceID = s.File.WorkspaceID
+	if s.Shared() && s.WorkspaceID == "" {
+		return nil, fault.Integrity("%s names a shared store but no workspace_id: the workspace's records in the store cannot be found", config.Path(l.State()))
+	}
+	if s.DBTarget == "" {
+		s.DBTarget = s.File.DB
+		if s.DBTarget == "" {
+			s.DBTarget = l.Database()
+		}
+	}
+	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	return s, nil
+}
+
+// withPassword gives a PostgreSQL DSN that has no password the one PGPASSWORD holds, read through
+// getenv (the configuration never records one; without PGPASSWORD the driver reads ~/.pgpass).
+func withPassword(dsn string, getenv func(string) string) string {
+	kind, _ := config.DBKind(dsn)
+	pw := getenv("PGPASSWORD")
+	if kind != "postgres" || pw == "" || config.HasPassword(dsn) {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String()
+}
+
+func orPrivate(store string) string {
+	if store == "" {
+		return "the private store in .plan/objects"
+	}
+	return store
+}
+
+func orDefault(db string) string {
+	if db == "" {
+		return ".plan/plan.db"
+	}
+	return db
+}
+
+// create makes .plan/ and writes the configuration of a new workspace: a fresh identity, and the
+// store and database asked for (the DSN without its password).
+func (s *Setup) create(cfg Config) error {
+	l := s.Layout
+	if !l.Initialized() && hasPacks(l) {
+		return fault.Integrity("%s holds stored objects but no metadata database: run `plan doctor --rebuild` instead of re-initialising", l.State())
+	}
+	if why := l.Dangerous(); why != "" && !cfg.AllowDangerousRoot {
+		return fault.Invalid("refusing to make %s a workspace: %s, and every checkpoint would copy all of it (pass --force-root if you mean it)", l.Root, why)
+	}
+	if err := outsideWorkspace(l, cfg); err != nil {
+		return err
+	}
+	if err := l.Init(); err != nil {
+		return err
+	}
+	f := s.File
+	if f.WorkspaceID != "" && cfg.WorkspaceID != "" && cfg.WorkspaceID != f.WorkspaceID {
+		return fault.Conflict("%s is already being made workspace %s", l.Root, f.WorkspaceID)
+	}
+	// No database here: Resolve takes a configuration that names one for an existing workspace.
+	if f.Store != "" && cfg.Store != "" && f.Store != cfg.Store {
+		return fault.Conflict("%s holds a configuration for another store: remove .plan/ to start over", l.Root)
+	}
+	if f.WorkspaceID == "" {
+		f.WorkspaceID = cfg.WorkspaceID
+		if f.WorkspaceID == "" {
+			f.WorkspaceID = ident.New(time.Now())
+		}
+	}
+	if cfg.Store != "" {
+		f.Store = cfg.Store
+	}
+	if cfg.DB != "" {
+		f.DB, _ = config.RedactDSN(cfg.DB)
+		s.DBTarget = cfg.DB
+	}
+	if err := config.Save(config.Path(l.State()), f); err != nil {
+		if werr := l.CheckWritable(); werr != nil {
+			return werr
+		}
+		return err
+	}
+	s.File, s.Created = f, true
+	return nil
+}
+
+// outsideWorkspace refuses a file:// store or a sqlite:// database inside the workspace (but
+// outside .plan/): every checkpoint would record the store's own files, growing without end, and
+// a rollback would rewrite the database under itself.
+func outsideWorkspace(l workspace.Layout, cfg Config) error {
+	var paths []string
+	if kind, _ := config.StoreKind(cfg.Store); kind == "file" {
+		paths = append(paths, config.FilePath(cfg.Store))
+	}
+	if kind, _ := config.DBKind(cfg.DB); kind == "sqlite" {
+		paths = append(paths, filepath.Clean(strings.TrimPrefix(cfg.DB, "sqlite://")))
+	}
+	for _, p := range paths {
+		if resolved, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(resolved, filepath.Base(p))
+		}
+		if within(p, l.State()) || !within(p, l.Root) {
+			continue
+		}
+		return fault.Invalid("%s is inside the workspace %s: every checkpoint would record it; put it outside (or under %s)", p, l.Root, l.State())
+	}
+	return nil
+}
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// hasPacks reports whether the private store holds anything a lost database would have
+// referenced: packs, or records of committed transactions.
+func hasPacks(l workspace.Layout) bool { return l.StoreHolds("packs") || l.StoreHolds("records") }
+
+// OpenStore opens the workspace's object store and the records of its database's history.
+func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *objectstore.Records, error) {
+	kind, _ := config.StoreKind(s.File.Store)
+	var be objectstore.Backend
+	var work string
+	switch kind {
+	case "":
+		st, err := objectstore.Open(s.Layout.Objects())
+		if err != nil {
+			return nil, nil, err
+		}
+		st.Failpoint = failpoint.Hit
+		recs, err := objectstore.OpenRecords(s.Layout.Objects())
+		if err != nil {
+			_ = st.Close()
+			if werr := s.Layout.CheckWritable(); werr != nil {
+				return nil, nil, werr
+			}
+			return nil, nil, err
+		}
+		return st, recs, nil
+	case "file":
+		root := config.FilePath(s.File.Store)
+		if init {
+			if err := os.MkdirAll(root, 0o700); err != nil {
+				return nil, nil, fmt.Errorf("create the store %s: %w", s.File.Store, err)
+			}
+		} else if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return nil, nil, fault.Unavailable("the store %s is not there (%v)", s.File.Store, errOr(err, "not a directory"))
+		}
+		be, work = objectstore.NewDir(root, true), root
+	case "s3":
+		var limit int64
+		if s.File.Cache != nil && s.File.Cache.MaxBytes != "" {
+			var err error
+			if limit, err = config.ParseBytes(s.File.Cache.MaxBytes); err != nil {
+				return nil, nil, fault.Wrap(fault.ErrInvalid, err, "%s: cache.max_bytes", config.Path(s.Layout.State()))
+			}
+		}
+		b, err := bucket.Open(ctx, bucket.Config{URL: s.File.Store, CacheDir: s.CacheDir(), CacheMax: limit, Create: init, Getenv: s.getenv})
+		if err != nil {
+			return nil, nil, err
+		}
+		be, work = b, s.CacheDir()
+	}
+	st, err := objectstore.OpenBackend(be, work)
+	if err != nil {
+		closeBackend(be)
+		return nil, nil, err
+	}
+	st.Failpoint = failpoint.Hit
+	recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(s.WorkspaceID))
+	recs.Confirm = st.Confirm
+	if init {
+		if err := s.describe(be); err != nil {
+			_ = st.Close()
+			closeBackend(be)
+			return nil, nil, err
+		}
+	}
+	return st, recs, nil
+}
+
+func errOr(err error, msg string) any {
+	if err != nil {
+		return err
+	}
+	return msg
+}
+
+// closeBackend releases what a remote backend holds (its cache's counters are saved).
+func closeBackend(be objectstore.Backend) {
+	if c, ok := be.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
+
+// Descriptor is what a shared store says of each workspace that uses it (workspaces/<id>.json),
+// so `plan workspaces` can name them without any database.
+type Descriptor struct {
+	WorkspaceID string    `json:"workspace_id"`
+	Root        string    `json:"root"`
+	Host        string    `json:"host"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// describe writes the workspace's descriptor into the shared store once.
+func (s *Setup) describe(be objectstore.Backend) error {
+	host, _ := os.Hostname()
+	b, err := json.Marshal(Descriptor{WorkspaceID: s.WorkspaceID, Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if err := be.Create("workspaces/"+s.WorkspaceID+".json", b, 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("describe the workspace in the store: %w", err)
+	}
+	return nil
+}
+
+// storeHoldsRecords reports whether the workspace's records are in its store: a database that is
+// missing or empty beside them is a lost one, never a fresh one.
+func (s *Setup) storeHoldsRecords(recs *objectstore.Records) (bool, error) {
+	if !s.Shared() {
+		return hasPacks(s.Layout), nil
+	}
+	names, err := recs.Committed()
+	return len(names) > 0, err
+}
+
+// dbOptions are the options the workspace's database is opened with.
+func (s *Setup) dbOptions(recs *objectstore.Records) []persistence.Option {
+	opts := []persistence.Option{persistence.WithLedger(recs)}
+	if s.WorkspaceID != "" {
+		opts = append(opts, persistence.WithWorkspace(s.WorkspaceID))
+	}
+	return opts
+}
+
+// Inspect reads the workspace at root as `plan doctor` needs it: its layout and configuration,
+// without requiring a database (which may be what is missing).
+func Inspect(root string, getenv func(string) string) (*Setup, error) {
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(l.State()); err != nil {
+		return nil, fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
+	}
+	s := &Setup{Layout: l, getenv: getenv}
+	if s.getenv == nil {
+		s.getenv = os.Getenv
+	}
+	if s.File, err = config.Load(config.Path(l.State())); err != nil {
+		return nil, err
+	}
+	for _, check := range []func() error{
+		func() error { _, err := config.StoreKind(s.File.Store); return err },
+		func() error { _, err := config.DBKind(s.File.DB); return err },
+	} {
+		if err := check(); err != nil {
+			return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+		}
+	}
+	s.WorkspaceID = s.File.WorkspaceID
+	if s.Shared() && s.WorkspaceID == "" {
+		return nil, fault.Integrity("%s names a shared store but no workspace_id: the workspace's records in the store cannot be found", config.Path(l.State()))
+	}
+	s.DBTarget = s.File.DB
+	if s.DBTarget == "" {
+		s.DBTarget = l.Database()
+	}
+	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	return s, nil
+}
+
+// Target is the workspace as `plan doctor` and its rebuild open it (see maintenance.Target).
+func (s *Setup) Target() maintenance.Target {
+	if !s.Shared() {
+		t := maintenance.PrivateTarget(s.Layout)
+		t.WorkspaceID, t.DB = s.WorkspaceID, s.DBTarget
+		return t
+	}
+	var opened struct {
+		store *objectstore.Store
+		recs  *objectstore.Records
+		err   error
+		done  bool
+	}
+	open := func(ctx context.Context) (*objectstore.Store, *objectstore.Records, error) {
+		if !opened.done {
+			opened.store, opened.recs, opened.err = s.OpenStore(ctx, false)
+			opened.done = true
+		}
+		return opened.store, opened.recs, opened.err
+	}
+	return maintenance.Target{
+		Layout: s.Layout, WorkspaceID: s.WorkspaceID, DB: s.DBTarget, Shared: true,
+		OpenRecords: func(ctx context.Context) (*objectstore.Records, error) {
+			_, recs, err := open(ctx)
+			return recs, err
+		},
+		OpenStore: func(ctx context.Context) (*objectstore.Store, error) {
+			st, _, err := open(ctx)
+			return st, err
+		},
+	}
+}

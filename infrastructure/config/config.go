@@ -1,0 +1,229 @@
+// Package config reads and writes a workspace's .plan/config.yaml: its identity (workspace_id),
+// where its content and metadata live (store, db), and its policies (retention, gc, cache,
+// record_nested_git). Every adapter that needs a setting reads it from File, so the file has one
+// schema.
+//
+// Invariants:
+//   - unknown keys are refused (fault.ErrInvalid naming the file), so a typo never silently
+//     changes nothing;
+//   - the file never holds a secret: Save refuses a db DSN with a password (the caller strips it
+//     with RedactDSN first); S3 credentials never enter it at all;
+//   - Save replaces the file atomically and durably: a crash leaves the old file or the new one.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/fsx"
+)
+
+// FileName is the configuration's name inside .plan/.
+const FileName = "config.yaml"
+
+// File is the whole configuration. Fields are raw (durations as written); the adapters that use
+// them interpret and validate their part.
+type File struct {
+	// WorkspaceID is the workspace's stable identity, set by plan init (or clone). Workspaces made
+	// before it existed have none here; their database holds it.
+	WorkspaceID string `yaml:"workspace_id,omitempty"`
+	// Store is where content lives: "" (the private store under .plan/objects), file:///abs/path
+	// or s3://bucket[/prefix] (shared stores).
+	Store string `yaml:"store,omitempty"`
+	// DB is the metadata database: "" (.plan/plan.db), sqlite:///abs/path or postgres://... without
+	// a password (it comes from PGPASSWORD or ~/.pgpass).
+	DB string `yaml:"db,omitempty"`
+
+	Retention       *Retention `yaml:"retention,omitempty"`
+	GC              *GC        `yaml:"gc,omitempty"`
+	Cache           *Cache     `yaml:"cache,omitempty"`
+	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
+}
+
+// Retention is the checkpoint and archive retention policy (see maintenance.Settings).
+type Retention struct {
+	Keep      *int      `yaml:"keep,omitempty"`
+	OlderThan string    `yaml:"older_than,omitempty"`
+	Archives  *Archives `yaml:"archives,omitempty"`
+	Classes   []Class   `yaml:"classes,omitempty"`
+}
+
+// Archives is the retention rule of correction archives.
+type Archives struct {
+	Keep      *int   `yaml:"keep,omitempty"`
+	OlderThan string `yaml:"older_than,omitempty"`
+}
+
+// Class is one retention class.
+type Class struct {
+	Type      string            `yaml:"type,omitempty"`
+	Labels    map[string]string `yaml:"labels,omitempty"`
+	OlderThan string            `yaml:"older_than,omitempty"`
+	Keep      string            `yaml:"keep,omitempty"`
+}
+
+// GC configures the collection of a shared store.
+type GC struct {
+	// Grace is how long a gc waits between condemning a pack and deleting it (a duration).
+	Grace string `yaml:"grace,omitempty"`
+}
+
+// Cache configures the local cache of a remote store.
+type Cache struct {
+	// MaxBytes bounds the packs kept ("2GiB", "500MB", or a number of bytes).
+	MaxBytes string `yaml:"max_bytes,omitempty"`
+}
+
+// Path is the configuration file of the workspace whose state directory is state.
+func Path(state string) string { return filepath.Join(state, FileName) }
+
+// Load reads the file at path; a missing file is the zero File.
+func Load(path string) (File, error) {
+	var f File
+	b, err := os.ReadFile(path) // #nosec G304 -- the workspace's own configuration
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("read %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return f, fault.Invalid("%s: %v", path, err)
+	}
+	return f, nil
+}
+
+// Save writes f to path atomically and durably. It refuses a DSN that holds a password.
+func Save(path string, f File) error {
+	if HasPassword(f.DB) {
+		return fault.Invalid("%s: the db DSN holds a password; it must come from PGPASSWORD or ~/.pgpass", path)
+	}
+	var b bytes.Buffer
+	b.WriteString("# plan's workspace configuration (see docs/config.md). It holds no secret.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if err := fsx.Replace(path, b.Bytes(), true); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// HasPassword says whether a postgres DSN carries a password.
+func HasPassword(dsn string) bool {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
+}
+
+// RedactDSN returns dsn without its password (what the file records), and whether it had one.
+func RedactDSN(dsn string) (string, bool) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn, false
+	}
+	if _, ok := u.User.Password(); !ok {
+		return dsn, false
+	}
+	u.User = url.User(u.User.Username())
+	return u.String(), true
+}
+
+// StoreKind classifies a store URL: "" (private), "file" or "s3"; anything else is invalid.
+func StoreKind(store string) (string, error) {
+	switch {
+	case store == "":
+		return "", nil
+	case strings.HasPrefix(store, "s3://"):
+		u, err := url.Parse(store)
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", store)
+		}
+		return "s3", nil
+	case strings.HasPrefix(store, "file://"):
+		u, err := url.Parse(store)
+		if err != nil || u.Host != "" || !filepath.IsAbs(u.Path) || u.RawQuery != "" || u.User != nil ||
+			filepath.Clean(u.Path) != strings.TrimSuffix(u.Path, "/") && u.Path != "/" {
+			return "", fault.Invalid("store URL %q: want file:///absolute/path", store)
+		}
+		return "file", nil
+	}
+	return "", fault.Invalid("store URL %q: want file:///absolute/path or s3://bucket[/prefix]", store)
+}
+
+// FilePath is the directory of a file:// store URL (StoreKind said "file").
+func FilePath(store string) string {
+	u, _ := url.Parse(store)
+	return filepath.Clean(u.Path)
+}
+
+// DBKind classifies a DSN: "" (the workspace's .plan/plan.db), "sqlite" or "postgres".
+func DBKind(dsn string) (string, error) {
+	switch {
+	case dsn == "":
+		return "", nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		if _, err := url.Parse(dsn); err != nil {
+			return "", fault.Invalid("db DSN: %v", redactErr(err))
+		}
+		return "postgres", nil
+	case strings.HasPrefix(dsn, "sqlite://"):
+		u, err := url.Parse(dsn)
+		if err != nil || u.Host != "" || !filepath.IsAbs(u.Path) {
+			return "", fault.Invalid("db DSN %q: want sqlite:///absolute/path", dsn)
+		}
+		return "sqlite", nil
+	}
+	return "", fault.Invalid("db DSN: want sqlite:///absolute/path or postgres://user@host:port/database")
+}
+
+// redactErr drops what a url.Error repeats of the DSN (it may hold a password).
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// ParseBytes reads a size: a number of bytes, or a number with KB, MB, GB (10^n) or KiB, MiB,
+// GiB (2^n).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != s || n > (1<<62)/mult {
+		return 0, fault.Invalid("size %q: want a positive number of bytes, e.g. 500MB or 2GiB", s)
+	}
+	return n * mult, nil
+}

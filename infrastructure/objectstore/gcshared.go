@@ -1,0 +1,280 @@
+package objectstore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// SharedGCResult says what one collection of a shared store did (see marks.go for the protocol).
+type SharedGCResult struct {
+	// PacksDeleted were swept: condemned by a mark older than the grace period and still holding
+	// nothing live. PacksKept were condemned but turned out live again (a writer came to rely on
+	// them); they stay, and a later gc looks at them afresh.
+	PacksDeleted, PacksKept int
+	// PacksRewritten had their live records copied into new packs; PacksCondemned (those, the
+	// packs with nothing live and the orphans of crashed uploads) are named by the new mark.
+	PacksRewritten, PacksCondemned int
+	// MarksSwept were processed and removed; MarksPending are younger than the grace period.
+	MarksSwept, MarksPending int
+	// BytesReclaimed is what the sweep deleted minus what the rewrite wrote.
+	BytesReclaimed int64
+	// LiveObjects is the size of the last live set computed.
+	LiveObjects int
+}
+
+// LiveFunc returns the roots of a shared store's live set: roots, which MUST be readable (the
+// collecting workspace's own, which no one else removes), and maybe, which another workspace's
+// records name and which may vanish while the gc runs (that workspace pruned them and a gc of its
+// own swept them) or belong to a pending record whose transaction failed. SharedGC calls it afresh
+// for each phase, and reads the index again after it, so every object a record it returned
+// references is indexed (a record is visible only after its objects are).
+type LiveFunc func() (roots, maybe []tree.Hash, err error)
+
+// liveSet computes the live set from live's roots, with an index at least as new as the records.
+func (s *Store) liveSet(live LiveFunc) (map[tree.Hash]struct{}, error) {
+	roots, maybe, err := live()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return s.ReachableWith(roots, maybe)
+}
+
+// SharedGC collects a shared store without any lock in common with its writers: it sweeps the
+// marks at least grace old, then marks what is dead now (see marks.go). With grace zero it also
+// sweeps the mark it just wrote, after computing the live set again. Only one SharedGC runs at a
+// time in a process; two in different processes are safe (each sweep recomputes what is live),
+// merely wasteful.
+func (s *Store) SharedGC(live LiveFunc, grace time.Duration) (SharedGCResult, error) {
+	var res SharedGCResult
+	if !s.shared {
+		return res, fmt.Errorf("gc: the store is not shared")
+	}
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	if err := s.reload(); err != nil {
+		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	now, err := s.be.Now()
+	if err != nil {
+		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	s.mu.RLock()
+	marks := slices.Clone(s.marks)
+	s.mu.RUnlock()
+	var due []mark
+	for _, m := range marks {
+		if grace <= 0 || now.Sub(m.at) >= grace {
+			due = append(due, m)
+		} else {
+			res.MarksPending++
+		}
+	}
+	if err := s.sweep(live, due, &res); err != nil {
+		return res, err
+	}
+	name, err := s.condemn(live, grace, now, &res)
+	if err != nil || name == "" || grace > 0 {
+		if name != "" {
+			res.MarksPending++
+		}
+		return res, err
+	}
+	if err := s.reload(); err != nil {
+		return res, fmt.Errorf("gc: %w", err)
+	}
+	s.mu.RLock()
+	var fresh []mark
+	for _, m := range s.marks {
+		if m.name == name {
+			fresh = append(fresh, m)
+		}
+	}
+	s.mu.RUnlock()
+	return res, s.sweep(live, fresh, &res)
+}
+
+// sweep deletes the packs marks condemn that hold nothing live, and removes the marks. The live
+// set is computed after every mark in marks was visible, which is what makes the deletion safe.
+func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	set, err := s.liveSet(live)
+	if err != nil {
+		return fmt.Errorf("gc: find live objects (nothing was deleted): %w", err)
+	}
+	res.LiveObjects = len(set)
+	condemned := map[string]bool{}
+	for _, m := range marks {
+		for _, id := range m.packs {
+			condemned[id] = true
+		}
+	}
+	// Keep what is live, the chains of live deltas, and the base of every delta in a pack that
+	// stays: those packs are not all eligible for deletion, so the plan's rule applies as is.
+	keep, err := s.keeping(set)
+	if err != nil {
+		return fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	drop, _, err := s.plan(keep, func(p *packFile) bool { return condemned[p.id] }, true)
+	if err != nil {
+		return err
+	}
+	dropped := map[string]bool{}
+	for _, u := range drop {
+		dropped[u.p.id] = true
+	}
+	// Orphans (packs without an idx) are not in the index: a mark names them by id.
+	pl, err := s.listPacks()
+	if err != nil {
+		return fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	for _, id := range pl.orphans {
+		if condemned[id] {
+			dropped[id] = true
+		}
+	}
+	ids := make([]string, 0, len(dropped))
+	for id := range dropped {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if p := s.packFileOf(id); p != nil {
+			res.BytesReclaimed += max(p.size, 0) + p.idxSize
+		} else {
+			res.BytesReclaimed += pl.size[id]
+		}
+	}
+	res.PacksKept += len(condemned) - len(ids)
+	if err := s.removePacks(ids); err != nil {
+		return err
+	}
+	res.PacksDeleted += len(ids)
+	for _, m := range marks {
+		if err := s.be.Remove(marksDir + "/" + m.name); err != nil {
+			return fmt.Errorf("gc: remove the swept mark %s: %w", m.name, err)
+		}
+		res.MarksSwept++
+	}
+	return s.reload()
+}
+
+// keeping is what a shared gc keeps of live set: the set and the base chains of its deltas.
+func (s *Store) keeping(set map[tree.Hash]struct{}) (*gcLive, error) {
+	keep := &gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
+	s.mu.RLock()
+	for h, l := range s.index.all() {
+		if _, ok := set[h]; ok && l.kind.delta() {
+			keep.work = append(keep.work, h)
+		}
+	}
+	s.mu.RUnlock()
+	return keep, keep.closeChains(false)
+}
+
+func (s *Store) packFileOf(id string) *packFile {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.packs[id]
+}
+
+// removePacks deletes packs of a shared store: each idx before its pack, so no reader finds an
+// idx whose pack is gone for a reason other than a sweep in progress (which it reports as such
+// only after looking again).
+func (s *Store) removePacks(ids []string) error {
+	s.mu.Lock()
+	gone := map[*packFile]bool{}
+	for _, id := range ids {
+		if p, ok := s.packs[id]; ok {
+			gone[p] = true
+			delete(s.packs, id)
+			s.retired = append(s.retired, p)
+		}
+	}
+	s.index.dropPacks(gone)
+	s.mu.Unlock()
+	for i, id := range ids {
+		for _, name := range []string{idxName(id), packName(id)} {
+			if err := s.be.Remove(name); err != nil {
+				return fmt.Errorf("gc: delete pack %s (the next gc finishes it): %w", id, err)
+			}
+		}
+		if i == 0 {
+			if err := s.hit("gc.deleted-one"); err != nil {
+				return err
+			}
+		}
+	}
+	return s.be.Sync("packs")
+}
+
+// condemn is the mark phase: it rewrites the sparse packs among those older than grace, and
+// writes a mark naming every such pack that then holds nothing live, plus the orphans older than
+// grace. It returns the mark's name ("" when there was nothing to condemn).
+func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *SharedGCResult) (string, error) {
+	set, err := s.liveSet(live)
+	if err != nil {
+		return "", fmt.Errorf("gc: find live objects (nothing was condemned): %w", err)
+	}
+	res.LiveObjects = len(set)
+	pl, err := s.listPacks()
+	if err != nil {
+		return "", err
+	}
+	s.mu.RLock()
+	condemned := s.condemned
+	s.mu.RUnlock()
+	old := func(id string) bool {
+		t, ok := pl.mtime[id]
+		return ok && (grace <= 0 || now.Sub(t) >= grace) // no grace: whatever the clocks say
+	}
+	eligible := func(p *packFile) bool { return p.size >= 0 && !condemned[p.id] && old(p.id) }
+	keep, err := s.keeping(set)
+	if err != nil {
+		return "", fmt.Errorf("gc (nothing was condemned): %w", err)
+	}
+	drop, rewrite, err := s.plan(keep, eligible, false)
+	if err != nil {
+		return "", err
+	}
+	if len(rewrite) > 0 {
+		written, err := s.rewrite(rewrite)
+		if err != nil {
+			return "", err
+		}
+		res.PacksRewritten += len(rewrite)
+		res.BytesReclaimed -= written
+		if err := s.hit("gc.rewritten"); err != nil {
+			return "", err
+		}
+	}
+	var ids []string
+	for _, u := range slices.Concat(drop, rewrite) {
+		ids = append(ids, u.p.id)
+	}
+	for _, id := range pl.orphans {
+		if !condemned[id] && old(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	slices.Sort(ids)
+	name, err := s.writeMark(ids)
+	if err != nil {
+		return "", err
+	}
+	res.PacksCondemned += len(ids)
+	if err := s.hit("gc.marked"); err != nil {
+		return name, err
+	}
+	return name, s.reload()
+}

@@ -1,0 +1,287 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// shortBackoff makes Open give up on a server quickly.
+func shortBackoff(t *testing.T) {
+	t.Helper()
+	was, budget := connectBackoff, connectBudget
+	connectBackoff, connectBudget = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, time.Second
+	t.Cleanup(func() { connectBackoff, connectBudget = was, budget })
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// A server that cannot be reached is fault.ErrUnavailable, quickly, naming the server and never
+// the password, whether the URL holds it as user info or as a parameter.
+func TestUnreachableServerIsUnavailable(t *testing.T) {
+	shortBackoff(t)
+	ctx := context.Background()
+	addr := closedPort(t)
+	for name, dsn := range map[string]string{
+		"refused":          "postgres://plan:s3cret-pw@" + addr + "/plan?sslmode=disable",
+		"password in URL":  "postgresql://plan@" + addr + "/plan?sslmode=disable&password=s3cret-pw",
+		"unknown host":     "postgres://plan:s3cret-pw@plan-test-host.invalid:5432/plan?sslmode=disable",
+		"refused, no port": "postgres://plan:s3cret-pw@127.0.0.1:1/plan?sslmode=disable",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Open(ctx, dsn, false, WithWorkspace("w"))
+			if !errors.Is(err, fault.ErrUnavailable) {
+				t.Fatalf("Open = %v, want unavailable", err)
+			}
+			u, _ := url.Parse(dsn)
+			if msg := err.Error(); strings.Contains(msg, "s3cret") || !strings.Contains(msg, u.Host) {
+				t.Fatalf("message %q: want the server %s and no password", msg, u.Host)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
+	// A URL pgx refuses is invalid input, and its message holds no password either.
+	if _, err := Open(ctx, "postgres://plan:s3cret-pw@"+addr+"/plan?sslmode=bogus", false, WithWorkspace("w")); !errors.Is(err, fault.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a URL pgx refuses: %v", err)
+	}
+	// The budget bounds the whole, backoff included.
+	connectBackoff, connectBudget = []time.Duration{time.Minute}, 100*time.Millisecond
+	start := time.Now()
+	if _, err := Open(ctx, "postgres://plan@"+addr+"/plan", false, WithWorkspace("w")); !errors.Is(err, fault.ErrUnavailable) || time.Since(start) > 2*time.Second {
+		t.Fatalf("open within a budget shorter than the backoff: %v after %v", err, time.Since(start))
+	}
+	// A cancelled caller is told so, not that the server is down.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Open(cctx, "postgres://plan@"+addr+"/plan", false, WithWorkspace("w")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled open: %v", err)
+	}
+}
+
+// A database the server does not have, and credentials it refuses, are unavailable too: nothing
+// was changed and the same open can work once the server is set up.
+func TestMissingDatabaseIsUnavailable(t *testing.T) {
+	shortBackoff(t)
+	dsn := newPostgres(t)
+	u, _ := url.Parse(dsn)
+	u.Path = "/plan_test_no_such_database"
+	u.User = url.UserPassword(u.User.Username(), "s3cret-pw")
+	_, err := Open(context.Background(), u.String(), true, WithWorkspace("w"))
+	if !errors.Is(err, fault.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open = %v", err)
+	}
+}
+
+// The target a message prints never holds the password.
+func TestTargetIsRedacted(t *testing.T) {
+	tg, err := parseTarget("postgres://plan:pw-one@db.example:6543/meta?sslmode=require&password=pw-two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.dialect != Postgres || strings.Contains(tg.shown, "pw-") || tg.hostPort != "db.example:6543" || !strings.Contains(tg.shown, "db.example:6543/meta") {
+		t.Fatalf("%+v", tg)
+	}
+	if r := (redacted{errors.New("dial pw-two failed"), tg.password}).Error(); strings.Contains(r, "pw-two") {
+		t.Fatal(r)
+	}
+	if tg, _ := parseTarget("postgres:///meta"); tg.hostPort == "" {
+		t.Fatal("no server named for a URL without a host")
+	}
+}
+
+// A connection lost in the middle of a transaction is fault.ErrUnavailable; what the server
+// refuses (a duplicate key) keeps its own kind; a statement the server rejects is neither.
+func TestLostConnectionIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	dsn := newPostgres(t)
+	db, err := Open(ctx, dsn, true, WithWorkspace("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	cps := NewCheckpoints(db)
+	if err := cps.Add(ctx, newCP(t, id1, time.Unix(1, 0))); err != nil {
+		t.Fatal(err)
+	}
+	if err := cps.Add(ctx, newCP(t, id1, time.Unix(1, 0))); !errors.Is(err, fault.ErrConflict) || errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("a duplicate: %v", err)
+	}
+	err = NewTransactor(db).Do(ctx, func(ctx context.Context) error {
+		u, err := unitOf(ctx)
+		if err != nil {
+			return err
+		}
+		var pid int
+		if err := u.tx.Raw(`SELECT pg_backend_pid()`).Scan(&pid).Error; err != nil {
+			return err
+		}
+		pgExec(t, dsn, fmt.Sprintf(`SELECT pg_terminate_backend(%d)`, pid))
+		return cps.Add(ctx, newCP(t, id2, time.Unix(2, 0)))
+	})
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("a write on a lost connection: %v", err)
+	}
+	// The pool reconnects: the handle goes on working, and the lost write did not happen.
+	if _, err := cps.Get(ctx, id2); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("the lost write: %v", err)
+	}
+	if err := db.gorm.Exec(`SELECT no_such_column FROM checkpoints`).Error; err == nil || fault.Kind(err) != nil {
+		t.Fatalf("a statement the server rejects: %v", err)
+	}
+	for _, e := range []error{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), fmt.Errorf("read: %w", net.ErrClosed)} {
+		if !lostConnection(e) {
+			t.Errorf("%v is a lost connection", e)
+		}
+	}
+}
+
+// On PostgreSQL the schema is the same as on SQLite, translated: 64-bit integers (no column can
+// overflow at a nanosecond timestamp), booleans for the flags, and the columns schemaAt promises.
+// IntegrityCheck reports a missing table or column and rows of no listed workspace.
+func TestPostgresSchemaAndIntegrityCheck(t *testing.T) {
+	ctx := context.Background()
+	onEngines(t, func(t *testing.T, e engine) {
+		db := e.open(t)
+		for table, want := range schemaAt(latestSchema()) {
+			have, err := db.columnsOf(db.gorm, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cols []string
+			for c := range have {
+				cols = append(cols, c)
+			}
+			slices.Sort(cols)
+			want = slices.Sorted(slices.Values(want))
+			if !slices.Equal(cols, want) {
+				t.Errorf("%s has %v, schemaAt says %v", table, cols, want)
+			}
+		}
+	})
+	dsn := newPostgres(t)
+	db, err := Open(ctx, dsn, true, WithWorkspace("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	var types []struct{ TableName, ColumnName, DataType string }
+	if err := db.gorm.Raw(`SELECT table_name, column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema()`).Scan(&types).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range types {
+		flag := flagColumns[c.TableName][c.ColumnName]
+		if c.DataType == "integer" || flag != (c.DataType == "boolean") || !slices.Contains([]string{"bigint", "text", "boolean"}, c.DataType) {
+			t.Errorf("%s.%s is %s", c.TableName, c.ColumnName, c.DataType)
+		}
+	}
+	if p, err := db.IntegrityCheck(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("healthy: %v, %v", p, err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO operations (workspace_id, id, kind, started_at, finished_at, outcome) VALUES ('nobody', 'o', 'run', 1, 2, 'ok')`,
+		`ALTER TABLE checkpoints DROP COLUMN labels`,
+		`DROP TABLE history`,
+	} {
+		if err := db.gorm.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := db.IntegrityCheck(ctx)
+	if err != nil || len(p) != 3 || !strings.Contains(strings.Join(p, "\n"), "checkpoints lacks the columns labels") ||
+		!strings.Contains(strings.Join(p, "\n"), "history is missing") || !strings.Contains(strings.Join(p, "\n"), "operations has 1 rows of no listed workspace") {
+		t.Fatalf("damage: %q, %v", p, err)
+	}
+	if err := db.gorm.Exec(`DROP TABLE schema_migrations`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.IntegrityCheck(ctx); err == nil {
+		t.Fatal("a check without a schema version passed")
+	}
+}
+
+// An empty or incomplete PostgreSQL database is refused as SQLite's is; a shared database needs a
+// workspace ID, and one it does not hold is not found unless it may be made.
+func TestPostgresOpenRefusals(t *testing.T) {
+	ctx := context.Background()
+	dsn := newPostgres(t)
+	if _, err := Open(ctx, dsn, false, WithWorkspace("w")); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("an empty database without create: %v", err)
+	}
+	if _, err := Open(ctx, dsn, true); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("no workspace ID: %v", err)
+	}
+	db, err := Open(ctx, dsn, true, WithWorkspace("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := dsn // the target as printed: its password masked
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			shown = u.String()
+		}
+	}
+	if db.Dialect() != Postgres || db.Target() != shown {
+		t.Fatalf("target %s, want %s", db.Target(), shown)
+	}
+	_ = db.Close()
+	if _, err := Open(ctx, dsn, false, WithWorkspace("other")); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("an unknown workspace: %v", err)
+	}
+	pgExec(t, dsn, `DROP TABLE attempts`)
+	if _, err := Open(ctx, dsn, false, WithWorkspace("w")); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("a dropped table: %v", err)
+	}
+}
+
+// A transaction whose commit fails after its record was prepared and noted (a deferred constraint,
+// checked only at commit) leaves no record on PostgreSQL either.
+func TestPostgresCommitFailureDiscardsThePreparedRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixtureOn(t, engines[1], 1)
+	for _, stmt := range []string{
+		`CREATE FUNCTION plan_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$`,
+		`CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON history DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION plan_test_refuse()`,
+	} {
+		if err := f.db.gorm.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := f.db.write(ctx, "history", "h", func(tx *gorm.DB) error {
+		return tx.Exec(`INSERT INTO history (workspace_id, id, kind, target_checkpoint, backup_checkpoint, started_at, finished_at, added, modified, deleted)
+			VALUES (?, 'h', 'rollback', '', '', 1, 2, 0, 0, 0)`, f.db.WorkspaceID()).Error
+	})
+	if err == nil || !strings.Contains(err.Error(), "refused at commit") {
+		t.Fatalf("a commit the server refuses: %v", err)
+	}
+	committed, pending := f.names(t)
+	if len(committed) != 1 || len(pending) != 0 {
+		t.Fatalf("records %v, pending %v", committed, pending)
+	}
+	f.rebuildMatches(t, dump(t, f.db))
+}

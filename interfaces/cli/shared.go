@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+)
+
+// sharedCommands are the commands of a shared store: the workspaces it holds, and a clone of one
+// of their checkpoints.
+func (h *handler) sharedCommands() []*ucli.Command {
+	storeFlag := &ucli.StringFlag{Name: "store", Usage: "the shared store's `URL` (file:///abs/path or s3://bucket[/prefix])", Required: true}
+	dbFlag := &ucli.StringFlag{Name: "db", Usage: "the `DSN` of the database its workspaces share, if they do (postgres://… or sqlite:///abs/path)"}
+	return []*ucli.Command{
+		{
+			Name: "workspaces", Usage: "list the workspaces a shared store holds",
+			Flags:  []ucli.Flag{storeFlag, dbFlag},
+			Action: h.workspaces,
+		},
+		{
+			Name: "clone", Usage: "materialise a workspace's checkpoint into an empty directory, as a new workspace on the same store",
+			ArgsUsage: "DIR",
+			Flags: []ucli.Flag{storeFlag, dbFlag,
+				&ucli.StringFlag{Name: "workspace", Usage: "the workspace `ID` to clone from (see plan workspaces)", Required: true},
+				&ucli.StringFlag{Name: "checkpoint", Usage: "the checkpoint `ID` to clone (default: the workspace's newest)"},
+			},
+			Action: h.clone,
+		},
+	}
+}
+
+type workspaceView struct {
+	WorkspaceID      string     `json:"workspace_id"`
+	Root             string     `json:"root"`
+	Host             string     `json:"host"`
+	CreatedAt        *time.Time `json:"created_at"`
+	Checkpoints      int        `json:"checkpoints"`
+	LastCheckpointAt *time.Time `json:"last_checkpoint_at"`
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Second)
+	return &u
+}
+
+func (h *handler) workspaces(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ws, err := s.Workspaces(c.Context)
+	if err != nil {
+		return err
+	}
+	views := make([]workspaceView, len(ws))
+	for i, w := range ws {
+		views[i] = workspaceView{WorkspaceID: w.ID, Root: w.Root, Host: w.Host, CreatedAt: timeOrNil(w.CreatedAt),
+			Checkpoints: w.Checkpoints, LastCheckpointAt: timeOrNil(w.LastCheckpointAt)}
+	}
+	return h.emit(views, func(w io.Writer) {
+		if len(views) == 0 {
+			_, _ = fmt.Fprintf(w, "The store %s holds no workspace.\n", c.String("store"))
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		_, _ = fmt.Fprintln(tw, "WORKSPACE\tHOST\tROOT\tCHECKPOINTS\tLAST CHECKPOINT")
+		for _, v := range views {
+			last := "-"
+			if v.LastCheckpointAt != nil {
+				last = v.LastCheckpointAt.Format(time.DateTime)
+			}
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.WorkspaceID, orDash(v.Host), orDash(v.Root), v.Checkpoints, last)
+		}
+		_ = tw.Flush()
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+type cloneView struct {
+	WorkspaceID        string `json:"workspace_id"`
+	Root               string `json:"root"`
+	Store              string `json:"store"`
+	DB                 string `json:"db"`
+	SourceWorkspaceID  string `json:"source_workspace_id"`
+	SourceCheckpointID string `json:"source_checkpoint_id"`
+	CheckpointID       string `json:"checkpoint_id"`
+	Files              int64  `json:"files"`
+	Bytes              int64  `json:"bytes"`
+}
+
+// clone finds the source checkpoint, makes DIR a new workspace on the same store and database,
+// adopts the checkpoint as its first (type clone), and rolls DIR back to it: the journaled rollback
+// makes the materialisation crash-safe like any other. A clone that adopted nothing (the
+// checkpoint's content is gone from the store, say) removes the workspace it made, so that DIR
+// takes the next attempt; once adopted, the checkpoint stays, and a failed materialisation says how
+// to finish it.
+func (h *handler) clone(c *ucli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("clone needs exactly one argument: the directory to clone into")
+	}
+	dir := c.Args().First()
+	if !filepath.IsAbs(dir) && h.r.Dir != "" {
+		dir = filepath.Join(h.r.Dir, dir)
+	}
+	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
+	if err != nil {
+		return err
+	}
+	src, err := s.Checkpoint(c.Context, c.String("workspace"), c.String("checkpoint"))
+	s.Close()
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Lstat(dir)
+	made := errors.Is(statErr, fs.ErrNotExist)
+	if err := bootstrap.EmptyDir(dir); err != nil {
+		return err
+	}
+	h.root = dir
+	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
+	adopted, state := false, ""
+	err = h.with(c.Context, true, func(app *bootstrap.App) error {
+		state = app.Services.Layout.State()
+		svc := app.Services.Checkpoints
+		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root,
+			Note: fmt.Sprintf("cloned from workspace %s, checkpoint %s", src.Workspace, src.ID)})
+		if err != nil {
+			return fmt.Errorf("clone checkpoint %s of workspace %s: %w", src.ID, src.Workspace, err)
+		}
+		adopted = true
+		if _, err := svc.Rollback(c.Context, application.RollbackRequest{Ref: string(cp.ID()), Progress: h.progress(), Warn: h.warn}); err != nil {
+			return fmt.Errorf("materialise checkpoint %s in %s (plan rollback --to-checkpoint %s finishes it): %w", src.ID, dir, cp.ID(), err)
+		}
+		setup := app.Services.Setup
+		v := cloneView{WorkspaceID: app.Services.DB.WorkspaceID(), Root: setup.Layout.Root, Store: setup.File.Store, DB: setup.File.DB,
+			SourceWorkspaceID: src.Workspace, SourceCheckpointID: src.ID, CheckpointID: string(cp.ID()),
+			Files: cp.Stats().Files, Bytes: cp.Stats().Bytes}
+		return h.emit(v, func(w io.Writer) {
+			_, _ = fmt.Fprintf(w, "Cloned checkpoint %s of workspace %s into %s: %d files, %s.\n",
+				v.SourceCheckpointID, v.SourceWorkspaceID, v.Root, v.Files, humanBytes(v.Bytes))
+			_, _ = fmt.Fprintf(w, "New workspace %s; its history starts at checkpoint %s.\n", v.WorkspaceID, v.CheckpointID)
+		})
+	})
+	if err != nil && !adopted {
+		if state != "" { // else Open failed, and removed what it made
+			_ = os.RemoveAll(state)
+		}
+		if made {
+			_ = os.Remove(dir)
+		}
+	}
+	return err
+}
