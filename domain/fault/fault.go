@@ -19,6 +19,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrIntegrity: stored data is corrupt or missing.
 	ErrIntegrity = errors.New("integrity")
+	// ErrUnavailable: a shared store or database could not be reached (network, credentials,
+	// a server down). Nothing was changed; the same request may succeed later.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Error is an error of a known kind with a human message and an optional cause.
@@ -42,10 +45,10 @@ func (e *Error) Is(target error) bool { return target == e.kind }
 func (e *Error) Unwrap() error { return e.err }
 
 // Kind returns the kind sentinel of err, or nil when err carries none. When an error carries
-// several (errors.Join), integrity wins, then invalid input, not found and conflict: damage must
-// never be reported as something milder.
+// several (errors.Join), integrity wins, then invalid input, not found, conflict and unavailable:
+// damage must never be reported as something milder.
 func Kind(err error) error {
-	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict} {
+	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict, ErrUnavailable} {
 		if errors.Is(err, k) {
 			return k
 		}
@@ -68,6 +71,9 @@ func Conflict(format string, args ...any) error { return newf(ErrConflict, forma
 
 // Integrity returns an ErrIntegrity error with a formatted message.
 func Integrity(format string, args ...any) error { return newf(ErrIntegrity, format, args...) }
+
+// Unavailable returns an ErrUnavailable error with a formatted message.
+func Unavailable(format string, args ...any) error { return newf(ErrUnavailable, format, args...) }
 
 // Wrap classifies cause as kind, keeping it reachable through errors.Unwrap.
 func Wrap(kind, cause error, format string, args ...any) error {

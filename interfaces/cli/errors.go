@@ -67,4 +67,7 @@ var kindCodes = []struct {
 	{fault.ErrInvalid, ExitInvalid, "invalid"},
 	{fault.ErrNotFound, ExitNotFound, "not_found"},
 	{fault.ErrConflict, ExitConflict, "conflict"},
+	// A shared store or database out of reach: exit 1 like any failure the user cannot fix by
+	// changing the request, with its own kind so scripts can retry.
+	{fault.ErrUnavailable, ExitInternal, "unavailable"},
 }

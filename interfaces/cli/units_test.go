@@ -238,6 +238,7 @@ func TestExitCode(t *testing.T) {
 		{"not found joined with integrity", errors.Join(fault.Integrity("corrupt"), fault.NotFound("gone")), ExitIntegrity, "integrity"},
 		{"decision failed", failed, ExitInternal, "decision_failed"},
 		{"decision failed joined with a classified error", errors.Join(failed, fault.Conflict("busy")), ExitConflict, "conflict"},
+		{"unavailable", fmt.Errorf("open store: %w", fault.Unavailable("s3://b: connection refused")), ExitInternal, "unavailable"},
 		{"plain", errors.New("boom"), ExitInternal, "internal"},
 	}
 	for _, c := range cases {
