@@ -63,7 +63,7 @@ func (x *objIndex) packNumber(p *packFile) uint32 {
 // find returns the table slot of h: the one holding its entry, dead or alive, or the free one
 // where it would go.
 func (x *objIndex) find(h *tree.Hash) int {
-	mask := uint64(len(x.table) - 1)
+	mask := uint64(len(x.table) - 1)                   // #nosec G115 -- the table is never empty (a power of two)
 	i := int(binary.LittleEndian.Uint64(h[:8]) & mask) // #nosec G115 -- masked below the table's length
 	for {
 		e := x.table[i]
