@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
@@ -336,4 +339,46 @@ func TestTrackedObjectsMissingFromTheStore(t *testing.T) {
 	}
 	w.requireSnapshotExact(snap.Root, nil, "into a store without the objects")
 	w.requireCounts(tr, 1, 1, "objects missing")
+}
+
+// TestTrackedPathTooLong: a file created in a deep directory whose path would be longer than a
+// tree may hold fails the tracked snapshot as it fails a walk (a checkpoint that could not be
+// restored); once it is gone the next snapshot is exact.
+func TestTrackedPathTooLong(t *testing.T) {
+	w := newTestWS(t)
+	var parts []string
+	for i := 0; len(strings.Join(parts, "/")) < tree.MaxPathLen-250; i++ {
+		parts = append(parts, strings.Repeat(string(rune('a'+i%26)), 150))
+	}
+	deep := strings.Join(parts, "/")
+	w.write(deep+"/ok", "ok", 0o644)
+	tr := w.tracked()
+	w.snapshot()
+	requireWatching(t, tr)
+	dfd := openDirFd(t, w.abs(deep))
+	long := strings.Repeat("z", 250)
+	fd, err := unix.Openat(dfd, long, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unix.Close(fd)
+	_, err = w.sc.Snapshot(t.Context(), nil)
+	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "more than the 4096 a path may have") {
+		t.Fatalf("a path too long: %v", err)
+	}
+	if err := unix.Unlinkat(dfd, long, 0); err != nil {
+		t.Fatal(err)
+	}
+	snap := w.snapshot()
+	w.requireSnapshotExact(snap.Root, nil, "after the long path was removed")
+}
+
+func openDirFd(t *testing.T, p string) int {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	return fd
 }
