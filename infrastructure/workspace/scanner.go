@@ -278,6 +278,9 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 	names.sort()
 	rec, hasRec := sc.old.dir(n.rel)
 	n.base = rec.hash
+	if hasRec && !rec.wellFormed() {
+		hasRec = false // a damaged record vouches for nothing, not even the entries before the damage
+	}
 	exact := hasRec && rec.exact
 	recorded := rec.iter()
 	var ce cachedEntry

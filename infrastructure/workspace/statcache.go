@@ -132,6 +132,17 @@ type entryIter struct {
 
 func (r dirRecord) iter() entryIter { return entryIter{b: r.body, left: r.count} }
 
+// wellFormed reports whether every entry of the record decodes. A walk checks it before it
+// merges the record with the live names: an entry decoded before the damage is found must not be
+// trusted either.
+func (r dirRecord) wellFormed() bool {
+	it := r.iter()
+	var e cachedEntry
+	for it.next(&e) {
+	}
+	return it.err == nil
+}
+
 var errBadCache = errors.New("malformed stat cache")
 
 // next decodes the next entry into e; false at the end or on damage (err says which).
