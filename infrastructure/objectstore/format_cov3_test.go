@@ -212,3 +212,55 @@ func TestStoreEntriesFailuresStoreNothing(t *testing.T) {
 		}
 	})
 }
+
+// The idx parsers refuse input too short to hold a header, whatever its first bytes, and never
+// read past it.
+func TestIdxParsersRefuseShortInput(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("PLAN"), []byte(idxMagic), []byte(idxMagic + "\x00\x00\x00\x00")} {
+		if v := idxVersion(b); len(b) < len(idxMagic) && v != 0 {
+			t.Fatalf("idxVersion(%q) = %d, want none", b, v)
+		}
+		called := false
+		if _, err := walkIdx(b, func(*idxEntry) { called = true }); err == nil || called {
+			t.Fatalf("walkIdx(%q) = %v (entries seen: %v)", b, err, called)
+		}
+		if _, _, err := decodeIdx(b); err == nil {
+			t.Fatalf("decodeIdx(%q) accepted it", b)
+		}
+	}
+}
+
+// Sizes are encoded clamped: a negative size (a bug upstream) is written as 0, never wrapped into
+// a huge value a reader would then try to honour.
+func TestNegativeSizesAreClampedNotWrapped(t *testing.T) {
+	if got := u64(-5); got != 0 {
+		t.Fatalf("u64(-5) = %d", got)
+	}
+	if got := u64(1 << 40); got != 1<<40 {
+		t.Fatalf("u64(1<<40) = %d", got)
+	}
+	hdr := appendRecordHeader(nil, BlobObject, tree.Hash{1}, -1, -1)
+	e, n, err := parseRecordHeader(hdr)
+	if err != nil || n != len(hdr) || e.raw != 0 || e.comp != 0 {
+		t.Fatalf("header of negative sizes reads back as %+v (%d of %d bytes), %v", e, n, len(hdr), err)
+	}
+}
+
+// Every record kind rebuilds to a blob or a tree: a delta to what it is a delta of, a whole
+// object to itself.
+func TestKindObject(t *testing.T) {
+	for k, want := range map[Kind]Kind{
+		BlobObject: BlobObject, TreeObject: TreeObject,
+		BlobDeltaObject: BlobObject, TreeDeltaObject: TreeObject,
+	} {
+		if got := k.object(); got != want {
+			t.Fatalf("%v.object() = %v, want %v", k, got, want)
+		}
+		if k.delta() != (k != want) {
+			t.Fatalf("%v.delta() = %v", k, k.delta())
+		}
+		if want.delta() || deltaOf(want).object() != want {
+			t.Fatalf("deltaOf(%v) = %v", want, deltaOf(want))
+		}
+	}
+}
