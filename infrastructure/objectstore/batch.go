@@ -628,10 +628,9 @@ func (pw *packWriter) finish() error {
 	return nil
 }
 
+// install moves the finished pack and its idx into packs/. Commit calls it once per pack: a batch
+// whose commit failed (installed or not) cannot commit again.
 func (pw *packWriter) install() error {
-	if pw.installed {
-		return nil
-	}
 	if err := pw.s.be.Install(pw.tmpPack, packName(pw.id)); err != nil {
 		return fmt.Errorf("install pack: %w", err)
 	}

@@ -40,12 +40,10 @@ func (s *Store) StoreEntries(entries []tree.Entry, blobs map[tree.Hash][]byte) (
 			return tree.ZeroHash, fault.Integrity("%q names object %s, which the store does not hold", e.Path, e.Hash)
 		}
 	}
-	root, rest, err := s.composeDir(b, "", sorted)
+	// At the root every path is under the prefix, so composeDir consumes every entry (or fails).
+	root, _, err := s.composeDir(b, "", sorted)
 	if err != nil {
 		return tree.ZeroHash, err
-	}
-	if len(rest) > 0 {
-		return tree.ZeroHash, fault.Invalid("%q lies under no listed directory", rest[0].Path)
 	}
 	if err := b.Commit(); err != nil {
 		return tree.ZeroHash, err

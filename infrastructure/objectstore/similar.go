@@ -32,10 +32,9 @@ var gear = func() (g [256]uint64) {
 	return g
 }()
 
-// samples calls fn with the hash of the 64 bytes before each sample point of b until fn returns
-// false. A gear hash depends on the last 64 bytes only; the point is chosen by its top bits, which
-// mix all 64.
-func samples(b []byte, fn func(uint64) bool) {
+// samples calls fn with the hash of the 64 bytes before each sample point of b. A gear hash
+// depends on the last 64 bytes only; the point is chosen by its top bits, which mix all 64.
+func samples(b []byte, fn func(uint64)) {
 	if len(b) <= 64 {
 		return
 	}
@@ -45,8 +44,8 @@ func samples(b []byte, fn func(uint64) bool) {
 	}
 	for _, c := range b[64:] {
 		h = h<<1 + gear[c]
-		if h < 1<<sampleShift && !fn(h) {
-			return
+		if h < 1<<sampleShift {
+			fn(h)
 		}
 	}
 }
@@ -59,18 +58,14 @@ func worthDelta(raw, base []byte) bool {
 		return true
 	}
 	in := make([]uint64, 0, len(base)>>(64-sampleShift)+16)
-	samples(base, func(h uint64) bool {
-		in = append(in, h)
-		return true
-	})
+	samples(base, func(h uint64) { in = append(in, h) })
 	slices.Sort(in)
 	seen, hits := 0, 0
-	samples(raw, func(h uint64) bool {
+	samples(raw, func(h uint64) {
 		seen++
 		if _, ok := slices.BinarySearch(in, h); ok {
 			hits++
 		}
-		return true
 	})
 	return seen == 0 || 4*hits >= seen // no sample point (a run of one byte, say): let the delta decide
 }
