@@ -90,6 +90,11 @@ func (s *Store) reload() error {
 	for id := range cond {
 		changed = changed || !s.condemned[id]
 	}
+	if !changed {
+		// The same packs are condemned, but maybe by other marks (one was swept, another names
+		// the same packs): a sweep must not count, nor remove again, a mark that is gone.
+		s.marks = marks
+	}
 	s.mu.Unlock()
 	if changed {
 		// The index may prefer a copy that is now condemned over one that is not: rebuild it.
