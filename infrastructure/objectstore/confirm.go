@@ -120,7 +120,10 @@ func (s *Store) rescue(hs []tree.Hash) error {
 			}
 			if err := s.copyRecord(b, h, l); err != nil {
 				if errors.Is(err, fault.ErrIntegrity) {
-					return fault.Wrap(fault.ErrConflict, err, "object %s this change uses is being collected by a gc of the shared store: run the command again", h)
+					// A conflict, and only that: the copy is garbage a gc is collecting, and running
+					// the command again stores a fresh one. Wrapping the cause would make the error
+					// an integrity error too, which the caller reports as damage to the store.
+					return fault.Conflict("object %s this change uses is being collected by a gc of the shared store: run the command again (%v)", h, err)
 				}
 				return err
 			}

@@ -29,6 +29,8 @@ type os2Backend struct {
 	hook  func(op, name string) error // nil: every call goes through
 	shift time.Duration
 	clock func() (time.Time, error) // nil: the machine's clock, shifted
+	// wrapOpen, when set, wraps the files Open returns.
+	wrapOpen func(name string, f File) File
 }
 
 func (b *os2Backend) check(op, name string) error {
@@ -81,7 +83,27 @@ func (b *os2Backend) Open(name string) (File, error) {
 	if err := b.check("Open", name); err != nil {
 		return nil, err
 	}
-	return b.Dir.Open(name)
+	f, err := b.Dir.Open(name)
+	b.mu.Lock()
+	wrap := b.wrapOpen
+	b.mu.Unlock()
+	if err != nil || wrap == nil {
+		return f, err
+	}
+	return wrap(name, f), nil
+}
+
+// os2FailingFile reads once; every later read fails (a medium failing under the reader).
+type os2FailingFile struct {
+	File
+	reads atomic.Int32
+}
+
+func (f *os2FailingFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.reads.Add(1) > 1 {
+		return 0, errOS2IO
+	}
+	return f.File.ReadAt(p, off)
 }
 
 func (b *os2Backend) Install(src, name string) error {
