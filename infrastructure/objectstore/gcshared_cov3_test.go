@@ -475,17 +475,18 @@ func TestOS2SharedGCRewritesASparsePack(t *testing.T) {
 }
 
 // os2DeltaStore holds, in format version 2 (an idx that does not name delta bases, so gc reads
-// them from the records): pack p0 a tree stored whole, p1 a dead delta of it, and p3 a live
-// checkpoint. Only p1's records tell that p0's tree must stay.
+// them from the records): pack p0 a tree stored whole, p1 a dead delta of it, and pLive a live
+// checkpoint next to a dead delta of p1's. Only the records of the deltas tell that p0 and p1
+// must stay.
 type os2DeltaStore struct {
-	be             *os2Backend
-	s              *Store
-	h0, h1, root   tree.Hash
-	t1             Tree
-	live           tree.Hash
-	liveD          []byte
-	p0, p1, pLive  string
-	packsAtTheOpen []string
+	be               *os2Backend
+	s                *Store
+	h0, h1, h2, root tree.Hash
+	t2               Tree
+	live             tree.Hash
+	liveD            []byte
+	p0, p1, pLive    string
+	packsAtTheOpen   []string
 }
 
 func os2NewDeltaStore(t *testing.T, shared bool) *os2DeltaStore {
@@ -493,19 +494,26 @@ func os2NewDeltaStore(t *testing.T, shared bool) *os2DeltaStore {
 	be, s := os2New(t, shared)
 	r := randFor(21)
 	t0 := dirTree(r, 35)
-	x := &os2DeltaStore{be: be, t1: editOne(r, t0), liveD: text(22, 3000)}
+	t1 := editOne(r, t0)
+	x := &os2DeltaStore{be: be, t2: editOne(r, t1), liveD: text(22, 3000)}
 	b := s.NewBatch()
 	x.h0, _ = putDelta(t, b, t0, tree.ZeroHash)
 	commit(t, b)
 	b = s.NewBatch()
-	x.h1, _ = putDelta(t, b, x.t1, x.h0)
+	x.h1, _ = putDelta(t, b, t1, x.h0)
 	commit(t, b)
-	if !isDelta(s, x.h1) {
-		t.Fatal("setup: not a delta")
+	b = s.NewBatch()
+	x.h2, _ = putDelta(t, b, x.t2, x.h1)
+	x.live, _ = put(t, b, x.liveD)
+	var err error
+	x.root, _, err = b.PutTree(Tree{{Name: "f", Kind: tree.KindFile, Mode: 0o644, Size: int64(len(x.liveD)), Hash: x.live}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var lh []tree.Hash
-	x.root, lh = os2Put(t, s, x.liveD)
-	x.live = lh[0]
+	commit(t, b)
+	if !isDelta(s, x.h1) || !isDelta(s, x.h2) {
+		t.Fatal("setup: not deltas")
+	}
 	x.p0, x.p1, x.pLive = os2PackOf(t, s, x.h0), os2PackOf(t, s, x.h1), os2PackOf(t, s, x.live)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -551,7 +559,7 @@ func TestOS2SharedGCStopsWhenADeltaBaseCannotBeRead(t *testing.T) {
 				t.Fatalf("sweep: %+v (want the base of the dead delta kept)", res)
 			}
 			r := os2Open(t, x.be)
-			mustReadTree(t, r, x.h1, x.t1)
+			mustReadTree(t, r, x.h2, x.t2)
 			mustRead(t, r, x.live, x.liveD)
 		})
 	}
