@@ -90,6 +90,11 @@ func (s *Store) reload() error {
 	for id := range cond {
 		changed = changed || !s.condemned[id]
 	}
+	if !changed {
+		// The same packs are condemned, but maybe by other marks (one was swept, another names
+		// the same packs): a sweep must not count, nor remove again, a mark that is gone.
+		s.marks = marks
+	}
 	s.mu.Unlock()
 	if changed {
 		// The index may prefer a copy that is now condemned over one that is not: rebuild it.
@@ -115,7 +120,10 @@ func (s *Store) rescue(hs []tree.Hash) error {
 			}
 			if err := s.copyRecord(b, h, l); err != nil {
 				if errors.Is(err, fault.ErrIntegrity) {
-					return fault.Wrap(fault.ErrConflict, err, "object %s this change uses is being collected by a gc of the shared store: run the command again", h)
+					// A conflict, and only that: the copy is garbage a gc is collecting, and running
+					// the command again stores a fresh one. Wrapping the cause would make the error
+					// an integrity error too, which the caller reports as damage to the store.
+					return fault.Conflict("object %s this change uses is being collected by a gc of the shared store: run the command again (%v)", h, err)
 				}
 				return err
 			}

@@ -152,7 +152,17 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 			res.BytesReclaimed += pl.size[id]
 		}
 	}
-	res.PacksKept += len(condemned) - len(ids)
+	// Kept are the condemned packs still there that the sweep leaves: a pack a mark names that is
+	// already gone (an earlier sweep deleted it, then failed to remove the mark) is not one.
+	orphan := make(map[string]bool, len(pl.orphans))
+	for _, id := range pl.orphans {
+		orphan[id] = true
+	}
+	for id := range condemned {
+		if !dropped[id] && (orphan[id] || s.packFileOf(id) != nil) {
+			res.PacksKept++
+		}
+	}
 	if err := s.removePacks(ids); err != nil {
 		return err
 	}
