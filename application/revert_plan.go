@@ -350,9 +350,6 @@ func (pl *planner) fillParents() {
 	}
 	slices.SortFunc(paths, tree.Compare)
 	for _, p := range paths {
-		if _, ok := pl.target[p]; !ok {
-			continue // dropped under a parent that turned out not to be a directory
-		}
 		for dir := parentOf(p); dir != ""; dir = parentOf(dir) {
 			e, ok := pl.target[dir]
 			if !ok {
