@@ -11,9 +11,17 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// damageDB runs one SQL statement on the workspace's database, as a disk fault or a bad manual
-// edit would leave it.
+// damageDB runs one SQL statement that must change rows of the workspace's database, as a disk
+// fault or a bad manual edit would leave it.
 func damageDB(t *testing.T, dir, stmt string) {
+	t.Helper()
+	if n := execDB(t, dir, stmt); n == 0 {
+		t.Fatalf("%s: changed no row", stmt)
+	}
+}
+
+// execDB runs one SQL statement on the workspace's database and returns the rows it changed.
+func execDB(t *testing.T, dir, stmt string) int64 {
 	t.Helper()
 	g, err := gorm.Open(sqlite.Open(filepath.Join(dir, ".plan", "plan.db")), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
@@ -25,9 +33,10 @@ func damageDB(t *testing.T, dir, stmt string) {
 		}
 	}()
 	res := g.Exec(stmt)
-	if res.Error != nil || res.RowsAffected == 0 {
-		t.Fatalf("%s: %v (%d rows)", stmt, res.Error, res.RowsAffected)
+	if res.Error != nil {
+		t.Fatalf("%s: %v", stmt, res.Error)
 	}
+	return res.RowsAffected
 }
 
 // wantIntegrity checks a listing refused over a damaged record: exit 6, kind integrity with
