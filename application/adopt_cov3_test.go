@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
 // An adoption whose history cannot be read (the newest checkpoint, its parent) or whose checkpoint
-// cannot be recorded fails with that error as is, and records nothing: a clone never starts
+// cannot be recorded fails with that error as is, and records nothing (so does an overlong note): a clone never starts
 // with a checkpoint of unknown parentage.
 func TestAdoptFailsWhenTheHistoryFails(t *testing.T) {
 	e := newUseCaseEnv(t)
@@ -29,6 +30,10 @@ func TestAdoptFailsWhenTheHistoryFails(t *testing.T) {
 		t.Fatalf("unrecordable checkpoint: %v", err)
 	}
 	e.repo.addErr = nil
+	// A note longer than a checkpoint holds is refused as invalid input, like `checkpoint create`'s.
+	if _, err := e.cps.Adopt(context.Background(), AdoptRequest{Root: root, Note: strings.Repeat("n", checkpoint.MaxNoteLength+1)}); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("overlong note: %v", err)
+	}
 	if cps, _ := e.repo.List(context.Background()); len(cps) != 0 {
 		t.Fatalf("a failed adoption recorded %d checkpoint(s)", len(cps))
 	}
