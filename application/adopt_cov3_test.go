@@ -12,8 +12,8 @@ import (
 )
 
 // An adoption whose history cannot be read (the newest checkpoint, its parent) or whose checkpoint
-// cannot be recorded fails with that error as is, and records nothing (so does an overlong note): a clone never starts
-// with a checkpoint of unknown parentage.
+// cannot be recorded fails with that error as is, and records nothing: a clone never starts with a
+// checkpoint of unknown parentage. An overlong note is refused the same way.
 func TestAdoptFailsWhenTheHistoryFails(t *testing.T) {
 	e := newUseCaseEnv(t)
 	withTrees(e)
