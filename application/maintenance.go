@@ -351,12 +351,9 @@ func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
 				out = append(out, ObjectProblem{Path: e.Path, Problem: p})
 			}
 		case tree.KindDir:
-			for _, p := range v.tree(e.Hash, e.Path) {
-				if p.Path == e.Path+"/." {
-					p.Path = e.Path
-				}
-				out = append(out, p)
-			}
+			// A problem with the subtree itself (path ".") is named by the directory's path: join
+			// maps "." to the prefix.
+			out = append(out, v.tree(e.Hash, e.Path)...)
 		}
 	}
 	return out

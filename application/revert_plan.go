@@ -201,15 +201,11 @@ func (pl *planner) decide(ch tree.Change) error {
 	switch {
 	case isDir(live) && (result == nil || isDir(result)) && (before == nil || isDir(before)):
 		// Directories hold no data but their mode: the later mode wins unless only the decision
-		// changed it.
-		switch {
-		case before == nil:
+		// changed it (live as the decision left it: the same(live, result) case above).
+		if before == nil {
 			pl.ifEmpty = append(pl.ifEmpty, ch.Path)
 			pl.record(ch.Path, RevertRestore, "")
-		case result != nil && live.Mode == result.Mode:
-			pl.put(ch.Path, before)
-			pl.record(ch.Path, RevertRestore, "")
-		default:
+		} else {
 			pl.record(ch.Path, RevertKeep, "changed again since the decision")
 		}
 		return nil
@@ -350,9 +346,6 @@ func (pl *planner) fillParents() {
 	}
 	slices.SortFunc(paths, tree.Compare)
 	for _, p := range paths {
-		if _, ok := pl.target[p]; !ok {
-			continue // dropped under a parent that turned out not to be a directory
-		}
 		for dir := parentOf(p); dir != ""; dir = parentOf(dir) {
 			e, ok := pl.target[dir]
 			if !ok {

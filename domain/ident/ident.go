@@ -28,9 +28,8 @@ func New(now time.Time) string {
 	var ms [8]byte
 	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli())) // #nosec -- time after 1970
 	copy(b[:6], ms[2:])
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic("crypto/rand failed: " + err.Error()) // documented never to fail on Linux
-	}
+	// crypto/rand.Read never returns an error (since Go 1.24 a failure crashes the program).
+	_, _ = rand.Read(b[6:])
 	return hex.EncodeToString(b[:])
 }
 

@@ -148,21 +148,17 @@ func (s *Shell) stop(cmd *exec.Cmd, done <-chan error) error {
 	}
 }
 
-func exitCode(ps *os.ProcessState, err error) int {
+// exitCode is the shell's exit status: 128+N when signal N killed it, -1 when there is no process
+// state. Wait's error adds nothing: an *exec.ExitError wraps this same ProcessState, and
+// ps.ExitCode() is -1 only for a process that has not exited, which Wait never reports.
+func exitCode(ps *os.ProcessState, _ error) int {
 	if ps == nil {
 		return -1
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	if code := ps.ExitCode(); code >= 0 {
-		return code
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
+	return ps.ExitCode()
 }
 
 // TokenVar is the environment variable that tags every process of one attempt.
