@@ -95,7 +95,7 @@ func Load(path string) (File, error) {
 		return f, nil
 	}
 	if err != nil {
-		return f, fmt.Errorf("read %s: %w", path, err)
+		return f, err // *fs.PathError: it names the operation and the path
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
