@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -137,10 +139,21 @@ func openSQLite(path string, create bool) (*gorm.DB, error) {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "on")
-	q.Set("_busy_timeout", "5000")
+	q.Set("_busy_timeout", strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10))
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
-	g, err := gorm.Open(classifying{Dialector: sqlite.Open(dsn), path: path}, gormConfig())
+	// Opening runs the DSN's pragmas; turning a new database to WAL needs it alone for a moment, and
+	// SQLite answers "database is locked" at once, without its busy handler, when another process
+	// is opening it too. That is a wait, not a refusal: try again for as long as the busy timeout.
+	var g *gorm.DB
+	var err error
+	for deadline := time.Now().Add(sqliteBusyTimeout); ; {
+		g, err = gorm.Open(classifying{Dialector: sqlite.Open(dsn), path: path}, gormConfig())
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, classify(path, err)
 	}
@@ -152,6 +165,15 @@ func openSQLite(path string, create bool) (*gorm.DB, error) {
 	// transaction-in-context pattern free of cross-connection surprises.
 	sqlDB.SetMaxOpenConns(1)
 	return g, nil
+}
+
+// sqliteBusyTimeout is how long a statement waits for another process's lock on the database.
+const sqliteBusyTimeout = 5 * time.Second
+
+// busy reports SQLite's "the database is locked" (by another connection or process).
+func busy(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked)
 }
 
 func gormConfig() *gorm.Config {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -357,10 +358,9 @@ var replacesTables = map[int]bool{10: true}
 // delete every object the lost rows referenced. fresh allows an empty database (plan init in a
 // workspace whose store is empty, so nothing can be lost).
 func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
-	g := d.gorm.WithContext(ctx)
-	names, err := d.tableNames(g)
+	names, current, err := d.schemaState(ctx)
 	if err != nil {
-		return fmt.Errorf("read the schema: %w", err)
+		return err
 	}
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -372,10 +372,6 @@ func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
 		}
 		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.target.shown)
 	}
-	var current int
-	if err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
 	if current == 0 && !fresh {
 		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.target.shown)
 	}
@@ -386,6 +382,42 @@ func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
 		}
 	}
 	return nil
+}
+
+// schemaState reads the database's tables and its schema version as one consistent state. They
+// are two statements, and another process may commit a migration step between them (on
+// PostgreSQL, where many open one database at once): the names are read again after the version
+// and the reading repeats until both name lists agree, so the version read between them belongs
+// to those tables. Each retry means a step committed meanwhile, and there are only so many steps.
+func (d *DB) schemaState(ctx context.Context) (names []string, version int, err error) {
+	g := d.gorm.WithContext(ctx)
+	if names, err = d.tableNames(g); err != nil {
+		return nil, 0, fmt.Errorf("read the schema: %w", err)
+	}
+	for range len(migrations) + 2 {
+		version = 0
+		if slices.Contains(names, "schema_migrations") {
+			if err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&version).Error; err != nil {
+				return nil, 0, fmt.Errorf("read schema version: %w", err)
+			}
+		}
+		again, err := d.tableNames(g)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read the schema: %w", err)
+		}
+		if sameNames(names, again) {
+			return names, version, nil
+		}
+		names = again
+	}
+	return nil, 0, fault.Conflict("the schema of the metadata database %s kept changing while it was read: try again", d.target.shown)
+}
+
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // migrate applies the steps the database lacks, each in its own transaction. adopt is the ID a
