@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -170,11 +169,9 @@ func openSQLite(path string, create bool) (*gorm.DB, error) {
 // sqliteBusyTimeout is how long a statement waits for another process's lock on the database.
 const sqliteBusyTimeout = 5 * time.Second
 
-// busy reports SQLite's "the database is locked" (by another connection or process).
-func busy(err error) bool {
-	var e sqlite3.Error
-	return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked)
-}
+// busy reports SQLite's SQLITE_BUSY, "database is locked" (by another connection or process). The
+// driver's typed error exists only in cgo builds, so its message is what is matched.
+func busy(err error) bool { return strings.Contains(err.Error(), "database is locked") }
 
 func gormConfig() *gorm.Config {
 	return &gorm.Config{
