@@ -216,10 +216,11 @@ coverage: test bdd
 		exit 1; \
 	fi
 
-# Kill-9 crash trials (written with the crash build tag). The count is passed to the tests.
+# Kill-9 crash trials (written with the crash build tag). The count is passed to the tests; the
+# shared-store trials run against the same throwaway servers as the tests.
 CRASH_PKGS = $(foreach d,infrastructure features,$(if $(wildcard $(d)/*),./$(d)/...))
-crash:
-	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) | grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
+crash: $(MINIO_STAMP)
+	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(SERVERS_RUN) $(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) | grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
 
 ## ---- build and run -----------------------------------------------------------------------
 
