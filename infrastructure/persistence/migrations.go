@@ -357,60 +357,63 @@ var replacesTables = map[int]bool{10: true}
 // truncated copy, a zero-byte file, a dropped schema), and treating it as fresh would let gc
 // delete every object the lost rows referenced. fresh allows an empty database (plan init in a
 // workspace whose store is empty, so nothing can be lost).
+//
+// The tables and the version are two statements, and another process may commit a migration
+// step between them (many open one PostgreSQL database at once), which makes a healthy database
+// look as if it lacked a table. So a verdict of damage stands only once the tables, read again,
+// are the ones it was made from; otherwise the check runs again on the new reading (each rerun
+// means a step committed meanwhile, and there are only so many steps). A healthy database costs
+// the two statements it always did.
 func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
-	names, current, err := d.schemaState(ctx)
+	g := d.gorm.WithContext(ctx)
+	names, err := d.tableNames(g)
 	if err != nil {
-		return err
+		return fmt.Errorf("read the schema: %w", err)
 	}
+	for range len(migrations) + 2 {
+		verdict, err := d.judgeSchema(g, names, fresh)
+		if err != nil || verdict == nil {
+			return err
+		}
+		again, err := d.tableNames(g)
+		if err != nil {
+			return fmt.Errorf("read the schema: %w", err)
+		}
+		if sameNames(names, again) {
+			return verdict
+		}
+		names = again
+	}
+	return fault.Conflict("the schema of the metadata database %s kept changing while it was read: try again", d.target.shown)
+}
+
+// judgeSchema reads the schema version and returns the damage names (the database's tables) show
+// for it, or nil; err is a failure to read.
+func (d *DB) judgeSchema(g *gorm.DB, names []string, fresh bool) (verdict, err error) {
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
 		have[n] = true
 	}
 	if !have["schema_migrations"] {
 		if fresh && len(names) == 0 {
-			return nil
+			return nil, nil
 		}
-		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.target.shown)
+		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.target.shown), nil
+	}
+	current, err := schemaVersion(g)
+	if err != nil {
+		return nil, err
 	}
 	if current == 0 && !fresh {
-		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.target.shown)
+		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.target.shown), nil
 	}
 	for _, t := range tablesAt(current) {
 		if !have[t] {
 			return fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor --rebuild`",
-				d.target.shown, t, current)
+				d.target.shown, t, current), nil
 		}
 	}
-	return nil
-}
-
-// schemaState reads the database's tables and its schema version as one consistent state. They
-// are two statements, and another process may commit a migration step between them (on
-// PostgreSQL, where many open one database at once): the names are read again after the version
-// and the reading repeats until both name lists agree, so the version read between them belongs
-// to those tables. Each retry means a step committed meanwhile, and there are only so many steps.
-func (d *DB) schemaState(ctx context.Context) (names []string, version int, err error) {
-	g := d.gorm.WithContext(ctx)
-	if names, err = d.tableNames(g); err != nil {
-		return nil, 0, fmt.Errorf("read the schema: %w", err)
-	}
-	for range len(migrations) + 2 {
-		version = 0
-		if slices.Contains(names, "schema_migrations") {
-			if err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&version).Error; err != nil {
-				return nil, 0, fmt.Errorf("read schema version: %w", err)
-			}
-		}
-		again, err := d.tableNames(g)
-		if err != nil {
-			return nil, 0, fmt.Errorf("read the schema: %w", err)
-		}
-		if sameNames(names, again) {
-			return names, version, nil
-		}
-		names = again
-	}
-	return nil, 0, fault.Conflict("the schema of the metadata database %s kept changing while it was read: try again", d.target.shown)
+	return nil, nil
 }
 
 func sameNames(a, b []string) bool {
