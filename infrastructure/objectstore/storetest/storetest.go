@@ -99,29 +99,12 @@ func content(seed uint64, n int) []byte {
 // checkpoint stores files as one directory tree in one batch, confirms the objects as a record
 // would, and returns the tree's hash (not yet a root: the caller publishes it).
 func (w *workspace) checkpoint(files map[string][]byte) (tree.Hash, error) {
-	b := w.s.NewBatch()
-	defer b.Abort()
-	var t objectstore.Tree
-	for _, name := range sortedKeys(files) {
-		data := files[name]
-		h := tree.Hash(sha256.Sum256(data))
-		if _, err := b.PutBlob(bytes.NewReader(data), h, int64(len(data))); err != nil {
-			return tree.ZeroHash, err
-		}
-		t = append(t, objectstore.TreeEntry{Name: name, Kind: tree.KindFile, Mode: 0o644, Size: int64(len(data)), Hash: h})
-	}
-	root, _, err := b.PutTree(t)
-	if err != nil {
-		return tree.ZeroHash, err
-	}
-	if err := b.Commit(); err != nil {
-		return tree.ZeroHash, err
-	}
-	return root, nil
+	return w.checkpointFrom(files, nil)
 }
 
 // checkpointFrom is checkpoint for new versions of files: each is stored as a delta of the same
-// name's content in prev (a hash per name), as a workspace stores a modified file.
+// name's content in prev (a hash per name; none is a whole copy), as a workspace stores a
+// modified file.
 func (w *workspace) checkpointFrom(files map[string][]byte, prev map[string]tree.Hash) (tree.Hash, error) {
 	b := w.s.NewBatch()
 	defer b.Abort()
