@@ -16,8 +16,9 @@
 //     records, gc marks), keyed by name and checked against the listed size where it is known;
 //     it is an optimisation: deleting it at any time loses nothing. It is bounded (CacheMax):
 //     past the bound, the least recently used packs go;
-//   - an unreachable endpoint, refused credentials or a server error that outlasts the retries is
-//     fault.ErrUnavailable, whose message names the store but never a secret; a missing bucket is
+//   - an unreachable endpoint, a server error that outlasts the retries or a request past its
+//     deadline is fault.ErrUnavailable, refused credentials or a refused permission
+//     fault.ErrDenied, whose messages name the store but never a secret; a missing bucket is
 //     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
 //     size when fetched whole) is fault.ErrIntegrity. Reads and PUTs of new names are retried with backoff (they are
 //     idempotent); nothing else is.
@@ -48,6 +49,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/secret"
 )
 
 // Config says which bucket to open and where to cache it.
@@ -103,8 +105,9 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 		return "", "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", raw)
 	}
 	// minio-go checks the name before every request, and its complaint carries no status: left to
-	// it, a name S3 never accepts would read as a service that does not answer.
-	if err := s3utils.CheckValidBucketName(u.Host); err != nil {
+	// it, a name S3 never accepts would read as a service that does not answer. Its lenient check
+	// lets upper case and underscores through, which S3 answers with a bare 400: the strict one.
+	if err := s3utils.CheckValidBucketNameStrict(u.Host); err != nil {
 		return "", "", fault.Invalid("store URL %q: %v", raw, err)
 	}
 	prefix = strings.Trim(u.Path, "/")
@@ -182,8 +185,11 @@ func endpointOf(raw string) (string, bool, error) {
 		return "s3.amazonaws.com", true, nil
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return "", false, fault.Invalid("AWS_ENDPOINT_URL %q: want http(s)://host[:port]", raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+		// Shown without what it holds of credentials: they belong in AWS_ACCESS_KEY_ID and
+		// AWS_SECRET_ACCESS_KEY, never in the URL.
+		shown, _ := secret.URL(raw)
+		return "", false, fault.Invalid("AWS_ENDPOINT_URL %q: want http(s)://host[:port] (credentials go in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", shown)
 	}
 	return u.Host, u.Scheme == "https", nil
 }
@@ -192,15 +198,18 @@ func (b *Backend) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.timeout)
 }
 
+// ensureBucket checks the bucket is there by listing (at most one key of) the store's own prefix,
+// which is all a least-privilege policy grants (ListBucket with an s3:prefix condition): no call
+// on the whole bucket (HeadBucket, ListBuckets) is made unless it must be created.
 func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	ok, err := b.client.BucketExists(ctx, b.bucket)
-	if err != nil {
-		return b.classify("open the bucket", "", err)
-	}
-	if ok {
+	err := b.probe(ctx)
+	if err == nil {
 		return nil
+	}
+	if minio.ToErrorResponse(err).Code != "NoSuchBucket" {
+		return b.classify("open the bucket", "", err)
 	}
 	if !create {
 		return fault.NotFound("store %s: the bucket %s does not exist (plan init --store creates it)", b.url, b.bucket)
@@ -210,6 +219,17 @@ func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) 
 			return nil // made by another workspace meanwhile
 		}
 		return b.classify("create the bucket", "", err)
+	}
+	return nil
+}
+
+// probe lists the first key under the store's prefix: nil when the listing works (the bucket is
+// there and the credentials may read the prefix).
+func (b *Backend) probe(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing after its first answer
+	for obj := range b.client.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.prefix, MaxKeys: 1}) {
+		return obj.Err
 	}
 	return nil
 }
@@ -238,7 +258,7 @@ func (b *Backend) classify(op, name string, err error) error {
 		return fault.Integrity("%s %s: shorter than when it was opened (the file changed?)", op, what)
 	case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch" ||
 		resp.StatusCode == http.StatusForbidden:
-		return fault.Unavailable("%s %s: the credentials in the AWS environment were refused (%s)", op, what, resp.Code)
+		return fault.Denied("%s %s: refused (%s): the credentials in the AWS environment are not accepted, or their policy does not allow this", op, what, resp.Code)
 	case resp.StatusCode >= 500 || resp.StatusCode == 0 || errors.Is(err, context.DeadlineExceeded):
 		return fault.Unavailable("%s %s: %s does not answer: %v", op, what, b.endpoint, err)
 	}

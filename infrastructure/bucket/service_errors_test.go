@@ -165,7 +165,7 @@ func TestRequestsTheServiceRefuses(t *testing.T) {
 		t.Errorf("the clock when writes fail: %v", err)
 	}
 	g.set(only(http.MethodHead, http.StatusForbidden, "AccessDenied"))
-	if _, err := reopen().Now(); !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "clock") {
+	if _, err := reopen().Now(); !errors.Is(err, fault.ErrDenied) || !strings.Contains(err.Error(), "clock") {
 		t.Errorf("the clock when its probe cannot be read back: %v", err)
 	}
 
@@ -193,14 +193,14 @@ func TestRequestsTheServiceRefuses(t *testing.T) {
 		return 0, ""
 	})
 	_, err = Open(context.Background(), Config{URL: "s3://" + fresh, CacheDir: t.TempDir(), Getenv: via, Create: true, Retries: 1})
-	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "credentials") {
+	if !errors.Is(err, fault.ErrDenied) || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("create a bucket the credentials may not create: %v", err)
 	}
 
 	// Another workspace creates the bucket between this one's look and its create.
 	var made atomic.Bool
 	g.set(func(r *http.Request) (int, string) {
-		if r.Method == http.MethodHead && !isObject(r) && made.CompareAndSwap(false, true) {
+		if r.Method == http.MethodGet && !isObject(r) && r.URL.Query().Has("list-type") && made.CompareAndSwap(false, true) {
 			if err := b.client.MakeBucket(context.Background(), fresh, minio.MakeBucketOptions{}); err != nil {
 				t.Errorf("the other workspace's create: %v", err)
 			}
@@ -395,4 +395,42 @@ func TestConcurrentRangedReads(t *testing.T) {
 		t.Errorf("the whole file in the cache: %v", err)
 	}
 	emptyDir(t, other.cache.tmp)
+}
+
+// Credentials limited to the store's prefix (a least-privilege policy: ListBucket only with an
+// s3:prefix condition, objects only under the prefix) can open and use the store: no request is
+// made on the whole bucket. Outside the prefix they are refused: denied, not unavailable.
+func TestPrefixScopedCredentials(t *testing.T) {
+	g, via := throughGate(t)
+	b := freshBucket(t, via, "p")
+	g.set(func(r *http.Request) (int, string) {
+		if isObject(r) {
+			if strings.HasPrefix(strings.Trim(r.URL.Path, "/"), b.bucket+"/p/") {
+				return 0, ""
+			}
+			return http.StatusForbidden, "AccessDenied"
+		}
+		if r.Method == http.MethodGet && r.URL.Query().Has("location") {
+			return 0, ""
+		}
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Query().Get("prefix"), "p/") {
+			return http.StatusForbidden, "AccessDenied"
+		}
+		return 0, ""
+	})
+	o, err := Open(context.Background(), Config{URL: "s3://" + b.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Create: true, Retries: 1})
+	if err != nil {
+		t.Fatalf("open with prefix-scoped credentials: %v", err)
+	}
+	defer func() { _ = o.Close() }()
+	if err := o.WriteFile("workspaces/w.json", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.List("workspaces"); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %v", got, err)
+	}
+	_, err = Open(context.Background(), Config{URL: "s3://" + b.bucket + "/q", CacheDir: t.TempDir(), Getenv: via, Retries: 1})
+	if !errors.Is(err, fault.ErrDenied) || errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("open another prefix: %v", err)
+	}
 }
