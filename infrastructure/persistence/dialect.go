@@ -47,6 +47,8 @@ type target struct {
 	shown string
 	// hostPort is the PostgreSQL server's address, for the messages of a failed connection.
 	hostPort string
+	// connectTimeout bounds the making of a connection (see withDeadlines).
+	connectTimeout time.Duration
 }
 
 // parseTarget reads Open's target: a plain file path or sqlite:///abs/path (SQLite), or a
@@ -136,6 +138,7 @@ func openPostgres(ctx context.Context, t target) (*gorm.DB, error) {
 	if err := withDeadlines(cfg); err != nil {
 		return nil, fault.Wrap(fault.ErrInvalid, err, "the PostgreSQL URL %s cannot be used", t.shown)
 	}
+	t.connectTimeout = cfg.ConnectTimeout
 	sqlDB := stdlib.OpenDB(*cfg)
 	sqlDB.SetMaxIdleConns(2)
 	sqlDB.SetConnMaxIdleTime(time.Minute)
@@ -351,6 +354,9 @@ func classifyPG(t target, err error) error {
 			"the metadata database %s at %s did not finish a statement within its statement_timeout", t.shown, t.hostPort)
 	case refused(err):
 		return fault.Wrap(fault.ErrDenied, oneLine{err}, "the metadata database %s at %s refused", t.shown, t.hostPort)
+	case errors.As(err, new(*pgconn.ConnectError)) && pgconn.Timeout(err):
+		return fault.Wrap(fault.ErrUnavailable, oneLine{err},
+			"the metadata database %s at %s did not answer within %s (its connect timeout)", t.shown, t.hostPort, t.connectTimeout)
 	case lostConnection(err):
 		return fault.Wrap(fault.ErrUnavailable, oneLine{err},
 			"the metadata database %s at %s was lost", t.shown, t.hostPort)

@@ -341,12 +341,10 @@ func TestPostgresOpenRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown := dsn // the target as printed: its password masked
+	shown := dsn // the target as printed: without its password
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			shown = u.String()
-		}
+		u.User = url.User(u.User.Username())
+		shown = u.String()
 	}
 	if db.Dialect() != Postgres || db.Target() != shown {
 		t.Fatalf("target %s, want %s", db.Target(), shown)
