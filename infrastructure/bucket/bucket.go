@@ -16,6 +16,8 @@
 //     records, gc marks), keyed by name and checked against the listed size where it is known;
 //     it is an optimisation: deleting it at any time loses nothing. It is bounded (CacheMax):
 //     past the bound, the least recently used packs go;
+//   - every request has deadlines: a connection within 5 s, no more than Stall without a byte
+//     either way, a response within 2 minutes, the whole within Timeout;
 //   - an unreachable endpoint, a server error that outlasts the retries or a request past its
 //     deadline is fault.ErrUnavailable, refused credentials or a refused permission
 //     fault.ErrDenied, whose messages name the store but never a secret; a missing bucket is
@@ -68,6 +70,9 @@ type Config struct {
 	Getenv func(string) string
 	// Timeout bounds one request (a whole upload of a large pack included); 0 means 10 minutes.
 	Timeout time.Duration
+	// Stall bounds how long a connection may carry nothing, neither way, while a request uses it
+	// (a frozen server, a silent partition); 0 means DefaultStall.
+	Stall time.Duration
 	// Retries is how often a failed request that is safe to repeat is tried again, with
 	// exponential backoff (minio-go's); 0 means DefaultRetries.
 	Retries int
@@ -76,6 +81,10 @@ type Config struct {
 // DefaultRetries is how often a failed request is retried: a few seconds of backoff in all, enough
 // for a server restart, short enough that an outage is reported promptly.
 const DefaultRetries = 4
+
+// DefaultStall is how long a request may wait on a connection that moves no byte: far longer than
+// any healthy server is silent, far shorter than the request's own Timeout.
+const DefaultStall = time.Minute
 
 // DefaultCacheMax is the default bound of the pack cache.
 const DefaultCacheMax = 2 << 30
@@ -144,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		Secure:     secure,
 		Region:     region,
 		MaxRetries: cmp.Or(cfg.Retries, DefaultRetries),
-		Transport:  transport(),
+		Transport:  transport(cmp.Or(cfg.Stall, DefaultStall)),
 	})
 	if err != nil {
 		return nil, fault.Invalid("store %s: endpoint %s: %v", cfg.URL, endpoint, err)
@@ -169,14 +178,40 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // transport is the default transport with connection timeouts short enough that a server that is
-// down is reported as such in seconds, not minutes.
-func transport() http.RoundTripper {
+// down is reported as such in seconds, not minutes, and connections that give up after stall
+// without a byte either way. An idle connection is closed (after stall/2) before its silence
+// could count against it.
+func transport(stall time.Duration) http.RoundTripper {
 	t := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
-	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		IdleConnTimeout: min(90*time.Second, stall/2), TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	dial := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stallConn{Conn: c, stall: stall}, nil
+	}
 	t.ResponseHeaderTimeout = 2 * time.Minute
 	t.MaxIdleConnsPerHost = 16
 	return t
+}
+
+// stallConn is a connection on which every read and write gives the connection stall more to move
+// a byte: one that moves nothing for that long, either way, fails with a timeout.
+type stallConn struct {
+	net.Conn
+	stall time.Duration
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the read itself
+	return c.Conn.Read(p)
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the write itself
+	return c.Conn.Write(p)
 }
 
 // endpointOf turns AWS_ENDPOINT_URL into minio-go's host[:port] and TLS flag; empty means AWS.

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -432,5 +433,43 @@ func TestPrefixScopedCredentials(t *testing.T) {
 	_, err = Open(context.Background(), Config{URL: "s3://" + b.bucket + "/q", CacheDir: t.TempDir(), Getenv: via, Retries: 1})
 	if !errors.Is(err, fault.ErrDenied) || errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "AccessDenied") {
 		t.Fatalf("open another prefix: %v", err)
+	}
+}
+
+// A service that stops answering (it takes a request and sends nothing) is given up on after
+// Stall without a byte: unavailable, naming the endpoint, not a wait as long as the freeze.
+func TestAStalledServiceIsUnavailable(t *testing.T) {
+	g, via := throughGate(t)
+	b := freshBucket(t, via, "p")
+	if err := b.WriteFile("workspaces/w.json", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
+	defer close(stalled)
+	o, err := Open(context.Background(), Config{URL: "s3://" + b.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Retries: 1, Stall: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = o.Close() }()
+	g.set(func(r *http.Request) (int, string) {
+		if r.Method == http.MethodGet && isObject(r) {
+			select {
+			case <-stalled:
+			case <-r.Context().Done():
+			}
+		}
+		return 0, ""
+	})
+	start := time.Now()
+	_, err = o.ReadFile("workspaces/w.json")
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("a read from a stalled service: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("gave up after %v", d)
+	}
+	g.set(nil)
+	if got, err := o.ReadFile("workspaces/w.json"); err != nil || string(got) != "{}" {
+		t.Fatalf("once the service answers again: %q, %v", got, err)
 	}
 }
