@@ -96,11 +96,8 @@ func (o oneLine) Unwrap() error { return o.err }
 func parseMessage(err error) string {
 	msg := err.Error()
 	var pe *pgconn.ParseConfigError
-	if errors.As(err, &pe) {
-		if i := strings.LastIndex(msg, "`: "); i >= 0 {
-			return msg[i+3:]
-		}
-		return "pgx cannot parse it"
+	if i := strings.LastIndex(msg, "`: "); errors.As(err, &pe) && i >= 0 {
+		return msg[i+3:] // after "cannot parse `URL`: "
 	}
 	return msg
 }
