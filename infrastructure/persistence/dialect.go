@@ -199,7 +199,7 @@ func withDeadlines(cfg *pgx.ConnConfig) error {
 		if err != nil {
 			return nil, err
 		}
-		return &answerConn{Conn: c, wait: wait, addr: addr}, nil
+		return &answerConn{Conn: c, wait: wait}, nil
 	}
 	return nil
 }
@@ -229,7 +229,6 @@ func pgDuration(v string) (time.Duration, error) {
 type answerConn struct {
 	net.Conn
 	wait time.Duration
-	addr string
 
 	mu          sync.Mutex
 	read, write time.Time // the deadlines pgx set; zero: none
@@ -237,14 +236,12 @@ type answerConn struct {
 
 // noAnswer is the error of a read or write answerConn gave up on; it is a timeout (net.Error).
 type noAnswer struct {
-	addr string
 	wait time.Duration
 	err  error
 }
 
-func (e *noAnswer) Error() string {
-	return fmt.Sprintf("%s did not answer within %s: %v", e.addr, e.wait, e.err)
-}
+// Error is the cause's: classifyPG names the server and the wait once, around it.
+func (e *noAnswer) Error() string   { return e.err.Error() }
 func (e *noAnswer) Unwrap() error   { return e.err }
 func (e *noAnswer) Timeout() bool   { return true }
 func (e *noAnswer) Temporary() bool { return false }
@@ -305,7 +302,7 @@ func (c *answerConn) Write(p []byte) (int, error) {
 // gaveUp names the server in a timeout of our own deadline.
 func (c *answerConn) gaveUp(err error, ours bool) error {
 	if ours && errors.Is(err, os.ErrDeadlineExceeded) {
-		return &noAnswer{addr: c.addr, wait: c.wait, err: err}
+		return &noAnswer{wait: c.wait, err: err}
 	}
 	return err
 }
