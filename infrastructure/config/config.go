@@ -6,8 +6,9 @@
 // Invariants:
 //   - unknown keys are refused (fault.ErrInvalid naming the file), so a typo never silently
 //     changes nothing;
-//   - the file never holds a secret: Save refuses a db DSN with a password (the caller strips it
-//     with RedactDSN first); S3 credentials never enter it at all;
+//   - the file never holds a secret: Save refuses a db DSN with a credential in any form (a
+//     password in its userinfo, a password=, passfile= or sslpassword= parameter; the caller
+//     strips them with RedactDSN first); S3 credentials never enter it at all;
 //   - Save replaces the file atomically and durably: a crash leaves the old file or the new one.
 package config
 
@@ -26,6 +27,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/fsx"
+	"github.com/planhq/plan/infrastructure/secret"
 )
 
 // FileName is the configuration's name inside .plan/.
@@ -41,7 +43,7 @@ type File struct {
 	// or s3://bucket[/prefix] (shared stores).
 	Store string `yaml:"store,omitempty"`
 	// DB is the metadata database: "" (.plan/plan.db), sqlite:///abs/path or postgres://... without
-	// a password (it comes from PGPASSWORD or ~/.pgpass).
+	// a credential (the password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass).
 	DB string `yaml:"db,omitempty"`
 
 	Retention       *Retention `yaml:"retention,omitempty"`
@@ -108,7 +110,7 @@ func Load(path string) (File, error) {
 // Save writes f to path atomically and durably. It refuses a DSN that holds a password.
 func Save(path string, f File) error {
 	if HasPassword(f.DB) {
-		return fault.Invalid("%s: the db DSN holds a password; it must come from PGPASSWORD or ~/.pgpass", path)
+		return fault.Invalid("%s: the db DSN holds a credential; it must come from PGPASSWORD, PGPASSFILE or ~/.pgpass", path)
 	}
 	var b bytes.Buffer
 	b.WriteString("# plan's workspace configuration (see docs/config.md). It holds no secret.\n")
@@ -126,28 +128,12 @@ func Save(path string, f File) error {
 	return nil
 }
 
-// HasPassword says whether a postgres DSN carries a password.
-func HasPassword(dsn string) bool {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return false
-	}
-	_, ok := u.User.Password()
-	return ok
-}
+// HasPassword says whether a DSN carries a credential: a password in its userinfo, or a
+// password, passfile or sslpassword parameter (see secret.URL).
+func HasPassword(dsn string) bool { return secret.Has(dsn) }
 
-// RedactDSN returns dsn without its password (what the file records), and whether it had one.
-func RedactDSN(dsn string) (string, bool) {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn, false
-	}
-	if _, ok := u.User.Password(); !ok {
-		return dsn, false
-	}
-	u.User = url.User(u.User.Username())
-	return u.String(), true
-}
+// RedactDSN returns dsn without its credentials (what the file records), and whether it had any.
+func RedactDSN(dsn string) (string, bool) { return secret.URL(dsn) }
 
 // StoreKind classifies a store URL: "" (private), "file" or "s3"; anything else is invalid.
 func StoreKind(store string) (string, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/secret"
 )
 
 // Runner runs plan commands against injected streams.
@@ -52,7 +53,8 @@ type handler struct {
 	fresh struct{ store, db, id string }
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
-	// argv is the command line after the program name, for the operation log.
+	// argv is the command line after the program name, for the operation log, with the
+	// credentials of every URL in it removed (the log is shared and recorded in the store).
 	argv []string
 	// op is the running command's operation log entry, when it is one the log keeps.
 	op *opLog
@@ -69,7 +71,7 @@ var parseMu sync.Mutex
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
 	if len(args) > 1 {
-		h.argv = append([]string(nil), args[1:]...)
+		h.argv = secret.Args(args[1:])
 	}
 	parseMu.Lock()
 	h.parsed = sync.OnceFunc(parseMu.Unlock)

@@ -60,7 +60,7 @@ func (h *handler) initCmd(c *ucli.Context) error {
 				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
 			}
 			if created && config.HasPassword(c.String("db")) {
-				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD or ~/.pgpass")
+				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD, PGPASSFILE or ~/.pgpass")
 			}
 		})
 	})

@@ -18,6 +18,7 @@ const (
 	ExitNotFound    = 4
 	ExitConflict    = 5
 	ExitIntegrity   = 6
+	ExitDenied      = 7
 	ExitInterrupted = 130
 )
 
@@ -67,6 +68,8 @@ var kindCodes = []struct {
 	{fault.ErrInvalid, ExitInvalid, "invalid"},
 	{fault.ErrNotFound, ExitNotFound, "not_found"},
 	{fault.ErrConflict, ExitConflict, "conflict"},
+	// The server refused the credentials or a permission: retrying cannot help, so not exit 1.
+	{fault.ErrDenied, ExitDenied, "denied"},
 	// A shared store or database out of reach: exit 1 like any failure the user cannot fix by
 	// changing the request, with its own kind so scripts can retry.
 	{fault.ErrUnavailable, ExitInternal, "unavailable"},
