@@ -39,17 +39,18 @@ func (h *handler) restoreCommands() []*ucli.Command {
 
 func (h *handler) rollback(c *ucli.Context) error {
 	ref := c.String("to-checkpoint")
-	var at time.Time
+	var at *time.Time
 	switch {
 	case ref != "" && c.IsSet("at"):
 		return usagef("give --to-checkpoint ID or --at TIME, not both")
 	case ref == "" && !c.IsSet("at"):
 		return usagef("missing --to-checkpoint ID or --at TIME (see `plan rollback --help`)")
 	case c.IsSet("at"):
-		var err error
-		if at, err = parseWhen(c.String("at"), time.Now()); err != nil {
+		t, err := parseWhen(c.String("at"), time.Now())
+		if err != nil {
 			return err
 		}
+		at = &t
 	}
 	mode, err := application.ParseRestoreMode(c.String("mode"))
 	if err != nil {
@@ -87,7 +88,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		if !at.IsZero() && !h.json {
+		if at != nil && !h.json {
 			_, _ = fmt.Fprintf(h.r.Stderr, "plan: --at %s picked checkpoint %s, created %s\n",
 				c.String("at"), res.Target.ID(), res.Target.CreatedAt().UTC().Format(time.RFC3339))
 		}
