@@ -203,8 +203,9 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 
 // workspacePaths turns PATH arguments into workspace-relative slash paths. A relative one is taken
 // from the current directory when that is inside the workspace (as git does), otherwise from the
-// workspace root (so `plan -C ws rollback … src/a` means ws/src/a). Only the directories above a
-// path are resolved through symlinks, never the path itself (a symlink may be what is restored).
+// workspace root (so `plan -C ws rollback … src/a` means ws/src/a). Symlinks are resolved only on
+// the way to the workspace (a route to it from outside); inside it a path is taken as written, so a
+// symlink that replaced a checkpoint's directory is never followed to restore another path.
 // A path outside the workspace, or the workspace itself, is invalid input.
 func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if len(args) == 0 {
@@ -233,13 +234,9 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(base, p)
 		}
-		p = filepath.Clean(p)
-		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			p = filepath.Join(r, filepath.Base(p))
-		}
-		rel, err := filepath.Rel(root, p)
+		rel, ok := relToWorkspace(root, filepath.Clean(p))
 		switch {
-		case err != nil || !filepath.IsLocal(rel) && rel != ".":
+		case !ok:
 			return nil, fault.Invalid("%s is outside the workspace %s", a, root)
 		case rel == ".":
 			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
@@ -247,4 +244,35 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 		out = append(out, filepath.ToSlash(rel))
 	}
 	return out, nil
+}
+
+// relToWorkspace maps p (absolute and clean) to its path relative to root (absolute, resolved).
+// The directories above p are resolved through symlinks from the top down only until one of them
+// is root or inside it; the rest of p is taken as written. p itself is never resolved.
+func relToWorkspace(root, p string) (string, bool) {
+	inside := func(dir string) (string, bool) {
+		rel, err := filepath.Rel(root, dir)
+		return rel, err == nil && (filepath.IsLocal(rel) || rel == ".")
+	}
+	if rel, ok := inside(p); ok {
+		return rel, true // written inside the workspace: no symlink is followed
+	}
+	var above []string // p's directories, the deepest first
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		above = append(above, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(above) - 1; i >= 0; i-- {
+		r, err := filepath.EvalSymlinks(above[i])
+		if err != nil {
+			return "", false // a missing directory outside the workspace leads nowhere in it
+		}
+		if rel, ok := inside(r); ok {
+			rest, _ := filepath.Rel(above[i], p) // above[i] is a directory above p
+			return filepath.Join(rel, rest), true
+		}
+	}
+	return "", false
 }
