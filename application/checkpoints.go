@@ -243,6 +243,10 @@ type RollbackRequest struct {
 	DryRun   bool
 	Progress Progress
 	Warn     func(msg string)
+	// NeverUndo is for a clone's materialisation into the empty directory it made: a failure once
+	// the rollback is journaled leaves it to be finished by `plan recover` (or the next mutating
+	// command) instead of undoing it, as there is nothing to put back.
+	NeverUndo bool
 }
 
 // RestoreMode says what a rollback restores.
