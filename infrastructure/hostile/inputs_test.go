@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,7 +217,7 @@ func TestInputsCloneDatabaseLostMidwayIsFinishedByRecover(t *testing.T) {
 	}
 	password, _ := u.User.Password()
 	u.User = url.User(u.User.Username())
-	env := append(s.Env[:len(s.Env):len(s.Env)], "PGPASSWORD="+password)
+	env := append(slices.Clone(s.Env), "PGPASSWORD="+password)
 	files := map[string]int{"big1": 4 << 20, "big2": 4 << 20, "small": 10}
 	ws := inputsSource(t, env, files, "--store", s.URL, "--db", u.String())
 	px := newProxy(t, u.Host)
