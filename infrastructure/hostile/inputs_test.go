@@ -247,3 +247,24 @@ func TestInputsCloneDatabaseLostMidwayIsFinishedByRecover(t *testing.T) {
 	px.pass()
 	inputsCloneOutcome(t, dir, env, files, clone)
 }
+
+// A clone killed (kill -9, by the failpoints) at each of its steps: before its safety checkpoint
+// is recorded (no journal yet), while staging, while placing files, once the files are placed.
+// `plan recover` in DIR must finish it whichever it was; before, a clone killed before its journal
+// left .plan that recover answered with recovered:false.
+func TestInputsCloneKilledAtEachStepIsFinishedByRecover(t *testing.T) {
+	files := map[string]int{"big": 300_000, "small": 10}
+	store := "file://" + filepath.Join(t.TempDir(), "store")
+	ws := inputsSource(t, nil, files, "--store", store)
+	for _, step := range []string{"checkpoint.stored", "restore.staged", "restore.write", "rollback.applied"} {
+		dir := filepath.Join(t.TempDir(), "clone")
+		clone := runPlan(t, "", []string{"PLAN_FAILPOINT=" + step}, "--json", "clone", "--store", store, "--workspace", ws, dir)
+		if !clone.killed {
+			t.Fatalf("%s: the clone was not killed: %s", step, clone)
+		}
+		inputsCloneOutcome(t, dir, nil, files, clone)
+		if r := runPlan(t, dir, nil, "--json", "recover"); !strings.Contains(r.stdout, `"recovered": false`) {
+			t.Errorf("%s: a second recover found more to do: %s", step, r)
+		}
+	}
+}

@@ -159,25 +159,43 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 	}
 	defer func() { _ = app.Close() }()
 	res, err := app.Services.Guard.Recover(c.Context)
-	if err == nil && !res.Recovered {
+	// Then an interrupted clone, whose journal (if it got that far) was just finished.
+	var clone *cloneMarker
+	cloneOp := ""
+	if err == nil {
+		var m cloneMarker
+		var ok bool
+		if m, ok, err = readCloneMarker(app.Services.Layout.State()); err == nil && ok {
+			if cloneOp, err = h.finishClone(c.Context, app, m); err == nil {
+				clone = &m
+			}
+		}
+	}
+	if err == nil && !res.Recovered && clone == nil {
 		h.op = nil // nothing was interrupted: not an operation
 	}
 	h.recordOp(c.Context, app, err)
 	if err != nil {
 		return err
 	}
-	v := recoverView{Recovered: res.Recovered}
-	if res.Operation != nil {
+	v := recoverView{Recovered: res.Recovered || clone != nil}
+	switch {
+	case res.Operation != nil:
 		v.Operation = optional(res.Operation.ID)
 		v.Kind = optional(res.Operation.Kind)
 		v.Outcome = optional(res.Outcome)
+	case clone != nil:
+		if cloneOp != "" {
+			v.Operation = optional(cloneOp)
+		}
+		v.Kind, v.Outcome = optional("clone"), optional("completed")
 	}
 	if res.Recorded != "" {
 		v.Recorded = optional(res.Recorded)
 		v.Unrecorded = res.Unrecorded
 	}
 	return h.emit(v, func(w io.Writer) {
-		if !res.Recovered {
+		if !v.Recovered {
 			_, _ = fmt.Fprintln(w, "Nothing to recover: no operation was interrupted.")
 			return
 		}
@@ -185,7 +203,12 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "The workspace had changed since the crash: %d path(s) recorded first as checkpoint %s.\n",
 				len(res.Unrecorded), res.Recorded)
 		}
-		_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
+		if res.Operation != nil {
+			_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
+		}
+		if clone != nil {
+			_, _ = fmt.Fprintf(w, "Finished the interrupted clone of checkpoint %s of workspace %s.\n", clone.SourceCheckpoint, clone.SourceWorkspace)
+		}
 	})
 }
 

@@ -117,7 +117,9 @@ type cloneView struct {
 // adopts the checkpoint as its first (type clone), and rolls DIR back to it: the journaled rollback
 // makes the materialisation crash-safe like any other, and it is never undone, only finished
 // (there is nothing to put back): once journaled, a materialisation cut short (a download cut, the
-// database lost) is finished by `plan recover` in DIR, or by the next command there. A clone that
+// database lost) is finished by `plan recover` in DIR, or by the next command there. A record of
+// the clone in DIR's state directory (cloneMarker), written before anything is adopted, lets
+// `plan recover` finish a clone killed at any step. A clone that
 // failed before that, with DIR still holding nothing but .plan, takes back what it made (its
 // adopted checkpoint when the database answers, .plan, DIR when it made it): DIR is as it was
 // found, and takes the next attempt.
@@ -149,8 +151,11 @@ func (h *handler) clone(c *ucli.Context) error {
 	err = h.with(c.Context, true, func(app *bootstrap.App) error {
 		state = app.Services.Layout.State()
 		svc := app.Services.Checkpoints
-		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root,
-			Note: fmt.Sprintf("cloned from workspace %s, checkpoint %s", src.Workspace, src.ID)})
+		marker := cloneMarker{SourceWorkspace: src.Workspace, SourceCheckpoint: src.ID, Root: src.Root}
+		if err := writeCloneMarker(state, marker); err != nil {
+			return err
+		}
+		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root, Note: marker.note()})
 		if err != nil {
 			return fmt.Errorf("clone checkpoint %s of workspace %s: %w", src.ID, src.Workspace, err)
 		}
@@ -167,6 +172,9 @@ func (h *handler) clone(c *ucli.Context) error {
 			adopted = false
 			h.takeBack(context.WithoutCancel(c.Context), svc.Delete, string(cp.ID()), app.Services.DB.WorkspaceID())
 			return fmt.Errorf("materialise checkpoint %s in %s (nothing was materialised: %s is as it was): %w", src.ID, dir, dir, err)
+		}
+		if err := clearCloneMarker(state); err != nil {
+			return err
 		}
 		setup := app.Services.Setup
 		v := cloneView{WorkspaceID: app.Services.DB.WorkspaceID(), Root: setup.Layout.Root, Store: setup.File.Store, DB: setup.File.DB,
