@@ -297,7 +297,11 @@ func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoi
 	if changes == nil {
 		changes = []tree.Change{} // compared: nothing differs (nil would have the restorer compare again)
 	}
-	stats, err := o.guard.run(ctx, *op, changes, req.Progress)
+	run := o.guard.run
+	if req.NeverUndo {
+		run = o.guard.runToFinish
+	}
+	stats, err := run(ctx, *op, changes, req.Progress)
 	if err != nil {
 		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
 	}

@@ -149,6 +149,16 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: a})
 			continue
 		}
+		policy := req.OnFailure
+		if def.OnFailure != "" {
+			policy = OnFailure(def.OnFailure)
+		}
+		if policy == RollbackOnFailure {
+			if p, err = s.undoInterrupted(ctx, p, d, req); err != nil {
+				return res, err
+			}
+			res.Plan = p
+		}
 		r, err := s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
@@ -178,10 +188,6 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		failure, a := r.failure(d.ID()), r.Attempt
 		if failure == nil {
 			continue
-		}
-		policy := req.OnFailure
-		if def.OnFailure != "" {
-			policy = OnFailure(def.OnFailure)
 		}
 		if policy == ContinueOnFailure && a.Status != plan.Interrupted {
 			res.Failed = append(res.Failed, d.ID())
@@ -214,6 +220,29 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			len(res.Failed), strings.Join(res.Failed, ", "), &DecisionFailedError{DecisionID: res.Failed[0], Status: plan.Failed})
 	}
 	return res, nil
+}
+
+// undoInterrupted rolls the workspace back to the pre_decision checkpoint of d's latest attempt when
+// that attempt was interrupted (a run killed or stopped by a signal while it ran): under
+// on_failure rollback an attempt that did not succeed is undone, and one that could not be undone
+// when it ended is undone before the decision runs again, so the new attempt does not start from
+// (and its own rollback does not keep) the interrupted one's partial changes. The workspace as it
+// was is kept in the rollback's pre_rollback checkpoint. It returns the plan as it is after.
+func (s *PlanService) undoInterrupted(ctx context.Context, p *plan.Plan, d *plan.Decision, req RunRequest) (*plan.Plan, error) {
+	a, ok := d.Latest()
+	if !ok || a.Status != plan.Interrupted || a.CheckpointID == "" {
+		return p, nil
+	}
+	rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
+	if err != nil {
+		return p, fmt.Errorf("decision %q: undo its interrupted attempt %d (on_failure rollback) from its pre_decision checkpoint %s before running it again: %w",
+			d.ID(), a.Number, a.CheckpointID, err)
+	}
+	if req.Warn != nil {
+		req.Warn(fmt.Sprintf("decision %q: its attempt %d was interrupted; on_failure rollback restored its pre_decision checkpoint %s before running it again (the workspace as it was is checkpoint %s)",
+			d.ID(), a.Number, a.CheckpointID, rb.Backup.ID()))
+	}
+	return s.ops.plans.ByName(ctx, p.Name())
 }
 
 func emit(fn func(Event), e Event) {

@@ -6,6 +6,8 @@
 // Invariants:
 //   - unknown keys are refused (fault.ErrInvalid naming the file), so a typo never silently
 //     changes nothing;
+//   - a number is what is written: an integer setting written as anything but a whole number
+//     (keep: 2.9, 1e3) is refused naming the key and the file, never truncated;
 //   - the file never holds a secret: Save refuses a db DSN with a credential in any form (a
 //     password in its userinfo, a password=, passfile= or sslpassword= parameter; the caller
 //     strips them with RedactDSN first); S3 credentials never enter it at all;
@@ -21,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -104,7 +107,70 @@ func Load(path string) (File, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return f, fault.Invalid("%s: %v", path, err)
 	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc) // it decoded above: the same bytes parse again
+	if err := wholeNumbers(&doc, reflect.TypeFor[File](), ""); err != nil {
+		return File{}, fault.Invalid("%s: %v", path, err)
+	}
 	return f, nil
+}
+
+// wholeNumbers refuses any value that is not written as a whole number where the schema (t, the
+// Go type n decodes into) has an integer: yaml would take keep: 2.9 (or 1e3) for 2 (or 1000)
+// without a word. key is n's dotted path, for the message.
+func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		return wholeNumbersIn(n.Content, t, key)
+	case n.Kind == yaml.AliasNode:
+		return wholeNumbers(n.Alias, t, key)
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name, v := n.Content[i].Value, n.Content[i+1]
+			if name == "<<" { // a merge: its mapping (or list of them) fills this struct
+				if err := wholeNumbersIn(append([]*yaml.Node{v}, v.Content...), t, key); err != nil {
+					return err
+				}
+			} else if sf, ok := yamlField(t, name); ok {
+				if err := wholeNumbers(v, sf.Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
+					return err
+				}
+			}
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, c := range n.Content {
+			if err := wholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+	case n.Kind == yaml.ScalarNode && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && n.ShortTag() != "!!int":
+		return fmt.Errorf("line %d: %s: want a whole number, not %s", n.Line, key, n.Value)
+	}
+	return nil
+}
+
+// wholeNumbersIn checks each of nodes as a t.
+func wholeNumbersIn(nodes []*yaml.Node, t reflect.Type, key string) error {
+	for _, c := range nodes {
+		if err := wholeNumbers(c, t, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yamlField is the field of struct type t that the yaml key name fills.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if tag, _, _ := strings.Cut(sf.Tag.Get("yaml"), ","); tag == name {
+			return sf, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // Save writes f to path atomically and durably. It refuses a DSN that holds a password.

@@ -230,6 +230,9 @@ func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
 	if err != nil {
 		return err
 	}
+	if _, ok, err := readCloneMarker(app.Services.Layout.State()); ok || err != nil {
+		h.warn("this workspace is a clone that was interrupted: `plan recover` finishes it")
+	}
 	if op := res.Pending; op != nil {
 		_, _ = fmt.Fprintf(h.r.Stderr, "plan: an interrupted %s (%s) is pending and the workspace may be part-way through it: "+
 			"run `plan recover` (any command that changes the workspace also finishes it first)\n", op.Kind, op.ID)
