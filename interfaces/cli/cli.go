@@ -82,6 +82,10 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
+	var se *silentExit
+	if errors.As(err, &se) {
+		return se.code
+	}
 	code, kind := exitCode(err)
 	if h.json {
 		var v errorView

@@ -24,6 +24,7 @@ func (h *handler) commands() []*ucli.Command {
 	}}
 	cmds = append(cmds, h.checkpointCommands()...)
 	cmds = append(cmds, h.diffCommand())
+	cmds = append(cmds, h.readCommands()...)
 	cmds = append(cmds, h.restoreCommands()...)
 	cmds = append(cmds, h.planCommands()...)
 	cmds = append(cmds, h.correctionCommands()...)

@@ -209,11 +209,30 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		rel, err := h.workspacePath(root, a)
+		if err != nil {
+			return nil, err
+		}
+		if rel == "" {
+			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
+		}
+		out = append(out, rel)
+	}
+	return out, nil
+}
+
+// workspacePath is workspacePaths for one path; the workspace itself is "".
+func (h *handler) workspacePath(root, a string) (string, error) {
+	if a == "" {
+		return "", fault.Invalid("an empty path")
+	}
 	cwd := h.r.Dir
 	if cwd == "" {
 		var err error
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
@@ -223,27 +242,20 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if rel, err := filepath.Rel(root, cwd); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 		base = cwd
 	}
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		if a == "" {
-			return nil, fault.Invalid("an empty path")
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		p = filepath.Clean(p)
-		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			p = filepath.Join(r, filepath.Base(p))
-		}
-		rel, err := filepath.Rel(root, p)
-		switch {
-		case err != nil || !filepath.IsLocal(rel) && rel != ".":
-			return nil, fault.Invalid("%s is outside the workspace %s", a, root)
-		case rel == ".":
-			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
-		}
-		out = append(out, filepath.ToSlash(rel))
+	p := a
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
 	}
-	return out, nil
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(root, p)
+	switch {
+	case err != nil || !filepath.IsLocal(rel) && rel != ".":
+		return "", fault.Invalid("%s is outside the workspace %s", a, root)
+	case rel == ".":
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
 }

@@ -102,6 +102,11 @@ type changeView struct {
 	Size   int64  `json:"size"`
 	Kind   string `json:"kind"`
 	Patch  string `json:"patch,omitempty"`
+	// Insertions and Deletions are the lines a text file gained and lost (with --stat).
+	Insertions *int `json:"insertions,omitempty"`
+	Deletions  *int `json:"deletions,omitempty"`
+	// Binary says a --stat change has no line counts: a binary or large file.
+	Binary bool `json:"binary,omitempty"`
 }
 
 func newChangeViews(changes []tree.Change) []changeView {
@@ -126,6 +131,14 @@ type diffView struct {
 	From    string       `json:"from"`
 	To      *string      `json:"to"`
 	Changes []changeView `json:"changes"`
+	Stat    *diffStat    `json:"stat,omitempty"`
+}
+
+// diffStat totals a --stat diff.
+type diffStat struct {
+	Files      int `json:"files"`
+	Insertions int `json:"insertions"`
+	Deletions  int `json:"deletions"`
 }
 
 type rollbackView struct {
