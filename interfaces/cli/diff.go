@@ -114,7 +114,7 @@ func writeStat(w io.Writer, v diffView) {
 		switch {
 		case ch.Binary:
 			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, ch.Path, ch.Change)
-		case ch.Kind == "dir" || ch.Kind == "symlink" || ch.Kind == "":
+		case ch.Kind == "dir":
 			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, ch.Path, ch.Change)
 		default:
 			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, ch.Path, n, bar)
@@ -140,50 +140,109 @@ type filePatch struct {
 	binary                bool
 }
 
-// patch renders a unified diff of a changed text file; binary or large files get a one-line note.
+// patch renders one change as git does: a `diff --git` header, what happened to the entry (new,
+// deleted, a mode change, a type change shown as one change, not a deletion and an addition), then a
+// unified diff of the content. A symlink's content is its target. An added side is /dev/null; a
+// binary or large file (over maxPatchBytes) gets a one-line note instead of its bytes.
 func patch(svc *application.CheckpointService, ch tree.Change, live bool) (filePatch, error) {
-	side := func(e *tree.Entry, isLive bool) (string, bool, error) {
-		if e == nil || e.Kind != tree.KindFile {
-			return "", true, nil
-		}
-		if e.Size > maxPatchBytes {
-			return "", false, nil
-		}
-		rc, err := svc.OpenContent(*e, isLive)
-		if err != nil {
-			return "", false, err
-		}
-		defer func() { _ = rc.Close() }()
-		b, err := io.ReadAll(io.LimitReader(rc, maxPatchBytes+1))
-		if err != nil {
-			return "", false, err
-		}
-		text := len(b) <= maxPatchBytes && utf8.Valid(b) && !bytes.Contains(b, []byte{0})
-		return string(b), text, nil
+	var b strings.Builder
+	from, to := ch.From, ch.To
+	_, _ = fmt.Fprintf(&b, "diff --git a/%s b/%s\n", ch.Path, ch.Path)
+	switch {
+	case from == nil:
+		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", kindWord(to.Kind), gitMode(*to))
+	case to == nil:
+		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", kindWord(from.Kind), gitMode(*from))
+	case from.Kind != to.Kind:
+		_, _ = fmt.Fprintf(&b, "type change: %s -> %s\nold mode %s\nnew mode %s\n", kindWord(from.Kind), kindWord(to.Kind), gitMode(*from), gitMode(*to))
+	case from.Mode != to.Mode && from.Kind != tree.KindSymlink:
+		_, _ = fmt.Fprintf(&b, "old mode %s\nnew mode %s\n", gitMode(*from), gitMode(*to))
 	}
-	if (ch.From != nil && ch.From.Kind != tree.KindFile) && (ch.To != nil && ch.To.Kind != tree.KindFile) {
-		return filePatch{}, nil
-	}
-	old, oldText, err := side(ch.From, false)
+	old, err := patchSide(svc, from, false)
 	if err != nil {
 		return filePatch{}, err
 	}
-	cur, newText, err := side(ch.To, live)
+	cur, err := patchSide(svc, to, live)
 	if err != nil {
 		return filePatch{}, err
 	}
-	if !oldText || !newText {
-		return filePatch{text: fmt.Sprintf("Binary or large file %s differs\n", ch.Path), binary: true}, nil
+	oldName, newName := "a/"+ch.Path, "b/"+ch.Path
+	if !old.present {
+		oldName = "/dev/null"
 	}
-	p := filePatch{text: udiff.Unified("a/"+ch.Path, "b/"+ch.Path, old, cur)}
-	for i, line := range strings.Split(p.text, "\n") {
-		switch {
-		case i < 2: // the ---/+++ header
-		case strings.HasPrefix(line, "+"):
-			p.insertions++
-		case strings.HasPrefix(line, "-"):
-			p.deletions++
+	if !cur.present {
+		newName = "/dev/null"
+	}
+	p := filePatch{}
+	switch {
+	case !old.present && !cur.present: // directories: the header says it all
+	case !old.text || !cur.text:
+		_, _ = fmt.Fprintf(&b, "Binary or large file %s differs\n", ch.Path)
+		p.binary = true
+	default:
+		u := udiff.Unified(oldName, newName, old.content, cur.content)
+		for i, line := range strings.Split(u, "\n") {
+			switch {
+			case i < 2: // the ---/+++ header
+			case strings.HasPrefix(line, "+"):
+				p.insertions++
+			case strings.HasPrefix(line, "-"):
+				p.deletions++
+			}
 		}
+		b.WriteString(u)
 	}
+	p.text = b.String()
 	return p, nil
+}
+
+// side is one side of a change as a patch shows it.
+type side struct {
+	present bool // a file or symlink, which has content (not nothing, not a directory)
+	text    bool // shown line by line (not binary, not too large)
+	content string
+}
+
+func patchSide(svc *application.CheckpointService, e *tree.Entry, live bool) (side, error) {
+	switch {
+	case e == nil || e.Kind == tree.KindDir:
+		return side{text: true}, nil
+	case e.Kind == tree.KindSymlink:
+		return side{present: true, text: true, content: e.Target}, nil
+	case e.Size > maxPatchBytes:
+		return side{present: true}, nil
+	}
+	rc, err := svc.OpenContent(*e, live)
+	if err != nil {
+		return side{}, err
+	}
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, maxPatchBytes+1))
+	if err != nil {
+		return side{}, err
+	}
+	text := len(b) <= maxPatchBytes && utf8.Valid(b) && !bytes.Contains(b, []byte{0})
+	return side{present: true, text: text, content: string(b)}, nil
+}
+
+// gitMode is an entry's mode as git prints it: 100644 for a file, 120000 for a symlink, 040755 for
+// a directory (git keeps no directories; plan does, with their modes).
+func gitMode(e tree.Entry) string {
+	switch e.Kind {
+	case tree.KindSymlink:
+		return "120000"
+	case tree.KindDir:
+		return "040" + fmt.Sprintf("%03o", e.Mode&0o777)
+	}
+	return fmt.Sprintf("10%04o", e.Mode&tree.ModeMask)
+}
+
+func kindWord(k tree.Kind) string {
+	switch k {
+	case tree.KindSymlink:
+		return "symlink"
+	case tree.KindDir:
+		return "directory"
+	}
+	return "file"
 }

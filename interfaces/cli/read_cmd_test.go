@@ -184,7 +184,7 @@ func TestRestoreRefusesWhatItMustNotWrite(t *testing.T) {
 func TestDiffStatNameOnlyAndExitCode(t *testing.T) {
 	dir, id, _ := readFixture(t)
 	o := mustPlan(t, dir, "diff", id, "--stat")
-	for _, want := range []string{" a.txt | 2 +-\n", " link  | deleted\n", " 2 paths changed, 1 insertion(+), 1 deletion(-)\n"} {
+	for _, want := range []string{" a.txt | 2 +-\n", " link  | 1 -\n", " 2 paths changed, 1 insertion(+), 2 deletions(-)\n"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("diff --stat lacks %q:\n%s", want, o.stdout)
 		}
@@ -206,7 +206,7 @@ func TestDiffStatNameOnlyAndExitCode(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "diff", id, "--stat").stdout), &v); err != nil || v.Stat == nil {
 		t.Fatalf("diff --json --stat: %v", err)
 	}
-	if v.Stat.Files != 3 || v.Stat.Insertions != 1 || v.Stat.Deletions != 1 {
+	if v.Stat.Files != 3 || v.Stat.Insertions != 1 || v.Stat.Deletions != 2 {
 		t.Errorf("stat totals %+v", *v.Stat)
 	}
 	for _, ch := range v.Changes {
