@@ -288,7 +288,12 @@ func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) { return s
 
 // StatusOf returns the plan called name, or the current plan when name is "".
 func (s *PlanService) StatusOf(ctx context.Context, name string) (*plan.Plan, error) {
-	p, err := s.ops.plan(ctx, name)
+	return s.ops.namedPlan(ctx, name)
+}
+
+// namedPlan is plan with the messages a user needs when there is none.
+func (o *Operations) namedPlan(ctx context.Context, name string) (*plan.Plan, error) {
+	p, err := o.plan(ctx, name)
 	switch {
 	case errors.Is(err, fault.ErrNotFound) && name != "":
 		return nil, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", name)
@@ -337,24 +342,32 @@ func (s *PlanService) LogOf(ctx context.Context, planName, id string, attempt in
 	if err != nil {
 		return nil, plan.Attempt{}, err
 	}
-	d, err := p.Decision(id)
+	a, err := pickAttempt(p, id, attempt)
 	if err != nil {
 		return nil, plan.Attempt{}, err
-	}
-	as := d.Attempts()
-	if len(as) == 0 {
-		return nil, plan.Attempt{}, fault.NotFound("decision %q has not run yet", id)
-	}
-	a := as[len(as)-1]
-	if attempt > 0 {
-		if attempt > len(as) {
-			return nil, plan.Attempt{}, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
-		}
-		a = as[attempt-1]
 	}
 	if strings.TrimSpace(a.LogPath) == "" {
 		return nil, a, fault.NotFound("attempt %d of %q has no log", a.Number, id)
 	}
 	rc, err := s.ops.exec.OpenLog(a.LogPath)
 	return rc, a, err
+}
+
+// pickAttempt returns attempt number attempt of decision id (the latest when attempt is 0).
+func pickAttempt(p *plan.Plan, id string, attempt int) (plan.Attempt, error) {
+	d, err := p.Decision(id)
+	if err != nil {
+		return plan.Attempt{}, err
+	}
+	as := d.Attempts()
+	if len(as) == 0 {
+		return plan.Attempt{}, fault.NotFound("decision %q has not run yet", id)
+	}
+	if attempt == 0 {
+		return as[len(as)-1], nil
+	}
+	if attempt > len(as) {
+		return plan.Attempt{}, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
+	}
+	return as[attempt-1], nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -166,4 +167,44 @@ func selectPaths(cp *checkpoint.Checkpoint, all []tree.Entry, paths []string) ([
 		}
 	}
 	return out, nil
+}
+
+// DecisionChanges is what one attempt of a decision changed: the tree before it (its pre_decision
+// checkpoint) against the tree it left.
+type DecisionChanges struct {
+	Plan     *plan.Plan
+	Decision string
+	Attempt  plan.Attempt
+	Before   *checkpoint.Checkpoint
+	Changes  []tree.Change
+}
+
+// Decision compares attempt number attempt (0: the latest) of decision id of the plan called
+// planName ("" is the current plan) with the state before it. An attempt run without checkpoints,
+// or whose result was not recorded (it was killed, or recorded before results were kept), has
+// nothing to compare with: a not-found error that says so.
+func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt int) (DecisionChanges, error) {
+	p, err := s.ops.namedPlan(ctx, planName)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	a, err := pickAttempt(p, id, attempt)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	if a.CheckpointID == "" {
+		return DecisionChanges{}, fault.NotFound("attempt %d of decision %q ran without a checkpoint before it: there is nothing to compare it with", a.Number, id)
+	}
+	if a.ResultTree.IsZero() {
+		return DecisionChanges{}, fault.NotFound("the state attempt %d of decision %q left was not recorded (it is running, or it was interrupted)", a.Number, id)
+	}
+	before, err := s.ops.checkpoints.Get(ctx, a.CheckpointID)
+	if err != nil {
+		return DecisionChanges{}, fmt.Errorf("the checkpoint before decision %q: %w", id, err)
+	}
+	changes, err := s.ops.store.DiffTrees(before.Root(), a.ResultTree)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	return DecisionChanges{Plan: p, Decision: id, Attempt: a, Before: before, Changes: changes}, nil
 }

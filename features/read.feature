@@ -88,3 +88,23 @@ Feature: Reading a checkpoint without restoring it
     And stderr is empty
     When I run "plan diff <saved> <saved> --exit-code"
     Then it succeeds
+
+  Scenario: show is what one decision changed
+    Given a plan file "p.yaml" with:
+      """
+      name: demo
+      decisions:
+        - id: one
+          run: echo hello > c.txt
+        - id: two
+          run: echo bye >> c.txt
+      """
+    When I run "plan run <plans>/p.yaml"
+    Then it succeeds
+    When I run "plan show two --patch"
+    Then it succeeds
+    And stdout contains "decision two of plan demo"
+    And stdout contains "+bye"
+    And stdout does not contain "+hello"
+    When I run "plan show three"
+    Then the exit code is 4

@@ -55,45 +55,10 @@ func (h *handler) diff(c *ucli.Context) error {
 		if res.To != nil {
 			v.To = optional(string(res.To.ID()))
 		}
-		if c.Bool("patch") || c.Bool("stat") {
-			var total diffStat
-			for i, ch := range res.Changes {
-				p, err := patch(svc, ch, res.To == nil)
-				if err != nil {
-					return err
-				}
-				if c.Bool("patch") {
-					v.Changes[i].Patch = p.text
-				}
-				if c.Bool("stat") {
-					v.Changes[i].Insertions, v.Changes[i].Deletions = &p.insertions, &p.deletions
-					v.Changes[i].Binary = p.binary
-					total.Files++
-					total.Insertions += p.insertions
-					total.Deletions += p.deletions
-				}
-			}
-			if c.Bool("stat") {
-				v.Stat = &total
-			}
+		if v.Stat, err = addPatches(svc, res.Changes, v.Changes, res.To == nil, c.Bool("patch"), c.Bool("stat")); err != nil {
+			return err
 		}
-		return h.emit(v, func(w io.Writer) {
-			switch {
-			case c.Bool("name-only"):
-				for _, ch := range v.Changes {
-					_, _ = fmt.Fprintln(w, ch.Path)
-				}
-			case v.Stat != nil:
-				writeStat(w, v)
-			default:
-				for _, ch := range v.Changes {
-					_, _ = fmt.Fprintf(w, "%s %s\n", tree.ChangeType(ch.Change).Letter(), ch.Path)
-				}
-			}
-			for _, ch := range v.Changes {
-				_, _ = io.WriteString(w, ch.Patch)
-			}
-		})
+		return h.emit(v, func(w io.Writer) { writeChanges(w, v.Changes, v.Stat, c.Bool("name-only")) })
 	})
 	if err == nil && differs && c.Bool("exit-code") {
 		return &silentExit{code: ExitInternal}
@@ -101,14 +66,63 @@ func (h *handler) diff(c *ucli.Context) error {
 	return err
 }
 
+// addPatches fills in views (one per change) with each change's patch (withPatch) and line counts
+// (withStat, which also returns the totals). live says the new side is the workspace.
+func addPatches(svc *application.CheckpointService, changes []tree.Change, views []changeView, live, withPatch, withStat bool) (*diffStat, error) {
+	if !withPatch && !withStat {
+		return nil, nil
+	}
+	var total diffStat
+	for i, ch := range changes {
+		p, err := patch(svc, ch, live)
+		if err != nil {
+			return nil, err
+		}
+		if withPatch {
+			views[i].Patch = p.text
+		}
+		if withStat {
+			views[i].Insertions, views[i].Deletions = &p.insertions, &p.deletions
+			views[i].Binary = p.binary
+			total.Files++
+			total.Insertions += p.insertions
+			total.Deletions += p.deletions
+		}
+	}
+	if !withStat {
+		return nil, nil
+	}
+	return &total, nil
+}
+
+// writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
+// line each; then the patches, if any.
+func writeChanges(w io.Writer, changes []changeView, stat *diffStat, nameOnly bool) {
+	switch {
+	case nameOnly:
+		for _, ch := range changes {
+			_, _ = fmt.Fprintln(w, ch.Path)
+		}
+	case stat != nil:
+		writeStat(w, changes, stat)
+	default:
+		for _, ch := range changes {
+			_, _ = fmt.Fprintf(w, "%s %s\n", tree.ChangeType(ch.Change).Letter(), ch.Path)
+		}
+	}
+	for _, ch := range changes {
+		_, _ = io.WriteString(w, ch.Patch)
+	}
+}
+
 // writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
 // binary or large file), then the totals.
-func writeStat(w io.Writer, v diffView) {
+func writeStat(w io.Writer, changes []changeView, s *diffStat) {
 	width := 0
-	for _, ch := range v.Changes {
+	for _, ch := range changes {
 		width = max(width, len(ch.Path))
 	}
-	for _, ch := range v.Changes {
+	for _, ch := range changes {
 		n := *ch.Insertions + *ch.Deletions
 		bar := strings.Repeat("+", min(*ch.Insertions, 40)) + strings.Repeat("-", min(*ch.Deletions, 40))
 		switch {
@@ -120,7 +134,6 @@ func writeStat(w io.Writer, v diffView) {
 			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, ch.Path, n, bar)
 		}
 	}
-	s := v.Stat
 	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "path", "paths"),
 		s.Insertions, plural(s.Insertions, "insertion", "insertions"), s.Deletions, plural(s.Deletions, "deletion", "deletions"))
 }

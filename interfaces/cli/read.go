@@ -32,6 +32,17 @@ func (h *handler) readCommands() []*ucli.Command {
 			Action: h.ls,
 		},
 		{
+			Name: "show", Usage: "show what one decision changed: its pre_decision checkpoint against the state it left", ArgsUsage: "DECISION",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
+				&ucli.IntFlag{Name: "attempt", Usage: "attempt `N` (default: the latest)"},
+				&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"},
+				&ucli.BoolFlag{Name: "stat", Usage: "count the lines inserted and deleted in each text file, and in all"},
+				&ucli.BoolFlag{Name: "name-only", Usage: "print only the changed paths, one a line"},
+			},
+			Action: h.show,
+		},
+		{
 			Name: "restore", Usage: "copy a checkpoint (or some of its paths) into another directory; the workspace is not touched",
 			ArgsUsage: "REF --target DIR [--] [PATH…]",
 			Description: "DIR must not exist or be an empty directory; it ends up either as it was or holding the whole copy\n" +
@@ -239,4 +250,50 @@ func afterDashes(args []string) []string {
 		return args[1:]
 	}
 	return args
+}
+
+type showView struct {
+	Plan         string       `json:"plan"`
+	Decision     string       `json:"decision"`
+	Attempt      int          `json:"attempt"`
+	Status       string       `json:"status"`
+	Command      string       `json:"command"`
+	CheckpointID string       `json:"checkpoint_id"`
+	Changes      []changeView `json:"changes"`
+	Stat         *diffStat    `json:"stat,omitempty"`
+}
+
+func (h *handler) show(c *ucli.Context) error {
+	id, err := arg(c, 0, "DECISION")
+	if err != nil {
+		return err
+	}
+	if err := noExtraArgs(c, 1); err != nil {
+		return err
+	}
+	if c.Int("attempt") < 0 {
+		return fault.Invalid("--attempt must be positive")
+	}
+	if c.Bool("name-only") && (c.Bool("stat") || c.Bool("patch")) {
+		return usagef("--name-only prints paths only: it does not go with --stat or --patch")
+	}
+	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		res, err := app.Services.Read.Decision(c.Context, c.String("plan"), id, c.Int("attempt"))
+		if err != nil {
+			return err
+		}
+		a := res.Attempt
+		v := showView{Plan: res.Plan.Name(), Decision: res.Decision, Attempt: a.Number, Status: string(a.Status),
+			Command: a.Command, CheckpointID: string(res.Before.ID()), Changes: newChangeViews(res.Changes)}
+		if v.Stat, err = addPatches(app.Services.Checkpoints, res.Changes, v.Changes, false, c.Bool("patch"), c.Bool("stat")); err != nil {
+			return err
+		}
+		return h.emit(v, func(w io.Writer) {
+			if !c.Bool("name-only") {
+				_, _ = fmt.Fprintf(w, "decision %s of plan %s, attempt %d (%s)\ncommand: %s\nbefore:  checkpoint %s\n\n",
+					v.Decision, v.Plan, v.Attempt, v.Status, v.Command, v.CheckpointID)
+			}
+			writeChanges(w, v.Changes, v.Stat, c.Bool("name-only"))
+		})
+	})
 }

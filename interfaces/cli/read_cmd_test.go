@@ -246,3 +246,45 @@ func TestReadingDamagedContentIsAnIntegrityError(t *testing.T) {
 		t.Fatalf("diff --stat: %v", o)
 	}
 }
+
+func TestShowIsWhatOneDecisionChanged(t *testing.T) {
+	dir := newWorkspace(t)
+	plan := filepath.Join(t.TempDir(), "p.yaml")
+	writeFile(t, filepath.Dir(plan), "p.yaml", "name: demo\ndecisions:\n  - id: one\n    run: echo hello > a.txt\n  - id: two\n    run: echo bye >> a.txt && ln -s a.txt l\n")
+	mustPlan(t, dir, "run", plan)
+	o := mustPlan(t, dir, "show", "two", "--patch")
+	for _, want := range []string{"decision two of plan demo, attempt 1 (succeeded)\n", "command: echo bye >> a.txt && ln -s a.txt l\n",
+		"M a.txt\nA l\n", "@@ -1 +1,2 @@\n hello\n+bye\n", "new symlink mode 120000\n"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("show two --patch lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "one") {
+		t.Errorf("show two printed decision one's change:\n%s", o.stdout)
+	}
+	if o := mustPlan(t, dir, "show", "one", "--name-only"); o.stdout != "a.txt\n" {
+		t.Errorf("show one --name-only = %q", o.stdout)
+	}
+	var v showView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "show", "two", "--stat", "--plan", "demo", "--attempt", "1").stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Decision != "two" || v.Plan != "demo" || v.Stat == nil || v.Stat.Insertions != 2 || len(v.Changes) != 2 || v.CheckpointID == "" {
+		t.Fatalf("show --json --stat: %+v", v)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"show"}, ExitUsage},
+		{[]string{"show", "one", "two"}, ExitUsage},
+		{[]string{"show", "one", "--name-only", "--patch"}, ExitUsage},
+		{[]string{"show", "one", "--attempt", "-1"}, ExitInvalid},
+		{[]string{"show", "three"}, ExitNotFound},
+		{[]string{"show", "one", "--plan", "other"}, ExitNotFound},
+	} {
+		if o := inWorkspace(dir, c.args...); o.code != c.code {
+			t.Errorf("want exit %d: %v", c.code, o)
+		}
+	}
+}

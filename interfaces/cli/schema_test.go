@@ -70,6 +70,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("cat", jsonOut(dir, "cat", cp.ID, "a.txt"))
 	check("cat", jsonOut(dir, "cat", cp.ID, "link"))
 	check("restore", jsonOut(dir, "restore", cp.ID, "--target", filepath.Join(t.TempDir(), "copy"), "--", "sub"))
+	check("show", jsonOut(dir, "show", "mk", "--stat", "--patch"))
 	check("checkpoint-list", jsonOut(dir, "checkpoint", "list"))
 	check("correction", jsonOut(dir, "--yes", "correct", "--decision", "mk", "--reason", "wrong", "--no-reexecute"))
 	check("correction-list", jsonOut(dir, "correction", "list"))
