@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -228,13 +227,7 @@ func (h *handler) workspacePath(root, a string) (string, error) {
 	if a == "" {
 		return "", fault.Invalid("an empty path")
 	}
-	cwd := h.r.Dir
-	if cwd == "" {
-		var err error
-		if cwd, err = os.Getwd(); err != nil {
-			return "", err
-		}
-	}
+	cwd := h.root // where the command started: the current directory, or -C DIR
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = r
 	}
