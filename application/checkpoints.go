@@ -65,7 +65,7 @@ type CreateRequest struct {
 // SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by
 // `checkpoint prune` or a retention policy.
 func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bool) (*checkpoint.Checkpoint, error) {
-	if err := ident.ValidateRef("checkpoint", ref); err != nil {
+	if err := checkName(ref); err != nil {
 		return nil, err
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint pin")
@@ -322,7 +322,7 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		return RollbackResult{}, err
 	}
 	if req.At == nil {
-		if err := ident.ValidateRef("checkpoint", req.Ref); err != nil {
+		if err := checkName(req.Ref); err != nil {
 			return RollbackResult{}, err // bad input is refused before waiting for the lock
 		}
 	}

@@ -83,14 +83,6 @@ func NewOperations(p OperationsParams) *Operations {
 	return o
 }
 
-// resolve finds a checkpoint by full ID or unique prefix.
-func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
-	if err := ident.ValidateRef("checkpoint", ref); err != nil {
-		return nil, err
-	}
-	return o.checkpoints.Resolve(ctx, ref)
-}
-
 // entries returns a checkpoint's tree as an ordered entry list.
 func (o *Operations) entries(cp *checkpoint.Checkpoint) ([]tree.Entry, error) {
 	entries, err := o.store.Flatten(cp.Root())

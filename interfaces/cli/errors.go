@@ -27,6 +27,12 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// silentExit ends a command that did its job with a non-zero code and nothing to say: `plan diff
+// --exit-code` found differences.
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
 // exitCode maps an error to the contract's exit code and the kind name printed with --json.

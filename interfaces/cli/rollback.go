@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -225,8 +224,8 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 }
 
 // workspacePaths turns PATH arguments into workspace-relative slash paths. A relative one is taken
-// from the current directory when that is inside the workspace (as git does), otherwise from the
-// workspace root (so `plan -C ws rollback … src/a` means ws/src/a). Symlinks are resolved only on
+// from where the command started (the current directory, or -C DIR) when that is inside the
+// workspace (as git does), otherwise from the workspace root. Symlinks are resolved only on
 // the way to the workspace (a route to it from outside); inside it a path is taken as written, so a
 // symlink that replaced a checkpoint's directory is never followed to restore another path.
 // A path outside the workspace, or the workspace itself, is invalid input.
@@ -234,13 +233,26 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
-	cwd := h.r.Dir
-	if cwd == "" {
-		var err error
-		if cwd, err = os.Getwd(); err != nil {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		rel, err := h.workspacePath(root, a)
+		if err != nil {
 			return nil, err
 		}
+		if rel == "" {
+			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
+		}
+		out = append(out, rel)
 	}
+	return out, nil
+}
+
+// workspacePath is workspacePaths for one path; the workspace itself is "".
+func (h *handler) workspacePath(root, a string) (string, error) {
+	if a == "" {
+		return "", fault.Invalid("an empty path")
+	}
+	cwd := h.root // where the command started: the current directory, or -C DIR
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = r
 	}
@@ -248,25 +260,18 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if rel, err := filepath.Rel(root, cwd); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 		base = cwd
 	}
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		if a == "" {
-			return nil, fault.Invalid("an empty path")
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		rel, ok := relToWorkspace(root, filepath.Clean(p))
-		switch {
-		case !ok:
-			return nil, fault.Invalid("%s is outside the workspace %s", a, root)
-		case rel == ".":
-			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
-		}
-		out = append(out, filepath.ToSlash(rel))
+	p := a
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
 	}
-	return out, nil
+	rel, ok := relToWorkspace(root, filepath.Clean(p))
+	switch {
+	case !ok:
+		return "", fault.Invalid("%s is outside the workspace %s", a, root)
+	case rel == ".":
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
 }
 
 // relToWorkspace maps p (absolute and clean) to its path relative to root (absolute, resolved).

@@ -145,7 +145,7 @@ func (h *handler) clone(c *ucli.Context) error {
 	if err := bootstrap.EmptyDir(dir); err != nil {
 		return err
 	}
-	h.root = dir
+	h.root, h.exactRoot = dir, true
 	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
 	adopted, state := false, ""
 	err = h.with(c.Context, true, func(app *bootstrap.App) error {
