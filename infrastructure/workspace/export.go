@@ -164,13 +164,17 @@ func (x *Exporter) writeFile(dst string, e tree.Entry) (int64, error) {
 }
 
 // removeAll deletes a partial copy, making its directories writable first (a copied read-only
-// directory would otherwise keep its content).
+// directory would otherwise keep its content). It works through an os.Root on the copy, so a
+// directory swapped for a symlink meanwhile cannot lead a chmod outside it.
 func removeAll(dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700) // #nosec G302 -- our own partial copy, about to be deleted
-		}
-		return nil
-	})
+	if root, err := os.OpenRoot(dir); err == nil {
+		_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = root.Chmod(p, 0o700) // #nosec G302 -- our own partial copy, about to be deleted
+			}
+			return nil
+		})
+		_ = root.Close()
+	}
 	_ = os.RemoveAll(dir)
 }
