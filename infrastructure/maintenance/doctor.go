@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
@@ -142,22 +143,19 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
-		var head uint64
+		var unseen []string
 		if err == nil && len(complaints) == 0 {
-			head, err = db.LedgerHead(ctx)
+			// committed was listed before the database was read (see persistence.DB.Unseen).
+			unseen, err = db.Unseen(ctx, committed)
 		}
 		_ = db.Close()
-		var last uint64
-		if len(committed) > 0 {
-			last, _ = objectstore.ParseRecordName(committed[len(committed)-1])
-		}
 		switch {
 		case err != nil:
 			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
-		case len(complaints) == 0 && head < last:
+		case len(complaints) == 0 && len(unseen) > 0:
 			// Healthy but behind: restored from an older backup, or rows lost. Its gc would
-			// collect what the newer records still reference.
-			add(Finding{Check: "database", Problem: fmt.Sprintf("the database is behind the store: it has seen %d of %d recorded transactions", head, last),
+			// collect what the newer records still reference, so every command refuses it.
+			add(Finding{Check: "database", Problem: behind(unseen),
 				Repair: "`plan doctor --rebuild` brings it up to date from the store's records"})
 		case len(complaints) > 0:
 			engine := "SQLite integrity_check: "
@@ -242,6 +240,19 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		add(f)
 	}
 	return r.done()
+}
+
+// behind says what the database lacks: the recorded transactions it never saw, by name.
+func behind(unseen []string) string {
+	var shown []string
+	for _, n := range slices.Backward(unseen) {
+		if len(shown) == 3 {
+			shown = append(shown, fmt.Sprintf("and %d older", len(unseen)-3))
+			break
+		}
+		shown = append(shown, persistence.ShortRecord(n))
+	}
+	return fmt.Sprintf("the database is behind the store: it has not seen %d recorded transactions (%s)", len(unseen), strings.Join(shown, ", "))
 }
 
 // storeRepair is the advice for a store that cannot be opened or refreshed: an index is rebuilt

@@ -70,10 +70,40 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 		return nil, err
 	}
 	if err := db.prepare(ctx, create); err != nil {
+		err = db.damageBehind(ctx, db.classify(err))
 		_ = db.Close()
-		return nil, db.classify(err)
+		return nil, err
 	}
 	return db, nil
+}
+
+// firstWords is s on one line, cut to about n bytes.
+func firstWords(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// damageBehind returns err, or, when the SQLite file fails its integrity check, the damage as
+// fault.ErrIntegrity naming `plan doctor --rebuild`. A damaged page can make a healthy-looking
+// schema say anything (a version newer than this binary, one that asks to create tables that
+// exist): the version's answer is believed only from a file that checks out.
+func (d *DB) damageBehind(ctx context.Context, err error) error {
+	if d.dialect != SQLite || errors.Is(err, fault.ErrIntegrity) {
+		return err
+	}
+	complaints, cerr := d.IntegrityCheck(ctx)
+	switch {
+	case cerr != nil && errors.Is(cerr, fault.ErrIntegrity):
+		return cerr
+	case cerr != nil || len(complaints) == 0:
+		return err
+	}
+	// Not wrapped: the cause's own kind (a conflict, "upgrade plan") is the damage's symptom.
+	return fault.Integrity("the metadata database %s is damaged (SQLite integrity_check: %s; opening it said: %v): run `plan doctor --rebuild`",
+		d.target.shown, firstWords(strings.Join(complaints, "; "), 200), err)
 }
 
 // checkOptions refuses options that cannot go together, before anything is opened.
@@ -108,9 +138,20 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 		return nil
 	}
 	var err error
-	var records int
-	if d.seqFloor, records, err = seqFloorOf(d.ledger); err != nil {
+	var committed []string
+	if d.seqFloor, committed, err = seqFloorOf(d.ledger); err != nil {
 		return err
+	}
+	// A database that has not seen every recorded transaction would act on rows it lacks: gc
+	// would delete what only the records reference, a write would hide the gap. Every command
+	// refuses it before it changes anything, the store's pending records included; `plan doctor
+	// --rebuild` brings it up to date.
+	unseen, err := d.Unseen(ctx, committed)
+	if err != nil {
+		return err
+	}
+	if len(unseen) > 0 {
+		return BehindError(d.target.shown, unseen)
 	}
 	if err := d.reconcile(ctx); err != nil {
 		return err
@@ -118,7 +159,7 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 	if err := d.baseline(ctx); err != nil {
 		return err
 	}
-	return d.compactIfLong(ctx, records)
+	return d.compactIfLong(ctx, len(committed))
 }
 
 // openSQLite opens the file at path: WAL, synchronous=FULL, foreign keys, a busy timeout and
