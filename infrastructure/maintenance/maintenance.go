@@ -6,7 +6,10 @@
 // workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
 // pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
-// name the database by Target.Shown, never with its password.
+// name the database by Target.Shown, never with its password. Doctor and Rebuild judge a database
+// behind the store by the names of the records it has not seen (persistence.DB.Unseen), never by a
+// count; Rebuild MUST NOT report rebuilt while the new database lacks a committed record: it
+// compares again after the swap, under the lock, and replays what arrived meanwhile.
 package maintenance
 
 import (
