@@ -279,3 +279,36 @@ func TestMetadataPostgresBehindTheStore(t *testing.T) {
 	}
 	metadataRollsBackTo(w, lost, "f", lostContent)
 }
+
+// Finding (db-behind-store-masked, MODE=row): a checkpoint row deleted by hand, the ledger table
+// whole, was never reported; gc from that database deletes the checkpoint's content.
+func TestMetadataCheckpointRowDeleted(t *testing.T) {
+	w := newWorkspace(t, nil)
+	w.write("f", "v1")
+	w.checkpoint("one")
+	lostContent := metadataBlob("row deleted")
+	w.write("f", lostContent)
+	lost := w.checkpoint("its row is deleted")
+	w.write("f", "v3")
+	conn, err := sql.Open("sqlite3", w.path(".plan/plan.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`DELETE FROM checkpoints WHERE id = ?`, lost); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	metadataRefusesBehind(w, "gc")
+	r := w.expect(6, "integrity", "doctor")
+	if !strings.Contains(r.stdout, lost) || !strings.Contains(r.stdout, "plan doctor --rebuild") {
+		t.Fatalf("doctor does not name the lost checkpoint\n%s", r)
+	}
+	var rb metadataRebuild
+	w.mustJSON(&rb, "doctor", "--rebuild")
+	if !rb.Rebuilt || rb.Checkpoints != 2 {
+		t.Fatalf("doctor --rebuild: %+v; want the 2 checkpoints back", rb)
+	}
+	w.must("gc")
+	metadataRollsBackTo(w, lost, "f", lostContent)
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
@@ -218,5 +219,95 @@ func TestRebuildInPlaceWhoseFinalOpenFails(t *testing.T) {
 	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	if res, err := maintenance.Rebuild(ctx, target, rebuildTime); !errors.Is(err, errListing) || res.Rebuilt {
 		t.Fatalf("rebuild in place: %+v, %v", res, err)
+	}
+}
+
+// deleteCheckpointRow deletes a checkpoint's row by hand, leaving the ledger table whole.
+func deleteCheckpointRow(t *testing.T, l workspace.Layout, id string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", l.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec(`DELETE FROM checkpoints WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A checkpoint row deleted by hand (the ledger table still names its transaction) is found from
+// the records: doctor reports it, gc refuses to run from the database without it (it would delete
+// the checkpoint's content), and the rebuild brings it back.
+func TestACheckpointRowLostByHand(t *testing.T) {
+	ctx := context.Background()
+	l := workspaceWithCheckpoint(t)
+	if err := os.WriteFile(filepath.Join(l.Root, "only-in-the-lost-one"), []byte("kept by its record alone"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addCheckpoint(t, l, "its row goes")
+	want := checkpointIDs(t, l)
+	deleteCheckpointRow(t, l, want[0])
+
+	f := finding(t, maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false), "database")
+	if f.OK || !strings.Contains(f.Problem, "lacks 1 checkpoints the store's records hold (rows lost): "+want[0]) ||
+		!strings.Contains(f.Repair, "plan doctor --rebuild") {
+		t.Fatalf("database finding %+v", f)
+	}
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := time.Duration(0)
+	_, err = app.Services.Maintenance.GC(ctx, application.GCRequest{Grace: &zero})
+	_ = app.Close()
+	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), "plan doctor --rebuild") {
+		t.Fatalf("gc from a database that lost a row: %v", err)
+	}
+	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
+	if err != nil || !res.Rebuilt || !strings.Contains(res.Why, "lacks 1 checkpoints") {
+		t.Fatalf("rebuild %+v, %v", res, err)
+	}
+	if got := checkpointIDs(t, l); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("checkpoints %v, want %v", got, want)
+	}
+	if f := finding(t, maintenance.Doctor(ctx, maintenance.PrivateTarget(l), false), "database"); !f.OK {
+		t.Fatalf("after the rebuild: %+v", f)
+	}
+}
+
+// Records that cannot be read again while the lost rows are looked for: doctor and rebuild report
+// the error; gc refuses, deleting nothing.
+func TestLostRowsWhenTheRecordsCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	l := workspaceWithCheckpoint(t)
+	addCheckpoint(t, l, "its row goes")
+	deleteCheckpointRow(t, l, checkpointIDs(t, l)[0])
+	// Doctor lists the records once up front, then once per look for lost rows.
+	for _, ok := range []int{1, 2} {
+		f := finding(t, maintenance.Doctor(ctx, listingTarget(l, &listingBackend{dir: "records", okLists: ok}), false), "database")
+		if f.OK || !strings.Contains(f.Problem, errListing.Error()) {
+			t.Fatalf("%d listings: database finding %+v", ok, f)
+		}
+	}
+	if _, err := maintenance.Rebuild(ctx, listingTarget(l, &listingBackend{dir: "records", okLists: 1}), rebuildTime); !errors.Is(err, errListing) {
+		t.Fatalf("rebuild: %v", err)
+	}
+	st, err := objectstore.Open(l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	be := &listingBackend{Backend: objectstore.NewDir(l.Objects(), false), dir: "records"}
+	h := maintenance.NewHealth(st, objectstore.NewRecords(be, "records"))
+	if _, err := h.Collect(nil, nil); !errors.Is(err, errListing) || !strings.Contains(err.Error(), "nothing was deleted") {
+		t.Fatalf("gc: %v", err)
+	}
+}
+
+// Doctor names the first five lost checkpoints and counts the rest.
+func TestLostRowsMessage(t *testing.T) {
+	got := maintenance.LostRows([]string{"a", "b", "c", "d", "e", "f", "g"})
+	if got != "the database lacks 7 checkpoints the store's records hold (rows lost): a, b, c, d, e, and 2 more" {
+		t.Fatalf("%q", got)
 	}
 }

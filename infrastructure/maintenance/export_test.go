@@ -9,3 +9,6 @@ func SetCatchUpRounds(n int) func() {
 	catchUpRounds = n
 	return func() { catchUpRounds = was }
 }
+
+// LostRows is lostRows, for its message.
+var LostRows = lostRows

@@ -214,10 +214,19 @@ func databaseProblem(ctx context.Context, t Target, file string, recs *objectsto
 	// A database restored from an old backup is healthy but behind: the store has committed
 	// transactions it never saw, whatever it wrote since.
 	unseen, err := unseenBy(ctx, db, recs)
-	if err != nil || len(unseen) == 0 {
+	if err != nil {
 		return "", err
 	}
-	return strings.TrimPrefix(behind(unseen), "the database is "), nil
+	if len(unseen) > 0 {
+		return strings.TrimPrefix(behind(unseen), "the database is "), nil
+	}
+	// Rows deleted by hand leave the ledger table whole. Under the lock: no checkpoint is deleted
+	// meanwhile, so one answer is enough.
+	lost, err := db.LostCheckpoints(ctx, recs)
+	if err != nil || len(lost) == 0 {
+		return "", err
+	}
+	return strings.TrimPrefix(lostRows(lost), "the database "), nil
 }
 
 // unseenBy lists the committed records, then the ones db has not seen (in that order: see

@@ -212,3 +212,53 @@ func TestMessageHelpers(t *testing.T) {
 		t.Fatal("ShortRecord")
 	}
 }
+
+// A checkpoint row deleted by hand leaves the ledger table whole (Unseen sees nothing): the
+// records still hold the checkpoint, and LostCheckpoints names it.
+func TestLostCheckpointsAreTheRecordsTheRowsLack(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 3)
+		if lost, err := f.db.LostCheckpoints(ctx, f.recs); err != nil || len(lost) != 0 {
+			t.Fatalf("a whole database: lost %v, %v", lost, err)
+		}
+		if err := f.db.gorm.Exec(`DELETE FROM checkpoints WHERE workspace_id = ? AND id IN ?`, f.db.workspace,
+			[]string{fixtureID(2), fixtureID(0)}).Error; err != nil {
+			t.Fatal(err)
+		}
+		committed, _ := f.names(t)
+		if unseen, err := f.db.Unseen(ctx, committed); err != nil || len(unseen) != 0 {
+			t.Fatalf("unseen %v, %v: the ledger table is whole", unseen, err)
+		}
+		lost, err := f.db.LostCheckpoints(ctx, f.recs)
+		if err != nil || !slices.Equal(lost, []string{fixtureID(0), fixtureID(2)}) {
+			t.Fatalf("lost %v, %v", lost, err)
+		}
+		f.l.committed = true
+		if _, err := f.db.LostCheckpoints(ctx, f.l); !errors.Is(err, errInjected) {
+			t.Fatalf("records that cannot be listed: %v", err)
+		}
+		f.l.committed = false
+		if err := f.db.gorm.Exec(`DROP TABLE attempts`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.gorm.Exec(`DROP TABLE checkpoints`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.db.LostCheckpoints(ctx, f.l); err == nil {
+			t.Fatal("a checkpoints table that cannot be read was compared")
+		}
+	})
+}
+
+func TestLostCheckpointsNeedsAWorkspace(t *testing.T) {
+	f := newLedgerFixture(t, 1)
+	any, err := Open(context.Background(), f.path, false, WithoutWorkspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = any.Close() }()
+	if _, err := any.LostCheckpoints(context.Background(), f.recs); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a handle without a workspace: %v", err)
+	}
+}

@@ -530,6 +530,37 @@ func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
 	return unseen, nil
 }
 
+// LostCheckpoints returns the IDs of the checkpoints l's committed records hold that the database
+// does not (sorted): rows lost by hand or by a restore the ledger table does not show (it kept the
+// names of the transactions whose rows are gone). The records are read before the database, so a
+// checkpoint made meanwhile is not taken for a lost one; one deleted meanwhile may be, so a caller
+// without the workspace lock asks again before it believes the answer.
+func (d *DB) LostCheckpoints(ctx context.Context, l Ledger) ([]string, error) {
+	if d.workspace == "" {
+		return nil, errNoWorkspace()
+	}
+	sum, err := SummarizeLedger(l)
+	if err != nil {
+		return nil, err
+	}
+	var have []string
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT id FROM checkpoints WHERE workspace_id = ?`, d.workspace).Scan(&have).Error; err != nil {
+		return nil, fmt.Errorf("read the checkpoints: %w", err)
+	}
+	held := make(map[string]bool, len(have))
+	for _, id := range have {
+		held[id] = true
+	}
+	var lost []string
+	for _, c := range sum.List {
+		if !held[c.ID] {
+			lost = append(lost, c.ID)
+		}
+	}
+	slices.Sort(lost)
+	return lost, nil
+}
+
 // BehindError is the refusal of a database that has not seen every recorded transaction (see
 // Unseen): fault.ErrIntegrity, naming `plan doctor --rebuild`.
 func BehindError(shown string, unseen []string) error {
