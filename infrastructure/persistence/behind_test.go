@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 )
 
 // A database that missed recorded transactions is behind by identity: a write made after them
@@ -260,5 +262,59 @@ func TestLostCheckpointsNeedsAWorkspace(t *testing.T) {
 	defer func() { _ = any.Close() }()
 	if _, err := any.LostCheckpoints(context.Background(), f.recs); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("a handle without a workspace: %v", err)
+	}
+}
+
+// A write through a handle whose SQLite file was replaced meanwhile (a rebuild renamed a new one
+// into place) goes to the new file, not to the old one, whose record the new one would lack.
+func TestAWriteFollowsAReplacedFile(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 2)
+	tmp := f.path + ".rebuild"
+	if _, err := Rebuild(ctx, tmp, f.recs); err != nil {
+		t.Fatal(err)
+	}
+	// As maintenance.Rebuild does: the old file and its -wal and -shm aside, the new one in place.
+	for _, s := range []string{"", "-wal", "-shm"} {
+		if err := os.Rename(f.path+s, f.path+".aside"+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(tmp, f.path); err != nil {
+		t.Fatal(err)
+	}
+	f.add(t, fixtureID(2), nil) // through the handle opened before the rebuild
+	db, err := f.open(false, f.l)
+	if err != nil {
+		t.Fatalf("the database after a write through the old handle: %v", err)
+	}
+	defer func() { _ = db.Close() }()
+	if cps, err := NewCheckpoints(db).List(ctx); err != nil || len(cps) != 3 {
+		t.Fatalf("the file in place holds %d checkpoints, %v; want the 3 written", len(cps), err)
+	}
+
+	// A missing file is not followed: the write reaches the records (and the open file).
+	for _, s := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(f.path + s)
+	}
+	f.add(t, fixtureID(3), nil)
+	if committed, _ := f.names(t); len(committed) != 4 {
+		t.Fatalf("%d records after a write with the file deleted", len(committed))
+	}
+
+	// A file in its place that cannot be used, or that is another workspace's, is refused.
+	if err := os.WriteFile(f.path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, fixtureID(4), time.Unix(9, 0))); !errors.Is(err, fault.ErrIntegrity) ||
+		!strings.Contains(err.Error(), "was replaced while this command ran") {
+		t.Fatalf("a write after an empty file took its place: %v", err)
+	}
+	_ = os.Remove(f.path)
+	if _, err := Rebuild(ctx, f.path, f.recs, WithWorkspace(ident.New(time.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewCheckpoints(f.db).Add(ctx, newCP(t, fixtureID(4), time.Unix(9, 0))); !errors.Is(err, fault.ErrConflict) {
+		t.Fatalf("a write after another workspace's database took its place: %v", err)
 	}
 }

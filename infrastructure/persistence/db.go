@@ -37,6 +37,10 @@ type DB struct {
 	seqFloor uint64
 	// compactAfter is how many records the ledger may hold before Open compacts it (0: never).
 	compactAfter int
+	// opened is the SQLite file this handle opened (nil on PostgreSQL), and opts the options it was
+	// opened with: a write finds the file replaced by comparing (see followReplaced).
+	opened os.FileInfo
+	opts   []Option
 }
 
 // Open opens the database at target and migrates it. target is a file path or sqlite:///abs/path
@@ -54,7 +58,7 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{target: t, dialect: t.dialect, compactAfter: defaultCompactAfter}
+	db := &DB{target: t, dialect: t.dialect, compactAfter: defaultCompactAfter, opts: opts}
 	for _, o := range opts {
 		o(db)
 	}
@@ -63,8 +67,8 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 	}
 	if t.dialect == Postgres {
 		db.gorm, err = openPostgres(ctx, t)
-	} else {
-		db.gorm, err = openSQLite(t.path, create)
+	} else if db.gorm, err = openSQLite(t.path, create); err == nil {
+		db.opened, _ = os.Stat(t.path)
 	}
 	if err != nil {
 		return nil, err
@@ -265,6 +269,37 @@ func classify(path string, err error) error {
 		}
 	}
 	return err
+}
+
+// followReplaced makes the handle follow its SQLite file when another file now stands at its path:
+// `plan doctor --rebuild` replaced it. The rebuild holds the workspace lock, so only a write this
+// process makes without the lock (the operation log a command writes once its lock is released)
+// meets it; written to the old file, that transaction would reach its record but not the database
+// every later command opens, which would then be behind the store. The new file is opened as Open
+// opens any (it is refused when it is behind or damaged). A missing file is not followed: what
+// this handle writes meanwhile reaches the records, from which the next rebuild makes it again.
+func (d *DB) followReplaced(ctx context.Context) error {
+	if d.opened == nil {
+		return nil
+	}
+	st, err := os.Stat(d.target.path)
+	if err != nil || os.SameFile(st, d.opened) {
+		return nil
+	}
+	n, err := Open(ctx, d.target.path, false, d.opts...)
+	if err != nil {
+		return fmt.Errorf("the metadata database %s was replaced while this command ran, and the new one cannot be used: %w", d.target.shown, err)
+	}
+	if n.workspace != d.workspace {
+		_ = n.Close()
+		return fault.Conflict("the metadata database %s was replaced while this command ran by one of another workspace (%s)", d.target.shown, n.workspace)
+	}
+	old := d.gorm
+	d.gorm, d.opened, d.seqFloor = n.gorm, n.opened, n.seqFloor
+	if sqlDB, err := old.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+	return nil
 }
 
 // Close closes the database.

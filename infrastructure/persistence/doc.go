@@ -53,6 +53,9 @@
 //     baseline's redundant past) and refuses, fault.ErrIntegrity naming `plan doctor --rebuild`,
 //     before it settles or writes anything. Never by count or newest number: a write after the
 //     gap would hide it;
+//   - a write transaction through a SQLite handle whose file was replaced (a rebuild renamed a new
+//     one into place) MUST go to the file now at the path (followReplaced reopens it as Open
+//     does), never to the old one, whose new record the database in place would lack;
 //   - a SQLite file that fails to open or migrate is checked (integrity_check) before the
 //     failure is believed: a damaged page can make the schema version read as anything, and
 //     damage is fault.ErrIntegrity naming `plan doctor --rebuild`, never "upgrade plan";

@@ -195,6 +195,9 @@ func (d *DB) do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if d.workspace == "" {
 		return errNoWorkspace()
 	}
+	if err := d.followReplaced(ctx); err != nil {
+		return err
+	}
 	var name string
 	err := d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := d.lock(tx, d.workspace); err != nil {
