@@ -74,7 +74,7 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 		return nil, err
 	}
 	if err := db.prepare(ctx, create); err != nil {
-		err = db.damageBehind(ctx, db.classify(err))
+		err = db.damageFirst(ctx, db.classify(err))
 		_ = db.Close()
 		return nil, err
 	}
@@ -90,11 +90,11 @@ func firstWords(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// damageBehind returns err, or, when the SQLite file fails its integrity check, the damage as
+// damageFirst returns err, or, when the SQLite file fails its integrity check, the damage as
 // fault.ErrIntegrity naming `plan doctor --rebuild`. A damaged page can make a healthy-looking
 // schema say anything (a version newer than this binary, one that asks to create tables that
 // exist): the version's answer is believed only from a file that checks out.
-func (d *DB) damageBehind(ctx context.Context, err error) error {
+func (d *DB) damageFirst(ctx context.Context, err error) error {
 	if d.dialect != SQLite || errors.Is(err, fault.ErrIntegrity) {
 		return err
 	}
