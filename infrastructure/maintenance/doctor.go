@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
@@ -145,23 +146,27 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
-		var head uint64
+		var unseen []string
+		var lost []string
 		if err == nil && len(complaints) == 0 {
-			head, err = db.LedgerHead(ctx)
+			// committed was listed before the database was read (see persistence.DB.Unseen).
+			unseen, err = db.Unseen(ctx, committed)
+		}
+		if err == nil && len(complaints) == 0 && len(unseen) == 0 {
+			lost, err = lostCheckpoints(ctx, db, recs)
 		}
 		_ = db.Close()
-		var last uint64
-		if len(committed) > 0 {
-			last, _ = objectstore.ParseRecordName(committed[len(committed)-1])
-		}
 		switch {
 		case err != nil:
 			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
-		case len(complaints) == 0 && head < last:
+		case len(complaints) == 0 && len(unseen) > 0:
 			// Healthy but behind: restored from an older backup, or rows lost. Its gc would
-			// collect what the newer records still reference.
-			add(Finding{Check: "database", Problem: fmt.Sprintf("the database is behind the store: it has seen %d of %d recorded transactions", head, last),
+			// collect what the newer records still reference, so every command refuses it.
+			add(Finding{Check: "database", Problem: behind(unseen),
 				Repair: "`plan doctor --rebuild` brings it up to date from the store's records"})
+		case len(complaints) == 0 && len(lost) > 0:
+			add(Finding{Check: "database", Problem: lostRows(lost),
+				Repair: "`plan doctor --rebuild` brings them back from the store's records"})
 		case len(complaints) > 0:
 			engine := "SQLite integrity_check: "
 			if dbFile == "" {
@@ -245,6 +250,55 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		add(f)
 	}
 	return r.done()
+}
+
+// behind says what the database lacks: the recorded transactions it never saw, by name.
+func behind(unseen []string) string {
+	var shown []string
+	for _, n := range slices.Backward(unseen) {
+		if len(shown) == 3 {
+			shown = append(shown, fmt.Sprintf("and %d older", len(unseen)-3))
+			break
+		}
+		shown = append(shown, persistence.ShortRecord(n))
+	}
+	return fmt.Sprintf("the database is behind the store: it has not seen %d recorded transactions (%s)", len(unseen), strings.Join(shown, ", "))
+}
+
+// lostCheckpoints asks db for the checkpoints the records hold and it lacks, twice when there are
+// any: doctor holds no lock, and a checkpoint deleted between its reading of the records and of the
+// database is not lost. Only those lacking both times are.
+//
+// A damaged record leaves nothing to compare with: the records check reports it (and its repair
+// needs the database judged healthy), so it is not the database's problem here.
+func lostCheckpoints(ctx context.Context, db *persistence.DB, recs *objectstore.Records) ([]string, error) {
+	first, err := db.LostCheckpoints(ctx, recs)
+	if errors.Is(err, fault.ErrIntegrity) {
+		return nil, nil
+	}
+	if err != nil || len(first) == 0 {
+		return nil, err
+	}
+	again, err := db.LostCheckpoints(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, id := range again {
+		if slices.Contains(first, id) {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// lostRows says which checkpoints the database lost.
+func lostRows(lost []string) string {
+	shown := lost
+	if len(shown) > 5 {
+		shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(lost)-5))
+	}
+	return fmt.Sprintf("the database lacks %d checkpoints the store's records hold (rows lost): %s", len(lost), strings.Join(shown, ", "))
 }
 
 // storeRepair is the advice for a store that cannot be opened or refreshed: an index is rebuilt

@@ -3,10 +3,14 @@
 // must work even when the database or the store cannot be opened.
 //
 // Invariants: Health never changes the store except in Collect, which the caller runs under the
-// workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
+// workspace lock, and which MUST refuse (deleting nothing) roots that lack a tree the workspace's
+// own records keep live; Doctor changes nothing unless asked to repair, and every repair it makes is one
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
 // pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
-// name the database by Target.Shown, never with its password.
+// name the database by Target.Shown, never with its password. Doctor and Rebuild judge a database
+// behind the store by the names of the records it has not seen (persistence.DB.Unseen), never by a
+// count; Rebuild MUST NOT report rebuilt while the new database lacks a committed record: it
+// compares again after the swap, under the lock, and replays what arrived meanwhile.
 package maintenance
 
 import (
@@ -72,6 +76,9 @@ func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
 // workspaces, under no lock this one holds: it is collected in two phases (objectstore.SharedGC),
 // and what is live is computed afresh for each, from roots and from every workspace's records.
 func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	if err := h.rootsCover(roots); err != nil {
+		return application.GCReport{}, err
+	}
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
 	}
@@ -87,6 +94,35 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live),
 	}, nil
+}
+
+// rootsCover refuses roots (what the database keeps live) that lack a tree the workspace's own
+// records keep live: the database lost rows its records hold (deleted by hand, or a database the
+// ledger-name comparison cannot see is behind), and a gc from it would delete the content of
+// checkpoints only the records know.
+func (h *Health) rootsCover(roots []tree.Hash) error {
+	if h.records == nil {
+		return nil
+	}
+	sum, err := persistence.SummarizeLedger(h.records)
+	if err != nil {
+		return fmt.Errorf("read the workspace's records (nothing was deleted): %w", err)
+	}
+	have := make(map[tree.Hash]bool, len(roots))
+	for _, r := range roots {
+		have[r] = true
+	}
+	lacking := 0
+	for _, r := range sum.Roots {
+		if !have[r] {
+			lacking++
+		}
+	}
+	if lacking > 0 {
+		return fault.Integrity("the database lacks %d checkpoint or result trees its records hold (rows lost, or restored from an older backup): "+
+			"nothing was deleted; run `plan doctor --rebuild`, then gc", lacking)
+	}
+	return nil
 }
 
 func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {

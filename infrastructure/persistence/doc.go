@@ -54,7 +54,19 @@
 //     crash left pending by that list, and a rebuild replays the committed ones in order (from the
 //     newest baseline) into rows equal to the ones lost: Rebuild into a new SQLite file,
 //     RebuildWorkspace in place in one transaction that replaces this workspace's rows and leaves
-//     every other workspace's alone;
+//     every other workspace's alone, the records listed under the workspace's write lock (a
+//     pending record the ledger table names is committed first);
+//   - a database behind its records MUST NOT be used: Open with a Ledger compares the committed
+//     records with the ledger table by name (Unseen; records before the oldest it names are a
+//     baseline's redundant past) and refuses, fault.ErrIntegrity naming `plan doctor --rebuild`,
+//     before it settles or writes anything. Never by count or newest number: a write after the
+//     gap would hide it;
+//   - a write transaction through a SQLite handle whose file was replaced (a rebuild renamed a new
+//     one into place) MUST go to the file now at the path (followReplaced reopens it as Open
+//     does), never to the old one, whose new record the database in place would lack;
+//   - a SQLite file that fails to open or migrate is checked (integrity_check) before the
+//     failure is believed: a damaged page can make the schema version read as anything, and
+//     damage is fault.ErrIntegrity naming `plan doctor --rebuild`, never "upgrade plan";
 //   - a record holds rows, not the operations that produced them, so replaying is idempotent and
 //     order-safe: each aggregate ends as the newest record that touched it says. A plan is recorded
 //     row by row (its own row, each decision, each attempt), and a save records only the rows it
