@@ -162,14 +162,37 @@ func (h *handler) releaseAfterParsing(cmds []*ucli.Command) {
 			h.releaseAfterParsing(c.Subcommands)
 			continue
 		}
+		required := takeRequired(c)
 		c.Before = func(c *ucli.Context) error {
 			if h.parsed != nil {
 				h.parsed()
+			}
+			for _, name := range required {
+				if !c.IsSet(name) {
+					return usagef("missing --%s (see `plan %s --help`)", name, commandPath(c))
+				}
 			}
 			h.startOp(c)
 			return nil
 		}
 	}
+}
+
+// takeRequired makes the command's required flags optional for urfave/cli and returns their names:
+// urfave/cli reports a missing one as a plain error (exit 1), and the contract wants a missing flag
+// to be a usage error (exit 2), which Before then returns. The help still says "required".
+func takeRequired(c *ucli.Command) []string {
+	var names []string
+	for _, f := range c.Flags {
+		if sf, ok := f.(*ucli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			if !strings.Contains(sf.Usage, "required") {
+				sf.Usage += " (required)"
+			}
+			names = append(names, sf.Name)
+		}
+	}
+	return names
 }
 
 func globalFlags() []ucli.Flag {

@@ -21,18 +21,23 @@ import (
 // sharedCommands are the commands of a shared store: the workspaces it holds, and a clone of one
 // of their checkpoints.
 func (h *handler) sharedCommands() []*ucli.Command {
-	storeFlag := &ucli.StringFlag{Name: "store", Usage: "the shared store's `URL` (file:///abs/path or s3://bucket[/prefix])", Required: true}
-	dbFlag := &ucli.StringFlag{Name: "db", Usage: "the `DSN` of the database its workspaces share, if they do (postgres://… or sqlite:///abs/path)"}
+	// Each command gets flags of its own: the parser marks what it parsed on the flag itself.
+	storeFlag := func() ucli.Flag {
+		return &ucli.StringFlag{Name: "store", Usage: "the shared store's `URL` (file:///abs/path or s3://bucket[/prefix])", Required: true}
+	}
+	dbFlag := func() ucli.Flag {
+		return &ucli.StringFlag{Name: "db", Usage: "the `DSN` of the database its workspaces share, if they do (postgres://… or sqlite:///abs/path)"}
+	}
 	return []*ucli.Command{
 		{
 			Name: "workspaces", Usage: "list the workspaces a shared store holds",
-			Flags:  []ucli.Flag{storeFlag, dbFlag},
+			Flags:  []ucli.Flag{storeFlag(), dbFlag()},
 			Action: h.workspaces,
 		},
 		{
 			Name: "clone", Usage: "materialise a workspace's checkpoint into an empty directory, as a new workspace on the same store",
 			ArgsUsage: "DIR",
-			Flags: []ucli.Flag{storeFlag, dbFlag,
+			Flags: []ucli.Flag{storeFlag(), dbFlag(),
 				&ucli.StringFlag{Name: "workspace", Usage: "the workspace `ID` to clone from (see plan workspaces)", Required: true},
 				&ucli.StringFlag{Name: "checkpoint", Usage: "the checkpoint `ID` to clone (default: the workspace's newest)"},
 			},
