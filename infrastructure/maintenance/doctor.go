@@ -174,8 +174,15 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 
 	// Store: index files that do not match their packs, packs without an index, packs missing or
 	// cut short, broken delta chains, an interrupted gc.
+	// A damaged idx keeps the store from opening: with repair it is rebuilt from its pack first.
 	if !t.Shared {
-		add(checkIndexes(filepath.Join(l.Objects(), "packs"), repair))
+		f := checkIndexes(filepath.Join(l.Objects(), "packs"), repair)
+		if g, ok := repairIndexes(recs.Backend(), repair && f.OK); ok {
+			f = g
+		}
+		add(f)
+	} else if f, ok := repairIndexes(recs.Backend(), repair); ok {
+		add(f)
 	}
 	if s, err := t.OpenStore(ctx); err != nil {
 		add(Finding{Check: "store", Problem: err.Error(), Repair: storeRepair(err)})
@@ -207,6 +214,9 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			// workspace lock removes it.
 			add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
 				Repair: "removed by the next plan command that changes the workspace, or by `plan doctor --repair` (no checkpoint references them)"})
+		}
+		if f, ok := checkUnindexed(s, repair && !storeFailed); ok {
+			add(f)
 		}
 		if problems := s.Problems(); len(problems) > 0 {
 			add(Finding{Check: "store", Problem: strings.Join(problems, "; "),
@@ -249,7 +259,7 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 // user's to put right.
 func storeRepair(err error) string {
 	if strings.Contains(err.Error(), ".idx") {
-		return "delete the named .idx file: plan rebuilds it from its pack"
+		return "`plan doctor --repair` rebuilds the named .idx from its pack (keep both files: the pack holds the data)"
 	}
 	return "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
 }
@@ -384,7 +394,68 @@ func checkRoots(ctx context.Context, t Target, s *objectstore.Store) Finding {
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
 	}
+	repair := "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"
+	if t.Shared {
+		// A pack without its index holds objects no reader sees: index it before giving up on them.
+		repair = "`plan doctor --repair` first indexes any pack that lost its index; otherwise restore the store's packs from a backup, or delete those checkpoints (`plan verify` lists them)"
+	}
 	return Finding{Check: "checkpoints",
 		Problem: fmt.Sprintf("%d of %d checkpoints have no data in the store: %s", len(missing), len(cps), strings.Join(shown, ", ")),
-		Repair:  "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"}
+		Repair:  repair}
+}
+
+// repairIndexes replaces every damaged idx whose pack can be re-indexed (see
+// objectstore.RepairIndexes); ok is false when there was nothing to repair.
+func repairIndexes(be objectstore.Backend, repair bool) (Finding, bool) {
+	if !repair {
+		return Finding{}, false
+	}
+	res, err := objectstore.RepairIndexes(be)
+	switch {
+	case err != nil:
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	case len(res.Unrepairable) > 0:
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d damaged index files whose packs are damaged too: %s",
+			len(res.Unrepairable), strings.Join(res.Unrepairable, ", ")),
+			Repair: "restore the named packs and their .idx files from a backup; both are kept as they are"}, true
+	case len(res.Rebuilt) > 0:
+		return Finding{Check: "pack indexes", OK: true, Repaired: true,
+			Problem: fmt.Sprintf("%d damaged index files: %s", len(res.Rebuilt), strings.Join(res.Rebuilt, ", ")),
+			Repair:  "rebuilt from their packs"}, true
+	}
+	return Finding{}, false
+}
+
+// checkUnindexed reports the packs of a shared store that have no index (an upload in flight, or
+// an index lost), and with repair indexes them from their own records. ok is false when there
+// are none. No gc deletes such a pack: it re-indexes it first, or keeps it.
+func checkUnindexed(s *objectstore.Store, repair bool) (Finding, bool) {
+	u, err := s.Unindexed()
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(u) == 0 {
+		return Finding{}, false
+	}
+	ids := make([]string, len(u))
+	for i, p := range u {
+		ids[i] = p.ID
+	}
+	if !repair {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d packs without an index (an upload in flight, or an index lost): %s",
+			len(u), strings.Join(ids, ", ")),
+			Repair: "`plan doctor --repair` indexes them from their own records; no gc deletes them meanwhile"}, true
+	}
+	res, err := s.Reindex(0)
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(res.Quarantined) > 0 {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d files named like packs cannot be read as packs (damaged, or not plan's): %s",
+			len(res.Quarantined), strings.Join(res.Quarantined, ", ")),
+			Repair: "kept as they are (no gc deletes them): restore them from a backup, or remove them if they are not plan's"}, true
+	}
+	return Finding{Check: "pack indexes", OK: true, Repaired: true,
+		Problem: fmt.Sprintf("%d packs without an index: %s", len(res.Reindexed), strings.Join(res.Reindexed, ", ")),
+		Repair:  "indexed from their own records"}, true
 }
