@@ -245,6 +245,13 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 	if err != nil {
 		return nil, nil, err
 	}
+	if init {
+		// Before anything is written there: another product's files are never plan's to weigh.
+		if err := objectstore.CheckRoot(be); err != nil {
+			closeBackend(be)
+			return nil, nil, err
+		}
+	}
 	st, err := objectstore.OpenBackend(be, work)
 	if err != nil {
 		closeBackend(be)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -229,5 +230,35 @@ func TestRepairIndexes(t *testing.T) {
 			t.Fatalf("RepairIndexes with packs/ unlistable: %v", err)
 		}
 		be.setHook(nil)
+	}
+}
+
+// CheckRoot accepts an empty root and a plan store's, and refuses anything plan never writes, at
+// the top or in packs/, naming the first few.
+func TestCheckRoot(t *testing.T) {
+	be, w := os2New(t, true)
+	os2Put(t, w, text(46, 100))
+	if err := CheckRoot(be); err != nil {
+		t.Fatalf("a plan store: %v", err)
+	}
+	if err := CheckRoot(NewDir(t.TempDir(), true)); err != nil {
+		t.Fatalf("an empty directory: %v", err)
+	}
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "packs/readme.txt", "packs/0123456789abcdef0123456789abcdef.bin"} {
+		if err := os.WriteFile(filepath.Join(be.Root(), n), []byte("theirs"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := CheckRoot(be)
+	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "a, b, c, d, e and 3 more") {
+		t.Fatalf("a store with foreign files: %v", err)
+	}
+	be.on("List", func(name string) bool { return name == "packs" })
+	if err := CheckRoot(be); !errors.Is(err, errOS2IO) {
+		t.Fatalf("packs/ unlistable: %v", err)
+	}
+	be.on("List", func(name string) bool { return name == "" })
+	if err := CheckRoot(be); !errors.Is(err, errOS2IO) {
+		t.Fatalf("the root unlistable: %v", err)
 	}
 }
