@@ -260,13 +260,6 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 	st.Failpoint = failpoint.Hit
 	recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(s.WorkspaceID))
 	recs.Confirm = st.Confirm
-	if init {
-		if err := s.describe(be); err != nil {
-			_ = st.Close()
-			closeBackend(be)
-			return nil, nil, err
-		}
-	}
 	return st, recs, nil
 }
 
@@ -327,7 +320,9 @@ type Descriptor struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// describe writes the workspace's descriptor into the shared store once.
+// describe writes the workspace's descriptor into the shared store once, after its first record
+// is committed: a descriptor says the workspace has a history there, so a gc that finds none
+// (records deleted, or lost) knows it cannot tell what the workspace keeps, and deletes nothing.
 func (s *Setup) describe(be objectstore.Backend) error {
 	host, _ := os.Hostname()
 	b, err := json.Marshal(Descriptor{WorkspaceID: s.WorkspaceID, Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()})

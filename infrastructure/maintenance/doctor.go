@@ -112,6 +112,8 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 
 	// Database.
 	dbHealthy := false
+	var missing []string // records the database has seen that the store no longer holds
+	var missingErr error
 	var statErr error
 	if dbFile != "" {
 		_, statErr = os.Stat(dbFile)
@@ -146,6 +148,10 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		if err == nil && len(complaints) == 0 {
 			head, err = db.LedgerHead(ctx)
 		}
+		if err == nil && len(complaints) == 0 {
+			// A records problem, not the database's: reported by checkRecords.
+			missing, missingErr = db.MissingRecords(ctx, recs)
+		}
 		_ = db.Close()
 		var last uint64
 		if len(committed) > 0 {
@@ -170,7 +176,7 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			dbHealthy = true
 		}
 	}
-	add(checkRecords(ctx, t, recs, dbHealthy, repair))
+	add(checkRecords(ctx, t, recs, missing, missingErr, dbHealthy, repair))
 
 	// Store: index files that do not match their packs, packs without an index, packs missing or
 	// cut short, broken delta chains, an interrupted gc.
@@ -328,23 +334,39 @@ func countEntries(dir string) int {
 	return len(entries)
 }
 
-// checkRecords verifies every committed record. Damaged ones are replaced, when the database is
-// healthy and repair is set, by compaction: the database's whole history written as a new baseline
-// record, which makes every older record redundant, so they are removed.
-func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHealthy, repair bool) Finding {
+// checkRecords verifies every committed record, and that none the database has seen (missing) is
+// gone from the store (missingErr: that could not be compared; damaged records are still
+// reported and repaired). Damaged and missing ones are replaced, when the database is healthy and
+// repair is set, by compaction: the database's whole history written as a new baseline record,
+// which makes every older record redundant, so they are removed.
+func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, missing []string, missingErr error, dbHealthy, repair bool) Finding {
 	bad, err := recs.Verify()
 	if err != nil {
 		return Finding{Check: "records", Problem: err.Error()}
 	}
-	if len(bad) == 0 {
+	if missingErr != nil && len(bad) == 0 {
+		return Finding{Check: "records", Problem: "compare the records with the database: " + missingErr.Error()}
+	}
+	if len(bad) == 0 && len(missing) == 0 {
 		return Finding{Check: "records", OK: true}
 	}
-	f := Finding{Check: "records", Problem: fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", "))}
+	var problems []string
+	if len(bad) > 0 {
+		problems = append(problems, fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", ")))
+	}
+	if len(missing) > 0 {
+		// Deleted from the store: until they are written again, a rebuild would lose what they
+		// recorded, and a gc of another workspace (which reads only records) may collect what
+		// this workspace's checkpoints reference.
+		problems = append(problems, fmt.Sprintf("%d records the database has seen are missing from the store %s (%s): until they are written again, a gc of any other workspace of the store may delete this workspace's checkpoints' content",
+			len(missing), recs.Dir(), shortList(missing, 3)))
+	}
+	f := Finding{Check: "records", Problem: strings.Join(problems, "; ")}
 	switch {
 	case !dbHealthy:
 		f.Repair = "the database cannot be rebuilt past a damaged record: restore the named files (or .plan/plan.db) from a backup"
 	case !repair:
-		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them"
+		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them (run it before any gc)"
 	default:
 		unlock, err := workspace.NewLocker(t.Layout).Lock(ctx, "doctor --repair")
 		if err != nil {
@@ -365,6 +387,9 @@ func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHe
 		}
 		f.OK, f.Repaired = true, true
 		f.Repair = fmt.Sprintf("the database's history is written as a new baseline record; %d older records, the damaged ones among them, are removed", n)
+		if len(bad) == 0 {
+			f.Repair = fmt.Sprintf("the database's history is written as a new baseline record, which stands for the missing ones (%d older records made redundant are removed)", n)
+		}
 	}
 	return f
 }
@@ -458,4 +483,12 @@ func checkUnindexed(s *objectstore.Store, repair bool) (Finding, bool) {
 	return Finding{Check: "pack indexes", OK: true, Repaired: true,
 		Problem: fmt.Sprintf("%d packs without an index: %s", len(res.Reindexed), strings.Join(res.Reindexed, ", ")),
 		Repair:  "indexed from their own records"}, true
+}
+
+// shortList names the first n of names, and how many more there are.
+func shortList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
