@@ -108,6 +108,9 @@ func Resolve(cfg Config) (*Setup, error) {
 		}
 	}
 	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	if err := s.checkHome(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -388,6 +391,10 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 		s.DBTarget = l.Database()
 	}
 	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	// doctor --repair and --rebuild write the workspace's history: never under a copied identity.
+	if err := s.checkHome(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
