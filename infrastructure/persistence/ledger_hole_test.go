@@ -93,7 +93,7 @@ func TestLedgerHoleDamagedFirstRecord(t *testing.T) {
 type rawLedger struct{ *faultyLedger }
 
 func (r *rawLedger) Read(name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(filepath.Dir(r.Records.Dir()), filepath.Base(r.Records.Dir()), name))
+	return os.ReadFile(filepath.Join(r.Dir(), name))
 }
 
 // goneLedger finds every record it lists gone when read (a compaction removing them, over and
