@@ -7,6 +7,13 @@
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
 // pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
 // name the database by Target.Shown, never with its password.
+//
+// A shared store's gc deletes only provable garbage: it MUST NOT collect while it cannot know what
+// some workspace keeps live, that is while a workspace's records have a hole (persistence.LedgerHole)
+// or a workspace described in workspaces/ has no records left; it refuses then, deleting nothing
+// and naming the workspace. doctor and verify report the records a workspace's database has seen
+// that the store lost (persistence.DB.MissingRecords); doctor --repair writes them again as a
+// baseline.
 package maintenance
 
 import (
