@@ -143,6 +143,11 @@ func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*pe
 			return nil, fmt.Errorf("register the workspace: %w", err)
 		}
 	}
+	if cfg.Init && s.Shared() {
+		if err := s.describe(recs.Backend()); err != nil {
+			return nil, err
+		}
+	}
 	return db, nil
 }
 
@@ -205,8 +210,8 @@ var ApplicationModule = fx.Module("application",
 )
 
 // newHealth is the store's health adapter, with the gc grace period the configuration sets.
-func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records) (*maintenance.Health, error) {
-	h := maintenance.NewHealth(store, recs)
+func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db *persistence.DB) (*maintenance.Health, error) {
+	h := maintenance.NewHealth(store, recs).WithDatabase(db)
 	if s.File.GC != nil && s.File.GC.Grace != "" {
 		d, err := time.ParseDuration(s.File.GC.Grace)
 		if err != nil || d < 0 {

@@ -113,6 +113,8 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 
 	// Database.
 	dbHealthy := false
+	var missing []string // records the database has seen that the store no longer holds
+	var missingErr error
 	var statErr error
 	if dbFile != "" {
 		_, statErr = os.Stat(dbFile)
@@ -155,6 +157,10 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		if err == nil && len(complaints) == 0 && len(unseen) == 0 {
 			lost, err = lostCheckpoints(ctx, db, recs)
 		}
+		if err == nil && len(complaints) == 0 {
+			// A records problem, not the database's: reported by checkRecords.
+			missing, missingErr = db.MissingRecords(ctx, recs)
+		}
 		_ = db.Close()
 		switch {
 		case err != nil:
@@ -178,12 +184,19 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			dbHealthy = true
 		}
 	}
-	add(checkRecords(ctx, t, recs, dbHealthy, repair))
+	add(checkRecords(ctx, t, recs, missing, missingErr, dbHealthy, repair))
 
 	// Store: index files that do not match their packs, packs without an index, packs missing or
 	// cut short, broken delta chains, an interrupted gc.
+	// A damaged idx keeps the store from opening: with repair it is rebuilt from its pack first.
 	if !t.Shared {
-		add(checkIndexes(filepath.Join(l.Objects(), "packs"), repair))
+		f := checkIndexes(filepath.Join(l.Objects(), "packs"), repair)
+		if g, ok := repairIndexes(recs.Backend(), repair && f.OK); ok {
+			f = g
+		}
+		add(f)
+	} else if f, ok := repairIndexes(recs.Backend(), repair); ok {
+		add(f)
 	}
 	if s, err := t.OpenStore(ctx); err != nil {
 		add(Finding{Check: "store", Problem: err.Error(), Repair: storeRepair(err)})
@@ -215,6 +228,9 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			// workspace lock removes it.
 			add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
 				Repair: "removed by the next plan command that changes the workspace, or by `plan doctor --repair` (no checkpoint references them)"})
+		}
+		if f, ok := checkUnindexed(s, repair && !storeFailed); ok {
+			add(f)
 		}
 		if problems := s.Problems(); len(problems) > 0 {
 			add(Finding{Check: "store", Problem: strings.Join(problems, "; "),
@@ -306,7 +322,7 @@ func lostRows(lost []string) string {
 // user's to put right.
 func storeRepair(err error) string {
 	if strings.Contains(err.Error(), ".idx") {
-		return "delete the named .idx file: plan rebuilds it from its pack"
+		return "`plan doctor --repair` rebuilds the named .idx from its pack (keep both files: the pack holds the data)"
 	}
 	return "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
 }
@@ -375,23 +391,39 @@ func countEntries(dir string) int {
 	return len(entries)
 }
 
-// checkRecords verifies every committed record. Damaged ones are replaced, when the database is
-// healthy and repair is set, by compaction: the database's whole history written as a new baseline
-// record, which makes every older record redundant, so they are removed.
-func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHealthy, repair bool) Finding {
+// checkRecords verifies every committed record, and that none the database has seen (missing) is
+// gone from the store (missingErr: that could not be compared; damaged records are still
+// reported and repaired). Damaged and missing ones are replaced, when the database is healthy and
+// repair is set, by compaction: the database's whole history written as a new baseline record,
+// which makes every older record redundant, so they are removed.
+func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, missing []string, missingErr error, dbHealthy, repair bool) Finding {
 	bad, err := recs.Verify()
 	if err != nil {
 		return Finding{Check: "records", Problem: err.Error()}
 	}
-	if len(bad) == 0 {
+	if missingErr != nil && len(bad) == 0 {
+		return Finding{Check: "records", Problem: "compare the records with the database: " + missingErr.Error()}
+	}
+	if len(bad) == 0 && len(missing) == 0 {
 		return Finding{Check: "records", OK: true}
 	}
-	f := Finding{Check: "records", Problem: fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", "))}
+	var problems []string
+	if len(bad) > 0 {
+		problems = append(problems, fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", ")))
+	}
+	if len(missing) > 0 {
+		// Deleted from the store: until they are written again, a rebuild would lose what they
+		// recorded, and a gc of another workspace (which reads only records) may collect what
+		// this workspace's checkpoints reference.
+		problems = append(problems, fmt.Sprintf("%d records the database has seen are missing from the store %s (%s): until they are written again, a gc of any other workspace of the store may delete this workspace's checkpoints' content",
+			len(missing), recs.Dir(), shortList(missing, 3)))
+	}
+	f := Finding{Check: "records", Problem: strings.Join(problems, "; ")}
 	switch {
 	case !dbHealthy:
 		f.Repair = "the database cannot be rebuilt past a damaged record: restore the named files (or .plan/plan.db) from a backup"
 	case !repair:
-		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them"
+		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them (run it before any gc)"
 	default:
 		unlock, err := workspace.NewLocker(t.Layout).Lock(ctx, "doctor --repair")
 		if err != nil {
@@ -412,6 +444,9 @@ func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHe
 		}
 		f.OK, f.Repaired = true, true
 		f.Repair = fmt.Sprintf("the database's history is written as a new baseline record; %d older records, the damaged ones among them, are removed", n)
+		if len(bad) == 0 {
+			f.Repair = fmt.Sprintf("the database's history is written as a new baseline record, which stands for the missing ones (%d older records made redundant are removed)", n)
+		}
 	}
 	return f
 }
@@ -441,7 +476,76 @@ func checkRoots(ctx context.Context, t Target, s *objectstore.Store) Finding {
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
 	}
+	repair := "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"
+	if t.Shared {
+		// A pack without its index holds objects no reader sees: index it before giving up on them.
+		repair = "`plan doctor --repair` first indexes any pack that lost its index; otherwise restore the store's packs from a backup, or delete those checkpoints (`plan verify` lists them)"
+	}
 	return Finding{Check: "checkpoints",
 		Problem: fmt.Sprintf("%d of %d checkpoints have no data in the store: %s", len(missing), len(cps), strings.Join(shown, ", ")),
-		Repair:  "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"}
+		Repair:  repair}
+}
+
+// repairIndexes replaces every damaged idx whose pack can be re-indexed (see
+// objectstore.RepairIndexes); ok is false when there was nothing to repair.
+func repairIndexes(be objectstore.Backend, repair bool) (Finding, bool) {
+	if !repair {
+		return Finding{}, false
+	}
+	res, err := objectstore.RepairIndexes(be)
+	switch {
+	case err != nil:
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	case len(res.Unrepairable) > 0:
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d damaged index files whose packs are damaged too: %s",
+			len(res.Unrepairable), strings.Join(res.Unrepairable, ", ")),
+			Repair: "restore the named packs and their .idx files from a backup; both are kept as they are"}, true
+	case len(res.Rebuilt) > 0:
+		return Finding{Check: "pack indexes", OK: true, Repaired: true,
+			Problem: fmt.Sprintf("%d damaged index files: %s", len(res.Rebuilt), strings.Join(res.Rebuilt, ", ")),
+			Repair:  "rebuilt from their packs"}, true
+	}
+	return Finding{}, false
+}
+
+// checkUnindexed reports the packs of a shared store that have no index (an upload in flight, or
+// an index lost), and with repair indexes them from their own records. ok is false when there
+// are none. No gc deletes such a pack: it re-indexes it first, or keeps it.
+func checkUnindexed(s *objectstore.Store, repair bool) (Finding, bool) {
+	u, err := s.Unindexed()
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(u) == 0 {
+		return Finding{}, false
+	}
+	ids := make([]string, len(u))
+	for i, p := range u {
+		ids[i] = p.ID
+	}
+	if !repair {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d packs without an index (an upload in flight, or an index lost): %s",
+			len(u), strings.Join(ids, ", ")),
+			Repair: "`plan doctor --repair` indexes them from their own records; no gc deletes them meanwhile"}, true
+	}
+	res, err := s.Reindex(0)
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(res.Quarantined) > 0 {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d files named like packs cannot be read as packs (damaged, or not plan's): %s",
+			len(res.Quarantined), strings.Join(res.Quarantined, ", ")),
+			Repair: "kept as they are (no gc deletes them): restore them from a backup, or remove them if they are not plan's"}, true
+	}
+	return Finding{Check: "pack indexes", OK: true, Repaired: true,
+		Problem: fmt.Sprintf("%d packs without an index: %s", len(res.Reindexed), strings.Join(res.Reindexed, ", ")),
+		Repair:  "indexed from their own records"}, true
+}
+
+// shortList names the first n of names, and how many more there are.
+func shortList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
