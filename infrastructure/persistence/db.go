@@ -283,7 +283,10 @@ func (d *DB) followReplaced(ctx context.Context) error {
 		return nil
 	}
 	st, err := os.Stat(d.target.path)
-	if err != nil || os.SameFile(st, d.opened) {
+	if err != nil {
+		return nil //nolint:nilerr // a missing (or unreadable) file is not followed, as said above
+	}
+	if os.SameFile(st, d.opened) {
 		return nil
 	}
 	n, err := Open(ctx, d.target.path, false, d.opts...)
