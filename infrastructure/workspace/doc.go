@@ -11,6 +11,11 @@
 //   - a stat cache entry is trusted only while the file's size, mtime, ctime, inode, device and mode
 //     are unchanged and the entry was not racy when recorded (its mtime or ctime within the timestamp
 //     granularity of the moment it was recorded); everything else is read and hashed again;
+//   - a restore fills the stat cache only from the stat taken right after it put each file in place,
+//     and only when that stat shows the inode, size, mtime and mode the staged file had once
+//     written (racy unless the content was a tick older than its placing); never from a stat taken
+//     later, which could vouch for another process's write. Files whose content it did not write
+//     (mode changes) are dropped from the cache and read again;
 //   - a directory's recorded tree is reused without being encoded again only when its stat cache
 //     record is exact (written whole by a snapshot, not patched by a restore), the live listing
 //     (after the ignore rules) has exactly the recorded names and kinds, every file and symlink is
