@@ -25,7 +25,9 @@
 //   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would (but for
 //     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off): it
 //     reads again every entry an event since the last snapshot names (a written file whatever its
-//     stat key says), walks new directories whole, stats files with other hard links every time,
+//     stat key says), walks new directories whole (a directory whose watch the kernel removed,
+//     because it was deleted, is never taken for one found later under its name, whatever its
+//     inode number), stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
 //     directory that could not be watched, changed ignore rules, a directory not where the kept
 //     tree says). Every directory is watched before it is listed;

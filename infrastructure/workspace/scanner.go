@@ -74,7 +74,10 @@ type node struct {
 	ino, dev uint64
 	wd       int32
 	changed  bool
-	walked   bool // new in this snapshot, walked whole
+	// unwatched says the kernel removed wd (the directory was deleted): a directory found under
+	// its name is another one, whatever its inode number.
+	unwatched bool
+	walked    bool // new in this snapshot, walked whole
 	// clean says prepare found nothing changed in the subtree and every object it holds Present.
 	clean bool
 	// files and bytes count the files and symlinks of the subtree, as of its last build.

@@ -20,7 +20,9 @@ import (
 // decision) can have the scanner follow the workspace's changes between them (Track): the first
 // snapshot walks the whole tree and watches every directory it opens; the next ones re-read only
 // what the events since name, updating the tree the last snapshot kept in memory. Events only ever
-// add work: whatever they cannot vouch for is read again, and anything uncertain (the event queue
+// add work: whatever they cannot vouch for is read again (a directory deleted is known by its
+// watch the kernel removed: one made again under its name is new, walked and watched whole, even
+// with the same inode number, which ext4 hands out again at once), and anything uncertain (the event queue
 // overflowed, a watch could not be added, the ignore rules changed, a directory is not where the
 // tree says) makes the next snapshot a full walk again, with a fresh watcher.
 //
@@ -60,6 +62,10 @@ type dirtySet struct {
 	names int
 	// uncertain, when set, says why the events cannot be trusted: the next snapshot walks.
 	uncertain string
+	// lost are the watches the kernel removed without being asked (their directory was deleted),
+	// by the directory they stood for: a directory of the same name and inode number found later
+	// is another one (ext4 reuses a freed inode number at once), unwatched, and is walked whole.
+	lost map[string]int32
 }
 
 type dirtyDir struct {
@@ -75,7 +81,7 @@ func (d *dirtySet) lose(reason string) {
 	if d.uncertain == "" {
 		d.uncertain = reason
 	}
-	d.dirs, d.names = nil, 0
+	d.dirs, d.lost, d.names = nil, nil, 0
 }
 
 func (d *dirtySet) dir(rel string) *dirtyDir {
@@ -88,6 +94,21 @@ func (d *dirtySet) dir(rel string) *dirtyDir {
 		d.dirs[rel] = dd
 	}
 	return dd
+}
+
+// watchLost notes that the watch wd of directory rel was removed by the kernel (see lost).
+func (d *dirtySet) watchLost(rel string, wd int32) {
+	if d.uncertain != "" {
+		return
+	}
+	if d.lost == nil {
+		d.lost = map[string]int32{}
+	}
+	d.lost[rel] = wd
+	d.names++
+	if d.names > maxDirtyNames {
+		d.lose(fmt.Sprintf("more than %d changed names", maxDirtyNames))
+	}
 }
 
 // add notes what an event said about name in directory rel ("" for the directory itself, which
@@ -286,6 +307,14 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 // one directory is in the workspace twice: the watcher then reports itself uncertain). Everything
 // read again is marked fresh, its directory (and every ancestor) changed.
 func (sc *scan) applyDirty(ctx context.Context, root *node, d dirtySet) error {
+	for rel, wd := range d.lost {
+		// The directory the tree holds at rel lost its watch (deleted): whatever has its name now
+		// is a new directory, walked whole; its parent lists it again.
+		if n := findNode(root, rel); n != nil && n.wd == wd {
+			n.unwatched = true
+			d.add(parentOf(rel), rel[strings.LastIndexByte(rel, '/')+1:], evEntry)
+		}
+	}
 	rels := make([]string, 0, len(d.dirs))
 	for rel := range d.dirs {
 		rels = append(rels, rel)
@@ -506,7 +535,7 @@ func (sc *scan) reread(n *node, fd int, namez []byte, prev *item, flags uint8) (
 		return it, keep, err
 	}
 	it.fresh = !it.hit
-	if it.kind == tree.KindDir && prev != nil && prev.kind == tree.KindDir && prev.dir != nil &&
+	if it.kind == tree.KindDir && prev != nil && prev.kind == tree.KindDir && prev.dir != nil && !prev.dir.unwatched &&
 		prev.key.Ino == it.key.Ino && prev.key.Dev == it.key.Dev {
 		it.dir, it.fresh = prev.dir, false // the same directory: its own events cover what is inside
 		if it.mode != prev.mode {

@@ -237,6 +237,8 @@ func (w *inotify) handle(wd int32, mask uint32, name []byte) {
 		if !w.stale[wd] {
 			if rel, ok := w.wds[wd]; ok && rel == "" {
 				w.dirty.lose("the workspace directory itself was removed")
+			} else if ok {
+				w.dirty.watchLost(rel, wd) // its directory was deleted: one of the same name is another
 			}
 		}
 		delete(w.stale, wd)
