@@ -22,12 +22,15 @@
 //     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
 //     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
 //     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
+//   - a file whose inode has two or more names in the workspace is read again at every snapshot,
+//     tracked or not: neither its stat cache entry nor the tracker's tree vouches for it;
 //   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would (but for
-//     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off): it
-//     reads again every entry an event since the last snapshot names (a written file whatever its
-//     stat key says), walks new directories whole (a directory whose watch the kernel removed,
-//     because it was deleted, is never taken for one found later under its name, whatever its
-//     inode number), stats files with other hard links every time,
+//     the three changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off):
+//     it reads again every entry an event since the last snapshot names (a written file whatever
+//     its stat key says) and every other name the tree holds of a linked file an event touched,
+//     walks new directories whole (a directory whose watch the kernel removed, because it was
+//     deleted, is never taken for one found later under its name, whatever its inode number),
+//     stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
 //     directory that could not be watched, changed ignore rules, a directory not where the kept
 //     tree says). Every directory is watched before it is listed;

@@ -28,10 +28,18 @@ import (
 //
 // What events do not report is handled without them: files with other hard links (a write through
 // a link outside the workspace makes no event here) are stat'ed at every snapshot and read again
-// under the stat cache's rule. Two changes inotify does not report at all: writes through a shared
-// memory mapping made by a process that outlives its decision, and writes through a hard link made
-// outside the workspace after the file was read (making the link is no event here either);
-// PLAN_WATCH=0 turns tracking off for workspaces where either happens.
+// under the stat cache's rule, and those whose inode has another name in the tree are read again
+// at every snapshot whatever their stat says (an event names only the name written through). A
+// link made inside the workspace is an event for the new name only: when a snapshot reads a file
+// with other links, or an event touches (writes, replaces, removes) one the tree knows to have
+// some, every other name of that inode the tree holds is read again and counted as linked.
+//
+// Three changes inotify does not report at all: writes through a shared memory mapping made by a
+// process that outlives its decision; writes through a hard link made outside the workspace after
+// the file was read (making the link is no event here either); and a write through a hard link made
+// inside the workspace and removed again between two snapshots (the events name only the link,
+// gone by the time the snapshot could learn its inode). PLAN_WATCH=0 turns tracking off for
+// workspaces where any of them happens.
 
 // watcher reports the changes under the directories it watches (watch_linux.go; none elsewhere).
 type watcher interface {
@@ -272,7 +280,7 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
 func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {
-	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true}
+	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{}}
 	sc.batch = s.store.NewBatch()
 	root := tr.root
 	if err := sc.applyDirty(ctx, root, d); err != nil {
@@ -453,6 +461,9 @@ func (sc *scan) relist(n *node, fd int, named map[string]uint8) error {
 		if err != nil {
 			return err
 		}
+		if prev != nil && (!keep || it.fresh || it.kind != prev.kind) {
+			sc.noteLinked(prev) // its other names in the tree may be what changed
+		}
 		if prev != nil && (!keep || prev.kind == tree.KindDir && it.dir != prev.dir) {
 			sc.drop(prev) // gone, ignored now, or another directory under the same name
 			changed = true
@@ -502,6 +513,7 @@ func (sc *scan) restat(n *node, fd int, named map[string]uint8) error {
 			return sc.relist(n, fd, named)
 		}
 		if it.fresh {
+			sc.noteLinked(prev)
 			markChanged(n)
 		}
 		if it.fresh || it.key != prev.key {
@@ -518,7 +530,7 @@ func (sc *scan) restat(n *node, fd int, named map[string]uint8) error {
 func (sc *scan) reread(n *node, fd int, namez []byte, prev *item, flags uint8) (item, bool, error) {
 	var cached *cachedEntry
 	if prev != nil {
-		ce := cachedEntry{name: prev.name, kind: prev.kind, racy: prev.racy || prev.volatile, key: prev.key, hash: prev.hash, target: prev.target}
+		ce := cachedEntry{name: prev.name, kind: prev.kind, racy: prev.racy || prev.volatile || prev.shared, key: prev.key, hash: prev.hash, target: prev.target}
 		if prev.kind == tree.KindFile && flags&evContent != 0 {
 			ce.racy = true // written: whatever its stat says
 		}
@@ -595,23 +607,39 @@ func (sc *scan) follow(ctx context.Context, g *errgroup.Group, rootFd int, n *no
 	return nil
 }
 
-// drop removes an entry from the tree: a directory's watches are given up.
+// drop removes an entry from the tree: a directory's watches are given up, and the inodes of the
+// files with other links it held are noted (noteLinked).
 func (sc *scan) drop(it *item) {
-	if it.kind != tree.KindDir || it.dir == nil || sc.w == nil {
+	sc.noteLinked(it)
+	if it.kind != tree.KindDir || it.dir == nil {
 		return
 	}
 	var forget func(n *node)
 	forget = func(n *node) {
-		if n.wd > 0 {
+		if n.wd > 0 && sc.w != nil {
 			sc.w.forget(n.rel, n.wd)
 		}
 		for i := range n.children {
-			if c := &n.children[i]; c.dir != nil {
+			c := &n.children[i]
+			sc.noteLinked(c)
+			if c.dir != nil {
 				forget(c.dir)
 			}
 		}
 	}
 	forget(it.dir)
+}
+
+// noteLinked notes the inode of it, a file of the tree with other hard links that an event
+// touched (written, removed, replaced): a write through it, or before it went, is no event for its
+// other names, so prepare reads every other name of that inode the tree holds again.
+func (sc *scan) noteLinked(it *item) {
+	if it.kind != tree.KindFile || !it.links {
+		return
+	}
+	sc.mu.Lock()
+	sc.linkedSeen[it.inode()] = true
+	sc.mu.Unlock()
 }
 
 // prepare readies n's subtree for buildTrees after the events were applied: every file not read
@@ -629,6 +657,12 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 		it := &n.children[i]
 		switch it.kind {
 		case tree.KindFile:
+			if !it.fresh && len(sc.linkedSeen) > 0 && sc.linkedSeen[it.inode()] {
+				// Another name of this inode was written, made or removed: this one was not named.
+				it.links, it.fresh = true, true
+				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
+				markChanged(n)
+			}
 			if !it.fresh {
 				if it.hit = sc.batch.Has(it.hash); !it.hit {
 					it.fresh = true
@@ -656,10 +690,19 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 }
 
 // restatLinked stats the files with other hard links again: a write through another link makes
-// no event here. One that is not the file it was makes the snapshot walk.
+// no event here. A file whose inode has another name in the tree is read again whatever its stat
+// says (see sharedInodes); one that is not the file it was makes the snapshot walk.
 func (sc *scan) restatLinked(dirs []*node) error {
 	if len(dirs) == 0 {
 		return nil
+	}
+	names := map[inode]int{}
+	for _, n := range dirs {
+		for i := range n.children {
+			if it := &n.children[i]; it.kind == tree.KindFile && it.links {
+				names[it.inode()]++
+			}
+		}
 	}
 	rootFd, err := unix.Open(sc.s.layout.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -673,10 +716,19 @@ func (sc *scan) restatLinked(dirs []*node) error {
 		}
 		for i := range n.children {
 			it := &n.children[i]
-			if it.kind != tree.KindFile || !it.links || it.fresh {
+			if it.kind != tree.KindFile || !it.links {
 				continue
 			}
-			got, keep, err := sc.reread(n, fd, append([]byte(it.name), 0), it, 0)
+			shared := names[it.inode()] > 1
+			if it.fresh {
+				it.shared = shared
+				continue
+			}
+			var flags uint8
+			if shared {
+				flags = evContent // read again, whatever its stat says
+			}
+			got, keep, err := sc.reread(n, fd, append([]byte(it.name), 0), it, flags)
 			if err != nil || !keep || got.kind != tree.KindFile {
 				_ = unix.Close(fd)
 				if err == nil {
@@ -684,11 +736,13 @@ func (sc *scan) restatLinked(dirs []*node) error {
 				}
 				return err
 			}
+			got.shared = shared
 			if got.fresh {
 				*it = got
 				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
 				markChanged(n)
 			}
+			it.shared = shared
 		}
 		_ = unix.Close(fd)
 	}
