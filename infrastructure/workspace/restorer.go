@@ -515,21 +515,26 @@ func (a *applier) place(ch tree.Change, staged string) error {
 	if err := a.root.Rename(staged, ch.Path); err != nil {
 		return fmt.Errorf("write %q: %w", ch.Path, err)
 	}
-	var e cachedEntry
-	ok := false
 	if ch.To.Kind == tree.KindFile {
-		e, ok = a.placedEntry(ch.Path, ch.To.Hash, placed)
+		a.placedFile(ch.Path, ch.To.Hash, placed)
 	}
 	a.mu.Lock()
 	a.stats.Written++
-	switch {
-	case ok:
-		a.written[ch.Path] = e
-	case ch.To.Kind == tree.KindFile:
-		a.unsure = append(a.unsure, ch.Path)
-	}
 	a.mu.Unlock()
 	return nil
+}
+
+// placedFile notes the stat cache entry of a file the restore just put in place (placedEntry), or
+// that none vouches for it.
+func (a *applier) placedFile(rel string, h tree.Hash, placed time.Time) {
+	e, ok := a.placedEntry(rel, h, placed)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ok {
+		a.written[rel] = e
+		return
+	}
+	a.unsure = append(a.unsure, rel)
 }
 
 // placedEntry is the stat cache entry of the file the restore just renamed to rel (content h,

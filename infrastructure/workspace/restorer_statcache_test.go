@@ -107,4 +107,10 @@ func TestPlacedEntry(t *testing.T) {
 	if _, ok := a.placedEntry("missing", h, old); ok {
 		t.Error("a missing file is vouched for")
 	}
+	a.written, a.staged["f"] = map[string]cachedEntry{}, k
+	a.placedFile("f", h, old)
+	a.placedFile("missing", h, old)
+	if e, ok := a.written["f"]; !ok || e.key != k || len(a.written) != 1 || len(a.unsure) != 1 || a.unsure[0] != "missing" {
+		t.Errorf("placedFile: written %+v, unsure %v", a.written, a.unsure)
+	}
 }
