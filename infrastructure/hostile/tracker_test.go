@@ -193,7 +193,9 @@ func TestTrackerStatCacheWriterDuringRestore(t *testing.T) {
 // workspace independently (package treetest, in a helper process) at the very moment its
 // pre_decision checkpoint was taken; every checkpoint must equal that reading. Then rollbacks to
 // random decisions while another process writes files the restore puts back, each followed by
-// checkpoints that must equal what is on disk.
+// checkpoints that must equal what is on disk. Some decisions fail their first attempt after their
+// changes, which the run reverts before the second attempt: a restore while the run follows the
+// workspace.
 //
 // Not generated: the one change the docs say inotify cannot show (a hard link made inside the
 // workspace, written through and removed again within one decision), and hard links made outside
@@ -409,6 +411,12 @@ func trackerModel(t *testing.T, seed uint64, steps int, helper string) {
 		// The helper reads the workspace first: the state the pre_decision checkpoint was taken of.
 		read := fmt.Sprintf("%s=1 %s read %s && ", trackerHelperEnv, helper, filepath.Join(reads, fmt.Sprintf("s%d.json", i)))
 		script := read + trackerOps(r, out, helper)
+		if r.IntN(4) == 0 {
+			// The first attempt fails after its changes: they are reverted (a restore while the run
+			// follows the workspace) and the second attempt starts from a new pre_decision checkpoint.
+			fmt.Fprintf(&plan, "  - id: s%d\n    retries: 1\n    run: %q\n", i, script+` && [ "$PLAN_ATTEMPT" -gt 1 ]`)
+			continue
+		}
 		fmt.Fprintf(&plan, "  - id: s%d\n    run: %q\n", i, script)
 	}
 	w.must("-q", "run", trackerPlan(t, plan.String()))
