@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -244,8 +246,11 @@ func trackerHelper(args []string) error {
 		return os.WriteFile(args[1], b, 0o644)
 	case len(args) == 2 && args[0] == "mmap":
 		f, err := os.OpenFile(args[1], os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) {
+			return nil // gone, or a directory: nothing to write
+		}
 		if err != nil {
-			return nil // gone, or not a file: nothing to write
+			return err
 		}
 		fi, err := f.Stat()
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {

@@ -22,9 +22,9 @@ import (
 // what the events since name, updating the tree the last snapshot kept in memory. Events only ever
 // add work: whatever they cannot vouch for is read again (a directory deleted is known by its
 // watch the kernel removed: one made again under its name is new, walked and watched whole, even
-// with the same inode number, which ext4 hands out again at once), and anything uncertain (the event queue
-// overflowed, a watch could not be added, the ignore rules changed, a directory is not where the
-// tree says) makes the next snapshot a full walk again, with a fresh watcher.
+// with the same inode number, which ext4 hands out again at once), and anything uncertain (the
+// event queue overflowed, a watch could not be added, the ignore rules changed, a directory is not
+// where the tree says) makes the next snapshot a full walk again, with a fresh watcher.
 //
 // What events do not report is handled without them: files with other hard links (a write through
 // a link outside the workspace makes no event here) are stat'ed at every snapshot and read again
@@ -736,7 +736,6 @@ func (sc *scan) restatLinked(dirs []*node) error {
 				}
 				return err
 			}
-			got.shared = shared
 			if got.fresh {
 				*it = got
 				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
