@@ -199,10 +199,10 @@ func TestTrackerStatCacheWriterDuringRestore(t *testing.T) {
 // changes, which the run reverts before the second attempt: a restore while the run follows the
 // workspace.
 //
-// Not generated: the one change the docs say inotify cannot show (a hard link made inside the
-// workspace, written through and removed again within one decision), and hard links made outside
-// to a file the tracker read before (the other documented limit): an outside link is made in the
-// decision that writes the file.
+// Not generated: the two changes the docs say inotify cannot show: writes through a mapping by a
+// process that outlives its decision (the helper unmaps before it exits), and writes through a hard
+// link made outside the workspace to a file the tracker read before (an outside link is made in the
+// decision that writes the file).
 //
 // PLAN_MODEL_SEED runs one seed, PLAN_MODEL_STEPS sets the decisions per seed; PLAN_CRASH_TRIALS
 // (make crash) runs that many seeds.
@@ -325,9 +325,8 @@ func trackerOps(r *rand.Rand, out, helper string) string {
 		return strings.Repeat(string(rune('a'+r.IntN(26))), []int{0, 3, 3, 3, 8, 40}[r.IntN(6)])
 	}
 	var ops []string
-	linked := false // a link made in this decision: no write through a link follows it here
 	for range 1 + r.IntN(5) {
-		switch r.IntN(14) {
+		switch r.IntN(15) {
 		case 0, 1, 2:
 			f := file()
 			ops = append(ops, fmt.Sprintf("mkdir -p %s && printf '%s' > %s", filepath.Dir(f), content(), f))
@@ -347,11 +346,15 @@ func trackerOps(r *rand.Rand, out, helper string) string {
 		case 8:
 			l := link()
 			ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s", filepath.Dir(l), file(), l))
-			linked = true
 		case 9:
-			if !linked {
-				ops = append(ops, fmt.Sprintf("[ -f %s ] && printf '%s' > %[1]s", link(), content()))
+			ops = append(ops, fmt.Sprintf("[ -f %s ] && printf '%s' > %[1]s", link(), content()))
+		case 14: // a link made, written through and removed (or moved out) in one go
+			l := link()
+			end := "rm -f " + l
+			if r.IntN(2) == 0 {
+				end = fmt.Sprintf("mv -f %s %s", l, filepath.Join(out, "moved"))
 			}
+			ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s && printf '%s' > %s && %s", filepath.Dir(l), file(), l, content(), l, end))
 		case 10: // an outside link, made by the decision that writes the file
 			f, e := file(), filepath.Join(out, fmt.Sprintf("e%d", r.IntN(3)))
 			ops = append(ops, fmt.Sprintf("mkdir -p %s && printf '%s' > %s && ln -f %s %s", filepath.Dir(f), content(), f, f, e))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func (w *testWS) link(from, to string) {
@@ -117,4 +119,123 @@ func TestSharedInodes(t *testing.T) {
 	if len(q) != 1 || q[0].rel != "one" || !one.shared || !two.shared || other.shared || one.hit || !one.fresh || other.fresh {
 		t.Fatalf("queued %v; one %+v two %+v other %+v", q, one, two, other)
 	}
+}
+
+// TestTrackedLinkMadeWrittenAndRemovedInOneGo: between two snapshots a hard link is made inside
+// the workspace, written through and removed (or moved out of the workspace): no event names the
+// first name, and the link is gone before the snapshot could learn its inode. A file made, changed
+// and gone since the last snapshot may have been such a link, so the snapshot stats every file:
+// the first name's new content is recorded, without a walk.
+func TestTrackedLinkMadeWrittenAndRemovedInOneGo(t *testing.T) {
+	for _, how := range []string{"removed", "moved out"} {
+		w := newTestWS(t)
+		w.write("d/a", "original", 0o644)
+		w.write("z", "z", 0o644)
+		tr := w.tracked()
+		w.snapshot()
+		requireWatching(t, tr)
+		w.link("d/a", "b")
+		w.writeThrough("b", "CHANGED-VIA-LINK")
+		if how == "removed" {
+			w.remove("b")
+		} else {
+			w.rename("b", "../b-outside")
+		}
+		snap := w.snapshot()
+		if e := entryOf(t, w.flatten(snap.Root), "d/a"); e.Hash != fileEntry("d/a", "CHANGED-VIA-LINK", 0o644).Hash {
+			t.Fatalf("link %s: d/a is recorded with its old content", how)
+		}
+		w.requireSnapshotExact(snap.Root, nil, "after a write through a link gone since")
+		w.requireCounts(tr, 1, 1, how)
+	}
+}
+
+// TestWatcherFilesMadeAndGone: a file made, changed and removed (or moved where no watch sees it
+// arrive) since the last take makes the take ask for every file to be stat'ed; one moved within
+// the watched directories, a directory, a file removed that was not made since, or one made and
+// removed unchanged does not.
+func TestWatcherFilesMadeAndGone(t *testing.T) {
+	root := t.TempDir()
+	w, err := startInotify(root, make(chan struct{}))
+	if err != nil {
+		t.Skipf("no watcher here: %v", err)
+	}
+	defer w.close()
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	wd := w.watch("", fd, 0)
+	send := func(mask, cookie uint32, name string) {
+		w.mu.Lock()
+		w.handle(wd, mask, cookie, []byte(name))
+		w.mu.Unlock()
+	}
+	for _, c := range []struct {
+		name   string
+		events func()
+		doubt  bool
+	}{
+		{"made, written, removed", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_MODIFY, 0, "f")
+			send(unix.IN_DELETE, 0, "f")
+		}, true},
+		{"made, chmod'ed, moved out", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_ATTRIB, 0, "f")
+			send(unix.IN_MOVED_FROM, 7, "f")
+		}, true},
+		{"made, written, moved within", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_CLOSE_WRITE, 0, "f")
+			send(unix.IN_MOVED_FROM, 8, "f")
+			send(unix.IN_MOVED_TO, 8, "g")
+		}, false},
+		{"made and removed unchanged", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_DELETE, 0, "f")
+		}, false},
+		{"written and removed, not made", func() {
+			send(unix.IN_MODIFY, 0, "f")
+			send(unix.IN_DELETE, 0, "f")
+		}, false},
+		{"a directory", func() {
+			send(unix.IN_CREATE|unix.IN_ISDIR, 0, "d")
+			send(unix.IN_ATTRIB|unix.IN_ISDIR, 0, "d")
+			send(unix.IN_DELETE|unix.IN_ISDIR, 0, "d")
+		}, false},
+		{"nothing named in the directory before", func() { send(unix.IN_DELETE, 0, "f") }, false},
+	} {
+		c.events()
+		if d := w.take(); d.uncertain != "" || (d.restatAll != "") != c.doubt || d.movedOut != nil {
+			t.Errorf("%s: restatAll %q (uncertain %q, moves %v), want doubt %v", c.name, d.restatAll, d.uncertain, d.movedOut, c.doubt)
+		}
+	}
+	var d dirtySet
+	d.add("", "f", evCreated|evContent)
+	d.gone("", "f", 9)
+	d.lose("overflow")
+	d.gone("", "f", 0)
+	d.settle()
+	if d.restatAll != "" || d.movedOut != nil {
+		t.Errorf("a set that gave up still asks for stats: %+v", d)
+	}
+}
+
+// TestTrackedTempFileStatsEverything: a temporary file made, written and removed between two
+// snapshots costs a stat of every file, not a walk, and the snapshot stays exact.
+func TestTrackedTempFileStatsEverything(t *testing.T) {
+	w := newTestWS(t)
+	w.write("a/x", "x", 0o644)
+	w.write("a/b/y", "y", 0o644)
+	tr := w.tracked()
+	w.snapshot()
+	requireWatching(t, tr)
+	w.write("a/tmp", "scratch", 0o644)
+	w.remove("a/tmp")
+	w.write("a/b/y", "Y", 0o644)
+	w.requireSnapshotExact(w.snapshot().Root, nil, "after a temporary file")
+	w.requireCounts(tr, 1, 1, "a temporary file")
 }

@@ -136,8 +136,10 @@ type scan struct {
 	hitDirs []*node // directories with files the stat cache vouched for (see confirmHits)
 	linked  []job   // a walk's files with other hard links (see sharedInodes)
 	// linkedSeen, in a tracked snapshot, are the inodes of the files with other links it stat'ed
-	// or dropped: any other name of theirs in the tree is read again (see prepare).
+	// or dropped: any other name of theirs in the tree is read again (see prepare). restatAll
+	// says the events left a doubt about links only a stat of every file settles (dirtySet).
 	linkedSeen map[inode]bool
+	restatAll  bool
 	warnings   []string
 	stored     int64
 }

@@ -34,12 +34,15 @@ import (
 // with other links, or an event touches (writes, replaces, removes) one the tree knows to have
 // some, every other name of that inode the tree holds is read again and counted as linked.
 //
-// Three changes inotify does not report at all: writes through a shared memory mapping made by a
-// process that outlives its decision; writes through a hard link made outside the workspace after
-// the file was read (making the link is no event here either); and a write through a hard link made
-// inside the workspace and removed again between two snapshots (the events name only the link,
-// gone by the time the snapshot could learn its inode). PLAN_WATCH=0 turns tracking off for
-// workspaces where any of them happens.
+// A hard link made inside the workspace, changed through and removed (or moved out) again between
+// two snapshots leaves events for its own name only, gone by the time the snapshot could learn its
+// inode: a file made, changed and gone since the last snapshot may have been one, so the next
+// snapshot stats every file of the tree (reading again those whose stat changed), without a walk.
+//
+// Two changes inotify does not report at all: writes through a shared memory mapping made by a
+// process that outlives its decision, and writes through a hard link made outside the workspace
+// after the file was read (making the link is no event here either); PLAN_WATCH=0 turns tracking
+// off for workspaces where either happens.
 
 // watcher reports the changes under the directories it watches (watch_linux.go; none elsewhere).
 type watcher interface {
@@ -61,6 +64,7 @@ const (
 	evEntry   = 1 << iota // created, deleted or moved in or out: the directory's listing changed
 	evContent             // written
 	evAttr                // mode, owner or timestamps
+	evCreated             // a file (not a directory) created under this name since the last take
 )
 
 // dirtySet is what the events since the last snapshot named, by directory.
@@ -74,6 +78,12 @@ type dirtySet struct {
 	// by the directory they stood for: a directory of the same name and inode number found later
 	// is another one (ext4 reuses a freed inode number at once), unwatched, and is walked whole.
 	lost map[string]int32
+	// restatAll, when set, names a file created, changed and then removed (or moved out of the
+	// workspace) since the last take: it may have been a hard link to a file of the tree, changed
+	// through it without an event for that file's name, so the next snapshot stats every file.
+	restatAll string
+	// movedOut are the moves (by cookie) of such files whose arrival was not seen yet.
+	movedOut map[uint32]string
 }
 
 type dirtyDir struct {
@@ -89,7 +99,43 @@ func (d *dirtySet) lose(reason string) {
 	if d.uncertain == "" {
 		d.uncertain = reason
 	}
-	d.dirs, d.lost, d.names = nil, nil, 0
+	d.dirs, d.lost, d.movedOut, d.restatAll, d.names = nil, nil, nil, "", 0
+}
+
+// gone notes that name left directory rel (deleted, or moved away as move cookie when not 0). A
+// file created since the last take and changed before it went may have been a hard link to a file
+// of the tree: unless a move's arrival is seen (arrived), the next snapshot stats every file.
+func (d *dirtySet) gone(rel, name string, cookie uint32) {
+	if d.uncertain != "" || d.dirs[rel] == nil {
+		return
+	}
+	if f := d.dirs[rel].names[name]; f&evCreated == 0 || f&(evContent|evAttr) == 0 {
+		return
+	}
+	why := fmt.Sprintf("%s was made, changed and removed since the last snapshot", join(rel, name))
+	if cookie == 0 {
+		if d.restatAll == "" {
+			d.restatAll = why
+		}
+		return
+	}
+	if d.movedOut == nil {
+		d.movedOut = map[uint32]string{}
+	}
+	d.movedOut[cookie] = why
+}
+
+// arrived notes that a move (cookie) ended in a watched directory: the file is there, read again.
+func (d *dirtySet) arrived(cookie uint32) { delete(d.movedOut, cookie) }
+
+// settle ends the set: a move out of the workspace of a file gone (see gone) counts as removed.
+func (d *dirtySet) settle() {
+	for _, why := range d.movedOut {
+		if d.restatAll == "" && d.uncertain == "" {
+			d.restatAll = why
+		}
+	}
+	d.movedOut = nil
 }
 
 func (d *dirtySet) dir(rel string) *dirtyDir {
@@ -280,7 +326,8 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
 func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {
-	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{}}
+	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{},
+		restatAll: d.restatAll != ""}
 	sc.batch = s.store.NewBatch()
 	root := tr.root
 	if err := sc.applyDirty(ctx, root, d); err != nil {
@@ -682,16 +729,17 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 			}
 		}
 	}
-	if hasLinks {
+	if hasLinks || (sc.restatAll && len(n.children) > 0) {
 		*linked = append(*linked, n)
 	}
 	n.clean = clean && !n.changed
 	return n.clean
 }
 
-// restatLinked stats the files with other hard links again: a write through another link makes
-// no event here. A file whose inode has another name in the tree is read again whatever its stat
-// says (see sharedInodes); one that is not the file it was makes the snapshot walk.
+// restatLinked stats the files with other hard links again (every file, when the events say one
+// may have had a link they do not name: restatAll): a write through another link makes no event
+// here. A file whose inode has another name in the tree is read again whatever its stat says (see
+// sharedInodes); one that is not the file it was makes the snapshot walk.
 func (sc *scan) restatLinked(dirs []*node) error {
 	if len(dirs) == 0 {
 		return nil
@@ -716,10 +764,10 @@ func (sc *scan) restatLinked(dirs []*node) error {
 		}
 		for i := range n.children {
 			it := &n.children[i]
-			if it.kind != tree.KindFile || !it.links {
+			if it.kind != tree.KindFile || (!it.links && !sc.restatAll) {
 				continue
 			}
-			shared := names[it.inode()] > 1
+			shared := it.links && names[it.inode()] > 1
 			if it.fresh {
 				it.shared = shared
 				continue
