@@ -372,11 +372,16 @@ func trackerOps(r *rand.Rand, out, helper string) string {
 			ops = append(ops, fmt.Sprintf("[ -f %s ] && printf '%s' > %[1]s", link(), content()))
 		case 14: // a link made, written through and removed (or moved out) in one go
 			l := link()
-			end := "rm -f " + l
-			if r.IntN(2) == 0 {
-				end = fmt.Sprintf("mv -f %s %s", l, filepath.Join(out, "moved"))
+			switch r.IntN(3) {
+			case 0:
+				ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s && printf '%s' > %s && rm -f %s", filepath.Dir(l), file(), l, content(), l, l))
+			case 1:
+				ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s && printf '%s' > %s && mv -f %s %s",
+					filepath.Dir(l), file(), l, content(), l, l, filepath.Join(out, "moved")))
+			default: // moved within the workspace first, then written and removed under its new name
+				ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s && mv -f %s %s.x && printf '%s' > %s.x && rm -f %s.x",
+					filepath.Dir(l), file(), l, l, l, content(), l, l))
 			}
-			ops = append(ops, fmt.Sprintf("mkdir -p %s && ln -f %s %s && printf '%s' > %s && %s", filepath.Dir(l), file(), l, content(), l, end))
 		case 10: // an outside link, made by the decision that writes the file
 			f, e := file(), filepath.Join(out, fmt.Sprintf("e%d", r.IntN(3)))
 			ops = append(ops, fmt.Sprintf("mkdir -p %s && printf '%s' > %s && ln -f %s %s", filepath.Dir(f), content(), f, f, e))

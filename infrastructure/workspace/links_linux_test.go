@@ -127,7 +127,7 @@ func TestSharedInodes(t *testing.T) {
 // and gone since the last snapshot may have been such a link, so the snapshot stats every file:
 // the first name's new content is recorded, without a walk.
 func TestTrackedLinkMadeWrittenAndRemovedInOneGo(t *testing.T) {
-	for _, how := range []string{"removed", "moved out"} {
+	for _, how := range []string{"removed", "moved out", "moved within, then removed"} {
 		w := newTestWS(t)
 		w.write("d/a", "original", 0o644)
 		w.write("z", "z", 0o644)
@@ -135,11 +135,17 @@ func TestTrackedLinkMadeWrittenAndRemovedInOneGo(t *testing.T) {
 		w.snapshot()
 		requireWatching(t, tr)
 		w.link("d/a", "b")
-		w.writeThrough("b", "CHANGED-VIA-LINK")
-		if how == "removed" {
+		switch how {
+		case "removed":
+			w.writeThrough("b", "CHANGED-VIA-LINK")
 			w.remove("b")
-		} else {
+		case "moved out":
+			w.writeThrough("b", "CHANGED-VIA-LINK")
 			w.rename("b", "../b-outside")
+		default:
+			w.rename("b", "d/c")
+			w.writeThrough("d/c", "CHANGED-VIA-LINK")
+			w.remove("d/c")
 		}
 		snap := w.snapshot()
 		if e := entryOf(t, w.flatten(snap.Root), "d/a"); e.Hash != fileEntry("d/a", "CHANGED-VIA-LINK", 0o644).Hash {
@@ -192,6 +198,29 @@ func TestWatcherFilesMadeAndGone(t *testing.T) {
 			send(unix.IN_CLOSE_WRITE, 0, "f")
 			send(unix.IN_MOVED_FROM, 8, "f")
 			send(unix.IN_MOVED_TO, 8, "g")
+		}, false},
+		{"made, written, moved within, removed there", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_MODIFY, 0, "f")
+			send(unix.IN_MOVED_FROM, 9, "f")
+			send(unix.IN_MOVED_TO, 9, "g")
+			send(unix.IN_DELETE, 0, "g")
+		}, true},
+		{"made, moved within, written there, removed", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_MOVED_FROM, 10, "f")
+			send(unix.IN_MOVED_TO, 10, "g")
+			send(unix.IN_MODIFY, 0, "g")
+			send(unix.IN_DELETE, 0, "g")
+		}, true},
+		{"moved in from elsewhere, written, removed", func() {
+			send(unix.IN_MOVED_TO, 11, "h")
+			send(unix.IN_CLOSE_WRITE, 0, "h")
+			send(unix.IN_DELETE, 0, "h")
+		}, true},
+		{"made and moved out unchanged", func() {
+			send(unix.IN_CREATE, 0, "f")
+			send(unix.IN_MOVED_FROM, 12, "f")
 		}, false},
 		{"made and removed unchanged", func() {
 			send(unix.IN_CREATE, 0, "f")

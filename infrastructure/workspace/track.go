@@ -82,8 +82,15 @@ type dirtySet struct {
 	// workspace) since the last take: it may have been a hard link to a file of the tree, changed
 	// through it without an event for that file's name, so the next snapshot stats every file.
 	restatAll string
-	// movedOut are the moves (by cookie) of such files whose arrival was not seen yet.
-	movedOut map[uint32]string
+	// movedOut are the moves (by cookie) of files made since the last take whose arrival was not
+	// seen yet.
+	movedOut map[uint32]movedFile
+}
+
+// movedFile is a file made since the last take, moved away from path: what it went through there.
+type movedFile struct {
+	path  string
+	flags uint8
 }
 
 type dirtyDir struct {
@@ -102,38 +109,53 @@ func (d *dirtySet) lose(reason string) {
 	d.dirs, d.lost, d.movedOut, d.restatAll, d.names = nil, nil, nil, "", 0
 }
 
-// gone notes that name left directory rel (deleted, or moved away as move cookie when not 0). A
-// file created since the last take and changed before it went may have been a hard link to a file
-// of the tree: unless a move's arrival is seen (arrived), the next snapshot stats every file.
+// gone notes that name left directory rel: deleted, or moved away as move cookie (not 0). A file
+// made since the last take (created, or moved in: it may be a hard link to a file of the tree) and
+// changed before it went may have been written through as such a link: the next snapshot stats
+// every file. A move carries what its file went through to the name it arrives at (arrived); one
+// that arrives nowhere the watcher sees counts as removed (settle).
 func (d *dirtySet) gone(rel, name string, cookie uint32) {
 	if d.uncertain != "" || d.dirs[rel] == nil {
 		return
 	}
-	if f := d.dirs[rel].names[name]; f&evCreated == 0 || f&(evContent|evAttr) == 0 {
+	f := d.dirs[rel].names[name] & (evCreated | evContent | evAttr)
+	if f&evCreated == 0 {
 		return
 	}
-	why := fmt.Sprintf("%s was made, changed and removed since the last snapshot", join(rel, name))
-	if cookie == 0 {
-		if d.restatAll == "" {
-			d.restatAll = why
+	if cookie != 0 {
+		if d.movedOut == nil {
+			d.movedOut = map[uint32]movedFile{}
 		}
+		d.movedOut[cookie] = movedFile{join(rel, name), f}
 		return
 	}
-	if d.movedOut == nil {
-		d.movedOut = map[uint32]string{}
-	}
-	d.movedOut[cookie] = why
+	d.doubt(join(rel, name), f)
 }
 
-// arrived notes that a move (cookie) ended in a watched directory: the file is there, read again.
-func (d *dirtySet) arrived(cookie uint32) { delete(d.movedOut, cookie) }
+// doubt sets restatAll when a file made since the last take (path, its flags f) was changed.
+func (d *dirtySet) doubt(path string, f uint8) {
+	if f&(evContent|evAttr) != 0 && d.restatAll == "" && d.uncertain == "" {
+		d.restatAll = path + " was made, changed and removed since the last snapshot"
+	}
+}
 
-// settle ends the set: a move out of the workspace of a file gone (see gone) counts as removed.
+// arrived returns the flags a name moved in (move cookie) carries: what its file went through
+// under its former name in this set, and made (a file moved in may be a hard link to a file of
+// the tree, as one created is).
+func (d *dirtySet) arrived(cookie uint32) uint8 {
+	m, ok := d.movedOut[cookie]
+	delete(d.movedOut, cookie)
+	if !ok {
+		return evCreated
+	}
+	return m.flags
+}
+
+// settle ends the set: a move of a file made since the last take that arrived nowhere the watcher
+// sees (out of the workspace) counts as removed (gone).
 func (d *dirtySet) settle() {
-	for _, why := range d.movedOut {
-		if d.restatAll == "" && d.uncertain == "" {
-			d.restatAll = why
-		}
+	for _, m := range d.movedOut {
+		d.doubt(m.path, m.flags)
 	}
 	d.movedOut = nil
 }

@@ -280,7 +280,7 @@ func (w *inotify) handle(wd int32, mask, cookie uint32, name []byte) {
 		case mask&unix.IN_MOVED_FROM != 0:
 			w.dirty.gone(rel, string(name), cookie)
 		case mask&unix.IN_MOVED_TO != 0:
-			w.dirty.arrived(cookie)
+			flags |= w.dirty.arrived(cookie)
 		}
 	}
 	if mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0 {
