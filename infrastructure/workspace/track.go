@@ -41,8 +41,8 @@ import (
 //
 // Two changes inotify does not report at all: writes through a shared memory mapping made by a
 // process that outlives its decision, and writes through a hard link made outside the workspace
-// after the file was read (making the link is no event here either); PLAN_WATCH=0 turns tracking
-// off for workspaces where either happens.
+// (or under an ignored path, which is not watched) after the file was read (making the link is no
+// event here either); PLAN_WATCH=0 turns tracking off for workspaces where either happens.
 
 // watcher reports the changes under the directories it watches (watch_linux.go; none elsewhere).
 type watcher interface {
