@@ -127,7 +127,7 @@ func TestSharedInodes(t *testing.T) {
 // and gone since the last snapshot may have been such a link, so the snapshot stats every file:
 // the first name's new content is recorded, without a walk.
 func TestTrackedLinkMadeWrittenAndRemovedInOneGo(t *testing.T) {
-	for _, how := range []string{"removed", "moved out", "moved within, then removed"} {
+	for _, how := range []string{"removed", "moved out", "moved within, then removed", "in a new directory", "in a new directory, removed"} {
 		w := newTestWS(t)
 		w.write("d/a", "original", 0o644)
 		w.write("z", "z", 0o644)
@@ -142,10 +142,18 @@ func TestTrackedLinkMadeWrittenAndRemovedInOneGo(t *testing.T) {
 		case "moved out":
 			w.writeThrough("b", "CHANGED-VIA-LINK")
 			w.rename("b", "../b-outside")
-		default:
+		case "moved within, then removed":
 			w.rename("b", "d/c")
 			w.writeThrough("d/c", "CHANGED-VIA-LINK")
 			w.remove("d/c")
+		default: // made in a directory no watch sees yet
+			w.remove("b")
+			w.link("d/a", "new/b")
+			w.writeThrough("new/b", "CHANGED-VIA-LINK")
+			w.remove("new/b")
+			if how == "in a new directory, removed" {
+				w.remove("new")
+			}
 		}
 		snap := w.snapshot()
 		if e := entryOf(t, w.flatten(snap.Root), "d/a"); e.Hash != fileEntry("d/a", "CHANGED-VIA-LINK", 0o644).Hash {
@@ -230,10 +238,21 @@ func TestWatcherFilesMadeAndGone(t *testing.T) {
 			send(unix.IN_MODIFY, 0, "f")
 			send(unix.IN_DELETE, 0, "f")
 		}, false},
-		{"a directory", func() {
+		{"a directory made (what happened in it before it was watched is unknown)", func() {
 			send(unix.IN_CREATE|unix.IN_ISDIR, 0, "d")
-			send(unix.IN_ATTRIB|unix.IN_ISDIR, 0, "d")
 			send(unix.IN_DELETE|unix.IN_ISDIR, 0, "d")
+		}, true},
+		{"a directory moved within", func() {
+			send(unix.IN_MOVED_FROM|unix.IN_ISDIR, 20, "d")
+			send(unix.IN_MOVED_TO|unix.IN_ISDIR, 20, "e")
+			send(unix.IN_ATTRIB|unix.IN_ISDIR, 0, "e")
+			send(unix.IN_DELETE|unix.IN_ISDIR, 0, "e")
+		}, false},
+		{"a directory moved in from elsewhere", func() {
+			send(unix.IN_MOVED_TO|unix.IN_ISDIR, 21, "e")
+		}, true},
+		{"a directory moved out", func() {
+			send(unix.IN_MOVED_FROM|unix.IN_ISDIR, 22, "e")
 		}, false},
 		{"nothing named in the directory before", func() { send(unix.IN_DELETE, 0, "f") }, false},
 	} {
@@ -247,6 +266,7 @@ func TestWatcherFilesMadeAndGone(t *testing.T) {
 	d.gone("", "f", 9)
 	d.lose("overflow")
 	d.gone("", "f", 0)
+	d.dirArrived("", "d", 0)
 	d.settle()
 	if d.restatAll != "" || d.movedOut != nil {
 		t.Errorf("a set that gave up still asks for stats: %+v", d)

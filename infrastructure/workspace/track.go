@@ -36,8 +36,10 @@ import (
 //
 // A hard link made inside the workspace, changed through and removed (or moved out) again between
 // two snapshots leaves events for its own name only, gone by the time the snapshot could learn its
-// inode: a file made, changed and gone since the last snapshot may have been one, so the next
-// snapshot stats every file of the tree (reading again those whose stat changed), without a walk.
+// inode (and none at all in a directory made since, not watched yet): a file made, changed and gone
+// since the last snapshot, or a directory made (or moved in from outside) since, may have held one,
+// so the next snapshot stats every file of the tree (reading again those whose stat changed),
+// without a walk.
 //
 // Two changes inotify does not report at all: writes through a shared memory mapping made by a
 // process that outlives its decision, and writes through a hard link made outside the workspace
@@ -83,8 +85,9 @@ type dirtySet struct {
 	// through it without an event for that file's name, so the next snapshot stats every file.
 	restatAll string
 	// movedOut are the moves (by cookie) of files made since the last take whose arrival was not
-	// seen yet.
-	movedOut map[uint32]movedFile
+	// seen yet; dirsMoved the moves of directories out of a watched one.
+	movedOut  map[uint32]movedFile
+	dirsMoved map[uint32]bool
 }
 
 // movedFile is a file made since the last take, moved away from path: what it went through there.
@@ -106,7 +109,28 @@ func (d *dirtySet) lose(reason string) {
 	if d.uncertain == "" {
 		d.uncertain = reason
 	}
-	d.dirs, d.lost, d.movedOut, d.restatAll, d.names = nil, nil, nil, "", 0
+	d.dirs, d.lost, d.movedOut, d.dirsMoved, d.restatAll, d.names = nil, nil, nil, nil, "", 0
+}
+
+// dirArrived notes a directory made in directory rel, or moved in (move cookie, not 0): unless it
+// came from a watched directory, what happened inside it before the next snapshot watches it is
+// unknown (a hard link made there, written through and removed), so that snapshot stats every file.
+func (d *dirtySet) dirArrived(rel, name string, cookie uint32) {
+	if cookie != 0 && d.dirsMoved[cookie] {
+		delete(d.dirsMoved, cookie)
+		return
+	}
+	if d.restatAll == "" && d.uncertain == "" {
+		d.restatAll = join(rel, name) + "/ was made or moved in since the last snapshot"
+	}
+}
+
+// dirLeft notes a directory moved away (cookie) from a watched one.
+func (d *dirtySet) dirLeft(cookie uint32) {
+	if d.dirsMoved == nil {
+		d.dirsMoved = map[uint32]bool{}
+	}
+	d.dirsMoved[cookie] = true
 }
 
 // gone notes that name left directory rel: deleted, or moved away as move cookie (not 0). A file
@@ -157,7 +181,7 @@ func (d *dirtySet) settle() {
 	for _, m := range d.movedOut {
 		d.doubt(m.path, m.flags)
 	}
-	d.movedOut = nil
+	d.movedOut, d.dirsMoved = nil, nil
 }
 
 func (d *dirtySet) dir(rel string) *dirtyDir {

@@ -271,7 +271,16 @@ func (w *inotify) handle(wd int32, mask, cookie uint32, name []byte) {
 	if mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
 		flags |= evEntry
 	}
-	if mask&unix.IN_ISDIR == 0 {
+	if mask&unix.IN_ISDIR != 0 {
+		switch {
+		case mask&unix.IN_CREATE != 0:
+			w.dirty.dirArrived(rel, string(name), 0)
+		case mask&unix.IN_MOVED_FROM != 0:
+			w.dirty.dirLeft(cookie)
+		case mask&unix.IN_MOVED_TO != 0:
+			w.dirty.dirArrived(rel, string(name), cookie)
+		}
+	} else {
 		switch {
 		case mask&unix.IN_CREATE != 0:
 			flags |= evCreated
