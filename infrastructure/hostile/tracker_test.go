@@ -142,20 +142,24 @@ decisions:
 // checkpoint, so no event ever names the first name and the link is gone before plan could learn
 // its inode. (Found while fixing the above; the docs had listed it as a change inotify cannot show.)
 func TestTrackerHardLinkInsideWithinOneDecision(t *testing.T) {
-	for _, gone := range []string{"rm b", "mv b ../b-moved-out"} {
+	for _, steps := range []string{
+		"ln d/a b && echo CHANGED-VIA-LINK > b && rm b",
+		"ln d/a b && echo CHANGED-VIA-LINK > b && mv b ../b-moved-out",
+		"mkdir new && ln d/a new/b && echo CHANGED-VIA-LINK > new/b && rm -r new", // never watched
+	} {
 		w := newWorkspace(t, nil)
 		w.write("d/a", "original\n")
 		p := trackerPlan(t, `name: hl
 decisions:
   - id: s1
-    run: ln d/a b && echo CHANGED-VIA-LINK > b && `+gone+`
+    run: `+steps+`
   - id: s2
     run: echo V2 > d/a
 `)
 		w.must("-q", "run", p)
 		cps := trackerDecisionCheckpoints(w)
 		if got := trackerEntries(w, cps["s2"])["d/a"]; got.SHA256 != trackerSum("CHANGED-VIA-LINK\n") {
-			t.Fatalf("%s: s2's pre_decision checkpoint records d/a as %s, not the content written through the link", gone, got.SHA256)
+			t.Fatalf("%s: s2's pre_decision checkpoint records d/a as %s, not the content written through the link", steps, got.SHA256)
 		}
 	}
 }
