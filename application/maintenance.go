@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -278,6 +279,17 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 		res.CheckedCheckpoints++
 	}
 	res.CheckedObjects, res.Retried = len(v.objects), v.retried
+	// The records are the only thing other workspaces' gcs see of this one's checkpoints.
+	missing, err := s.store.MissingRecords(ctx)
+	if err != nil {
+		return res, err
+	}
+	if len(missing) > 0 {
+		shown := missing[:min(len(missing), 3)]
+		res.Problems = append(res.Problems, VerifyProblem{Path: "records", Problem: fmt.Sprintf(
+			"%d records of this workspace's history are missing from the store (%s): a gc of another workspace may delete what its checkpoints reference; `plan doctor --repair` writes them again",
+			len(missing), strings.Join(shown, ", "))})
+	}
 	if readData && ref == "" {
 		// Checkpoints read only the copy of each object the index points at; a full scan also
 		// catches damage in the rest of the store (other copies, pack headers, indexes).

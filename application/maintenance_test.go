@@ -468,7 +468,7 @@ func TestVerifyTreeProblems(t *testing.T) {
 	}
 
 	// Errors that stop verification.
-	if _, err := e.ms.Verify(context.Background(), "zz", false); !errors.Is(err, fault.ErrInvalid) {
+	if _, err := e.ms.Verify(context.Background(), "ZZ", false); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("malformed ref: %v", err)
 	}
 	if _, err := e.ms.Verify(context.Background(), "ffffff", false); !errors.Is(err, fault.ErrNotFound) {
@@ -585,6 +585,23 @@ func TestVerifyReadDataScansTheWholeStore(t *testing.T) {
 	e.health.scanErr = errors.New("eio")
 	if _, err := e.ms.Verify(context.Background(), "", true); !errors.Is(err, e.health.scanErr) {
 		t.Fatalf("scan error not returned: %v", err)
+	}
+}
+
+// Records of the workspace's history missing from the store are a verify problem (another
+// workspace's gc reads only records), whatever is verified; failing to compare is an error.
+func TestVerifyReportsMissingRecords(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.checkpointAt(t, baseTime.Add(-time.Hour), e.health.dir(fileE("a.txt", tree.Sum([]byte("a")))), checkpoint.Stats{})
+	e.health.missing = []string{"r1", "r2", "r3", "r4"}
+	res, err := e.ms.Verify(context.Background(), "", false)
+	if err != nil || len(res.Problems) != 1 || res.Problems[0].Path != "records" ||
+		!strings.Contains(res.Problems[0].Problem, "4 records") || !strings.Contains(res.Problems[0].Problem, "r1, r2, r3)") {
+		t.Fatalf("verify with records missing: %+v, %v", res.Problems, err)
+	}
+	e.health.missingErr = errors.New("eio")
+	if _, err := e.ms.Verify(context.Background(), "", false); !errors.Is(err, e.health.missingErr) {
+		t.Fatalf("a failed comparison not returned: %v", err)
 	}
 }
 

@@ -277,6 +277,10 @@ type StoreHealth interface {
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
 	ScanStore() ([]ObjectProblem, error)
+	// MissingRecords names the records of the workspace's history that its database has seen and
+	// the store no longer holds (deleted by hand, lost with the store): until they are written
+	// again, a gc of another workspace of a shared store may collect what they reference.
+	MissingRecords(ctx context.Context) ([]string, error)
 	Usage() StoreUsage
 	// WrittenPerDay returns, per UTC day ("2006-01-02"), the bytes the store holds that were written
 	// that day: packs (checkpoints, decision results, a gc's rewrites) and records.

@@ -291,6 +291,12 @@ type fakeHealth struct {
 	scan       []ObjectProblem // what ScanStore reports
 	scanErr    error
 	scans      int
+	missing    []string // what MissingRecords reports
+	missingErr error
+}
+
+func (h *fakeHealth) MissingRecords(context.Context) ([]string, error) {
+	return h.missing, h.missingErr
 }
 
 func (h *fakeHealth) ScanStore() ([]ObjectProblem, error) {

@@ -143,6 +143,11 @@ func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*pe
 			return nil, fmt.Errorf("register the workspace: %w", err)
 		}
 	}
+	if cfg.Init && s.Shared() {
+		if err := s.describe(recs.Backend()); err != nil {
+			return nil, err
+		}
+	}
 	return db, nil
 }
 
@@ -173,6 +178,7 @@ var WorkspaceModule = fx.Module("workspace",
 		workspace.NewRestorer,
 		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
+		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
 		workspace.NewLocker,
 		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
@@ -198,13 +204,14 @@ var ApplicationModule = fx.Module("application",
 		application.NewPlanService,
 		application.NewCorrectionService,
 		application.NewHistoryService,
+		application.NewReadService,
 		NewMaintenanceService,
 	),
 )
 
 // newHealth is the store's health adapter, with the gc grace period the configuration sets.
-func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records) (*maintenance.Health, error) {
-	h := maintenance.NewHealth(store, recs)
+func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db *persistence.DB) (*maintenance.Health, error) {
+	h := maintenance.NewHealth(store, recs).WithDatabase(db)
 	if s.File.GC != nil && s.File.GC.Grace != "" {
 		d, err := time.ParseDuration(s.File.GC.Grace)
 		if err != nil || d < 0 {
@@ -309,6 +316,7 @@ type Services struct {
 	Corrections *application.CorrectionService
 	Maintenance *application.MaintenanceService
 	History     *application.HistoryService
+	Read        *application.ReadService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

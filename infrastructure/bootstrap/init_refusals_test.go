@@ -105,7 +105,7 @@ func TestInitAfterAnInterruptedInit(t *testing.T) {
 
 // What stands in the way of making a workspace is reported, and leaves no .plan/ behind: a root
 // that cannot be written, a state directory that cannot be, a store path below a file, a store
-// whose workspaces/ is a file.
+// whose workspaces/ cannot be written.
 func TestInitBlockedByTheFileSystem(t *testing.T) {
 	ctx := context.Background()
 	ro := t.TempDir()
@@ -144,12 +144,13 @@ func TestInitBlockedByTheFileSystem(t *testing.T) {
 	}
 
 	storeDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(storeDir, "workspaces"), nil, 0o600); err != nil {
+	if err := os.Mkdir(filepath.Join(storeDir, "workspaces"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	immutable(t, filepath.Join(storeDir, "workspaces"))
 	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true, Store: "file://" + storeDir})
 	if err == nil || !strings.Contains(err.Error(), "describe the workspace in the store") {
-		t.Errorf("a store whose workspaces/ is a file: %v", err)
+		t.Errorf("a store whose workspaces/ cannot be written: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, ".plan")); !os.IsNotExist(err) {
 		t.Errorf("a failed init left .plan behind: %v", err)

@@ -33,7 +33,7 @@ type Setup struct {
 	// before workspaces had one (its database holds it; see persistence.WithWorkspace).
 	WorkspaceID string
 	// DBTarget is what persistence.Open is given: the SQLite path, or the DSN (at init, with the
-	// password the user passed, which the configuration never records).
+	// credentials the user passed, which the configuration never records).
 	DBTarget string
 	// Created says this Open made the workspace.
 	Created bool
@@ -108,6 +108,9 @@ func Resolve(cfg Config) (*Setup, error) {
 		}
 	}
 	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	if err := s.checkHome(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -142,7 +145,7 @@ func orDefault(db string) string {
 }
 
 // create makes .plan/ and writes the configuration of a new workspace: a fresh identity, and the
-// store and database asked for (the DSN without its password).
+// store and database asked for (the DSN without its credentials).
 func (s *Setup) create(cfg Config) error {
 	l := s.Layout
 	if !l.Initialized() && hasPacks(l) {
@@ -224,8 +227,6 @@ func hasPacks(l workspace.Layout) bool { return l.StoreHolds("packs") || l.Store
 // OpenStore opens the workspace's object store and the records of its database's history.
 func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *objectstore.Records, error) {
 	kind, _ := config.StoreKind(s.File.Store)
-	var be objectstore.Backend
-	var work string
 	switch kind {
 	case "":
 		st, err := objectstore.Open(s.Layout.Objects())
@@ -242,29 +243,17 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 			return nil, nil, err
 		}
 		return st, recs, nil
-	case "file":
-		root := config.FilePath(s.File.Store)
-		if init {
-			if err := os.MkdirAll(root, 0o700); err != nil {
-				return nil, nil, fmt.Errorf("create the store %s: %w", s.File.Store, err)
-			}
-		} else if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-			return nil, nil, fault.Unavailable("the store %s is not there (%v)", s.File.Store, errOr(err, "not a directory"))
-		}
-		be, work = objectstore.NewDir(root, true), root
-	case "s3":
-		var limit int64
-		if s.File.Cache != nil && s.File.Cache.MaxBytes != "" {
-			var err error
-			if limit, err = config.ParseBytes(s.File.Cache.MaxBytes); err != nil {
-				return nil, nil, fault.Wrap(fault.ErrInvalid, err, "%s: cache.max_bytes", config.Path(s.Layout.State()))
-			}
-		}
-		b, err := bucket.Open(ctx, bucket.Config{URL: s.File.Store, CacheDir: s.CacheDir(), CacheMax: limit, Create: init, Getenv: s.getenv})
-		if err != nil {
+	}
+	be, work, err := s.sharedBackend(ctx, init)
+	if err != nil {
+		return nil, nil, err
+	}
+	if init {
+		// Before anything is written there: another product's files are never plan's to weigh.
+		if err := objectstore.CheckRoot(be); err != nil {
+			closeBackend(be)
 			return nil, nil, err
 		}
-		be, work = b, s.CacheDir()
 	}
 	st, err := objectstore.OpenBackend(be, work)
 	if err != nil {
@@ -274,14 +263,41 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 	st.Failpoint = failpoint.Hit
 	recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(s.WorkspaceID))
 	recs.Confirm = st.Confirm
-	if init {
-		if err := s.describe(be); err != nil {
-			_ = st.Close()
-			closeBackend(be)
-			return nil, nil, err
-		}
-	}
 	return st, recs, nil
+}
+
+// sharedBackend reaches the shared store the configuration names (file:// or s3://) and returns
+// it with the store's local work directory.
+func (s *Setup) sharedBackend(ctx context.Context, init bool) (objectstore.Backend, string, error) {
+	kind, _ := config.StoreKind(s.File.Store)
+	var be objectstore.Backend
+	var work string
+	switch kind {
+	case "file":
+		root := config.FilePath(s.File.Store)
+		if init {
+			if err := os.MkdirAll(root, 0o700); err != nil {
+				return nil, "", fmt.Errorf("create the store %s: %w", s.File.Store, err)
+			}
+		} else if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return nil, "", fault.Unavailable("the store %s is not there (%v)", s.File.Store, errOr(err, "not a directory"))
+		}
+		be, work = objectstore.NewDir(root, true), root
+	case "s3":
+		var limit int64
+		if s.File.Cache != nil && s.File.Cache.MaxBytes != "" {
+			var err error
+			if limit, err = config.ParseBytes(s.File.Cache.MaxBytes); err != nil {
+				return nil, "", fault.Wrap(fault.ErrInvalid, err, "%s: cache.max_bytes", config.Path(s.Layout.State()))
+			}
+		}
+		b, err := bucket.Open(ctx, bucket.Config{URL: s.File.Store, CacheDir: s.CacheDir(), CacheMax: limit, Create: init, Getenv: s.getenv})
+		if err != nil {
+			return nil, "", err
+		}
+		be, work = b, s.CacheDir()
+	}
+	return be, work, nil
 }
 
 func errOr(err error, msg string) any {
@@ -307,7 +323,9 @@ type Descriptor struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// describe writes the workspace's descriptor into the shared store once.
+// describe writes the workspace's descriptor into the shared store once, after its first record
+// is committed: a descriptor says the workspace has a history there, so a gc that finds none
+// (records deleted, or lost) knows it cannot tell what the workspace keeps, and deletes nothing.
 func (s *Setup) describe(be objectstore.Backend) error {
 	host, _ := os.Hostname()
 	b, err := json.Marshal(Descriptor{WorkspaceID: s.WorkspaceID, Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()})
@@ -373,6 +391,10 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 		s.DBTarget = l.Database()
 	}
 	s.DBTarget = withPassword(s.DBTarget, s.getenv)
+	// doctor --repair and --rebuild write the workspace's history: never under a copied identity.
+	if err := s.checkHome(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -383,28 +405,40 @@ func (s *Setup) Target() maintenance.Target {
 		t.WorkspaceID, t.DB = s.WorkspaceID, s.DBTarget
 		return t
 	}
+	// The records are reached without opening the store, whose load a damaged idx fails: doctor
+	// still checks them, and `doctor --repair` rebuilds that idx before it opens the store.
 	var opened struct {
-		store *objectstore.Store
-		recs  *objectstore.Records
-		err   error
-		done  bool
+		be   objectstore.Backend
+		work string
+		recs *objectstore.Records
+		err  error
+		done bool
 	}
-	open := func(ctx context.Context) (*objectstore.Store, *objectstore.Records, error) {
+	backend := func(ctx context.Context) (*objectstore.Records, error) {
 		if !opened.done {
-			opened.store, opened.recs, opened.err = s.OpenStore(ctx, false)
+			opened.be, opened.work, opened.err = s.sharedBackend(ctx, false)
+			if opened.err == nil {
+				opened.recs = objectstore.NewRecords(opened.be, objectstore.WorkspaceRecords(s.WorkspaceID))
+			}
 			opened.done = true
 		}
-		return opened.store, opened.recs, opened.err
+		return opened.recs, opened.err
 	}
 	return maintenance.Target{
 		Layout: s.Layout, WorkspaceID: s.WorkspaceID, DB: s.DBTarget, Shared: true,
-		OpenRecords: func(ctx context.Context) (*objectstore.Records, error) {
-			_, recs, err := open(ctx)
-			return recs, err
-		},
+		OpenRecords: backend,
 		OpenStore: func(ctx context.Context) (*objectstore.Store, error) {
-			st, _, err := open(ctx)
-			return st, err
+			recs, err := backend(ctx)
+			if err != nil {
+				return nil, err
+			}
+			st, err := objectstore.OpenBackend(opened.be, opened.work)
+			if err != nil {
+				return nil, err
+			}
+			st.Failpoint = failpoint.Hit
+			recs.Confirm = st.Confirm
+			return st, nil
 		},
 	}
 }

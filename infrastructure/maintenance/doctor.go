@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/planhq/plan/domain/fault"
@@ -112,6 +113,8 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 
 	// Database.
 	dbHealthy := false
+	var missing []string // records the database has seen that the store no longer holds
+	var missingErr error
 	var statErr error
 	if dbFile != "" {
 		_, statErr = os.Stat(dbFile)
@@ -134,7 +137,10 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 				// Rebuild replaces only a database that is missing or damaged, never one it cannot
 				// open for another reason: advising it here would send the user round in a circle.
 				repair = "make " + t.Shown() + " the database plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
-				if errors.Is(err, fault.ErrUnavailable) {
+				switch {
+				case errors.Is(err, fault.ErrDenied):
+					repair = "give the credentials the server accepts (PGPASSWORD, PGPASSFILE or ~/.pgpass) and the permissions plan needs, then run `plan doctor` again"
+				case errors.Is(err, fault.ErrUnavailable):
 					repair = "make the database server reachable (and PGPASSWORD or ~/.pgpass right), then run `plan doctor` again"
 				}
 			}
@@ -142,23 +148,31 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			break
 		}
 		complaints, err := db.IntegrityCheck(ctx)
-		var head uint64
+		var unseen []string
+		var lost []string
 		if err == nil && len(complaints) == 0 {
-			head, err = db.LedgerHead(ctx)
+			// committed was listed before the database was read (see persistence.DB.Unseen).
+			unseen, err = db.Unseen(ctx, committed)
+		}
+		if err == nil && len(complaints) == 0 && len(unseen) == 0 {
+			lost, err = lostCheckpoints(ctx, db, recs)
+		}
+		if err == nil && len(complaints) == 0 {
+			// A records problem, not the database's: reported by checkRecords.
+			missing, missingErr = db.MissingRecords(ctx, recs)
 		}
 		_ = db.Close()
-		var last uint64
-		if len(committed) > 0 {
-			last, _ = objectstore.ParseRecordName(committed[len(committed)-1])
-		}
 		switch {
 		case err != nil:
 			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
-		case len(complaints) == 0 && head < last:
+		case len(complaints) == 0 && len(unseen) > 0:
 			// Healthy but behind: restored from an older backup, or rows lost. Its gc would
-			// collect what the newer records still reference.
-			add(Finding{Check: "database", Problem: fmt.Sprintf("the database is behind the store: it has seen %d of %d recorded transactions", head, last),
+			// collect what the newer records still reference, so every command refuses it.
+			add(Finding{Check: "database", Problem: behind(unseen),
 				Repair: "`plan doctor --rebuild` brings it up to date from the store's records"})
+		case len(complaints) == 0 && len(lost) > 0:
+			add(Finding{Check: "database", Problem: lostRows(lost),
+				Repair: "`plan doctor --rebuild` brings them back from the store's records"})
 		case len(complaints) > 0:
 			engine := "SQLite integrity_check: "
 			if dbFile == "" {
@@ -170,12 +184,19 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			dbHealthy = true
 		}
 	}
-	add(checkRecords(ctx, t, recs, dbHealthy, repair))
+	add(checkRecords(ctx, t, recs, missing, missingErr, dbHealthy, repair))
 
 	// Store: index files that do not match their packs, packs without an index, packs missing or
 	// cut short, broken delta chains, an interrupted gc.
+	// A damaged idx keeps the store from opening: with repair it is rebuilt from its pack first.
 	if !t.Shared {
-		add(checkIndexes(filepath.Join(l.Objects(), "packs"), repair))
+		f := checkIndexes(filepath.Join(l.Objects(), "packs"), repair)
+		if g, ok := repairIndexes(recs.Backend(), repair && f.OK); ok {
+			f = g
+		}
+		add(f)
+	} else if f, ok := repairIndexes(recs.Backend(), repair); ok {
+		add(f)
 	}
 	if s, err := t.OpenStore(ctx); err != nil {
 		add(Finding{Check: "store", Problem: err.Error(), Repair: storeRepair(err)})
@@ -207,6 +228,9 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 			// workspace lock removes it.
 			add(Finding{Check: "store temporary files", OK: true, Problem: fmt.Sprintf("%d unfinished pack files in objects/tmp", n),
 				Repair: "removed by the next plan command that changes the workspace, or by `plan doctor --repair` (no checkpoint references them)"})
+		}
+		if f, ok := checkUnindexed(s, repair && !storeFailed); ok {
+			add(f)
 		}
 		if problems := s.Problems(); len(problems) > 0 {
 			add(Finding{Check: "store", Problem: strings.Join(problems, "; "),
@@ -244,12 +268,61 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 	return r.done()
 }
 
+// behind says what the database lacks: the recorded transactions it never saw, by name.
+func behind(unseen []string) string {
+	var shown []string
+	for _, n := range slices.Backward(unseen) {
+		if len(shown) == 3 {
+			shown = append(shown, fmt.Sprintf("and %d older", len(unseen)-3))
+			break
+		}
+		shown = append(shown, persistence.ShortRecord(n))
+	}
+	return fmt.Sprintf("the database is behind the store: it has not seen %d recorded transactions (%s)", len(unseen), strings.Join(shown, ", "))
+}
+
+// lostCheckpoints asks db for the checkpoints the records hold and it lacks, twice when there are
+// any: doctor holds no lock, and a checkpoint deleted between its reading of the records and of the
+// database is not lost. Only those lacking both times are.
+//
+// A damaged record leaves nothing to compare with: the records check reports it (and its repair
+// needs the database judged healthy), so it is not the database's problem here.
+func lostCheckpoints(ctx context.Context, db *persistence.DB, recs *objectstore.Records) ([]string, error) {
+	first, err := db.LostCheckpoints(ctx, recs)
+	if errors.Is(err, fault.ErrIntegrity) {
+		return nil, nil
+	}
+	if err != nil || len(first) == 0 {
+		return nil, err
+	}
+	again, err := db.LostCheckpoints(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, id := range again {
+		if slices.Contains(first, id) {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// lostRows says which checkpoints the database lost.
+func lostRows(lost []string) string {
+	shown := lost
+	if len(shown) > 5 {
+		shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(lost)-5))
+	}
+	return fmt.Sprintf("the database lacks %d checkpoints the store's records hold (rows lost): %s", len(lost), strings.Join(shown, ", "))
+}
+
 // storeRepair is the advice for a store that cannot be opened or refreshed: an index is rebuilt
 // from its pack once deleted; anything else (a path that is not a directory plan can write) is the
 // user's to put right.
 func storeRepair(err error) string {
 	if strings.Contains(err.Error(), ".idx") {
-		return "delete the named .idx file: plan rebuilds it from its pack"
+		return "`plan doctor --repair` rebuilds the named .idx from its pack (keep both files: the pack holds the data)"
 	}
 	return "make the named path what plan expects (a directory it can write), or restore .plan/objects from a backup"
 }
@@ -318,23 +391,39 @@ func countEntries(dir string) int {
 	return len(entries)
 }
 
-// checkRecords verifies every committed record. Damaged ones are replaced, when the database is
-// healthy and repair is set, by compaction: the database's whole history written as a new baseline
-// record, which makes every older record redundant, so they are removed.
-func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHealthy, repair bool) Finding {
+// checkRecords verifies every committed record, and that none the database has seen (missing) is
+// gone from the store (missingErr: that could not be compared; damaged records are still
+// reported and repaired). Damaged and missing ones are replaced, when the database is healthy and
+// repair is set, by compaction: the database's whole history written as a new baseline record,
+// which makes every older record redundant, so they are removed.
+func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, missing []string, missingErr error, dbHealthy, repair bool) Finding {
 	bad, err := recs.Verify()
 	if err != nil {
 		return Finding{Check: "records", Problem: err.Error()}
 	}
-	if len(bad) == 0 {
+	if missingErr != nil && len(bad) == 0 {
+		return Finding{Check: "records", Problem: "compare the records with the database: " + missingErr.Error()}
+	}
+	if len(bad) == 0 && len(missing) == 0 {
 		return Finding{Check: "records", OK: true}
 	}
-	f := Finding{Check: "records", Problem: fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", "))}
+	var problems []string
+	if len(bad) > 0 {
+		problems = append(problems, fmt.Sprintf("%d damaged records: %s", len(bad), strings.Join(bad, ", ")))
+	}
+	if len(missing) > 0 {
+		// Deleted from the store: until they are written again, a rebuild would lose what they
+		// recorded, and a gc of another workspace (which reads only records) may collect what
+		// this workspace's checkpoints reference.
+		problems = append(problems, fmt.Sprintf("%d records the database has seen are missing from the store %s (%s): until they are written again, a gc of any other workspace of the store may delete this workspace's checkpoints' content",
+			len(missing), recs.Dir(), shortList(missing, 3)))
+	}
+	f := Finding{Check: "records", Problem: strings.Join(problems, "; ")}
 	switch {
 	case !dbHealthy:
 		f.Repair = "the database cannot be rebuilt past a damaged record: restore the named files (or .plan/plan.db) from a backup"
 	case !repair:
-		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them"
+		f.Repair = "`plan doctor --repair` writes the database's history as a new baseline record, which replaces them (run it before any gc)"
 	default:
 		unlock, err := workspace.NewLocker(t.Layout).Lock(ctx, "doctor --repair")
 		if err != nil {
@@ -355,6 +444,9 @@ func checkRecords(ctx context.Context, t Target, recs *objectstore.Records, dbHe
 		}
 		f.OK, f.Repaired = true, true
 		f.Repair = fmt.Sprintf("the database's history is written as a new baseline record; %d older records, the damaged ones among them, are removed", n)
+		if len(bad) == 0 {
+			f.Repair = fmt.Sprintf("the database's history is written as a new baseline record, which stands for the missing ones (%d older records made redundant are removed)", n)
+		}
 	}
 	return f
 }
@@ -384,7 +476,76 @@ func checkRoots(ctx context.Context, t Target, s *objectstore.Store) Finding {
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
 	}
+	repair := "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"
+	if t.Shared {
+		// A pack without its index holds objects no reader sees: index it before giving up on them.
+		repair = "`plan doctor --repair` first indexes any pack that lost its index; otherwise restore the store's packs from a backup, or delete those checkpoints (`plan verify` lists them)"
+	}
 	return Finding{Check: "checkpoints",
 		Problem: fmt.Sprintf("%d of %d checkpoints have no data in the store: %s", len(missing), len(cps), strings.Join(shown, ", ")),
-		Repair:  "restore .plan/objects from a backup; otherwise delete those checkpoints (`plan verify` lists them)"}
+		Repair:  repair}
+}
+
+// repairIndexes replaces every damaged idx whose pack can be re-indexed (see
+// objectstore.RepairIndexes); ok is false when there was nothing to repair.
+func repairIndexes(be objectstore.Backend, repair bool) (Finding, bool) {
+	if !repair {
+		return Finding{}, false
+	}
+	res, err := objectstore.RepairIndexes(be)
+	switch {
+	case err != nil:
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	case len(res.Unrepairable) > 0:
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d damaged index files whose packs are damaged too: %s",
+			len(res.Unrepairable), strings.Join(res.Unrepairable, ", ")),
+			Repair: "restore the named packs and their .idx files from a backup; both are kept as they are"}, true
+	case len(res.Rebuilt) > 0:
+		return Finding{Check: "pack indexes", OK: true, Repaired: true,
+			Problem: fmt.Sprintf("%d damaged index files: %s", len(res.Rebuilt), strings.Join(res.Rebuilt, ", ")),
+			Repair:  "rebuilt from their packs"}, true
+	}
+	return Finding{}, false
+}
+
+// checkUnindexed reports the packs of a shared store that have no index (an upload in flight, or
+// an index lost), and with repair indexes them from their own records. ok is false when there
+// are none. No gc deletes such a pack: it re-indexes it first, or keeps it.
+func checkUnindexed(s *objectstore.Store, repair bool) (Finding, bool) {
+	u, err := s.Unindexed()
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(u) == 0 {
+		return Finding{}, false
+	}
+	ids := make([]string, len(u))
+	for i, p := range u {
+		ids[i] = p.ID
+	}
+	if !repair {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d packs without an index (an upload in flight, or an index lost): %s",
+			len(u), strings.Join(ids, ", ")),
+			Repair: "`plan doctor --repair` indexes them from their own records; no gc deletes them meanwhile"}, true
+	}
+	res, err := s.Reindex(0)
+	if err != nil {
+		return Finding{Check: "pack indexes", Problem: err.Error()}, true
+	}
+	if len(res.Quarantined) > 0 {
+		return Finding{Check: "pack indexes", Problem: fmt.Sprintf("%d files named like packs cannot be read as packs (damaged, or not plan's): %s",
+			len(res.Quarantined), strings.Join(res.Quarantined, ", ")),
+			Repair: "kept as they are (no gc deletes them): restore them from a backup, or remove them if they are not plan's"}, true
+	}
+	return Finding{Check: "pack indexes", OK: true, Repaired: true,
+		Problem: fmt.Sprintf("%d packs without an index: %s", len(res.Reindexed), strings.Join(res.Reindexed, ", ")),
+		Repair:  "indexed from their own records"}, true
+}
+
+// shortList names the first n of names, and how many more there are.
+func shortList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

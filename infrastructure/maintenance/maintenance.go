@@ -3,15 +3,32 @@
 // must work even when the database or the store cannot be opened.
 //
 // Invariants: Health never changes the store except in Collect, which the caller runs under the
-// workspace lock; Doctor changes nothing unless asked to repair, and every repair it makes is one
+// workspace lock, and which MUST refuse (deleting nothing) roots that lack a tree the workspace's
+// own records keep live; Doctor changes nothing unless asked to repair, and every repair it makes is one
 // that cannot lose data (removing temporary files, rebuilding an index from its self-describing
 // pack, finishing or undoing an interrupted operation through the normal recovery path). Messages
-// name the database by Target.Shown, never with its password.
+// name the database by Target.Shown, never with its password. Doctor and Rebuild judge a database
+// behind the store by the names of the records it has not seen (persistence.DB.Unseen), never by a
+// count; Rebuild MUST NOT report rebuilt while the new database lacks a committed record: it
+// compares again after the swap, under the lock, and replays what arrived meanwhile.
+//
+// A shared store's gc deletes only provable garbage: it MUST NOT collect while it cannot know what
+// some workspace keeps live, that is while a workspace's records have a hole (persistence.LedgerHole)
+// or a workspace described in workspaces/ has no records left; it refuses then, deleting nothing
+// and naming the workspace. doctor and verify report the records a workspace's database has seen
+// that the store lost (persistence.DB.MissingRecords); doctor --repair writes them again as a
+// baseline.
 package maintenance
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/application"
@@ -31,6 +48,24 @@ type Health struct {
 	records *objectstore.Records
 	// grace is how long a shared store's gc waits between condemning a pack and deleting it.
 	grace time.Duration
+	// db is the workspace's database, whose ledger names the records it has seen (nil: none are
+	// compared with the store).
+	db *persistence.DB
+}
+
+// WithDatabase has MissingRecords compare the records db has seen with the store's.
+func (h *Health) WithDatabase(db *persistence.DB) *Health {
+	h.db = db
+	return h
+}
+
+// MissingRecords names the records db has seen that the store no longer holds (see
+// persistence.DB.MissingRecords).
+func (h *Health) MissingRecords(ctx context.Context) ([]string, error) {
+	if h.db == nil || h.records == nil {
+		return nil, nil
+	}
+	return h.db.MissingRecords(ctx, h.records)
 }
 
 // DefaultGrace is a shared store's gc grace period when the configuration names none: long enough
@@ -72,6 +107,9 @@ func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
 // workspaces, under no lock this one holds: it is collected in two phases (objectstore.SharedGC),
 // and what is live is computed afresh for each, from roots and from every workspace's records.
 func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+	if err := h.rootsCover(roots); err != nil {
+		return application.GCReport{}, err
+	}
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
 	}
@@ -87,6 +125,35 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live),
 	}, nil
+}
+
+// rootsCover refuses roots (what the database keeps live) that lack a tree the workspace's own
+// records keep live: the database lost rows its records hold (deleted by hand, or a database the
+// ledger-name comparison cannot see is behind), and a gc from it would delete the content of
+// checkpoints only the records know.
+func (h *Health) rootsCover(roots []tree.Hash) error {
+	if h.records == nil {
+		return nil
+	}
+	sum, err := persistence.SummarizeLedger(h.records)
+	if err != nil {
+		return fmt.Errorf("read the workspace's records (nothing was deleted): %w", err)
+	}
+	have := make(map[tree.Hash]bool, len(roots))
+	for _, r := range roots {
+		have[r] = true
+	}
+	lacking := 0
+	for _, r := range sum.Roots {
+		if !have[r] {
+			lacking++
+		}
+	}
+	if lacking > 0 {
+		return fault.Integrity("the database lacks %d checkpoint or result trees its records hold (rows lost, or restored from an older backup): "+
+			"nothing was deleted; run `plan doctor --rebuild`, then gc", lacking)
+	}
+	return nil
 }
 
 func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
@@ -114,18 +181,81 @@ func (h *Health) sharedRoots(roots []tree.Hash) (mine, maybe []tree.Hash, err er
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the workspaces of the store: %w", err)
 	}
+	described, err := describedWorkspaces(be)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, d := range dirs {
 		if !d.Dir {
 			continue
 		}
-		sum, err := persistence.SummarizeLedger(objectstore.NewRecords(be, objectstore.WorkspaceRecords(d.Name)))
+		recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(d.Name))
+		// A history with a hole kept live what this gc cannot know: it must not collect at all.
+		hole, err := persistence.LedgerHole(recs)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
 		}
+		if hole != "" {
+			return nil, nil, incomplete(be, d.Name, described[d.Name], hole)
+		}
+		sum, err := persistence.SummarizeLedger(recs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
+		}
+		if sum.Records == 0 && described[d.Name] != nil {
+			return nil, nil, incomplete(be, d.Name, described[d.Name], "all of its records are missing")
+		}
+		delete(described, d.Name)
 		maybe = append(maybe, sum.Roots...)
 		maybe = append(maybe, sum.MaybeRoots...)
 	}
+	// A workspace is described once its first record is committed: one described with no
+	// records left has lost them all.
+	if len(described) > 0 {
+		ids := slices.Sorted(maps.Keys(described))
+		return nil, nil, incomplete(be, ids[0], described[ids[0]], "all of its records are missing")
+	}
 	return slices.Clone(roots), maybe, nil
+}
+
+// workspaceDescriptor is the part of a shared store's workspaces/<id>.json a gc names.
+type workspaceDescriptor struct {
+	Root string `json:"root"`
+	Host string `json:"host"`
+}
+
+// describedWorkspaces reads the descriptors of the workspaces that have used the store. A
+// descriptor that cannot be parsed still names its workspace.
+func describedWorkspaces(be objectstore.Backend) (map[string]*workspaceDescriptor, error) {
+	files, err := be.List("workspaces")
+	if err != nil {
+		return nil, fmt.Errorf("list the workspaces of the store (nothing was deleted): %w", err)
+	}
+	out := map[string]*workspaceDescriptor{}
+	for _, fi := range files {
+		id, ok := strings.CutSuffix(fi.Name, ".json")
+		if fi.Dir || !ok {
+			continue
+		}
+		d := &workspaceDescriptor{}
+		if b, err := be.ReadFile("workspaces/" + fi.Name); err == nil {
+			_ = json.Unmarshal(b, d)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read the workspaces of the store (nothing was deleted): %w", err)
+		}
+		out[id] = d
+	}
+	return out, nil
+}
+
+// incomplete is the refusal of a gc that cannot know what workspace id keeps live.
+func incomplete(be objectstore.Backend, id string, d *workspaceDescriptor, why string) error {
+	where := ""
+	if d != nil && d.Root != "" {
+		where = fmt.Sprintf(" (%s on %s)", d.Root, d.Host)
+	}
+	return fault.Integrity("gc: the records of workspace %s%s in %s are incomplete: %s. What its checkpoints reference cannot be known, so nothing was deleted: run `plan doctor --repair` in that workspace, which writes its history again from its database (if the workspace is gone for good, remove records/%s/ and workspaces/%s.json from the store to let gc collect what it kept)",
+		id, where, be.Location(""), why, id, id)
 }
 
 // ScanStore reads every pack end to end.

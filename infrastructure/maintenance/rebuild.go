@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
@@ -103,6 +104,9 @@ func Rebuild(ctx context.Context, t Target, now time.Time) (RebuildResult, error
 	if err := fsx.SyncDir(filepath.Dir(file)); err != nil {
 		return res, err
 	}
+	if rep, err = catchUp(ctx, t, recs, rep); err != nil {
+		return res, err
+	}
 	// Opening it once settles the records a crash left pending (none of them is history).
 	db, err := t.open(ctx, false, persistence.WithLedger(recs))
 	if err != nil {
@@ -110,6 +114,37 @@ func Rebuild(ctx context.Context, t Target, now time.Time) (RebuildResult, error
 	}
 	res.Rebuilt, res.RebuildReport = true, rep
 	return res, db.Close()
+}
+
+// catchUpRounds bounds how often catchUp replays the records again (a variable only so that tests
+// can lower it).
+var catchUpRounds = 3
+
+// catchUp brings the rebuilt database up to the records committed while it was built. The lock
+// keeps every command's operation out, but a process that opened the old database before it went
+// may still write to it (the operation log a command writes once its lock is released), and that
+// transaction's record reaches the store, not the new file: the records are compared again by
+// identity, and replayed in place until the database has seen all of them.
+func catchUp(ctx context.Context, t Target, recs *objectstore.Records, rep persistence.RebuildReport) (persistence.RebuildReport, error) {
+	for round := 0; ; round++ {
+		db, err := t.open(ctx, false)
+		if err != nil {
+			return rep, err
+		}
+		unseen, err := unseenBy(ctx, db, recs)
+		switch {
+		case err != nil || len(unseen) == 0:
+		case round == catchUpRounds:
+			err = fault.Conflict("records kept arriving while the database was rebuilt (another plan process is still writing): " +
+				"run `plan doctor --rebuild` again once it has finished")
+		default:
+			rep, err = db.RebuildWorkspace(ctx, recs)
+		}
+		_ = db.Close()
+		if err != nil || len(unseen) == 0 {
+			return rep, err
+		}
+	}
 }
 
 // rebuildInPlace rebuilds the workspace's rows of a PostgreSQL database when they are missing or
@@ -124,18 +159,24 @@ func rebuildInPlace(ctx context.Context, t Target, recs *objectstore.Records) (R
 		res.Why = why
 		return res, err
 	}
-	// create: the schema, or the workspace's row, may be what was lost.
-	db, err := t.open(ctx, true, persistence.WithLedger(recs))
+	// create: the schema, or the workspace's row, may be what was lost. Without the ledger: with
+	// it, Open refuses a database behind its records, which this one is.
+	db, err := t.open(ctx, true)
 	if err != nil {
 		return res, err
 	}
-	defer func() { _ = db.Close() }()
 	rep, err := db.RebuildWorkspace(ctx, recs)
+	_ = db.Close()
 	if err != nil {
+		return res, err
+	}
+	// Opening it once with the records settles those a crash left pending, and checks that the
+	// database has now seen every one.
+	if db, err = t.open(ctx, false, persistence.WithLedger(recs)); err != nil {
 		return res, err
 	}
 	res.Why, res.Rebuilt, res.RebuildReport = why, true, rep
-	return res, nil
+	return res, db.Close()
 }
 
 // databaseProblem says what makes the database unusable, or "" when it is healthy. file is the
@@ -171,18 +212,29 @@ func databaseProblem(ctx context.Context, t Target, file string, recs *objectsto
 		return fmt.Sprintf("damaged (integrity check of %s: %d complaints)", t.Shown(), len(complaints)), nil
 	}
 	// A database restored from an old backup is healthy but behind: the store has committed
-	// transactions it never saw.
-	names, err := recs.Committed()
-	if err != nil || len(names) == 0 {
-		return "", err
-	}
-	last, _ := objectstore.ParseRecordName(names[len(names)-1])
-	have, err := db.LedgerHead(ctx)
+	// transactions it never saw, whatever it wrote since.
+	unseen, err := unseenBy(ctx, db, recs)
 	if err != nil {
 		return "", err
 	}
-	if have < last {
-		return fmt.Sprintf("behind the store (it has seen %d of %d recorded transactions)", have, last), nil
+	if len(unseen) > 0 {
+		return strings.TrimPrefix(behind(unseen), "the database is "), nil
 	}
-	return "", nil
+	// Rows deleted by hand leave the ledger table whole. Under the lock: no checkpoint is deleted
+	// meanwhile, so one answer is enough.
+	lost, err := db.LostCheckpoints(ctx, recs)
+	if err != nil || len(lost) == 0 {
+		return "", err
+	}
+	return strings.TrimPrefix(lostRows(lost), "the database "), nil
+}
+
+// unseenBy lists the committed records, then the ones db has not seen (in that order: see
+// persistence.DB.Unseen).
+func unseenBy(ctx context.Context, db *persistence.DB, recs *objectstore.Records) ([]string, error) {
+	names, err := recs.Committed()
+	if err != nil {
+		return nil, err
+	}
+	return db.Unseen(ctx, names)
 }

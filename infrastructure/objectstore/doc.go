@@ -67,7 +67,9 @@
 //   - every read MUST verify the record header against the index and the SHA-256 and size of the
 //     decompressed bytes; damage is reported as fault.ErrIntegrity, never returned as content;
 //   - a pack is self-describing: a pack whose idx is missing is re-indexed by scanning it. A corrupt
-//     idx is refused (fault.ErrIntegrity naming the file) rather than silently rebuilt, so damage is seen;
+//     idx is refused (fault.ErrIntegrity naming the file, advising `plan doctor --repair`) rather
+//     than silently rebuilt, so damage is seen; RepairIndexes (doctor --repair) replaces it with the
+//     idx its pack makes. Nothing advises deleting an idx;
 //   - GC MUST NOT delete a pack until every live object it held is durable in another pack. The same
 //     object in two packs is harmless: the in-memory index keeps one location;
 //   - a zero-length pack or idx is damage, never a valid empty file: an empty batch writes nothing;
@@ -117,7 +119,16 @@
 //     and markers by time and random bits); nothing is read-modify-written in place, so writers of
 //     many workspaces and machines need no lock;
 //   - a pack is visible only once complete (a rename or a single PUT), and indexed only once its
-//     idx is too: a pack without idx is an upload in flight or an orphan, never deduplicated onto;
+//     idx is too: a pack without idx is an upload in flight, an orphan or a pack that lost its idx,
+//     never deduplicated onto;
+//   - gc deletes only provable garbage: a pack MUST have an idx, and every object in it be weighed
+//     against the live set, before any mark condemns it or any sweep deletes it. A gc first
+//     re-indexes, from their own records, the packs without idx older than its grace period
+//     (Reindex; a crashed upload then goes as a pack holding nothing live, a pack whose idx was lost
+//     is kept for the records that reference it); a file it cannot re-index (damaged, or not a
+//     pack: another product's file) is quarantined: never condemned, never deleted, reported by
+//     `plan doctor` (Unindexed). A mark naming a pack without idx (older versions wrote such marks
+//     for orphans) deletes nothing;
 //   - a pack a gc mark names is condemned: still read, never deduplicated onto (Present is false);
 //     a sweep deletes it only if, by a live set computed after the mark was visible, it holds
 //     nothing live that has no other copy;

@@ -14,8 +14,9 @@ type SharedGCResult struct {
 	// nothing live. PacksKept were condemned but turned out live again (a writer came to rely on
 	// them); they stay, and a later gc looks at them afresh.
 	PacksDeleted, PacksKept int
-	// PacksRewritten had their live records copied into new packs; PacksCondemned (those, the
-	// packs with nothing live and the orphans of crashed uploads) are named by the new mark.
+	// PacksRewritten had their live records copied into new packs; PacksCondemned (those and the
+	// packs with nothing live, crashed uploads among them once re-indexed) are named by the new
+	// mark.
 	PacksRewritten, PacksCondemned int
 	// MarksSwept were processed and removed; MarksPending are younger than the grace period.
 	MarksSwept, MarksPending int
@@ -23,6 +24,9 @@ type SharedGCResult struct {
 	BytesReclaimed int64
 	// LiveObjects is the size of the last live set computed.
 	LiveObjects int
+	// PacksReindexed had no idx and got one, written from their own records; PacksQuarantined
+	// have none and cannot get one (not a pack, or damaged): no gc deletes them.
+	PacksReindexed, PacksQuarantined int
 }
 
 // LiveFunc returns the roots of a shared store's live set: roots, which MUST be readable (the
@@ -64,6 +68,15 @@ func (s *Store) SharedGC(live LiveFunc, grace time.Duration) (SharedGCResult, er
 	if err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
+	// A pack without an idx cannot be accounted for: index it from its own records first, so its
+	// objects are weighed against the live set like any other's (and a checkpoint whose pack lost
+	// its idx reads again). What cannot be re-indexed is quarantined: never condemned, never
+	// deleted.
+	ri, err := s.Reindex(grace)
+	if err != nil {
+		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
+	res.PacksReindexed, res.PacksQuarantined = len(ri.Reindexed), len(ri.Quarantined)
 	s.mu.RLock()
 	marks := slices.Clone(s.marks)
 	s.mu.RUnlock()
@@ -126,19 +139,15 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	if err != nil {
 		return err
 	}
+	// Only indexed packs are ever deleted: a pack without an idx (a mark written by an older
+	// version may name one) holds objects no live set was weighed against, so it stays.
 	dropped := map[string]bool{}
 	for _, u := range drop {
 		dropped[u.p.id] = true
 	}
-	// Orphans (packs without an idx) are not in the index: a mark names them by id.
 	pl, err := s.listPacks()
 	if err != nil {
 		return fmt.Errorf("gc (nothing was deleted): %w", err)
-	}
-	for _, id := range pl.orphans {
-		if condemned[id] {
-			dropped[id] = true
-		}
 	}
 	ids := make([]string, 0, len(dropped))
 	for id := range dropped {
@@ -146,11 +155,8 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		if p := s.packFileOf(id); p != nil {
-			res.BytesReclaimed += max(p.size, 0) + p.idxSize
-		} else {
-			res.BytesReclaimed += pl.size[id]
-		}
+		p := s.packFileOf(id)
+		res.BytesReclaimed += max(p.size, 0) + p.idxSize
 	}
 	// Kept are the condemned packs still there that the sweep leaves: a pack a mark names that is
 	// already gone (an earlier sweep deleted it, then failed to remove the mark) is not one.
@@ -268,11 +274,6 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 	var ids []string
 	for _, u := range slices.Concat(drop, rewrite) {
 		ids = append(ids, u.p.id)
-	}
-	for _, id := range pl.orphans {
-		if !condemned[id] && old(id) {
-			ids = append(ids, id)
-		}
 	}
 	if len(ids) == 0 {
 		return "", nil

@@ -69,6 +69,9 @@ func NewRecords(be Backend, dir string) *Records {
 // WorkspaceRecords is where a shared store keeps the records of workspace id.
 func WorkspaceRecords(id string) string { return "records/" + id }
 
+// Backend is the store the records are kept in.
+func (r *Records) Backend() Backend { return r.be }
+
 // Dir locates the committed records, for messages.
 func (r *Records) Dir() string { return r.be.Location(r.dir) }
 

@@ -31,6 +31,11 @@ const (
 	damagedDir = "damaged.d"
 )
 
+// idxCorrupt is the message of a damaged idx. Its pack holds what is needed to make it again
+// (RepairIndexes, which `plan doctor --repair` runs); deleting the idx would leave a shared store's
+// pack unindexed, its objects unreadable until a gc or a repair re-indexes it.
+const idxCorrupt = "idx %s is corrupt: `plan doctor --repair` rebuilds it from its pack (do not delete the pack or the idx)"
+
 // errPackGone marks a read that found its pack deleted after the index was loaded (a concurrent GC
 // rewrote or dropped it). Readers refresh the index and try once more before reporting damage.
 var errPackGone = errors.New("pack is gone")
@@ -285,7 +290,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 		if r.idx != nil {
 			if _, err := walkIdx(r.idx, add); err != nil {
 				return fault.Wrap(fault.ErrIntegrity, err,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(p.id)))
+					idxCorrupt, s.be.Location(idxName(p.id)))
 			}
 		} else {
 			for i := range r.scanned {
@@ -350,7 +355,7 @@ func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEn
 			n, cerr := idxCount(b)
 			if cerr != nil {
 				return r, fault.Wrap(fault.ErrIntegrity, cerr,
-					"idx %s is corrupt (delete it to have it rebuilt from its pack)", s.be.Location(idxName(id)))
+					idxCorrupt, s.be.Location(idxName(id)))
 			}
 			r.idx, r.count = b, n
 			r.p.idxSize = int64(len(b))

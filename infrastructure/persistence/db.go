@@ -37,6 +37,10 @@ type DB struct {
 	seqFloor uint64
 	// compactAfter is how many records the ledger may hold before Open compacts it (0: never).
 	compactAfter int
+	// opened is the SQLite file this handle opened (nil on PostgreSQL), and opts the options it was
+	// opened with: a write finds the file replaced by comparing (see followReplaced).
+	opened os.FileInfo
+	opts   []Option
 }
 
 // Open opens the database at target and migrates it. target is a file path or sqlite:///abs/path
@@ -54,7 +58,7 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{target: t, dialect: t.dialect, compactAfter: defaultCompactAfter}
+	db := &DB{target: t, dialect: t.dialect, compactAfter: defaultCompactAfter, opts: opts}
 	for _, o := range opts {
 		o(db)
 	}
@@ -63,17 +67,47 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 	}
 	if t.dialect == Postgres {
 		db.gorm, err = openPostgres(ctx, t)
-	} else {
-		db.gorm, err = openSQLite(t.path, create)
+	} else if db.gorm, err = openSQLite(t.path, create); err == nil {
+		db.opened, _ = os.Stat(t.path)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := db.prepare(ctx, create); err != nil {
+		err = db.damageFirst(ctx, db.classify(err))
 		_ = db.Close()
-		return nil, db.classify(err)
+		return nil, err
 	}
 	return db, nil
+}
+
+// firstWords is s on one line, cut to about n bytes.
+func firstWords(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// damageFirst returns err, or, when the SQLite file fails its integrity check, the damage as
+// fault.ErrIntegrity naming `plan doctor --rebuild`. A damaged page can make a healthy-looking
+// schema say anything (a version newer than this binary, one that asks to create tables that
+// exist): the version's answer is believed only from a file that checks out.
+func (d *DB) damageFirst(ctx context.Context, err error) error {
+	if d.dialect != SQLite || errors.Is(err, fault.ErrIntegrity) {
+		return err
+	}
+	complaints, cerr := d.IntegrityCheck(ctx)
+	switch {
+	case cerr != nil && errors.Is(cerr, fault.ErrIntegrity):
+		return cerr
+	case cerr != nil || len(complaints) == 0:
+		return err
+	}
+	// Not wrapped: the cause's own kind (a conflict, "upgrade plan") is the damage's symptom.
+	return fault.Integrity("the metadata database %s is damaged (SQLite integrity_check: %s; opening it said: %v): run `plan doctor --rebuild`",
+		d.target.shown, firstWords(strings.Join(complaints, "; "), 200), err)
 }
 
 // checkOptions refuses options that cannot go together, before anything is opened.
@@ -108,9 +142,20 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 		return nil
 	}
 	var err error
-	var records int
-	if d.seqFloor, records, err = seqFloorOf(d.ledger); err != nil {
+	var committed []string
+	if d.seqFloor, committed, err = seqFloorOf(d.ledger); err != nil {
 		return err
+	}
+	// A database that has not seen every recorded transaction would act on rows it lacks: gc
+	// would delete what only the records reference, a write would hide the gap. Every command
+	// refuses it before it changes anything, the store's pending records included; `plan doctor
+	// --rebuild` brings it up to date.
+	unseen, err := d.Unseen(ctx, committed)
+	if err != nil {
+		return err
+	}
+	if len(unseen) > 0 {
+		return BehindError(d.target.shown, unseen)
 	}
 	if err := d.reconcile(ctx); err != nil {
 		return err
@@ -118,7 +163,7 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 	if err := d.baseline(ctx); err != nil {
 		return err
 	}
-	return d.compactIfLong(ctx, records)
+	return d.compactIfLong(ctx, len(committed))
 }
 
 // openSQLite opens the file at path: WAL, synchronous=FULL, foreign keys, a busy timeout and
@@ -224,6 +269,37 @@ func classify(path string, err error) error {
 		}
 	}
 	return err
+}
+
+// followReplaced makes the handle follow its SQLite file when another file now stands at its path:
+// `plan doctor --rebuild` replaced it. The rebuild holds the workspace lock, so only a write this
+// process makes without the lock (the operation log a command writes once its lock is released)
+// meets it; written to the old file, that transaction would reach its record but not the database
+// every later command opens, which would then be behind the store. The new file is opened as Open
+// opens any (it is refused when it is behind or damaged). A missing file is not followed: what
+// this handle writes meanwhile reaches the records, from which the next rebuild makes it again.
+func (d *DB) followReplaced(ctx context.Context) error {
+	if d.opened == nil {
+		return nil
+	}
+	st, err := os.Stat(d.target.path)
+	if err != nil || os.SameFile(st, d.opened) {
+		return nil
+	}
+	n, err := Open(ctx, d.target.path, false, d.opts...)
+	if err != nil {
+		return fmt.Errorf("the metadata database %s was replaced while this command ran, and the new one cannot be used: %w", d.target.shown, err)
+	}
+	if n.workspace != d.workspace {
+		_ = n.Close()
+		return fault.Conflict("the metadata database %s was replaced while this command ran by one of another workspace (%s)", d.target.shown, n.workspace)
+	}
+	old := d.gorm
+	d.gorm, d.opened, d.seqFloor = n.gorm, n.opened, n.seqFloor
+	if sqlDB, err := old.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+	return nil
 }
 
 // Close closes the database.

@@ -31,10 +31,18 @@
 //     so the writes of one workspace are serialised as BEGIN IMMEDIATE serialises them on SQLite,
 //     while readers, and other workspaces' writers, never wait. Transactions run at READ COMMITTED,
 //     so a statement after the lock sees every write committed before it was granted;
-//   - a PostgreSQL server that cannot be reached at Open (refused, timed out, unknown host,
-//     refused credentials, no such database) is fault.ErrUnavailable after a few bounded retries,
-//     and so is a statement whose connection is lost; what the server refuses (a constraint) keeps
-//     its own kind. No message holds the URL's password;
+//   - a PostgreSQL server that cannot be reached at Open (refused, timed out, unknown host, no
+//     such database) is fault.ErrUnavailable after a few bounded retries, and so is a statement
+//     whose connection is lost; credentials or a permission the server refuses are
+//     fault.ErrDenied, at once; what else the server refuses (a constraint) keeps its own kind.
+//     No message holds a credential of the URL: it is shown as secret.URL parses it, and no
+//     message is masked by searching its text;
+//   - every wait on a PostgreSQL server has a deadline: a connection its connect_timeout, a
+//     statement its statement_timeout (the DSN's, or DefaultConnectTimeout and
+//     DefaultStatementTimeout), and a connection that receives nothing for the statement timeout
+//     plus a grace fails as fault.ErrUnavailable naming the server (a frozen server or network
+//     never cancels anything itself);
+//   - a database holding another application's tables is fault.ErrInvalid, never adopted;
 //   - repositories join the caller's transaction when the context carries one (Transactor.Do);
 //   - with a Ledger (WithLedger, as the application always opens it), the database is an index of
 //     the store's records of its workspace: every write names the aggregate it touches (a
@@ -46,7 +54,19 @@
 //     crash left pending by that list, and a rebuild replays the committed ones in order (from the
 //     newest baseline) into rows equal to the ones lost: Rebuild into a new SQLite file,
 //     RebuildWorkspace in place in one transaction that replaces this workspace's rows and leaves
-//     every other workspace's alone;
+//     every other workspace's alone, the records listed under the workspace's write lock (a
+//     pending record the ledger table names is committed first);
+//   - a database behind its records MUST NOT be used: Open with a Ledger compares the committed
+//     records with the ledger table by name (Unseen; records before the oldest it names are a
+//     baseline's redundant past) and refuses, fault.ErrIntegrity naming `plan doctor --rebuild`,
+//     before it settles or writes anything. Never by count or newest number: a write after the
+//     gap would hide it;
+//   - a write transaction through a SQLite handle whose file was replaced (a rebuild renamed a new
+//     one into place) MUST go to the file now at the path (followReplaced reopens it as Open
+//     does), never to the old one, whose new record the database in place would lack;
+//   - a SQLite file that fails to open or migrate is checked (integrity_check) before the
+//     failure is believed: a damaged page can make the schema version read as anything, and
+//     damage is fault.ErrIntegrity naming `plan doctor --rebuild`, never "upgrade plan";
 //   - a record holds rows, not the operations that produced them, so replaying is idempotent and
 //     order-safe: each aggregate ends as the newest record that touched it says. A plan is recorded
 //     row by row (its own row, each decision, each attempt), and a save records only the rows it

@@ -195,6 +195,9 @@ func (d *DB) do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if d.workspace == "" {
 		return errNoWorkspace()
 	}
+	if err := d.followReplaced(ctx); err != nil {
+		return err
+	}
 	var name string
 	err := d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := d.lock(tx, d.workspace); err != nil {
@@ -344,8 +347,9 @@ func (d *DB) baseline(ctx context.Context) error {
 	if d.ledger == nil || d.seqFloor > 0 {
 		// With records in the store, a ledger that names none of them belongs to a database that
 		// is behind the store (restored from a backup, rows lost), not to one from before records:
-		// its state written as a baseline would hide the newer records from every rebuild.
-		// `plan doctor` reports it and `plan doctor --rebuild` brings it up to date.
+		// its state written as a baseline would hide the newer records from every rebuild. Open
+		// refuses such a database before this (see Unseen); `plan doctor --rebuild` brings it up
+		// to date.
 		return nil
 	}
 	var n int64
@@ -444,15 +448,15 @@ func aggregateKeys(tx *gorm.DB, t tableKey, ws string) ([]string, error) {
 }
 
 // seqFloorOf returns the highest sequence number among the committed records, so a database
-// older than the store's history (restored from a backup) never reuses a number, and how many
-// committed records there are.
-func seqFloorOf(l Ledger) (uint64, int, error) {
+// older than the store's history (restored from a backup) never reuses a number, and the committed
+// records' names.
+func seqFloorOf(l Ledger) (uint64, []string, error) {
 	names, err := l.Committed()
 	if err != nil || len(names) == 0 {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	seq, err := recordSeq(names[len(names)-1])
-	return seq, len(names), err
+	return seq, names, err
 }
 
 // recordSeq reads the transaction number a record name starts with (16 hex digits; the ledger
@@ -477,12 +481,106 @@ func (d *DB) compactIfLong(ctx context.Context, records int) error {
 	if d.compactAfter <= 0 || records <= d.compactAfter {
 		return nil
 	}
-	head, err := d.LedgerHead(ctx)
-	if err != nil || head < d.seqFloor {
-		return err
-	}
-	_, err = d.Compact(ctx)
+	_, err := d.Compact(ctx)
 	return err
+}
+
+// Unseen compares the database with the store's records by identity: it returns the names among
+// committed (the ledger's committed records, in sequence order) that the database's ledger table
+// does not name, oldest first; none when the database has seen every transaction the records hold.
+// Records numbered below the oldest the database names are not compared: the database starts from
+// a baseline (a rebuild replays from the newest, a compaction removes the rows before it), and the
+// records before a baseline are redundant (a compaction removes them after the rows).
+//
+// A count or a newest number would not do: a database restored from an older backup takes the
+// next number after the store's newest for its next write (see seqFloorOf), and would then seem
+// to have seen everything; the names it lacks stay lacking. committed MUST be listed before Unseen
+// reads the database: a writer commits its row before its record, so a record listed committed
+// is one whose row a later read sees.
+func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
+	if d.workspace == "" {
+		return nil, errNoWorkspace()
+	}
+	if len(committed) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		Seq  uint64
+		Name string
+	}
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the ledger: %w", err)
+	}
+	known := make(map[string]bool, len(rows))
+	var oldest uint64
+	for i, r := range rows {
+		known[r.Name] = true
+		if i == 0 || r.Seq < oldest {
+			oldest = r.Seq
+		}
+	}
+	var unseen []string
+	for _, n := range committed {
+		seq, err := recordSeq(n)
+		if err != nil {
+			return nil, err
+		}
+		if (len(rows) > 0 && seq < oldest) || known[n] {
+			continue
+		}
+		unseen = append(unseen, n)
+	}
+	return unseen, nil
+}
+
+// LostCheckpoints returns the IDs of the checkpoints l's committed records hold that the database
+// does not (sorted): rows lost by hand or by a restore the ledger table does not show (it kept the
+// names of the transactions whose rows are gone). The records are read before the database, so a
+// checkpoint made meanwhile is not taken for a lost one; one deleted meanwhile may be, so a caller
+// without the workspace lock asks again before it believes the answer.
+func (d *DB) LostCheckpoints(ctx context.Context, l Ledger) ([]string, error) {
+	if d.workspace == "" {
+		return nil, errNoWorkspace()
+	}
+	sum, err := SummarizeLedger(l)
+	if err != nil {
+		return nil, err
+	}
+	var have []string
+	if err := d.gorm.WithContext(ctx).Raw(`SELECT id FROM checkpoints WHERE workspace_id = ?`, d.workspace).Scan(&have).Error; err != nil {
+		return nil, fmt.Errorf("read the checkpoints: %w", err)
+	}
+	held := make(map[string]bool, len(have))
+	for _, id := range have {
+		held[id] = true
+	}
+	var lost []string
+	for _, c := range sum.List {
+		if !held[c.ID] {
+			lost = append(lost, c.ID)
+		}
+	}
+	slices.Sort(lost)
+	return lost, nil
+}
+
+// BehindError is the refusal of a database that has not seen every recorded transaction (see
+// Unseen): fault.ErrIntegrity, naming `plan doctor --rebuild`.
+func BehindError(shown string, unseen []string) error {
+	return fault.Integrity("the metadata database %s is behind the store: it lacks %s the store's records hold (the newest: %s), "+
+		"as when it is restored from an older backup or loses rows; nothing was changed: run `plan doctor --rebuild`",
+		shown, plural(len(unseen), "recorded transaction"), ShortRecord(unseen[len(unseen)-1]))
+}
+
+// ShortRecord is a record's name as messages show it: its number and the start of its hash, a
+// prefix of the file's name.
+func ShortRecord(name string) string { return name[:min(len(name), 25)] }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 // LedgerHead returns the number of the newest record of this workspace the database has seen
@@ -575,17 +673,33 @@ func (d *DB) RebuildWorkspace(ctx context.Context, l Ledger) (rep RebuildReport,
 	if d.workspace == "" {
 		return rep, errNoWorkspace()
 	}
-	names, err := l.Committed()
-	if err != nil {
-		return rep, err
-	}
-	pending, err := l.Pending()
-	if err != nil {
-		return rep, err
-	}
-	rep.Pending = len(pending)
+	var names []string
 	err = d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := d.lock(tx, d.workspace); err != nil {
+			return err
+		}
+		// The records are listed under the lock every writer holds until its transaction commits,
+		// so none commits unseen between the listing and the replay; a writer that committed just
+		// before may not have committed its record yet, which the ledger table names: it is
+		// committed here, or the rows about to be deleted would be replayed without it.
+		pending, err := l.Pending()
+		if err != nil {
+			return err
+		}
+		for _, name := range pending {
+			var n int64
+			if err := tx.Raw(`SELECT COUNT(*) FROM ledger WHERE workspace_id = ? AND name = ?`, d.workspace, name).Scan(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				rep.Pending++ // a transaction a crash cut short: the next open discards it
+				continue
+			}
+			if err := l.Commit(name); err != nil {
+				return err
+			}
+		}
+		if names, err = l.Committed(); err != nil {
 			return err
 		}
 		// Children first, though deleting a plan would cascade to them anyway. The workspace's own

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,5 +126,26 @@ func TestPruneRefusesANegativeKeep(t *testing.T) {
 	}
 	if o := mustPlan(t, dir, "checkpoint", "list"); strings.Count(o.stdout, " manual ") != 1 {
 		t.Errorf("a refused prune deleted a checkpoint: %v", o)
+	}
+}
+
+// A missing required flag is a usage error (exit 2) on every command, naming the flag.
+func TestMissingRequiredFlagIsUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"workspaces"},
+		{"workspaces", "--db", "sqlite:///x"},
+		{"clone", filepath.Join(dir, "c")},
+		{"clone", "--workspace", "0123", filepath.Join(dir, "c")},
+		{"clone", "--store", "file://" + dir, filepath.Join(dir, "c")},
+		{"restore", "@"},
+	} {
+		o := invoke(Runner{Dir: dir}, args...)
+		if o.code != ExitUsage || !strings.Contains(o.stderr, "missing --") {
+			t.Errorf("want exit 2 naming the flag: %v", o)
+		}
+	}
+	if o := invoke(Runner{}, "clone", "--help"); !strings.Contains(o.stdout, "(required)") {
+		t.Errorf("help no longer says which flags are required:\n%s", o.stdout)
 	}
 }

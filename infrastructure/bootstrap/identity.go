@@ -1,0 +1,96 @@
+package bootstrap
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/fsx"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// homeFile, in .plan/, binds the workspace's identity to its directory: the root it was made (or
+// last opened) in. A .plan/ copied along with its project (cp -a, rsync) carries its original's
+// workspace ID; on a shared store or a shared database the two would write one history, and one's
+// deletions and gc would destroy checkpoints the other still lists. Every open compares the file
+// with where it is (see checkHome).
+const homeFile = "home"
+
+// home is what homeFile holds.
+type home struct {
+	Root        string `json:"root"`
+	WorkspaceID string `json:"workspace_id"`
+}
+
+// bound says whether the workspace's identity is shared with anything outside its directory: a
+// shared store (its records are kept by workspace ID) or a PostgreSQL database (its rows are). A
+// copy of a private workspace on its own SQLite database is a workspace of its own.
+func (s *Setup) bound() bool {
+	kind, _ := config.DBKind(s.File.DB)
+	return s.WorkspaceID != "" && (s.Shared() || kind == "postgres")
+}
+
+// checkHome refuses (fault.ErrConflict) a workspace whose .plan/ is a copy of one still in use
+// elsewhere: the directory homeFile names is another, and it holds a workspace with the same
+// ID. A workspace moved (nothing with its ID where it was) is bound to its new directory. It is
+// called before anything is written.
+func (s *Setup) checkHome() error {
+	if !s.bound() {
+		return nil
+	}
+	l := s.Layout
+	var h home
+	if b, err := os.ReadFile(filepath.Join(l.State(), homeFile)); err == nil { // #nosec G304 -- the workspace's own state
+		_ = json.Unmarshal(b, &h) // a damaged file is rewritten, as a missing one
+	}
+	if h.Root == l.Root && h.WorkspaceID == s.WorkspaceID {
+		return nil
+	}
+	if h.Root != "" && h.Root != l.Root && h.WorkspaceID == s.WorkspaceID {
+		orig, err := workspace.NewLayout(h.Root)
+		if err == nil && !sameFile(orig.State(), l.State()) {
+			if f, err := config.Load(config.Path(orig.State())); err == nil && f.WorkspaceID == s.WorkspaceID {
+				return fault.Conflict("%s is a copy of the workspace in %s (its .plan/ was copied, with workspace ID %s): both would write one history into %s, and one's deletions and gc would destroy checkpoints the other still lists; nothing was changed. To make the copy a workspace of its own, remove %s and run `plan init%s` there (its files stay; its history starts afresh)",
+					l.Root, orig.Root, s.WorkspaceID, s.sharedWith(), l.State(), s.initArgs())
+			}
+		}
+	}
+	s.writeHome()
+	return nil
+}
+
+// sharedWith names what the workspace's identity is shared with, for messages.
+func (s *Setup) sharedWith() string {
+	if s.Shared() {
+		return "the store " + s.File.Store
+	}
+	return "the database " + s.File.DB
+}
+
+// initArgs are the options that make a new workspace on the same store and database.
+func (s *Setup) initArgs() string {
+	out := ""
+	if s.File.Store != "" {
+		out += " --store " + s.File.Store
+	}
+	if s.File.DB != "" {
+		out += " --db " + s.File.DB
+	}
+	return out
+}
+
+// writeHome binds the workspace to its directory. Best effort: a .plan/ that cannot be written
+// is reported by whatever command writes there next, and checked again on the next open.
+func (s *Setup) writeHome() {
+	b, _ := json.Marshal(home{Root: s.Layout.Root, WorkspaceID: s.WorkspaceID}) // strings only: it cannot fail
+	_ = fsx.Replace(filepath.Join(s.Layout.State(), homeFile), append(b, '\n'), true)
+}
+
+// sameFile says whether a and b are the same directory (reached by two paths, a bind mount say).
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}

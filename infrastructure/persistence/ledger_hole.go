@@ -1,0 +1,77 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// LedgerHole says what is missing from the history l holds, "" when nothing is: the records from
+// the newest baseline (or from the first, number 1) on must follow each other without a gap, the
+// pending ones filling in for those whose commit a crash cut short. A transaction numbers its
+// record one past the newest, and one that fails leaves no committed record, so a gap means
+// records deleted (by hand, or lost with the store). A gc of a shared store reads only records:
+// it must not collect for a workspace whose history has a hole, since what the missing records
+// kept live is not known. It reads only and needs no lock; an empty history is no hole (the caller
+// knows whether the workspace should have one).
+func LedgerHole(l Ledger) (string, error) {
+	var err error
+	for range summaryAttempts {
+		var hole string
+		if hole, err = ledgerHole(l); err == nil || !errors.Is(err, errVanished) {
+			return hole, err
+		}
+	}
+	return "", err
+}
+
+func ledgerHole(l Ledger) (string, error) {
+	// Pending first: a record committed between the two listings is then seen in one of them.
+	pending, err := l.Pending()
+	if err != nil {
+		return "", err
+	}
+	names, err := l.Committed()
+	if err != nil || len(names) == 0 {
+		return "", err
+	}
+	start, err := lastBaseline(l, names)
+	if err != nil {
+		return "", vanished(err)
+	}
+	// The ledger lists only well-formed names: their numbers parse.
+	first, _ := recordSeq(names[start])
+	if start == 0 && first != 1 {
+		b, err := l.Read(names[0])
+		if err != nil {
+			return "", vanished(err)
+		}
+		var head struct {
+			Baseline bool `json:"baseline"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return "", fault.Wrap(fault.ErrIntegrity, err, "record %s cannot be read", names[0])
+		}
+		if !head.Baseline {
+			return fmt.Sprintf("its records before number %d are missing", first), nil
+		}
+	}
+	have := map[uint64]bool{}
+	for _, n := range append(names[start:], pending...) {
+		seq, _ := recordSeq(n)
+		have[seq] = true
+	}
+	last, _ := recordSeq(names[len(names)-1])
+	var gone []uint64
+	for seq := first; seq <= last; seq++ {
+		if !have[seq] {
+			gone = append(gone, seq)
+		}
+	}
+	if len(gone) > 0 {
+		return fmt.Sprintf("%d of its records between number %d and %d are missing (the first: number %d)", len(gone), first, last, gone[0]), nil
+	}
+	return "", nil
+}
