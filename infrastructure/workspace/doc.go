@@ -11,16 +11,28 @@
 //   - a stat cache entry is trusted only while the file's size, mtime, ctime, inode, device and mode
 //     are unchanged and the entry was not racy when recorded (its mtime or ctime within the timestamp
 //     granularity of the moment it was recorded); everything else is read and hashed again;
+//   - a restore fills the stat cache only from the stat taken right after it put each file in place,
+//     and only when that stat shows the inode, size, mtime and mode the staged file had once
+//     written (racy unless the content was a tick older than its placing); never from a stat taken
+//     later, which could vouch for another process's write. Files whose content it did not write
+//     (mode changes) are dropped from the cache and read again;
 //   - a directory's recorded tree is reused without being encoded again only when its stat cache
 //     record is exact (written whole by a snapshot, not patched by a restore), the live listing
 //     (after the ignore rules) has exactly the recorded names and kinds, every file and symlink is
 //     trusted by the rule above, every subdirectory's tree is itself reused with its recorded mode,
 //     and, when storing, the store confirms the tree Present (Batch.Has, which also notes it for a
 //     shared store's Confirm). Every object a snapshot references is checked that way, reused or not;
+//   - a file whose inode has two or more names in the workspace is read again at every snapshot,
+//     tracked or not: neither its stat cache entry nor the tracker's tree vouches for it;
 //   - a tracked snapshot (Scanner.Track, while a run lives) records what a full walk would (but for
-//     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off): it
-//     reads again every entry an event since the last snapshot names (a written file whatever its
-//     stat key says), walks new directories whole, stats files with other hard links every time,
+//     the two changes inotify never reports, named in track.go; PLAN_WATCH=0 turns tracking off):
+//     it reads again every entry an event since the last snapshot names (a written file whatever
+//     its stat key says) and every other name the tree holds of a linked file an event touched,
+//     stats every file when a file made, changed and removed since, or a directory made since,
+//     may have been or held a hard link,
+//     walks new directories whole (a directory whose watch the kernel removed, because it was
+//     deleted, is never taken for one found later under its name, whatever its inode number),
+//     stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
 //     directory that could not be watched, changed ignore rules, a directory not where the kept
 //     tree says). Every directory is watched before it is listed;

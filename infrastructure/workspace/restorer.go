@@ -182,11 +182,16 @@ type applier struct {
 	hit      func(name string) error // the failpoints of this apply
 	root     *os.Root
 	staging  string
-	mu       sync.Mutex      // guards verified, stats and written while files are placed in parallel
+	mu       sync.Mutex      // guards verified, stats, staged, written and unsure while files are placed in parallel
 	verified map[string]bool // directories checked to be real directories (not symlinks)
 	stats    application.ApplyStats
-	written  map[string]tree.Hash // files written, for the stat cache
-	removed  []string
+	// staged is each staged file's stat key once its content and mode were written (by path);
+	// written the stat cache entries of the files put in place (see place); unsure the paths whose
+	// stat cache entries no stat taken right after the write can vouch for.
+	staged  map[string]statKey
+	written map[string]cachedEntry
+	unsure  []string
+	removed []string
 }
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
@@ -208,7 +213,8 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 		return application.ApplyStats{}, false, fmt.Errorf("open workspace: %w", err)
 	}
 	defer func() { _ = root.Close() }()
-	a := &applier{r: r, hit: hit, root: root, staging: r.layout.Staging(), verified: map[string]bool{}, written: map[string]tree.Hash{}}
+	a := &applier{r: r, hit: hit, root: root, staging: r.layout.Staging(), verified: map[string]bool{},
+		staged: map[string]statKey{}, written: map[string]cachedEntry{}}
 	defer func() { _ = root.RemoveAll(a.staging) }()
 
 	staged, err := a.stage(ctx, changes, p)
@@ -311,7 +317,7 @@ func (a *applier) stage(ctx context.Context, changes []tree.Change, p applicatio
 				}
 				return nil
 			}
-			if err := a.stageFile(name, *ch.To); err != nil {
+			if err := a.stageFile(name, ch.Path, *ch.To); err != nil {
 				return err
 			}
 			if p != nil {
@@ -342,7 +348,7 @@ func needsContent(ch tree.Change) bool {
 	return true
 }
 
-func (a *applier) stageFile(name string, e tree.Entry) error {
+func (a *applier) stageFile(name, rel string, e tree.Entry) error {
 	rc, err := a.r.store.OpenBlob(e.Hash)
 	if err != nil {
 		return fmt.Errorf("read stored content of %q: %w", e.Path, err)
@@ -358,6 +364,18 @@ func (a *applier) stageFile(name string, e tree.Entry) error {
 	}
 	if err == nil {
 		err = f.Chmod(tree.GoMode(e.Mode))
+	}
+	if err == nil {
+		// The key the content was written with: the stat cache may vouch for the file in place
+		// only while it keeps this mtime (see place).
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			if k, ok := keyOf(fi); ok {
+				a.mu.Lock()
+				a.staged[rel] = k
+				a.mu.Unlock()
+			}
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -479,7 +497,7 @@ func (a *applier) place(ch tree.Change, staged string) error {
 		}
 		a.mu.Lock()
 		a.stats.Chmods++
-		a.written[ch.Path] = ch.To.Hash
+		a.unsure = append(a.unsure, ch.Path) // content the restore did not write: read it again
 		a.mu.Unlock()
 		return nil
 	}
@@ -493,16 +511,52 @@ func (a *applier) place(ch tree.Change, staged string) error {
 			return nil
 		}
 	}
+	placed := time.Now()
 	if err := a.root.Rename(staged, ch.Path); err != nil {
 		return fmt.Errorf("write %q: %w", ch.Path, err)
 	}
+	if ch.To.Kind == tree.KindFile {
+		a.placedFile(ch.Path, ch.To.Hash, placed)
+	}
 	a.mu.Lock()
 	a.stats.Written++
-	if ch.To.Kind == tree.KindFile {
-		a.written[ch.Path] = ch.To.Hash
-	}
 	a.mu.Unlock()
 	return nil
+}
+
+// placedFile notes the stat cache entry of a file the restore just put in place (placedEntry), or
+// that none vouches for it.
+func (a *applier) placedFile(rel string, h tree.Hash, placed time.Time) {
+	e, ok := a.placedEntry(rel, h, placed)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ok {
+		a.written[rel] = e
+		return
+	}
+	a.unsure = append(a.unsure, rel)
+}
+
+// placedEntry is the stat cache entry of the file the restore just renamed to rel (content h,
+// visible from the moment placed), from a stat taken right after the rename: only when that stat
+// shows the inode, size, mtime and mode the staged file had once written (anything else means
+// another process changed it already) does the cache record it. The entry is racy unless the
+// content's timestamps were at least a tick older than the moment the file became visible: a
+// write by anyone else after that moment then gives it another mtime, so the next walk reads it.
+// The end of the restore stats nothing: a stat then would vouch for another process's write.
+func (a *applier) placedEntry(rel string, h tree.Hash, placed time.Time) (cachedEntry, bool) {
+	fi, err := a.root.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return cachedEntry{}, false
+	}
+	k, ok := keyOf(fi)
+	a.mu.Lock()
+	was, staged := a.staged[rel]
+	a.mu.Unlock()
+	if !ok || !staged || k.Ino != was.Ino || k.Dev != was.Dev || k.Size != was.Size || k.Mtime != was.Mtime || k.Mode != was.Mode {
+		return cachedEntry{}, false
+	}
+	return cachedEntry{name: path.Base(rel), kind: tree.KindFile, key: k, hash: h, racy: racy(was, placed)}, true
 }
 
 func (a *applier) chmodFile(rel string, mode uint32) error {
@@ -547,25 +601,13 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 	return nil
 }
 
-// updateStatCache records the restored files with the hashes already known, so the next snapshot
-// does not read them again, and drops what was removed. Failure only costs re-hashing, so it is
-// not an error.
+// updateStatCache records the restored files with the hashes already known and the stats taken
+// right after each was put in place (placedEntry), so the next snapshot does not read them again
+// unless they changed since; it drops what was removed, and the entries of files whose content
+// no such stat vouches for (modes changed, stats that did not match). Failure only costs
+// re-hashing, so it is not an error.
 func (a *applier) updateStatCache() {
-	p := cachePatch{written: make(map[string]cachedEntry, len(a.written)), removed: a.removed}
-	now := time.Now()
-	for rel, h := range a.written {
-		fi, err := a.root.Lstat(rel)
-		if err != nil || !fi.Mode().IsRegular() {
-			p.removed = append(p.removed, rel)
-			continue
-		}
-		k, ok := keyOf(fi)
-		if !ok {
-			p.removed = append(p.removed, rel)
-			continue
-		}
-		p.written[rel] = cachedEntry{name: path.Base(rel), kind: tree.KindFile, key: k, hash: h, racy: racy(k, now)}
-	}
+	p := cachePatch{written: a.written, removed: append(a.removed, a.unsure...)}
 	patchStatCache(a.r.layout.StatCache(), p)
 }
 

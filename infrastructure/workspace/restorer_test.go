@@ -602,6 +602,14 @@ func TestRestoreRecordsStatCache(t *testing.T) {
 	}
 	c := cacheFiles(t, w.l.StatCache())
 	for _, e := range w.flatten(a.Root) {
+		if e.Path == "modeonly.sh" || e.Path == "setuid" {
+			// Only their modes changed: the restore did not write their content, so no stat it
+			// took vouches for it; the next snapshot reads them.
+			if _, ok := c[e.Path]; ok {
+				t.Errorf("stat cache vouches for %s, whose content the restore did not write", e.Path)
+			}
+			continue
+		}
 		if e.Kind != tree.KindFile {
 			if _, ok := c[e.Path]; ok {
 				t.Errorf("stat cache has a file entry for %s, a %s", e.Path, e.Kind)

@@ -74,7 +74,10 @@ type node struct {
 	ino, dev uint64
 	wd       int32
 	changed  bool
-	walked   bool // new in this snapshot, walked whole
+	// unwatched says the kernel removed wd (the directory was deleted): a directory found under
+	// its name is another one, whatever its inode number.
+	unwatched bool
+	walked    bool // new in this snapshot, walked whole
 	// clean says prepare found nothing changed in the subtree and every object it holds Present.
 	clean bool
 	// files and bytes count the files and symlinks of the subtree, as of its last build.
@@ -107,7 +110,15 @@ type item struct {
 	// links says the file has other hard links, through which it can change without an event in
 	// the workspace; fresh that a tracked snapshot read it again (see track.go).
 	links, fresh bool
+	// shared says the file's inode has another name in the workspace too: it is read again at
+	// every snapshot, never trusted from its stat alone (see sharedInodes).
+	shared bool
 }
+
+// inode identifies a file by its device and inode numbers.
+type inode struct{ dev, ino uint64 }
+
+func (it *item) inode() inode { return inode{it.key.Dev, it.key.Ino} }
 
 type scan struct {
 	s      *Scanner
@@ -120,11 +131,17 @@ type scan struct {
 	w           watcher
 	incremental bool
 
-	mu       sync.Mutex // guards the fields below
-	jobs     []job
-	hitDirs  []*node // directories with files the stat cache vouched for (see confirmHits)
-	warnings []string
-	stored   int64
+	mu      sync.Mutex // guards the fields below
+	jobs    []job
+	hitDirs []*node // directories with files the stat cache vouched for (see confirmHits)
+	linked  []job   // a walk's files with other hard links (see sharedInodes)
+	// linkedSeen, in a tracked snapshot, are the inodes of the files with other links it stat'ed
+	// or dropped: any other name of theirs in the tree is read again (see prepare). restatAll
+	// says the events left a doubt about links only a stat of every file settles (dirtySet).
+	linkedSeen map[inode]bool
+	restatAll  bool
+	warnings   []string
+	stored     int64
 }
 
 type job struct {
@@ -216,6 +233,7 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 		sc.abort()
 		return nil, nil, err
 	}
+	sc.sharedInodes(sc.linked)
 	if sc.store {
 		sc.confirmHits()
 	}
@@ -286,7 +304,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 	var ce cachedEntry
 	have := hasRec && recorded.next(&ce)
 	n.children = make([]item, 0, names.len())
-	var queued []int
+	var queued, linked []int
 	hits := 0
 	for i := range names.len() {
 		nameB := names.name(i)
@@ -337,11 +355,23 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 		case c.kind == tree.KindFile:
 			hits++
 		}
+		if c.kind == tree.KindFile && c.links {
+			linked = append(linked, len(n.children)-1)
+		}
 	}
 	if have || recorded.err != nil {
 		exact = false
 	}
 	n.exact = exact
+	if len(linked) > 0 && !sc.incremental {
+		jobs := make([]job, len(linked))
+		for k, i := range linked {
+			jobs[k] = job{rel: join(n.rel, n.children[i].name), it: &n.children[i]}
+		}
+		sc.mu.Lock()
+		sc.linked = append(sc.linked, jobs...)
+		sc.mu.Unlock()
+	}
 	if len(queued) > 0 || (hits > 0 && sc.store) {
 		jobs := make([]job, len(queued))
 		for k, i := range queued {
@@ -355,6 +385,32 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 		sc.mu.Unlock()
 	}
 	return nil
+}
+
+// sharedInodes marks the files of linked (files with other hard links) whose inode has another
+// name among them, that is another name in the workspace, and has every one of those read again,
+// whatever the stat cache says: a write through one name is an event for that name only, and the
+// stat cache vouches for what it saw at the name it recorded, so neither may vouch for the others.
+// A file whose other links are all outside keeps the stat cache's rule. It reports the files
+// queued.
+func (sc *scan) sharedInodes(linked []job) []job {
+	if len(linked) < 2 {
+		return nil
+	}
+	names := make(map[inode]int, len(linked))
+	for _, j := range linked {
+		names[j.it.inode()]++
+	}
+	var queued []job
+	for _, j := range linked {
+		j.it.shared = names[j.it.inode()] > 1
+		if j.it.shared && !j.it.fresh {
+			j.it.hit, j.it.fresh = false, true
+			queued = append(queued, j)
+		}
+	}
+	sc.jobs = append(sc.jobs, queued...)
+	return queued
 }
 
 // confirmHits checks, after the walk, that the store holds every file the stat cache vouched for
@@ -437,6 +493,11 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 			return item{}, false, nil
 		}
 		it.kind, it.size, it.links = tree.KindFile, st.Size, st.Nlink > 1
+		if it.links && sc.incremental {
+			sc.mu.Lock()
+			sc.linkedSeen[it.inode()] = true
+			sc.mu.Unlock()
+		}
 		if cached != nil && cached.kind == tree.KindFile {
 			it.cached = cached.hash
 			if !cached.racy && cached.key == it.key {
@@ -822,7 +883,7 @@ func encodeNodes(root *node, files int64) []byte {
 			if it.gone {
 				continue
 			}
-			e := cachedEntry{name: it.name, kind: it.kind, racy: it.racy || it.volatile}
+			e := cachedEntry{name: it.name, kind: it.kind, racy: it.racy || it.volatile || it.shared}
 			switch it.kind {
 			case tree.KindFile:
 				e.key, e.hash = it.key, it.hash

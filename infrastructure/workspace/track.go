@@ -20,16 +20,31 @@ import (
 // decision) can have the scanner follow the workspace's changes between them (Track): the first
 // snapshot walks the whole tree and watches every directory it opens; the next ones re-read only
 // what the events since name, updating the tree the last snapshot kept in memory. Events only ever
-// add work: whatever they cannot vouch for is read again, and anything uncertain (the event queue
-// overflowed, a watch could not be added, the ignore rules changed, a directory is not where the
-// tree says) makes the next snapshot a full walk again, with a fresh watcher.
+// add work: whatever they cannot vouch for is read again (a directory deleted is known by its
+// watch the kernel removed: one made again under its name is new, walked and watched whole, even
+// with the same inode number, which ext4 hands out again at once), and anything uncertain (the
+// event queue overflowed, a watch could not be added, the ignore rules changed, a directory is not
+// where the tree says) makes the next snapshot a full walk again, with a fresh watcher.
 //
 // What events do not report is handled without them: files with other hard links (a write through
 // a link outside the workspace makes no event here) are stat'ed at every snapshot and read again
-// under the stat cache's rule. Two changes inotify does not report at all: writes through a shared
-// memory mapping made by a process that outlives its decision, and writes through a hard link made
-// outside the workspace after the file was read (making the link is no event here either);
-// PLAN_WATCH=0 turns tracking off for workspaces where either happens.
+// under the stat cache's rule, and those whose inode has another name in the tree are read again
+// at every snapshot whatever their stat says (an event names only the name written through). A
+// link made inside the workspace is an event for the new name only: when a snapshot reads a file
+// with other links, or an event touches (writes, replaces, removes) one the tree knows to have
+// some, every other name of that inode the tree holds is read again and counted as linked.
+//
+// A hard link made inside the workspace, changed through and removed (or moved out) again between
+// two snapshots leaves events for its own name only, gone by the time the snapshot could learn its
+// inode (and none at all in a directory made since, not watched yet): a file made, changed and gone
+// since the last snapshot, or a directory made (or moved in from outside) since, may have held one,
+// so the next snapshot stats every file of the tree (reading again those whose stat changed),
+// without a walk.
+//
+// Two changes inotify does not report at all: writes through a shared memory mapping made by a
+// process that outlives its decision, and writes through a hard link made outside the workspace
+// (or under an ignored path, which is not watched) after the file was read (making the link is no
+// event here either); PLAN_WATCH=0 turns tracking off for workspaces where either happens.
 
 // watcher reports the changes under the directories it watches (watch_linux.go; none elsewhere).
 type watcher interface {
@@ -51,6 +66,7 @@ const (
 	evEntry   = 1 << iota // created, deleted or moved in or out: the directory's listing changed
 	evContent             // written
 	evAttr                // mode, owner or timestamps
+	evCreated             // a file (not a directory) created under this name since the last take
 )
 
 // dirtySet is what the events since the last snapshot named, by directory.
@@ -60,6 +76,24 @@ type dirtySet struct {
 	names int
 	// uncertain, when set, says why the events cannot be trusted: the next snapshot walks.
 	uncertain string
+	// lost are the watches the kernel removed without being asked (their directory was deleted),
+	// by the directory they stood for: a directory of the same name and inode number found later
+	// is another one (ext4 reuses a freed inode number at once), unwatched, and is walked whole.
+	lost map[string]int32
+	// restatAll, when set, names a file created, changed and then removed (or moved out of the
+	// workspace) since the last take: it may have been a hard link to a file of the tree, changed
+	// through it without an event for that file's name, so the next snapshot stats every file.
+	restatAll string
+	// movedOut are the moves (by cookie) of files made since the last take whose arrival was not
+	// seen yet; dirsMoved the moves of directories out of a watched one.
+	movedOut  map[uint32]movedFile
+	dirsMoved map[uint32]bool
+}
+
+// movedFile is a file made since the last take, moved away from path: what it went through there.
+type movedFile struct {
+	path  string
+	flags uint8
 }
 
 type dirtyDir struct {
@@ -75,7 +109,79 @@ func (d *dirtySet) lose(reason string) {
 	if d.uncertain == "" {
 		d.uncertain = reason
 	}
-	d.dirs, d.names = nil, 0
+	d.dirs, d.lost, d.movedOut, d.dirsMoved, d.restatAll, d.names = nil, nil, nil, nil, "", 0
+}
+
+// dirArrived notes a directory made in directory rel, or moved in (move cookie, not 0): unless it
+// came from a watched directory, what happened inside it before the next snapshot watches it is
+// unknown (a hard link made there, written through and removed), so that snapshot stats every file.
+func (d *dirtySet) dirArrived(rel, name string, cookie uint32) {
+	if cookie != 0 && d.dirsMoved[cookie] {
+		delete(d.dirsMoved, cookie)
+		return
+	}
+	if d.restatAll == "" && d.uncertain == "" {
+		d.restatAll = join(rel, name) + "/ was made or moved in since the last snapshot"
+	}
+}
+
+// dirLeft notes a directory moved away (cookie) from a watched one.
+func (d *dirtySet) dirLeft(cookie uint32) {
+	if d.dirsMoved == nil {
+		d.dirsMoved = map[uint32]bool{}
+	}
+	d.dirsMoved[cookie] = true
+}
+
+// gone notes that name left directory rel: deleted, or moved away as move cookie (not 0). A file
+// made since the last take (created, or moved in: it may be a hard link to a file of the tree) and
+// changed before it went may have been written through as such a link: the next snapshot stats
+// every file. A move carries what its file went through to the name it arrives at (arrived); one
+// that arrives nowhere the watcher sees counts as removed (settle).
+func (d *dirtySet) gone(rel, name string, cookie uint32) {
+	if d.uncertain != "" || d.dirs[rel] == nil {
+		return
+	}
+	f := d.dirs[rel].names[name] & (evCreated | evContent | evAttr)
+	if f&evCreated == 0 {
+		return
+	}
+	if cookie != 0 {
+		if d.movedOut == nil {
+			d.movedOut = map[uint32]movedFile{}
+		}
+		d.movedOut[cookie] = movedFile{join(rel, name), f}
+		return
+	}
+	d.doubt(join(rel, name), f)
+}
+
+// doubt sets restatAll when a file made since the last take (path, its flags f) was changed.
+func (d *dirtySet) doubt(path string, f uint8) {
+	if f&(evContent|evAttr) != 0 && d.restatAll == "" && d.uncertain == "" {
+		d.restatAll = path + " was made, changed and removed since the last snapshot"
+	}
+}
+
+// arrived returns the flags a name moved in (move cookie) carries: what its file went through
+// under its former name in this set, and made (a file moved in may be a hard link to a file of
+// the tree, as one created is).
+func (d *dirtySet) arrived(cookie uint32) uint8 {
+	m, ok := d.movedOut[cookie]
+	delete(d.movedOut, cookie)
+	if !ok {
+		return evCreated
+	}
+	return m.flags
+}
+
+// settle ends the set: a move of a file made since the last take that arrived nowhere the watcher
+// sees (out of the workspace) counts as removed (gone).
+func (d *dirtySet) settle() {
+	for _, m := range d.movedOut {
+		d.doubt(m.path, m.flags)
+	}
+	d.movedOut, d.dirsMoved = nil, nil
 }
 
 func (d *dirtySet) dir(rel string) *dirtyDir {
@@ -88,6 +194,21 @@ func (d *dirtySet) dir(rel string) *dirtyDir {
 		d.dirs[rel] = dd
 	}
 	return dd
+}
+
+// watchLost notes that the watch wd of directory rel was removed by the kernel (see lost).
+func (d *dirtySet) watchLost(rel string, wd int32) {
+	if d.uncertain != "" {
+		return
+	}
+	if d.lost == nil {
+		d.lost = map[string]int32{}
+	}
+	d.lost[rel] = wd
+	d.names++
+	if d.names > maxDirtyNames {
+		d.lose(fmt.Sprintf("more than %d changed names", maxDirtyNames))
+	}
 }
 
 // add notes what an event said about name in directory rel ("" for the directory itself, which
@@ -251,7 +372,8 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
 func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {
-	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true}
+	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{},
+		restatAll: d.restatAll != ""}
 	sc.batch = s.store.NewBatch()
 	root := tr.root
 	if err := sc.applyDirty(ctx, root, d); err != nil {
@@ -286,6 +408,14 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 // one directory is in the workspace twice: the watcher then reports itself uncertain). Everything
 // read again is marked fresh, its directory (and every ancestor) changed.
 func (sc *scan) applyDirty(ctx context.Context, root *node, d dirtySet) error {
+	for rel, wd := range d.lost {
+		// The directory the tree holds at rel lost its watch (deleted): whatever has its name now
+		// is a new directory, walked whole; its parent lists it again.
+		if n := findNode(root, rel); n != nil && n.wd == wd {
+			n.unwatched = true
+			d.add(parentOf(rel), rel[strings.LastIndexByte(rel, '/')+1:], evEntry)
+		}
+	}
 	rels := make([]string, 0, len(d.dirs))
 	for rel := range d.dirs {
 		rels = append(rels, rel)
@@ -424,6 +554,9 @@ func (sc *scan) relist(n *node, fd int, named map[string]uint8) error {
 		if err != nil {
 			return err
 		}
+		if prev != nil && (!keep || it.fresh || it.kind != prev.kind) {
+			sc.noteLinked(prev) // its other names in the tree may be what changed
+		}
 		if prev != nil && (!keep || prev.kind == tree.KindDir && it.dir != prev.dir) {
 			sc.drop(prev) // gone, ignored now, or another directory under the same name
 			changed = true
@@ -473,6 +606,7 @@ func (sc *scan) restat(n *node, fd int, named map[string]uint8) error {
 			return sc.relist(n, fd, named)
 		}
 		if it.fresh {
+			sc.noteLinked(prev)
 			markChanged(n)
 		}
 		if it.fresh || it.key != prev.key {
@@ -489,7 +623,7 @@ func (sc *scan) restat(n *node, fd int, named map[string]uint8) error {
 func (sc *scan) reread(n *node, fd int, namez []byte, prev *item, flags uint8) (item, bool, error) {
 	var cached *cachedEntry
 	if prev != nil {
-		ce := cachedEntry{name: prev.name, kind: prev.kind, racy: prev.racy || prev.volatile, key: prev.key, hash: prev.hash, target: prev.target}
+		ce := cachedEntry{name: prev.name, kind: prev.kind, racy: prev.racy || prev.volatile || prev.shared, key: prev.key, hash: prev.hash, target: prev.target}
 		if prev.kind == tree.KindFile && flags&evContent != 0 {
 			ce.racy = true // written: whatever its stat says
 		}
@@ -506,7 +640,7 @@ func (sc *scan) reread(n *node, fd int, namez []byte, prev *item, flags uint8) (
 		return it, keep, err
 	}
 	it.fresh = !it.hit
-	if it.kind == tree.KindDir && prev != nil && prev.kind == tree.KindDir && prev.dir != nil &&
+	if it.kind == tree.KindDir && prev != nil && prev.kind == tree.KindDir && prev.dir != nil && !prev.dir.unwatched &&
 		prev.key.Ino == it.key.Ino && prev.key.Dev == it.key.Dev {
 		it.dir, it.fresh = prev.dir, false // the same directory: its own events cover what is inside
 		if it.mode != prev.mode {
@@ -566,23 +700,39 @@ func (sc *scan) follow(ctx context.Context, g *errgroup.Group, rootFd int, n *no
 	return nil
 }
 
-// drop removes an entry from the tree: a directory's watches are given up.
+// drop removes an entry from the tree: a directory's watches are given up, and the inodes of the
+// files with other links it held are noted (noteLinked).
 func (sc *scan) drop(it *item) {
-	if it.kind != tree.KindDir || it.dir == nil || sc.w == nil {
+	sc.noteLinked(it)
+	if it.kind != tree.KindDir || it.dir == nil {
 		return
 	}
 	var forget func(n *node)
 	forget = func(n *node) {
-		if n.wd > 0 {
+		if n.wd > 0 && sc.w != nil {
 			sc.w.forget(n.rel, n.wd)
 		}
 		for i := range n.children {
-			if c := &n.children[i]; c.dir != nil {
+			c := &n.children[i]
+			sc.noteLinked(c)
+			if c.dir != nil {
 				forget(c.dir)
 			}
 		}
 	}
 	forget(it.dir)
+}
+
+// noteLinked notes the inode of it, a file of the tree with other hard links that an event
+// touched (written, removed, replaced): a write through it, or before it went, is no event for its
+// other names, so prepare reads every other name of that inode the tree holds again.
+func (sc *scan) noteLinked(it *item) {
+	if it.kind != tree.KindFile || !it.links {
+		return
+	}
+	sc.mu.Lock()
+	sc.linkedSeen[it.inode()] = true
+	sc.mu.Unlock()
 }
 
 // prepare readies n's subtree for buildTrees after the events were applied: every file not read
@@ -600,6 +750,12 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 		it := &n.children[i]
 		switch it.kind {
 		case tree.KindFile:
+			if !it.fresh && len(sc.linkedSeen) > 0 && sc.linkedSeen[it.inode()] {
+				// Another name of this inode was written, made or removed: this one was not named.
+				it.links, it.fresh = true, true
+				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
+				markChanged(n)
+			}
 			if !it.fresh {
 				if it.hit = sc.batch.Has(it.hash); !it.hit {
 					it.fresh = true
@@ -619,18 +775,28 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 			}
 		}
 	}
-	if hasLinks {
+	if hasLinks || (sc.restatAll && len(n.children) > 0) {
 		*linked = append(*linked, n)
 	}
 	n.clean = clean && !n.changed
 	return n.clean
 }
 
-// restatLinked stats the files with other hard links again: a write through another link makes
-// no event here. One that is not the file it was makes the snapshot walk.
+// restatLinked stats the files with other hard links again (every file, when the events say one
+// may have had a link they do not name: restatAll): a write through another link makes no event
+// here. A file whose inode has another name in the tree is read again whatever its stat says (see
+// sharedInodes); one that is not the file it was makes the snapshot walk.
 func (sc *scan) restatLinked(dirs []*node) error {
 	if len(dirs) == 0 {
 		return nil
+	}
+	names := map[inode]int{}
+	for _, n := range dirs {
+		for i := range n.children {
+			if it := &n.children[i]; it.kind == tree.KindFile && it.links {
+				names[it.inode()]++
+			}
+		}
 	}
 	rootFd, err := unix.Open(sc.s.layout.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -644,10 +810,19 @@ func (sc *scan) restatLinked(dirs []*node) error {
 		}
 		for i := range n.children {
 			it := &n.children[i]
-			if it.kind != tree.KindFile || !it.links || it.fresh {
+			if it.kind != tree.KindFile || (!it.links && !sc.restatAll) {
 				continue
 			}
-			got, keep, err := sc.reread(n, fd, append([]byte(it.name), 0), it, 0)
+			shared := it.links && names[it.inode()] > 1
+			if it.fresh {
+				it.shared = shared
+				continue
+			}
+			var flags uint8
+			if shared {
+				flags = evContent // read again, whatever its stat says
+			}
+			got, keep, err := sc.reread(n, fd, append([]byte(it.name), 0), it, flags)
 			if err != nil || !keep || got.kind != tree.KindFile {
 				_ = unix.Close(fd)
 				if err == nil {
@@ -660,6 +835,7 @@ func (sc *scan) restatLinked(dirs []*node) error {
 				sc.jobs = append(sc.jobs, job{rel: join(n.rel, it.name), it: it})
 				markChanged(n)
 			}
+			it.shared = shared
 		}
 		_ = unix.Close(fd)
 	}

@@ -164,6 +164,7 @@ func (w *inotify) take() dirtySet {
 		return dirtySet{uncertain: "the watcher is closed"}
 	}
 	w.drain()
+	w.dirty.settle()
 	d := w.dirty
 	w.dirty = dirtySet{}
 	if d.uncertain != "" {
@@ -220,13 +221,13 @@ func (w *inotify) drain() {
 					break
 				}
 			}
-			w.handle(ev.Wd, ev.Mask, name)
+			w.handle(ev.Wd, ev.Mask, ev.Cookie, name)
 			b = b[end:]
 		}
 	}
 }
 
-func (w *inotify) handle(wd int32, mask uint32, name []byte) {
+func (w *inotify) handle(wd int32, mask, cookie uint32, name []byte) {
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		w.dirty.lose("the kernel's event queue overflowed")
@@ -237,6 +238,8 @@ func (w *inotify) handle(wd int32, mask uint32, name []byte) {
 		if !w.stale[wd] {
 			if rel, ok := w.wds[wd]; ok && rel == "" {
 				w.dirty.lose("the workspace directory itself was removed")
+			} else if ok {
+				w.dirty.watchLost(rel, wd) // its directory was deleted: one of the same name is another
 			}
 		}
 		delete(w.stale, wd)
@@ -267,6 +270,27 @@ func (w *inotify) handle(wd int32, mask uint32, name []byte) {
 	var flags uint8
 	if mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
 		flags |= evEntry
+	}
+	if mask&unix.IN_ISDIR != 0 {
+		switch {
+		case mask&unix.IN_CREATE != 0:
+			w.dirty.dirArrived(rel, string(name), 0)
+		case mask&unix.IN_MOVED_FROM != 0:
+			w.dirty.dirLeft(cookie)
+		case mask&unix.IN_MOVED_TO != 0:
+			w.dirty.dirArrived(rel, string(name), cookie)
+		}
+	} else {
+		switch {
+		case mask&unix.IN_CREATE != 0:
+			flags |= evCreated
+		case mask&unix.IN_DELETE != 0:
+			w.dirty.gone(rel, string(name), 0)
+		case mask&unix.IN_MOVED_FROM != 0:
+			w.dirty.gone(rel, string(name), cookie)
+		case mask&unix.IN_MOVED_TO != 0:
+			flags |= w.dirty.arrived(cookie)
+		}
 	}
 	if mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0 {
 		flags |= evContent

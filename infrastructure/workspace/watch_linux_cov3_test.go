@@ -166,14 +166,14 @@ func TestWatcherNamelessAndUnmountEvents(t *testing.T) {
 	w := pausedInotify(t, root)
 	wd := w.watch("sub", openDir(t, root), devOf(t, root))
 	w.mu.Lock()
-	w.handle(wd, unix.IN_MODIFY, nil)
+	w.handle(wd, unix.IN_MODIFY, 0, nil)
 	w.mu.Unlock()
 	d := w.take()
 	if dd := d.dirs["sub"]; d.uncertain != "" || dd == nil || !dd.relist {
 		t.Fatalf("a nameless event: %+v", d)
 	}
 	w.mu.Lock()
-	w.handle(wd, unix.IN_UNMOUNT, nil)
+	w.handle(wd, unix.IN_UNMOUNT, 0, nil)
 	w.mu.Unlock()
 	if d := w.take(); !strings.Contains(d.uncertain, "unmounted") {
 		t.Fatalf("an unmount: %q", d.uncertain)

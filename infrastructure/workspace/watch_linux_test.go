@@ -188,13 +188,13 @@ func TestWatcherEvents(t *testing.T) {
 	}
 	w.forget("sub", wd)
 	w.mu.Lock()
-	w.handle(wd, unix.IN_MODIFY, []byte("f")) // queued before the watch was given up
+	w.handle(wd, unix.IN_MODIFY, 0, []byte("f")) // queued before the watch was given up
 	w.mu.Unlock()
 	if d := w.take(); d.uncertain != "" || len(d.dirs) != 0 {
 		t.Fatalf("an event of a watch given up counted: %+v", d)
 	}
 	w.mu.Lock()
-	w.handle(wd+1000, unix.IN_MODIFY, []byte("f"))
+	w.handle(wd+1000, unix.IN_MODIFY, 0, []byte("f"))
 	w.mu.Unlock()
 	if d := w.take(); d.uncertain == "" {
 		t.Fatal("an event for a watch never added was trusted")
