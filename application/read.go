@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -207,4 +208,35 @@ func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt
 		return DecisionChanges{}, err
 	}
 	return DecisionChanges{Plan: p, Decision: id, Attempt: a, Before: before, Changes: changes}, nil
+}
+
+// Pending is what changed in the live workspace since its newest checkpoint: what a checkpoint
+// taken now would record, and what a rollback would take away. Latest is nil when there is no
+// checkpoint yet, and every live path is then added.
+type Pending struct {
+	Latest  *checkpoint.Checkpoint
+	Changes []tree.Change
+}
+
+// Pending compares the live workspace with its newest checkpoint (a walk of the workspace, as a
+// checkpoint takes; nothing is stored).
+func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) {
+	var out Pending
+	var old []tree.Entry
+	latest, err := s.ops.checkpoints.Latest(ctx)
+	switch {
+	case err == nil:
+		out.Latest = latest
+		if old, err = s.ops.entries(latest); err != nil {
+			return Pending{}, err
+		}
+	case !errors.Is(err, fault.ErrNotFound):
+		return Pending{}, err
+	}
+	live, err := s.ops.snap.Scan(ctx, p)
+	if err != nil {
+		return Pending{}, fmt.Errorf("scan the workspace: %w", err)
+	}
+	out.Changes = tree.Diff(old, live)
+	return out, nil
 }

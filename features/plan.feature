@@ -519,14 +519,20 @@ Feature: Plans and decisions
     Then the exit code is 4
     And stderr contains "nope"
 
-  Scenario: status and log need a plan
+  Scenario: status works before any plan ran, log needs one
     Given an initialised workspace
+    And a file "a.txt" containing "a"
     When I run "plan status"
-    Then the exit code is 4
-    And stderr contains "no plan has run"
+    Then it succeeds
+    And stdout contains "no checkpoint yet"
+    And stdout contains "changes since: 1 added, 0 modified, 0 deleted"
+    And stdout contains "no plan has run yet"
     When I run "plan status --json"
+    Then it succeeds
+    And the JSON output has "plan" equal to "null"
+    And the JSON output has "workspace.changes.added" equal to "1"
+    When I run "plan status --plan nope"
     Then the exit code is 4
-    And the JSON error has "error.kind" equal to "not_found"
     When I run "plan log"
     Then the exit code is 4
 

@@ -50,6 +50,8 @@ type handler struct {
 	// quiet drops progress and narration from stderr.
 	quiet    bool
 	notFound error
+	// pending is an operation a crash interrupted that this (read-only) command left alone.
+	pending *application.Operation
 	// exactRoot says root is the workspace itself, not where to start looking for one: init and
 	// clone name the directory they make a workspace of.
 	exactRoot bool
@@ -295,6 +297,7 @@ func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
 		h.warn("this workspace is a clone that was interrupted: `plan recover` finishes it")
 	}
 	if op := res.Pending; op != nil {
+		h.pending = op
 		_, _ = fmt.Fprintf(h.r.Stderr, "plan: an interrupted %s (%s) is pending and the workspace may be part-way through it: "+
 			"run `plan recover` (any command that changes the workspace also finishes it first)\n", op.Kind, op.ID)
 	}

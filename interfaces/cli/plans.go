@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/planfile"
 )
@@ -187,13 +189,99 @@ func (h *handler) status(c *ucli.Context) error {
 		return err
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		v := workspaceStatusView{Decisions: []decisionView{}}
 		p, err := app.Services.Plans.StatusOf(c.Context, c.String("plan"))
+		switch {
+		case err == nil:
+			sv := newStatusView(p)
+			v.Plan, v.Decisions = &sv.Plan, sv.Decisions
+		case !errors.Is(err, fault.ErrNotFound) || c.IsSet("plan"):
+			return err
+		}
+		pending, err := app.Services.Read.Pending(c.Context, h.progress())
 		if err != nil {
 			return err
 		}
-		v := newStatusView(p)
-		return h.emit(v, func(w io.Writer) { printStatus(w, v) })
+		v.Workspace = newWorkspaceStateView(app, pending, h.pending)
+		if pending.Latest != nil {
+			short := shortName(c.Context, app, pending.Latest)
+			v.Workspace.LatestShortID = &short
+		}
+		return h.emit(v, func(w io.Writer) { printWorkspaceStatus(w, v) })
 	})
+}
+
+// workspaceStatusView is `plan status`: the workspace's state, then its plan's (null, with no
+// decisions, when no plan has run).
+type workspaceStatusView struct {
+	Plan      *planView          `json:"plan"`
+	Decisions []decisionView     `json:"decisions"`
+	Workspace workspaceStateView `json:"workspace"`
+}
+
+type workspaceStateView struct {
+	Root             string  `json:"root"`
+	LatestCheckpoint *string `json:"latest_checkpoint"`
+	LatestShortID    *string `json:"latest_short_id"`
+	// Changes counts what changed since the latest checkpoint (everything is added without one).
+	Changes struct {
+		Added    int `json:"added"`
+		Modified int `json:"modified"`
+		Deleted  int `json:"deleted"`
+	} `json:"changes"`
+	// PendingOperation is an operation a crash interrupted, which `plan recover` finishes.
+	PendingOperation *pendingView `json:"pending_operation"`
+}
+
+type pendingView struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *application.Operation) workspaceStateView {
+	v := workspaceStateView{Root: app.Services.Layout.Root}
+	if p.Latest != nil {
+		v.LatestCheckpoint = optional(string(p.Latest.ID()))
+	}
+	for _, ch := range p.Changes {
+		switch ch.Type {
+		case tree.Added:
+			v.Changes.Added++
+		case tree.Deleted:
+			v.Changes.Deleted++
+		default:
+			v.Changes.Modified++
+		}
+	}
+	if op != nil {
+		v.PendingOperation = &pendingView{Kind: op.Kind, ID: op.ID}
+	}
+	return v
+}
+
+func printWorkspaceStatus(w io.Writer, v workspaceStatusView) {
+	ws := v.Workspace
+	_, _ = fmt.Fprintf(w, "workspace %s\n", ws.Root)
+	if ws.LatestCheckpoint == nil {
+		_, _ = fmt.Fprintln(w, "no checkpoint yet")
+	} else {
+		_, _ = fmt.Fprintf(w, "latest checkpoint %s (%s)\n", *ws.LatestShortID, *ws.LatestCheckpoint)
+	}
+	switch c := ws.Changes; {
+	case c.Added+c.Modified+c.Deleted == 0:
+		_, _ = fmt.Fprintln(w, "no changes since")
+	default:
+		_, _ = fmt.Fprintf(w, "changes since: %d added, %d modified, %d deleted (plan diff @ lists them)\n", c.Added, c.Modified, c.Deleted)
+	}
+	if op := ws.PendingOperation; op != nil {
+		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)
+	}
+	_, _ = fmt.Fprintln(w)
+	if v.Plan == nil {
+		_, _ = fmt.Fprintln(w, "no plan has run yet: plan run FILE or plan exec starts one")
+		return
+	}
+	printStatus(w, statusView{Plan: *v.Plan, Decisions: v.Decisions})
 }
 
 func (h *handler) log(c *ucli.Context) error {

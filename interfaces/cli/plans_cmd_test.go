@@ -2,10 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // `plan plans` lists every plan of the workspace, the current (last run) one first and marked,
@@ -93,11 +99,11 @@ func TestPlanFlagAddressesAnotherPlan(t *testing.T) {
 	mustPlan(t, dir, "run", "alpha.yaml")
 	mustPlan(t, dir, "run", "beta.yaml")
 
-	if o := mustPlan(t, dir, "status"); !strings.HasPrefix(o.stdout, "plan beta (checkpoints on)\n") {
+	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "\nplan beta (checkpoints on)\n") {
 		t.Errorf("status shows the current plan: %v", o)
 	}
 	o := mustPlan(t, dir, "status", "--plan", "alpha")
-	if !strings.HasPrefix(o.stdout, "plan alpha (checkpoints on)\n") || !regexp.MustCompile(`(?m)^one\s+succeeded\s+1\s+0\s`).MatchString(o.stdout) {
+	if !strings.Contains(o.stdout, "\nplan alpha (checkpoints on)\n") || !regexp.MustCompile(`(?m)^one\s+succeeded\s+1\s+0\s`).MatchString(o.stdout) {
 		t.Errorf("status --plan alpha: %v", o)
 	}
 	if o := mustPlan(t, dir, "log", "--plan", "alpha"); o.stdout != "==> one (attempt 1, succeeded) <==\nfrom-alpha\n==> later (attempt 1, succeeded) <==\n" {
@@ -119,7 +125,7 @@ func TestStatusWarnsWithoutCheckpoints(t *testing.T) {
 	writeFile(t, dir, "plan.yaml", "name: bare\ndecisions:\n  - id: a\n    run: echo a > a.txt\n")
 	mustPlan(t, dir, "run", "plan.yaml", "--no-checkpoints")
 	o := mustPlan(t, dir, "status")
-	if !strings.HasPrefix(o.stdout, "plan bare (checkpoints OFF (--no-checkpoints): decisions cannot be rolled back or corrected)\n") ||
+	if !strings.Contains(o.stdout, "\nplan bare (checkpoints OFF (--no-checkpoints): decisions cannot be rolled back or corrected)\n") ||
 		!regexp.MustCompile(`(?m)^a\s+succeeded\s+1\s+0\s+-\s+0\s*$`).MatchString(o.stdout) {
 		t.Errorf("status of a plan without checkpoints: %v", o)
 	}
@@ -128,5 +134,55 @@ func TestStatusWarnsWithoutCheckpoints(t *testing.T) {
 	}
 	if got := readFile(t, dir, "a.txt"); got != "a\n" {
 		t.Errorf("a refused correction changed a.txt to %q", got)
+	}
+}
+
+// status tells what changed since the newest checkpoint and a pending crashed operation, also in a
+// workspace where no plan has run, and from a subdirectory.
+func TestStatusTellsWhatIsPending(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "sub/a.txt", "a\n")
+	o := mustPlan(t, filepath.Join(dir, "sub"), "status")
+	if !strings.Contains(o.stdout, "no checkpoint yet\nchanges since: 2 added, 0 modified, 0 deleted") ||
+		!strings.Contains(o.stdout, "no plan has run yet") {
+		t.Errorf("status of a fresh workspace: %v", o)
+	}
+	id := createCheckpoint(t, dir)
+	writeFile(t, dir, "sub/a.txt", "changed\n")
+	writeFile(t, dir, "b.txt", "b\n")
+	var v workspaceStatusView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	ws := v.Workspace
+	if v.Plan != nil || len(v.Decisions) != 0 || ws.LatestCheckpoint == nil || *ws.LatestCheckpoint != id ||
+		ws.Changes.Added != 1 || ws.Changes.Modified != 1 || ws.Changes.Deleted != 0 || ws.PendingOperation != nil {
+		t.Fatalf("status --json: %+v", v)
+	}
+	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "latest checkpoint "+*ws.LatestShortID+" ("+id+")\n") {
+		t.Errorf("status names the latest checkpoint by its short name: %v", o)
+	}
+	// An operation a crash left in the journal is pending until recovered; status says so.
+	l, err := workspace.NewLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root tree.Hash
+	if err := root.UnmarshalText([]byte(jsonField(t, mustPlan(t, dir, "--json", "checkpoint", "show", id), "root_tree"))); err != nil {
+		t.Fatal(err)
+	}
+	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: application.Forward,
+		Source: root, Target: root, TargetCheckpoint: checkpoint.ID(id), StartedAt: time.Now()}
+	if err := workspace.NewJournal(l).Write(op); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if p := v.Workspace.PendingOperation; p == nil || p.Kind != "rollback" || p.ID != op.ID {
+		t.Fatalf("the pending rollback: %+v", v.Workspace)
+	}
+	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "pending: an interrupted rollback ("+op.ID+"): plan recover finishes it\n") {
+		t.Errorf("status of a pending rollback: %v", o)
 	}
 }

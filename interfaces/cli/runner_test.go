@@ -609,7 +609,7 @@ func TestTextOutputOfDecisions(t *testing.T) {
 	}
 
 	o = mustPlan(t, dir, "status")
-	if !strings.HasPrefix(o.stdout, "plan adhoc (checkpoints on)\n") || !regexp.MustCompile(`(?m)^two\s+succeeded\s+1\s+0\s`).MatchString(o.stdout) {
+	if !strings.Contains(o.stdout, "\nplan adhoc (checkpoints on)\n") || !regexp.MustCompile(`(?m)^two\s+succeeded\s+1\s+0\s`).MatchString(o.stdout) {
 		t.Errorf("status: %v", o)
 	}
 
@@ -719,4 +719,20 @@ func TestVerifyReportsDamage(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || doc.OK || len(doc.Problems) == 0 || doc.Problems[0].CheckpointID != id {
 		t.Errorf("verify --json: %+v %v\n%v", doc, err, o)
 	}
+}
+
+// decisionStates is `plan status --json` without its workspace part (whose latest checkpoint and
+// pending changes move with every checkpoint): the plan and its decisions, to compare.
+func decisionStates(t *testing.T, dir string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "workspace")
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

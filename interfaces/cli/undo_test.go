@@ -60,7 +60,7 @@ decisions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	statusAfterRun := mustPlan(t, dir, "--json", "status").stdout
+	statusAfterRun := decisionStates(t, dir)
 
 	// 1. A rollback, undone: files and decision states exactly as before.
 	mustPlan(t, dir, "rollback", "--to-checkpoint", base, "--yes")
@@ -72,7 +72,7 @@ decisions:
 		t.Fatalf("undo: %v", o)
 	}
 	requireTree(t, dir, afterRun, "after undoing the rollback")
-	if got := mustPlan(t, dir, "--json", "status").stdout; got != statusAfterRun {
+	if got := decisionStates(t, dir); got != statusAfterRun {
 		t.Fatalf("decision states after undoing the rollback:\n%s\nwant\n%s", got, statusAfterRun)
 	}
 
