@@ -96,9 +96,9 @@ func TestParseType(t *testing.T) {
 	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "pre_rollback") {
 		t.Errorf("ParseType(Manual) = %v, want ErrInvalid listing the valid types", err)
 	}
-	// The contract's seven, plus pre_recover (recovery records work done after a crash) and clone
-	// (a cloned workspace's first checkpoint).
-	if len(Types) != 9 || Types[7] != PreRecover || Types[8] != Clone {
-		t.Errorf("want the contract's 7 checkpoint types, pre_recover and clone, got %v", Types)
+	// The contract's seven, plus pre_recover (recovery records work done after a crash), clone
+	// (a cloned workspace's first checkpoint) and post_run (the state a run ended in).
+	if len(Types) != 10 || Types[7] != PreRecover || Types[8] != Clone || Types[9] != PostRun {
+		t.Errorf("want the contract's 7 checkpoint types, pre_recover, clone and post_run, got %v", Types)
 	}
 }

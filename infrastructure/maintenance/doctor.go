@@ -150,21 +150,30 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		complaints, err := db.IntegrityCheck(ctx)
 		var unseen []string
 		var lost []string
+		// cmpErr is a comparison with the records that could not be made: the database may be
+		// fine, and rebuilding it from records that cannot be read is no advice.
+		var cmpErr error
 		if err == nil && len(complaints) == 0 {
 			// committed was listed before the database was read (see persistence.DB.Unseen).
-			unseen, err = db.Unseen(ctx, committed)
+			unseen, cmpErr = db.Unseen(ctx, committed)
 		}
-		if err == nil && len(complaints) == 0 && len(unseen) == 0 {
-			lost, err = lostCheckpoints(ctx, db, recs)
+		if err == nil && cmpErr == nil && len(complaints) == 0 && len(unseen) == 0 {
+			lost, cmpErr = lostCheckpoints(ctx, db, recs)
 		}
 		if err == nil && len(complaints) == 0 {
 			// A records problem, not the database's: reported by checkRecords.
 			missing, missingErr = db.MissingRecords(ctx, recs)
 		}
+		if cmpErr != nil && missingErr == nil {
+			missingErr = cmpErr // the records finding must not say they are fine either
+		}
 		_ = db.Close()
 		switch {
 		case err != nil:
 			add(Finding{Check: "database", Problem: err.Error(), Repair: rebuild})
+		case cmpErr != nil:
+			add(Finding{Check: "database", Problem: "compare the database with the store's records: " + cmpErr.Error(),
+				Repair: "make the store's records readable (see the records finding), then run `plan doctor` again"})
 		case len(complaints) == 0 && len(unseen) > 0:
 			// Healthy but behind: restored from an older backup, or rows lost. Its gc would
 			// collect what the newer records still reference, so every command refuses it.
