@@ -272,12 +272,18 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if v.failed != nil {
+			break
+		}
 		for _, p := range v.tree(cp.Root(), "") {
 			res.Problems = append(res.Problems, VerifyProblem{CheckpointID: cp.ID(), Path: p.Path, Problem: p.Problem})
 		}
 		res.CheckedCheckpoints++
 	}
 	res.CheckedObjects, res.Retried = len(v.objects), v.retried
+	if v.failed != nil {
+		return VerifyResult{}, fmt.Errorf("verify (nothing was marked damaged): %w", v.failed)
+	}
 	if readData && ref == "" {
 		// Checkpoints read only the copy of each object the index points at; a full scan also
 		// catches damage in the rest of the store (other copies, pack headers, indexes).
@@ -298,17 +304,25 @@ type verifier struct {
 	objects  map[tree.Hash]string          // checked objects → problem ("" when fine)
 	trees    map[tree.Hash][]ObjectProblem // checked trees → problems below them (relative paths)
 	retried  int
+	failed   error // the store stopped answering (fault.ErrUnavailable): there is no verdict
 }
 
-// check verifies one object once, retrying a non-integrity (I/O) error once.
+// check verifies one object once, retrying a non-integrity (I/O) error once. A store that still
+// does not answer stops the verification (v.failed): that is no verdict on the object.
 func (v *verifier) check(h tree.Hash) string {
 	if p, ok := v.objects[h]; ok {
 		return p
+	}
+	if v.failed != nil {
+		return ""
 	}
 	err := v.store.CheckObject(h, v.readData)
 	if err != nil && !errors.Is(err, fault.ErrIntegrity) {
 		if err = v.store.CheckObject(h, v.readData); err == nil {
 			v.retried++
+		} else if fault.Kind(err) == fault.ErrUnavailable {
+			v.failed = err
+			return ""
 		} else if !errors.Is(err, fault.ErrIntegrity) {
 			err = fmt.Errorf("read error (failed twice): %w", err)
 		}
@@ -340,6 +354,10 @@ func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
 		return []ObjectProblem{{Path: ".", Problem: p}}
 	}
 	entries, err := v.store.ListTree(h)
+	if fault.Kind(err) == fault.ErrUnavailable {
+		v.failed = err
+		return nil
+	}
 	if err != nil {
 		return []ObjectProblem{{Path: ".", Problem: err.Error()}}
 	}

@@ -463,10 +463,16 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 	_ = s.be.WriteFile(damagedDir+"/"+l.pack.id+"-"+h.String(), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
 }
 
-// noteDamage marks the copy at l damaged when err says its bytes are (not when its pack vanished).
-func (s *Store) noteDamage(h tree.Hash, l location, err error) {
-	if err != nil && errors.Is(err, fault.ErrIntegrity) && !errors.Is(err, errPackGone) && l.pack != nil && l.pack.size >= 0 {
-		s.markDamaged(h, l)
+// noteDamage marks damaged the copy err says has bad bytes: the record the error names, which on
+// a delta chain is the link found bad, not the object read through it. A vanished pack, a broken
+// chain and a store that does not answer mark nothing.
+func (s *Store) noteDamage(err error) {
+	var d *recordDamage
+	if err == nil || !errors.As(err, &d) || errors.Is(err, errPackGone) || errors.Is(err, fault.ErrUnavailable) {
+		return
+	}
+	if d.l.pack != nil && d.l.pack.size >= 0 {
+		s.markDamaged(d.h, d.l)
 	}
 }
 
@@ -515,8 +521,17 @@ func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
 	if d := l.pack.delta(h); d != nil && d.offset == l.offset {
 		return s.recordBase(l.pack, d)
 	}
+	return s.storedBase(h, l)
+}
+
+// storedBase is deltaBase that reads a local copy's damage again from the store itself, and
+// notes what damage remains.
+func (s *Store) storedBase(h tree.Hash, l location) (tree.Hash, error) {
 	base, err := s.deltaBase(h, l)
-	s.noteDamage(h, l, err)
+	for s.refetchDamaged(err) {
+		base, err = s.deltaBase(h, l)
+	}
+	s.noteDamage(err)
 	return base, err
 }
 
@@ -534,10 +549,8 @@ func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
 	if ok {
 		return base, nil
 	}
-	l := d.location(p)
-	base, err := s.deltaBase(d.hash, l)
+	base, err := s.storedBase(d.hash, d.location(p))
 	if err != nil {
-		s.noteDamage(d.hash, l, err)
 		return base, err
 	}
 	s.baseMu.Lock()
@@ -548,7 +561,8 @@ func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
 
 // retryGone runs read against h's current location; when the pack vanished under it (a
 // concurrent GC moved the object), it refreshes the index, without the lock's privileges, and
-// tries once more. Damage found on the way is recorded.
+// tries once more; when it found damage in a local copy of a remote pack, it drops the copy and
+// reads the store's own bytes. Damage found on the way is recorded.
 func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 	l, ok := s.lookup(h)
 	if !ok {
@@ -568,7 +582,12 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 		}
 		err = read(l)
 	}
-	s.noteDamage(h, l, err)
+	// Damage found in a local copy of a remote store's pack is the copy's: read the store's own
+	// bytes before calling it damage (once per pack, down a delta chain across packs).
+	for s.refetchDamaged(err) {
+		err = read(l)
+	}
+	s.noteDamage(err)
 	return err
 }
 

@@ -1,0 +1,74 @@
+package objectstore
+
+import (
+	"errors"
+
+	"github.com/planhq/plan/domain/fault"
+)
+
+// localCopies is the optional capability of a backend that keeps local copies of a remote store's
+// files (the S3 adapter's cache). A local copy is not the store: damage found in one is local. A
+// read that finds a record damaged in a local copy drops the copy and reads the store's own bytes
+// again; only damage found in those is damage of the store, marked for every workspace.
+type localCopies interface {
+	// DropLocal removes the local copy of name and says whether there was one: the next Open or
+	// ReadFile of name reads the store itself.
+	DropLocal(name string) bool
+}
+
+// refetch drops the local copy of pack id, and this process's open handle of it, so that the
+// pack is read again from the store itself. It reports whether there was a local copy to drop
+// (and so whether a read is worth repeating); a pack is fetched afresh at most once per process.
+func (s *Store) refetch(id string) bool {
+	lc, ok := s.be.(localCopies)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	if s.fresh[id] {
+		s.mu.Unlock()
+		return false
+	}
+	s.fresh[id] = true
+	p := s.packs[id]
+	s.mu.Unlock()
+	if p != nil {
+		p.mu.Lock()
+		f := p.f
+		p.f = nil
+		p.mu.Unlock()
+		if f != nil {
+			// Other readers may hold the handle still: it is closed with the store.
+			s.cachedFDs.Add(-1)
+			s.mu.Lock()
+			s.stale = append(s.stale, f)
+			s.mu.Unlock()
+		}
+	}
+	lc.DropLocal(idxName(id)) // read afresh too by the next load or scan
+	return lc.DropLocal(packName(id))
+}
+
+// refetchDamaged is refetch of the pack holding the copy err names as damaged, if any.
+func (s *Store) refetchDamaged(err error) bool {
+	var d *recordDamage
+	if !errors.As(err, &d) || errors.Is(err, errPackGone) || errors.Is(err, fault.ErrUnavailable) {
+		return false
+	}
+	return s.refetch(d.l.pack.id)
+}
+
+// ReadStoreBytes makes every later read of this process check the store's own bytes: each pack
+// read from now on is fetched afresh from the store once, whatever copy the backend keeps
+// locally (`verify --read-data` of a shared store reads the bucket, not the cache). A store
+// without local copies reads its own files anyway.
+func (s *Store) ReadStoreBytes() {
+	s.storeBytes.Store(true)
+}
+
+// ChecksLocalCopies says whether the backend keeps local copies of the store's files, which
+// ReadStoreBytes bypasses.
+func (s *Store) ChecksLocalCopies() bool {
+	_, ok := s.be.(localCopies)
+	return ok
+}
