@@ -574,7 +574,7 @@ func (b *Backend) short(name string, size int64, what string) error {
 	case err != nil:
 		return b.classify("read", name, err)
 	case info.Size != size:
-		return fault.Integrity("read %s: %s: the file is now %d bytes, not %d (it changed)", b.Location(name), what, info.Size, size)
+		return fault.Integrity("read %s: %s: its size is now %d, not %d (the file changed)", b.Location(name), what, info.Size, size)
 	}
 	return fault.Unavailable("read %s: %s: the download was cut short", b.Location(name), what)
 }

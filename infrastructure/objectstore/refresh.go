@@ -494,12 +494,35 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 // is long enough and that no gc mark condemns, no read found that copy damaged, and for a delta the
 // same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
 // Present.
-func (s *Store) Present(h tree.Hash) bool {
+func (s *Store) Present(h tree.Hash) bool { return s.trusted(h, false) }
+
+// Untrusted lists, sorted, the objects the index knows that have no copy to trust: known damaged,
+// in a pack missing or cut short, or a delta with such a link down its chain (a copy a gc mark
+// condemns is still trusted: it is read until the sweep).
+func (s *Store) Untrusted() []tree.Hash {
+	s.mu.RLock()
+	var all []tree.Hash
+	for h := range s.index.all() {
+		all = append(all, h)
+	}
+	s.mu.RUnlock()
+	var out []tree.Hash
+	for _, h := range all {
+		if !s.trusted(h, true) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+// trusted is Present, with condemned copies counted when condemned is set.
+func (s *Store) trusted(h tree.Hash, condemned bool) bool {
 	for range maxDeltaChain + 1 {
 		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
 		l, ok := s.index.get(h)
-		ok = ok && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
+		ok = ok && intact(h, l, s.damaged) && (condemned || !s.condemned[l.pack.id])
 		s.mu.RUnlock()
 		if !ok {
 			return false
