@@ -216,11 +216,16 @@ coverage: test bdd
 		exit 1; \
 	fi
 
-# Kill-9 crash trials (written with the crash build tag). The count is passed to the tests; the
-# shared-store trials run against the same throwaway servers as the tests.
+# Kill-9 crash trials (written with the crash build tag), then the whole hostile suite with its
+# loops lengthened. The count is passed to the tests; the shared-store trials run against the same
+# throwaway servers as the tests, with PostgreSQL durable (fsync and synchronous commits on), since
+# a trial judges what a commit that reported success left behind.
 CRASH_PKGS = $(foreach d,infrastructure features,$(if $(wildcard $(d)/*),./$(d)/...))
 crash: $(MINIO_STAMP)
-	PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(SERVERS_RUN) $(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) | grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
+	PLAN_SERVERS_PG_DURABLE=1 PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(SERVERS_RUN) sh -c '\
+		$(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) && \
+		$(GO) test -v -count=1 -tags crash -timeout 60m ./infrastructure/hostile/' \
+		| grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
 
 ## ---- build and run -----------------------------------------------------------------------
 
