@@ -16,27 +16,34 @@ type localCopies interface {
 	DropLocal(name string) bool
 }
 
-// refetch drops the local copy of pack id, and this process's open handle of it, so that the
-// pack is read again from the store itself. It reports whether there was a local copy to drop
-// (and so whether a read is worth repeating); a pack is fetched afresh at most once per process.
-func (s *Store) refetch(id string) bool {
+// refetch drops the local copy of pack p, and this process's open handles of it, so that the pack
+// is read again from the store itself. It reports whether there was a local copy to drop (and so
+// whether a read is worth repeating); a pack is fetched afresh at most once per process.
+func (s *Store) refetch(p *packFile) bool {
 	lc, ok := s.be.(localCopies)
 	if !ok {
 		return false
 	}
 	s.mu.Lock()
-	if s.fresh[id] {
+	if s.fresh[p.id] {
 		s.mu.Unlock()
 		return false
 	}
-	s.fresh[id] = true
-	p := s.packs[id]
+	s.fresh[p.id] = true
+	current := s.packs[p.id]
 	s.mu.Unlock()
-	if p != nil {
-		p.mu.Lock()
-		f := p.f
-		p.f = nil
-		p.mu.Unlock()
+	// The copy goes first: a reader opening the pack meanwhile gets the store's bytes, and a
+	// handle of the copy opened before is dropped below (openPack sets handles under q.mu).
+	lc.DropLocal(idxName(p.id)) // read afresh too by the next load or scan
+	had := lc.DropLocal(packName(p.id))
+	for _, q := range []*packFile{p, current} {
+		if q == nil {
+			continue
+		}
+		q.mu.Lock()
+		f := q.f
+		q.f = nil
+		q.mu.Unlock()
 		if f != nil {
 			// Other readers may hold the handle still: it is closed with the store.
 			s.cachedFDs.Add(-1)
@@ -45,8 +52,7 @@ func (s *Store) refetch(id string) bool {
 			s.mu.Unlock()
 		}
 	}
-	lc.DropLocal(idxName(id)) // read afresh too by the next load or scan
-	return lc.DropLocal(packName(id))
+	return had
 }
 
 // refetchDamaged is refetch of the pack holding the copy err names as damaged, if any.
@@ -55,7 +61,7 @@ func (s *Store) refetchDamaged(err error) bool {
 	if !errors.As(err, &d) || errors.Is(err, errPackGone) || errors.Is(err, fault.ErrUnavailable) {
 		return false
 	}
-	return s.refetch(d.l.pack.id)
+	return s.refetch(d.l.pack)
 }
 
 // ReadStoreBytes makes every later read of this process check the store's own bytes: each pack

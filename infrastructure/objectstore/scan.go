@@ -51,7 +51,7 @@ func (s *Store) ScanPacks() ([]PackProblem, error) {
 // scanPack is scanPackFile of the store's own bytes (a local copy is dropped first), whose
 // verdicts then update the damage list.
 func (s *Store) scanPack(p *packFile) ([]string, error) {
-	s.refetch(p.id)
+	s.refetch(p)
 	problems, bad, good, err := s.scanPackFile(p)
 	if err != nil {
 		return nil, err

@@ -395,7 +395,7 @@ func (s *Store) openPack(p *packFile) (File, func(), error) {
 		return nil, nil, errors.New("object store is closed")
 	}
 	if s.storeBytes.Load() {
-		s.refetch(p.id)
+		s.refetch(p)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
