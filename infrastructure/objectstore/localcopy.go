@@ -55,6 +55,17 @@ func (s *Store) refetch(p *packFile) bool {
 	return had
 }
 
+// localCopy says whether pack p may be read from a local copy: the backend keeps some, and p was
+// not fetched afresh from the store in this process.
+func (s *Store) localCopy(p *packFile) bool {
+	if _, ok := s.be.(localCopies); !ok {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return !s.fresh[p.id]
+}
+
 // refetchDamaged is refetch of the pack holding the copy err names as damaged, if any.
 func (s *Store) refetchDamaged(err error) bool {
 	var d *recordDamage

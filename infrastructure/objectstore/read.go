@@ -150,6 +150,11 @@ func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 		}
 		var hb [maxRecordHeader]byte
 		dataAt, _, err := readHeader(f, h, l, hb[:])
+		if err == nil && s.localCopy(l.pack) {
+			// The record's checksums, checked before a byte is handed out: damage of a local copy
+			// found only at the end could not be undone (see streamReader.resume).
+			err = checkStored(h, l, f)
+		}
 		if err != nil {
 			release()
 			return err

@@ -551,11 +551,23 @@ func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
 // notes what damage remains.
 func (s *Store) storedBase(h tree.Hash, l location) (tree.Hash, error) {
 	base, err := s.deltaBase(h, l)
-	for s.refetchDamaged(err) {
+	err = s.fromStore(err, func() (err error) {
 		base, err = s.deltaBase(h, l)
+		return err
+	})
+	return base, err
+}
+
+// fromStore takes err, the outcome of a read, and runs read again while the error is damage in a
+// local copy of a remote store's pack (dropped then: the next read gets the store's own bytes,
+// once per pack, down a delta chain across packs); damage that remains is the store's, and is
+// noted.
+func (s *Store) fromStore(err error, read func() error) error {
+	for s.refetchDamaged(err) {
+		err = read()
 	}
 	s.noteDamage(err)
-	return base, err
+	return err
 }
 
 // recordBase returns the base of delta record d of pack p: the one its idx names, or, for a pack
@@ -605,13 +617,7 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 		}
 		err = read(l)
 	}
-	// Damage found in a local copy of a remote store's pack is the copy's: read the store's own
-	// bytes before calling it damage (once per pack, down a delta chain across packs).
-	for s.refetchDamaged(err) {
-		err = read(l)
-	}
-	s.noteDamage(err)
-	return err
+	return s.fromStore(err, func() error { return read(l) })
 }
 
 // Problems lists, without reading object data, what keeps objects the index lists from being read:
