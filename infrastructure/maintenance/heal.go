@@ -33,11 +33,16 @@ func HealStore(ctx context.Context, l workspace.Layout, s *objectstore.Store) (o
 		return objectstore.HealReport{}, fmt.Errorf("read the archive for intact copies: %w", err)
 	}
 	rep, err := s.RetireHealed()
-	if err != nil {
-		return rep, err
+	if err == nil {
+		rep = healedSince(rep, untrusted, s)
 	}
-	// An object that had no copy to trust and has one now is healed too, though no copy of it
-	// was damaged (a delta whose base was); one that still has none is not.
+	return rep, err
+}
+
+// healedSince adds to rep what the repair healed or did not among untrusted, the objects that had
+// no copy to trust before it: one that has one now is healed, though no copy of it was damaged (a
+// delta whose base was), and one that still has none is not.
+func healedSince(rep objectstore.HealReport, untrusted []tree.Hash, s *objectstore.Store) objectstore.HealReport {
 	reported := map[tree.Hash]bool{}
 	for _, h := range append(rep.Healed, rep.Unhealed...) {
 		reported[h] = true
@@ -47,19 +52,18 @@ func HealStore(ctx context.Context, l workspace.Layout, s *objectstore.Store) (o
 		still[h] = true
 	}
 	for _, h := range untrusted {
-		if reported[h] {
-			continue
-		}
-		if still[h] {
+		switch {
+		case reported[h]:
+		case still[h]:
 			rep.Unhealed = append(rep.Unhealed, h)
-		} else {
+		default:
 			rep.Healed = append(rep.Healed, h)
 		}
 	}
 	byHash := func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) }
 	slices.SortFunc(rep.Healed, byHash)
 	slices.SortFunc(rep.Unhealed, byHash)
-	return rep, nil
+	return rep
 }
 
 // Heal is HealStore as a doctor finding: Problem is empty when there was nothing to heal.
