@@ -198,24 +198,39 @@ func localdamageDamageBucketPack(t *testing.T, c *minio.Client, st s3Store) {
 	}
 }
 
-// A damaged pack in the bucket, healed by verify --read-data --repair from the workspace's files:
-// the repair exits 0 and the next verify --read-data passes at once, not after a gc's grace period.
+// A damaged pack in the bucket, or one deleted by hand, healed by verify --read-data --repair from
+// the workspace's files: the repair exits 0 and the next verify --read-data passes at once, not
+// after a gc's grace period.
 func TestLocalDamageHealedObjectPassesVerifyAtOnce(t *testing.T) {
-	w, st, c, id, files := localdamageS3(t, 50, 20000)
-	localdamageDamageBucketPack(t, c, st)
-	if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
-		t.Fatal(err)
+	for _, spoil := range []string{"damaged", "deleted"} {
+		t.Run(spoil, func(t *testing.T) {
+			w, st, c, id, files := localdamageS3(t, 50, 20000)
+			if spoil == "damaged" {
+				localdamageDamageBucketPack(t, c, st)
+			} else {
+				for _, k := range localdamageKeys(t, c, st, "packs") {
+					if strings.HasSuffix(k, ".pack") {
+						if err := c.RemoveObject(context.Background(), st.Bucket, k, minio.RemoveObjectOptions{}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
+				t.Fatal(err)
+			}
+			var v localdamageVerify
+			w.mustJSON(&v, "verify", "--read-data", "--repair")
+			if !v.OK || len(v.Healed) == 0 || len(v.Unhealed) > 0 {
+				t.Fatalf("verify --repair: ok %v, healed %d, unhealed %v", v.OK, len(v.Healed), v.Unhealed)
+			}
+			w.mustJSON(&v, "verify", "--read-data")
+			if !v.OK {
+				t.Fatal("verify after the repair still fails")
+			}
+			localdamageRollback(t, w, id, files)
+		})
 	}
-	var v localdamageVerify
-	w.mustJSON(&v, "verify", "--read-data", "--repair")
-	if !v.OK || len(v.Healed) == 0 || len(v.Unhealed) > 0 {
-		t.Fatalf("verify --repair: ok %v, healed %d, unhealed %v", v.OK, len(v.Healed), v.Unhealed)
-	}
-	w.mustJSON(&v, "verify", "--read-data")
-	if !v.OK {
-		t.Fatal("verify after the repair still fails")
-	}
-	localdamageRollback(t, w, id, files)
 }
 
 // A local store: v2 a delta of v1, v3 a delta of v2, the live file v2 again, v1's checkpoint

@@ -629,3 +629,36 @@ func TestCheckStoredCut(t *testing.T) {
 		}
 	}
 }
+
+// A shared store's pack deleted by hand, its objects stored afresh and the pack retired by a heal:
+// its idx waits for the sweep, and verify does not report the missing pack meanwhile.
+func TestScanPacksSkipsARetiredMissingPack(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenBackend(NewDir(dir, true), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := text(6, 20000)
+	b := s.NewBatch()
+	h, _ := put(t, b, data)
+	commit(t, b)
+	if err := os.Remove(s.index.at(h).pack.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := s.ScanPacks(); err != nil || len(ps) != 1 {
+		t.Fatalf("a missing pack: %v %v", ps, err)
+	}
+	b = s.NewBatch()
+	put(t, b, data)
+	commit(t, b)
+	if rep, err := s.RetireHealed(); err != nil || len(rep.Healed) != 1 {
+		t.Fatalf("heal: %+v %v", rep, err)
+	}
+	if ps, err := s.ScanPacks(); err != nil || len(ps) > 0 {
+		t.Fatalf("after the heal: %v %v", ps, err)
+	}
+}

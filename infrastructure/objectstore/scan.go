@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"sort"
 
@@ -73,6 +74,9 @@ func (s *Store) scanPackFile(p *packFile) (problems []string, bad []error, good 
 		if errors.Is(err, fault.ErrUnavailable) {
 			return nil, nil, nil, err
 		}
+		if errors.Is(err, fs.ErrNotExist) && s.retiredMissing(p) {
+			return nil, nil, nil, nil
+		}
 		return []string{fmt.Sprintf("cannot read the pack: %v", err)}, nil, nil, nil
 	}
 	defer func() { _ = f.Close() }()
@@ -131,6 +135,17 @@ func (s *Store) supersededChain(p *packFile, e idxEntry, err error) bool {
 	}
 	l, ok := s.lookup(e.hash)
 	return ok && (l.pack.id != p.id || l.offset != e.offset) && s.Present(e.hash)
+}
+
+// retiredMissing says whether missing pack p is retired already: a heal condemned it (a sweep
+// removes its idx), and every object its idx lists has an intact copy elsewhere.
+func (s *Store) retiredMissing(p *packFile) bool {
+	entries, _, err := s.readIdxFile(p.id)
+	retired := err == nil && len(entries) > 0
+	for _, e := range entries {
+		retired = retired && s.retiredDamage(p, e.hash)
+	}
+	return retired
 }
 
 // retiredDamage says whether a damaged record of h in pack p is harmless already: p is condemned
