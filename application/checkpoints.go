@@ -65,7 +65,7 @@ type CreateRequest struct {
 // SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by
 // `checkpoint prune` or a retention policy.
 func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bool) (*checkpoint.Checkpoint, error) {
-	if err := ident.ValidateRef("checkpoint", ref); err != nil {
+	if err := checkName(ref); err != nil {
 		return nil, err
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint pin")
@@ -229,8 +229,9 @@ const kindRollback = "rollback"
 // RollbackRequest describes a rollback.
 type RollbackRequest struct {
 	Ref string
-	// At, when set instead of Ref, picks the newest checkpoint created at or before it.
-	At   time.Time
+	// At, when set instead of Ref, picks the newest checkpoint created at or before it. Any time is
+	// a time to look for, the zero time included (nil, not a zero value, means "by Ref").
+	At   *time.Time
 	Mode RestoreMode // "" is RestoreBoth
 	// Paths, when given, restores only these workspace-relative paths (and what lies under them),
 	// leaving everything else and the decision states as they are.
@@ -242,6 +243,10 @@ type RollbackRequest struct {
 	DryRun   bool
 	Progress Progress
 	Warn     func(msg string)
+	// NeverUndo is for a clone's materialisation into the empty directory it made: a failure once
+	// the rollback is journaled leaves it to be finished by `plan recover` (or the next mutating
+	// command) instead of undoing it, as there is nothing to put back.
+	NeverUndo bool
 }
 
 // RestoreMode says what a rollback restores.
@@ -316,8 +321,8 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	if _, err := ParseRestoreMode(string(req.Mode)); err != nil {
 		return RollbackResult{}, err
 	}
-	if req.At.IsZero() {
-		if err := ident.ValidateRef("checkpoint", req.Ref); err != nil {
+	if req.At == nil {
+		if err := checkName(req.Ref); err != nil {
 			return RollbackResult{}, err // bad input is refused before waiting for the lock
 		}
 	}
@@ -397,7 +402,7 @@ func validRestorePath(p string) error {
 // target is the checkpoint a rollback request names: by ID or prefix, or the newest created at or
 // before req.At.
 func (s *CheckpointService) target(ctx context.Context, req RollbackRequest) (*checkpoint.Checkpoint, error) {
-	if req.At.IsZero() {
+	if req.At == nil {
 		return s.Resolve(ctx, req.Ref)
 	}
 	cps, err := s.ops.checkpoints.List(ctx) // newest first
@@ -405,7 +410,7 @@ func (s *CheckpointService) target(ctx context.Context, req RollbackRequest) (*c
 		return nil, err
 	}
 	for _, cp := range cps {
-		if !cp.CreatedAt().After(req.At) {
+		if !cp.CreatedAt().After(*req.At) {
 			return cp, nil
 		}
 	}

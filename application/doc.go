@@ -22,7 +22,12 @@
 //   - a rollback records the current state as a pre_rollback checkpoint before it touches anything, so
 //     nothing it removes is lost;
 //   - a workspace change that spans several files is journaled (Journal) before the first file is
-//     touched and the journal is removed only after the database agrees with the workspace;
+//     touched and the journal is removed only after the database agrees with the workspace; a
+//     failed change is undone (the journal turned Backward) unless it was asked never to be
+//     (RollbackRequest.NeverUndo, a clone's materialisation into an empty directory): that one
+//     keeps its Forward journal, which recovery finishes;
+//   - under on_failure rollback, a decision never runs again on top of an attempt that was
+//     interrupted: that attempt is first rolled back to its own pre_decision checkpoint;
 //   - database changes that belong together (a rollback's count, reverted decisions and history) are
 //     committed in one unit of work (Transactor).
 package application

@@ -238,6 +238,24 @@ func summarizePaths(paths []string) string {
 // was. After it, the operation has succeeded: a journal that cannot be cleared is harmless, because
 // the next command's recovery finds the workspace at the target and the finisher already recorded.
 func (g *Guard) run(ctx context.Context, op Operation, changes []tree.Change, p Progress) (ApplyStats, error) {
+	return g.apply(ctx, op, changes, p, false)
+}
+
+// runToFinish is run for an operation that is finished, never undone: a clone's materialisation
+// into the empty directory it made, where there is nothing to put back and undoing would only
+// leave a half-made workspace. Any failure once the journal is written leaves it Forward, so
+// `plan recover` (or the next mutating command) finishes the operation once the cause (a store or
+// database out of reach) is gone; the error says so.
+func (g *Guard) runToFinish(ctx context.Context, op Operation, changes []tree.Change, p Progress) (ApplyStats, error) {
+	return g.apply(ctx, op, changes, p, true)
+}
+
+// unfinished is the error of a runToFinish operation left journaled.
+func unfinished(op Operation, err error) error {
+	return fmt.Errorf("%w; the %s stays journaled: `plan recover` finishes it", err, op.Kind)
+}
+
+func (g *Guard) apply(ctx context.Context, op Operation, changes []tree.Change, p Progress, finishLater bool) (ApplyStats, error) {
 	from, to := op.Source, op.Target
 	op.Direction = Forward
 	if err := g.journal.Write(op); err != nil {
@@ -251,6 +269,9 @@ func (g *Guard) run(ctx context.Context, op Operation, changes []tree.Change, p 
 		stats, applyErr = g.restorer.Apply(ctx, from, to, p)
 	}
 	if applyErr != nil {
+		if finishLater {
+			return stats, unfinished(op, applyErr)
+		}
 		var ie *IncompleteUndoError
 		if errors.As(applyErr, &ie) {
 			// The source tree could not be put back: leave a Backward journal so the next command retries.
@@ -275,6 +296,9 @@ func (g *Guard) run(ctx context.Context, op Operation, changes []tree.Change, p 
 		}
 	}
 	if err != nil {
+		if finishLater {
+			return stats, unfinished(op, err)
+		}
 		return stats, g.undo(ctx, op, from, err)
 	}
 	if g.hit(op.Kind+".recorded") == nil {

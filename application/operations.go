@@ -83,14 +83,6 @@ func NewOperations(p OperationsParams) *Operations {
 	return o
 }
 
-// resolve finds a checkpoint by full ID or unique prefix.
-func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
-	if err := ident.ValidateRef("checkpoint", ref); err != nil {
-		return nil, err
-	}
-	return o.checkpoints.Resolve(ctx, ref)
-}
-
 // entries returns a checkpoint's tree as an ordered entry list.
 func (o *Operations) entries(cp *checkpoint.Checkpoint) ([]tree.Entry, error) {
 	entries, err := o.store.Flatten(cp.Root())
@@ -297,7 +289,11 @@ func (o *Operations) rollbackTo(ctx context.Context, target *checkpoint.Checkpoi
 	if changes == nil {
 		changes = []tree.Change{} // compared: nothing differs (nil would have the restorer compare again)
 	}
-	stats, err := o.guard.run(ctx, *op, changes, req.Progress)
+	run := o.guard.run
+	if req.NeverUndo {
+		run = o.guard.runToFinish
+	}
+	stats, err := run(ctx, *op, changes, req.Progress)
 	if err != nil {
 		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
 	}

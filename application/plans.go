@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/plan"
@@ -101,6 +102,9 @@ type RunResult struct {
 	Failed []string
 	// Retried counts the retries each decision needed.
 	Retried map[string]int
+	// End is the post_run checkpoint of the state the run ended in (nil when none was taken: no
+	// decision ran, checkpoints were off, the run was interrupted or rolled back).
+	End *checkpoint.Checkpoint
 }
 
 // Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
@@ -149,6 +153,16 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			emit(req.Events, Event{Kind: "skip", DecisionID: d.ID(), Attempt: a})
 			continue
 		}
+		policy := req.OnFailure
+		if def.OnFailure != "" {
+			policy = OnFailure(def.OnFailure)
+		}
+		if policy == RollbackOnFailure {
+			if p, err = s.undoInterrupted(ctx, p, d, req); err != nil {
+				return res, err
+			}
+			res.Plan = p
+		}
 		r, err := s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
@@ -179,10 +193,6 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		if failure == nil {
 			continue
 		}
-		policy := req.OnFailure
-		if def.OnFailure != "" {
-			policy = OnFailure(def.OnFailure)
-		}
 		if policy == ContinueOnFailure && a.Status != plan.Interrupted {
 			res.Failed = append(res.Failed, d.ID())
 			if req.Warn != nil {
@@ -206,14 +216,42 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			if res.Plan, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
 				return res, err
 			}
+			return res, failure
 		}
+		res.End = s.recordEnd(ctx, p, d.ID(), req.Warn)
 		return res, failure
+	}
+	if len(res.Ran) > 0 {
+		res.End = s.recordEnd(ctx, p, res.Ran[len(res.Ran)-1], req.Warn)
 	}
 	if len(res.Failed) > 0 {
 		return res, fmt.Errorf("%d decision(s) failed and the run went on past them (on_failure continue): %s: %w",
 			len(res.Failed), strings.Join(res.Failed, ", "), &DecisionFailedError{DecisionID: res.Failed[0], Status: plan.Failed})
 	}
 	return res, nil
+}
+
+// undoInterrupted rolls the workspace back to the pre_decision checkpoint of d's latest attempt when
+// that attempt was interrupted (a run killed or stopped by a signal while it ran): under
+// on_failure rollback an attempt that did not succeed is undone, and one that could not be undone
+// when it ended is undone before the decision runs again, so the new attempt does not start from
+// (and its own rollback does not keep) the interrupted one's partial changes. The workspace as it
+// was is kept in the rollback's pre_rollback checkpoint. It returns the plan as it is after.
+func (s *PlanService) undoInterrupted(ctx context.Context, p *plan.Plan, d *plan.Decision, req RunRequest) (*plan.Plan, error) {
+	a, ok := d.Latest()
+	if !ok || a.Status != plan.Interrupted || a.CheckpointID == "" {
+		return p, nil
+	}
+	rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
+	if err != nil {
+		return p, fmt.Errorf("decision %q: undo its interrupted attempt %d (on_failure rollback) from its pre_decision checkpoint %s before running it again: %w",
+			d.ID(), a.Number, a.CheckpointID, err)
+	}
+	if req.Warn != nil {
+		req.Warn(fmt.Sprintf("decision %q: its attempt %d was interrupted; on_failure rollback restored its pre_decision checkpoint %s before running it again (the workspace as it was is checkpoint %s)",
+			d.ID(), a.Number, a.CheckpointID, rb.Backup.ID()))
+	}
+	return s.ops.plans.ByName(ctx, p.Name())
 }
 
 func emit(fn func(Event), e Event) {
@@ -274,7 +312,32 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 	if err != nil {
 		return res, err
 	}
+	if r.Attempt.Status != plan.Interrupted {
+		res.End = s.recordEnd(ctx, p, req.ID, req.Warn)
+	}
 	return res, r.failure(req.ID)
+}
+
+// recordEnd takes the post_run checkpoint: the state a run or exec ended in, after decision last,
+// so rollback, clone and diff reach what the plan produced, and the name `DECISION` of the last
+// decision has a checkpoint to name. Inside the run's change tracking it costs what changed since
+// the last decision's own snapshot: nothing, mostly. A plan run without checkpoints records none.
+// Failing to record it is a warning, not a failed run: every decision's own state is recorded
+// already.
+func (s *PlanService) recordEnd(ctx context.Context, p *plan.Plan, last string, warn func(string)) *checkpoint.Checkpoint {
+	if !p.Checkpoints() {
+		return nil
+	}
+	cp, err := s.ops.create(context.WithoutCancel(ctx), CreateRequest{
+		Type: checkpoint.PostRun, DecisionID: last, Note: fmt.Sprintf("end of plan %s, after decision %s", p.Name(), last),
+	})
+	if err != nil {
+		if warn != nil {
+			warn("the state the run ended in was not recorded as a checkpoint: " + err.Error())
+		}
+		return nil
+	}
+	return cp
 }
 
 // AttemptToken names one attempt's processes: the executor puts it in their environment so a later
@@ -288,7 +351,12 @@ func (s *PlanService) Status(ctx context.Context) (*plan.Plan, error) { return s
 
 // StatusOf returns the plan called name, or the current plan when name is "".
 func (s *PlanService) StatusOf(ctx context.Context, name string) (*plan.Plan, error) {
-	p, err := s.ops.plan(ctx, name)
+	return s.ops.namedPlan(ctx, name)
+}
+
+// namedPlan is plan with the messages a user needs when there is none.
+func (o *Operations) namedPlan(ctx context.Context, name string) (*plan.Plan, error) {
+	p, err := o.plan(ctx, name)
 	switch {
 	case errors.Is(err, fault.ErrNotFound) && name != "":
 		return nil, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", name)
@@ -337,24 +405,32 @@ func (s *PlanService) LogOf(ctx context.Context, planName, id string, attempt in
 	if err != nil {
 		return nil, plan.Attempt{}, err
 	}
-	d, err := p.Decision(id)
+	a, err := pickAttempt(p, id, attempt)
 	if err != nil {
 		return nil, plan.Attempt{}, err
-	}
-	as := d.Attempts()
-	if len(as) == 0 {
-		return nil, plan.Attempt{}, fault.NotFound("decision %q has not run yet", id)
-	}
-	a := as[len(as)-1]
-	if attempt > 0 {
-		if attempt > len(as) {
-			return nil, plan.Attempt{}, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
-		}
-		a = as[attempt-1]
 	}
 	if strings.TrimSpace(a.LogPath) == "" {
 		return nil, a, fault.NotFound("attempt %d of %q has no log", a.Number, id)
 	}
 	rc, err := s.ops.exec.OpenLog(a.LogPath)
 	return rc, a, err
+}
+
+// pickAttempt returns attempt number attempt of decision id (the latest when attempt is 0).
+func pickAttempt(p *plan.Plan, id string, attempt int) (plan.Attempt, error) {
+	d, err := p.Decision(id)
+	if err != nil {
+		return plan.Attempt{}, err
+	}
+	as := d.Attempts()
+	if len(as) == 0 {
+		return plan.Attempt{}, fault.NotFound("decision %q has not run yet", id)
+	}
+	if attempt == 0 {
+		return as[len(as)-1], nil
+	}
+	if attempt > len(as) {
+		return plan.Attempt{}, fault.NotFound("decision %q has %d attempts, not %d", id, len(as), attempt)
+	}
+	return as[attempt-1], nil
 }

@@ -299,16 +299,23 @@ func TestRollbackToATime(t *testing.T) {
 	e := newUseCaseEnv(t)
 	old := e.checkpointAt(t, baseTime.Add(-2*time.Hour), e.store.put(nil), checkpoint.Stats{})
 	e.checkpointAt(t, baseTime.Add(-time.Hour), e.store.put(nil), checkpoint.Stats{})
-	res, err := e.cps.Rollback(context.Background(), RollbackRequest{At: baseTime.Add(-90 * time.Minute), DryRun: true})
+	res, err := e.cps.Rollback(context.Background(), RollbackRequest{At: timePtr(baseTime.Add(-90 * time.Minute)), DryRun: true})
 	if err != nil || res.Target.ID() != old.ID() {
 		t.Errorf("at -90m: %v, %v; want the checkpoint of -2h", res.Target, err)
 	}
-	_, err = e.cps.Rollback(context.Background(), RollbackRequest{At: baseTime.Add(-3 * time.Hour)})
+	_, err = e.cps.Rollback(context.Background(), RollbackRequest{At: timePtr(baseTime.Add(-3 * time.Hour))})
 	if !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "at or before") {
 		t.Errorf("before every checkpoint: %v", err)
 	}
+	// The zero time is a time like any other: before every checkpoint, not "no time given".
+	_, err = e.cps.Rollback(context.Background(), RollbackRequest{At: timePtr(time.Time{}), DryRun: true})
+	if !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "0001-01-01T00:00:00Z") {
+		t.Errorf("at the zero time: %v; want not found", err)
+	}
 	e.repo.listErr = errors.New("db down")
-	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{At: baseTime, DryRun: true}); !errors.Is(err, e.repo.listErr) {
+	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{At: timePtr(baseTime), DryRun: true}); !errors.Is(err, e.repo.listErr) {
 		t.Errorf("list failing: %v", err)
 	}
 }
+
+func timePtr(t time.Time) *time.Time { return &t }

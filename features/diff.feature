@@ -95,6 +95,18 @@ Feature: Diff
     And stdout contains "+changed"
     And stdout does not contain "same.txt"
 
+  Scenario: --patch shows added and deleted sides as /dev/null and a mode change in its header
+    When I delete "b.txt"
+    And a file "n.txt" containing "new\n"
+    And I change the mode of "a.txt" to "0755"
+    And I run "plan diff <before> --patch"
+    Then it succeeds
+    And stdout contains "--- /dev/null"
+    And stdout contains "+++ b/n.txt"
+    And stdout contains "deleted file mode"
+    And stdout contains "+++ /dev/null"
+    And stdout contains "new mode 100755"
+
   Scenario: --patch between two checkpoints
     When I change "a.txt" to "changed\n"
     And a checkpoint "after"

@@ -59,7 +59,9 @@ Feature: Plans and decisions
     And every decision's checkpoint_id in the JSON output names its pre_decision checkpoint
     When I run "plan --json checkpoint list"
     Then it succeeds
-    And the JSON output lists 3 items
+    And the JSON output lists 4 items
+    And the JSON output has "0.type" equal to "post_run"
+    And the JSON output has "0.decision_id" equal to "build"
 
   Scenario: the run's JSON output says what ran and what was skipped
     Given a plan file "plan.yaml" with:

@@ -346,8 +346,11 @@ Feature: Shared stores
     When I flip a byte in the middle of every pack of the shared store
     And I run "plan clone --store <store> --workspace <source> <outside>/copy"
     Then the exit code is 6
-    And stderr contains "plan rollback --to-checkpoint"
+    And stderr contains "the rollback stays journaled: `plan recover` finishes it"
     And "<outside>/copy/big.bin" does not exist
+    When I run "plan -C <outside>/copy checkpoint list"
+    Then stderr contains "an interrupted rollback"
+    And stderr contains "run `plan recover`"
 
   Scenario: through a shared database, a store's view clones only the workspaces whose content it holds
     Given a workspace

@@ -181,6 +181,8 @@ func (s *scenario) getenv(k string) string {
 		return v
 	}
 	switch k {
+	case ceilingVar:
+		return s.root
 	case "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION":
 		return ""
 	}
@@ -192,15 +194,22 @@ func (s *scenario) processEnv(base []string) []string {
 	out := make([]string, 0, len(base)+len(s.env))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, mine := s.env[k]; !mine {
+		if _, mine := s.env[k]; !mine && k != ceilingVar {
 			out = append(out, kv)
 		}
 	}
 	for k, v := range s.env {
 		out = append(out, k+"="+v)
 	}
+	if _, mine := s.env[ceilingVar]; !mine {
+		out = append(out, ceilingVar+"="+s.root)
+	}
 	return out
 }
+
+// ceilingVar fences workspace discovery in the scenario's own directory: a .plan that some other
+// run left in a directory above (/tmp) can never become a scenario's workspace.
+const ceilingVar = "PLAN_CEILING_DIRECTORIES"
 
 func (s *scenario) dirEquals(rel, name string) error {
 	want, ok := s.snapshots[name]

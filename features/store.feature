@@ -94,8 +94,9 @@ Feature: Store health
         - id: two
           run: echo two > two.txt
       """
-    And I run "plan run <plans>/plan.yaml"
+    And I run "plan --json run <plans>/plan.yaml"
     And it succeeds
+    And I remember the JSON output "end_checkpoint_id" as "end"
     And I run "plan status --json"
     And it succeeds
     And I remember the JSON output "decisions.0.checkpoint_id" as "cp-one"
@@ -103,7 +104,7 @@ Feature: Store health
     And 3 checkpoints "m" of a changing tree
     When I run "plan checkpoint prune --keep 1 --json"
     Then it succeeds
-    And the JSON output has "deleted" equal to "["<m2>","<m1>"]"
+    And the JSON output has "deleted" equal to "["<m2>","<m1>","<end>"]"
     And the JSON output has "kept" equal to "["<m3>","<cp-two>","<cp-one>"]"
     And the JSON output has "reasons.<cp-one>" containing "live decision one"
     And the JSON output has "reasons.<cp-two>" containing "live decision two"
@@ -452,7 +453,7 @@ Feature: Store health
     And stderr contains "retention policy pruned 4 checkpoints"
     When I run "plan --json checkpoint list"
     Then it succeeds
-    And the JSON output lists 3 items
+    And the JSON output lists 4 items
     And the JSON output has no "" item whose "type" starts with "manual"
     When I run "plan checkpoint show <m4>"
     Then the exit code is 4

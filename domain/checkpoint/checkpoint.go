@@ -44,10 +44,13 @@ const (
 	// Clone is the first checkpoint of a workspace made by plan clone: another workspace's
 	// checkpoint of the same shared store, adopted as the start of this one's history.
 	Clone Type = "clone"
+	// PostRun records the state a plan run or exec ended in, after its last decision: what the
+	// plan produced, which rollback, clone and diff can then reach.
+	PostRun Type = "post_run"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

@@ -19,9 +19,12 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrIntegrity: stored data is corrupt or missing.
 	ErrIntegrity = errors.New("integrity")
-	// ErrUnavailable: a shared store or database could not be reached (network, credentials,
-	// a server down). Nothing was changed; the same request may succeed later.
+	// ErrUnavailable: a shared store or database could not be reached or did not answer in time
+	// (network, a server down or frozen). Nothing was changed; the same request may succeed later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrDenied: the server answered and refused who we are or what we asked (credentials it
+	// rejects, a permission the account lacks). Asking again cannot help; the account must change.
+	ErrDenied = errors.New("denied")
 )
 
 // Error is an error of a known kind with a human message and an optional cause.
@@ -45,10 +48,10 @@ func (e *Error) Is(target error) bool { return target == e.kind }
 func (e *Error) Unwrap() error { return e.err }
 
 // Kind returns the kind sentinel of err, or nil when err carries none. When an error carries
-// several (errors.Join), integrity wins, then invalid input, not found, conflict and unavailable:
-// damage must never be reported as something milder.
+// several (errors.Join), integrity wins, then invalid input, not found, conflict, denied and
+// unavailable: damage must never be reported as something milder.
 func Kind(err error) error {
-	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict, ErrUnavailable} {
+	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict, ErrDenied, ErrUnavailable} {
 		if errors.Is(err, k) {
 			return k
 		}
@@ -74,6 +77,9 @@ func Integrity(format string, args ...any) error { return newf(ErrIntegrity, for
 
 // Unavailable returns an ErrUnavailable error with a formatted message.
 func Unavailable(format string, args ...any) error { return newf(ErrUnavailable, format, args...) }
+
+// Denied returns an ErrDenied error with a formatted message.
+func Denied(format string, args ...any) error { return newf(ErrDenied, format, args...) }
 
 // Wrap classifies cause as kind, keeping it reachable through errors.Unwrap.
 func Wrap(kind, cause error, format string, args ...any) error {

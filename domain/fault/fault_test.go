@@ -18,6 +18,8 @@ func TestKinds(t *testing.T) {
 		{Integrity("damaged"), ErrIntegrity},
 		{Unavailable("store %s unreachable", "s3://b"), ErrUnavailable},
 		{errors.Join(Unavailable("down"), Conflict("busy")), ErrConflict},
+		{Denied("store %s refused the credentials", "s3://b"), ErrDenied},
+		{errors.Join(Unavailable("down"), Denied("refused")), ErrDenied},
 		{Wrap(ErrIntegrity, io.ErrUnexpectedEOF, "read %s", "pack"), ErrIntegrity},
 		{fmt.Errorf("outer: %w", Conflict("busy")), ErrConflict},
 		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", NotFound("gone"))), ErrNotFound},
@@ -28,7 +30,7 @@ func TestKinds(t *testing.T) {
 		if got := Kind(c.err); !errors.Is(got, c.kind) || (c.kind == nil) != (got == nil) {
 			t.Errorf("Kind(%v) = %v, want %v", c.err, got, c.kind)
 		}
-		for _, k := range []error{ErrNotFound, ErrInvalid, ErrConflict, ErrIntegrity, ErrUnavailable} {
+		for _, k := range []error{ErrNotFound, ErrInvalid, ErrConflict, ErrIntegrity, ErrUnavailable, ErrDenied} {
 			if errors.Is(c.err, k) != (k == c.kind) && !isJoin(c.err) {
 				t.Errorf("errors.Is(%v, %v) = %v", c.err, k, errors.Is(c.err, k))
 			}

@@ -173,6 +173,7 @@ var WorkspaceModule = fx.Module("workspace",
 		workspace.NewRestorer,
 		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
+		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
 		workspace.NewLocker,
 		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
@@ -198,6 +199,7 @@ var ApplicationModule = fx.Module("application",
 		application.NewPlanService,
 		application.NewCorrectionService,
 		application.NewHistoryService,
+		application.NewReadService,
 		NewMaintenanceService,
 	),
 )
@@ -309,6 +311,7 @@ type Services struct {
 	Corrections *application.CorrectionService
 	Maintenance *application.MaintenanceService
 	History     *application.HistoryService
+	Read        *application.ReadService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

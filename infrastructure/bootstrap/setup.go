@@ -33,7 +33,7 @@ type Setup struct {
 	// before workspaces had one (its database holds it; see persistence.WithWorkspace).
 	WorkspaceID string
 	// DBTarget is what persistence.Open is given: the SQLite path, or the DSN (at init, with the
-	// password the user passed, which the configuration never records).
+	// credentials the user passed, which the configuration never records).
 	DBTarget string
 	// Created says this Open made the workspace.
 	Created bool
@@ -142,7 +142,7 @@ func orDefault(db string) string {
 }
 
 // create makes .plan/ and writes the configuration of a new workspace: a fresh identity, and the
-// store and database asked for (the DSN without its password).
+// store and database asked for (the DSN without its credentials).
 func (s *Setup) create(cfg Config) error {
 	l := s.Layout
 	if !l.Initialized() && hasPacks(l) {

@@ -16,8 +16,11 @@
 //     records, gc marks), keyed by name and checked against the listed size where it is known;
 //     it is an optimisation: deleting it at any time loses nothing. It is bounded (CacheMax):
 //     past the bound, the least recently used packs go;
-//   - an unreachable endpoint, refused credentials or a server error that outlasts the retries is
-//     fault.ErrUnavailable, whose message names the store but never a secret; a missing bucket is
+//   - every request has deadlines: a connection within 5 s, no more than Stall without a byte
+//     either way, a response within 2 minutes, the whole within Timeout;
+//   - an unreachable endpoint, a server error that outlasts the retries or a request past its
+//     deadline is fault.ErrUnavailable, refused credentials or a refused permission
+//     fault.ErrDenied, whose messages name the store but never a secret; a missing bucket is
 //     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
 //     size when fetched whole, and listed so by the bucket) is fault.ErrIntegrity, while a body cut
 //     short on the way (a connection reset, a short read of a file whose size did not change) is
@@ -53,6 +56,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/secret"
 )
 
 // Config says which bucket to open and where to cache it.
@@ -71,6 +75,9 @@ type Config struct {
 	Getenv func(string) string
 	// Timeout bounds one request (a whole upload of a large pack included); 0 means 10 minutes.
 	Timeout time.Duration
+	// Stall bounds how long a connection may carry nothing, neither way, while a request uses it
+	// (a frozen server, a silent partition); 0 means DefaultStall.
+	Stall time.Duration
 	// Retries is how often a failed request that is safe to repeat is tried again, with
 	// exponential backoff (minio-go's); 0 means DefaultRetries.
 	Retries int
@@ -79,6 +86,10 @@ type Config struct {
 // DefaultRetries is how often a failed request is retried: a few seconds of backoff in all, enough
 // for a server restart, short enough that an outage is reported promptly.
 const DefaultRetries = 4
+
+// DefaultStall is how long a request may wait on a connection that moves no byte: far longer than
+// any healthy server is silent, far shorter than the request's own Timeout.
+const DefaultStall = time.Minute
 
 // DefaultCacheMax is the default bound of the pack cache.
 const DefaultCacheMax = 2 << 30
@@ -108,8 +119,9 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 		return "", "", fault.Invalid("store URL %q: want s3://bucket[/prefix]", raw)
 	}
 	// minio-go checks the name before every request, and its complaint carries no status: left to
-	// it, a name S3 never accepts would read as a service that does not answer.
-	if err := s3utils.CheckValidBucketName(u.Host); err != nil {
+	// it, a name S3 never accepts would read as a service that does not answer. Its lenient check
+	// lets upper case and underscores through, which S3 answers with a bare 400: the strict one.
+	if err := s3utils.CheckValidBucketNameStrict(u.Host); err != nil {
 		return "", "", fault.Invalid("store URL %q: %v", raw, err)
 	}
 	prefix = strings.Trim(u.Path, "/")
@@ -146,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		Secure:     secure,
 		Region:     region,
 		MaxRetries: cmp.Or(cfg.Retries, DefaultRetries),
-		Transport:  transport(),
+		Transport:  transport(cmp.Or(cfg.Stall, DefaultStall)),
 	})
 	if err != nil {
 		return nil, fault.Invalid("store %s: endpoint %s: %v", cfg.URL, endpoint, err)
@@ -171,14 +183,40 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // transport is the default transport with connection timeouts short enough that a server that is
-// down is reported as such in seconds, not minutes.
-func transport() http.RoundTripper {
+// down is reported as such in seconds, not minutes, and connections that give up after stall
+// without a byte either way. An idle connection is closed (after stall/2) before its silence
+// could count against it.
+func transport(stall time.Duration) http.RoundTripper {
 	t := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
-	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		IdleConnTimeout: min(90*time.Second, stall/2), TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	dial := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stallConn{Conn: c, stall: stall}, nil
+	}
 	t.ResponseHeaderTimeout = 2 * time.Minute
 	t.MaxIdleConnsPerHost = 16
 	return t
+}
+
+// stallConn is a connection on which every read and write gives the connection stall more to move
+// a byte: one that moves nothing for that long, either way, fails with a timeout.
+type stallConn struct {
+	net.Conn
+	stall time.Duration
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the read itself
+	return c.Conn.Read(p)
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the write itself
+	return c.Conn.Write(p)
 }
 
 // endpointOf turns AWS_ENDPOINT_URL into minio-go's host[:port] and TLS flag; empty means AWS.
@@ -187,8 +225,11 @@ func endpointOf(raw string) (string, bool, error) {
 		return "s3.amazonaws.com", true, nil
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return "", false, fault.Invalid("AWS_ENDPOINT_URL %q: want http(s)://host[:port]", raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+		// Shown without what it holds of credentials: they belong in AWS_ACCESS_KEY_ID and
+		// AWS_SECRET_ACCESS_KEY, never in the URL.
+		shown, _ := secret.URL(raw)
+		return "", false, fault.Invalid("AWS_ENDPOINT_URL %q: want http(s)://host[:port] (credentials go in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", shown)
 	}
 	return u.Host, u.Scheme == "https", nil
 }
@@ -197,15 +238,18 @@ func (b *Backend) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.timeout)
 }
 
+// ensureBucket checks the bucket is there by listing (at most one key of) the store's own prefix,
+// which is all a least-privilege policy grants (ListBucket with an s3:prefix condition): no call
+// on the whole bucket (HeadBucket, ListBuckets) is made unless it must be created.
 func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	ok, err := b.client.BucketExists(ctx, b.bucket)
-	if err != nil {
-		return b.classify("open the bucket", "", err)
-	}
-	if ok {
+	err := b.probe(ctx)
+	if err == nil {
 		return nil
+	}
+	if minio.ToErrorResponse(err).Code != "NoSuchBucket" {
+		return b.classify("open the bucket", "", err)
 	}
 	if !create {
 		return fault.NotFound("store %s: the bucket %s does not exist (plan init --store creates it)", b.url, b.bucket)
@@ -215,6 +259,17 @@ func (b *Backend) ensureBucket(ctx context.Context, create bool, region string) 
 			return nil // made by another workspace meanwhile
 		}
 		return b.classify("create the bucket", "", err)
+	}
+	return nil
+}
+
+// probe lists the first key under the store's prefix: nil when the listing works (the bucket is
+// there and the credentials may read the prefix).
+func (b *Backend) probe(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing after its first answer
+	for obj := range b.client.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.prefix, MaxKeys: 1}) {
+		return obj.Err
 	}
 	return nil
 }
@@ -243,7 +298,7 @@ func (b *Backend) classify(op, name string, err error) error {
 		return fault.Integrity("%s %s: shorter than when it was opened (the file changed?)", op, what)
 	case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch" ||
 		resp.StatusCode == http.StatusForbidden:
-		return fault.Unavailable("%s %s: the credentials in the AWS environment were refused (%s)", op, what, resp.Code)
+		return fault.Denied("%s %s: refused (%s): the credentials in the AWS environment are not accepted, or their policy does not allow this", op, what, resp.Code)
 	case resp.StatusCode >= 500 || resp.StatusCode == 0 || errors.Is(err, context.DeadlineExceeded):
 		return fault.Unavailable("%s %s: %s does not answer: %v", op, what, b.endpoint, err)
 	}

@@ -123,8 +123,8 @@ func TestEndpointOf(t *testing.T) {
 	}
 }
 
-// A server that does not answer, or refuses the credentials, is "unavailable", quickly, and the
-// message names the store but no secret.
+// A server that does not answer is "unavailable", quickly, one that refuses the credentials
+// "denied", and the message names the store but no secret.
 func TestUnavailable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -157,7 +157,7 @@ func TestUnavailable(t *testing.T) {
 		return getenv(k)
 	}
 	_, err = Open(context.Background(), Config{URL: "s3://plan-any", CacheDir: t.TempDir(), Getenv: wrong})
-	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "not-the-secret") {
+	if !errors.Is(err, fault.ErrDenied) || errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "not-the-secret") {
 		t.Fatalf("wrong secret: %v", err)
 	}
 	if _, err := Open(context.Background(), Config{URL: "s3://plan-no-such-bucket-here", CacheDir: t.TempDir(), Getenv: getenv}); !errors.Is(err, fault.ErrNotFound) {
@@ -373,7 +373,10 @@ func TestOperationsWhenTheServiceFails(t *testing.T) {
 	if err := os.WriteFile(src, bytes.Repeat([]byte("p"), 5<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for mode, what := range map[int32]string{1: "does not answer", 2: "credentials"} {
+	for mode, want := range map[int32]struct {
+		kind error
+		what string
+	}{1: {fault.ErrUnavailable, "does not answer"}, 2: {fault.ErrDenied, "credentials"}} {
 		f.mode.Store(mode)
 		for name, op := range map[string]func() error{
 			"list":    func() error { _, err := b.List("packs"); return err },
@@ -385,7 +388,7 @@ func TestOperationsWhenTheServiceFails(t *testing.T) {
 			"remove":  func() error { return b.Remove("records/w/x") },
 		} {
 			err := op()
-			if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), what) ||
+			if !errors.Is(err, want.kind) || !strings.Contains(err.Error(), want.what) ||
 				strings.Contains(err.Error(), getenv("AWS_SECRET_ACCESS_KEY")) {
 				t.Errorf("%s while the service fails (%d): %v", name, mode, err)
 			}

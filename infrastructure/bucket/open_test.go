@@ -36,17 +36,19 @@ func TestOpenRefusesWhatCanNeverWork(t *testing.T) {
 		"s3://192.168.10.20",              // an IP address
 		"s3://bad*name",                   // a character S3 does not allow
 		"s3://" + strings.Repeat("x", 64), // longer than 63 characters
+		"s3://UPPERCASE",                  // upper case: S3 answers a bare 400
+		"s3://has_underscore",             // an underscore, likewise
 	} {
 		_, err := Open(context.Background(), Config{URL: raw, CacheDir: t.TempDir(), Getenv: getenv})
 		if !errors.Is(err, fault.ErrInvalid) || errors.Is(err, fault.ErrUnavailable) {
 			t.Errorf("Open(%q): %v, want invalid input", raw, err)
 		}
 	}
-	for _, endpoint := range []string{"ftp://minio:9000", "http://-minio:9000"} {
+	for _, endpoint := range []string{"ftp://minio:9000", "http://-minio:9000", "http://AKIA:S3CR3T@minio:9000/x", "http://AKIA:S3CR3T@minio:9000"} {
 		env["AWS_ENDPOINT_URL"] = endpoint
 		_, err := Open(context.Background(), Config{URL: "s3://plan-ok", CacheDir: t.TempDir(), Getenv: getenv})
-		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "minio") {
-			t.Errorf("endpoint %q: %v, want invalid input naming it", endpoint, err)
+		if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "minio") || strings.Contains(err.Error(), "S3CR3T") {
+			t.Errorf("endpoint %q: %v, want invalid input naming it without its secret", endpoint, err)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -165,7 +166,7 @@ func TestRequestsTheServiceRefuses(t *testing.T) {
 		t.Errorf("the clock when writes fail: %v", err)
 	}
 	g.set(only(http.MethodHead, http.StatusForbidden, "AccessDenied"))
-	if _, err := reopen().Now(); !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "clock") {
+	if _, err := reopen().Now(); !errors.Is(err, fault.ErrDenied) || !strings.Contains(err.Error(), "clock") {
 		t.Errorf("the clock when its probe cannot be read back: %v", err)
 	}
 
@@ -193,14 +194,14 @@ func TestRequestsTheServiceRefuses(t *testing.T) {
 		return 0, ""
 	})
 	_, err = Open(context.Background(), Config{URL: "s3://" + fresh, CacheDir: t.TempDir(), Getenv: via, Create: true, Retries: 1})
-	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "credentials") {
+	if !errors.Is(err, fault.ErrDenied) || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("create a bucket the credentials may not create: %v", err)
 	}
 
 	// Another workspace creates the bucket between this one's look and its create.
 	var made atomic.Bool
 	g.set(func(r *http.Request) (int, string) {
-		if r.Method == http.MethodHead && !isObject(r) && made.CompareAndSwap(false, true) {
+		if r.Method == http.MethodGet && !isObject(r) && r.URL.Query().Has("list-type") && made.CompareAndSwap(false, true) {
 			if err := b.client.MakeBucket(context.Background(), fresh, minio.MakeBucketOptions{}); err != nil {
 				t.Errorf("the other workspace's create: %v", err)
 			}
@@ -395,4 +396,80 @@ func TestConcurrentRangedReads(t *testing.T) {
 		t.Errorf("the whole file in the cache: %v", err)
 	}
 	emptyDir(t, other.cache.tmp)
+}
+
+// Credentials limited to the store's prefix (a least-privilege policy: ListBucket only with an
+// s3:prefix condition, objects only under the prefix) can open and use the store: no request is
+// made on the whole bucket. Outside the prefix they are refused: denied, not unavailable.
+func TestPrefixScopedCredentials(t *testing.T) {
+	g, via := throughGate(t)
+	b := freshBucket(t, via, "p")
+	g.set(func(r *http.Request) (int, string) {
+		if isObject(r) {
+			if strings.HasPrefix(strings.Trim(r.URL.Path, "/"), b.bucket+"/p/") {
+				return 0, ""
+			}
+			return http.StatusForbidden, "AccessDenied"
+		}
+		if r.Method == http.MethodGet && r.URL.Query().Has("location") {
+			return 0, ""
+		}
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Query().Get("prefix"), "p/") {
+			return http.StatusForbidden, "AccessDenied"
+		}
+		return 0, ""
+	})
+	o, err := Open(context.Background(), Config{URL: "s3://" + b.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Create: true, Retries: 1})
+	if err != nil {
+		t.Fatalf("open with prefix-scoped credentials: %v", err)
+	}
+	defer func() { _ = o.Close() }()
+	if err := o.WriteFile("workspaces/w.json", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.List("workspaces"); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %v", got, err)
+	}
+	_, err = Open(context.Background(), Config{URL: "s3://" + b.bucket + "/q", CacheDir: t.TempDir(), Getenv: via, Retries: 1})
+	if !errors.Is(err, fault.ErrDenied) || errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("open another prefix: %v", err)
+	}
+}
+
+// A service that stops answering (it takes a request and sends nothing) is given up on after
+// Stall without a byte: unavailable, naming the endpoint, not a wait as long as the freeze.
+func TestAStalledServiceIsUnavailable(t *testing.T) {
+	g, via := throughGate(t)
+	b := freshBucket(t, via, "p")
+	if err := b.WriteFile("workspaces/w.json", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
+	defer close(stalled)
+	o, err := Open(context.Background(), Config{URL: "s3://" + b.bucket + "/p", CacheDir: t.TempDir(), Getenv: via, Retries: 1, Stall: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = o.Close() }()
+	g.set(func(r *http.Request) (int, string) {
+		if r.Method == http.MethodGet && isObject(r) {
+			select {
+			case <-stalled:
+			case <-r.Context().Done():
+			}
+		}
+		return 0, ""
+	})
+	start := time.Now()
+	_, err = o.ReadFile("workspaces/w.json")
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("a read from a stalled service: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("gave up after %v", d)
+	}
+	g.set(nil)
+	if got, err := o.ReadFile("workspaces/w.json"); err != nil || string(got) != "{}" {
+		t.Fatalf("once the service answers again: %q, %v", got, err)
+	}
 }

@@ -6,8 +6,11 @@
 // Invariants:
 //   - unknown keys are refused (fault.ErrInvalid naming the file), so a typo never silently
 //     changes nothing;
-//   - the file never holds a secret: Save refuses a db DSN with a password (the caller strips it
-//     with RedactDSN first); S3 credentials never enter it at all;
+//   - a number is what is written: an integer setting written as anything but a whole number
+//     (keep: 2.9, 1e3) is refused naming the key and the file, never truncated;
+//   - the file never holds a secret: Save refuses a db DSN with a credential in any form (a
+//     password in its userinfo, a password=, passfile= or sslpassword= parameter; the caller
+//     strips them with RedactDSN first); S3 credentials never enter it at all;
 //   - Save replaces the file atomically and durably: a crash leaves the old file or the new one.
 package config
 
@@ -20,12 +23,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/fsx"
+	"github.com/planhq/plan/infrastructure/secret"
 )
 
 // FileName is the configuration's name inside .plan/.
@@ -41,7 +46,7 @@ type File struct {
 	// or s3://bucket[/prefix] (shared stores).
 	Store string `yaml:"store,omitempty"`
 	// DB is the metadata database: "" (.plan/plan.db), sqlite:///abs/path or postgres://... without
-	// a password (it comes from PGPASSWORD or ~/.pgpass).
+	// a credential (the password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass).
 	DB string `yaml:"db,omitempty"`
 
 	Retention       *Retention `yaml:"retention,omitempty"`
@@ -102,13 +107,76 @@ func Load(path string) (File, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return f, fault.Invalid("%s: %v", path, err)
 	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc) // it decoded above: the same bytes parse again
+	if err := wholeNumbers(&doc, reflect.TypeFor[File](), ""); err != nil {
+		return File{}, fault.Invalid("%s: %v", path, err)
+	}
 	return f, nil
+}
+
+// wholeNumbers refuses any value that is not written as a whole number where the schema (t, the
+// Go type n decodes into) has an integer: yaml would take keep: 2.9 (or 1e3) for 2 (or 1000)
+// without a word. key is n's dotted path, for the message.
+func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		return wholeNumbersIn(n.Content, t, key)
+	case n.Kind == yaml.AliasNode:
+		return wholeNumbers(n.Alias, t, key)
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name, v := n.Content[i].Value, n.Content[i+1]
+			if name == "<<" { // a merge: its mapping (or list of them) fills this struct
+				if err := wholeNumbersIn(append([]*yaml.Node{v}, v.Content...), t, key); err != nil {
+					return err
+				}
+			} else if sf, ok := yamlField(t, name); ok {
+				if err := wholeNumbers(v, sf.Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
+					return err
+				}
+			}
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, c := range n.Content {
+			if err := wholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+	case n.Kind == yaml.ScalarNode && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && n.ShortTag() != "!!int":
+		return fmt.Errorf("line %d: %s: want a whole number, not %s", n.Line, key, n.Value)
+	}
+	return nil
+}
+
+// wholeNumbersIn checks each of nodes as a t.
+func wholeNumbersIn(nodes []*yaml.Node, t reflect.Type, key string) error {
+	for _, c := range nodes {
+		if err := wholeNumbers(c, t, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yamlField is the field of struct type t that the yaml key name fills.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if tag, _, _ := strings.Cut(sf.Tag.Get("yaml"), ","); tag == name {
+			return sf, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // Save writes f to path atomically and durably. It refuses a DSN that holds a password.
 func Save(path string, f File) error {
 	if HasPassword(f.DB) {
-		return fault.Invalid("%s: the db DSN holds a password; it must come from PGPASSWORD or ~/.pgpass", path)
+		return fault.Invalid("%s: the db DSN holds a credential; it must come from PGPASSWORD, PGPASSFILE or ~/.pgpass", path)
 	}
 	var b bytes.Buffer
 	b.WriteString("# plan's workspace configuration (see docs/config.md). It holds no secret.\n")
@@ -126,28 +194,12 @@ func Save(path string, f File) error {
 	return nil
 }
 
-// HasPassword says whether a postgres DSN carries a password.
-func HasPassword(dsn string) bool {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return false
-	}
-	_, ok := u.User.Password()
-	return ok
-}
+// HasPassword says whether a DSN carries a credential: a password in its userinfo, or a
+// password, passfile or sslpassword parameter (see secret.URL).
+func HasPassword(dsn string) bool { return secret.Has(dsn) }
 
-// RedactDSN returns dsn without its password (what the file records), and whether it had one.
-func RedactDSN(dsn string) (string, bool) {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn, false
-	}
-	if _, ok := u.User.Password(); !ok {
-		return dsn, false
-	}
-	u.User = url.User(u.User.Username())
-	return u.String(), true
-}
+// RedactDSN returns dsn without its credentials (what the file records), and whether it had any.
+func RedactDSN(dsn string) (string, bool) { return secret.URL(dsn) }
 
 // StoreKind classifies a store URL: "" (private), "file" or "s3"; anything else is invalid.
 func StoreKind(store string) (string, error) {

@@ -35,8 +35,10 @@ func TestLoadAndSave(t *testing.T) {
 		t.Errorf("the file does not say what it is:\n%s", b)
 	}
 	// A password is never written.
-	if err := Save(p, File{DB: "postgres://plan:secret@db/plan"}); !errors.Is(err, fault.ErrInvalid) {
-		t.Fatalf("saving a DSN with a password: %v", err)
+	for _, dsn := range []string{"postgres://plan:secret@db/plan", "postgres://db/plan?user=plan&password=secret", "postgres://db/plan?passfile=/secret"} {
+		if err := Save(p, File{DB: dsn}); !errors.Is(err, fault.ErrInvalid) {
+			t.Fatalf("saving %s: %v", dsn, err)
+		}
 	}
 	if b2, _ := os.ReadFile(p); strings.Contains(string(b2), ":secret@") {
 		t.Fatal("the password reached the file")
@@ -73,6 +75,8 @@ func TestRedactDSN(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u:pw@h:5432/d?sslmode=disable": "postgres://u@h:5432/d?sslmode=disable",
 		"postgres://u@h/d":                         "postgres://u@h/d",
+		"postgres://h/d?user=u&password=pw":        "postgres://h/d?user=u",
+		"postgres://h/d?passfile=/p&sslmode=x":     "postgres://h/d?sslmode=x",
 		"postgres://h/d":                           "postgres://h/d",
 		"sqlite:///a/b.db":                         "sqlite:///a/b.db",
 		"%zz":                                      "%zz",

@@ -134,7 +134,10 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 				// Rebuild replaces only a database that is missing or damaged, never one it cannot
 				// open for another reason: advising it here would send the user round in a circle.
 				repair = "make " + t.Shown() + " the database plan can open, or move what stands there aside; `plan doctor --rebuild` replaces only a missing or damaged database"
-				if errors.Is(err, fault.ErrUnavailable) {
+				switch {
+				case errors.Is(err, fault.ErrDenied):
+					repair = "give the credentials the server accepts (PGPASSWORD, PGPASSFILE or ~/.pgpass) and the permissions plan needs, then run `plan doctor` again"
+				case errors.Is(err, fault.ErrUnavailable):
 					repair = "make the database server reachable (and PGPASSWORD or ~/.pgpass right), then run `plan doctor` again"
 				}
 			}

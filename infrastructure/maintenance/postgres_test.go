@@ -184,3 +184,21 @@ func TestAWorkspaceMissingFromItsDatabase(t *testing.T) {
 		t.Errorf("the other workspace's checkpoints: %v, want %v", got, theirs)
 	}
 }
+
+// A database server that refuses the credentials: doctor says so and advises the credentials,
+// not a reachable server, nor a rebuild.
+func TestDoctorOfADatabaseThatRefusesTheLogin(t *testing.T) {
+	s, _ := pgWorkspace(t)
+	tg := s.Target()
+	u, err := url.Parse(tg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "not-the-password")
+	tg.DB = u.String()
+	r := maintenance.Doctor(context.Background(), tg, false)
+	f := r.Findings[0]
+	if r.OK || f.Check != "database" || f.OK || !strings.Contains(f.Repair, "credentials the server accepts") || strings.Contains(f.Problem+f.Repair, "not-the-password") {
+		t.Fatalf("doctor with a refused login: %+v", r)
+	}
+}

@@ -31,10 +31,18 @@
 //     so the writes of one workspace are serialised as BEGIN IMMEDIATE serialises them on SQLite,
 //     while readers, and other workspaces' writers, never wait. Transactions run at READ COMMITTED,
 //     so a statement after the lock sees every write committed before it was granted;
-//   - a PostgreSQL server that cannot be reached at Open (refused, timed out, unknown host,
-//     refused credentials, no such database) is fault.ErrUnavailable after a few bounded retries,
-//     and so is a statement whose connection is lost; what the server refuses (a constraint) keeps
-//     its own kind. No message holds the URL's password;
+//   - a PostgreSQL server that cannot be reached at Open (refused, timed out, unknown host, no
+//     such database) is fault.ErrUnavailable after a few bounded retries, and so is a statement
+//     whose connection is lost; credentials or a permission the server refuses are
+//     fault.ErrDenied, at once; what else the server refuses (a constraint) keeps its own kind.
+//     No message holds a credential of the URL: it is shown as secret.URL parses it, and no
+//     message is masked by searching its text;
+//   - every wait on a PostgreSQL server has a deadline: a connection its connect_timeout, a
+//     statement its statement_timeout (the DSN's, or DefaultConnectTimeout and
+//     DefaultStatementTimeout), and a connection that receives nothing for the statement timeout
+//     plus a grace fails as fault.ErrUnavailable naming the server (a frozen server or network
+//     never cancels anything itself);
+//   - a database holding another application's tables is fault.ErrInvalid, never adopted;
 //   - repositories join the caller's transaction when the context carries one (Transactor.Do);
 //   - with a Ledger (WithLedger, as the application always opens it), the database is an index of
 //     the store's records of its workspace: every write names the aggregate it touches (a

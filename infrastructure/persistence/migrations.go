@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -394,6 +395,9 @@ func (d *DB) judgeSchema(g *gorm.DB, names []string, fresh bool) (verdict, err e
 	for _, n := range names {
 		have[n] = true
 	}
+	if foreign, err := d.foreignSchema(g, have, fresh); err != nil || foreign != nil {
+		return foreign, err
+	}
 	if !have["schema_migrations"] {
 		if fresh && len(names) == 0 {
 			return nil, nil
@@ -414,6 +418,37 @@ func (d *DB) judgeSchema(g *gorm.DB, names []string, fresh bool) (verdict, err e
 		}
 	}
 	return nil, nil
+}
+
+// foreignSchema says a database holds another application's tables, which plan must neither
+// adopt nor advise to rebuild: a schema_migrations table of another shape (golang-migrate's,
+// Rails'), or, where a new workspace's database is asked for (fresh), tables of which none is
+// plan's. It is invalid input: a DSN plan cannot use. (Some of plan's tables without the rest is
+// plan's own database, damaged: judgeSchema's verdict.)
+func (d *DB) foreignSchema(g *gorm.DB, have map[string]bool, fresh bool) (error, error) {
+	if !have["schema_migrations"] {
+		if fresh && len(have) > 0 && !slices.ContainsFunc(tablesAt(latestSchema()), func(n string) bool { return have[n] }) {
+			return fault.Invalid("the metadata database %s holds another application's tables (%s) and no plan schema: give plan an empty database, or one of its own", d.target.shown, sampleNames(have)), nil
+		}
+		return nil, nil
+	}
+	cols, err := d.columnsOf(g, "schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read the schema: %w", err)
+	}
+	if !cols["version"] || !cols["name"] || !cols["applied_at"] {
+		return fault.Invalid("the metadata database %s holds another application's schema_migrations table: give plan an empty database, or one of its own", d.target.shown), nil
+	}
+	return nil, nil
+}
+
+// sampleNames lists a few of the table names, sorted.
+func sampleNames(have map[string]bool) string {
+	names := slices.Sorted(maps.Keys(have))
+	if len(names) > 3 {
+		names = append(names[:3], "…")
+	}
+	return strings.Join(names, ", ")
 }
 
 func sameNames(a, b []string) bool {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/planhq/plan/domain/fault"
@@ -82,34 +83,135 @@ func TestUnreachableServerIsUnavailable(t *testing.T) {
 	}
 }
 
-// A database the server does not have, and credentials it refuses, are unavailable too: nothing
-// was changed and the same open can work once the server is set up.
+// A database the server does not have is unavailable: nothing was changed and the same open can
+// work once the server is set up. Credentials it refuses are denied, at once (no retries), and
+// neither message holds the password.
 func TestMissingDatabaseIsUnavailable(t *testing.T) {
 	shortBackoff(t)
 	dsn := newPostgres(t)
 	u, _ := url.Parse(dsn)
 	u.Path = "/plan_test_no_such_database"
-	u.User = url.UserPassword(u.User.Username(), "s3cret-pw")
 	_, err := Open(context.Background(), u.String(), true, WithWorkspace("w"))
-	if !errors.Is(err, fault.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+	if pw, _ := u.User.Password(); !errors.Is(err, fault.ErrUnavailable) || pw != "" && strings.Contains(err.Error(), pw) {
+		t.Fatalf("Open = %v", err)
+	}
+	u, _ = url.Parse(dsn)
+	u.User = url.UserPassword(u.User.Username(), "s3cret-pw")
+	_, err = Open(context.Background(), u.String(), true, WithWorkspace("w"))
+	if errors.Is(err, fault.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open with a wrong password = %v", err)
+	}
+	if !errors.Is(err, fault.ErrDenied) {
+		t.Skipf("the server did not refuse a wrong password (trust authentication?): %v", err)
+	}
+	if !strings.Contains(err.Error(), "refused the login") {
+		t.Fatalf("Open with a wrong password = %v", err)
+	}
+}
+
+// The target a message prints never holds a credential, and shows none it did not have.
+func TestTargetIsRedacted(t *testing.T) {
+	tg, err := parseTarget("postgres://plan:pw-one@db.example:6543/meta?sslmode=require&password=pw-two&passfile=pw-three")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.dialect != Postgres || strings.Contains(tg.shown, "pw-") || tg.hostPort != "db.example:6543" ||
+		tg.shown != "postgres://plan@db.example:6543/meta?sslmode=require" {
+		t.Fatalf("%+v", tg)
+	}
+	if tg, _ := parseTarget("postgres:///meta"); tg.hostPort == "" {
+		t.Fatal("no server named for a URL without a host")
+	}
+	// Messages are not masked by text: a password that is also a word stays a word.
+	if got := (oneLine{errors.New("failed to connect to `user=plan database=plan`:\n\tdial error")}).Error(); got != "failed to connect to `user=plan database=plan`:; dial error" {
+		t.Fatal(got)
+	}
+	if got := parseMessage(errors.New("plain")); got != "plain" {
+		t.Fatal(got)
+	}
+}
+
+// The deadlines: the DSN's own, or the defaults; a statement_timeout plan cannot read is invalid.
+func TestDeadlines(t *testing.T) {
+	for v, want := range map[string]time.Duration{"1500": 1500 * time.Millisecond, "2s": 2 * time.Second, " 1 min": time.Minute, "0": 0, "250ms": 250 * time.Millisecond} {
+		if got, err := pgDuration(v); err != nil || got != want {
+			t.Errorf("pgDuration(%q) = %v, %v", v, got, err)
+		}
+	}
+	for _, bad := range []string{"", "x", "5 fortnights", "-1", "99999999999999999d"} {
+		if _, err := pgDuration(bad); err == nil {
+			t.Errorf("pgDuration(%q) passed", bad)
+		}
+	}
+	cfg, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withDeadlines(cfg); err != nil || cfg.ConnectTimeout != DefaultConnectTimeout || cfg.RuntimeParams["statement_timeout"] != "60000" {
+		t.Fatalf("defaults: %v %v %v", err, cfg.ConnectTimeout, cfg.RuntimeParams)
+	}
+	cfg, _ = pgx.ParseConfig("postgres://u@127.0.0.1:1/d?connect_timeout=2&statement_timeout=0")
+	if err := withDeadlines(cfg); err != nil || cfg.ConnectTimeout != 2*time.Second || cfg.RuntimeParams["statement_timeout"] != "0" {
+		t.Fatalf("the DSN's own: %v %v %v", err, cfg.ConnectTimeout, cfg.RuntimeParams)
+	}
+	_, err = Open(context.Background(), "postgres://u:s3cret@127.0.0.1:1/d?statement_timeout=soon", true, WithWorkspace("w"))
+	if !errors.Is(err, fault.ErrInvalid) || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "statement_timeout") {
 		t.Fatalf("Open = %v", err)
 	}
 }
 
-// The target a message prints never holds the password.
-func TestTargetIsRedacted(t *testing.T) {
-	tg, err := parseTarget("postgres://plan:pw-one@db.example:6543/meta?sslmode=require&password=pw-two")
+// A server that stops answering (frozen, or a network that drops everything) is given up on after
+// the statement timeout and its grace: unavailable, naming the server and the wait; a server that
+// answers late, within the wait, is waited for.
+func TestFrozenServerIsUnavailable(t *testing.T) {
+	dsn := newPostgres(t)
+	u, _ := url.Parse(dsn)
+	fz := newFreezer(t, u.Host)
+	u.Host = fz.addr
+	q := u.Query()
+	q.Set("statement_timeout", "300")
+	u.RawQuery = q.Encode()
+	was := answerGrace
+	answerGrace = 200 * time.Millisecond
+	t.Cleanup(func() { answerGrace = was })
+	ctx := context.Background()
+	db, err := Open(ctx, u.String(), true, WithWorkspace("w"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.dialect != Postgres || strings.Contains(tg.shown, "pw-") || tg.hostPort != "db.example:6543" || !strings.Contains(tg.shown, "db.example:6543/meta") {
-		t.Fatalf("%+v", tg)
+	defer func() { _ = db.Close() }()
+	cps := NewCheckpoints(db)
+	fz.freeze(true)
+	start := time.Now()
+	_, err = cps.List(ctx)
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer within 500ms") || !strings.Contains(err.Error(), fz.addr) {
+		t.Fatalf("List on a frozen server = %v", err)
 	}
-	if r := (redacted{errors.New("dial pw-two failed"), tg.password}).Error(); strings.Contains(r, "pw-two") {
-		t.Fatal(r)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
 	}
-	if tg, _ := parseTarget("postgres:///meta"); tg.hostPort == "" {
-		t.Fatal("no server named for a URL without a host")
+	fz.freeze(false)
+	if _, err := cps.List(ctx); err != nil {
+		t.Fatalf("after the freeze: %v", err)
+	}
+	// The server's own cancellation of a statement running past the timeout is unavailable too.
+	err = db.gorm.WithContext(ctx).Exec(`SELECT pg_sleep(1)`).Error
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "statement_timeout") {
+		t.Fatalf("a statement past its timeout: %v", err)
+	}
+	// A permission the account lacks is denied (the role lives only in the transaction).
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		role := fmt.Sprintf("plan_test_nobody_%d", time.Now().UnixNano())
+		if err := tx.Exec(`CREATE ROLE ` + role).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec(`SET LOCAL ROLE ` + role).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`SELECT * FROM checkpoints`).Error
+	})
+	if !errors.Is(err, fault.ErrDenied) {
+		t.Fatalf("a refused permission: %v", err)
 	}
 }
 
@@ -239,12 +341,10 @@ func TestPostgresOpenRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown := dsn // the target as printed: its password masked
+	shown := dsn // the target as printed: without its password
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			shown = u.String()
-		}
+		u.User = url.User(u.User.Username())
+		shown = u.String()
 	}
 	if db.Dialect() != Postgres || db.Target() != shown {
 		t.Fatalf("target %s, want %s", db.Target(), shown)

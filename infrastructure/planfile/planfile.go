@@ -2,7 +2,9 @@
 //
 // Invariant: a file is either accepted whole or refused with a fault.ErrInvalid error that names the
 // file, the line and the problem; unknown keys, duplicate keys and wrong types are refused rather
-// than ignored, because a typo in a plan would otherwise run the wrong thing.
+// than ignored, because a typo in a plan would otherwise run the wrong thing. A file that could only
+// fail later (a text holding a NUL character, which no command or environment can carry; a
+// directory named as the file) is refused the same way, before anything runs or is recorded.
 package planfile
 
 import (
@@ -47,6 +49,9 @@ func Load(path string) (File, error) {
 		return File{}, fmt.Errorf("read plan file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return File{}, fault.Invalid("%s is a directory, not a plan file", path)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return File{}, fmt.Errorf("read plan file %s: %w", path, err)
@@ -88,6 +93,9 @@ func Parse(path string, b []byte) (File, error) {
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return File{}, fault.Invalid("%s: the file is empty; a plan needs a name and decisions", path)
+	}
+	if n := withNUL(&doc); n != nil {
+		return File{}, p.errf(n, "a text holds a NUL character (\\0), which no command, environment variable or record can carry")
 	}
 	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
@@ -134,7 +142,21 @@ func Parse(path string, b []byte) (File, error) {
 	return out, nil
 }
 
-// fields walks a mapping, refusing unknown and duplicate keys.
+// withNUL returns the first node (key or value) whose text holds a NUL character, or nil. A
+// double-quoted "\0" makes one; no command line, environment variable or database text can carry
+// it, so it is refused with the rest of the file rather than when a decision starts.
+func withNUL(n *yaml.Node) *yaml.Node {
+	if strings.ContainsRune(n.Value, 0) {
+		return n
+	}
+	for _, c := range n.Content {
+		if bad := withNUL(c); bad != nil {
+			return bad
+		}
+	}
+	return nil
+}
+
 // deref follows a YAML alias (*name) to the node its anchor (&name) marks.
 func deref(n *yaml.Node) *yaml.Node {
 	for range 32 { // anchors can alias aliases; bound the chase

@@ -241,13 +241,44 @@ func TestLoadMissing(t *testing.T) {
 	}
 }
 
+// A directory named as the plan file is bad input (exit 3), not an internal error.
 func TestLoadDirectory(t *testing.T) {
-	_, err := planfile.Load(t.TempDir())
-	if err == nil {
-		t.Fatal("loading a directory succeeded")
+	dir := t.TempDir()
+	_, err := planfile.Load(dir)
+	if fault.Kind(err) != fault.ErrInvalid || !strings.Contains(err.Error(), dir+" is a directory") {
+		t.Fatalf("got %v (kind %v), want invalid input naming the directory", err, fault.Kind(err))
 	}
-	if k := fault.Kind(err); k == fault.ErrNotFound {
-		t.Fatalf("a directory is not a missing file: %v", err)
+}
+
+// A file that opens but cannot be read reports the cause and names the file.
+func TestLoadUnreadable(t *testing.T) {
+	const mem = "/proc/self/mem" // opens, reads fail with EIO at offset 0
+	if _, err := os.Stat(mem); err != nil {
+		t.Skip("no /proc/self/mem here")
+	}
+	_, err := planfile.Load(mem)
+	if err == nil || fault.Kind(err) == fault.ErrInvalid || !strings.Contains(err.Error(), "read plan file "+mem) {
+		t.Fatalf("got %v (kind %v), want the read error naming the file", err, fault.Kind(err))
+	}
+}
+
+// No text of a plan file may hold a NUL character: no command line, environment variable or
+// database text can carry one, so the file is refused whole, before anything runs.
+func TestParseRefusesNUL(t *testing.T) {
+	for name, src := range map[string]string{
+		"env value": "name: n\ndecisions:\n  - {id: a, run: x, env: {A: \"x\\0y\"}}\n",
+		"run":       "name: n\ndecisions:\n  - id: a\n    run: \"echo \\0\"\n",
+		"name":      "name: \"a\\0\"\ndecisions:\n  - {id: a, run: x}\n",
+		"label key": "name: n\ndecisions:\n  - {id: a, run: x, labels: {\"k\\0\": v}}\n",
+		"validate":  "name: n\ndecisions:\n  - {id: a, run: x, validate: \"t\\0\"}\n",
+	} {
+		f, err := planfile.Parse("p.yaml", []byte(src))
+		if fault.Kind(err) != fault.ErrInvalid || !strings.Contains(err.Error(), "NUL character") || f.Decisions != nil {
+			t.Errorf("%s: got %+v, %v; want invalid input naming the NUL", name, f, err)
+		}
+	}
+	if _, err := planfile.Parse("p.yaml", []byte("name: n\ndecisions:\n  - {id: a, run: \"x\\ty\"}\n")); err != nil {
+		t.Errorf("a tab is not a NUL: %v", err)
 	}
 }
 

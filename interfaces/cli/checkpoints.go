@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -71,10 +73,11 @@ func (h *handler) checkpointCreate(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		return h.emit(newCheckpointView(cp), func(w io.Writer) {
+		short := shortName(c.Context, app, cp)
+		return h.emit(newCheckpointView(cp, short), func(w io.Writer) {
 			st := cp.Stats()
-			_, _ = fmt.Fprintf(w, "Created checkpoint %s (%s): %d files, %s, %s newly stored, %.1f ms\n",
-				cp.ID(), cp.Type(), st.Files, humanBytes(st.Bytes), humanBytes(st.StoredBytes),
+			_, _ = fmt.Fprintf(w, "Created checkpoint %s (%s, %s): %d files, %s, %s newly stored, %.1f ms\n",
+				cp.ID(), short, cp.Type(), st.Files, humanBytes(st.Bytes), humanBytes(st.StoredBytes),
 				float64(st.Duration.Microseconds())/1000)
 		})
 	})
@@ -93,6 +96,10 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		shorts, err := app.Services.Checkpoints.ShortNames(c.Context)
+		if err != nil {
+			return err
+		}
 		cps := all[:0:0]
 		for _, cp := range all {
 			if cp.HasLabels(want) {
@@ -101,7 +108,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		}
 		views := make([]checkpointView, 0, len(cps))
 		for _, cp := range cps {
-			views = append(views, newCheckpointView(cp))
+			views = append(views, newCheckpointView(cp, shorts[cp.ID()]))
 		}
 		return h.emit(views, func(w io.Writer) {
 			switch {
@@ -113,13 +120,13 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 				return
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			_, _ = fmt.Fprintln(tw, "ID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
+			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
 				note := cp.Note()
 				if tags := labelText(cp); tags != "" {
 					note = strings.TrimSpace(note + " " + tags)
 				}
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cp.ID(), cp.Type(),
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", shorts[cp.ID()], cp.ID(), cp.Type(),
 					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
 			}
 			_ = tw.Flush()
@@ -141,7 +148,8 @@ func (h *handler) checkpointShow(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := newCheckpointView(cp)
+		short := shortName(c.Context, app, cp)
+		v := newCheckpointView(cp, short)
 		if c.Bool("files") {
 			entries, err := svc.Entries(c.Context, cp)
 			if err != nil {
@@ -177,7 +185,7 @@ func printCheckpoint(w io.Writer, v checkpointView) {
 		}
 		return *s
 	}
-	_, _ = fmt.Fprintf(w, "checkpoint %s\n", v.ID)
+	_, _ = fmt.Fprintf(w, "checkpoint %s (%s)\n", v.ID, v.ShortID)
 	_, _ = fmt.Fprintf(w, "type:        %s\ncreated:     %s\n", v.Type, v.CreatedAt)
 	if v.Note != "" {
 		_, _ = fmt.Fprintf(w, "note:        %s\n", v.Note)
@@ -254,7 +262,8 @@ func (h *handler) checkpointPin(on bool) ucli.ActionFunc {
 			if err != nil {
 				return err
 			}
-			return h.emit(newCheckpointView(cp), func(w io.Writer) {
+			short := shortName(c.Context, app, cp)
+			return h.emit(newCheckpointView(cp, short), func(w io.Writer) {
 				if on {
 					_, _ = fmt.Fprintf(w, "Pinned checkpoint %s: no prune deletes it.\n", cp.ID())
 				} else {
@@ -284,4 +293,15 @@ func labelText(cp *checkpoint.Checkpoint) string {
 		return ""
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// shortName is cp's short name among the workspace's checkpoints. When the others cannot be read
+// (a damaged row), it is the whole short form: longer, and still a name that resolves to cp, so the
+// command that made or changed cp never fails for want of its nickname.
+func shortName(ctx context.Context, app *bootstrap.App, cp *checkpoint.Checkpoint) string {
+	names, err := app.Services.Checkpoints.ShortNames(ctx)
+	if err != nil {
+		return ident.Short(string(cp.ID()))
+	}
+	return names[cp.ID()]
 }

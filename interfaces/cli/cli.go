@@ -17,6 +17,8 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/secret"
+	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // Runner runs plan commands against injected streams.
@@ -48,11 +50,15 @@ type handler struct {
 	// quiet drops progress and narration from stderr.
 	quiet    bool
 	notFound error
+	// exactRoot says root is the workspace itself, not where to start looking for one: init and
+	// clone name the directory they make a workspace of.
+	exactRoot bool
 	// fresh is what plan init (or clone) asks of a new workspace: its store, database and ID.
 	fresh struct{ store, db, id string }
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
-	// argv is the command line after the program name, for the operation log.
+	// argv is the command line after the program name, for the operation log, with the
+	// credentials of every URL in it removed (the log is shared and recorded in the store).
 	argv []string
 	// op is the running command's operation log entry, when it is one the log keeps.
 	op *opLog
@@ -69,7 +75,7 @@ var parseMu sync.Mutex
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
 	if len(args) > 1 {
-		h.argv = append([]string(nil), args[1:]...)
+		h.argv = secret.Args(args[1:])
 	}
 	parseMu.Lock()
 	h.parsed = sync.OnceFunc(parseMu.Unlock)
@@ -81,6 +87,10 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	}
 	if err == nil {
 		return ExitOK
+	}
+	var se *silentExit
+	if errors.As(err, &se) {
+		return se.code
 	}
 	code, kind := exitCode(err)
 	if h.json {
@@ -175,10 +185,36 @@ func globalFlags() []ucli.Flag {
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
 	h.quiet = c.Bool("quiet")
-	if h.r.Dir != "" && !filepath.IsAbs(h.root) {
-		h.root = filepath.Join(h.r.Dir, h.root)
+	if !filepath.IsAbs(h.root) {
+		base := h.r.Dir
+		if base == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("the current directory: %w", err)
+			}
+			base = wd
+		}
+		h.root = filepath.Join(base, h.root)
 	}
 	return nil
+}
+
+// workspaceRoot is the workspace the command works on: the one that holds the directory it started
+// in (h.root), found as git finds .git; h.root itself when there is none (opening it then says it
+// is not a workspace) or when the command named its directory outright (clone, init).
+func (h *handler) workspaceRoot() (string, error) {
+	if h.exactRoot {
+		return h.root, nil
+	}
+	root, _, err := workspace.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
+	return root, err
+}
+
+func (h *handler) getenv(name string) string {
+	if h.r.Getenv != nil {
+		return h.r.Getenv(name)
+	}
+	return os.Getenv(name)
 }
 
 func onUsageError(_ *ucli.Context, err error, _ bool) error { return usagef("%v", err) }
@@ -209,8 +245,12 @@ func groupAction(c *ucli.Context) error {
 // open starts the application for the workspace; init creates .plan/ when missing. Any operation
 // a crash left behind is recovered first and reported on stderr.
 func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
+	root, err := h.workspaceRoot()
+	if err != nil {
+		return nil, err
+	}
 	app, err := bootstrap.Open(ctx, bootstrap.Config{
-		Root: h.root, Init: init, AllowDangerousRoot: h.forceRoot,
+		Root: root, Init: init, AllowDangerousRoot: h.forceRoot,
 		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv,
 	})
 	if err != nil {
@@ -227,6 +267,9 @@ func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
 	res, err := app.Services.Guard.RecoverIfIdle(ctx)
 	if err != nil {
 		return err
+	}
+	if _, ok, err := readCloneMarker(app.Services.Layout.State()); ok || err != nil {
+		h.warn("this workspace is a clone that was interrupted: `plan recover` finishes it")
 	}
 	if op := res.Pending; op != nil {
 		_, _ = fmt.Fprintf(h.r.Stderr, "plan: an interrupted %s (%s) is pending and the workspace may be part-way through it: "+

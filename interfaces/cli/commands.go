@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/config"
 )
@@ -19,11 +21,13 @@ func (h *handler) commands() []*ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "store", Usage: "keep content in a shared store: `URL` file:///abs/path or s3://bucket[/prefix] (endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
 			&ucli.StringFlag{Name: "db", Usage: "keep metadata in `DSN` sqlite:///abs/path or postgres://user@host:port/database (the password from PGPASSWORD or ~/.pgpass; never recorded)"},
+			&ucli.BoolFlag{Name: "nested", Usage: "make a workspace inside another one (refused otherwise)"},
 		},
 		Action: h.initCmd,
 	}}
 	cmds = append(cmds, h.checkpointCommands()...)
 	cmds = append(cmds, h.diffCommand())
+	cmds = append(cmds, h.readCommands()...)
 	cmds = append(cmds, h.restoreCommands()...)
 	cmds = append(cmds, h.planCommands()...)
 	cmds = append(cmds, h.correctionCommands()...)
@@ -40,6 +44,13 @@ func (h *handler) initCmd(c *ucli.Context) error {
 		return err
 	}
 	ctx := c.Context
+	// init makes a workspace of the directory it is run in; inside another workspace that would
+	// nest one, whose files the outer one would also take in: say so instead.
+	if outer, err := h.workspaceRoot(); err == nil && inside(outer, h.root) && !c.Bool("nested") {
+		return fault.Conflict("%s is inside the workspace %s: a workspace here would nest in it (its files are already "+
+			"checkpointed there); run plan commands from here as they are, or pass --nested to make one anyway", h.root, outer)
+	}
+	h.exactRoot = true
 	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
 	var v initView
 	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
@@ -60,7 +71,7 @@ func (h *handler) initCmd(c *ucli.Context) error {
 				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
 			}
 			if created && config.HasPassword(c.String("db")) {
-				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD or ~/.pgpass")
+				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD, PGPASSFILE or ~/.pgpass")
 			}
 		})
 	})
@@ -69,4 +80,12 @@ func (h *handler) initCmd(c *ucli.Context) error {
 // withInit opens the workspace, creating .plan/ when needed, and tells fn whether it did.
 func (h *handler) withInit(ctx context.Context, fn func(app *bootstrap.App, created bool) error) error {
 	return h.with(ctx, true, func(app *bootstrap.App) error { return fn(app, app.Services.Setup.Created) })
+}
+
+// inside says a discovered workspace root is another directory than start: start is inside it.
+func inside(root, start string) bool {
+	if r, err := filepath.EvalSymlinks(start); err == nil {
+		start = r
+	}
+	return root != start
 }

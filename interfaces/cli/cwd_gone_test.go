@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// A path argument given from a directory that no longer exists cannot be resolved: the restore is
-// refused, never taken from the workspace root instead, and nothing changes.
+// A command started in a directory that no longer exists has no workspace and no base for a
+// relative path: it is refused, never taken from some other directory instead, and nothing changes.
 func TestPathsFromADeletedDirectory(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "before\n")
@@ -21,14 +21,17 @@ func TestPathsFromADeletedDirectory(t *testing.T) {
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	o := inWorkspace(dir, "rollback", "--to-checkpoint", cp, "--yes", "a.txt")
+	o := invoke(Runner{}, "rollback", "--to-checkpoint", cp, "--yes", "a.txt")
 	if o.code == ExitOK {
 		t.Fatalf("a restore of a path relative to a deleted directory: %v", o)
 	}
 	if got := readFile(t, dir, "a.txt"); got != "after\n" {
 		t.Errorf("the refused restore changed a.txt: %q", got)
 	}
-	// The same path from the workspace root works.
+	// The same path with -C naming the workspace works: -C is where the command starts.
+	if o := inWorkspace(dir, "rollback", "--to-checkpoint", cp, "--yes", "--dry-run", "a.txt"); o.code != ExitOK {
+		t.Fatalf("with -C: %v", o)
+	}
 	o = invoke(Runner{Dir: dir}, "-C", dir, "rollback", "--to-checkpoint", cp, "--yes", "a.txt")
 	if o.code != ExitOK || readFile(t, dir, "a.txt") != "before\n" {
 		t.Fatalf("the restore from the workspace: %v", o)

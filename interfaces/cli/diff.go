@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -20,7 +21,12 @@ const maxPatchBytes = 1 << 20
 func (h *handler) diffCommand() *ucli.Command {
 	return &ucli.Command{
 		Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "FROM [TO]",
-		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"}},
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"},
+			&ucli.BoolFlag{Name: "stat", Usage: "count the lines inserted and deleted in each text file, and in all"},
+			&ucli.BoolFlag{Name: "name-only", Usage: "print only the changed paths, one a line"},
+			&ucli.BoolFlag{Name: "exit-code", Usage: "exit 1 when there are differences, 0 when there are none"},
+		},
 		Action: h.diff,
 	}
 }
@@ -33,69 +39,223 @@ func (h *handler) diff(c *ucli.Context) error {
 	if err := noExtraArgs(c, 2); err != nil {
 		return err
 	}
+	if c.Bool("name-only") && (c.Bool("stat") || c.Bool("patch")) {
+		return usagef("--name-only prints paths only: it does not go with --stat or --patch")
+	}
 	to := c.Args().Get(1)
-	return h.with(c.Context, false, func(app *bootstrap.App) error {
+	differs := false
+	err = h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Checkpoints
 		res, err := svc.Diff(c.Context, from, to, h.progress())
 		if err != nil {
 			return err
 		}
+		differs = len(res.Changes) > 0
 		v := diffView{From: string(res.From.ID()), Changes: newChangeViews(res.Changes)}
 		if res.To != nil {
 			v.To = optional(string(res.To.ID()))
 		}
-		if c.Bool("patch") {
-			for i, ch := range res.Changes {
-				if v.Changes[i].Patch, err = patch(svc, ch, res.To == nil); err != nil {
-					return err
-				}
-			}
+		if v.Stat, err = addPatches(svc, res.Changes, v.Changes, res.To == nil, c.Bool("patch"), c.Bool("stat")); err != nil {
+			return err
 		}
-		return h.emit(v, func(w io.Writer) {
-			for _, ch := range v.Changes {
-				_, _ = fmt.Fprintf(w, "%s %s\n", tree.ChangeType(ch.Change).Letter(), ch.Path)
-			}
-			for _, ch := range v.Changes {
-				_, _ = io.WriteString(w, ch.Patch)
-			}
-		})
+		return h.emit(v, func(w io.Writer) { writeChanges(w, v.Changes, v.Stat, c.Bool("name-only")) })
 	})
+	if err == nil && differs && c.Bool("exit-code") {
+		return &silentExit{code: ExitInternal}
+	}
+	return err
 }
 
-// patch renders a unified diff of a changed text file; binary or large files get a one-line note.
-func patch(svc *application.CheckpointService, ch tree.Change, live bool) (string, error) {
-	side := func(e *tree.Entry, isLive bool) (string, bool, error) {
-		if e == nil || e.Kind != tree.KindFile {
-			return "", true, nil
-		}
-		if e.Size > maxPatchBytes {
-			return "", false, nil
-		}
-		rc, err := svc.OpenContent(*e, isLive)
+// addPatches fills in views (one per change) with each change's patch (withPatch) and line counts
+// (withStat, which also returns the totals). live says the new side is the workspace.
+func addPatches(svc *application.CheckpointService, changes []tree.Change, views []changeView, live, withPatch, withStat bool) (*diffStat, error) {
+	if !withPatch && !withStat {
+		return nil, nil
+	}
+	var total diffStat
+	for i, ch := range changes {
+		p, err := patch(svc, ch, live)
 		if err != nil {
-			return "", false, err
+			return nil, err
 		}
-		defer func() { _ = rc.Close() }()
-		b, err := io.ReadAll(io.LimitReader(rc, maxPatchBytes+1))
-		if err != nil {
-			return "", false, err
+		if withPatch {
+			views[i].Patch = p.text
 		}
-		text := len(b) <= maxPatchBytes && utf8.Valid(b) && !bytes.Contains(b, []byte{0})
-		return string(b), text, nil
+		if withStat {
+			views[i].Insertions, views[i].Deletions = &p.insertions, &p.deletions
+			views[i].Binary = p.binary
+			total.Files++
+			total.Insertions += p.insertions
+			total.Deletions += p.deletions
+		}
 	}
-	if (ch.From != nil && ch.From.Kind != tree.KindFile) && (ch.To != nil && ch.To.Kind != tree.KindFile) {
-		return "", nil
+	if !withStat {
+		return nil, nil
 	}
-	old, oldText, err := side(ch.From, false)
+	return &total, nil
+}
+
+// writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
+// line each; then the patches, if any.
+func writeChanges(w io.Writer, changes []changeView, stat *diffStat, nameOnly bool) {
+	switch {
+	case nameOnly:
+		for _, ch := range changes {
+			_, _ = fmt.Fprintln(w, ch.Path)
+		}
+	case stat != nil:
+		writeStat(w, changes, stat)
+	default:
+		for _, ch := range changes {
+			_, _ = fmt.Fprintf(w, "%s %s\n", tree.ChangeType(ch.Change).Letter(), ch.Path)
+		}
+	}
+	for _, ch := range changes {
+		_, _ = io.WriteString(w, ch.Patch)
+	}
+}
+
+// writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
+// binary or large file), then the totals.
+func writeStat(w io.Writer, changes []changeView, s *diffStat) {
+	width := 0
+	for _, ch := range changes {
+		width = max(width, len(ch.Path))
+	}
+	for _, ch := range changes {
+		n := *ch.Insertions + *ch.Deletions
+		bar := strings.Repeat("+", min(*ch.Insertions, 40)) + strings.Repeat("-", min(*ch.Deletions, 40))
+		switch {
+		case ch.Binary:
+			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, ch.Path, ch.Change)
+		case ch.Kind == "dir":
+			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, ch.Path, ch.Change)
+		default:
+			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, ch.Path, n, bar)
+		}
+	}
+	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "path", "paths"),
+		s.Insertions, plural(s.Insertions, "insertion", "insertions"), s.Deletions, plural(s.Deletions, "deletion", "deletions"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// filePatch is a change's unified diff and its line counts. A binary or large file has a one-line
+// note for text and no counts.
+type filePatch struct {
+	text                  string
+	insertions, deletions int
+	binary                bool
+}
+
+// patch renders one change as git does: a `diff --git` header, what happened to the entry (new,
+// deleted, a mode change, a type change shown as one change, not a deletion and an addition), then a
+// unified diff of the content. A symlink's content is its target. An added side is /dev/null; a
+// binary or large file (over maxPatchBytes) gets a one-line note instead of its bytes.
+func patch(svc *application.CheckpointService, ch tree.Change, live bool) (filePatch, error) {
+	var b strings.Builder
+	from, to := ch.From, ch.To
+	_, _ = fmt.Fprintf(&b, "diff --git a/%s b/%s\n", ch.Path, ch.Path)
+	switch {
+	case from == nil:
+		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", kindWord(to.Kind), gitMode(*to))
+	case to == nil:
+		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", kindWord(from.Kind), gitMode(*from))
+	case from.Kind != to.Kind:
+		_, _ = fmt.Fprintf(&b, "type change: %s -> %s\nold mode %s\nnew mode %s\n", kindWord(from.Kind), kindWord(to.Kind), gitMode(*from), gitMode(*to))
+	case from.Mode != to.Mode && from.Kind != tree.KindSymlink:
+		_, _ = fmt.Fprintf(&b, "old mode %s\nnew mode %s\n", gitMode(*from), gitMode(*to))
+	}
+	old, err := patchSide(svc, from, false)
 	if err != nil {
-		return "", err
+		return filePatch{}, err
 	}
-	cur, newText, err := side(ch.To, live)
+	cur, err := patchSide(svc, to, live)
 	if err != nil {
-		return "", err
+		return filePatch{}, err
 	}
-	if !oldText || !newText {
-		return fmt.Sprintf("Binary or large file %s differs\n", ch.Path), nil
+	oldName, newName := "a/"+ch.Path, "b/"+ch.Path
+	if !old.present {
+		oldName = "/dev/null"
 	}
-	return udiff.Unified("a/"+ch.Path, "b/"+ch.Path, old, cur), nil
+	if !cur.present {
+		newName = "/dev/null"
+	}
+	p := filePatch{}
+	switch {
+	case !old.present && !cur.present: // directories: the header says it all
+	case !old.text || !cur.text:
+		_, _ = fmt.Fprintf(&b, "Binary or large file %s differs\n", ch.Path)
+		p.binary = true
+	default:
+		u := udiff.Unified(oldName, newName, old.content, cur.content)
+		for i, line := range strings.Split(u, "\n") {
+			switch {
+			case i < 2: // the ---/+++ header
+			case strings.HasPrefix(line, "+"):
+				p.insertions++
+			case strings.HasPrefix(line, "-"):
+				p.deletions++
+			}
+		}
+		b.WriteString(u)
+	}
+	p.text = b.String()
+	return p, nil
+}
+
+// side is one side of a change as a patch shows it.
+type side struct {
+	present bool // a file or symlink, which has content (not nothing, not a directory)
+	text    bool // shown line by line (not binary, not too large)
+	content string
+}
+
+func patchSide(svc *application.CheckpointService, e *tree.Entry, live bool) (side, error) {
+	switch {
+	case e == nil || e.Kind == tree.KindDir:
+		return side{text: true}, nil
+	case e.Kind == tree.KindSymlink:
+		return side{present: true, text: true, content: e.Target}, nil
+	case e.Size > maxPatchBytes:
+		return side{present: true}, nil
+	}
+	rc, err := svc.OpenContent(*e, live)
+	if err != nil {
+		return side{}, err
+	}
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, maxPatchBytes+1))
+	if err != nil {
+		return side{}, err
+	}
+	text := len(b) <= maxPatchBytes && utf8.Valid(b) && !bytes.Contains(b, []byte{0})
+	return side{present: true, text: text, content: string(b)}, nil
+}
+
+// gitMode is an entry's mode as git prints it: 100644 for a file, 120000 for a symlink, 040755 for
+// a directory (git keeps no directories; plan does, with their modes).
+func gitMode(e tree.Entry) string {
+	switch e.Kind {
+	case tree.KindSymlink:
+		return "120000"
+	case tree.KindDir:
+		return "040" + fmt.Sprintf("%03o", e.Mode&0o777)
+	}
+	return fmt.Sprintf("10%04o", e.Mode&tree.ModeMask)
+}
+
+func kindWord(k tree.Kind) string {
+	switch k {
+	case tree.KindSymlink:
+		return "symlink"
+	case tree.KindDir:
+		return "directory"
+	}
+	return "file"
 }

@@ -6,5 +6,7 @@
 //   - every failure becomes exactly one exit code through exitCode, from the error's fault kind; with
 //     --json the error is one JSON document on stderr, and stdout carries one JSON document on success;
 //   - --json output is built from the view structs in views.go, never by marshalling domain types;
-//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal.
+//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal;
+//   - the operation log records the command line with every URL in it stripped of its credentials
+//     (secret.Args): the log is shared by a database's workspaces and recorded in the store.
 package cli

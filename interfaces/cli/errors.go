@@ -18,6 +18,7 @@ const (
 	ExitNotFound    = 4
 	ExitConflict    = 5
 	ExitIntegrity   = 6
+	ExitDenied      = 7
 	ExitInterrupted = 130
 )
 
@@ -25,6 +26,12 @@ const (
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
+
+// silentExit ends a command that did its job with a non-zero code and nothing to say: `plan diff
+// --exit-code` found differences.
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
@@ -67,6 +74,8 @@ var kindCodes = []struct {
 	{fault.ErrInvalid, ExitInvalid, "invalid"},
 	{fault.ErrNotFound, ExitNotFound, "not_found"},
 	{fault.ErrConflict, ExitConflict, "conflict"},
+	// The server refused the credentials or a permission: retrying cannot help, so not exit 1.
+	{fault.ErrDenied, ExitDenied, "denied"},
 	// A shared store or database out of reach: exit 1 like any failure the user cannot fix by
 	// changing the request, with its own kind so scripts can retry.
 	{fault.ErrUnavailable, ExitInternal, "unavailable"},

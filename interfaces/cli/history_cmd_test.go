@@ -141,3 +141,15 @@ func TestUndoARevertWhoseReplacementFailed(t *testing.T) {
 		t.Errorf("undoing the revert touched d1: %+v", st)
 	}
 }
+
+// The operation log records the command line without the credentials of the URLs in it: the log is
+// shared by every workspace of a database and recorded in the store.
+func TestHistoryHidesURLCredentials(t *testing.T) {
+	dir := newWorkspace(t)
+	mustPlan(t, dir, "exec", "--id", "d0", "--", "true", "postgres://u:s3cret@h/d", "--db=postgres://h/d?user=u&password=s3cret")
+	o := inWorkspace(dir, "--json", "history")
+	if o.code != ExitOK || strings.Contains(o.stdout, "s3cret") ||
+		!strings.Contains(o.stdout, `"postgres://u@h/d"`) || !strings.Contains(o.stdout, `"--db=postgres://h/d?user=u"`) {
+		t.Fatalf("%v", o)
+	}
+}

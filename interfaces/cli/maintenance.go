@@ -323,7 +323,11 @@ func (h *handler) doctor(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	setup, err := bootstrap.Inspect(h.root, h.r.Getenv)
+	root, err := h.workspaceRoot()
+	if err != nil {
+		return err
+	}
+	setup, err := bootstrap.Inspect(root, h.r.Getenv)
 	if err != nil {
 		return err
 	}

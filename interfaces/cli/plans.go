@@ -118,6 +118,9 @@ func (h *handler) emitRun(res application.RunResult, runErr error) error {
 		return runErr
 	}
 	v := runView{statusView: newStatusView(res.Plan), Ran: nonNil(res.Ran), Skipped: nonNil(res.Skipped)}
+	if res.End != nil {
+		v.EndCheckpointID = optional(string(res.End.ID()))
+	}
 	if res.Rollback != nil {
 		rv := newRollbackView(*res.Rollback, res.Rollback.Kept)
 		v.Rollback = &rv
@@ -129,7 +132,12 @@ func (h *handler) emitRun(res application.RunResult, runErr error) error {
 		}
 		return runErr
 	}
-	return h.emit(v, func(w io.Writer) { printStatus(w, v.statusView) })
+	return h.emit(v, func(w io.Writer) {
+		printStatus(w, v.statusView)
+		if v.EndCheckpointID != nil {
+			_, _ = fmt.Fprintf(w, "The end of the run is checkpoint %s.\n", *v.EndCheckpointID)
+		}
+	})
 }
 
 func nonNil(s []string) []string {
@@ -295,6 +303,9 @@ type runView struct {
 	Ran      []string      `json:"ran"`
 	Skipped  []string      `json:"skipped"`
 	Rollback *rollbackView `json:"rollback,omitempty"`
+	// EndCheckpointID is the post_run checkpoint of the state the run ended in (null when none was
+	// taken).
+	EndCheckpointID *string `json:"end_checkpoint_id"`
 }
 
 func timeString(t time.Time) *string {

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -39,17 +38,18 @@ func (h *handler) restoreCommands() []*ucli.Command {
 
 func (h *handler) rollback(c *ucli.Context) error {
 	ref := c.String("to-checkpoint")
-	var at time.Time
+	var at *time.Time
 	switch {
 	case ref != "" && c.IsSet("at"):
 		return usagef("give --to-checkpoint ID or --at TIME, not both")
 	case ref == "" && !c.IsSet("at"):
 		return usagef("missing --to-checkpoint ID or --at TIME (see `plan rollback --help`)")
 	case c.IsSet("at"):
-		var err error
-		if at, err = parseWhen(c.String("at"), time.Now()); err != nil {
+		t, err := parseWhen(c.String("at"), time.Now())
+		if err != nil {
 			return err
 		}
+		at = &t
 	}
 	mode, err := application.ParseRestoreMode(c.String("mode"))
 	if err != nil {
@@ -87,7 +87,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		if !at.IsZero() && !h.json {
+		if at != nil && !h.json {
 			_, _ = fmt.Fprintf(h.r.Stderr, "plan: --at %s picked checkpoint %s, created %s\n",
 				c.String("at"), res.Target.ID(), res.Target.CreatedAt().UTC().Format(time.RFC3339))
 		}
@@ -158,25 +158,43 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 	}
 	defer func() { _ = app.Close() }()
 	res, err := app.Services.Guard.Recover(c.Context)
-	if err == nil && !res.Recovered {
+	// Then an interrupted clone, whose journal (if it got that far) was just finished.
+	var clone *cloneMarker
+	cloneOp := ""
+	if err == nil {
+		var m cloneMarker
+		var ok bool
+		if m, ok, err = readCloneMarker(app.Services.Layout.State()); err == nil && ok {
+			if cloneOp, err = h.finishClone(c.Context, app, m); err == nil {
+				clone = &m
+			}
+		}
+	}
+	if err == nil && !res.Recovered && clone == nil {
 		h.op = nil // nothing was interrupted: not an operation
 	}
 	h.recordOp(c.Context, app, err)
 	if err != nil {
 		return err
 	}
-	v := recoverView{Recovered: res.Recovered}
-	if res.Operation != nil {
+	v := recoverView{Recovered: res.Recovered || clone != nil}
+	switch {
+	case res.Operation != nil:
 		v.Operation = optional(res.Operation.ID)
 		v.Kind = optional(res.Operation.Kind)
 		v.Outcome = optional(res.Outcome)
+	case clone != nil:
+		if cloneOp != "" {
+			v.Operation = optional(cloneOp)
+		}
+		v.Kind, v.Outcome = optional("clone"), optional("completed")
 	}
 	if res.Recorded != "" {
 		v.Recorded = optional(res.Recorded)
 		v.Unrecorded = res.Unrecorded
 	}
 	return h.emit(v, func(w io.Writer) {
-		if !res.Recovered {
+		if !v.Recovered {
 			_, _ = fmt.Fprintln(w, "Nothing to recover: no operation was interrupted.")
 			return
 		}
@@ -184,7 +202,12 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "The workspace had changed since the crash: %d path(s) recorded first as checkpoint %s.\n",
 				len(res.Unrecorded), res.Recorded)
 		}
-		_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
+		if res.Operation != nil {
+			_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
+		}
+		if clone != nil {
+			_, _ = fmt.Fprintf(w, "Finished the interrupted clone of checkpoint %s of workspace %s.\n", clone.SourceCheckpoint, clone.SourceWorkspace)
+		}
 	})
 }
 
@@ -201,21 +224,35 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 }
 
 // workspacePaths turns PATH arguments into workspace-relative slash paths. A relative one is taken
-// from the current directory when that is inside the workspace (as git does), otherwise from the
-// workspace root (so `plan -C ws rollback … src/a` means ws/src/a). Only the directories above a
-// path are resolved through symlinks, never the path itself (a symlink may be what is restored).
+// from where the command started (the current directory, or -C DIR) when that is inside the
+// workspace (as git does), otherwise from the workspace root. Symlinks are resolved only on
+// the way to the workspace (a route to it from outside); inside it a path is taken as written, so a
+// symlink that replaced a checkpoint's directory is never followed to restore another path.
 // A path outside the workspace, or the workspace itself, is invalid input.
 func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
-	cwd := h.r.Dir
-	if cwd == "" {
-		var err error
-		if cwd, err = os.Getwd(); err != nil {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		rel, err := h.workspacePath(root, a)
+		if err != nil {
 			return nil, err
 		}
+		if rel == "" {
+			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
+		}
+		out = append(out, rel)
 	}
+	return out, nil
+}
+
+// workspacePath is workspacePaths for one path; the workspace itself is "".
+func (h *handler) workspacePath(root, a string) (string, error) {
+	if a == "" {
+		return "", fault.Invalid("an empty path")
+	}
+	cwd := h.root // where the command started: the current directory, or -C DIR
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = r
 	}
@@ -223,27 +260,47 @@ func (h *handler) workspacePaths(root string, args []string) ([]string, error) {
 	if rel, err := filepath.Rel(root, cwd); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 		base = cwd
 	}
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		if a == "" {
-			return nil, fault.Invalid("an empty path")
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		p = filepath.Clean(p)
-		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			p = filepath.Join(r, filepath.Base(p))
-		}
-		rel, err := filepath.Rel(root, p)
-		switch {
-		case err != nil || !filepath.IsLocal(rel) && rel != ".":
-			return nil, fault.Invalid("%s is outside the workspace %s", a, root)
-		case rel == ".":
-			return nil, fault.Invalid("%s is the whole workspace: to restore everything, give no path", a)
-		}
-		out = append(out, filepath.ToSlash(rel))
+	p := a
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
 	}
-	return out, nil
+	rel, ok := relToWorkspace(root, filepath.Clean(p))
+	switch {
+	case !ok:
+		return "", fault.Invalid("%s is outside the workspace %s", a, root)
+	case rel == ".":
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// relToWorkspace maps p (absolute and clean) to its path relative to root (absolute, resolved).
+// The directories above p are resolved through symlinks from the top down only until one of them
+// is root or inside it; the rest of p is taken as written. p itself is never resolved.
+func relToWorkspace(root, p string) (string, bool) {
+	inside := func(dir string) (string, bool) {
+		rel, err := filepath.Rel(root, dir)
+		return rel, err == nil && (filepath.IsLocal(rel) || rel == ".")
+	}
+	if rel, ok := inside(p); ok {
+		return rel, true // written inside the workspace: no symlink is followed
+	}
+	var above []string // p's directories, the deepest first
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		above = append(above, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(above) - 1; i >= 0; i-- {
+		r, err := filepath.EvalSymlinks(above[i])
+		if err != nil {
+			return "", false // a missing directory outside the workspace leads nowhere in it
+		}
+		if rel, ok := inside(r); ok {
+			rest, _ := filepath.Rel(above[i], p) // above[i] is a directory above p
+			return filepath.Join(rel, rest), true
+		}
+	}
+	return "", false
 }

@@ -440,21 +440,21 @@ func TestTextOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := mustPlan(t, dir, "checkpoint", "create", "--note", "first")
-	m := regexp.MustCompile(`^Created checkpoint ([0-9a-f]{24}) \(manual\): 2 files, `).FindStringSubmatch(o.stdout)
+	m := regexp.MustCompile(`^Created checkpoint ([0-9a-f]{24}) \([k-z]{4,12}, manual\): 2 files, `).FindStringSubmatch(o.stdout)
 	if m == nil {
 		t.Fatalf("create: %v", o)
 	}
 	first := m[1]
 
 	o = mustPlan(t, dir, "checkpoint", "list")
-	if !regexp.MustCompile(`(?m)^ID\s+TYPE\s+CREATED\s+FILES\s+SIZE\s+NOTE$`).MatchString(o.stdout) ||
-		!regexp.MustCompile(`(?m)^`+first+`\s+manual\s+\S+ \S+\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
+	if !regexp.MustCompile(`(?m)^SHORT\s+ID\s+TYPE\s+CREATED\s+FILES\s+SIZE\s+NOTE$`).MatchString(o.stdout) ||
+		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
 		t.Errorf("list: %v", o)
 	}
 
 	o = mustPlan(t, dir, "checkpoint", "show", first[:8], "--files")
 	for _, re := range []string{
-		`(?m)^checkpoint ` + first + `$`,
+		`(?m)^checkpoint ` + first + ` \([k-z]{4,12}\)$`,
 		`(?m)^note:        first$`,
 		`(?m)^decision:    -$`,
 		`(?m)^0600\s+file\s+6\s+[0-9a-f]{16}\s+a\.txt$`,
@@ -659,8 +659,8 @@ func TestRunAppliesRetention(t *testing.T) {
 		t.Errorf("run with a retention policy: %v", o)
 	}
 	var cps []map[string]any
-	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &cps); err != nil || len(cps) != 2 {
-		t.Errorf("after retention: %d checkpoints (%v), want the newest plus b's protected pre_decision one", len(cps), err)
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &cps); err != nil || len(cps) != 3 {
+		t.Errorf("after retention: %d checkpoints (%v), want the newest (the run's end) plus a's and b's protected pre_decision ones", len(cps), err)
 	}
 
 	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 0\n")

@@ -65,6 +65,12 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("status", jsonOut(dir, "status"))
 	check("plans", jsonOut(dir, "plans"))
 	check("diff", jsonOut(dir, "diff", cp.ID))
+	check("diff", jsonOut(dir, "diff", cp.ID, "--stat", "--patch"))
+	check("ls", jsonOut(dir, "ls", cp.ID, "-r"))
+	check("cat", jsonOut(dir, "cat", cp.ID, "a.txt"))
+	check("cat", jsonOut(dir, "cat", cp.ID, "link"))
+	check("restore", jsonOut(dir, "restore", cp.ID, "--target", filepath.Join(t.TempDir(), "copy"), "--", "sub"))
+	check("show", jsonOut(dir, "show", "mk", "--stat", "--patch"))
 	check("checkpoint-list", jsonOut(dir, "checkpoint", "list"))
 	check("correction", jsonOut(dir, "--yes", "correct", "--decision", "mk", "--reason", "wrong", "--no-reexecute"))
 	check("correction-list", jsonOut(dir, "correction", "list"))
@@ -94,7 +100,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	o := inWorkspace(dir, "--json", "checkpoint", "show", "zzzz")
+	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZZZ")
 	if o.code != ExitInvalid {
 		t.Fatalf("a malformed ID: %v", o)
 	}

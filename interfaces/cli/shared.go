@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -113,10 +115,14 @@ type cloneView struct {
 
 // clone finds the source checkpoint, makes DIR a new workspace on the same store and database,
 // adopts the checkpoint as its first (type clone), and rolls DIR back to it: the journaled rollback
-// makes the materialisation crash-safe like any other. A clone that adopted nothing (the
-// checkpoint's content is gone from the store, say) removes the workspace it made, so that DIR
-// takes the next attempt; once adopted, the checkpoint stays, and a failed materialisation says how
-// to finish it.
+// makes the materialisation crash-safe like any other, and it is never undone, only finished
+// (there is nothing to put back): once journaled, a materialisation cut short (a download cut, the
+// database lost) is finished by `plan recover` in DIR, or by the next command there. A record of
+// the clone in DIR's state directory (cloneMarker), written before anything is adopted, lets
+// `plan recover` finish a clone killed at any step. A clone that
+// failed before that, with DIR still holding nothing but .plan, takes back what it made (its
+// adopted checkpoint when the database answers, .plan, DIR when it made it): DIR is as it was
+// found, and takes the next attempt.
 func (h *handler) clone(c *ucli.Context) error {
 	if c.NArg() != 1 {
 		return usagef("clone needs exactly one argument: the directory to clone into")
@@ -139,20 +145,36 @@ func (h *handler) clone(c *ucli.Context) error {
 	if err := bootstrap.EmptyDir(dir); err != nil {
 		return err
 	}
-	h.root = dir
+	h.root, h.exactRoot = dir, true
 	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
 	adopted, state := false, ""
 	err = h.with(c.Context, true, func(app *bootstrap.App) error {
 		state = app.Services.Layout.State()
 		svc := app.Services.Checkpoints
-		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root,
-			Note: fmt.Sprintf("cloned from workspace %s, checkpoint %s", src.Workspace, src.ID)})
+		marker := cloneMarker{SourceWorkspace: src.Workspace, SourceCheckpoint: src.ID, Root: src.Root}
+		if err := writeCloneMarker(state, marker); err != nil {
+			return err
+		}
+		cp, err := svc.Adopt(c.Context, application.AdoptRequest{Root: src.Root, Note: marker.note()})
 		if err != nil {
 			return fmt.Errorf("clone checkpoint %s of workspace %s: %w", src.ID, src.Workspace, err)
 		}
 		adopted = true
-		if _, err := svc.Rollback(c.Context, application.RollbackRequest{Ref: string(cp.ID()), Progress: h.progress(), Warn: h.warn}); err != nil {
-			return fmt.Errorf("materialise checkpoint %s in %s (plan rollback --to-checkpoint %s finishes it): %w", src.ID, dir, cp.ID(), err)
+		req := application.RollbackRequest{Ref: string(cp.ID()), Progress: h.progress(), Warn: h.warn, NeverUndo: true}
+		if _, err := svc.Rollback(c.Context, req); err != nil {
+			if op, perr := app.Services.Guard.Pending(); perr != nil || op != nil || !onlyState(dir, state) {
+				// Journaled (its error says `plan recover` finishes it), or DIR holds more than
+				// .plan: the clone stands as far as it went.
+				return fmt.Errorf("materialise checkpoint %s in %s: %w", src.ID, dir, err)
+			}
+			// Nothing was materialised: take the adopted checkpoint back, so that removing .plan
+			// leaves no checkpoint of a workspace that is gone in a shared database.
+			adopted = false
+			h.takeBack(context.WithoutCancel(c.Context), svc.Delete, string(cp.ID()), app.Services.DB.WorkspaceID())
+			return fmt.Errorf("materialise checkpoint %s in %s (nothing was materialised: %s is as it was): %w", src.ID, dir, dir, err)
+		}
+		if err := clearCloneMarker(state); err != nil {
+			return err
 		}
 		setup := app.Services.Setup
 		v := cloneView{WorkspaceID: app.Services.DB.WorkspaceID(), Root: setup.Layout.Root, Store: setup.File.Store, DB: setup.File.DB,
@@ -173,4 +195,20 @@ func (h *handler) clone(c *ucli.Context) error {
 		}
 	}
 	return err
+}
+
+// takeBack deletes checkpoint id, adopted by a clone that materialised nothing, before the clone
+// removes the workspace (workspace) it made; one it cannot delete is named in a warning.
+func (h *handler) takeBack(ctx context.Context, del func(context.Context, string, bool) (*checkpoint.Checkpoint, error), id, workspace string) {
+	if _, err := del(ctx, id, true); err != nil {
+		h.warn(fmt.Sprintf("the clone's checkpoint %s (workspace %s) could not be deleted and stays in the database, keeping its content from gc: %v",
+			id, workspace, err))
+	}
+}
+
+// onlyState says whether dir holds nothing but plan's state directory state: a clone that failed
+// left nothing of its own in it.
+func onlyState(dir, state string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 1 && entries[0].Name() == filepath.Base(state)
 }

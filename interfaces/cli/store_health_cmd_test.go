@@ -223,7 +223,7 @@ func TestCheckpointShowFilesWithLostPacks(t *testing.T) {
 	if o.code != ExitIntegrity || o.stdout != "" || !strings.Contains(o.stderr, "is missing") {
 		t.Errorf("show --files with the packs gone: want exit 6 naming the missing pack\n%v", o)
 	}
-	if o := mustPlan(t, dir, "checkpoint", "show", id); !strings.HasPrefix(o.stdout, "checkpoint "+id+"\n") {
+	if o := mustPlan(t, dir, "checkpoint", "show", id); !strings.HasPrefix(o.stdout, "checkpoint "+id+" (") {
 		t.Errorf("show without --files: %v", o)
 	}
 }

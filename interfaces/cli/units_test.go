@@ -239,6 +239,7 @@ func TestExitCode(t *testing.T) {
 		{"decision failed", failed, ExitInternal, "decision_failed"},
 		{"decision failed joined with a classified error", errors.Join(failed, fault.Conflict("busy")), ExitConflict, "conflict"},
 		{"unavailable", fmt.Errorf("open store: %w", fault.Unavailable("s3://b: connection refused")), ExitInternal, "unavailable"},
+		{"denied", fmt.Errorf("open store: %w", fault.Denied("s3://b: the credentials were refused (AccessDenied)")), ExitDenied, "denied"},
 		{"plain", errors.New("boom"), ExitInternal, "internal"},
 	}
 	for _, c := range cases {

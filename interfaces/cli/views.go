@@ -12,6 +12,7 @@ import (
 // checkpointView is the checkpoint object of the contract.
 type checkpointView struct {
 	ID            string            `json:"id"`
+	ShortID       string            `json:"short_id"`
 	Type          string            `json:"type"`
 	CreatedAt     string            `json:"created_at"`
 	Note          string            `json:"note"`
@@ -45,10 +46,11 @@ func optional(s string) *string {
 	return &s
 }
 
-func newCheckpointView(c *checkpoint.Checkpoint) checkpointView {
+// newCheckpointView is c's object; short is its short name (CheckpointService.ShortNames).
+func newCheckpointView(c *checkpoint.Checkpoint, short string) checkpointView {
 	st := c.Stats()
 	return checkpointView{
-		ID: string(c.ID()), Type: string(c.Type()), CreatedAt: c.CreatedAt().UTC().Format(time.RFC3339),
+		ID: string(c.ID()), ShortID: short, Type: string(c.Type()), CreatedAt: c.CreatedAt().UTC().Format(time.RFC3339),
 		Note: c.Note(), DecisionID: optional(c.DecisionID()), ParentID: optional(string(c.ParentID())),
 		GitCommit: optional(c.GitCommit()), Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes,
 		DurationMs: float64(st.Duration.Microseconds()) / 1000, RollbackCount: c.RollbackCount(),
@@ -102,6 +104,11 @@ type changeView struct {
 	Size   int64  `json:"size"`
 	Kind   string `json:"kind"`
 	Patch  string `json:"patch,omitempty"`
+	// Insertions and Deletions are the lines a text file gained and lost (with --stat).
+	Insertions *int `json:"insertions,omitempty"`
+	Deletions  *int `json:"deletions,omitempty"`
+	// Binary says a --stat change has no line counts: a binary or large file.
+	Binary bool `json:"binary,omitempty"`
 }
 
 func newChangeViews(changes []tree.Change) []changeView {
@@ -126,6 +133,14 @@ type diffView struct {
 	From    string       `json:"from"`
 	To      *string      `json:"to"`
 	Changes []changeView `json:"changes"`
+	Stat    *diffStat    `json:"stat,omitempty"`
+}
+
+// diffStat totals a --stat diff.
+type diffStat struct {
+	Files      int `json:"files"`
+	Insertions int `json:"insertions"`
+	Deletions  int `json:"deletions"`
 }
 
 type rollbackView struct {

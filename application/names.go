@@ -1,0 +1,246 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// Names for checkpoints, accepted everywhere a checkpoint is:
+//   - a full ID or a unique prefix of it (at least ident.MinPrefix hex characters);
+//   - a unique prefix of its short form (ident.Short: letters k..z), as `checkpoint list` shows it;
+//   - `@` (or `latest`), the newest checkpoint, and `@~N`, the Nth before it;
+//   - `DECISION^`, the pre_decision checkpoint of the latest attempt of a decision of the current
+//     plan, and `DECISION`, a checkpoint of the state that attempt left (the next decision's
+//     pre_decision checkpoint, or the run's end).
+//
+// A name two readings match (a decision called like a checkpoint prefix) is ambiguous: invalid
+// input listing both, never a guess.
+
+// checkName refuses a name that has none of the forms above, before any lookup (and before a
+// command waits for the workspace lock).
+func checkName(ref string) error {
+	base := strings.TrimSuffix(ref, "^")
+	switch {
+	case ref == "@" || ref == "latest" || strings.HasPrefix(ref, "@~"):
+		return nil // @~N's number is checked when it is resolved
+	case ident.ValidateRef("checkpoint", ref) == nil, ident.IsShortRef(ref), plan.ValidateDecisionID(base) == nil:
+		return nil
+	case strings.Trim(ref, "0123456789abcdef") == "":
+		return ident.ValidateRef("checkpoint", ref)
+	}
+	return fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
+		"a short name (%d to %d letters k-z), @, @~N, DECISION or DECISION^", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+}
+
+// resolve finds the checkpoint ref names.
+func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	switch {
+	case ref == "@" || ref == "latest":
+		return o.newest(ctx, 0, ref)
+	case strings.HasPrefix(ref, "@~"):
+		n, err := strconv.Atoi(ref[2:])
+		if err != nil || n < 0 || ref[2:] != strconv.Itoa(n) {
+			return nil, fault.Invalid("malformed checkpoint name %q: @~N wants a whole number N >= 0", ref)
+		}
+		return o.newest(ctx, n, ref)
+	case strings.HasSuffix(ref, "^") && len(ref) > 1:
+		return o.beforeDecision(ctx, strings.TrimSuffix(ref, "^"))
+	}
+	type reading struct {
+		what string
+		cp   *checkpoint.Checkpoint
+	}
+	var found []reading
+	readable := false
+	if ident.ValidateRef("checkpoint", ref) == nil {
+		readable = true
+		cp, err := o.checkpoints.Resolve(ctx, ref)
+		switch {
+		case err == nil:
+			found = append(found, reading{"checkpoint " + string(cp.ID()), cp})
+		case !errors.Is(err, fault.ErrNotFound):
+			return nil, err // ambiguous, or the database failed
+		}
+	}
+	if ident.IsShortRef(ref) {
+		readable = true
+		cp, err := o.byShortName(ctx, ref)
+		switch {
+		case err == nil:
+			found = append(found, reading{"checkpoint " + string(cp.ID()) + " (short name " + ref + ")", cp})
+		case !errors.Is(err, fault.ErrNotFound):
+			return nil, err
+		}
+	}
+	var afterErr error
+	// A full ID is no decision's name in practice, and looking the plan up costs a read of all its
+	// decisions: only shorter names are also tried as decisions.
+	if len(ref) == ident.Length && len(found) == 1 {
+		return found[0].cp, nil
+	}
+	if plan.ValidateDecisionID(ref) == nil {
+		readable = true // a name a decision could have
+		d, ok, err := o.currentDecision(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			cp, err := o.afterDecision(ctx, d)
+			if err == nil {
+				found = append(found, reading{"the state decision " + ref + " left", cp})
+			}
+			afterErr = err
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0].cp, nil
+	case len(found) > 1:
+		whats := make([]string, len(found))
+		for i, f := range found {
+			whats[i] = f.what
+		}
+		return nil, fault.Invalid("%q is ambiguous: it names %s", ref, strings.Join(whats, " and "))
+	case afterErr != nil:
+		return nil, afterErr
+	case ident.ValidateRef("checkpoint", ref) != nil && strings.Trim(ref, "0123456789abcdef") == "":
+		// Hex of the wrong length: a mistyped ID, far likelier than a decision so named.
+		return nil, ident.ValidateRef("checkpoint", ref)
+	case !readable:
+		return nil, fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
+			"a short name (%d to %d letters k-z), @, @~N, DECISION or DECISION^", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+	}
+	return nil, fault.NotFound("no checkpoint %s (nor a decision of the current plan by that name)", ref)
+}
+
+// newest returns the nth checkpoint before the newest (0: the newest).
+func (o *Operations) newest(ctx context.Context, n int, ref string) (*checkpoint.Checkpoint, error) {
+	all, err := o.checkpoints.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n >= len(all) {
+		return nil, fault.NotFound("%s: the workspace has %d checkpoints", ref, len(all))
+	}
+	return all[n], nil
+}
+
+// byShortName finds the one checkpoint whose short form starts with prefix.
+func (o *Operations) byShortName(ctx context.Context, prefix string) (*checkpoint.Checkpoint, error) {
+	all, err := o.checkpoints.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var hits []*checkpoint.Checkpoint
+	for _, cp := range all {
+		if strings.HasPrefix(ident.Short(string(cp.ID())), prefix) {
+			hits = append(hits, cp)
+		}
+	}
+	switch len(hits) {
+	case 0:
+		return nil, fault.NotFound("no checkpoint has the short name %s", prefix)
+	case 1:
+		return hits[0], nil
+	}
+	ids := make([]string, len(hits))
+	for i, cp := range hits {
+		ids[i] = fmt.Sprintf("%s (%s)", cp.ID(), ident.Short(string(cp.ID())))
+	}
+	return nil, fault.Invalid("short name %s is ambiguous: it matches %s", prefix, strings.Join(ids, ", "))
+}
+
+// attemptRef is the latest attempt of a decision of the current plan.
+type attemptRef struct {
+	decision   string
+	number     int
+	checkpoint checkpoint.ID // its pre_decision checkpoint ("" when it ran without one)
+	result     tree.Hash     // the tree it left (zero when unknown)
+	started    time.Time
+}
+
+// currentDecision looks id up among the current plan's decisions that have run; ok is false when
+// there is no such decision (or no plan).
+func (o *Operations) currentDecision(ctx context.Context, id string) (a attemptRef, ok bool, err error) {
+	p, err := o.plans.Current(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		return attemptRef{}, false, nil
+	}
+	if err != nil {
+		return attemptRef{}, false, err
+	}
+	d, err := p.Decision(id)
+	if err != nil {
+		return attemptRef{}, false, nil //nolint:nilerr // not a decision of this plan: another reading may apply
+	}
+	as := d.Attempts()
+	if len(as) == 0 {
+		return attemptRef{}, false, nil
+	}
+	last := as[len(as)-1]
+	return attemptRef{decision: id, number: last.Number, checkpoint: last.CheckpointID, result: last.ResultTree, started: last.StartedAt}, true, nil
+}
+
+// beforeDecision is DECISION^: the pre_decision checkpoint of the decision's latest attempt.
+func (o *Operations) beforeDecision(ctx context.Context, id string) (*checkpoint.Checkpoint, error) {
+	a, ok, err := o.currentDecision(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fault.NotFound("%s^: the current plan has no decision %q that has run", id, id)
+	case a.checkpoint == "":
+		return nil, fault.NotFound("%s^: attempt %d of decision %q ran without a checkpoint before it", id, a.number, id)
+	}
+	return o.checkpoints.Get(ctx, a.checkpoint)
+}
+
+// afterDecision is DECISION: the earliest checkpoint taken since the attempt started whose tree is
+// the one the attempt left.
+func (o *Operations) afterDecision(ctx context.Context, a attemptRef) (*checkpoint.Checkpoint, error) {
+	if a.result.IsZero() {
+		return nil, fault.NotFound("the state attempt %d of decision %q left was not recorded (it is running, or it was interrupted)", a.number, a.decision)
+	}
+	all, err := o.checkpoints.List(ctx) // newest first
+	if err != nil {
+		return nil, err
+	}
+	for _, cp := range slices.Backward(all) {
+		if cp.Root() == a.result && !cp.CreatedAt().Before(a.started) {
+			return cp, nil
+		}
+	}
+	return nil, fault.NotFound("no checkpoint holds the state decision %q left (the next decision's pre_decision checkpoint "+
+		"or the end of its run would): %s^ is the state before it", a.decision, a.decision)
+}
+
+// ShortNames returns the short name of every checkpoint of the workspace: the shortest prefix of its
+// short form (at least ident.MinPrefix letters) that names it alone, as `checkpoint list` shows it.
+// Names grow only when a new checkpoint's short form shares their prefix.
+func (s *CheckpointService) ShortNames(ctx context.Context) (map[checkpoint.ID]string, error) {
+	all, err := s.ops.checkpoints.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(all))
+	for i, cp := range all {
+		ids[i] = string(cp.ID())
+	}
+	names := ident.ShortNames(ids)
+	out := make(map[checkpoint.ID]string, len(names))
+	for id, n := range names {
+		out[checkpoint.ID(id)] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package application
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+)
+
+// Reading a checkpoint without restoring it: the files of `plan ls`, the content of `plan cat`, and
+// a copy of a checkpoint (or some of its paths) in another directory, `plan restore --target`.
+// None of these touches the workspace, its decisions or its history; they read the store only, as
+// diff does, so they take no lock.
+
+// Exporter writes stored entries into a directory that is not the workspace.
+type Exporter interface {
+	// Export materialises entries (ordered as a tree's Flatten orders them: every directory before
+	// what it holds) into target, which must not exist or be an empty directory. Nothing is written
+	// to target itself until everything is: the copy is built beside it and renamed into place, so
+	// target ends up either as it was or complete. It never writes through a symlink.
+	Export(ctx context.Context, entries []tree.Entry, target string, p Progress) (ExportStats, error)
+}
+
+// ExportStats counts what an export wrote.
+type ExportStats struct {
+	Files    int   // regular files
+	Symlinks int   // symbolic links
+	Dirs     int   // directories
+	Bytes    int64 // content of the regular files
+}
+
+// ReadService reads checkpoints without restoring them.
+type ReadService struct {
+	ops *Operations
+	exp Exporter
+}
+
+// NewReadService returns the service.
+func NewReadService(ops *Operations, exp Exporter) *ReadService {
+	return &ReadService{ops: ops, exp: exp}
+}
+
+// Entries returns checkpoint ref's entry at path and everything under it, in tree order; path ""
+// is the whole checkpoint. A path the checkpoint does not hold is a not-found error.
+func (s *ReadService) Entries(ctx context.Context, ref, path string) (*checkpoint.Checkpoint, []tree.Entry, error) {
+	cp, err := s.ops.resolve(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := s.ops.entries(cp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if path == "" {
+		return cp, all, nil
+	}
+	if err := tree.ValidatePath(path); err != nil {
+		return nil, nil, err
+	}
+	sel := under(all, path)
+	if len(sel) == 0 {
+		return nil, nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), path)
+	}
+	return cp, sel, nil
+}
+
+// under returns the entry at path and those below it.
+func under(all []tree.Entry, path string) []tree.Entry {
+	var sel []tree.Entry
+	for _, e := range all {
+		if e.Path == path || strings.HasPrefix(e.Path, path+"/") {
+			sel = append(sel, e)
+		}
+	}
+	return sel
+}
+
+// Open returns the entry at path in checkpoint ref and, for a regular file, its content (verified
+// against its hash as it is read). A symlink has no content to open: its target is the entry's
+// Target, and the reader is nil. A directory is invalid input.
+func (s *ReadService) Open(ctx context.Context, ref, path string) (*checkpoint.Checkpoint, tree.Entry, io.ReadCloser, error) {
+	if path == "" {
+		return nil, tree.Entry{}, nil, fault.Invalid("name a file of the checkpoint")
+	}
+	cp, sel, err := s.Entries(ctx, ref, path)
+	if err != nil {
+		return nil, tree.Entry{}, nil, err
+	}
+	e := sel[0]
+	switch e.Kind {
+	case tree.KindDir:
+		return nil, tree.Entry{}, nil, fault.Invalid("%s is a directory in checkpoint %s (plan ls lists it)", path, cp.ID())
+	case tree.KindSymlink:
+		return cp, e, nil, nil
+	}
+	rc, err := s.ops.store.OpenBlob(e.Hash)
+	if err != nil {
+		return nil, tree.Entry{}, nil, fmt.Errorf("read %s of checkpoint %s: %w", path, cp.ID(), err)
+	}
+	return cp, e, rc, nil
+}
+
+// RestoreToRequest asks for a copy of a checkpoint in another directory.
+type RestoreToRequest struct {
+	Ref      string
+	Target   string   // absolute; must not exist or be an empty directory
+	Paths    []string // checkpoint-relative paths to copy (with what is under them); none means all
+	Progress Progress
+}
+
+// RestoreToResult is what a copy wrote.
+type RestoreToResult struct {
+	Checkpoint *checkpoint.Checkpoint
+	Target     string
+	Paths      []string
+	Stats      ExportStats
+}
+
+// RestoreTo copies checkpoint ref, or the given paths of it (each with the directories above it, so
+// the copy keeps the checkpoint's layout), into req.Target. The workspace is not touched.
+func (s *ReadService) RestoreTo(ctx context.Context, req RestoreToRequest) (RestoreToResult, error) {
+	cp, all, err := s.Entries(ctx, req.Ref, "")
+	if err != nil {
+		return RestoreToResult{}, err
+	}
+	entries := all
+	if len(req.Paths) > 0 {
+		if entries, err = selectPaths(cp, all, req.Paths); err != nil {
+			return RestoreToResult{}, err
+		}
+	}
+	stats, err := s.exp.Export(ctx, entries, req.Target, req.Progress)
+	if err != nil {
+		return RestoreToResult{}, err
+	}
+	return RestoreToResult{Checkpoint: cp, Target: req.Target, Paths: req.Paths, Stats: stats}, nil
+}
+
+// selectPaths returns, in tree order, the entries at or under each path and the directories above
+// them.
+func selectPaths(cp *checkpoint.Checkpoint, all []tree.Entry, paths []string) ([]tree.Entry, error) {
+	keep := map[string]bool{}
+	for _, p := range paths {
+		if err := tree.ValidatePath(p); err != nil {
+			return nil, err
+		}
+		sel := under(all, p)
+		if len(sel) == 0 {
+			return nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), p)
+		}
+		for _, e := range sel {
+			keep[e.Path] = true
+		}
+		for dir := parentOf(p); dir != ""; dir = parentOf(dir) {
+			keep[dir] = true
+		}
+	}
+	var out []tree.Entry
+	for _, e := range all {
+		if keep[e.Path] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// DecisionChanges is what one attempt of a decision changed: the tree before it (its pre_decision
+// checkpoint) against the tree it left.
+type DecisionChanges struct {
+	Plan     *plan.Plan
+	Decision string
+	Attempt  plan.Attempt
+	Before   *checkpoint.Checkpoint
+	Changes  []tree.Change
+}
+
+// Decision compares attempt number attempt (0: the latest) of decision id of the plan called
+// planName ("" is the current plan) with the state before it. An attempt run without checkpoints,
+// or whose result was not recorded (it was killed, or recorded before results were kept), has
+// nothing to compare with: a not-found error that says so.
+func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt int) (DecisionChanges, error) {
+	p, err := s.ops.namedPlan(ctx, planName)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	a, err := pickAttempt(p, id, attempt)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	if a.CheckpointID == "" {
+		return DecisionChanges{}, fault.NotFound("attempt %d of decision %q ran without a checkpoint before it: there is nothing to compare it with", a.Number, id)
+	}
+	if a.ResultTree.IsZero() {
+		return DecisionChanges{}, fault.NotFound("the state attempt %d of decision %q left was not recorded (it is running, or it was interrupted)", a.Number, id)
+	}
+	before, err := s.ops.checkpoints.Get(ctx, a.CheckpointID)
+	if err != nil {
+		return DecisionChanges{}, fmt.Errorf("the checkpoint before decision %q: %w", id, err)
+	}
+	changes, err := s.ops.store.DiffTrees(before.Root(), a.ResultTree)
+	if err != nil {
+		return DecisionChanges{}, err
+	}
+	return DecisionChanges{Plan: p, Decision: id, Attempt: a, Before: before, Changes: changes}, nil
+}
