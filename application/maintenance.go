@@ -304,11 +304,18 @@ type verifier struct {
 	objects  map[tree.Hash]string          // checked objects → problem ("" when fine)
 	trees    map[tree.Hash][]ObjectProblem // checked trees → problems below them (relative paths)
 	retried  int
-	failed   error // the store stopped answering (fault.ErrUnavailable): there is no verdict
+	failed   error // the store stopped answering or refused a read (unavailable, denied): no verdict
+}
+
+// noVerdict says whether err says nothing about the stored bytes: the store did not answer, or
+// refused the read.
+func noVerdict(err error) bool {
+	k := fault.Kind(err)
+	return k == fault.ErrUnavailable || k == fault.ErrDenied
 }
 
 // check verifies one object once, retrying a non-integrity (I/O) error once. A store that still
-// does not answer stops the verification (v.failed): that is no verdict on the object.
+// does not answer, or refuses the read, stops the verification (v.failed): no verdict on the object.
 func (v *verifier) check(h tree.Hash) string {
 	if p, ok := v.objects[h]; ok {
 		return p
@@ -320,7 +327,7 @@ func (v *verifier) check(h tree.Hash) string {
 	if err != nil && !errors.Is(err, fault.ErrIntegrity) {
 		if err = v.store.CheckObject(h, v.readData); err == nil {
 			v.retried++
-		} else if fault.Kind(err) == fault.ErrUnavailable {
+		} else if noVerdict(err) {
 			v.failed = err
 			return ""
 		} else if !errors.Is(err, fault.ErrIntegrity) {
@@ -354,7 +361,7 @@ func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
 		return []ObjectProblem{{Path: ".", Problem: p}}
 	}
 	entries, err := v.store.ListTree(h)
-	if fault.Kind(err) == fault.ErrUnavailable {
+	if noVerdict(err) {
 		v.failed = err
 		return nil
 	}

@@ -269,7 +269,8 @@ type StoreHealth interface {
 	ListTree(h tree.Hash) ([]tree.Entry, error)
 	// CheckObject verifies one object: present with a sane size, and with readData its content
 	// re-hashed from the store's own bytes (a shared store's, not a local cache's). Damage is a
-	// fault.ErrIntegrity error; a store that does not answer fault.ErrUnavailable (no verdict);
+	// fault.ErrIntegrity error; a store that does not answer or refuses the read fault.ErrUnavailable
+	// or fault.ErrDenied (no verdict);
 	// anything else is an I/O error worth a retry.
 	CheckObject(h tree.Hash, readData bool) error
 	// Collect removes every object not reachable from roots. A shared store also keeps what any

@@ -114,7 +114,8 @@
 //   - a damage mark names the record whose bytes were found bad, never another: a delta whose base
 //     is damaged is intact itself (untrusted until the base is, not marked). A read that failed
 //     because the store did not answer (fault.ErrUnavailable: a download cut short, a connection
-//     reset) is no verdict on the bytes: it marks nothing and is reported as unavailable;
+//     reset) or refused it (fault.ErrDenied) is no verdict on the bytes: it marks nothing and is
+//     reported as what it is;
 //   - a backend's local copy of a remote store's file (the S3 adapter's cache, see localCopies) is
 //     not the store: damage found in one MUST be read again from the store's own bytes before it
 //     counts, and only damage found there is marked. ScanPacks, and every read after

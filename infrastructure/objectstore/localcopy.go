@@ -16,6 +16,13 @@ type localCopies interface {
 	DropLocal(name string) bool
 }
 
+// noVerdict says whether a read failed without looking at the stored bytes: the store did not
+// answer (fault.ErrUnavailable: a download cut short, a connection reset) or refused the request
+// (fault.ErrDenied). Such a failure is never damage.
+func noVerdict(err error) bool {
+	return errors.Is(err, fault.ErrUnavailable) || errors.Is(err, fault.ErrDenied)
+}
+
 // refetch drops the local copy of pack p, and this process's open handles of it, so that the pack
 // is read again from the store itself. It reports whether there was a local copy to drop (and so
 // whether a read is worth repeating); a pack is fetched afresh at most once per process.
@@ -69,7 +76,7 @@ func (s *Store) localCopy(p *packFile) bool {
 // refetchDamaged is refetch of the pack holding the copy err names as damaged, if any.
 func (s *Store) refetchDamaged(err error) bool {
 	var d *recordDamage
-	if !errors.As(err, &d) || errors.Is(err, errPackGone) || errors.Is(err, fault.ErrUnavailable) {
+	if !errors.As(err, &d) || errors.Is(err, errPackGone) || noVerdict(err) {
 		return false
 	}
 	return s.refetch(d.l.pack)

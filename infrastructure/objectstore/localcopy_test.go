@@ -258,23 +258,32 @@ func TestRefetchWithoutLocalCopies(t *testing.T) {
 type ldCutFile struct {
 	File
 	left atomic.Int64
+	err  error // nil: unavailable
 }
 
 func (f *ldCutFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.left.Add(-int64(len(p))) < 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
 		return 0, fault.Unavailable("the store does not answer: connection reset")
 	}
 	return f.File.ReadAt(p, off)
 }
 
 // A read cut on its way is unavailable, not damage: every read path says so and marks nothing.
+// A read the store refuses (denied) marks nothing either.
 func TestCutReadIsUnavailableAndMarksNothing(t *testing.T) {
-	for _, after := range []int64{0, maxRecordHeader, 1 << 20} {
+	for _, after := range []int64{-1, 0, maxRecordHeader, 1 << 20} {
 		f := newFixture(t)
 		be := &os2Backend{Dir: NewDir(f.dir, false)}
+		kind := fault.ErrUnavailable
 		be.wrapOpen = func(_ string, file File) File {
 			c := &ldCutFile{File: file}
-			c.left.Store(after)
+			c.left.Store(max(after, 0))
+			if after < 0 {
+				c.err, kind = fault.Denied("access denied"), fault.ErrDenied
+			}
 			return c
 		}
 		s, err := OpenBackend(be, f.dir)
@@ -283,8 +292,8 @@ func TestCutReadIsUnavailableAndMarksNothing(t *testing.T) {
 		}
 		unavailable := func(what string, err error) {
 			t.Helper()
-			if fault.Kind(err) != fault.ErrUnavailable {
-				t.Fatalf("after %d: %s: %v, want unavailable", after, what, err)
+			if fault.Kind(err) != kind {
+				t.Fatalf("after %d: %s: %v, want %v", after, what, err, kind)
 			}
 		}
 		_, err = readBlob(s, f.large)

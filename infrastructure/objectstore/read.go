@@ -38,9 +38,9 @@ func damagedBy(h tree.Hash, l location, cause error, format string, args ...any)
 
 // unreadable is the error of a read of h's record that failed: damage of the copy when the bytes
 // could not be read from where they are kept (a local file's I/O error), but a store that does not
-// answer or a download cut short (fault.ErrUnavailable) says nothing about the stored bytes.
+// answer, a download cut short or a refused request (see noVerdict) says nothing about them.
 func unreadable(h tree.Hash, l location, err error, what string) error {
-	if errors.Is(err, fault.ErrUnavailable) {
+	if noVerdict(err) {
 		return fmt.Errorf("object %s in pack %s: %s: %w", h, l.pack.id, what, err)
 	}
 	return damagedBy(h, l, err, "%s", what)
@@ -333,8 +333,8 @@ func (r *streamReader) Close() error {
 	return nil
 }
 
-// readTrap passes reads through and remembers a failure of the store to answer, which a decoder
-// reading through it may report as a malformed frame.
+// readTrap passes reads through and remembers a failure of the store to answer (see noVerdict),
+// which a decoder reading through it may report as a malformed frame.
 type readTrap struct {
 	r   io.ReaderAt
 	mu  sync.Mutex
@@ -343,7 +343,7 @@ type readTrap struct {
 
 func (t *readTrap) ReadAt(p []byte, off int64) (int, error) {
 	n, err := t.r.ReadAt(p, off)
-	if err != nil && errors.Is(err, fault.ErrUnavailable) {
+	if err != nil && noVerdict(err) {
 		t.mu.Lock()
 		t.err = err
 		t.mu.Unlock()

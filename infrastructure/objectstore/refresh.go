@@ -468,7 +468,7 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 // chain and a store that does not answer mark nothing.
 func (s *Store) noteDamage(err error) {
 	var d *recordDamage
-	if err == nil || !errors.As(err, &d) || errors.Is(err, errPackGone) || errors.Is(err, fault.ErrUnavailable) {
+	if err == nil || !errors.As(err, &d) || errors.Is(err, errPackGone) || noVerdict(err) {
 		return
 	}
 	if d.l.pack != nil && d.l.pack.size >= 0 {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -26,7 +25,8 @@ type PackProblem struct {
 // (see ReadStoreBytes), and changes nothing but the damage list: damage it finds is marked, and a
 // mark on a copy it reads intact is cleared. A damaged record of a condemned pack whose object has
 // an intact copy elsewhere is retired damage, waiting for the sweep: it is not reported. A store
-// that does not answer fails the scan (fault.ErrUnavailable): nothing is reported or marked.
+// that does not answer, or refuses a read, fails the scan (see noVerdict): nothing is reported or
+// marked.
 func (s *Store) ScanPacks() ([]PackProblem, error) {
 	s.ReadStoreBytes()
 	s.mu.RLock()
@@ -71,7 +71,7 @@ func (s *Store) scanPack(p *packFile) ([]string, error) {
 func (s *Store) scanPackFile(p *packFile) (problems []string, bad []error, good []damageKey, err error) {
 	f, err := s.be.Open(packName(p.id))
 	if err != nil {
-		if errors.Is(err, fault.ErrUnavailable) {
+		if noVerdict(err) {
 			return nil, nil, nil, err
 		}
 		if errors.Is(err, fs.ErrNotExist) && s.retiredMissing(p) {
@@ -89,7 +89,7 @@ func (s *Store) scanPackFile(p *packFile) (problems []string, bad []error, good 
 	if err != nil {
 		return []string{fmt.Sprintf("pack structure is damaged: %v", err)}, nil, nil, nil
 	}
-	if b, err := s.be.ReadFile(idxName(p.id)); errors.Is(err, fault.ErrUnavailable) {
+	if b, err := s.be.ReadFile(idxName(p.id)); noVerdict(err) {
 		return nil, nil, nil, err
 	} else if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the idx: %v", err))
@@ -107,7 +107,7 @@ func (s *Store) scanPackFile(p *packFile) (problems []string, bad []error, good 
 		case err == nil:
 			good = append(good, damageKey{p.id, e.hash})
 			continue
-		case errors.Is(err, fault.ErrUnavailable):
+		case noVerdict(err):
 			return nil, nil, nil, err
 		case s.retiredDamage(p, e.hash) || s.supersededChain(p, e, err):
 			continue
@@ -220,14 +220,14 @@ func checkStored(h tree.Hash, l location, f io.ReaderAt) error {
 	cw := &crcWriter{w: io.Discard}
 	buf := getBuf(copyBuf)
 	defer putBuf(buf)
-	if n, err := io.CopyBuffer(cw, io.NewSectionReader(f, dataAt, l.comp), *buf); errors.Is(err, fault.ErrUnavailable) {
+	if n, err := io.CopyBuffer(cw, io.NewSectionReader(f, dataAt, l.comp), *buf); noVerdict(err) {
 		return unreadable(h, l, err, "read")
 	} else if err != nil || n != l.comp {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
 	var tb [recordTrailerLen]byte
 	n, err := f.ReadAt(tb[:], dataAt+l.comp)
-	if errors.Is(err, fault.ErrUnavailable) {
+	if noVerdict(err) {
 		return unreadable(h, l, err, "read")
 	}
 	if err := checkTrailer(tb[:n], header, cw.sum); err != nil {
