@@ -54,7 +54,7 @@ func TestRunWithoutChangeTracking(t *testing.T) {
 			t.Errorf("pre_decision checkpoint of %s: %v %v", id, cp, err)
 		}
 	}
-	if e.snap.snaps != 4 || e.snap.tracked != 0 {
-		t.Errorf("%d snapshots (%d tracked), want 4 untracked: one before and one after each decision", e.snap.snaps, e.snap.tracked)
+	if e.snap.snaps != 5 || e.snap.tracked != 0 {
+		t.Errorf("%d snapshots (%d tracked), want 5 untracked: one before and one after each decision, and the run's end", e.snap.snaps, e.snap.tracked)
 	}
 }

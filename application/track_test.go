@@ -14,14 +14,14 @@ func TestDecisionCommandsTrackTheWorkspace(t *testing.T) {
 	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c")}); err != nil {
 		t.Fatal(err)
 	}
-	// Two snapshots per decision: its pre_decision checkpoint and its result.
-	if e.snap.snaps != 6 || e.snap.tracked != 6 || e.snap.tracking != 0 {
+	// Two snapshots per decision (its pre_decision checkpoint and its result), and the run's end.
+	if e.snap.snaps != 7 || e.snap.tracked != 7 || e.snap.tracking != 0 {
 		t.Fatalf("run: %d snapshots, %d tracked, tracking left %d", e.snap.snaps, e.snap.tracked, e.snap.tracking)
 	}
 	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "x", Command: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if e.snap.snaps != 8 || e.snap.tracked != 8 || e.snap.tracking != 0 {
+	if e.snap.snaps != 10 || e.snap.tracked != 10 || e.snap.tracking != 0 {
 		t.Fatalf("exec: %d snapshots, %d tracked, tracking left %d", e.snap.snaps, e.snap.tracked, e.snap.tracking)
 	}
 
@@ -31,7 +31,7 @@ func TestDecisionCommandsTrackTheWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, tracked := e.snap.snaps, e.snap.tracked
-	if tracked != 8 {
+	if tracked != 10 {
 		t.Errorf("the revert's safety checkpoint was tracked (%d tracked)", tracked)
 	}
 	if _, _, err := e.cs.ApplyCorrection(context.Background(), rev.Correction.ID(), CorrectRequest{}); err != nil {

@@ -210,12 +210,12 @@ type stallConn struct {
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
-	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the read itself
+	_ = c.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the read itself
 	return c.Conn.Read(p)
 }
 
 func (c *stallConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the write itself
+	_ = c.SetDeadline(time.Now().Add(c.stall)) // #nosec G104 -- a closed connection fails the write itself
 	return c.Conn.Write(p)
 }
 

@@ -133,9 +133,12 @@ func TestTargetIsRedacted(t *testing.T) {
 
 // The deadlines: the DSN's own, or the defaults; a statement_timeout plan cannot read is invalid.
 func TestDeadlines(t *testing.T) {
-	for v, want := range map[string]time.Duration{"1500": 1500 * time.Millisecond, "2s": 2 * time.Second, " 1 min": time.Minute, "0": 0, "250ms": 250 * time.Millisecond} {
-		if got, err := pgDuration(v); err != nil || got != want {
-			t.Errorf("pgDuration(%q) = %v, %v", v, got, err)
+	for _, c := range []struct {
+		v    string
+		want time.Duration
+	}{{"1500", 1500 * time.Millisecond}, {"2s", 2 * time.Second}, {" 1 min", time.Minute}, {"0", 0}, {"250ms", 250 * time.Millisecond}} {
+		if got, err := pgDuration(c.v); err != nil || got != c.want {
+			t.Errorf("pgDuration(%q) = %v, %v", c.v, got, err)
 		}
 	}
 	for _, bad := range []string{"", "x", "5 fortnights", "-1", "99999999999999999d"} {
