@@ -310,8 +310,7 @@ type verifier struct {
 // noVerdict says whether err says nothing about the stored bytes: the store did not answer, or
 // refused the read.
 func noVerdict(err error) bool {
-	k := fault.Kind(err)
-	return k == fault.ErrUnavailable || k == fault.ErrDenied
+	return !errors.Is(err, fault.ErrIntegrity) && (errors.Is(err, fault.ErrUnavailable) || errors.Is(err, fault.ErrDenied))
 }
 
 // check verifies one object once, retrying a non-integrity (I/O) error once. A store that still

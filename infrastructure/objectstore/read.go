@@ -213,7 +213,7 @@ type streamReader struct {
 	dec     *zstd.Decoder
 	release func()
 	trap    *readTrap
-	sum     hash.Hash // of the n bytes handed out
+	sum     stateHash // of the n bytes handed out
 	n       int64
 	err     error
 	resumed bool
@@ -228,7 +228,19 @@ func (s *Store) newStreamReader(h tree.Hash, l location, f io.ReaderAt, dataAt i
 		release()
 		return nil, err
 	}
-	return &streamReader{s: s, h: h, l: l, dec: dec, release: release, trap: trap, sum: sha256.New()}, nil
+	return &streamReader{s: s, h: h, l: l, dec: dec, release: release, trap: trap, sum: newSum()}, nil
+}
+
+// stateHash is a hash whose state can be kept and put back.
+type stateHash interface {
+	hash.Hash
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+func newSum() stateHash {
+	h, _ := sha256.New().(stateHash) // sha256's digest always is one
+	return h
 }
 
 func (r *streamReader) Read(p []byte) (int, error) {
@@ -273,12 +285,11 @@ func (r *streamReader) judge(b []byte, err error) error {
 	case err == nil:
 	case errors.Is(err, io.EOF):
 		// The hash of what was handed out is kept as it is in case the read goes on elsewhere.
-		before, merr := r.sum.(encoding.BinaryMarshaler).MarshalBinary()
-		_, _ = r.sum.Write(b) // a hash.Hash never fails
+		// (sha256's state marshals and unmarshals without fail, as its Write does).
+		before, _ := r.sum.MarshalBinary()
+		_, _ = r.sum.Write(b)
 		if r.n+n != r.l.raw || tree.Hash(r.sum.Sum(nil)) != r.h {
-			if merr == nil {
-				_ = r.sum.(encoding.BinaryUnmarshaler).UnmarshalBinary(before)
-			}
+			_ = r.sum.UnmarshalBinary(before)
 			return damaged(r.h, r.l, "content does not match its hash")
 		}
 		r.n += n
@@ -311,15 +322,14 @@ func (r *streamReader) resume() error {
 	}
 	if _, err := io.CopyN(fresh.sum, fresh.dec, r.n); err != nil {
 		err = fresh.judge(nil, err)
-		fresh.Close()
+		_ = fresh.Close() // a streamReader's Close never fails
 		return err
 	}
 	if !bytes.Equal(fresh.sum.Sum(nil), r.sum.Sum(nil)) {
-		fresh.Close()
+		_ = fresh.Close()
 		return fault.Integrity("object %s: the local copy of pack %s it was read from is damaged (dropped now: read it again)", r.h, r.l.pack.id)
 	}
-	fresh.n = r.n
-	r.Close()
+	_ = r.Close()
 	r.dec, r.release, r.trap, r.sum = fresh.dec, fresh.release, fresh.trap, fresh.sum
 	return nil
 }
