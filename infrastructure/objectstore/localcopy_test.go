@@ -44,7 +44,9 @@ func (b *ldCopies) copied(name string) (string, error) {
 	return lp, os.WriteFile(lp, data, 0o600)
 }
 
-func (b *ldCopies) cached(name string) bool { return strings.HasPrefix(name, "packs/") }
+func (b *ldCopies) cached(name string) bool {
+	return strings.HasPrefix(name, "packs/") || strings.HasPrefix(name, "records/")
+}
 
 func (b *ldCopies) Open(name string) (File, error) {
 	if !b.cached(name) {
@@ -669,5 +671,44 @@ func TestScanPacksSkipsARetiredMissingPack(t *testing.T) {
 	}
 	if ps, err := s.ScanPacks(); err != nil || len(ps) > 0 {
 		t.Fatalf("after the heal: %v %v", ps, err)
+	}
+}
+
+// A record whose local copy is damaged is read again from the store: it is not damaged.
+func TestRecordsReadALocalCopyAgainFromTheStore(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "records", "pending"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	be := newLDCopies(t, dir)
+	r := NewRecords(be, "records")
+	name, err := r.Prepare(1, []byte("a transaction\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(be.local, "records", name), []byte("damaged\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.Read(name); err != nil || string(b) != "a transaction\n" {
+		t.Fatalf("read of a record whose local copy is damaged: %q %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(be.local, "records", name), []byte("damaged\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := r.Verify(); err != nil || len(bad) > 0 {
+		t.Fatalf("verify of a record whose local copy is damaged: %v %v", bad, err)
+	}
+	// Damaged in the store too: damaged.
+	if err := os.WriteFile(filepath.Join(dir, "records", name), []byte("damaged\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := r.Verify(); err != nil || len(bad) != 1 {
+		t.Fatalf("verify of a damaged record: %v %v", bad, err)
 	}
 }
