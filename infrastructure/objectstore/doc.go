@@ -117,8 +117,9 @@
 //     reset) or refused it (fault.ErrDenied) is no verdict on the bytes: it marks nothing and is
 //     reported as what it is;
 //   - a backend's local copy of a remote store's file (the S3 adapter's cache, see localCopies) is
-//     not the store: damage found in one MUST be read again from the store's own bytes before it
-//     counts, and only damage found there is marked. ScanPacks, and every read after
+//     not the store: damage found in one (a record, an idx failing its checksum, a committed
+//     record not matching its name) MUST be read again from the store's own bytes before it
+//     counts, and only damage found there is marked or reported. ScanPacks, and every read after
 //     ReadStoreBytes (verify --read-data), read the store's own bytes; ScanPacks clears the mark of
 //     a copy it reads intact, and does not report damage a heal retired (a condemned pack whose
 //     object has an intact copy elsewhere) or a delta record superseded by an intact copy.

@@ -135,7 +135,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 }
 
 func (s *Store) readIdxFile(id string) ([]idxEntry, uint32, error) {
-	b, err := s.be.ReadFile(idxName(id))
+	b, err := s.readIdxBytes(id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}

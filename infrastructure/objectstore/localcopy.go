@@ -1,6 +1,8 @@
 package objectstore
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 
 	"github.com/planhq/plan/domain/fault"
@@ -80,6 +82,26 @@ func (s *Store) refetchDamaged(err error) bool {
 		return false
 	}
 	return s.refetch(d.l.pack)
+}
+
+// readIdxBytes reads pack id's idx. A local copy whose checksum does not hold is dropped and the
+// store's own idx read instead: only that one can be corrupt.
+func (s *Store) readIdxBytes(id string) ([]byte, error) {
+	b, err := s.be.ReadFile(idxName(id))
+	if lc, ok := s.be.(localCopies); ok && err == nil && !idxSumOK(b) && lc.DropLocal(idxName(id)) {
+		b, err = s.be.ReadFile(idxName(id))
+	}
+	return b, err
+}
+
+// idxSumOK says whether an idx file's trailing SHA-256 matches the bytes before it.
+func idxSumOK(b []byte) bool {
+	if len(b) < sha256.Size {
+		return false
+	}
+	body := b[:len(b)-sha256.Size]
+	sum := sha256.Sum256(body)
+	return bytes.Equal(sum[:], b[len(body):])
 }
 
 // ReadStoreBytes makes every later read of this process check the store's own bytes: each pack

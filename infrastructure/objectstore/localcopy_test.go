@@ -712,3 +712,32 @@ func TestRecordsReadALocalCopyAgainFromTheStore(t *testing.T) {
 		t.Fatalf("verify of a damaged record: %v %v", bad, err)
 	}
 }
+
+// A local copy of an idx that fails its checksum is dropped, and the store's own idx read: the
+// store opens, and every object reads.
+func TestLocalCopyOfADamagedIdx(t *testing.T) {
+	f := newFixture(t)
+	s, be := ldOpen(t, f)
+	id := s.index.at(f.small).pack.id
+	s.Close()
+	lp := filepath.Join(be.local, "packs", id+".idx")
+	b, err := os.ReadFile(lp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(lp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenBackend(be, f.dir)
+	if err != nil {
+		t.Fatalf("open with a damaged local copy of an idx: %v", err)
+	}
+	defer s.Close()
+	if got, err := readBlob(s, f.small); err != nil || !bytes.Equal(got, f.smallD) {
+		t.Fatalf("read: %v", err)
+	}
+	if idxSumOK([]byte("short")) {
+		t.Fatal("a file shorter than a checksum passes")
+	}
+}

@@ -344,7 +344,7 @@ type packEntries struct {
 func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
 	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.be.ReadFile(idxName(id))
+		b, err := s.readIdxBytes(id)
 		switch {
 		case err == nil:
 			n, cerr := idxCount(b)
