@@ -103,8 +103,8 @@ type localdamageVerify struct {
 	Unhealed []string `json:"unhealed"`
 }
 
-// A flipped byte in the local cache's copy of a pack, the bucket's intact: the copy is dropped and
-// the bucket read again. A rollback restores everything; verify --read-data reads the bucket (and
+// A flipped byte in the local cache's copy of a pack (and then of its index too), the bucket's
+// intact: the copy is dropped and the bucket read again. A rollback restores everything; verify --read-data reads the bucket (and
 // says so) and passes; no damage marker reaches the shared store; doctor --repair finds nothing.
 func TestLocalDamageCacheCopyIsNotTheStore(t *testing.T) {
 	w, st, c, id, files := localdamageS3(t, 30, 20000)
@@ -113,7 +113,12 @@ func TestLocalDamageCacheCopyIsNotTheStore(t *testing.T) {
 	}
 	localdamageRollback(t, w, id, files)
 
-	for _, p := range localdamageCachedPacks(t, w) {
+	w.must("verify") // the store opened: its indexes cached again
+	idxs, err := filepath.Glob(w.path(".plan/cache/files/packs/*.idx"))
+	if err != nil || len(idxs) == 0 {
+		t.Fatalf("no cached index (%v)", err)
+	}
+	for _, p := range append(localdamageCachedPacks(t, w), idxs...) {
 		localdamageFlip(t, p)
 	}
 	var v localdamageVerify
