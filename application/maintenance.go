@@ -273,12 +273,18 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if v.failed != nil {
+			break
+		}
 		for _, p := range v.tree(cp.Root(), "") {
 			res.Problems = append(res.Problems, VerifyProblem{CheckpointID: cp.ID(), Path: p.Path, Problem: p.Problem})
 		}
 		res.CheckedCheckpoints++
 	}
 	res.CheckedObjects, res.Retried = len(v.objects), v.retried
+	if v.failed != nil {
+		return VerifyResult{}, fmt.Errorf("verify (nothing was marked damaged): %w", v.failed)
+	}
 	// The records are the only thing other workspaces' gcs see of this one's checkpoints.
 	missing, err := s.store.MissingRecords(ctx)
 	if err != nil {
@@ -310,17 +316,31 @@ type verifier struct {
 	objects  map[tree.Hash]string          // checked objects → problem ("" when fine)
 	trees    map[tree.Hash][]ObjectProblem // checked trees → problems below them (relative paths)
 	retried  int
+	failed   error // the store stopped answering or refused a read (unavailable, denied): no verdict
 }
 
-// check verifies one object once, retrying a non-integrity (I/O) error once.
+// noVerdict says whether err says nothing about the stored bytes: the store did not answer, or
+// refused the read.
+func noVerdict(err error) bool {
+	return !errors.Is(err, fault.ErrIntegrity) && (errors.Is(err, fault.ErrUnavailable) || errors.Is(err, fault.ErrDenied))
+}
+
+// check verifies one object once, retrying a non-integrity (I/O) error once. A store that still
+// does not answer, or refuses the read, stops the verification (v.failed): no verdict on the object.
 func (v *verifier) check(h tree.Hash) string {
 	if p, ok := v.objects[h]; ok {
 		return p
+	}
+	if v.failed != nil {
+		return ""
 	}
 	err := v.store.CheckObject(h, v.readData)
 	if err != nil && !errors.Is(err, fault.ErrIntegrity) {
 		if err = v.store.CheckObject(h, v.readData); err == nil {
 			v.retried++
+		} else if noVerdict(err) {
+			v.failed = err
+			return ""
 		} else if !errors.Is(err, fault.ErrIntegrity) {
 			err = fmt.Errorf("read error (failed twice): %w", err)
 		}
@@ -352,6 +372,10 @@ func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
 		return []ObjectProblem{{Path: ".", Problem: p}}
 	}
 	entries, err := v.store.ListTree(h)
+	if noVerdict(err) {
+		v.failed = err
+		return nil
+	}
 	if err != nil {
 		return []ObjectProblem{{Path: ".", Problem: err.Error()}}
 	}

@@ -661,3 +661,35 @@ func TestPruneArchives(t *testing.T) {
 		t.Fatalf("negative archive keep: %v", err)
 	}
 }
+
+// A store that does not answer is no verdict on the objects: verify stops with the unavailable
+// error (exit 1), reporting nothing as damaged, whether an object's check or a tree's listing
+// met it, and checks no further checkpoint.
+func TestVerifyStopsWhenTheStoreDoesNotAnswer(t *testing.T) {
+	for _, where := range []string{"object", "tree", "denied"} {
+		e := newUseCaseEnv(t)
+		h := e.health
+		f := tree.Sum([]byte("f"))
+		down := fault.Unavailable("the store does not answer")
+		if where == "denied" {
+			down, where = fault.Denied("access denied"), "object"
+		}
+		subdir := h.dir(fileE("g", tree.Sum([]byte("g"))))
+		root := h.dir(fileE("f", f), tree.Entry{Path: "sub", Kind: tree.KindDir, Hash: subdir})
+		if where == "object" {
+			h.damaged[f] = down
+		} else {
+			h.listErr[subdir] = down
+		}
+		other := h.dir(fileE("x", tree.Sum([]byte("x"))))
+		e.checkpointAt(t, baseTime, other, checkpoint.Stats{})
+		e.checkpointAt(t, baseTime.Add(time.Minute), root, checkpoint.Stats{})
+		_, err := e.ms.Verify(context.Background(), "", true)
+		if fault.Kind(err) != fault.Kind(down) || !strings.Contains(err.Error(), "nothing was marked damaged") {
+			t.Fatalf("%s: verify: %v", where, err)
+		}
+		if h.scans != 0 {
+			t.Errorf("%s: the store was scanned after it stopped answering", where)
+		}
+	}
+}

@@ -268,14 +268,18 @@ type StoreHealth interface {
 	// ListTree returns one stored directory's entries (Path holds the bare name).
 	ListTree(h tree.Hash) ([]tree.Entry, error)
 	// CheckObject verifies one object: present with a sane size, and with readData its content
-	// re-hashed. Damage is a fault.ErrIntegrity error; anything else is an I/O error worth a retry.
+	// re-hashed from the store's own bytes (a shared store's, not a local cache's). Damage is a
+	// fault.ErrIntegrity error; a store that does not answer or refuses the read fault.ErrUnavailable
+	// or fault.ErrDenied (no verdict);
+	// anything else is an I/O error worth a retry.
 	CheckObject(h tree.Hash, readData bool) error
 	// Collect removes every object not reachable from roots. A shared store also keeps what any
 	// workspace's records reference, and deletes in two phases (grace, when not nil, overrides the
 	// configured wait between them).
 	Collect(roots []tree.Hash, grace *time.Duration) (GCReport, error)
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
-	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data.
+	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data,
+	// and reads the store's own bytes, as CheckObject does.
 	ScanStore() ([]ObjectProblem, error)
 	// MissingRecords names the records of the workspace's history that its database has seen and
 	// the store no longer holds (deleted by hand, lost with the store): until they are written

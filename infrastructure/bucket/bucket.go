@@ -22,8 +22,13 @@
 //     deadline is fault.ErrUnavailable, refused credentials or a refused permission
 //     fault.ErrDenied, whose messages name the store but never a secret; a missing bucket is
 //     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
-//     size when fetched whole) is fault.ErrIntegrity. Reads and PUTs of new names are retried with backoff (they are
-//     idempotent); nothing else is.
+//     size when fetched whole, and listed so by the bucket) is fault.ErrIntegrity, while a body cut
+//     short on the way (a connection reset, a short read of a file whose size did not change) is
+//     fault.ErrUnavailable: a transport error says nothing about the stored bytes;
+//   - a cached copy is not the store: the object store drops a copy in which it found damage
+//     (DropLocal) and reads the bucket's own bytes before calling anything damaged.
+//
+// Reads and PUTs of new names are retried with backoff (they are idempotent); nothing else is.
 package bucket
 
 import (
@@ -601,7 +606,7 @@ func (f *remoteFile) block(i int64) ([]byte, error) {
 		return nil, f.b.classify("read", f.name, err)
 	}
 	if int64(len(blk)) != end-start+1 {
-		return nil, fault.Integrity("read %s: %d bytes at %d, want %d (the file changed?)", f.b.Location(f.name), len(blk), start, end-start+1)
+		return nil, f.b.short(f.name, f.size, fmt.Sprintf("%d bytes at %d, want %d", len(blk), start, end-start+1))
 	}
 	f.b.cache.downloaded.Add(int64(len(blk)))
 	f.mu.Lock()
@@ -610,6 +615,23 @@ func (f *remoteFile) block(i int64) ([]byte, error) {
 	}
 	f.mu.Unlock()
 	return blk, nil
+}
+
+// short is the error of a read of name (of size bytes when opened or listed) that returned another
+// number of bytes (what says how many): the file changed (fault.ErrIntegrity) when the bucket now
+// lists another size, else a body cut short on the way (fault.ErrUnavailable), which says nothing
+// about the stored bytes.
+func (b *Backend) short(name string, size int64, what string) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	info, err := b.client.StatObject(ctx, b.bucket, b.key(name), minio.StatObjectOptions{})
+	switch {
+	case err != nil:
+		return b.classify("read", name, err)
+	case info.Size != size:
+		return fault.Integrity("read %s: %s: its size is now %d, not %d (the file changed)", b.Location(name), what, info.Size, size)
+	}
+	return fault.Unavailable("read %s: %s: the download was cut short", b.Location(name), what)
 }
 
 // promote fetches the whole file into the cache and reads it from there from now on.
@@ -753,7 +775,7 @@ func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, er
 	if local.Size() != size {
 		_ = local.Close()
 		_ = os.Remove(tmp)
-		return nil, fault.Integrity("read %s: the download does not have the listed size %d", b.Location(name), size)
+		return nil, b.short(name, size, fmt.Sprintf("%d bytes downloaded, want %d", local.Size(), size))
 	}
 	c.downloaded.Add(size)
 	p := c.path(name)
@@ -772,6 +794,14 @@ func (c *cache) fetch(b *Backend, name string, size int64) (objectstore.File, er
 }
 
 func (c *cache) drop(name string) { _ = os.Remove(c.path(name)) }
+
+// DropLocal implements the object store's local-copies capability: it removes the cached copy of
+// name (one found damaged, or bypassed by `verify --read-data`), so that the next read fetches the
+// bucket's own bytes, and says whether there was one.
+func (b *Backend) DropLocal(name string) bool {
+	err := os.Remove(b.cache.path(name))
+	return err == nil
+}
 
 // forgetAbsent removes cached files of dir that the bucket no longer lists (a gc swept them).
 func (c *cache) forgetAbsent(dir string, listed []objectstore.FileInfo) {

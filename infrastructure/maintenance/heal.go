@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
@@ -23,13 +25,45 @@ func HealStore(ctx context.Context, l workspace.Layout, s *objectstore.Store) (o
 	if _, err := s.ScanPacks(); err != nil {
 		return objectstore.HealReport{}, err
 	}
+	untrusted := s.Untrusted()
 	if _, err := workspace.NewScanner(l, s).Snapshot(ctx, nil); err != nil {
 		return objectstore.HealReport{}, fmt.Errorf("read the workspace for intact copies: %w", err)
 	}
 	if err := healFromArchive(l.Archive(), s); err != nil {
 		return objectstore.HealReport{}, fmt.Errorf("read the archive for intact copies: %w", err)
 	}
-	return s.RetireHealed()
+	rep, err := s.RetireHealed()
+	if err == nil {
+		rep = healedSince(rep, untrusted, s)
+	}
+	return rep, err
+}
+
+// healedSince adds to rep what the repair healed or did not among untrusted, the objects that had
+// no copy to trust before it: one that has one now is healed, though no copy of it was damaged (a
+// delta whose base was), and one that still has none is not.
+func healedSince(rep objectstore.HealReport, untrusted []tree.Hash, s *objectstore.Store) objectstore.HealReport {
+	reported := map[tree.Hash]bool{}
+	for _, h := range append(rep.Healed, rep.Unhealed...) {
+		reported[h] = true
+	}
+	still := map[tree.Hash]bool{}
+	for _, h := range s.Untrusted() {
+		still[h] = true
+	}
+	for _, h := range untrusted {
+		switch {
+		case reported[h]:
+		case still[h]:
+			rep.Unhealed = append(rep.Unhealed, h)
+		default:
+			rep.Healed = append(rep.Healed, h)
+		}
+	}
+	byHash := func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) }
+	slices.SortFunc(rep.Healed, byHash)
+	slices.SortFunc(rep.Unhealed, byHash)
+	return rep
 }
 
 // Heal is HealStore as a doctor finding: Problem is empty when there was nothing to heal.
@@ -41,7 +75,7 @@ func Heal(ctx context.Context, l workspace.Layout, s *objectstore.Store) Finding
 		f.Problem = err.Error()
 	case len(rep.Unhealed) > 0:
 		f.Problem = fmt.Sprintf("%d object(s) healed; %d have no intact copy anywhere (e.g. %s)", len(rep.Healed), len(rep.Unhealed), rep.Unhealed[0])
-		f.Repair = "`plan verify` names the checkpoints that need them; delete those checkpoints, then `plan gc`"
+		f.Repair = "`plan verify` names the checkpoints that need them; delete those checkpoints, then `plan gc` (which alone removes those no checkpoint needs)"
 	case len(rep.Healed) > 0:
 		f.OK, f.Repaired = true, true
 		f.Problem = fmt.Sprintf("%d damaged or missing object(s) healed from intact copies", len(rep.Healed))

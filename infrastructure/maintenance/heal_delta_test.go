@@ -65,3 +65,43 @@ func TestDoctorRepairHealsADeltaWhoseBaseIsDamaged(t *testing.T) {
 		t.Fatalf("the second version after repair: %d bytes, %v", len(got), err)
 	}
 }
+
+// Three versions, each a delta of the one before, the first damaged, the third live: the repair
+// stores the third afresh (healed), and the second, which nothing intact holds, is named with the
+// first as having no intact copy, though only the first's record is damaged.
+func TestDoctorRepairNamesADeltaItCannotHeal(t *testing.T) {
+	dir := t.TempDir()
+	v1 := noise(8)
+	v2 := bytes.Clone(v1)
+	copy(v2[1000:], "an edit of the second version")
+	v3 := bytes.Clone(v2)
+	copy(v3[3000:], "an edit of the third version")
+	ctx := context.Background()
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: dir, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "data.bin")
+	for _, v := range [][]byte{v1, v2, v3} {
+		if err := os.WriteFile(file, v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.Services.Checkpoints.Create(ctx, application.CreateRequest{Note: "v"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := app.Services.Layout
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damageStored(t, l, v1)
+	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
+	f := finding(t, r, "store healing")
+	if !strings.Contains(f.Problem, "1 object(s) healed; 2 have no intact copy anywhere") {
+		t.Fatalf("heal finding %+v", f)
+	}
+	got, err := storedContent(t, l, tree.Sum(v3))
+	if err != nil || !bytes.Equal(got, v3) {
+		t.Fatalf("the live version after repair: %d bytes, %v", len(got), err)
+	}
+}

@@ -98,8 +98,12 @@ func (h *Health) ListTree(hash tree.Hash) ([]tree.Entry, error) {
 	return out, nil
 }
 
-// CheckObject verifies one object.
+// CheckObject verifies one object; with readData from the store's own bytes (a remote store's
+// local cache is bypassed: its copies are fetched again).
 func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
+	if readData {
+		h.store.ReadStoreBytes()
+	}
 	return h.store.CheckObject(hash, readData)
 }
 

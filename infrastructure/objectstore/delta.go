@@ -52,9 +52,9 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		bl, ok := s.lookup(base)
 		switch {
 		case !ok:
-			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "delta base %s is missing", base))
+			return nil, 0, chainErr(h, l, cur, chainBroken(cur, cl, "delta base %s is missing", base))
 		case bl.raw > maxDeltaObject || bl.comp > 2*maxDeltaObject:
-			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "delta base %s is too large (%d bytes)", base, bl.raw))
+			return nil, 0, chainErr(h, l, cur, chainBroken(cur, cl, "delta base %s is too large (%d bytes)", base, bl.raw))
 		}
 		cur, cl = base, bl
 	}
@@ -66,8 +66,7 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		k := &chain[i]
 		out, err := decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
 		if err != nil {
-			err = fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress delta", k.h, k.l.pack.id)
-			return nil, 0, chainErr(h, l, k.h, err)
+			return nil, 0, chainErr(h, l, k.h, damagedBy(k.h, k.l, err, "decompress delta"))
 		}
 		if int64(len(out)) != k.l.raw || sha256.Sum256(out) != k.h {
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
@@ -78,7 +77,8 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 }
 
 // chainErr makes err, met at object at on the delta chain of h, an error about h. It keeps err's
-// kind: damage is damage of h too, while an I/O error stays one so a caller may retry.
+// kind: damage is damage of h too, while an I/O error stays one so a caller may retry. The copy
+// err names as damaged stays the one noteDamage marks: h's own record is intact.
 func chainErr(h tree.Hash, l location, at tree.Hash, err error) error {
 	if at == h {
 		return err

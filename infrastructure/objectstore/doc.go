@@ -113,6 +113,18 @@
 //   - a reader that finds its pack gone (a GC rewrote it) re-reads the directory and tries the
 //     object's new location once before calling it missing; it never records a vanished pack as
 //     damage.
+//   - a damage mark names the record whose bytes were found bad, never another: a delta whose base
+//     is damaged is intact itself (untrusted until the base is, not marked). A read that failed
+//     because the store did not answer (fault.ErrUnavailable: a download cut short, a connection
+//     reset) or refused it (fault.ErrDenied) is no verdict on the bytes: it marks nothing and is
+//     reported as what it is;
+//   - a backend's local copy of a remote store's file (the S3 adapter's cache, see localCopies) is
+//     not the store: damage found in one (a record, an idx failing its checksum, a committed
+//     record not matching its name) MUST be read again from the store's own bytes before it
+//     counts, and only damage found there is marked or reported. ScanPacks, and every read after
+//     ReadStoreBytes (verify --read-data), read the store's own bytes; ScanPacks clears the mark of
+//     a copy it reads intact, and does not report damage a heal retired (a condemned pack whose
+//     object has an intact copy elsewhere) or a delta record superseded by an intact copy.
 //
 // Shared stores add (see marks.go for the protocol and why it is safe):
 //   - every name written is new (packs by random id, records by number and content hash, marks

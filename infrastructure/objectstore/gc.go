@@ -318,7 +318,7 @@ func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {
 		cw := &crcWriter{w: w}
 		n, err := io.Copy(cw, io.NewSectionReader(f, dataAt, l.comp))
 		if err != nil {
-			return fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: copy", h, l.pack.id)
+			return unreadable(h, l, err, "copy")
 		}
 		if n != l.comp {
 			return damaged(h, l, "record truncated (pack cut short)")

@@ -135,7 +135,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 }
 
 func (s *Store) readIdxFile(id string) ([]idxEntry, uint32, error) {
-	b, err := s.be.ReadFile(idxName(id))
+	b, err := s.readIdxBytes(id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -149,18 +149,44 @@ func (s *Store) readIdxFile(id string) ([]idxEntry, uint32, error) {
 	return entries, version, nil
 }
 
-// forgetDamage drops the damage list's entries for retired packs: the list file is rewritten
-// atomically without their lines, and their marker files are removed.
+// forgetDamage drops the damage list's entries for retired packs.
 func (s *Store) forgetDamage(retired []*packFile) error {
 	gone := map[string]bool{}
 	for _, p := range retired {
 		gone[p.id] = true
 	}
+	return s.forget(func(k damageKey) bool { return gone[k.pack] })
+}
+
+// forgetIntact drops the damage list's entries for copies read intact from the store's own bytes
+// (a mark left by a read that was cut short, or by damage of a local copy, before either was told
+// apart from damage of the store).
+func (s *Store) forgetIntact(keys []damageKey) error {
+	s.mu.RLock()
+	var stale map[damageKey]bool
+	for _, k := range keys {
+		if _, ok := s.damaged[k]; ok {
+			if stale == nil {
+				stale = map[damageKey]bool{}
+			}
+			stale[k] = true
+		}
+	}
+	s.mu.RUnlock()
+	if stale == nil {
+		return nil
+	}
+	return s.forget(func(k damageKey) bool { return stale[k] })
+}
+
+// forget drops the damage list's entries drop selects: the list file is rewritten atomically
+// without their lines, and their marker files are removed.
+func (s *Store) forget(drop func(damageKey) bool) error {
 	s.mu.Lock()
 	var b strings.Builder
 	var markers []string
 	for k := range s.damaged {
-		if gone[k.pack] {
+		if drop(k) {
 			delete(s.damaged, k)
 			markers = append(markers, damagedDir+"/"+k.pack+"-"+k.hash.String())
 			continue

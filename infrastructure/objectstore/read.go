@@ -2,11 +2,14 @@ package objectstore
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/planhq/plan/domain/fault"
@@ -22,7 +25,40 @@ func (l location) small() bool { return l.raw <= wholeRead && l.comp <= 2*wholeR
 
 func missing(h tree.Hash) error { return fault.Integrity("object %s is missing", h) }
 
+// damaged reports that the stored record of h at l is bad: the error names that copy, so that
+// noteDamage marks it (and no other: a delta whose base is damaged is itself intact).
 func damaged(h tree.Hash, l location, format string, args ...any) error {
+	return &recordDamage{h: h, l: l, err: fault.Integrity("object %s in pack %s: %s", h, l.pack.id, fmt.Sprintf(format, args...))}
+}
+
+// damagedBy is damaged with a cause: a decoder's complaint about the record's bytes.
+func damagedBy(h tree.Hash, l location, cause error, format string, args ...any) error {
+	return &recordDamage{h: h, l: l, err: fault.Wrap(fault.ErrIntegrity, cause, "object %s in pack %s: %s", h, l.pack.id, fmt.Sprintf(format, args...))}
+}
+
+// unreadable is the error of a read of h's record that failed: damage of the copy when the bytes
+// could not be read from where they are kept (a local file's I/O error), but a store that does not
+// answer, a download cut short or a refused request (see noVerdict) says nothing about them.
+func unreadable(h tree.Hash, l location, err error, what string) error {
+	if noVerdict(err) {
+		return fmt.Errorf("object %s in pack %s: %s: %w", h, l.pack.id, what, err)
+	}
+	return damagedBy(h, l, err, "%s", what)
+}
+
+// recordDamage is a fault.ErrIntegrity error about one stored copy (pack and object).
+type recordDamage struct {
+	h   tree.Hash
+	l   location
+	err error
+}
+
+func (d *recordDamage) Error() string { return d.err.Error() }
+func (d *recordDamage) Unwrap() error { return d.err }
+
+// chainBroken reports that h's delta at l cannot be rebuilt for a reason outside its own record
+// (a base missing, too large or itself damaged): an integrity error that marks no copy.
+func chainBroken(h tree.Hash, l location, format string, args ...any) error {
 	return fault.Integrity("object %s in pack %s: %s", h, l.pack.id, fmt.Sprintf(format, args...))
 }
 
@@ -31,7 +67,7 @@ func damaged(h tree.Hash, l location, format string, args ...any) error {
 func readHeader(f io.ReaderAt, h tree.Hash, l location, b []byte) (int64, int, error) {
 	n, err := f.ReadAt(b, l.offset)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, 0, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: read", h, l.pack.id)
+		return 0, 0, unreadable(h, l, err, "read")
 	}
 	got, hl, perr := parseRecordHeader(b[:n])
 	if perr != nil {
@@ -90,7 +126,7 @@ func (s *Store) readPlain(h tree.Hash, l location) ([]byte, error) {
 	}
 	out, err := c.dec.DecodeAll(data, make([]byte, 0, l.raw))
 	if err != nil {
-		return nil, fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", h, l.pack.id)
+		return nil, damagedBy(h, l, err, "decompress")
 	}
 	if int64(len(out)) != l.raw || sha256.Sum256(out) != h {
 		return nil, damaged(h, l, "content does not match its hash")
@@ -114,18 +150,17 @@ func (s *Store) OpenBlob(h tree.Hash) (io.ReadCloser, error) {
 		}
 		var hb [maxRecordHeader]byte
 		dataAt, _, err := readHeader(f, h, l, hb[:])
+		if err == nil && s.localCopy(l.pack) {
+			// The record's checksums, checked before a byte is handed out: damage of a local copy
+			// found only at the end could not be undone (see streamReader.resume).
+			err = checkStored(h, l, f)
+		}
 		if err != nil {
 			release()
 			return err
 		}
-		br := bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10)
-		dec, err := getStreamDecoder(br)
-		if err != nil {
-			release()
-			return err
-		}
-		rc = &streamReader{s: s, h: h, l: l, dec: dec, release: release, sum: sha256.New()}
-		return nil
+		rc, err = s.newStreamReader(h, l, f, dataAt, release)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -169,45 +204,134 @@ func (r *wholeReader) Close() error {
 }
 
 // streamReader decompresses a large object as it is read, hashing the output; the verdict is
-// given in place of io.EOF.
+// given in place of io.EOF. Damage found in a local copy of a remote pack is not the object's: the
+// reader drops the copy and goes on from the store's own bytes (see resume).
 type streamReader struct {
 	s       *Store
 	h       tree.Hash
 	l       location
 	dec     *zstd.Decoder
 	release func()
-	sum     hash.Hash
+	trap    *readTrap
+	sum     stateHash // of the n bytes handed out
 	n       int64
 	err     error
+	resumed bool
+}
+
+// newStreamReader reads the record of h at l, whose data starts at dataAt of f; release is called
+// on Close (and at once when this fails).
+func (s *Store) newStreamReader(h tree.Hash, l location, f io.ReaderAt, dataAt int64, release func()) (*streamReader, error) {
+	trap := &readTrap{r: f}
+	dec, err := getStreamDecoder(bufio.NewReaderSize(io.NewSectionReader(trap, dataAt, l.comp), 256<<10))
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &streamReader{s: s, h: h, l: l, dec: dec, release: release, trap: trap, sum: newSum()}, nil
+}
+
+// stateHash is a hash whose state can be kept and put back.
+type stateHash interface {
+	hash.Hash
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+func newSum() stateHash {
+	h, _ := sha256.New().(stateHash) // sha256's digest always is one
+	return h
 }
 
 func (r *streamReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	if r.dec == nil {
-		return 0, errors.New("read of closed blob")
-	}
-	n, err := r.dec.Read(p)
-	_, _ = r.sum.Write(p[:n]) // a hash.Hash never fails
-	r.n += int64(n)
-	switch {
-	case r.n > r.l.raw:
-		r.err = damaged(r.h, r.l, "content longer than recorded")
-	case errors.Is(err, io.EOF):
-		if r.n != r.l.raw || tree.Hash(r.sum.Sum(nil)) != r.h {
-			r.err = damaged(r.h, r.l, "content does not match its hash")
-		} else {
-			r.err = io.EOF
+	for {
+		if r.err != nil {
+			return 0, r.err
 		}
-	case err != nil:
-		r.err = fault.Wrap(fault.ErrIntegrity, err, "object %s in pack %s: decompress", r.h, r.l.pack.id)
+		if r.dec == nil {
+			return 0, errors.New("read of closed blob")
+		}
+		n, err := r.dec.Read(p)
+		verdict := r.judge(p[:n], err)
+		if verdict == nil || errors.Is(verdict, io.EOF) {
+			if verdict != nil {
+				r.err = verdict
+			}
+			return n, verdict
+		}
+		if !r.resumed && r.s.refetchDamaged(verdict) {
+			r.resumed = true
+			if verdict = r.resume(); verdict == nil {
+				continue
+			}
+		}
+		r.s.noteDamage(verdict)
+		r.err = verdict
+		return 0, verdict // never hand out bytes of an object known to be damaged
 	}
-	if r.err != nil && !errors.Is(r.err, io.EOF) {
-		r.s.noteDamage(r.h, r.l, r.err)
-		return 0, r.err // never hand out bytes of an object known to be damaged
+}
+
+// judge decides on the bytes b just decoded and the decoder's err: nil hands them out, io.EOF
+// hands them out as the last, and anything else is the read's error: a store that stopped
+// answering, or damage of the record.
+func (r *streamReader) judge(b []byte, err error) error {
+	if cause := r.trap.failure(); cause != nil {
+		return fmt.Errorf("object %s in pack %s: read: %w", r.h, r.l.pack.id, cause)
 	}
-	return n, r.err
+	n := int64(len(b))
+	switch {
+	case r.n+n > r.l.raw:
+		return damaged(r.h, r.l, "content longer than recorded")
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		// The hash of what was handed out is kept as it is in case the read goes on elsewhere.
+		// (sha256's state marshals and unmarshals without fail, as its Write does).
+		before, _ := r.sum.MarshalBinary()
+		_, _ = r.sum.Write(b)
+		if r.n+n != r.l.raw || tree.Hash(r.sum.Sum(nil)) != r.h {
+			_ = r.sum.UnmarshalBinary(before)
+			return damaged(r.h, r.l, "content does not match its hash")
+		}
+		r.n += n
+		return io.EOF
+	default:
+		return damagedBy(r.h, r.l, err, "decompress")
+	}
+	_, _ = r.sum.Write(b)
+	r.n += n
+	return nil
+}
+
+// resume goes on from the store's own bytes after damage was found in a local copy (which
+// refetch dropped): the pack is opened afresh and the bytes handed out so far are decoded again,
+// and must hash the same, before reading goes on.
+func (r *streamReader) resume() error {
+	f, release, err := r.s.openPack(r.l.pack)
+	if err != nil {
+		return fmt.Errorf("object %s: %w", r.h, err)
+	}
+	var hb [maxRecordHeader]byte
+	dataAt, _, err := readHeader(f, r.h, r.l, hb[:])
+	if err != nil {
+		release()
+		return err
+	}
+	fresh, err := r.s.newStreamReader(r.h, r.l, f, dataAt, release)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(fresh.sum, fresh.dec, r.n); err != nil {
+		err = fresh.judge(nil, err)
+		_ = fresh.Close() // a streamReader's Close never fails
+		return err
+	}
+	if !bytes.Equal(fresh.sum.Sum(nil), r.sum.Sum(nil)) {
+		_ = fresh.Close()
+		return fault.Integrity("object %s: the local copy of pack %s it was read from is damaged (dropped now: read it again)", r.h, r.l.pack.id)
+	}
+	_ = r.Close()
+	r.dec, r.release, r.trap, r.sum = fresh.dec, fresh.release, fresh.trap, fresh.sum
+	return nil
 }
 
 func (r *streamReader) Close() error {
@@ -217,6 +341,30 @@ func (r *streamReader) Close() error {
 		r.release()
 	}
 	return nil
+}
+
+// readTrap passes reads through and remembers a failure of the store to answer (see noVerdict),
+// which a decoder reading through it may report as a malformed frame.
+type readTrap struct {
+	r   io.ReaderAt
+	mu  sync.Mutex
+	err error
+}
+
+func (t *readTrap) ReadAt(p []byte, off int64) (int, error) {
+	n, err := t.r.ReadAt(p, off)
+	if err != nil && noVerdict(err) {
+		t.mu.Lock()
+		t.err = err
+		t.mu.Unlock()
+	}
+	return n, err
+}
+
+func (t *readTrap) failure() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
 
 // ReadTree reads and decodes tree h. The zero hash names the empty tree.
@@ -279,10 +427,10 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 			return err
 		}
 		if !s.Has(base) {
-			return damaged(h, l, "delta base %s is missing", base)
+			return chainBroken(h, l, "delta base %s is missing", base)
 		}
 		if err := s.checkChain(base); err != nil {
-			return damaged(h, l, "delta base %s: %v", base, err)
+			return chainBroken(h, l, "delta base %s: %v", base, err)
 		}
 	}
 	if !readData {
@@ -297,11 +445,10 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 
 // streamCheck decompresses and re-hashes a large record at l in bounded memory.
 func (s *Store) streamCheck(h tree.Hash, l location, f io.ReaderAt, dataAt int64) error {
-	dec, err := getStreamDecoder(bufio.NewReaderSize(io.NewSectionReader(f, dataAt, l.comp), 256<<10))
+	r, err := s.newStreamReader(h, l, f, dataAt, func() {})
 	if err != nil {
 		return err
 	}
-	r := &streamReader{s: s, h: h, l: l, dec: dec, release: func() {}, sum: sha256.New()}
 	defer r.Close()
 	buf := getBuf(copyBuf)
 	defer putBuf(buf)

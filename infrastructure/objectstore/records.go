@@ -196,13 +196,18 @@ func (r *Records) list(dir string) ([]string, error) {
 	return names, nil
 }
 
-// Read returns the committed record name's bytes, checked against its name.
+// Read returns the committed record name's bytes, checked against its name (the store's own
+// bytes: a local copy that does not match is dropped and the record read again).
 func (r *Records) Read(name string) ([]byte, error) {
 	if _, ok := ParseRecordName(name); !ok {
 		return nil, fault.Invalid("%q is not a record name", name)
 	}
 	p := r.dir + "/" + name
 	b, err := r.be.ReadFile(p)
+	if lc, ok := r.be.(localCopies); ok && err == nil && RecordName(mustSeq(name), b) != name && lc.DropLocal(p) {
+		// A local copy is not the store: only the store's own bytes can be damaged.
+		b, err = r.be.ReadFile(p)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fault.Integrity("record %s is missing", r.be.Location(p))
@@ -234,14 +239,19 @@ func mustSeq(name string) uint64 {
 	return seq
 }
 
-// Verify reads every committed record and returns the names of the damaged ones.
+// Verify reads every committed record, from the store's own bytes (a local copy is dropped
+// first), and returns the names of the damaged ones.
 func (r *Records) Verify() ([]string, error) {
 	names, err := r.Committed()
 	if err != nil {
 		return nil, err
 	}
+	lc, _ := r.be.(localCopies)
 	var bad []string
 	for _, n := range names {
+		if lc != nil {
+			lc.DropLocal(r.dir + "/" + n)
+		}
 		if _, err := r.Read(n); err != nil {
 			if errors.Is(err, fault.ErrIntegrity) {
 				bad = append(bad, r.be.Location(r.dir+"/"+n))

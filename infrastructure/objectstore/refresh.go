@@ -349,7 +349,7 @@ type packEntries struct {
 func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
 	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.be.ReadFile(idxName(id))
+		b, err := s.readIdxBytes(id)
 		switch {
 		case err == nil:
 			n, cerr := idxCount(b)
@@ -468,10 +468,16 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 	_ = s.be.WriteFile(damagedDir+"/"+l.pack.id+"-"+h.String(), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
 }
 
-// noteDamage marks the copy at l damaged when err says its bytes are (not when its pack vanished).
-func (s *Store) noteDamage(h tree.Hash, l location, err error) {
-	if err != nil && errors.Is(err, fault.ErrIntegrity) && !errors.Is(err, errPackGone) && l.pack != nil && l.pack.size >= 0 {
-		s.markDamaged(h, l)
+// noteDamage marks damaged the copy err says has bad bytes: the record the error names, which on
+// a delta chain is the link found bad, not the object read through it. A vanished pack, a broken
+// chain and a store that does not answer mark nothing.
+func (s *Store) noteDamage(err error) {
+	var d *recordDamage
+	if err == nil || !errors.As(err, &d) || errors.Is(err, errPackGone) || noVerdict(err) {
+		return
+	}
+	if d.l.pack != nil && d.l.pack.size >= 0 {
+		s.markDamaged(d.h, d.l)
 	}
 }
 
@@ -493,12 +499,35 @@ func intact(h tree.Hash, l location, dmg map[damageKey]struct{}) bool {
 // is long enough and that no gc mark condemns, no read found that copy damaged, and for a delta the
 // same holds for every base down its chain. A checkpoint MUST store a fresh copy of anything not
 // Present.
-func (s *Store) Present(h tree.Hash) bool {
+func (s *Store) Present(h tree.Hash) bool { return s.trusted(h, false) }
+
+// Untrusted lists, sorted, the objects the index knows that have no copy to trust: known damaged,
+// in a pack missing or cut short, or a delta with such a link down its chain (a copy a gc mark
+// condemns is still trusted: it is read until the sweep).
+func (s *Store) Untrusted() []tree.Hash {
+	s.mu.RLock()
+	var all []tree.Hash
+	for h := range s.index.all() {
+		all = append(all, h)
+	}
+	s.mu.RUnlock()
+	var out []tree.Hash
+	for _, h := range all {
+		if !s.trusted(h, true) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+// trusted is Present, with condemned copies counted when condemned is set.
+func (s *Store) trusted(h tree.Hash, condemned bool) bool {
 	for range maxDeltaChain + 1 {
 		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
 		l, ok := s.index.get(h)
-		ok = ok && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
+		ok = ok && intact(h, l, s.damaged) && (condemned || !s.condemned[l.pack.id])
 		s.mu.RUnlock()
 		if !ok {
 			return false
@@ -520,9 +549,30 @@ func (s *Store) cachedBase(h tree.Hash, l location) (tree.Hash, error) {
 	if d := l.pack.delta(h); d != nil && d.offset == l.offset {
 		return s.recordBase(l.pack, d)
 	}
+	return s.storedBase(h, l)
+}
+
+// storedBase is deltaBase that reads a local copy's damage again from the store itself, and
+// notes what damage remains.
+func (s *Store) storedBase(h tree.Hash, l location) (tree.Hash, error) {
 	base, err := s.deltaBase(h, l)
-	s.noteDamage(h, l, err)
+	err = s.fromStore(err, func() (err error) {
+		base, err = s.deltaBase(h, l)
+		return err
+	})
 	return base, err
+}
+
+// fromStore takes err, the outcome of a read, and runs read again while the error is damage in a
+// local copy of a remote store's pack (dropped then: the next read gets the store's own bytes,
+// once per pack, down a delta chain across packs); damage that remains is the store's, and is
+// noted.
+func (s *Store) fromStore(err error, read func() error) error {
+	for s.refetchDamaged(err) {
+		err = read()
+	}
+	s.noteDamage(err)
+	return err
 }
 
 // recordBase returns the base of delta record d of pack p: the one its idx names, or, for a pack
@@ -539,10 +589,8 @@ func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
 	if ok {
 		return base, nil
 	}
-	l := d.location(p)
-	base, err := s.deltaBase(d.hash, l)
+	base, err := s.storedBase(d.hash, d.location(p))
 	if err != nil {
-		s.noteDamage(d.hash, l, err)
 		return base, err
 	}
 	s.baseMu.Lock()
@@ -553,7 +601,8 @@ func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
 
 // retryGone runs read against h's current location; when the pack vanished under it (a
 // concurrent GC moved the object), it refreshes the index, without the lock's privileges, and
-// tries once more. Damage found on the way is recorded.
+// tries once more; when it found damage in a local copy of a remote pack, it drops the copy and
+// reads the store's own bytes. Damage found on the way is recorded.
 func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 	l, ok := s.lookup(h)
 	if !ok {
@@ -573,8 +622,7 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 		}
 		err = read(l)
 	}
-	s.noteDamage(h, l, err)
-	return err
+	return s.fromStore(err, func() error { return read(l) })
 }
 
 // Problems lists, without reading object data, what keeps objects the index lists from being read:

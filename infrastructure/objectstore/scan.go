@@ -1,8 +1,10 @@
 package objectstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"sort"
 
@@ -19,8 +21,14 @@ type PackProblem struct {
 // index does not point at, such as a second copy of an object or a delta shadowed by a whole
 // copy), each record's content decompressed and hashed at its own location, and the records
 // compared with the pack's idx file. It is what `verify --read-data` adds to the per-checkpoint
-// walk, so that a flipped byte anywhere in the store is reported. It only reads.
+// walk, so that a flipped byte anywhere in the store is reported. It reads the store's own bytes
+// (see ReadStoreBytes), and changes nothing but the damage list: damage it finds is marked, and a
+// mark on a copy it reads intact is cleared. A damaged record of a condemned pack whose object has
+// an intact copy elsewhere is retired damage, waiting for the sweep: it is not reported. A store
+// that does not answer, or refuses a read, fails the scan (see noVerdict): nothing is reported or
+// marked.
 func (s *Store) ScanPacks() ([]PackProblem, error) {
+	s.ReadStoreBytes()
 	s.mu.RLock()
 	packs := make([]*packFile, 0, len(s.packs))
 	for _, p := range s.packs {
@@ -30,26 +38,60 @@ func (s *Store) ScanPacks() ([]PackProblem, error) {
 	sort.Slice(packs, func(i, j int) bool { return packs[i].id < packs[j].id })
 	var out []PackProblem
 	for _, p := range packs {
-		for _, problem := range s.scanPackFile(p) {
+		problems, err := s.scanPack(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, problem := range problems {
 			out = append(out, PackProblem{Pack: p.id, Problem: problem})
 		}
 	}
 	return out, nil
 }
 
-func (s *Store) scanPackFile(p *packFile) []string {
+// scanPack is scanPackFile of the store's own bytes (a local copy is dropped first), whose
+// verdicts then update the damage list.
+func (s *Store) scanPack(p *packFile) ([]string, error) {
+	s.refetch(p)
+	problems, bad, good, err := s.scanPackFile(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range bad {
+		s.noteDamage(e)
+	}
+	if err := s.forgetIntact(good); err != nil {
+		return nil, err
+	}
+	return problems, nil
+}
+
+// scanPackFile reads pack p once: the problems it has, the damage errors of its records (to be
+// marked), and its records found intact.
+func (s *Store) scanPackFile(p *packFile) (problems []string, bad []error, good []damageKey, err error) {
 	f, err := s.be.Open(packName(p.id))
 	if err != nil {
-		return []string{fmt.Sprintf("cannot read the pack: %v", err)}
+		if noVerdict(err) {
+			return nil, nil, nil, err
+		}
+		if errors.Is(err, fs.ErrNotExist) && s.retiredMissing(p) {
+			return nil, nil, nil, nil
+		}
+		return []string{fmt.Sprintf("cannot read the pack: %v", err)}, nil, nil, nil
 	}
 	defer func() { _ = f.Close() }()
 	size := f.Size()
-	entries, version, err := scanRecords(io.NewSectionReader(f, 0, size), size)
-	if err != nil {
-		return []string{fmt.Sprintf("pack structure is damaged: %v", err)}
+	trap := &readTrap{r: f}
+	entries, version, err := scanRecords(io.NewSectionReader(trap, 0, size), size)
+	if cause := trap.failure(); cause != nil {
+		return nil, nil, nil, fmt.Errorf("read pack %s: %w", p.id, cause)
 	}
-	var problems []string
-	if b, err := s.be.ReadFile(idxName(p.id)); err != nil {
+	if err != nil {
+		return []string{fmt.Sprintf("pack structure is damaged: %v", err)}, nil, nil, nil
+	}
+	if b, err := s.be.ReadFile(idxName(p.id)); noVerdict(err) {
+		return nil, nil, nil, err
+	} else if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the idx: %v", err))
 	} else if idx, idxVersion, err := decodeIdx(b); err != nil {
 		problems = append(problems, fmt.Sprintf("idx is damaged: %v", err))
@@ -60,13 +102,62 @@ func (s *Store) scanPackFile(p *packFile) []string {
 	scanned := &packFile{id: p.id, path: p.path, size: size, version: version}
 	for _, e := range entries {
 		l := location{pack: scanned, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
-		if err := s.checkRecord(e.hash, l, f); err != nil {
-			l.pack = p
-			s.noteDamage(e.hash, l, err)
-			problems = append(problems, fmt.Sprintf("record at offset %d: %v", e.offset, err))
+		err := s.checkRecord(e.hash, l, trap)
+		switch {
+		case err == nil:
+			good = append(good, damageKey{p.id, e.hash})
+			continue
+		case noVerdict(err):
+			return nil, nil, nil, err
+		case s.retiredDamage(p, e.hash) || s.supersededChain(p, e, err):
+			continue
 		}
+		bad = append(bad, err)
+		problems = append(problems, fmt.Sprintf("record at offset %d: %v", e.offset, err))
 	}
-	return problems
+	// A pack may hold two copies of an object: a mark is cleared only when none is damaged.
+	good = slices.DeleteFunc(good, func(k damageKey) bool {
+		return slices.ContainsFunc(bad, func(err error) bool {
+			var d *recordDamage
+			return errors.As(err, &d) && d.h == k.hash && d.l.pack.id == k.pack
+		})
+	})
+	return problems, bad, good, nil
+}
+
+// supersededChain says whether err, met reading record e of pack p, is harmless: its own bytes are
+// intact (the fault lies down its delta chain, in another record, reported where it is) and the
+// object has a copy the index prefers that can be read: a heal stored one afresh.
+func (s *Store) supersededChain(p *packFile, e idxEntry, err error) bool {
+	var d *recordDamage
+	if !e.kind.delta() || errors.As(err, &d) && d.h == e.hash && d.l.offset == e.offset {
+		return false
+	}
+	l, ok := s.lookup(e.hash)
+	return ok && (l.pack.id != p.id || l.offset != e.offset) && s.Present(e.hash)
+}
+
+// retiredMissing says whether missing pack p is retired already: a heal condemned it (a sweep
+// removes its idx), and every object its idx lists has an intact copy elsewhere.
+func (s *Store) retiredMissing(p *packFile) bool {
+	entries, _, err := s.readIdxFile(p.id)
+	retired := err == nil && len(entries) > 0
+	for _, e := range entries {
+		retired = retired && s.retiredDamage(p, e.hash)
+	}
+	return retired
+}
+
+// retiredDamage says whether a damaged record of h in pack p is harmless already: p is condemned
+// (a heal or a gc retired it: a sweep deletes it) and the index has an intact copy of h elsewhere.
+func (s *Store) retiredDamage(p *packFile, h tree.Hash) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.condemned[p.id] {
+		return false
+	}
+	l, ok := s.index.get(h)
+	return ok && l.pack.id != p.id && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
 }
 
 // checkRecord decodes and re-hashes one record in memory bounded by the read buffers: small
@@ -129,11 +220,16 @@ func checkStored(h tree.Hash, l location, f io.ReaderAt) error {
 	cw := &crcWriter{w: io.Discard}
 	buf := getBuf(copyBuf)
 	defer putBuf(buf)
-	if n, err := io.CopyBuffer(cw, io.NewSectionReader(f, dataAt, l.comp), *buf); err != nil || n != l.comp {
+	if n, err := io.CopyBuffer(cw, io.NewSectionReader(f, dataAt, l.comp), *buf); noVerdict(err) {
+		return unreadable(h, l, err, "read")
+	} else if err != nil || n != l.comp {
 		return damaged(h, l, "record truncated (pack cut short)")
 	}
 	var tb [recordTrailerLen]byte
-	n, _ := f.ReadAt(tb[:], dataAt+l.comp)
+	n, err := f.ReadAt(tb[:], dataAt+l.comp)
+	if noVerdict(err) {
+		return unreadable(h, l, err, "read")
+	}
 	if err := checkTrailer(tb[:n], header, cw.sum); err != nil {
 		return damaged(h, l, "%v", err)
 	}

@@ -60,6 +60,13 @@ type Store struct {
 	reliedMu sync.Mutex
 	relied   map[tree.Hash]struct{}
 
+	// fresh, guarded by mu, names the packs read again from the store itself in this process after
+	// their local copy was dropped (see refetch); stale holds the handles of the dropped copies,
+	// which readers may still use, until Close. storeBytes says every pack is to be read so.
+	fresh      map[string]bool
+	stale      []File
+	storeBytes atomic.Bool
+
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
 }
@@ -190,6 +197,7 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		temps:     make(map[string]struct{}),
 		damaged:   make(map[damageKey]struct{}),
 		bases:     make(map[recordKey]tree.Hash),
+		fresh:     map[string]bool{},
 		markCache: make(map[string]mark),
 		condemned: make(map[string]bool),
 		relied:    make(map[tree.Hash]struct{}),
@@ -270,6 +278,10 @@ func (s *Store) Close() error {
 		p.mu.Unlock()
 	}
 	s.retired = nil
+	for _, f := range s.stale {
+		errs = append(errs, f.Close())
+	}
+	s.stale = nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close object store: %w", err)
 	}
@@ -381,6 +393,9 @@ func (s *Store) CleanTemp() (int, error) {
 func (s *Store) openPack(p *packFile) (File, func(), error) {
 	if s.closed.Load() {
 		return nil, nil, errors.New("object store is closed")
+	}
+	if s.storeBytes.Load() {
+		s.refetch(p)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

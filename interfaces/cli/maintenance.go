@@ -222,6 +222,9 @@ func (h *handler) verify(c *ucli.Context) error {
 		}
 		v := verifyView{OK: len(problems) == 0, CheckedCheckpoints: r.CheckedCheckpoints, CheckedObjects: r.CheckedObjects,
 			Problems: problems, RetriedReads: r.Retried, ReadData: c.Bool("read-data")}
+		if v.ReadData {
+			v.ReadFrom = app.Services.Store.Backend().Location("")
+		}
 		if heal != nil {
 			v.Healed, v.Unhealed = hashStrings(heal.Healed), hashStrings(heal.Unhealed)
 		}
@@ -233,8 +236,12 @@ func (h *handler) verify(c *ucli.Context) error {
 				}
 			}
 			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
-			if c.Bool("read-data") {
-				_, _ = fmt.Fprint(w, " (content re-hashed)")
+			if v.ReadData {
+				_, _ = fmt.Fprintf(w, " (content re-hashed, read from %s", v.ReadFrom)
+				if app.Services.Store.ChecksLocalCopies() {
+					_, _ = fmt.Fprint(w, ", not the local cache")
+				}
+				_, _ = fmt.Fprint(w, ")")
 			}
 			_, _ = fmt.Fprintln(w, ".")
 			if r.Retried > 0 {

@@ -528,7 +528,7 @@ func TestTextOutput(t *testing.T) {
 	if o := mustPlan(t, dir, "gc"); !regexp.MustCompile(`^Reclaimed \d+(\.\d)? (B|KiB|MiB) \(\d+ packs deleted, \d+ rewritten; \d+ live objects kept\)\.\n$`).MatchString(o.stdout) {
 		t.Errorf("gc: %v", o)
 	}
-	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed).\n" {
+	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed, read from "+filepath.Join(dir, ".plan", "objects")+").\n" {
 		t.Errorf("verify --read-data: %v", o)
 	}
 	if o := mustPlan(t, dir, "verify", second[:6]); o.stdout != "Checked 1 checkpoints, 5 objects.\n" {

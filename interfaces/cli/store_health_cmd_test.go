@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/infrastructure/servertest"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -85,7 +86,7 @@ func TestVerifyRepairHealsFromTheWorkspace(t *testing.T) {
 	}
 	o := mustPlan(t, dir, "verify", "--read-data", "--repair")
 	if !strings.HasPrefix(o.stdout, "Healed 1 damaged or missing object(s) from intact copies; 0 have none.\nChecked 1 checkpoints, ") ||
-		!strings.HasSuffix(o.stdout, " objects (content re-hashed).\n") {
+		!strings.HasSuffix(o.stdout, " objects (content re-hashed, read from "+filepath.Join(dir, ".plan", "objects")+").\n") {
 		t.Errorf("verify --repair: %v", o)
 	}
 	if v := decodeVerify(t, mustPlan(t, dir, "--json", "verify", "--read-data", "--repair")); !v.OK || len(v.Healed) != 0 || len(v.Unhealed) != 0 {
@@ -224,5 +225,25 @@ func TestCheckpointShowFilesWithLostPacks(t *testing.T) {
 	}
 	if o := mustPlan(t, dir, "checkpoint", "show", id); !strings.HasPrefix(o.stdout, "checkpoint "+id+" (") {
 		t.Errorf("show without --files: %v", o)
+	}
+}
+
+// verify --read-data of a shared store in a bucket reads the bucket, not the local cache, and says
+// so.
+func TestVerifyReadDataOfABucketSaysWhatItRead(t *testing.T) {
+	e := servertest.S3(t)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": e.Endpoint, "AWS_ACCESS_KEY_ID": e.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": e.SecretKey, "AWS_REGION": e.Region} {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	mustPlan(t, dir, "init", "--store", "s3://"+e.Bucket)
+	writeFile(t, dir, "a.txt", "content")
+	createCheckpoint(t, dir)
+	if o := mustPlan(t, dir, "verify", "--read-data"); !strings.HasSuffix(o.stdout, " (content re-hashed, read from s3://"+e.Bucket+", not the local cache).\n") {
+		t.Errorf("verify --read-data: %v", o)
+	}
+	if v := decodeVerify(t, mustPlan(t, dir, "--json", "verify", "--read-data")); !v.OK || v.ReadFrom != "s3://"+e.Bucket {
+		t.Errorf("verify --read-data --json: %+v", v)
 	}
 }

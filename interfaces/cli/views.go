@@ -223,6 +223,9 @@ type verifyView struct {
 	Problems           []problemView `json:"problems"`
 	RetriedReads       int           `json:"retried_reads"`
 	ReadData           bool          `json:"read_data"`
+	// ReadFrom, with ReadData, is where the re-hashed bytes were read: the store itself (a shared
+	// store's URL, whose local cache is bypassed, or a local store's directory).
+	ReadFrom string `json:"read_from,omitempty"`
 	// Healed and Unhealed are set by --repair: objects stored afresh from intact copies, and those
 	// that have none.
 	Healed   []string `json:"healed,omitempty"`
