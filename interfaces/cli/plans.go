@@ -267,10 +267,9 @@ func printWorkspaceStatus(w io.Writer, v workspaceStatusView) {
 	} else {
 		_, _ = fmt.Fprintf(w, "latest checkpoint %s (%s)\n", *ws.LatestShortID, *ws.LatestCheckpoint)
 	}
-	switch c := ws.Changes; {
-	case c.Added+c.Modified+c.Deleted == 0:
+	if c := ws.Changes; c.Added+c.Modified+c.Deleted == 0 {
 		_, _ = fmt.Fprintln(w, "no changes since")
-	default:
+	} else {
 		_, _ = fmt.Fprintf(w, "changes since: %d added, %d modified, %d deleted (plan diff @ lists them)\n", c.Added, c.Modified, c.Deleted)
 	}
 	if op := ws.PendingOperation; op != nil {
