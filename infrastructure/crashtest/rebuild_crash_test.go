@@ -27,7 +27,8 @@ func state(t *testing.T, ws string) string {
 		if r.code != 0 {
 			t.Fatalf("plan %v: exit %d: %s", args, r.code, r.stderr)
 		}
-		b.WriteString(r.stdout)
+		// status names the workspace's directory, which differs between a workspace and its copy.
+		b.WriteString(strings.ReplaceAll(r.stdout, `"root": "`+ws+`"`, `"root": "WS"`))
 	}
 	return b.String()
 }

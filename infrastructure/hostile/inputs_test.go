@@ -64,7 +64,13 @@ func TestInputsOddExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.expect(3, "invalid", "run", nul)
-	w.expect(4, "not_found", "status") // no plan was recorded
+	var st struct {
+		Plan *struct{} `json:"plan"`
+	}
+	w.mustJSON(&st, "status")
+	if st.Plan != nil {
+		t.Fatal("the refused plan file was recorded as a plan")
+	}
 }
 
 // path-rollback-through-symlink.sh: a per-path restore of lnk/f, where lnk is now a symlink to
