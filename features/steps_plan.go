@@ -40,6 +40,8 @@ func (s *scenario) registerPlanSteps(sc *godog.ScenarioContext) {
 	// Outputs compared across commands.
 	sc.Step(`^I remember the output as "([^"]*)"$`, s.iRememberTheOutput)
 	sc.Step(`^the output equals the one remembered as "([^"]*)"$`, s.theOutputEqualsRemembered)
+	sc.Step(`^I remember the JSON output's "([^"]*)" as "([^"]*)"$`, s.iRememberTheJSONPart)
+	sc.Step(`^the JSON output's "([^"]*)" equals the one remembered as "([^"]*)"$`, s.theJSONPartEqualsRemembered)
 
 	// Correction archives and directories under .plan.
 	sc.Step(`^the archive of correction "([^"]*)" holds exactly:$`, s.theArchiveHoldsExactly)
@@ -381,6 +383,45 @@ func (s *scenario) iRememberTheOutput(name string) error {
 	}
 	s.outputs[name] = s.stdout
 	return nil
+}
+
+// iRememberTheJSONPart remembers one part of the JSON output (re-encoded), for a later comparison
+// of that part alone.
+func (s *scenario) iRememberTheJSONPart(field, name string) error {
+	part, err := s.jsonPart(field)
+	if err != nil {
+		return err
+	}
+	s.outputs[name] = part
+	return nil
+}
+
+func (s *scenario) theJSONPartEqualsRemembered(field, name string) error {
+	want, ok := s.outputs[name]
+	if !ok {
+		return fmt.Errorf("no output remembered as %q", name)
+	}
+	got, err := s.jsonPart(field)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%q of `%s` is\n%s\nwant (remembered as %q)\n%s", field, s.cmdline, got, name, want)
+	}
+	return nil
+}
+
+func (s *scenario) jsonPart(field string) (string, error) {
+	doc, err := s.jsonDoc("output")
+	if err != nil {
+		return "", err
+	}
+	v, err := lookup(doc, field)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	return string(b), err
 }
 
 func (s *scenario) theOutputEqualsRemembered(name string) error {
