@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/plantest"
 	"github.com/planhq/plan/infrastructure/treetest"
 )
 
@@ -26,40 +26,12 @@ import (
 //
 // PLAN_CRASH_TRIALS sets the number of random-delay kills (default 20; `make crash` runs 300).
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
+func TestMain(m *testing.M) { os.Exit(plantest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// planBinary builds ./cmd/plan once per test binary.
+// planBinary is the plan binary built from this module, once per test binary.
 func planBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "plan-crashtest-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "plan")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/planhq/plan/cmd/plan")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/plan: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return plantest.Binary(t)
 }
 
 type result struct {

@@ -10,50 +10,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/infrastructure/plantest"
 	"github.com/planhq/plan/infrastructure/servertest"
 )
 
 // The harness: the real binary, run in a workspace directory with a controlled environment.
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
+func TestMain(m *testing.M) { os.Exit(plantest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// planBinary builds ./cmd/plan once per test binary and returns its path.
+// planBinary is the plan binary built from this module, once per test binary.
 func planBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "plan-hostile-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "plan")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/planhq/plan/cmd/plan")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/plan: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return plantest.Binary(t)
 }
 
 // result is how one plan process ended.
