@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	ucli "github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -123,7 +124,7 @@ func (h *handler) app() *ucli.App {
 		// from here so the error is the JSON document --json promises.
 		CommandNotFound: func(c *ucli.Context, name string) {
 			h.json = c.Bool("json")
-			h.notFound = usagef("unknown command %q (see `plan --help`)", name)
+			h.notFound = unknownCommand(name, c.App.Commands)
 		},
 		Action:   groupAction,
 		Commands: h.commands(),
@@ -247,6 +248,7 @@ func onUsageError(_ *ucli.Context, err error, _ bool) error { return usagef("%v"
 func setUsageHandlers(cmds []*ucli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError
+		dryRunShorthand(c)
 		if len(c.Subcommands) > 0 {
 			c.Action = groupAction
 			setUsageHandlers(c.Subcommands)
@@ -254,10 +256,53 @@ func setUsageHandlers(cmds []*ucli.Command) {
 	}
 }
 
+// dryRunShorthand gives --dry-run its -n, as git, make and rsync spell it, on every command that
+// has it and no other -n.
+func dryRunShorthand(c *ucli.Command) {
+	var dry *ucli.BoolFlag
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			if n == "n" {
+				return
+			}
+		}
+		if b, ok := f.(*ucli.BoolFlag); ok && b.Name == "dry-run" {
+			dry = b
+		}
+	}
+	if dry != nil {
+		dry.Aliases = append(dry.Aliases, "n")
+	}
+}
+
+// unknownCommand is the usage error for a command name plan does not know, with the closest one it
+// does know when one is close enough to be a typo.
+func unknownCommand(name string, among []*ucli.Command) error {
+	best, score := "", 0.0
+	for _, c := range among {
+		if c.Hidden {
+			continue
+		}
+		for _, n := range c.Names() {
+			if d := smetrics.JaroWinkler(name, n, 0.7, 4); d > score {
+				best, score = n, d
+			}
+		}
+	}
+	if score >= 0.8 {
+		return usagef("unknown command %q: did you mean %q? (see `plan --help`)", name, best)
+	}
+	return usagef("unknown command %q (see `plan --help`)", name)
+}
+
 // groupAction runs for a command group without a (known) subcommand.
 func groupAction(c *ucli.Context) error {
 	if c.Args().Present() {
-		return usagef("unknown command %q (see `plan --help`)", c.Args().First())
+		among := c.App.Commands
+		if c.Command != nil && len(c.Command.Subcommands) > 0 {
+			among = c.Command.Subcommands
+		}
+		return unknownCommand(c.Args().First(), among)
 	}
 	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
 		_ = ucli.ShowAppHelp(c) // the app's template, rendered with the app

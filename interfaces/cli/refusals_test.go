@@ -149,3 +149,36 @@ func TestMissingRequiredFlagIsUsage(t *testing.T) {
 		t.Errorf("help no longer says which flags are required:\n%s", o.stdout)
 	}
 }
+
+// An unknown command close to a known one names it; one far from all does not guess.
+func TestUnknownCommandSuggests(t *testing.T) {
+	for args, want := range map[string]string{
+		"rolback":         `unknown command "rolback": did you mean "rollback"?`,
+		"checkpoint lsit": `unknown command "lsit": did you mean "list"?`,
+		"zzz":             `unknown command "zzz" (see`,
+	} {
+		o := invoke(Runner{}, strings.Fields(args)...)
+		if o.code != ExitUsage || !strings.Contains(o.stderr, want) {
+			t.Errorf("plan %s: want exit 2 saying %q: %v", args, want, o)
+		}
+	}
+}
+
+// -n is --dry-run wherever there is one.
+func TestDryRunShorthand(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "one")
+	id := createCheckpoint(t, dir)
+	writeFile(t, dir, "a.txt", "two")
+	if o := mustPlan(t, dir, "rollback", "-n", "--to-checkpoint", id); !strings.Contains(o.stdout, "would") {
+		t.Errorf("rollback -n: %v", o)
+	}
+	if got := readFile(t, dir, "a.txt"); got != "two" {
+		t.Fatalf("rollback -n changed a.txt to %q", got)
+	}
+	for _, args := range [][]string{{"checkpoint", "prune", "--keep", "0", "-n"}, {"undo", "-n"}, {"correction", "prune", "--keep", "0", "-n"}} {
+		if o := inWorkspace(dir, args...); o.code == ExitUsage {
+			t.Errorf("%v: -n is not --dry-run: %v", args, o)
+		}
+	}
+}
