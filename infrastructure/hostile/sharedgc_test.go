@@ -196,6 +196,40 @@ func TestSharedRecordsDeletedAreSeenAndKeepGCOff(t *testing.T) {
 	b.must("verify", "--read-data", cp)
 }
 
+// records-deleted-doctor-blind.sh with MODE=one: only a workspace's newest records deleted from
+// the bucket leave no gap in what is left, and another workspace's gc deleted what only they
+// referenced. The workspace's high-water mark (workspaces/<id>.head) shows them missing: gc
+// refuses and keeps every pack; the workspace's doctor --repair writes its history again.
+func TestSharedNewestRecordsDeletedKeepGCOff(t *testing.T) {
+	s := newSGStore(t)
+	a := s.workspace(1, 100)
+	a.checkpoint("a")
+	b := s.workspace(4, 20000)
+	b.checkpoint("b1")
+	b.write("later.bin", strings.Repeat("only the newest records reference this ", 2000))
+	cp := b.checkpoint("b2")
+	packs := s.keys("packs/")
+	id := sgWorkspaceID(t, b)
+	recs := s.keys("records/" + id + "/")
+	if len(recs) < 3 {
+		t.Fatalf("want several records to delete the newest of: %v", recs)
+	}
+	for _, k := range recs[len(recs)-2:] {
+		s.remove(k)
+	}
+	dropCache(t, b)
+	if r := a.expect(6, "integrity", "gc", "--grace", "0s"); !strings.Contains(r.stderr, "newest records are missing") {
+		t.Fatalf("gc does not see the newest records missing:\n%s", r)
+	}
+	if got := s.keys("packs/"); !slices.Equal(got, packs) {
+		t.Fatalf("a gc deleted packs while a workspace's newest records were missing: %v, then %v", packs, got)
+	}
+	b.must("doctor", "--repair")
+	a.must("gc", "--grace", "0s")
+	dropCache(t, b)
+	b.must("verify", "--read-data", cp)
+}
+
 // A workspace directory copied with cp -a (copied-workspace-shares-id.sh): the copy is refused
 // before it writes (it would write the original's history), and the original's checkpoints
 // survive any gc.

@@ -25,6 +25,7 @@ import (
 //	                                 transaction's number, so names sort in commit order) and
 //	                                 sha256 the hex SHA-256 of the file's bytes
 //	records/pending/<seq>-<sha256>   a prepared record whose transaction has not been confirmed
+//	workspaces/<id>.head             (a shared store) the newest record number a commit made
 //
 // Invariants:
 //   - a record is immutable and checked against its name on every read; damage is
@@ -34,6 +35,9 @@ import (
 //   - Commit is a rename out of pending/: atomic, and idempotent (a record another process already
 //     committed is not an error). A commit a power loss undoes leaves the record pending, which the
 //     next reconcile (the database still names it) commits again;
+//   - on a shared store every Commit then raises the workspace's high-water mark, which is never
+//     above a number the workspace committed: records missing below it (the newest deleted, which
+//     leaves no gap in what is left) are a hole no gc may trust;
 //   - only committed records are history: a pending record may belong to a transaction that never
 //     committed, so a rebuild without the database ignores it (it is the operation a crash cut
 //     short, which never reported success).
@@ -112,18 +116,72 @@ func (r *Records) Prepare(seq uint64, body []byte) (string, error) {
 	return name, nil
 }
 
-// Commit makes the prepared record name part of the history.
+// Commit makes the prepared record name part of the history, then raises the workspace's
+// high-water mark (see Head) to it.
 func (r *Records) Commit(name string) error {
 	err := r.be.Rename(r.pending+"/"+name, r.dir+"/"+name)
-	if err == nil {
-		return nil
-	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := r.be.ReadFile(r.dir + "/" + name); serr == nil {
-			return nil // another process's reconcile committed it first
+			err = nil // another process's reconcile committed it first
 		}
 	}
-	return fmt.Errorf("commit record %s: %w", name, err)
+	if err != nil {
+		return fmt.Errorf("commit record %s: %w", name, err)
+	}
+	return r.raiseHead(name)
+}
+
+// headName is where a shared store keeps a workspace's high-water mark: workspaces/<id>.head,
+// beside its descriptor. A private store keeps none: its only reader is its own database.
+func (r *Records) headName() (string, bool) {
+	id, ok := strings.CutPrefix(r.dir, "records/")
+	if !ok || !r.be.Shared() {
+		return "", false
+	}
+	return "workspaces/" + id + ".head", true
+}
+
+// raiseHead records name's number as the newest record committed. One write, no read first: two
+// processes of one workspace committing at once may leave the lower of their two numbers, which
+// only weakens the mark (a gap below it is still seen), never makes it claim a record that was
+// never committed.
+func (r *Records) raiseHead(name string) error {
+	p, ok := r.headName()
+	if !ok {
+		return nil
+	}
+	seq, ok := ParseRecordName(name)
+	if !ok {
+		return fault.Invalid("%q is not a record name", name)
+	}
+	if err := r.be.WriteFile(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o640); err != nil {
+		return fmt.Errorf("record the newest record of %s: %w", r.be.Location(r.dir), err)
+	}
+	return nil
+}
+
+// Head returns the number of the newest record the workspace committed, as its high-water mark
+// says (a shared store only). Deleting a workspace's newest records leaves no gap in what is left,
+// so only this mark shows it: a gc that finds records missing below it must not trust the records.
+// ok is false when there is no mark (a private store, or a workspace that has committed nothing
+// since marks were kept); a mark that cannot be read as a number is fault.ErrIntegrity.
+func (r *Records) Head() (seq uint64, ok bool, err error) {
+	p, shared := r.headName()
+	if !shared {
+		return 0, false, nil
+	}
+	b, err := r.be.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read %s: %w", r.be.Location(p), err)
+	}
+	seq, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || seq == 0 {
+		return 0, false, fault.Integrity("%s is damaged: want the number of the workspace's newest record", r.be.Location(p))
+	}
+	return seq, true, nil
 }
 
 // Discard removes the prepared record name (its transaction did not commit); a missing one is fine.

@@ -64,6 +64,19 @@ func ledgerHole(l Ledger) (string, error) {
 		have[seq] = true
 	}
 	last, _ := recordSeq(names[len(names)-1])
+	// The newest records deleted leave no gap in what is left: only the workspace's high-water
+	// mark (a shared store keeps one) shows them.
+	if hk, ok := l.(interface {
+		Head() (uint64, bool, error)
+	}); ok {
+		head, ok, err := hk.Head()
+		if err != nil {
+			return "", err
+		}
+		if p := maxPending(pending); ok && head > max(last, p) {
+			return fmt.Sprintf("its newest records are missing (it committed number %d; the newest left is number %d)", head, last), nil
+		}
+	}
 	var gone []uint64
 	for seq := first; seq <= last; seq++ {
 		if !have[seq] {
@@ -74,4 +87,15 @@ func ledgerHole(l Ledger) (string, error) {
 		return fmt.Sprintf("%d of its records between number %d and %d are missing (the first: number %d)", len(gone), first, last, gone[0]), nil
 	}
 	return "", nil
+}
+
+// maxPending is the highest number among pending record names (0 for none).
+func maxPending(pending []string) uint64 {
+	var m uint64
+	for _, n := range pending {
+		if seq, err := recordSeq(n); err == nil && seq > m {
+			m = seq
+		}
+	}
+	return m
 }

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,43 @@ func TestLedgerHoleGivesUpOnVanishingRecords(t *testing.T) {
 	f := newLedgerFixture(t, 3)
 	if _, err := LedgerHole(&goneLedger{f.l}); !errors.Is(err, errVanished) {
 		t.Fatalf("records vanishing at every attempt: %v", err)
+	}
+}
+
+// headLedger is a ledger with a high-water mark, as a shared store's records are.
+type headLedger struct {
+	Ledger
+	head uint64
+	ok   bool
+	err  error
+}
+
+func (h headLedger) Head() (uint64, bool, error) { return h.head, h.ok, h.err }
+
+// The newest records deleted leave no gap in what is left; the mark shows them.
+func TestLedgerHoleAboveTheRecordsLeft(t *testing.T) {
+	f := newLedgerFixture(t, 4)
+	committed, _ := f.names(t)
+	last, err := recordSeq(committed[len(committed)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		l    headLedger
+		want string
+	}{
+		{headLedger{Ledger: f.l, head: last, ok: true}, ""},
+		{headLedger{Ledger: f.l}, ""},
+		{headLedger{Ledger: f.l, head: last + 2, ok: true}, fmt.Sprintf("its newest records are missing (it committed number %d; the newest left is number %d)", last+2, last)},
+	} {
+		if h, err := LedgerHole(c.l); err != nil || h != c.want {
+			t.Errorf("mark %d (%v): %q, %v; want %q", c.l.head, c.l.ok, h, err, c.want)
+		}
+	}
+	if _, err := LedgerHole(headLedger{Ledger: f.l, err: errInjected}); !errors.Is(err, errInjected) {
+		t.Fatalf("a mark that cannot be read: %v", err)
+	}
+	if got := maxPending([]string{"garbage", committed[0], committed[1]}); got != 2 {
+		t.Fatalf("maxPending = %d", got)
 	}
 }
