@@ -28,6 +28,13 @@ func LedgerHole(l Ledger) (string, error) {
 }
 
 func ledgerHole(l Ledger) (string, error) {
+	// The high-water mark before any listing: every record at or below it was committed before it
+	// was written, so the listings made after it show them all (read after them, it could count
+	// commits made meanwhile that they missed).
+	head, hasHead, err := ledgerHead(l)
+	if err != nil {
+		return "", err
+	}
 	// Pending first: a record committed between the two listings is then seen in one of them.
 	pending, err := l.Pending()
 	if err != nil {
@@ -66,16 +73,8 @@ func ledgerHole(l Ledger) (string, error) {
 	last, _ := recordSeq(names[len(names)-1])
 	// The newest records deleted leave no gap in what is left: only the workspace's high-water
 	// mark (a shared store keeps one) shows them.
-	if hk, ok := l.(interface {
-		Head() (uint64, bool, error)
-	}); ok {
-		head, ok, err := hk.Head()
-		if err != nil {
-			return "", err
-		}
-		if p := maxPending(pending); ok && head > max(last, p) {
-			return fmt.Sprintf("its newest records are missing (it committed number %d; the newest left is number %d)", head, last), nil
-		}
+	if hasHead && head > max(last, maxPending(pending)) {
+		return fmt.Sprintf("its newest records are missing (it committed number %d; the newest left is number %d)", head, last), nil
 	}
 	var gone []uint64
 	for seq := first; seq <= last; seq++ {
@@ -87,6 +86,17 @@ func ledgerHole(l Ledger) (string, error) {
 		return fmt.Sprintf("%d of its records between number %d and %d are missing (the first: number %d)", len(gone), first, last, gone[0]), nil
 	}
 	return "", nil
+}
+
+// ledgerHead reads l's high-water mark, when it keeps one (a shared store's records do).
+func ledgerHead(l Ledger) (uint64, bool, error) {
+	hk, ok := l.(interface {
+		Head() (uint64, bool, error)
+	})
+	if !ok {
+		return 0, false, nil
+	}
+	return hk.Head()
 }
 
 // maxPending is the highest number among pending record names (0 for none).

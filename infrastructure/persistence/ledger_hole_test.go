@@ -149,3 +149,31 @@ func TestLedgerHoleAboveTheRecordsLeft(t *testing.T) {
 		t.Fatalf("maxPending = %d", got)
 	}
 }
+
+// racingLedger is a ledger another process of its workspace commits to while it is listed: the
+// mark moves past what the listing saw.
+type racingLedger struct {
+	Ledger
+	head *uint64
+}
+
+func (r racingLedger) Head() (uint64, bool, error) { return *r.head, true, nil }
+
+func (r racingLedger) Committed() ([]string, error) {
+	names, err := r.Ledger.Committed()
+	*r.head += 3 // commits made after this listing
+	return names, err
+}
+
+// The mark is read before the listings: commits made meanwhile are no hole.
+func TestLedgerHoleReadsTheMarkFirst(t *testing.T) {
+	f := newLedgerFixture(t, 4)
+	committed, _ := f.names(t)
+	last, err := recordSeq(committed[len(committed)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := LedgerHole(racingLedger{Ledger: f.l, head: &last}); err != nil || h != "" {
+		t.Fatalf("commits made while the records were listed: %q, %v", h, err)
+	}
+}
