@@ -212,16 +212,8 @@ func (s *CheckpointService) Diff(ctx context.Context, fromRef, toRef string, p P
 		res.Changes, err = s.ops.store.DiffTrees(from.Root(), res.To.Root())
 		return res, err
 	}
-	old, err := s.ops.entries(from)
-	if err != nil {
-		return DiffResult{}, err
-	}
-	live, err := s.ops.snap.Scan(ctx, p)
-	if err != nil {
-		return DiffResult{}, fmt.Errorf("scan the workspace: %w", err)
-	}
-	res.Changes = tree.Diff(old, live)
-	return res, nil
+	res.Changes, err = s.ops.liveChanges(ctx, from, p)
+	return res, err
 }
 
 const kindRollback = "rollback"

@@ -221,22 +221,30 @@ type Pending struct {
 // Pending compares the live workspace with its newest checkpoint (a walk of the workspace, as a
 // checkpoint takes; nothing is stored).
 func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) {
-	var out Pending
-	var old []tree.Entry
 	latest, err := s.ops.checkpoints.Latest(ctx)
-	switch {
-	case err == nil:
-		out.Latest = latest
-		if old, err = s.ops.entries(latest); err != nil {
-			return Pending{}, err
-		}
-	case !errors.Is(err, fault.ErrNotFound):
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return Pending{}, err
 	}
-	live, err := s.ops.snap.Scan(ctx, p)
+	changes, err := s.ops.liveChanges(ctx, latest, p)
 	if err != nil {
-		return Pending{}, fmt.Errorf("scan the workspace: %w", err)
+		return Pending{}, err
 	}
-	out.Changes = tree.Diff(old, live)
-	return out, nil
+	return Pending{Latest: latest, Changes: changes}, nil
+}
+
+// liveChanges compares checkpoint cp (nil: none, so everything live is added) with the live
+// workspace, walking it as a checkpoint does and storing nothing.
+func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint, p Progress) ([]tree.Change, error) {
+	var old []tree.Entry
+	if cp != nil {
+		var err error
+		if old, err = o.entries(cp); err != nil {
+			return nil, err
+		}
+	}
+	live, err := o.snap.Scan(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("scan the workspace: %w", err)
+	}
+	return tree.Diff(old, live), nil
 }
