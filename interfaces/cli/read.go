@@ -56,14 +56,10 @@ func (h *handler) readCommands() []*ucli.Command {
 	}
 }
 
+// catView is the entry cat printed, with the file's content.
 type catView struct {
-	Checkpoint    string  `json:"checkpoint"`
-	Path          string  `json:"path"`
-	Kind          string  `json:"kind"`
-	Mode          string  `json:"mode"`
-	Size          int64   `json:"size"`
-	SHA256        *string `json:"sha256"`
-	Target        *string `json:"target,omitempty"`
+	Checkpoint string `json:"checkpoint"`
+	entryView
 	ContentBase64 *string `json:"content_base64,omitempty"`
 }
 
@@ -88,10 +84,10 @@ func (h *handler) cat(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		v := catView{Checkpoint: string(cp.ID()), entryView: newEntryViews([]tree.Entry{e})[0]}
 		if rc == nil { // a symlink
 			if h.json {
-				v := newEntryViews([]tree.Entry{e})[0]
-				return h.emit(catView{Checkpoint: string(cp.ID()), Path: e.Path, Kind: v.Kind, Mode: v.Mode, Size: v.Size, Target: v.Target}, nil)
+				return h.emit(v, nil)
 			}
 			_, err := io.WriteString(h.r.Stdout, e.Target)
 			return err
@@ -107,9 +103,9 @@ func (h *handler) cat(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := newEntryViews([]tree.Entry{e})[0]
 		enc := base64.StdEncoding.EncodeToString(b)
-		return h.emit(catView{Checkpoint: string(cp.ID()), Path: e.Path, Kind: v.Kind, Mode: v.Mode, Size: v.Size, SHA256: v.SHA256, ContentBase64: &enc}, nil)
+		v.ContentBase64 = &enc
+		return h.emit(v, nil)
 	})
 }
 
