@@ -363,6 +363,15 @@ func (r *fakeRepo) Resolve(_ context.Context, ref string) (*checkpoint.Checkpoin
 	return nil, fault.Invalid("ambiguous %s", ref)
 }
 
+func (r *fakeRepo) IDs(ctx context.Context) ([]checkpoint.ID, error) {
+	all, err := r.List(ctx)
+	ids := make([]checkpoint.ID, len(all))
+	for i, cp := range all {
+		ids[i] = cp.ID()
+	}
+	return ids, err
+}
+
 func (r *fakeRepo) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
 	all, err := r.List(ctx)
 	var out []*checkpoint.Checkpoint

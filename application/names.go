@@ -229,13 +229,13 @@ func (o *Operations) afterDecision(ctx context.Context, a attemptRef) (*checkpoi
 // short form (at least ident.MinPrefix letters) that names it alone, as `checkpoint list` shows it.
 // Names grow only when a new checkpoint's short form shares their prefix.
 func (s *CheckpointService) ShortNames(ctx context.Context) (map[checkpoint.ID]string, error) {
-	all, err := s.ops.checkpoints.List(ctx)
+	all, err := s.ops.checkpoints.IDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(all))
-	for i, cp := range all {
-		ids[i] = string(cp.ID())
+	for i, id := range all {
+		ids[i] = string(id)
 	}
 	names := ident.ShortNames(ids)
 	out := make(map[checkpoint.ID]string, len(names))

@@ -250,6 +250,9 @@ type Repository interface {
 	Resolve(ctx context.Context, ref string) (*Checkpoint, error)
 	// List returns all checkpoints, newest first.
 	List(ctx context.Context) ([]*Checkpoint, error)
+	// IDs returns the ID of every checkpoint, in no particular order: what names need, without
+	// reading whole records.
+	IDs(ctx context.Context) ([]ID, error)
 	// ListSince returns the checkpoints created at or after t, oldest first.
 	ListSince(ctx context.Context, t time.Time) ([]*Checkpoint, error)
 	// Latest returns the newest checkpoint, or fault.ErrNotFound when there is none.

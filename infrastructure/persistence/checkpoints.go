@@ -127,6 +127,19 @@ func (r *Checkpoints) Resolve(ctx context.Context, ref string) (*checkpoint.Chec
 	return row.toDomain()
 }
 
+// IDs returns every checkpoint's ID.
+func (r *Checkpoints) IDs(ctx context.Context) ([]checkpoint.ID, error) {
+	var ids []string
+	if err := r.db.scoped(ctx).Model(&checkpointRow{}).Pluck("id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	out := make([]checkpoint.ID, len(ids))
+	for i, id := range ids {
+		out[i] = checkpoint.ID(id)
+	}
+	return out, nil
+}
+
 // List returns every checkpoint, newest first.
 func (r *Checkpoints) List(ctx context.Context) ([]*checkpoint.Checkpoint, error) {
 	var rows []checkpointRow

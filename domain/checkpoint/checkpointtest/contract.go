@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,6 +105,11 @@ func Repository(t *testing.T, newRepo func(t *testing.T) checkpoint.Repository) 
 		}
 		if c, err := r.Latest(ctx); err != nil || string(c.ID()) != ID(3) {
 			t.Fatalf("latest: %v, %v", c, err)
+		}
+		ids, err := r.IDs(ctx)
+		slices.Sort(ids)
+		if err != nil || len(ids) != 3 || string(ids[0]) != ID(1) || string(ids[2]) != ID(3) {
+			t.Fatalf("ids: %v, %v; want the three", ids, err)
 		}
 		since, err := r.ListSince(ctx, l[1].CreatedAt())
 		if err != nil || len(since) != 2 || string(since[0].ID()) != ID(2) || string(since[1].ID()) != ID(3) {
