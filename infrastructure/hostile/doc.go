@@ -11,7 +11,9 @@
 //   - the network: S3 and PostgreSQL cut mid-body, frozen, refusing, slow (proxy_test.go);
 //   - the trackers: directories re-created with the same inode, hard links, writers racing a restore;
 //   - secrets: passwords in configuration, history, records, output and messages;
-//   - odd input: values and flags that must be refused with the documented exit code.
+//   - odd input: values and flags that must be refused with the documented exit code;
+//   - reading and discovery: a restore into another directory killed mid-copy, a .plan of another
+//     user above the directory a command starts in.
 //
 // The invariant every test here checks, in its own way:
 //   - every checkpoint that reported success restores byte-exactly, or plan refuses with a clear
