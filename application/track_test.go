@@ -2,6 +2,11 @@ package application
 
 import (
 	"context"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
+	"io"
+	"slices"
 	"testing"
 )
 
@@ -39,5 +44,53 @@ func TestDecisionCommandsTrackTheWorkspace(t *testing.T) {
 	}
 	if n := e.snap.snaps - before; n == 0 || e.snap.tracked-tracked != n || e.snap.tracking != 0 {
 		t.Fatalf("re-execution: %d snapshots, %d tracked, tracking left %d", n, e.snap.tracked-tracked, e.snap.tracking)
+	}
+}
+
+// plainSnap is a Snapshotter that cannot follow changes (no Track): every snapshot reads it all.
+type plainSnap struct{ s *fakeSnap }
+
+func (p plainSnap) Snapshot(ctx context.Context, pr Progress, also ...tree.Hash) (Snapshot, error) {
+	return p.s.Snapshot(ctx, pr, also...)
+}
+func (p plainSnap) Scan(ctx context.Context, pr Progress) ([]tree.Entry, error) {
+	return p.s.Scan(ctx, pr)
+}
+func (p plainSnap) OpenLive(path string) (io.ReadCloser, error) { return p.s.OpenLive(path) }
+
+// A run on a snapshotter that cannot track changes records the same thing as one that can: each
+// decision's pre_decision checkpoint, its own artifacts and result tree; only slower.
+func TestRunWithoutChangeTracking(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.writes()
+	if _, ok := any(plainSnap{e.snap}).(ChangeTracker); ok {
+		t.Fatal("plainSnap must not be a ChangeTracker")
+	}
+	e.ops = NewOperations(OperationsParams{
+		Checkpoints: e.repo, Plans: e.plans, Corrections: e.corrections, Snapshotter: plainSnap{e.snap}, Store: e.store,
+		Guard: e.g, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+		Executor: e.exec, Archiver: e.archiver,
+	})
+	e.ps = NewPlanService(e.ops)
+	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Ran, []string{"a", "b"}) {
+		t.Fatalf("ran %v", res.Ran)
+	}
+	for _, id := range []string{"a", "b"} {
+		d, _ := res.Plan.Decision(id)
+		a := latestOf(d)
+		if d.Status() != plan.Succeeded || a.ResultTree.IsZero() || len(a.Artifacts) != 1 || a.Artifacts[0].Path != id+".txt" {
+			t.Errorf("decision %s: status %s, attempt %+v", id, d.Status(), a)
+		}
+		cp, err := e.repo.Get(context.Background(), a.CheckpointID)
+		if err != nil || cp.Type() != checkpoint.PreDecision || cp.DecisionID() != id {
+			t.Errorf("pre_decision checkpoint of %s: %v %v", id, cp, err)
+		}
+	}
+	if e.snap.snaps != 5 || e.snap.tracked != 0 {
+		t.Errorf("%d snapshots (%d tracked), want 5 untracked: one before and one after each decision, and the run's end", e.snap.snaps, e.snap.tracked)
 	}
 }

@@ -1,9 +1,12 @@
 package objectstore
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,4 +183,82 @@ func TestReaderClose(t *testing.T) {
 	io.CopyN(io.Discard, r, 100)
 	r.Close()
 	mustRead(t, s, big, bigD)
+}
+
+// GC refuses to collect around live objects in a pack cut short, counting every one and naming
+// the first in hash order, and deletes nothing.
+func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
+	s := TestStore(t)
+	root, hs := os2Put(t, s, text(60, 3000), text(61, 3000))
+	os2Put(t, s, noise(62, 5000)) // dead, in a pack of its own
+	pack := os2PackOf(t, s, hs[0])
+	p := filepath.Join(s.packsDir, pack+".pack")
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 20); err != nil {
+		t.Fatal(err)
+	}
+	before := files(t, s.packsDir)
+	_, err := s.GC(set(root, hs[0], hs[1]))
+	wantIntegrity(t, err, "GC with live objects in a pack cut short")
+	first := slices.MinFunc([]tree.Hash{root, hs[0], hs[1]}, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if !strings.Contains(err.Error(), "3 live object(s)") || !strings.Contains(err.Error(), first.String()) || !strings.Contains(err.Error(), "nothing was deleted") {
+		t.Fatalf("GC error: %v (want 3 objects counted and %s named)", err, first)
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, before) {
+		t.Fatalf("packs after the refused GC: %v, want %v", got, before)
+	}
+}
+
+// GC rewriting a sparse pack whose live record has a damaged header refuses to copy it: the pack
+// stays as it is, with its dead object, and the error is an integrity error.
+func TestOS2GCRewriteOfADamagedRecordHeader(t *testing.T) {
+	s := TestStore(t)
+	b := s.NewBatch()
+	liveD, deadD := text(63, 2000), noise(64, 60_000)
+	live, _ := put(t, b, liveD)
+	dead, _ := put(t, b, deadD)
+	commit(t, b)
+	flip(t, s, live, -1)
+	before := files(t, s.packsDir)
+	_, err := s.GC(set(live))
+	wantIntegrity(t, err, "GC copying a record whose header is damaged")
+	if !strings.Contains(err.Error(), "rewrite pack") {
+		t.Fatalf("GC error: %v", err)
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, before) {
+		t.Fatalf("packs after the failed GC: %v, want %v", got, before)
+	}
+	mustRead(t, s, dead, deadD)
+}
+
+// A private GC that cannot read the base of a dead delta in a pack it keeps, or the base of that
+// base, stops before deleting anything: deleting around it could delete a base the kept delta
+// needs. Once the error is gone, the whole chain is kept.
+func TestOS2GCStopsWhenADeltaBaseCannotBeRead(t *testing.T) {
+	for name, pick := range map[string]func(x *os2DeltaStore) string{
+		"the kept delta's record":    func(x *os2DeltaStore) string { return x.pLive },
+		"the record of its own base": func(x *os2DeltaStore) string { return x.p1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			x := os2NewDeltaStore(t, false)
+			failing := pick(x)
+			x.be.on("Open", func(n string) bool { return n == packName(failing) })
+			_, err := x.s.GC(set(x.root, x.live))
+			if !errors.Is(err, errOS2IO) || !strings.Contains(err.Error(), "nothing was deleted") {
+				t.Fatalf("GC: %v (want the I/O error, and that nothing was deleted)", err)
+			}
+			if got := os2Names(t, x.be, "packs"); !slices.Equal(got, x.packsAtTheOpen) {
+				t.Fatalf("packs: %v, want %v", got, x.packsAtTheOpen)
+			}
+			x.be.setHook(nil)
+			res, err := x.s.GC(set(x.root, x.live))
+			if err != nil || res.PacksDeleted != 0 {
+				t.Fatalf("GC: %+v, %v (want the chain of the dead delta kept)", res, err)
+			}
+			mustReadTree(t, x.s, x.h2, x.t2)
+			mustRead(t, x.s, x.live, x.liveD)
+		})
+	}
 }

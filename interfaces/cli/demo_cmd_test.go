@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -26,5 +29,118 @@ func TestDemoInterrupted(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("the interrupted demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
+	}
+}
+
+// hookWriter is the demo's stdout. The demo narrates each step ("$ plan …", "# 4. …") before it
+// runs it, so when the narrative reaches trigger the hook can change the workspace under the step.
+type hookWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	trigger string
+	fired   bool
+	hook    func(dir string)
+}
+
+var demoDirLine = regexp.MustCompile(`# A workspace in (\S+) with`)
+
+func (w *hookWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, _ := w.buf.Write(p)
+	if !w.fired && strings.Contains(w.buf.String(), w.trigger) {
+		w.fired = true
+		if m := demoDirLine.FindStringSubmatch(w.buf.String()); m != nil {
+			w.hook(m[1])
+		}
+	}
+	return n, nil
+}
+
+func (w *hookWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func removeAll(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// When any step of `plan demo` fails, the demo stops right there: it exits 1 naming the step (or
+// the check) that failed, narrates nothing after it, never claims the correction was undone, and
+// still removes its temporary workspace.
+func TestDemoStopsAtTheFailingStep(t *testing.T) {
+	// Losing the workspace state makes the next plan command find no workspace (exit 4).
+	dropState := func(t *testing.T) func(dir string) {
+		return func(dir string) { removeAll(t, filepath.Join(dir, ".plan")) }
+	}
+	cases := []struct {
+		name, trigger string
+		hook          func(t *testing.T) func(dir string)
+		wantErr       string
+		notAfter      string
+	}{
+		{"dry run", "$ plan correct --decision configure", dropState,
+			"demo step `plan correct --decision configure --reason deleted a page and set production --dry-run` exited 4", "# 3."},
+		{"correction", "$ plan --json correct", dropState,
+			"demo step `plan --json correct --yes --decision configure", "$ plan correction show"},
+		{"correction show", "$ plan correction show", dropState,
+			"demo step `plan correction show ", "$ plan status"},
+		{"status", "$ plan status", dropState, "demo step `plan status` exited 4", "# 4."},
+		{"config gone", "$ plan status", func(t *testing.T) func(string) {
+			return func(dir string) { removeAll(t, filepath.Join(dir, "site.conf")) }
+		}, "/site.conf: no such file or directory", "# 4."},
+		{"config still wrong", "$ plan status", func(t *testing.T) func(string) {
+			return func(dir string) {
+				if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte("env=production\n"), 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+		}, "demo: the corrected workspace is not what the corrected plan produces", "# 4."},
+		{"page still missing", "$ plan status", func(t *testing.T) func(string) {
+			return func(dir string) { removeAll(t, filepath.Join(dir, "out", "pages", "about.html")) }
+		}, "demo: the corrected workspace is not what the corrected plan produces", "# 4."},
+		{"archive lost", "# 4. Nothing was lost", func(t *testing.T) func(string) {
+			return func(dir string) { removeAll(t, filepath.Join(dir, ".plan", "archive")) }
+		}, "demo: archive is missing the wrong config: ", "# 5."},
+		{"rollback", "$ plan rollback", dropState,
+			"demo step `plan rollback --yes --to-checkpoint ", "$ plan diff"},
+		{"diff", "$ plan diff", dropState, "demo step `plan diff ", "# No differences"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			out := &hookWriter{trigger: tc.trigger, hook: tc.hook(t)}
+			var errOut bytes.Buffer
+			code := (&Runner{Stdout: out, Stderr: &errOut, Stdin: strings.NewReader("")}).Run(t.Context(), []string{"plan", "demo"})
+			o := outcome{args: []string{"demo"}, code: code, stdout: out.String(), stderr: errOut.String()}
+			if !out.fired {
+				t.Fatalf("the narrative never reached %q\n%v", tc.trigger, o)
+			}
+			if code != ExitInternal || !strings.HasPrefix(o.stderr, "plan: ") || !strings.Contains(o.stderr, tc.wantErr) {
+				t.Errorf("want exit 1 and %q on stderr\n%v", tc.wantErr, o)
+			}
+			// A failed plan command tells why in the narrative, where the user is reading.
+			if strings.HasPrefix(tc.wantErr, "demo step") && !strings.Contains(o.stdout, "is not a plan workspace (no .plan/") {
+				t.Errorf("the narrative does not say why the step failed\n%v", o)
+			}
+			if strings.Contains(o.stdout, tc.notAfter) || strings.Contains(o.stdout, "# No differences") {
+				t.Errorf("the demo went on after the failed step (%q)\n%v", tc.notAfter, o)
+			}
+			left, err := os.ReadDir(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) != 0 {
+				t.Errorf("the failed demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
+			}
+		})
 	}
 }
