@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -117,9 +118,10 @@ func (h *handler) app() *ucli.App {
 		Reader:               h.r.Stdin,
 		HideHelpCommand:      true,
 		EnableBashCompletion: true, // the hidden --generate-bash-completion `plan completion` scripts use
-		Flags:                globalFlags(),
-		Before:               h.before,
-		ExitErrHandler:       func(*ucli.Context, error) {},
+		// urfave/cli adds --help only while no command is named help; plan help is one.
+		Flags:          append(globalFlags(), ucli.HelpFlag),
+		Before:         h.before,
+		ExitErrHandler: func(*ucli.Context, error) {},
 		// Reached only through help (`plan --help NAME`), which runs before h.before: take --json
 		// from here so the error is the JSON document --json promises.
 		CommandNotFound: func(c *ucli.Context, name string) {
@@ -137,14 +139,47 @@ func (h *handler) app() *ucli.App {
 	return app
 }
 
-// exitStatusHelp ends every help page, as restic's do: scripts decide on these numbers.
-const exitStatusHelp = `
-EXIT STATUS:
-   0 success; 1 internal error or a decision that failed; 2 usage (unknown command or flag, missing
-   --yes without a terminal); 3 invalid input; 4 not found (checkpoint, decision, correction,
-   workspace); 5 conflict (workspace busy, an operation state that forbids this); 6 integrity
-   (damaged or missing data); 130 interrupted. See docs/exit-codes.md.
-`
+// exitStatuses are the exit codes every help page and the man page end with, as restic's do:
+// scripts decide on these numbers (docs/exit-codes.md has them in full).
+var exitStatuses = []struct {
+	code int
+	text string
+}{
+	{ExitOK, "success"},
+	{ExitInternal, "internal error, a decision or validation that failed, or a store or database out of reach (retry later)"},
+	{ExitUsage, "usage (unknown command or flag, missing argument, missing --yes without a terminal)"},
+	{ExitInvalid, "invalid input"},
+	{ExitNotFound, "not found (checkpoint, decision, correction, workspace)"},
+	{ExitConflict, "conflict (workspace busy, an operation state that forbids this)"},
+	{ExitIntegrity, "integrity (damaged or missing data)"},
+	{ExitDenied, "denied (credentials or permission refused)"},
+	{ExitDeclined, "declined (a prompt answered no; nothing changed)"},
+	{ExitInterrupted, "interrupted"},
+}
+
+// exitStatusHelp is the EXIT STATUS section of the help pages, wrapped at 100 columns.
+var exitStatusHelp = func() string {
+	var b strings.Builder
+	b.WriteString("\nEXIT STATUS:\n")
+	line := "  "
+	for i, e := range exitStatuses {
+		text := e.text + ";"
+		if i == len(exitStatuses)-1 {
+			text = e.text + ". See docs/exit-codes.md."
+		}
+		words := strings.Fields(text)
+		words[0] = fmt.Sprintf("%d %s", e.code, words[0]) // a code never ends a line
+		for _, w := range words {
+			if len(line)+1+len(w) > 100 {
+				b.WriteString(line + "\n")
+				line = "  "
+			}
+			line += " " + w
+		}
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}()
 
 func setExitStatusHelp(cmds []*ucli.Command) {
 	for _, c := range cmds {
@@ -252,7 +287,11 @@ func setUsageHandlers(cmds []*ucli.Command) {
 		if len(c.Subcommands) > 0 {
 			c.Action = groupAction
 			setUsageHandlers(c.Subcommands)
+			continue
 		}
+		// A leaf has no subcommands to show help for, and urfave/cli would otherwise add its own
+		// package-level help command to it as it runs.
+		c.HideHelpCommand = true
 	}
 }
 
@@ -417,7 +456,7 @@ func (h *handler) confirm(what, summary string) error {
 	case "y", "yes":
 		return nil
 	}
-	return usagef("%s cancelled: nothing was changed", what)
+	return &declinedError{what: what}
 }
 
 // arg returns the n-th positional argument or a usage error naming it.
@@ -458,7 +497,9 @@ func reorder(app *ucli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	rest := args[1:]
-	globals := flagArity(app.Flags)
+	// --help is the one flag of the app that is not global: after a command it asks for that
+	// command's page, so it stays where it is.
+	globals := flagArity(slices.DeleteFunc(slices.Clone(app.Flags), func(f ucli.Flag) bool { return f == ucli.HelpFlag }))
 	// Leading global flags.
 	i := 0
 	for i < len(rest) && strings.HasPrefix(rest[i], "-") && rest[i] != "--" && rest[i] != "-" {

@@ -39,7 +39,7 @@ func (h *handler) correctionCommands() []*ucli.Command {
 				{
 					Name: "prune", Usage: "remove the archives of old, finished corrections (the records stay)",
 					Flags: []ucli.Flag{
-						&ucli.IntFlag{Name: "keep", Value: -1, Usage: "how many of the newest finished corrections keep their archive"},
+						&ucli.IntFlag{Name: "keep", Usage: "the newest `N` finished corrections keep their archive"},
 						&ucli.StringFlag{Name: "older-than", Usage: "only remove archives of corrections older than `DURATION` (e.g. 30d)"},
 						&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be removed"},
 					},

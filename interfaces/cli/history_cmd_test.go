@@ -44,7 +44,7 @@ func TestUndoNeedsConfirmation(t *testing.T) {
 	summary := regexp.MustCompile(`^Undoing decision \S+ \(d0, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\) rolls back to its safety checkpoint (\S+)\.\n` +
 		`Rolling back to (\S+) \(pre_decision, [^)]+\) would add 0, modify 0 and delete 1 files:\n  D zero.txt\nContinue\? \[y/N\] plan: undo cancelled: nothing was changed\n$`)
 	m := summary.FindStringSubmatch(o.stderr)
-	if o.code != ExitUsage || m == nil || m[1] != m[2] || m[1] != decisionCheckpoint(t, dir, "d0") {
+	if o.code != ExitDeclined || m == nil || m[1] != m[2] || m[1] != decisionCheckpoint(t, dir, "d0") {
 		t.Fatalf("%v", o)
 	}
 	same("a declined undo changed the workspace")

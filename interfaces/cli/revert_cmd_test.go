@@ -132,8 +132,8 @@ func TestRevertNeedsConfirmation(t *testing.T) {
 		"  restore  c.txt\n" +
 		"then run for d0 alone: echo again\n" +
 		"Continue? [y/N] plan: revert cancelled: nothing was changed\n"
-	if o.code != ExitUsage || o.stderr != want || o.stdout != "" {
-		t.Fatalf("want exit 2 and\n%s\n%v", want, o)
+	if o.code != ExitDeclined || o.stderr != want || o.stdout != "" {
+		t.Fatalf("want exit 8 and\n%s\n%v", want, o)
 	}
 	same("a declined revert changed the workspace")
 	if n := correctionCount(t, dir); n != 0 {

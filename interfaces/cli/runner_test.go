@@ -306,7 +306,7 @@ func TestRollbackConfirmation(t *testing.T) {
 
 	for _, answer := range []string{"n\n", "no\n", ""} {
 		o := invoke(Runner{Interactive: true, Stdin: strings.NewReader(answer)}, "-C", dir, "rollback", "--to-checkpoint", id)
-		if o.code != ExitUsage || !strings.Contains(o.stderr, "rollback cancelled: nothing was changed") {
+		if o.code != ExitDeclined || !strings.Contains(o.stderr, "rollback cancelled: nothing was changed") {
 			t.Errorf("answer %q: want exit 2 and cancelled\n%v", answer, o)
 		}
 		for _, want := range []string{"Rolling back to " + id, "would add 0, modify 1 and delete 1 files", "  M a.txt\n", "  D b.txt\n", "Continue? [y/N] "} {
