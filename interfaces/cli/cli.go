@@ -84,6 +84,11 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	parseMu.Lock()
 	h.parsed = sync.OnceFunc(parseMu.Unlock)
 	app := h.app()
+	if n := len(args); n > 1 && args[n-1] == completionFlag && !slices.Contains(args, "--") {
+		h.parsed()
+		h.complete(ctx, app, args[1:n-1])
+		return ExitOK
+	}
 	err := app.RunContext(ctx, reorder(app, args))
 	h.parsed()
 	if err == nil && h.notFound != nil {
@@ -246,18 +251,26 @@ func globalFlags() []ucli.Flag {
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
 	h.quiet = c.Bool("quiet")
-	if !filepath.IsAbs(h.root) {
-		base := h.r.Dir
-		if base == "" {
-			wd, err := os.Getwd()
-			if err != nil {
-				return fmt.Errorf("the current directory: %w", err)
-			}
-			base = wd
-		}
-		h.root = filepath.Join(base, h.root)
+	root, err := h.resolveRoot()
+	h.root = root
+	return err
+}
+
+// resolveRoot is h.root (-C DIR, "." when not given) made absolute, relative to the directory the
+// command runs in.
+func (h *handler) resolveRoot() (string, error) {
+	if filepath.IsAbs(h.root) {
+		return h.root, nil
 	}
-	return nil
+	base := h.r.Dir
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("the current directory: %w", err)
+		}
+		base = wd
+	}
+	return filepath.Join(base, h.root), nil
 }
 
 // workspaceRoot is the workspace the command works on: the one that holds the directory it started

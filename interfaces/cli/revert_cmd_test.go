@@ -263,7 +263,7 @@ func TestRevertMarkersText(t *testing.T) {
 	dir := revertWorkspace(t, true)
 	o := invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir,
 		"revert", "--decision", "d0", "--reason", "r", "--conflicts", "markers")
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "and leave 1 conflict(s) to resolve.\n") {
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "and leave 1 conflict(s) to resolve.\n") {
 		t.Fatalf("the confirmation does not count the conflicts\n%v", o)
 	}
 

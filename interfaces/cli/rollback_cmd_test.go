@@ -36,7 +36,7 @@ func TestRollbackModeStateLeavesTheWorkspace(t *testing.T) {
 		t.Errorf("rollback --mode state --dry-run: %v", o)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "rollback", "--mode", "state", "--to-checkpoint", before)
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "would revert one, two; the workspace stays as it is.\nContinue? [y/N] ") {
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "would revert one, two; the workspace stays as it is.\nContinue? [y/N] ") {
 		t.Errorf("the confirmation shows the state preview: %v", o)
 	}
 

@@ -347,9 +347,9 @@ func TestCorrectionConfirmationWithoutTerminal(t *testing.T) {
 		t.Errorf("one.txt = %q after a refused correction", got)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "correct", "--decision", "one", "--reason", "wrong")
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "Correcting one would revert one (attempt 1)") ||
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "Correcting one would revert one (attempt 1)") ||
 		!strings.Contains(o.stderr, "then re-execute from one.") {
-		t.Fatalf("answer n: want the summary and exit 2\n%v", o)
+		t.Fatalf("answer n: want the summary and exit 8\n%v", o)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "correct", "--decision", "one",
 		"--reason", "wrong", "--no-reexecute")

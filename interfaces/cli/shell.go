@@ -32,6 +32,21 @@ const zshCompletion = `# plan completion for zsh: source <(plan completion zsh)
 autoload -U +X bashcompinit && bashcompinit
 ` + bashCompletion
 
+// fishCompletion asks plan for the candidates as the bash script does; fish filters them by the
+// word being typed and adds file names.
+const fishCompletion = `# plan completion for fish: plan completion fish | source
+function __plan_complete
+    set -l words (commandline -opc)[2..-1]
+    set -l cur (commandline -ct)
+    if string match -q -- '-*' $cur
+        plan $words $cur --generate-bash-completion 2>/dev/null
+    else
+        plan $words --generate-bash-completion 2>/dev/null
+    end
+end
+complete -c plan -a '(__plan_complete)'
+`
+
 func (h *handler) shellCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
@@ -57,9 +72,7 @@ func (h *handler) completion(c *ucli.Context) error {
 	case "zsh":
 		script = zshCompletion
 	case "fish":
-		if script, err = c.App.ToFishCompletion(); err != nil {
-			return err
-		}
+		script = fishCompletion
 	default:
 		return usagef("no completion for %q: bash, zsh or fish", shell)
 	}
