@@ -307,7 +307,7 @@ func (h *handler) log(c *ucli.Context) error {
 				}
 			}
 		}
-		var views []logView
+		views := []logView{} // none ran: an empty list, not null
 		for _, id := range ids {
 			rc, a, err := svc.LogOf(c.Context, c.String("plan"), id, attempt)
 			if err != nil {
