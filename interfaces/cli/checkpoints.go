@@ -33,7 +33,7 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 				},
 				{
 					Name: "list", Usage: "list checkpoints, newest first",
-					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}},
+					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}, limitFlag()},
 					Action: h.checkpointList,
 				},
 				{Name: "pin", Usage: "keep a checkpoint from every prune", ArgsUsage: "ID", Action: h.checkpointPin(true)},
@@ -105,6 +105,9 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			if cp.HasLabels(want) {
 				cps = append(cps, cp)
 			}
+		}
+		if cps, err = limited(c, cps); err != nil {
+			return err
 		}
 		views := make([]checkpointView, 0, len(cps))
 		for _, cp := range cps {

@@ -34,7 +34,7 @@ func (h *handler) correctionCommands() []*ucli.Command {
 		{
 			Name: "correction", Usage: "list and show corrections",
 			Subcommands: []*ucli.Command{
-				{Name: "list", Usage: "list corrections, newest first", Action: h.correctionList},
+				{Name: "list", Usage: "list corrections, newest first", Flags: []ucli.Flag{limitFlag()}, Action: h.correctionList},
 				{Name: "show", Usage: "show a correction", ArgsUsage: "ID", Action: h.correctionShow},
 				{
 					Name: "prune", Usage: "remove the archives of old, finished corrections (the records stay)",
@@ -260,6 +260,9 @@ func (h *handler) correctionList(c *ucli.Context) error {
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		cs, err := app.Services.Corrections.List(c.Context)
 		if err != nil {
+			return err
+		}
+		if cs, err = limited(c, cs); err != nil {
 			return err
 		}
 		views := make([]correctionView, 0, len(cs))

@@ -31,7 +31,7 @@ func (h *handler) sharedCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
 			Name: "workspaces", Usage: "list the workspaces a shared store holds",
-			Flags:  []ucli.Flag{storeFlag(), dbFlag()},
+			Flags:  []ucli.Flag{storeFlag(), dbFlag(), limitFlag()},
 			Action: h.workspaces,
 		},
 		{
@@ -74,6 +74,9 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	defer s.Close()
 	ws, err := s.Workspaces(c.Context)
 	if err != nil {
+		return err
+	}
+	if ws, err = limited(c, ws); err != nil {
 		return err
 	}
 	views := make([]workspaceView, len(ws))
