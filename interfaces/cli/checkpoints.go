@@ -130,7 +130,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 					note = strings.TrimSpace(note + " " + tags)
 				}
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", shorts[cp.ID()], cp.ID(), cp.Type(),
-					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
+					localTime(cp.CreatedAt()), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
 			}
 			_ = tw.Flush()
 		})

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -278,7 +277,7 @@ func (h *handler) correctionList(c *ucli.Context) error {
 			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
 			for _, x := range cs {
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.Status(),
-					x.Params().CreatedAt.Format(time.DateTime), x.Params().Reason)
+					localTime(x.Params().CreatedAt), x.Params().Reason)
 			}
 			_ = tw.Flush()
 		})

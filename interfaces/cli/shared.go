@@ -94,7 +94,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 		for _, v := range views {
 			last := "-"
 			if v.LastCheckpointAt != nil {
-				last = v.LastCheckpointAt.Format(time.DateTime)
+				last = localTime(*v.LastCheckpointAt)
 			}
 			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.WorkspaceID, orDash(v.Host), orDash(v.Root), v.Checkpoints, last)
 		}
