@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -122,7 +123,11 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 				_, _ = fmt.Fprintln(w, "No checkpoints yet: `plan checkpoint create` takes one.")
 				return
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			// The table is laid out unpainted, then each row's short name painted in place:
+			// escape sequences would count as width in the layout.
+			var table bytes.Buffer
+			defer func() { paintShortNames(w, h.colors, table.String(), shorts) }()
+			tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
 				note := cp.Note()
@@ -307,4 +312,23 @@ func shortName(ctx context.Context, app *bootstrap.App, cp *checkpoint.Checkpoin
 		return ident.Short(string(cp.ID()))
 	}
 	return names[cp.ID()]
+}
+
+// paintShortNames writes the checkpoint table, each row's leading short name painted as jj paints
+// change IDs (the prefix that names it alone highlighted).
+func paintShortNames(w io.Writer, p palette, table string, shorts map[checkpoint.ID]string) {
+	all := make(map[string]bool, len(shorts))
+	for _, n := range shorts {
+		all[n] = true
+	}
+	lines := strings.SplitAfter(table, "\n")
+	for i, l := range lines {
+		if i == 0 {
+			continue // the header
+		}
+		if name, rest, ok := strings.Cut(l, " "); ok && all[name] {
+			lines[i] = p.shortName(name, all) + " " + rest
+		}
+	}
+	_, _ = io.WriteString(w, strings.Join(lines, ""))
 }

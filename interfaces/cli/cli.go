@@ -37,8 +37,12 @@ type Runner struct {
 	// Dir is the directory relative paths (-C, a plan file) are resolved from; "" means the
 	// process's working directory. Setting it lets many runs share a process without os.Chdir.
 	Dir string
-	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
+	// Getenv reads the S3 endpoint and credentials (AWS_*), NO_COLOR, TERM and the pager; nil
+	// means os.Getenv.
 	Getenv func(string) string
+	// OutputTerminal says stdout is a terminal: text is painted (--color=auto) and long text goes
+	// through a pager.
+	OutputTerminal bool
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -66,6 +70,11 @@ type handler struct {
 	argv []string
 	// op is the running command's operation log entry, when it is one the log keeps.
 	op *opLog
+	// colors paints the text output (off with --json, off the terminal, with NO_COLOR).
+	colors palette
+	// noPager keeps long text out of a pager; path is the running command ("checkpoint list").
+	noPager bool
+	path    string
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -245,12 +254,19 @@ func globalFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
 		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
 		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress, no decision output or narration on stderr (warnings and errors still)"},
+		&ucli.StringFlag{Name: "color", Usage: "paint text output: `WHEN` auto (on a terminal, unless NO_COLOR is set), always or never", Value: "auto"},
+		&ucli.BoolFlag{Name: "no-pager", Usage: "never send long output through a pager (PLAN_PAGER, PAGER, less)"},
 	}
 }
 
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
-	h.quiet = c.Bool("quiet")
+	h.quiet, h.noPager = c.Bool("quiet"), c.Bool("no-pager")
+	on, err := colorMode(c.String("color"), h.r.OutputTerminal, h.getenv)
+	if err != nil {
+		return err
+	}
+	h.colors = palette{on: on && !h.json}
 	root, err := h.resolveRoot()
 	h.root = root
 	return err
@@ -438,6 +454,13 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
+	if pagedCommands[h.path] && h.r.OutputTerminal && !h.noPager {
+		if p := h.startPager(); p != nil {
+			text(p)
+			p.wait()
+			return nil
+		}
+	}
 	text(h.r.Stdout)
 	return nil
 }
@@ -616,7 +639,8 @@ func takes(m map[string]bool, a string) int {
 func DefaultRunner(version string) *Runner {
 	return &Runner{
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin,
-		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), Version: version,
+		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), OutputTerminal: isTerminal(os.Stdout),
+		Version: version,
 	}
 }
 

@@ -43,7 +43,8 @@ type opLog struct {
 
 // startOp notes the command about to run, if it is one the log keeps.
 func (h *handler) startOp(c *ucli.Context) {
-	kind, ok := loggedKinds[commandPath(c)]
+	h.path = commandPath(c)
+	kind, ok := loggedKinds[h.path]
 	if !ok || c.Bool("dry-run") {
 		return
 	}
@@ -206,7 +207,7 @@ func (h *handler) history(c *ucli.Context) error {
 				_, _ = fmt.Fprintln(w, "No operations logged yet.")
 				return
 			}
-			writeHistory(w, ops, shorts)
+			writeHistory(w, h.colors, ops, shorts)
 		})
 	})
 }
@@ -218,7 +219,7 @@ const historyWidth = 100
 // writeHistory prints the log two lines an entry, as jj's op log does: the entry's ID, kind,
 // outcome and start time, then, indented, the command (cut to fit) and the checkpoints it made or
 // used, by their short names.
-func writeHistory(w io.Writer, ops []application.LoggedOperation, shorts map[checkpoint.ID]string) {
+func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, shorts map[checkpoint.ID]string) {
 	kindW, outW := len("KIND"), len("OUTCOME")
 	outcomes := make([]string, len(ops))
 	for i, op := range ops {
@@ -230,7 +231,8 @@ func writeHistory(w io.Writer, ops []application.LoggedOperation, shorts map[che
 	}
 	_, _ = fmt.Fprintf(w, "%-24s  %-*s  %-*s  %s\n", "ID", kindW, "KIND", outW, "OUTCOME", "STARTED")
 	for i, op := range ops {
-		_, _ = fmt.Fprintf(w, "%-24s  %-*s  %-*s  %s\n", op.ID, kindW, op.Kind, outW, outcomes[i], localTime(op.StartedAt))
+		_, _ = fmt.Fprintf(w, "%-24s  %-*s  %s  %s\n", op.ID, kindW, op.Kind,
+			p.outcome(fmt.Sprintf("%-*s", outW, outcomes[i])), localTime(op.StartedAt))
 		var names []string
 		for _, c := range op.Checkpoints {
 			if n := shorts[c]; n != "" {
@@ -248,7 +250,7 @@ func writeHistory(w io.Writer, ops []application.LoggedOperation, shorts map[che
 		if room := historyWidth - len(indent) - utf8.RuneCountInString(tail); utf8.RuneCountInString(cmd) > room {
 			cmd = string([]rune(cmd)[:max(room-1, 0)]) + "…"
 		}
-		_, _ = fmt.Fprintf(w, "%s%s%s\n", indent, cmd, tail)
+		_, _ = fmt.Fprintf(w, "%s%s%s\n", indent, cmd, p.paint(sgrDim, tail))
 	}
 }
 

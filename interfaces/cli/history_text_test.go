@@ -26,7 +26,7 @@ func TestHistoryTextFitsIn100Columns(t *testing.T) {
 	}
 	shorts := map[checkpoint.ID]string{"01a213e5b124eba3a1ba44f6": "ykkp"}
 	var b bytes.Buffer
-	writeHistory(&b, ops, shorts)
+	writeHistory(&b, palette{}, ops, shorts)
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	if len(lines) != 1+2*len(ops) {
 		t.Fatalf("%d lines:\n%s", len(lines), b.String())
