@@ -307,7 +307,37 @@ func (h *handler) getenv(name string) string {
 	return os.Getenv(name)
 }
 
-func onUsageError(_ *ucli.Context, err error, _ bool) error { return usagef("%v", err) }
+// onUsageError turns urfave/cli's flag errors into usage errors (exit 2); an unknown flag is named
+// as it was typed, with the nearest flag of the command (or a global one) when it is likely a typo.
+func onUsageError(c *ucli.Context, err error, _ bool) error {
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return usagef("%v", err)
+	}
+	name = strings.TrimPrefix(name, "-")
+	flags := slices.Clone(c.App.Flags)
+	path := "plan --help"
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		flags = append(flags, c.Command.Flags...)
+		path = "plan " + commandPath(c) + " --help"
+	}
+	dash := "--"
+	if len(name) == 1 {
+		dash = "-"
+	}
+	best, score := "", 0.0
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if d := smetrics.JaroWinkler(name, n, 0.7, 4); d > score && len(n) > 1 {
+				best, score = n, d
+			}
+		}
+	}
+	if score >= 0.8 {
+		return usagef("unknown flag %s%s: did you mean --%s? (see `%s`)", dash, name, best, path)
+	}
+	return usagef("unknown flag %s%s (see `%s`)", dash, name, path)
+}
 
 func setUsageHandlers(cmds []*ucli.Command) {
 	for _, c := range cmds {
