@@ -452,7 +452,7 @@ func TestTextOutput(t *testing.T) {
 
 	o = mustPlan(t, dir, "checkpoint", "list")
 	if !regexp.MustCompile(`(?m)^SHORT\s+ID\s+TYPE\s+CREATED\s+FILES\s+SIZE\s+NOTE$`).MatchString(o.stdout) ||
-		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
+		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+ [+-]\d{4}\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
 		t.Errorf("list: %v", o)
 	}
 
@@ -623,7 +623,7 @@ func TestTextOutputOfDecisions(t *testing.T) {
 		t.Fatalf("correct: %v", o)
 	}
 	o = mustPlan(t, dir, "correction", "list")
-	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+two\s+reverted\s+\S+ \S+\s+wrong$`).MatchString(o.stdout) {
+	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+two\s+reverted\s+\S+ \S+ [+-]\d{4}\s+wrong$`).MatchString(o.stdout) {
 		t.Errorf("correction list: %v", o)
 	}
 	if o := inWorkspace(dir, "correction", "show", "zz"); o.code != ExitInvalid {
