@@ -175,7 +175,7 @@ func valueNames(ctx context.Context, app *bootstrap.App, kind valueKind) []strin
 	case correctionValue:
 		if cs, err := s.Corrections.List(ctx); err == nil {
 			for _, c := range cs {
-				out = append(out, string(c.ID()))
+				out = append(out, c.ID())
 			}
 		}
 	}
