@@ -289,7 +289,7 @@ Feature: Corrections
     And I remember the output as "status"
     When I will answer "n"
     And I run "plan correct --decision configure --reason 'deployed to production'"
-    Then the exit code is not 0
+    Then the exit code is 8
     And stderr contains "Continue? [y/N]"
     And stderr contains "A configure/config.txt"
     And the workspace equals "before-correction"

@@ -126,7 +126,7 @@ Feature: Rollback
     And I remember the workspace as "changed"
     And I will answer "n"
     And I run "plan rollback --to-checkpoint <base>"
-    Then the exit code is not 0
+    Then the exit code is 8
     And stderr contains "Continue? [y/N]"
     And stderr contains "M a.txt"
     And the workspace equals "changed"
@@ -136,7 +136,7 @@ Feature: Rollback
     And I remember the workspace as "changed"
     And I will answer ""
     And I run "plan rollback --to-checkpoint <base>"
-    Then the exit code is not 0
+    Then the exit code is 8
     And the workspace equals "changed"
 
   Scenario: answering yes at the prompt rolls back

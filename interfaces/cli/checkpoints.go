@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 				},
 				{
 					Name: "list", Usage: "list checkpoints, newest first",
-					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}},
+					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}, limitFlag()},
 					Action: h.checkpointList,
 				},
 				{Name: "pin", Usage: "keep a checkpoint from every prune", ArgsUsage: "ID", Action: h.checkpointPin(true)},
@@ -106,6 +107,9 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 				cps = append(cps, cp)
 			}
 		}
+		if cps, err = limited(c, cps); err != nil {
+			return err
+		}
 		views := make([]checkpointView, 0, len(cps))
 		for _, cp := range cps {
 			views = append(views, newCheckpointView(cp, shorts[cp.ID()]))
@@ -119,7 +123,11 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 				_, _ = fmt.Fprintln(w, "No checkpoints yet: `plan checkpoint create` takes one.")
 				return
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			// The table is laid out unpainted, then each row's short name painted in place:
+			// escape sequences would count as width in the layout.
+			var table bytes.Buffer
+			defer func() { paintShortNames(w, h.colors, table.String(), shorts) }()
+			tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
 				note := cp.Note()
@@ -127,7 +135,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 					note = strings.TrimSpace(note + " " + tags)
 				}
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", shorts[cp.ID()], cp.ID(), cp.Type(),
-					cp.CreatedAt().Format("2006-01-02 15:04:05"), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
+					localTime(cp.CreatedAt()), cp.Stats().Files, humanBytes(cp.Stats().Bytes), note)
 			}
 			_ = tw.Flush()
 		})
@@ -304,4 +312,23 @@ func shortName(ctx context.Context, app *bootstrap.App, cp *checkpoint.Checkpoin
 		return ident.Short(string(cp.ID()))
 	}
 	return names[cp.ID()]
+}
+
+// paintShortNames writes the checkpoint table, each row's leading short name painted as jj paints
+// change IDs (the prefix that names it alone highlighted).
+func paintShortNames(w io.Writer, p palette, table string, shorts map[checkpoint.ID]string) {
+	all := make(map[string]bool, len(shorts))
+	for _, n := range shorts {
+		all[n] = true
+	}
+	lines := strings.SplitAfter(table, "\n")
+	for i, l := range lines {
+		if i == 0 {
+			continue // the header
+		}
+		if name, rest, ok := strings.Cut(l, " "); ok && all[name] {
+			lines[i] = p.shortName(name, all) + " " + rest
+		}
+	}
+	_, _ = io.WriteString(w, strings.Join(lines, ""))
 }

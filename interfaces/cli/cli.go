@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -36,8 +37,12 @@ type Runner struct {
 	// Dir is the directory relative paths (-C, a plan file) are resolved from; "" means the
 	// process's working directory. Setting it lets many runs share a process without os.Chdir.
 	Dir string
-	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
+	// Getenv reads the S3 endpoint and credentials (AWS_*), NO_COLOR, TERM and the pager; nil
+	// means os.Getenv.
 	Getenv func(string) string
+	// OutputTerminal says stdout is a terminal: text is painted (--color=auto) and long text goes
+	// through a pager.
+	OutputTerminal bool
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -65,6 +70,11 @@ type handler struct {
 	argv []string
 	// op is the running command's operation log entry, when it is one the log keeps.
 	op *opLog
+	// colors paints the text output (off with --json, off the terminal, with NO_COLOR).
+	colors palette
+	// noPager keeps long text out of a pager; path is the running command ("checkpoint list").
+	noPager bool
+	path    string
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -83,6 +93,11 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	parseMu.Lock()
 	h.parsed = sync.OnceFunc(parseMu.Unlock)
 	app := h.app()
+	if n := len(args); n > 1 && args[n-1] == completionFlag && !slices.Contains(args, "--") {
+		h.parsed()
+		h.complete(ctx, app, args[1:n-1])
+		return ExitOK
+	}
 	err := app.RunContext(ctx, reorder(app, args))
 	h.parsed()
 	if err == nil && h.notFound != nil {
@@ -117,9 +132,10 @@ func (h *handler) app() *ucli.App {
 		Reader:               h.r.Stdin,
 		HideHelpCommand:      true,
 		EnableBashCompletion: true, // the hidden --generate-bash-completion `plan completion` scripts use
-		Flags:                globalFlags(),
-		Before:               h.before,
-		ExitErrHandler:       func(*ucli.Context, error) {},
+		// urfave/cli adds --help only while no command is named help; plan help is one.
+		Flags:          append(globalFlags(), ucli.HelpFlag),
+		Before:         h.before,
+		ExitErrHandler: func(*ucli.Context, error) {},
 		// Reached only through help (`plan --help NAME`), which runs before h.before: take --json
 		// from here so the error is the JSON document --json promises.
 		CommandNotFound: func(c *ucli.Context, name string) {
@@ -137,14 +153,47 @@ func (h *handler) app() *ucli.App {
 	return app
 }
 
-// exitStatusHelp ends every help page, as restic's do: scripts decide on these numbers.
-const exitStatusHelp = `
-EXIT STATUS:
-   0 success; 1 internal error or a decision that failed; 2 usage (unknown command or flag, missing
-   --yes without a terminal); 3 invalid input; 4 not found (checkpoint, decision, correction,
-   workspace); 5 conflict (workspace busy, an operation state that forbids this); 6 integrity
-   (damaged or missing data); 130 interrupted. See docs/exit-codes.md.
-`
+// exitStatuses are the exit codes every help page and the man page end with, as restic's do:
+// scripts decide on these numbers (docs/exit-codes.md has them in full).
+var exitStatuses = []struct {
+	code int
+	text string
+}{
+	{ExitOK, "success"},
+	{ExitInternal, "internal error, a decision or validation that failed, or a store or database out of reach (retry later)"},
+	{ExitUsage, "usage (unknown command or flag, missing argument, missing --yes without a terminal)"},
+	{ExitInvalid, "invalid input"},
+	{ExitNotFound, "not found (checkpoint, decision, correction, workspace)"},
+	{ExitConflict, "conflict (workspace busy, an operation state that forbids this)"},
+	{ExitIntegrity, "integrity (damaged or missing data)"},
+	{ExitDenied, "denied (credentials or permission refused)"},
+	{ExitDeclined, "declined (a prompt answered no; nothing changed)"},
+	{ExitInterrupted, "interrupted"},
+}
+
+// exitStatusHelp is the EXIT STATUS section of the help pages, wrapped at 100 columns.
+var exitStatusHelp = func() string {
+	var b strings.Builder
+	b.WriteString("\nEXIT STATUS:\n")
+	line := "  "
+	for i, e := range exitStatuses {
+		text := e.text + ";"
+		if i == len(exitStatuses)-1 {
+			text = e.text + ". See docs/exit-codes.md."
+		}
+		words := strings.Fields(text)
+		words[0] = fmt.Sprintf("%d %s", e.code, words[0]) // a code never ends a line
+		for _, w := range words {
+			if len(line)+1+len(w) > 100 {
+				b.WriteString(line + "\n")
+				line = "  "
+			}
+			line += " " + w
+		}
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}()
 
 func setExitStatusHelp(cmds []*ucli.Command) {
 	for _, c := range cmds {
@@ -205,24 +254,39 @@ func globalFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
 		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
 		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress, no decision output or narration on stderr (warnings and errors still)"},
+		&ucli.StringFlag{Name: "color", Usage: "paint text output: `WHEN` auto (on a terminal, unless NO_COLOR is set), always or never", Value: "auto"},
+		&ucli.BoolFlag{Name: "no-pager", Usage: "never send long output through a pager (PLAN_PAGER, PAGER, less)"},
 	}
 }
 
 func (h *handler) before(c *ucli.Context) error {
 	h.root, h.json, h.yes, h.forceRoot = c.String("workspace"), c.Bool("json"), c.Bool("yes"), c.Bool("force-root")
-	h.quiet = c.Bool("quiet")
-	if !filepath.IsAbs(h.root) {
-		base := h.r.Dir
-		if base == "" {
-			wd, err := os.Getwd()
-			if err != nil {
-				return fmt.Errorf("the current directory: %w", err)
-			}
-			base = wd
-		}
-		h.root = filepath.Join(base, h.root)
+	h.quiet, h.noPager = c.Bool("quiet"), c.Bool("no-pager")
+	on, err := colorMode(c.String("color"), h.r.OutputTerminal, h.getenv)
+	if err != nil {
+		return err
 	}
-	return nil
+	h.colors = palette{on: on && !h.json}
+	root, err := h.resolveRoot()
+	h.root = root
+	return err
+}
+
+// resolveRoot is h.root (-C DIR, "." when not given) made absolute, relative to the directory the
+// command runs in.
+func (h *handler) resolveRoot() (string, error) {
+	if filepath.IsAbs(h.root) {
+		return h.root, nil
+	}
+	base := h.r.Dir
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("the current directory: %w", err)
+		}
+		base = wd
+	}
+	return filepath.Join(base, h.root), nil
 }
 
 // workspaceRoot is the workspace the command works on: the one that holds the directory it started
@@ -243,7 +307,37 @@ func (h *handler) getenv(name string) string {
 	return os.Getenv(name)
 }
 
-func onUsageError(_ *ucli.Context, err error, _ bool) error { return usagef("%v", err) }
+// onUsageError turns urfave/cli's flag errors into usage errors (exit 2); an unknown flag is named
+// as it was typed, with the nearest flag of the command (or a global one) when it is likely a typo.
+func onUsageError(c *ucli.Context, err error, _ bool) error {
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return usagef("%v", err)
+	}
+	name = strings.TrimPrefix(name, "-")
+	flags := slices.Clone(c.App.Flags)
+	path := "plan --help"
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		flags = append(flags, c.Command.Flags...)
+		path = "plan " + commandPath(c) + " --help"
+	}
+	dash := "--"
+	if len(name) == 1 {
+		dash = "-"
+	}
+	best, score := "", 0.0
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if d := smetrics.JaroWinkler(name, n, 0.7, 4); d > score && len(n) > 1 {
+				best, score = n, d
+			}
+		}
+	}
+	if score >= 0.8 {
+		return usagef("unknown flag %s%s: did you mean --%s? (see `%s`)", dash, name, best, path)
+	}
+	return usagef("unknown flag %s%s (see `%s`)", dash, name, path)
+}
 
 func setUsageHandlers(cmds []*ucli.Command) {
 	for _, c := range cmds {
@@ -252,7 +346,11 @@ func setUsageHandlers(cmds []*ucli.Command) {
 		if len(c.Subcommands) > 0 {
 			c.Action = groupAction
 			setUsageHandlers(c.Subcommands)
+			continue
 		}
+		// A leaf has no subcommands to show help for, and urfave/cli would otherwise add its own
+		// package-level help command to it as it runs.
+		c.HideHelpCommand = true
 	}
 }
 
@@ -386,6 +484,13 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
+	if pagedCommands[h.path] && h.r.OutputTerminal && !h.noPager {
+		if p := h.startPager(); p != nil {
+			text(p)
+			p.wait()
+			return nil
+		}
+	}
 	text(h.r.Stdout)
 	return nil
 }
@@ -417,7 +522,7 @@ func (h *handler) confirm(what, summary string) error {
 	case "y", "yes":
 		return nil
 	}
-	return usagef("%s cancelled: nothing was changed", what)
+	return &declinedError{what: what}
 }
 
 // arg returns the n-th positional argument or a usage error naming it.
@@ -458,7 +563,9 @@ func reorder(app *ucli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	rest := args[1:]
-	globals := flagArity(app.Flags)
+	// --help is the one flag of the app that is not global: after a command it asks for that
+	// command's page, so it stays where it is.
+	globals := flagArity(slices.DeleteFunc(slices.Clone(app.Flags), func(f ucli.Flag) bool { return f == ucli.HelpFlag }))
 	// Leading global flags.
 	i := 0
 	for i < len(rest) && strings.HasPrefix(rest[i], "-") && rest[i] != "--" && rest[i] != "-" {
@@ -562,7 +669,8 @@ func takes(m map[string]bool, a string) int {
 func DefaultRunner(version string) *Runner {
 	return &Runner{
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin,
-		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), Version: version,
+		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), OutputTerminal: isTerminal(os.Stdout),
+		Version: version,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -34,12 +33,12 @@ func (h *handler) correctionCommands() []*ucli.Command {
 		{
 			Name: "correction", Usage: "list and show corrections",
 			Subcommands: []*ucli.Command{
-				{Name: "list", Usage: "list corrections, newest first", Action: h.correctionList},
+				{Name: "list", Usage: "list corrections, newest first", Flags: []ucli.Flag{limitFlag()}, Action: h.correctionList},
 				{Name: "show", Usage: "show a correction", ArgsUsage: "ID", Action: h.correctionShow},
 				{
 					Name: "prune", Usage: "remove the archives of old, finished corrections (the records stay)",
 					Flags: []ucli.Flag{
-						&ucli.IntFlag{Name: "keep", Value: -1, Usage: "how many of the newest finished corrections keep their archive"},
+						&ucli.IntFlag{Name: "keep", Usage: "the newest `N` finished corrections keep their archive"},
 						&ucli.StringFlag{Name: "older-than", Usage: "only remove archives of corrections older than `DURATION` (e.g. 30d)"},
 						&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be removed"},
 					},
@@ -262,6 +261,9 @@ func (h *handler) correctionList(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		if cs, err = limited(c, cs); err != nil {
+			return err
+		}
 		views := make([]correctionView, 0, len(cs))
 		for _, x := range cs {
 			views = append(views, newCorrectionView(x))
@@ -275,7 +277,7 @@ func (h *handler) correctionList(c *ucli.Context) error {
 			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
 			for _, x := range cs {
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.Status(),
-					x.Params().CreatedAt.Format(time.DateTime), x.Params().Reason)
+					localTime(x.Params().CreatedAt), x.Params().Reason)
 			}
 			_ = tw.Flush()
 		})

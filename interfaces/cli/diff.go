@@ -58,7 +58,7 @@ func (h *handler) diff(c *ucli.Context) error {
 		if v.Stat, err = addPatches(svc, res.Changes, v.Changes, res.To == nil, c.Bool("patch"), c.Bool("stat")); err != nil {
 			return err
 		}
-		return h.emit(v, func(w io.Writer) { writeChanges(w, v.Changes, v.Stat, c.Bool("name-only")) })
+		return h.emit(v, func(w io.Writer) { writeChanges(w, h.colors, v.Changes, v.Stat, c.Bool("name-only")) })
 	})
 	if err == nil && differs && c.Bool("exit-code") {
 		return &silentExit{code: ExitInternal}
@@ -97,34 +97,34 @@ func addPatches(svc *application.CheckpointService, changes []tree.Change, views
 
 // writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
 // line each; then the patches, if any.
-func writeChanges(w io.Writer, changes []changeView, stat *diffStat, nameOnly bool) {
+func writeChanges(w io.Writer, p palette, changes []changeView, stat *diffStat, nameOnly bool) {
 	switch {
 	case nameOnly:
 		for _, ch := range changes {
 			_, _ = fmt.Fprintln(w, ch.Path)
 		}
 	case stat != nil:
-		writeStat(w, changes, stat)
+		writeStat(w, p, changes, stat)
 	default:
 		for _, ch := range changes {
-			_, _ = fmt.Fprintf(w, "%s %s\n", tree.ChangeType(ch.Change).Letter(), ch.Path)
+			_, _ = fmt.Fprintf(w, "%s %s\n", p.letter(tree.ChangeType(ch.Change)), ch.Path)
 		}
 	}
 	for _, ch := range changes {
-		_, _ = io.WriteString(w, ch.Patch)
+		_, _ = io.WriteString(w, p.patch(ch.Patch))
 	}
 }
 
 // writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
 // binary or large file), then the totals.
-func writeStat(w io.Writer, changes []changeView, s *diffStat) {
+func writeStat(w io.Writer, p palette, changes []changeView, s *diffStat) {
 	width := 0
 	for _, ch := range changes {
 		width = max(width, len(ch.Path))
 	}
 	for _, ch := range changes {
 		n := *ch.Insertions + *ch.Deletions
-		bar := strings.Repeat("+", min(*ch.Insertions, 40)) + strings.Repeat("-", min(*ch.Deletions, 40))
+		bar := p.paint(sgrGreen, strings.Repeat("+", min(*ch.Insertions, 40))) + p.paint(sgrRed, strings.Repeat("-", min(*ch.Deletions, 40)))
 		switch {
 		case ch.Binary:
 			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, ch.Path, ch.Change)

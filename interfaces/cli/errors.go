@@ -19,6 +19,7 @@ const (
 	ExitConflict    = 5
 	ExitIntegrity   = 6
 	ExitDenied      = 7
+	ExitDeclined    = 8
 	ExitInterrupted = 130
 )
 
@@ -35,6 +36,12 @@ func (e *silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
+// declinedError is a confirmation the user answered with no: nothing was changed, and a script
+// that asked on a terminal can tell it from a mistake in its command line.
+type declinedError struct{ what string }
+
+func (e *declinedError) Error() string { return e.what + " cancelled: nothing was changed" }
+
 // exitCode maps an error to the contract's exit code and the kind name printed with --json.
 func exitCode(err error) (int, string) {
 	var ue *usageError
@@ -44,6 +51,8 @@ func exitCode(err error) (int, string) {
 		return ExitOK, ""
 	case errors.As(err, &ue):
 		return ExitUsage, "usage"
+	case errors.As(err, new(*declinedError)):
+		return ExitDeclined, "declined"
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted, "interrupted"
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -43,7 +43,8 @@ type opLog struct {
 
 // startOp notes the command about to run, if it is one the log keeps.
 func (h *handler) startOp(c *ucli.Context) {
-	kind, ok := loggedKinds[commandPath(c)]
+	h.path = commandPath(c)
+	kind, ok := loggedKinds[h.path]
 	if !ok || c.Bool("dry-run") {
 		return
 	}
@@ -193,6 +194,10 @@ func (h *handler) history(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		shorts, err := app.Services.Checkpoints.ShortNames(c.Context)
+		if err != nil {
+			return err
+		}
 		vs := make([]operationView, 0, len(ops))
 		for _, op := range ops {
 			vs = append(vs, newOperationView(op))
@@ -202,23 +207,51 @@ func (h *handler) history(c *ucli.Context) error {
 				_, _ = fmt.Fprintln(w, "No operations logged yet.")
 				return
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			_, _ = fmt.Fprintln(tw, "ID\tKIND\tSTARTED\tOUTCOME\tCHECKPOINTS\tARGS")
-			for _, op := range ops {
-				outcome := op.Outcome
-				if op.UndoneBy != "" {
-					outcome += " (undone)"
-				}
-				var cps []string
-				for _, c := range op.Checkpoints {
-					cps = append(cps, string(c))
-				}
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", op.ID, op.Kind, op.StartedAt.Local().Format("2006-01-02 15:04:05"),
-					outcome, strings.Join(cps, ","), shellJoin(op.Args))
-			}
-			_ = tw.Flush()
+			writeHistory(w, h.colors, ops, shorts)
 		})
 	})
+}
+
+// historyWidth is the width the history's text fits in: a terminal of 100 columns shows each
+// entry whole.
+const historyWidth = 100
+
+// writeHistory prints the log two lines an entry, as jj's op log does: the entry's ID, kind,
+// outcome and start time, then, indented, the command (cut to fit) and the checkpoints it made or
+// used, by their short names.
+func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, shorts map[checkpoint.ID]string) {
+	kindW, outW := len("KIND"), len("OUTCOME")
+	outcomes := make([]string, len(ops))
+	for i, op := range ops {
+		outcomes[i] = op.Outcome
+		if op.UndoneBy != "" {
+			outcomes[i] += " (undone)"
+		}
+		kindW, outW = max(kindW, len(op.Kind)), max(outW, len(outcomes[i]))
+	}
+	_, _ = fmt.Fprintf(w, "%-24s  %-*s  %-*s  %s\n", "ID", kindW, "KIND", outW, "OUTCOME", "STARTED")
+	for i, op := range ops {
+		_, _ = fmt.Fprintf(w, "%-24s  %-*s  %s  %s\n", op.ID, kindW, op.Kind,
+			p.outcome(fmt.Sprintf("%-*s", outW, outcomes[i])), localTime(op.StartedAt))
+		var names []string
+		for _, c := range op.Checkpoints {
+			if n := shorts[c]; n != "" {
+				names = append(names, n)
+			} else {
+				names = append(names, string(c)) // deleted since: its full ID
+			}
+		}
+		tail := ""
+		if len(names) > 0 {
+			tail = "  @ " + strings.Join(names, " ")
+		}
+		const indent = "    "
+		cmd := shellJoin(op.Args)
+		if room := historyWidth - len(indent) - utf8.RuneCountInString(tail); utf8.RuneCountInString(cmd) > room {
+			cmd = string([]rune(cmd)[:max(room-1, 0)]) + "…"
+		}
+		_, _ = fmt.Fprintf(w, "%s%s%s\n", indent, cmd, p.paint(sgrDim, tail))
+	}
 }
 
 type undoView struct {
@@ -276,6 +309,6 @@ func (h *handler) undo(c *ucli.Context) error {
 
 func undoSummary(r application.UndoResult) string {
 	return fmt.Sprintf("Undoing %s %s (%s, %s) rolls back to its safety checkpoint %s.\n%s",
-		r.Undone.Kind, r.Undone.ID, shellJoin(r.Undone.Args), r.Undone.StartedAt.Local().Format("2006-01-02 15:04:05"),
+		r.Undone.Kind, r.Undone.ID, shellJoin(r.Undone.Args), localTime(r.Undone.StartedAt),
 		r.Undone.UndoCheckpoint, rollbackSummary(r.Rollback))
 }

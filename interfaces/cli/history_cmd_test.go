@@ -41,10 +41,10 @@ func TestUndoNeedsConfirmation(t *testing.T) {
 		t.Fatalf("%v", o)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "undo")
-	summary := regexp.MustCompile(`^Undoing decision \S+ \(d0, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\) rolls back to its safety checkpoint (\S+)\.\n` +
+	summary := regexp.MustCompile(`^Undoing decision \S+ \(d0, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\) rolls back to its safety checkpoint (\S+)\.\n` +
 		`Rolling back to (\S+) \(pre_decision, [^)]+\) would add 0, modify 0 and delete 1 files:\n  D zero.txt\nContinue\? \[y/N\] plan: undo cancelled: nothing was changed\n$`)
 	m := summary.FindStringSubmatch(o.stderr)
-	if o.code != ExitUsage || m == nil || m[1] != m[2] || m[1] != decisionCheckpoint(t, dir, "d0") {
+	if o.code != ExitDeclined || m == nil || m[1] != m[2] || m[1] != decisionCheckpoint(t, dir, "d0") {
 		t.Fatalf("%v", o)
 	}
 	same("a declined undo changed the workspace")
@@ -88,9 +88,12 @@ func TestUndoText(t *testing.T) {
 
 	h := mustPlan(t, dir, "history", "--limit", "2")
 	lines := strings.Split(strings.TrimSuffix(h.stdout, "\n"), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+KIND\s+STARTED\s+OUTCOME\s+CHECKPOINTS\s+ARGS$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^\S+\s+undo\s+\S+ \S+\s+ok\s+\S+\s+decision `+decision.ID+`$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^`+decision.ID+`\s+decision\s+\S+ \S+\s+ok \(undone\)\s+`+pre+`\s+d1$`).MatchString(lines[2]) {
+	stamp := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}`
+	if len(lines) != 5 || !regexp.MustCompile(`^ID\s+KIND\s+OUTCOME\s+STARTED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^\S+\s+undo\s+ok\s+`+stamp+`$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^    decision `+decision.ID+`  @ [k-z]+ [k-z]+$`).MatchString(lines[2]) ||
+		!regexp.MustCompile(`^`+decision.ID+`\s+decision\s+ok \(undone\)\s+`+stamp+`$`).MatchString(lines[3]) ||
+		lines[4] != "    d1  @ "+listedShortName(t, dir, pre) {
 		t.Fatalf("%v", h)
 	}
 
@@ -152,4 +155,23 @@ func TestHistoryHidesURLCredentials(t *testing.T) {
 		!strings.Contains(o.stdout, `"postgres://u@h/d"`) || !strings.Contains(o.stdout, `"--db=postgres://h/d?user=u"`) {
 		t.Fatalf("%v", o)
 	}
+}
+
+// listedShortName is the short name checkpoint list shows for checkpoint id.
+func listedShortName(t *testing.T, dir, id string) string {
+	t.Helper()
+	var cps []struct {
+		ID      string `json:"id"`
+		ShortID string `json:"short_id"`
+	}
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &cps); err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if cp.ID == id {
+			return cp.ShortID
+		}
+	}
+	t.Fatalf("no checkpoint %s", id)
+	return ""
 }

@@ -52,7 +52,7 @@ func (h *handler) pruneCommand() *ucli.Command {
 	return &ucli.Command{
 		Name: "prune", Usage: "delete old checkpoints, keeping the newest N and those still needed",
 		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "keep", Usage: "how many of the newest checkpoints to keep", Value: -1},
+			&ucli.IntFlag{Name: "keep", Usage: "keep the newest `N` checkpoints"},
 			&ucli.StringFlag{Name: "older-than", Usage: "only delete checkpoints older than `DURATION` (e.g. 72h)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be deleted"},
 			&ucli.BoolFlag{Name: "policy", Usage: "prune by the retention policy of .plan/config.yaml (keep, older_than, classes) instead of --keep"},

@@ -48,7 +48,7 @@ func (h *handler) planCommands() []*ucli.Command {
 			Flags:  []ucli.Flag{&ucli.IntFlag{Name: "attempt", Usage: "attempt `N` (default: the latest)"}, &ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"}},
 			Action: h.log,
 		},
-		{Name: "plans", Usage: "list every plan of the workspace, the current one first", Action: h.plans},
+		{Name: "plans", Usage: "list every plan of the workspace, the current one first", Flags: []ucli.Flag{limitFlag()}, Action: h.plans},
 	}
 }
 
@@ -307,7 +307,7 @@ func (h *handler) log(c *ucli.Context) error {
 				}
 			}
 		}
-		var views []logView
+		views := []logView{} // none ran: an empty list, not null
 		for _, id := range ids {
 			rc, a, err := svc.LogOf(c.Context, c.String("plan"), id, attempt)
 			if err != nil {
@@ -490,6 +490,9 @@ func (h *handler) plans(c *ucli.Context) error {
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		sums, err := app.Services.Plans.Plans(c.Context)
 		if err != nil {
+			return err
+		}
+		if sums, err = limited(c, sums); err != nil {
 			return err
 		}
 		views := make([]planSummaryView, 0, len(sums))

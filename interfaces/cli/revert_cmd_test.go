@@ -132,8 +132,8 @@ func TestRevertNeedsConfirmation(t *testing.T) {
 		"  restore  c.txt\n" +
 		"then run for d0 alone: echo again\n" +
 		"Continue? [y/N] plan: revert cancelled: nothing was changed\n"
-	if o.code != ExitUsage || o.stderr != want || o.stdout != "" {
-		t.Fatalf("want exit 2 and\n%s\n%v", want, o)
+	if o.code != ExitDeclined || o.stderr != want || o.stdout != "" {
+		t.Fatalf("want exit 8 and\n%s\n%v", want, o)
 	}
 	same("a declined revert changed the workspace")
 	if n := correctionCount(t, dir); n != 0 {
@@ -263,7 +263,7 @@ func TestRevertMarkersText(t *testing.T) {
 	dir := revertWorkspace(t, true)
 	o := invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir,
 		"revert", "--decision", "d0", "--reason", "r", "--conflicts", "markers")
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "and leave 1 conflict(s) to resolve.\n") {
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "and leave 1 conflict(s) to resolve.\n") {
 		t.Fatalf("the confirmation does not count the conflicts\n%v", o)
 	}
 

@@ -89,7 +89,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 		}
 		if at != nil && !h.json {
 			_, _ = fmt.Fprintf(h.r.Stderr, "plan: --at %s picked checkpoint %s, created %s\n",
-				c.String("at"), res.Target.ID(), res.Target.CreatedAt().UTC().Format(time.RFC3339))
+				c.String("at"), res.Target.ID(), localTime(res.Target.CreatedAt()))
 		}
 		for _, k := range res.Kept {
 			h.warn(fmt.Sprintf("left %q as it is: it holds data outside every snapshot (ignored)", k))
@@ -128,11 +128,11 @@ func rollbackSummary(r application.RollbackResult) string {
 			reverts = strings.Join(r.RevertedDecisions, ", ")
 		}
 		_, _ = fmt.Fprintf(&b, "Rolling the decision states back to %s (%s) would revert %s; the workspace stays as it is.\n",
-			r.Target.ID(), r.Target.CreatedAt().Format("2006-01-02 15:04:05"), reverts)
+			r.Target.ID(), localTime(r.Target.CreatedAt()), reverts)
 		return b.String()
 	}
 	_, _ = fmt.Fprintf(&b, "Rolling back to %s (%s, %s) would add %d, modify %d and delete %d files:\n",
-		r.Target.ID(), r.Target.Type(), r.Target.CreatedAt().Format("2006-01-02 15:04:05"),
+		r.Target.ID(), r.Target.Type(), localTime(r.Target.CreatedAt()),
 		r.Counts.Added, r.Counts.Modified, r.Counts.Deleted)
 	const show = 20
 	for i, ch := range r.Changes {

@@ -32,11 +32,11 @@ func TestRollbackModeStateLeavesTheWorkspace(t *testing.T) {
 	before := decisionCheckpoint(t, dir, "one")
 
 	o := mustPlan(t, dir, "rollback", "--mode", "state", "--to-checkpoint", before, "--dry-run")
-	if !regexp.MustCompile(`^Rolling the decision states back to ` + before + ` \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\) would revert one, two; the workspace stays as it is\.\n$`).MatchString(o.stdout) {
+	if !regexp.MustCompile(`^Rolling the decision states back to ` + before + ` \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\) would revert one, two; the workspace stays as it is\.\n$`).MatchString(o.stdout) {
 		t.Errorf("rollback --mode state --dry-run: %v", o)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "rollback", "--mode", "state", "--to-checkpoint", before)
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "would revert one, two; the workspace stays as it is.\nContinue? [y/N] ") {
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "would revert one, two; the workspace stays as it is.\nContinue? [y/N] ") {
 		t.Errorf("the confirmation shows the state preview: %v", o)
 	}
 
@@ -72,7 +72,7 @@ func TestRollbackAt(t *testing.T) {
 
 	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	o := mustPlan(t, dir, "--yes", "rollback", "--at", soon)
-	if !regexp.MustCompile(`plan: --at `+regexp.QuoteMeta(soon)+` picked checkpoint `+id+`, created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n`).MatchString(o.stderr) ||
+	if !regexp.MustCompile(`plan: --at `+regexp.QuoteMeta(soon)+` picked checkpoint `+id+`, created \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\n`).MatchString(o.stderr) ||
 		!strings.Contains(o.stdout, "Rolled back to "+id+": 0 added, 1 modified, 0 deleted.\n") {
 		t.Errorf("rollback --at: %v", o)
 	}

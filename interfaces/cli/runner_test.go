@@ -135,8 +135,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"correction"}, `missing subcommand for "correction"`},
 		{[]string{"checkpoint", "frob"}, `unknown command "frob"`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"status", "--bogus"}, "flag provided but not defined"},
-		{[]string{"--bogus", "status"}, "flag provided but not defined"},
+		{[]string{"status", "--bogus"}, "unknown flag --bogus (see `plan status --help`)"},
+		{[]string{"--bogus", "status"}, "unknown flag --bogus (see `plan --help`)"},
+		{[]string{"status", "-x"}, "unknown flag -x (see `plan status --help`)"},
+		{[]string{"status", "--jsno"}, "unknown flag --jsno: did you mean --json? (see `plan status --help`)"},
+		{[]string{"rollback", "--to-chekpoint", "x"}, "unknown flag --to-chekpoint: did you mean --to-checkpoint? (see `plan rollback --help`)"},
+		{[]string{"checkpoint", "prune", "--kep", "3"}, "unknown flag --kep: did you mean --keep? (see `plan checkpoint prune --help`)"},
 		{[]string{"checkpoint", "show"}, "missing argument ID (see `plan "},
 		{[]string{"checkpoint", "delete"}, "missing argument ID (see `plan "},
 		{[]string{"checkpoint", "show", "aaaa", "bbbb"}, `unexpected argument "bbbb"`},
@@ -306,7 +310,7 @@ func TestRollbackConfirmation(t *testing.T) {
 
 	for _, answer := range []string{"n\n", "no\n", ""} {
 		o := invoke(Runner{Interactive: true, Stdin: strings.NewReader(answer)}, "-C", dir, "rollback", "--to-checkpoint", id)
-		if o.code != ExitUsage || !strings.Contains(o.stderr, "rollback cancelled: nothing was changed") {
+		if o.code != ExitDeclined || !strings.Contains(o.stderr, "rollback cancelled: nothing was changed") {
 			t.Errorf("answer %q: want exit 2 and cancelled\n%v", answer, o)
 		}
 		for _, want := range []string{"Rolling back to " + id, "would add 0, modify 1 and delete 1 files", "  M a.txt\n", "  D b.txt\n", "Continue? [y/N] "} {
@@ -347,9 +351,9 @@ func TestCorrectionConfirmationWithoutTerminal(t *testing.T) {
 		t.Errorf("one.txt = %q after a refused correction", got)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "correct", "--decision", "one", "--reason", "wrong")
-	if o.code != ExitUsage || !strings.Contains(o.stderr, "Correcting one would revert one (attempt 1)") ||
+	if o.code != ExitDeclined || !strings.Contains(o.stderr, "Correcting one would revert one (attempt 1)") ||
 		!strings.Contains(o.stderr, "then re-execute from one.") {
-		t.Fatalf("answer n: want the summary and exit 2\n%v", o)
+		t.Fatalf("answer n: want the summary and exit 8\n%v", o)
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "correct", "--decision", "one",
 		"--reason", "wrong", "--no-reexecute")
@@ -448,7 +452,7 @@ func TestTextOutput(t *testing.T) {
 
 	o = mustPlan(t, dir, "checkpoint", "list")
 	if !regexp.MustCompile(`(?m)^SHORT\s+ID\s+TYPE\s+CREATED\s+FILES\s+SIZE\s+NOTE$`).MatchString(o.stdout) ||
-		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
+		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+ [+-]\d{4}\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
 		t.Errorf("list: %v", o)
 	}
 
@@ -619,7 +623,7 @@ func TestTextOutputOfDecisions(t *testing.T) {
 		t.Fatalf("correct: %v", o)
 	}
 	o = mustPlan(t, dir, "correction", "list")
-	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+two\s+reverted\s+\S+ \S+\s+wrong$`).MatchString(o.stdout) {
+	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+two\s+reverted\s+\S+ \S+ [+-]\d{4}\s+wrong$`).MatchString(o.stdout) {
 		t.Errorf("correction list: %v", o)
 	}
 	if o := inWorkspace(dir, "correction", "show", "zz"); o.code != ExitInvalid {

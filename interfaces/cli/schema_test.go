@@ -64,6 +64,8 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("run", jsonOut(dir, "exec", "--id", "mk", "--", "sh", "-c", "echo three > c.txt && mkdir empty"))
 	check("status", jsonOut(dir, "status"))
 	check("plans", jsonOut(dir, "plans"))
+	check("log", jsonOut(dir, "log"))
+	check("log", jsonOut(dir, "log", "mk", "--attempt", "1"))
 	check("diff", jsonOut(dir, "diff", cp.ID))
 	check("diff", jsonOut(dir, "diff", cp.ID, "--stat", "--patch"))
 	check("ls", jsonOut(dir, "ls", cp.ID, "-r"))

@@ -31,7 +31,7 @@ func (h *handler) sharedCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
 			Name: "workspaces", Usage: "list the workspaces a shared store holds",
-			Flags:  []ucli.Flag{storeFlag(), dbFlag()},
+			Flags:  []ucli.Flag{storeFlag(), dbFlag(), limitFlag()},
 			Action: h.workspaces,
 		},
 		{
@@ -76,6 +76,9 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	if ws, err = limited(c, ws); err != nil {
+		return err
+	}
 	views := make([]workspaceView, len(ws))
 	for i, w := range ws {
 		views[i] = workspaceView{WorkspaceID: w.ID, Root: w.Root, Host: w.Host, CreatedAt: timeOrNil(w.CreatedAt),
@@ -91,7 +94,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 		for _, v := range views {
 			last := "-"
 			if v.LastCheckpointAt != nil {
-				last = v.LastCheckpointAt.Format(time.DateTime)
+				last = localTime(*v.LastCheckpointAt)
 			}
 			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.WorkspaceID, orDash(v.Host), orDash(v.Root), v.Checkpoints, last)
 		}

@@ -11,7 +11,7 @@ func TestShellHabits(t *testing.T) {
 	for shell, want := range map[string]string{
 		"bash": "complete -o default -F _plan_complete plan",
 		"zsh":  "bashcompinit",
-		"fish": "complete -c plan",
+		"fish": "complete -c plan -a '(__plan_complete)'",
 	} {
 		o := invoke(Runner{}, "completion", shell)
 		if o.code != ExitOK || !strings.Contains(o.stdout, want) {
