@@ -1,0 +1,83 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/planhq/plan/infrastructure/fsx"
+)
+
+// resolve follows a symbolic link at path to the file it names, so a settings file kept elsewhere
+// (a dotfiles repository) is written where it lives; a missing file is path itself.
+func resolve(path string) (string, error) {
+	target, err := filepath.EvalSymlinks(path)
+	switch {
+	case err == nil:
+		return target, nil
+	case errors.Is(err, fs.ErrNotExist):
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// A dangling link: create the file it names.
+			dest, rerr := os.Readlink(path)
+			if rerr != nil {
+				return "", rerr
+			}
+			if !filepath.IsAbs(dest) {
+				dest = filepath.Join(filepath.Dir(path), dest)
+			}
+			return dest, nil
+		}
+		return path, nil
+	default:
+		return "", err
+	}
+}
+
+// read returns a regular file's bytes and permission bits.
+func read(path string) ([]byte, fs.FileMode, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := os.ReadFile(path)
+	return data, fi.Mode().Perm(), err
+}
+
+// writeAtomic replaces path with data: a temporary file in the same directory with mode, fsynced,
+// renamed over path, then the directory fsynced. On failure path is untouched and the temporary
+// file removed.
+func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".plan-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return fsx.SyncDir(dir)
+}
