@@ -418,3 +418,23 @@ func TestWriteAtomicFailures(t *testing.T) {
 		t.Fatalf("left %d entries", len(entries))
 	}
 }
+
+func TestReport(t *testing.T) {
+	a := mustLookup(t, "codex")
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	writeFile(t, bad, "{", 0o644)
+	if st := a.Report(bad, User); st.State != "invalid" || !strings.Contains(st.Error, "not valid JSON") {
+		t.Fatalf("malformed: %+v", st)
+	}
+	if st := a.Report(dir, User); st.State != "unreadable" || st.Error == "" {
+		t.Fatalf("directory: %+v", st)
+	}
+	good := filepath.Join(dir, "hooks.json")
+	if _, err := a.Install(good, "plan"); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Report(good, User); st.State != "installed" || st.Error != "" {
+		t.Fatalf("installed: %+v", st)
+	}
+}

@@ -3,6 +3,8 @@ package agents
 import (
 	"errors"
 	"io/fs"
+
+	"github.com/planhq/plan/domain/fault"
 )
 
 // Status is what an agent's settings file holds of plan's hooks.
@@ -20,10 +22,13 @@ type Status struct {
 	Missing   []string `json:"missing"`
 	// Commands are the hook commands found, one per installed event, in the order of Installed.
 	Commands []string `json:"commands"`
+	// Error says why the file could not be read ("" when it could), State then "invalid" (not
+	// JSON, or hooks of another shape: install refuses it) or "unreadable".
+	Error string `json:"error,omitempty"`
 }
 
 // Inspect reads the agent's settings file at path without changing it. A malformed file is the
-// same fault.Invalid install gives.
+// same fault.Invalid install gives; Report turns such errors into the status's state.
 func (a Agent) Inspect(path string, scope Scope) (Status, error) {
 	st := Status{Agent: a.Name, Scope: scope, Path: path, Installed: []string{}, Missing: []string{}, Commands: []string{}}
 	target, err := resolve(path)
@@ -88,4 +93,18 @@ func (a Agent) Inspect(path string, scope Scope) (Status, error) {
 		st.State = "partial"
 	}
 	return st, nil
+}
+
+// Report is Inspect that never fails: a file it cannot read is reported with State "invalid"
+// (malformed) or "unreadable", and the reason in Error.
+func (a Agent) Report(path string, scope Scope) Status {
+	st, err := a.Inspect(path, scope)
+	if err == nil {
+		return st
+	}
+	st.State, st.Error = "unreadable", err.Error()
+	if errors.Is(err, fault.ErrInvalid) {
+		st.State = "invalid"
+	}
+	return st
 }
