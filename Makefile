@@ -28,6 +28,9 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 # Runs `go test` and closes with a count of the tests it ran ("DONE 3021 tests in 98.1s"), so a run
 # that ran none cannot pass for one that passed.
 GOTESTSUM_VERSION := v1.13.0
+# The coding agents `make e2e-agents` drives, from the npm registry (Node 20 and npm are enough:
+# Claude Code's platform package ships a native binary, so its postinstall is not run).
+CLAUDE_CODE_VERSION := 2.1.332
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -40,6 +43,8 @@ MINIO := $(TOOLS_BIN)/minio
 GOTESTSUM := $(TOOLS_BIN)/gotestsum
 GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
 MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
+AGENTS_DIR := $(CURDIR)/.tools/agents
+CLAUDE_CODE_STAMP := $(AGENTS_DIR)/.claude-code@$(CLAUDE_CODE_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -62,9 +67,9 @@ GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.to
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
 .PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
-	crash tools minio servers clean clean-tools
+	crash tools minio servers clean clean-tools e2e-agents
 
-check: fmt lint vet deadcode security test bdd coverage examples
+check: fmt lint vet deadcode security test bdd coverage examples e2e-agents
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
@@ -104,6 +109,14 @@ $(MINIO_STAMP):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@rm -f $(TOOLS_BIN)/.minio@* && touch $@
+
+# The agents' installs: a per-version stamp like the Go tools'; a stamp whose agent was deleted is stale.
+$(if $(wildcard $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code),,$(shell rm -f $(AGENTS_DIR)/.claude-code@*))
+$(CLAUDE_CODE_STAMP):
+	@rm -rf $(AGENTS_DIR)/claude && mkdir -p $(AGENTS_DIR)/claude
+	npm install --prefix $(AGENTS_DIR)/claude --no-audit --no-fund --ignore-scripts --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	@rm -f $(AGENTS_DIR)/.claude-code@* && touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -226,6 +239,13 @@ crash: $(MINIO_STAMP)
 		$(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) && \
 		$(GO) test -v -count=1 -tags crash -timeout 60m ./infrastructure/hostile/' \
 		| grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
+
+# The real agents driven offline by a scripted model server (infrastructure/agente2e): the
+# binaries come from the pinned npm installs above; HOME is a temporary directory in every test.
+e2e-agents: build $(CLAUDE_CODE_STAMP)
+	PLAN_E2E_REQUIRE=1 PLAN_E2E_PLAN=$(CURDIR)/bin/plan \
+	PLAN_E2E_CLAUDE=$$(ls $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code-*/claude | head -n 1) \
+		$(GO) test -count=1 -v -timeout 5m ./infrastructure/agente2e/
 
 ## ---- build and run -----------------------------------------------------------------------
 
