@@ -31,6 +31,7 @@ GOTESTSUM_VERSION := v1.13.0
 # The coding agents `make e2e-agents` drives, from the npm registry (Node 20 and npm are enough:
 # Claude Code's platform package ships a native binary, so its postinstall is not run).
 CLAUDE_CODE_VERSION := 2.1.332
+CODEX_VERSION := 0.169.0
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -45,6 +46,7 @@ GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
 MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
 AGENTS_DIR := $(CURDIR)/.tools/agents
 CLAUDE_CODE_STAMP := $(AGENTS_DIR)/.claude-code@$(CLAUDE_CODE_VERSION)
+CODEX_STAMP := $(AGENTS_DIR)/.codex@$(CODEX_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -117,6 +119,13 @@ $(CLAUDE_CODE_STAMP):
 	npm install --prefix $(AGENTS_DIR)/claude --no-audit --no-fund --ignore-scripts --loglevel=error \
 		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	@rm -f $(AGENTS_DIR)/.claude-code@* && touch $@
+
+$(if $(wildcard $(AGENTS_DIR)/codex/node_modules/@openai/codex),,$(shell rm -f $(AGENTS_DIR)/.codex@*))
+$(CODEX_STAMP):
+	@rm -rf $(AGENTS_DIR)/codex && mkdir -p $(AGENTS_DIR)/codex
+	npm install --prefix $(AGENTS_DIR)/codex --no-audit --no-fund --ignore-scripts --loglevel=error \
+		@openai/codex@$(CODEX_VERSION)
+	@rm -f $(AGENTS_DIR)/.codex@* && touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -242,9 +251,10 @@ crash: $(MINIO_STAMP)
 
 # The real agents driven offline by a scripted model server (infrastructure/agente2e): the
 # binaries come from the pinned npm installs above; HOME is a temporary directory in every test.
-e2e-agents: build $(CLAUDE_CODE_STAMP)
+e2e-agents: build $(CLAUDE_CODE_STAMP) $(CODEX_STAMP)
 	PLAN_E2E_REQUIRE=1 PLAN_E2E_PLAN=$(CURDIR)/bin/plan \
 	PLAN_E2E_CLAUDE=$$(ls $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code-*/claude | head -n 1) \
+	PLAN_E2E_CODEX=$$(ls $(AGENTS_DIR)/codex/node_modules/@openai/codex-*/vendor/*/bin/codex | head -n 1) \
 		$(GO) test -count=1 -v -timeout 5m ./infrastructure/agente2e/
 
 ## ---- build and run -----------------------------------------------------------------------

@@ -33,7 +33,7 @@ func binary(t *testing.T, env string) string {
 // recorder is a hook command that saves its arguments and the payload on stdin, one file per call
 // named by the time it ran, and answers nothing (exit 0: the tool runs).
 const recorder = `#!/bin/sh
-f="$PLAN_E2E_RECORDS/$(date +%s%N)-$4.json"
+f="$PLAN_E2E_RECORDS/$(date +%s%N)-$3.json"
 { printf '%s\n' "$*"; if [ -d "$PWD/build" ]; then echo build-present; else echo build-absent; fi; cat; } > "$f"
 `
 
