@@ -34,7 +34,7 @@ func newGeminiServer(t *testing.T, script []toolCall) *geminiServer {
 
 func geminiReply(parts ...any) map[string]any {
 	return map[string]any{
-		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
 		"modelVersion":  "gemini-2.5-pro",
 	}
