@@ -13,9 +13,9 @@ import (
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
-// agentCommands are plan agent install, uninstall and status: plan's hooks in the settings of
+// agentInstallCommands are plan agent install, uninstall and status: plan's hooks in the settings of
 // the coding agents (infrastructure/agents says what is written where).
-func (h *handler) agentCommands() *ucli.Command {
+func (h *handler) agentInstallCommands() *ucli.Command {
 	scope := []ucli.Flag{
 		&ucli.BoolFlag{Name: "project", Usage: "the project's settings file, in the workspace (the default)"},
 		&ucli.BoolFlag{Name: "user", Usage: "your own settings file, under your home directory: every project the agent runs in"},
