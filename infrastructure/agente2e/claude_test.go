@@ -24,10 +24,14 @@ func binary(t *testing.T, env string) string {
 	if p == "" {
 		t.Skipf("%s is not set: the real agents are driven by `make e2e-agents`, which installs them and sets it", env)
 	}
-	if _, err := os.Stat(p); err != nil {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
 		t.Fatalf("%s=%s: %v", env, p, err)
 	}
-	return p
+	return abs
 }
 
 // recorder is a hook command that saves its arguments and the payload on stdin, one file per call
@@ -277,4 +281,24 @@ func keys(m map[string]any) string {
 	}
 	sort.Strings(ks)
 	return strings.Join(ks, ",")
+}
+
+// TestClaudeCodeSessionUndoneThroughPlan runs the scripted session in the real Claude Code with
+// plan's own hooks (plan agent install claude --project), then undoes it with plan (checkUndo).
+func TestClaudeCodeSessionUndoneThroughPlan(t *testing.T) {
+	plan := binary(t, "PLAN_E2E_PLAN")
+	claude := binary(t, "PLAN_E2E_CLAUDE")
+	dir := project(t)
+	home := t.TempDir()
+	script := session(dir)
+	srv := newAnthropicServer(t, script)
+	env := claudeEnv(home, srv.URL, "")
+	run(t, dir, env, plan, "agent", "install", "claude", "--project", "--bin", plan)
+	out := run(t, dir, env, claude, "-p", "Tidy the project.", "--dangerously-skip-permissions",
+		"--model", "claude-sonnet-4-5", "--output-format", "json")
+	if !strings.Contains(out, `"result":"Done."`) {
+		t.Fatalf("claude's result: %s", out)
+	}
+	checkWork(t, dir)
+	checkUndo(t, plan, dir, env, "claude", []string{"toolu_01_write", "toolu_02_bash", "toolu_04_edit", "toolu_05_rm"})
 }

@@ -120,3 +120,23 @@ func checkWork(t *testing.T, dir string) {
 		t.Fatalf("build/ still there: %v", err)
 	}
 }
+
+// TestCodexSessionUndoneThroughPlan is TestClaudeCodeSessionUndoneThroughPlan for Codex.
+func TestCodexSessionUndoneThroughPlan(t *testing.T) {
+	plan := binary(t, "PLAN_E2E_PLAN")
+	codex := binary(t, "PLAN_E2E_CODEX")
+	dir := project(t)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := codexEnv(home, "")
+	run(t, dir, env, plan, "agent", "install", "codex", "--project", "--bin", plan)
+	script := codexSession()
+	srv := newResponsesServer(t, script)
+	if out := run(t, dir, env, codex, codexArgs(srv.URL, dir, "Tidy the project.")...); !strings.Contains(out, "Done.") {
+		t.Fatalf("codex's output: %s", out)
+	}
+	checkWork(t, dir)
+	checkUndo(t, plan, dir, env, "codex", []string{"call_01_write", "call_02_bash", "call_03_edit", "call_04_rm"})
+}

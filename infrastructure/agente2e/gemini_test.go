@@ -96,3 +96,21 @@ func TestGeminiCLIRunsPlansInstalledHooks(t *testing.T) {
 	}
 	checkFixtures(t, "gemini", got, dir, home)
 }
+
+// TestGeminiCLISessionUndoneThroughPlan is TestClaudeCodeSessionUndoneThroughPlan for Gemini CLI,
+// whose hooks carry no tool-call ID: plan names the calls itself.
+func TestGeminiCLISessionUndoneThroughPlan(t *testing.T) {
+	plan := binary(t, "PLAN_E2E_PLAN")
+	gemini := binary(t, "PLAN_E2E_GEMINI")
+	dir := project(t)
+	home := t.TempDir()
+	script := geminiSession(dir)
+	srv := newGeminiServer(t, script)
+	env := geminiEnv(t, home, srv.URL, "")
+	run(t, dir, env, plan, "agent", "install", "gemini", "--project", "--bin", plan)
+	if out := run(t, dir, env, gemini, "-p", "Tidy the project.", "--yolo", "-m", "gemini-2.5-pro"); !strings.Contains(out, "Done.") {
+		t.Fatalf("gemini's output: %s", out)
+	}
+	checkWork(t, dir)
+	checkUndo(t, plan, dir, env, "gemini", nil)
+}
