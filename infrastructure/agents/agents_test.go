@@ -293,6 +293,7 @@ func TestMalformedSettingsAreRefusedUntouched(t *testing.T) {
 		"bad in array":     `{"x": [1, }`,
 		"bad in value":     `{"x": }`,
 		"bad key":          `{"x" 1}`,
+		"number key":       `{1: 2}`,
 		"unclosed object":  `{"x": 1`,
 		"unclosed array":   `{"x": [1`,
 	} {
@@ -384,6 +385,21 @@ func TestUnreadableAndUnwritable(t *testing.T) {
 	writeFile(t, blocker, "x", 0o644)
 	if _, err := a.Install(filepath.Join(blocker, "sub", "settings.json"), "plan"); err == nil {
 		t.Fatal("install under a file")
+	}
+	// A dangling link in the middle of the path: the directory cannot be made.
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Install(filepath.Join(dir, "dangling", "sub", "settings.json"), "plan"); err == nil || !strings.Contains(err.Error(), "create ") {
+		t.Fatalf("install under a dangling link: %v", err)
+	}
+	// A dangling link to where no file can be made (/proc): the write fails, nothing is left.
+	proc := filepath.Join(dir, "proc-link")
+	if err := os.Symlink("/proc/plan-agents-test.json", proc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Install(proc, "plan"); err == nil {
+		t.Fatal("install into /proc")
 	}
 	// A link loop cannot be resolved.
 	loop := filepath.Join(dir, "loop")

@@ -18,12 +18,8 @@ func resolve(path string) (string, error) {
 	case err == nil:
 		return target, nil
 	case errors.Is(err, fs.ErrNotExist):
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if dest, rerr := os.Readlink(path); rerr == nil {
 			// A dangling link: create the file it names.
-			dest, rerr := os.Readlink(path)
-			if rerr != nil {
-				return "", rerr
-			}
 			if !filepath.IsAbs(dest) {
 				dest = filepath.Join(filepath.Dir(path), dest)
 			}
@@ -64,19 +60,20 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return fsx.SyncDir(dir)

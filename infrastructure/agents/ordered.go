@@ -18,9 +18,6 @@ type object struct {
 func newObject() *object { return &object{vals: map[string]any{}} }
 
 func (o *object) get(k string) (any, bool) {
-	if o == nil {
-		return nil, false
-	}
 	v, ok := o.vals[k]
 	return v, ok
 }
@@ -33,9 +30,6 @@ func (o *object) set(k string, v any) {
 }
 
 func (o *object) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
 	delete(o.vals, k)
 	for i, key := range o.keys {
 		if key == k {
