@@ -294,6 +294,7 @@ func TestMalformedSettingsAreRefusedUntouched(t *testing.T) {
 		"bad in value":     `{"x": }`,
 		"bad key":          `{"x" 1}`,
 		"number key":       `{1: 2}`,
+		"too deep":         strings.Repeat("[", 300) + strings.Repeat("]", 300),
 		"unclosed object":  `{"x": 1`,
 		"unclosed array":   `{"x": [1`,
 	} {
@@ -452,5 +453,23 @@ func TestReport(t *testing.T) {
 	}
 	if st := a.Report(good, User); st.State != "installed" || st.Error != "" {
 		t.Fatalf("installed: %+v", st)
+	}
+}
+
+func TestLeftoversOfAKilledWriteAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	writeFile(t, filepath.Join(dir, ".settings.json.plan-123"), "half", 0o600)
+	writeFile(t, filepath.Join(dir, ".other.json.plan-1"), "not ours", 0o600)
+	if _, err := mustLookup(t, "claude").Install(path, "plan"); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != ".other.json.plan-1,settings.json" {
+		t.Fatalf("left: %v", names)
 	}
 }

@@ -13,9 +13,11 @@
 //     without hooks, an event left without groups and a "hooks" object left empty by it.
 //   - Every key of the file that is not plan's MUST survive, in its order, with its value (numbers
 //     keep their literal spelling).
-//   - A settings file that is not a JSON object, has a duplicate key, or whose hooks are not of the
-//     shape above MUST be refused with fault.Invalid and left byte-identical.
+//   - A settings file that is not a JSON object, has a duplicate key, is nested deeper than 200
+//     levels, or whose hooks are not of the shape above MUST be refused with fault.Invalid and left
+//     byte-identical.
 //   - A write MUST be atomic (a temporary file in the same directory, fsynced, renamed over the
 //     file, the directory fsynced), keep the file's permission bits, and go through a symbolic link
-//     to the file it names rather than replace the link.
+//     to the file it names rather than replace the link. A write killed before its rename leaves the
+//     file whole and a temporary file beside it, which the next successful write removes.
 package agents

@@ -76,5 +76,15 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	removeLeftovers(path)
 	return fsx.SyncDir(dir)
+}
+
+// removeLeftovers deletes the temporary files an earlier write of path left when it was killed
+// before its rename (they never hold the only copy of anything: the file itself is whole).
+func removeLeftovers(path string) {
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".plan-*"))
+	for _, p := range left {
+		_ = os.Remove(p)
+	}
 }

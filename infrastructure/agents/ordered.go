@@ -49,7 +49,7 @@ func asObject(v any) *object {
 func parse(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := readValue(dec)
+	v, err := readValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,13 @@ func parse(data []byte) (any, error) {
 	return v, nil
 }
 
-func readValue(dec *json.Decoder) (any, error) {
+// maxDepth bounds the nesting of a settings file: a hostile one cannot exhaust the stack.
+const maxDepth = 200
+
+func readValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -70,15 +76,15 @@ func readValue(dec *json.Decoder) (any, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if t == '{' {
-			return readObject(dec)
+			return readObject(dec, depth+1)
 		}
-		return readArray(dec) // '[': the decoder never hands a closing delimiter here
+		return readArray(dec, depth+1) // '[': the decoder never hands a closing delimiter here
 	default:
 		return t, nil
 	}
 }
 
-func readObject(dec *json.Decoder) (*object, error) {
+func readObject(dec *json.Decoder, depth int) (*object, error) {
 	o := newObject()
 	for dec.More() {
 		tok, err := dec.Token()
@@ -89,7 +95,7 @@ func readObject(dec *json.Decoder) (*object, error) {
 		if _, dup := o.vals[k]; dup {
 			return nil, fmt.Errorf("duplicate key %q", k)
 		}
-		v, err := readValue(dec)
+		v, err := readValue(dec, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +107,10 @@ func readObject(dec *json.Decoder) (*object, error) {
 	return o, nil
 }
 
-func readArray(dec *json.Decoder) ([]any, error) {
+func readArray(dec *json.Decoder, depth int) ([]any, error) {
 	a := []any{}
 	for dec.More() {
-		v, err := readValue(dec)
+		v, err := readValue(dec, depth)
 		if err != nil {
 			return nil, err
 		}
