@@ -321,7 +321,7 @@ func (a Agent) edit(path string, create bool, fn func(hooks *object) bool) (Resu
 		root.del("hooks")
 	}
 	if res.Created {
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 			return res, fmt.Errorf("create %s: %w", filepath.Dir(target), err)
 		}
 	}
