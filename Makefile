@@ -28,6 +28,11 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 # Runs `go test` and closes with a count of the tests it ran ("DONE 3021 tests in 98.1s"), so a run
 # that ran none cannot pass for one that passed.
 GOTESTSUM_VERSION := v1.13.0
+# The coding agents `make e2e-agents` drives, from the npm registry (Node 20 and npm are enough:
+# Claude Code's and Codex's platform packages ship native binaries, so no install script is run).
+CLAUDE_CODE_VERSION := 2.1.332
+CODEX_VERSION := 0.169.0
+GEMINI_CLI_VERSION := 0.61.0
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -40,6 +45,10 @@ MINIO := $(TOOLS_BIN)/minio
 GOTESTSUM := $(TOOLS_BIN)/gotestsum
 GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
 MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
+AGENTS_DIR := $(CURDIR)/.tools/agents
+CLAUDE_CODE_STAMP := $(AGENTS_DIR)/.claude-code@$(CLAUDE_CODE_VERSION)
+CODEX_STAMP := $(AGENTS_DIR)/.codex@$(CODEX_VERSION)
+GEMINI_CLI_STAMP := $(AGENTS_DIR)/.gemini-cli@$(GEMINI_CLI_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -62,9 +71,9 @@ GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.to
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
 .PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
-	crash tools minio servers clean clean-tools
+	crash tools minio servers clean clean-tools e2e-agents
 
-check: fmt lint vet deadcode security test bdd coverage examples
+check: fmt lint vet deadcode security test bdd coverage examples e2e-agents
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
@@ -104,6 +113,29 @@ $(MINIO_STAMP):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@rm -f $(TOOLS_BIN)/.minio@* && touch $@
+
+# The agents' installs: a per-version stamp like the Go tools'; a stamp whose agent was deleted is stale.
+$(if $(wildcard $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code),,$(shell rm -f $(AGENTS_DIR)/.claude-code@*))
+$(CLAUDE_CODE_STAMP):
+	@rm -rf $(AGENTS_DIR)/claude && mkdir -p $(AGENTS_DIR)/claude
+	npm install --prefix $(AGENTS_DIR)/claude --no-audit --no-fund --ignore-scripts --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	@rm -f $(AGENTS_DIR)/.claude-code@* && touch $@
+
+$(if $(wildcard $(AGENTS_DIR)/codex/node_modules/@openai/codex),,$(shell rm -f $(AGENTS_DIR)/.codex@*))
+$(CODEX_STAMP):
+	@rm -rf $(AGENTS_DIR)/codex && mkdir -p $(AGENTS_DIR)/codex
+	npm install --prefix $(AGENTS_DIR)/codex --no-audit --no-fund --ignore-scripts --loglevel=error \
+		@openai/codex@$(CODEX_VERSION)
+	@rm -f $(AGENTS_DIR)/.codex@* && touch $@
+
+# Gemini CLI is a Node bundle, run by the node on PATH (20 is enough).
+$(if $(wildcard $(AGENTS_DIR)/gemini/node_modules/@google/gemini-cli),,$(shell rm -f $(AGENTS_DIR)/.gemini-cli@*))
+$(GEMINI_CLI_STAMP):
+	@rm -rf $(AGENTS_DIR)/gemini && mkdir -p $(AGENTS_DIR)/gemini
+	npm install --prefix $(AGENTS_DIR)/gemini --no-audit --no-fund --ignore-scripts --loglevel=error \
+		@google/gemini-cli@$(GEMINI_CLI_VERSION)
+	@rm -f $(AGENTS_DIR)/.gemini-cli@* && touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -226,6 +258,15 @@ crash: $(MINIO_STAMP)
 		$(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) && \
 		$(GO) test -v -count=1 -tags crash -timeout 60m ./infrastructure/hostile/' \
 		| grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
+
+# The real agents driven offline by a scripted model server (infrastructure/agente2e): the
+# binaries come from the pinned npm installs above; HOME is a temporary directory in every test.
+e2e-agents: build $(CLAUDE_CODE_STAMP) $(CODEX_STAMP) $(GEMINI_CLI_STAMP)
+	PLAN_E2E_REQUIRE=1 PLAN_E2E_PLAN=$(CURDIR)/bin/plan \
+	PLAN_E2E_CLAUDE=$$(ls $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code-*/claude | head -n 1) \
+	PLAN_E2E_CODEX=$$(ls $(AGENTS_DIR)/codex/node_modules/@openai/codex-*/vendor/*/bin/codex | head -n 1) \
+	PLAN_E2E_GEMINI=$(AGENTS_DIR)/gemini/node_modules/.bin/gemini \
+		$(GO) test -count=1 -v -timeout 5m ./infrastructure/agente2e/
 
 ## ---- build and run -----------------------------------------------------------------------
 

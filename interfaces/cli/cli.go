@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"github.com/xrash/smetrics"
@@ -75,6 +76,8 @@ type handler struct {
 	// noPager keeps long text out of a pager; path is the running command ("checkpoint list").
 	noPager bool
 	path    string
+	// lockWait, when set, is how long the command waits for the workspace lock (plan hook).
+	lockWait time.Duration
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -419,7 +422,7 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	}
 	app, err := bootstrap.Open(ctx, bootstrap.Config{
 		Root: root, Init: init, AllowDangerousRoot: h.forceRoot,
-		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv,
+		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv, LockWait: h.lockWait,
 	})
 	if err != nil {
 		return nil, err

@@ -37,6 +37,8 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.shellCommands()...)
 	cmds = append(cmds, h.helpCommand())
+	cmds = append(cmds, h.agentCommands()...)
+	cmds = append(cmds, h.agentInstallCommands())
 	return append(cmds, h.demoCommand())
 }
 
