@@ -12,7 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +56,12 @@ type Config struct {
 	WorkspaceID string
 	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
 	Getenv func(string) string
+	// Host names the program for the decisions it runs as Go functions (application.DecisionFunc),
+	// so that `plan correct` from the CLI, which cannot run them, says which program can; ""
+	// is the program's base name (os.Args[0]).
+	Host string
+	// Funcs are Go functions registered by name (PlanService.Register) when the app starts.
+	Funcs map[string]application.DecisionFunc
 }
 
 // Module assembles every adapter and service for the workspace cfg names.
@@ -201,7 +210,7 @@ var ApplicationModule = fx.Module("application",
 		NewGuard,
 		NewOperations,
 		application.NewCheckpointService,
-		application.NewPlanService,
+		NewPlanService,
 		application.NewCorrectionService,
 		application.NewHistoryService,
 		application.NewReadService,
@@ -247,6 +256,8 @@ type OperationsIn struct {
 	Executor    application.Executor
 	Archiver    application.Archiver
 	Trees       application.TreeWriter
+	Log         application.OperationLog
+	Config      Config
 }
 
 // NewOperations builds the shared core from the graph.
@@ -254,8 +265,28 @@ func NewOperations(in OperationsIn) *application.Operations {
 	return application.NewOperations(application.OperationsParams{
 		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
 		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
-		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees,
+		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees, Log: in.Log,
+		Host: hostName(in.Config.Host),
 	})
+}
+
+// hostName is the host program's name as Go-function decisions record it.
+func hostName(host string) string {
+	if host != "" {
+		return host
+	}
+	return filepath.Base(os.Args[0])
+}
+
+// NewPlanService builds the plan use cases and registers the configuration's Go functions.
+func NewPlanService(ops *application.Operations, cfg Config) (*application.PlanService, error) {
+	s := application.NewPlanService(ops)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Funcs)) {
+		if err := s.Register(name, cfg.Funcs[name]); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewMaintenanceService builds the maintenance use cases from the graph.

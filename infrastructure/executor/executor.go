@@ -76,6 +76,9 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 		}
 	}
 
+	if c.Func != nil {
+		return s.runFunc(ctx, c, logf, live), nil
+	}
 	cmd := exec.Command("/bin/sh", "-c", c.Script) // #nosec -- running the user's decision is the point
 	cmd.Dir = s.layout.Root
 	cmd.Env = os.Environ()
