@@ -1,6 +1,7 @@
 package application
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -303,7 +304,7 @@ const AdhocPlan = "adhoc"
 func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, err error) {
 	args := []string{"--", req.Command}
 	if req.Func != nil || req.FuncName != "" {
-		args = []string{"--func", req.FuncName}
+		args = []string{"--func", cmp.Or(req.FuncName, req.ID, "func")}
 		if req.Command != "" {
 			return RunResult{}, fault.Invalid("decision %q: a command or a Go function, not both", req.ID)
 		}
@@ -337,13 +338,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	run := req.Command
 	var funcs map[string]DecisionFunc
 	if req.Func != nil || req.FuncName != "" {
-		fname := req.FuncName
-		if fname == "" {
-			fname = req.ID
-		}
-		if fname == "" {
-			fname = "func"
-		}
+		fname := cmp.Or(req.FuncName, req.ID, "func")
 		if run, err = plan.FuncCommand(fname, s.ops.hostName()); err != nil {
 			return RunResult{}, err
 		}

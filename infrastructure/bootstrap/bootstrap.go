@@ -79,8 +79,10 @@ func Module(cfg Config) fx.Option {
 func layoutOf(s *Setup) workspace.Layout { return s.Layout }
 
 // PersistenceModule provides the SQLite database and the repositories.
-var PersistenceModule = fx.Module("persistence",
-	fx.Provide(
+var PersistenceModule = fx.Module("persistence", fx.Provide(persistenceProviders()...))
+
+func persistenceProviders() []any {
+	return []any{
 		newDB,
 		fx.Annotate(persistence.NewCheckpoints, fx.As(new(checkpoint.Repository))),
 		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
@@ -89,8 +91,8 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
 		fx.Annotate(persistence.NewMetrics, fx.As(new(application.Metrics))),
 		fx.Annotate(persistence.NewOperationLog, fx.As(new(application.OperationLog))),
-	),
-)
+	}
+}
 
 // resources closes what the constructors opened. It is one lifecycle hook rather than one per
 // resource so that Open can also close everything when the graph fails half-built: fx runs no stop
@@ -161,9 +163,7 @@ func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*pe
 }
 
 // StoreModule provides the object store and the records of the database's history kept in it.
-var StoreModule = fx.Module("objectstore",
-	fx.Provide(newStore),
-)
+var StoreModule = fx.Module("objectstore", fx.Provide(newStore))
 
 func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *objectstore.Records, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -181,8 +181,10 @@ func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *object
 }
 
 // WorkspaceModule provides the filesystem adapters.
-var WorkspaceModule = fx.Module("workspace",
-	fx.Provide(
+var WorkspaceModule = fx.Module("workspace", fx.Provide(workspaceProviders()...))
+
+func workspaceProviders() []any {
+	return []any{
 		workspace.NewScanner,
 		workspace.NewRestorer,
 		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
@@ -198,14 +200,16 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
 		fx.Annotate(newHealth, fx.As(new(application.StoreHealth))),
 		fx.Annotate(maintenance.NewSettings, fx.As(new(application.Settings))),
-	),
-)
+	}
+}
 
 // ApplicationModule provides the use cases. Every service depends on the shared core
 // (application.Operations), whose constructor wires all of crash recovery, so a host that asks for
 // one service alone still gets complete recovery; nothing here needs an fx.Invoke.
-var ApplicationModule = fx.Module("application",
-	fx.Provide(
+var ApplicationModule = fx.Module("application", fx.Provide(applicationProviders()...))
+
+func applicationProviders() []any {
+	return []any{
 		fx.Annotate(func() application.Clock { return systemClock{} }),
 		NewGuard,
 		NewOperations,
@@ -215,8 +219,8 @@ var ApplicationModule = fx.Module("application",
 		application.NewHistoryService,
 		application.NewReadService,
 		NewMaintenanceService,
-	),
-)
+	}
+}
 
 // newHealth is the store's health adapter, with the gc grace period the configuration sets.
 func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db *persistence.DB) (*maintenance.Health, error) {
