@@ -233,6 +233,7 @@ crash: $(MINIO_STAMP)
 # runs it (it exits non-zero if the correction did not restore and archive what it should).
 examples:
 	$(GO) run ./examples/embed
+	$(GO) run ./examples/fx
 
 build:
 	$(GO) build -buildvcs=true -o bin/plan ./cmd/plan

@@ -43,7 +43,9 @@ type DecisionCall struct {
 type Func func(ctx context.Context, dir string, d DecisionCall) error
 
 // RunDecision calls f.
-func (f Func) RunDecision(ctx context.Context, dir string, d DecisionCall) error { return f(ctx, dir, d) }
+func (f Func) RunDecision(ctx context.Context, dir string, d DecisionCall) error {
+	return f(ctx, dir, d)
+}
 
 // funcRegistry holds the functions registered by name in this process.
 type funcRegistry struct {
