@@ -156,10 +156,6 @@ func (s *CheckpointService) List(ctx context.Context) ([]*checkpoint.Checkpoint,
 	return s.ops.checkpoints.List(ctx)
 }
 
-// ListSince returns the checkpoints created at or after t, oldest first.
-func (s *CheckpointService) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
-	return s.ops.checkpoints.ListSince(ctx, t)
-}
 
 // Resolve finds a checkpoint by full ID or unique prefix.
 func (s *CheckpointService) Resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {

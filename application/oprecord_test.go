@@ -224,3 +224,52 @@ func TestNoOperationLogRecordsNothing(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A correction and a surgical revert are logged by their service with their own ID and safety
+// checkpoint, so `plan undo` takes them back; a second exec logs only its own attempt.
+func TestCorrectionsAndRevertsAreLoggedUndoable(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	log, hs := withLog(e)
+	ctx := context.Background()
+	res, err := e.cs.RevertDecision(ctx, revertReq("a", func(r *RevertRequest) { r.Plan = "" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.ops) != 1 || log.ops[0].Kind != "revert" || log.ops[0].ID != res.Correction.ID() ||
+		log.ops[0].UndoCheckpoint != res.Backup.ID() || log.ops[0].Args[0] != "revert" {
+		t.Fatalf("log: %+v", log.ops)
+	}
+	if u, err := hs.Undo(ctx, UndoRequest{DryRun: true}); err != nil || u.Undone.ID != res.Correction.ID() {
+		t.Fatalf("undo would take back %+v, %v", u.Undone, err)
+	}
+
+	e = newUseCaseEnv(t)
+	ranEditsAB(t, e)
+	log, _ = withLog(e)
+	cr, err := e.cs.Correct(ctx, CorrectRequest{DecisionID: "b", Reason: "wrong", NoReexecute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cr.Correction.Params()
+	if len(log.ops) != 1 || log.ops[0].Kind != "correct" || log.ops[0].ID != p.ID || string(log.ops[0].UndoCheckpoint) != p.SafetyCheckpointID ||
+		!slices.Contains(log.ops[0].Checkpoints, cr.Rollback.Target.ID()) ||
+		!slices.Equal(log.ops[0].Args, []string{"correct", "--decision", "b", "--reason", "wrong", "--no-reexecute"}) {
+		t.Fatalf("log: %+v", log.ops)
+	}
+	log.ops = nil
+	e.writes()
+	if _, err := e.ps.Exec(ctx, ExecRequest{ID: "c", Command: "make c"}); err != nil {
+		t.Fatal(err)
+	}
+	if kinds(log.ops) != "decision(c) exec(exec -- make c)" {
+		t.Errorf("log: %s", kinds(log.ops))
+	}
+	log.ops = nil
+	if _, _, err := e.cs.ApplyCorrection(ctx, p.ID, CorrectRequest{Run: "make b"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.ops) != 1 || log.ops[0].Kind != "correct" || !slices.Equal(log.ops[0].Args, []string{"correct", "--apply", p.ID}) {
+		t.Errorf("log: %+v", log.ops)
+	}
+}
