@@ -156,7 +156,6 @@ func (s *CheckpointService) List(ctx context.Context) ([]*checkpoint.Checkpoint,
 	return s.ops.checkpoints.List(ctx)
 }
 
-
 // Resolve finds a checkpoint by full ID or unique prefix.
 func (s *CheckpointService) Resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
 	return s.ops.resolve(ctx, ref)
