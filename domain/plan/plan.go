@@ -8,7 +8,9 @@
 //   - at most one attempt of a plan is running at any time, and a new attempt starts only from
 //     pending, skipped, failed, interrupted or reverted: a succeeded decision must be reverted first;
 //   - attempts are numbered 1, 2, … per decision and never removed; reverting marks them, so the
-//     record of what ran is never lost.
+//     record of what ran is never lost;
+//   - a decision whose command is go-func:NAME@HOST (FuncCommand) is the Go function NAME of the
+//     host program HOST, not a shell command.
 package plan
 
 import (

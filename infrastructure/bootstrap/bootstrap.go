@@ -1,10 +1,14 @@
 // Package bootstrap wires plan with uber-go/fx: one module per adapter, and Module, which assembles
 // them for one workspace. A host program embeds plan by adding Module to its own fx graph and asking
-// for the services it needs; the CLI uses Open to start a short-lived app per command.
+// for the services it needs, or Scoped once per workspace when it has several; the CLI uses Open to
+// start a short-lived app per command.
 //
 // Invariants: constructors stay plain New… functions so everything can also be wired by hand; fx
-// appears in no other package; OnStop hooks close the store and the database, so stopping the app
-// releases every file handle.
+// appears in no other package (and the root package plan, which only re-exports); OnStop hooks
+// close the store and the database, so stopping the app releases every file handle; a Scoped
+// module MUST export nothing but its *Workspace (every other provider is fx.Private), so any number
+// of them share one app; the operation log is wired into the shared core (OperationsIn.Log), so
+// whichever service a host asks for logs its operations.
 package bootstrap
 
 import (

@@ -6,7 +6,10 @@
 //     cancellation the group gets SIGTERM, then SIGKILL after Grace), so a decision never keeps
 //     changing the workspace after plan has recorded its outcome;
 //   - the shell dies with plan (Pdeathsig), so a killed plan does not leave it running unobserved;
-//   - log paths are relative to .plan/ and validated, so a stored path cannot point elsewhere.
+//   - log paths are relative to .plan/ and validated, so a stored path cannot point elsewhere;
+//   - a decision that is a Go function of the host (Command.Func) is called in-process with the
+//     same log, live output, timeout and cancellation, and Execute returns only once it returned;
+//     its panic is a failed attempt, never the host's crash.
 package executor
 
 import (
