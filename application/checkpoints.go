@@ -355,7 +355,8 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	ctx, done := s.ops.begin(ctx, "rollback", "", append([]string{req.Ref}, req.Paths...)...)
 	defer func() {
 		note(ctx, func(op *LoggedOperation) {
-			if out.Target == nil {
+			// A command that rolls back as one of its steps (clone) keeps its own ID and has no undo.
+			if out.Target == nil || op.Kind != "rollback" {
 				return
 			}
 			op.ID = out.OperationID

@@ -209,6 +209,9 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
 	}
 	note(ctx, func(op *LoggedOperation) {
+		if op.Kind != "correct" {
+			return
+		}
 		op.ID, op.UndoCheckpoint = id, safety.ID()
 		noteUse(op, target.ID())
 		if op.Plan == "" {

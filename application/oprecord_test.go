@@ -273,3 +273,45 @@ func TestCorrectionsAndRevertsAreLoggedUndoable(t *testing.T) {
 		t.Errorf("log: %+v", log.ops)
 	}
 }
+
+// A step of another operation (a clone's rollback, say) adds no ID or safety checkpoint of its own
+// to that operation's entry: only a rollback, correction or revert is undone by `plan undo`.
+func TestAStepOfAnotherOperationLeavesItsEntryAlone(t *testing.T) {
+	ctx := context.Background()
+	for name, step := range map[string]func(e *useCaseEnv, ctx context.Context) error{
+		"rollback": func(e *useCaseEnv, ctx context.Context) error {
+			p, err := e.plans.Current(ctx)
+			if err != nil {
+				return err
+			}
+			a, _ := p.Decision("a")
+			_, err = e.cps.Rollback(ctx, RollbackRequest{Ref: string(latestOf(a).CheckpointID)})
+			return err
+		},
+		"correct": func(e *useCaseEnv, ctx context.Context) error {
+			_, err := e.cs.Correct(ctx, CorrectRequest{DecisionID: "a", Reason: "r", NoReexecute: true})
+			return err
+		},
+		"revert": func(e *useCaseEnv, ctx context.Context) error {
+			_, err := e.cs.RevertDecision(ctx, revertReq("b", nil))
+			return err
+		},
+	} {
+		e := newUseCaseEnv(t)
+		ranEditsAB(t, e)
+		log, hs := withLog(e)
+		rec := NewRecording("clone", []string{"clone"}, "", baseTime)
+		if err := step(e, WithRecording(ctx, rec)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := hs.Finish(ctx, rec, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		if op := log.ops[0]; len(log.ops) != 1 || op.Kind != "clone" || op.UndoCheckpoint != "" {
+			t.Errorf("%s: log %+v", name, log.ops)
+		}
+		if _, err := hs.Undo(ctx, UndoRequest{DryRun: true}); !errors.Is(err, fault.ErrNotFound) {
+			t.Errorf("%s: undo would take back a step of a clone: %v", name, err)
+		}
+	}
+}

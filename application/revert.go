@@ -218,6 +218,9 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
 	note(ctx, func(op *LoggedOperation) {
+		if op.Kind != "revert" {
+			return
+		}
 		op.ID, op.UndoCheckpoint = id, safety.ID()
 		if op.Plan == "" {
 			op.Plan = req.Plan
