@@ -132,4 +132,12 @@ func TestConfigFuncsAreRegistered(t *testing.T) {
 	if !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("a bad function name: %v", err)
 	}
+	named, err := bootstrap.Open(ctx, bootstrap.Config{Root: t.TempDir(), Init: true, Host: "my-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeApp(t, named)
+	if h := named.Services.Plans.Host(); h != "my-agent" {
+		t.Errorf("host = %q", h)
+	}
 }
