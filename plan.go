@@ -32,14 +32,21 @@ type (
 	Workspace = bootstrap.Workspace
 )
 
-// The services.
+// The services, as App.Services and Workspace name them. The names are those of package
+// application, so code moves between the two import paths unchanged.
 type (
-	PlanService        = application.PlanService
-	CheckpointService  = application.CheckpointService
-	CorrectionService  = application.CorrectionService
-	HistoryService     = application.HistoryService
+	// PlanService runs plans and single decisions (shell commands or Go functions).
+	PlanService = application.PlanService //nolint:revive // the name application gives it
+	// CheckpointService creates, diffs, rolls back to and deletes checkpoints.
+	CheckpointService = application.CheckpointService
+	// CorrectionService corrects decisions: revert, archive, re-execute; or a surgical revert.
+	CorrectionService = application.CorrectionService
+	// HistoryService lists the operation log and undoes operations from it.
+	HistoryService = application.HistoryService
+	// MaintenanceService prunes, collects garbage, verifies and counts.
 	MaintenanceService = application.MaintenanceService
-	ReadService        = application.ReadService
+	// ReadService reads checkpoints without restoring them.
+	ReadService = application.ReadService
 )
 
 // Decisions as Go functions.
@@ -55,21 +62,35 @@ type (
 	Definition = domplan.Definition
 )
 
-// Requests and results.
+// Requests and results of the services' calls.
 type (
-	ExecRequest     = application.ExecRequest
-	RunRequest      = application.RunRequest
-	RunResult       = application.RunResult
-	Event           = application.Event
-	CreateRequest   = application.CreateRequest
+	// ExecRequest asks PlanService.Exec for one decision.
+	ExecRequest = application.ExecRequest
+	// RunRequest asks PlanService.Run for a plan's decisions.
+	RunRequest = application.RunRequest
+	// RunResult is the plan after a run or an exec.
+	RunResult = application.RunResult
+	// Event narrates a run (RunRequest.Events).
+	Event = application.Event
+	// CreateRequest asks CheckpointService.Create for a checkpoint.
+	CreateRequest = application.CreateRequest
+	// RollbackRequest asks CheckpointService.Rollback to go back to a checkpoint.
 	RollbackRequest = application.RollbackRequest
-	RollbackResult  = application.RollbackResult
-	CorrectRequest  = application.CorrectRequest
-	CorrectResult   = application.CorrectResult
-	RevertRequest   = application.RevertRequest
-	RevertResult    = application.RevertResult
-	UndoRequest     = application.UndoRequest
-	UndoResult      = application.UndoResult
+	// RollbackResult is what a rollback did.
+	RollbackResult = application.RollbackResult
+	// CorrectRequest asks CorrectionService.Correct to correct a decision.
+	CorrectRequest = application.CorrectRequest
+	// CorrectResult is what a correction did.
+	CorrectResult = application.CorrectResult
+	// RevertRequest asks CorrectionService.RevertDecision to revert one decision alone.
+	RevertRequest = application.RevertRequest
+	// RevertResult is what a surgical revert did.
+	RevertResult = application.RevertResult
+	// UndoRequest asks HistoryService.Undo to undo the latest undoable operation.
+	UndoRequest = application.UndoRequest
+	// UndoResult is what an undo did.
+	UndoResult = application.UndoResult
+	// LoggedOperation is one entry of the operation log.
 	LoggedOperation = application.LoggedOperation
 )
 

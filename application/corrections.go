@@ -106,8 +106,11 @@ func correctArgs(req CorrectRequest) []string {
 // every decision after it.
 func (s *CorrectionService) reexecutionReady(ctx context.Context, req CorrectRequest) error {
 	p, err := s.ops.plan(ctx, req.Plan)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil // RevertDecisions says what is missing, in its words
+	}
 	if err != nil {
-		return nil // RevertDecisions says what is missing
+		return err
 	}
 	var ids []string
 	from := false

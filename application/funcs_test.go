@@ -264,3 +264,13 @@ func TestGenerateDecisionID(t *testing.T) {
 		}
 	}
 }
+
+func TestCorrectionReportsAPlanItCannotRead(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ranABC(t, e)
+	boom := errors.New("plans unreadable")
+	e.plans.byNameErr = boom
+	if _, err := e.cs.Correct(context.Background(), CorrectRequest{DecisionID: "a", Reason: "r", Plan: "p"}); !errors.Is(err, boom) {
+		t.Errorf("err = %v", err)
+	}
+}
