@@ -158,6 +158,12 @@ func GenerateDecisionID(p *plan.Plan, run string) string {
 			break
 		}
 	}
+	return nextDecisionID(p, word)
+}
+
+// nextDecisionID is WORD-N with the smallest N from 1 that no decision of p has ("exec" for an
+// empty word).
+func nextDecisionID(p *plan.Plan, word string) string {
 	if word == "" {
 		word = "exec"
 	}

@@ -274,3 +274,22 @@ func TestCorrectionReportsAPlanItCannotRead(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A function passed without an ID or a name is named after the ID generated for it, so two such
+// functions never share a name.
+func TestAnonymousGoFunctionsGetTheirOwnNames(t *testing.T) {
+	e := newUseCaseEnv(t)
+	called := e.funcsRun()
+	for range 2 {
+		if _, err := e.ps.Exec(context.Background(), ExecRequest{Func: e.goFunc(called, "anon")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.plans.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commandOf(t, p, "func-1") != "go-func:func-1@go-host" || commandOf(t, p, "func-2") != "go-func:func-2@go-host" {
+		t.Errorf("commands %q %q", commandOf(t, p, "func-1"), commandOf(t, p, "func-2"))
+	}
+}

@@ -289,7 +289,8 @@ type ExecRequest struct {
 	Plan    string
 	Command string
 	// Func is the decision as a Go function, recorded as plan.FuncCommand(FuncName, host) (FuncName
-	// defaults to the decision's ID). With FuncName alone, the registered function of that name.
+	// defaults to the decision's ID, which defaults to FuncName-N, or func-N without a FuncName).
+	// With FuncName alone, the registered function of that name.
 	Func     DecisionFunc
 	FuncName string
 	Live     io.Writer
@@ -338,7 +339,10 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	run := req.Command
 	var funcs map[string]DecisionFunc
 	if req.Func != nil || req.FuncName != "" {
-		fname := cmp.Or(req.FuncName, req.ID, "func")
+		if req.ID == "" {
+			req.ID = nextDecisionID(p, slug(cmp.Or(req.FuncName, "func")))
+		}
+		fname := cmp.Or(req.FuncName, req.ID)
 		if run, err = plan.FuncCommand(fname, s.ops.hostName()); err != nil {
 			return RunResult{}, err
 		}
