@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan"
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/treetest"
 )
@@ -130,4 +131,45 @@ func TestEmbeddedGoDecisionsAreUndoneFromTheCLI(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, "link")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the symlink the second decision made survived the undo: %v", err)
 	}
+}
+
+// A Go decision that panics half-way does not take the host down and loses nothing: its attempt
+// is failed with what it changed recorded, `plan log` shows the panic, and `plan undo` from the CLI
+// puts the workspace back as it was before it, byte for byte.
+func TestAPanickingGoDecisionIsRecordedAndUndone(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := treetest.Read(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "hostile-host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Services.Plans.Exec(ctx, plan.ExecRequest{ID: "half", Func: plan.Func(func(_ context.Context, dir string, _ plan.DecisionCall) error {
+		if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("half-written"), 0o600); err != nil {
+			return err
+		}
+		panic("the host's bug")
+	})})
+	var failed *application.DecisionFailedError
+	if !errors.As(err, &failed) || failed.ExitCode == nil || *failed.ExitCode != 2 {
+		t.Fatalf("exec: %v", err)
+	}
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := runPlan(t, dir, nil, "log", "half")
+	if r.code != 0 || !strings.Contains(r.stdout, "panic: the host's bug") {
+		t.Fatalf("log: %s", r)
+	}
+	r = runPlan(t, dir, nil, "undo", "--yes")
+	if r.code != 0 {
+		t.Fatalf("undo: %s", r)
+	}
+	treetest.RequireSame(t, dir, nil, before, "after plan undo of the panicked Go decision")
 }
