@@ -47,6 +47,8 @@ func run(ctx context.Context, dir string) (err error) {
 		if dir, err = os.MkdirTemp("", "plan-embed-"); err != nil {
 			return err
 		}
+	} else if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
 	}
 	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "embed-example"})
 	if err != nil {
