@@ -274,6 +274,7 @@ e2e-agents: build $(CLAUDE_CODE_STAMP) $(CODEX_STAMP) $(GEMINI_CLI_STAMP)
 # runs it (it exits non-zero if the correction did not restore and archive what it should).
 examples:
 	$(GO) run ./examples/embed
+	$(GO) run ./examples/fx
 
 build:
 	$(GO) build -buildvcs=true -o bin/plan ./cmd/plan

@@ -64,7 +64,13 @@ type CreateRequest struct {
 
 // SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by
 // `checkpoint prune` or a retention policy.
-func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bool) (*checkpoint.Checkpoint, error) {
+func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bool) (_ *checkpoint.Checkpoint, err error) {
+	kind := "pin"
+	if !pinned {
+		kind = "unpin"
+	}
+	ctx, done := s.ops.begin(ctx, kind, "", ref)
+	defer done(&err)
 	if err := checkName(ref); err != nil {
 		return nil, err
 	}
@@ -87,7 +93,9 @@ func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bo
 }
 
 // Create records the live workspace as a new checkpoint.
-func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (*checkpoint.Checkpoint, error) {
+func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (_ *checkpoint.Checkpoint, err error) {
+	ctx, done := s.ops.begin(ctx, "checkpoint", "")
+	defer done(&err)
 	if err := checkpoint.ValidateLabels(req.Labels); err != nil {
 		return nil, err // refused before waiting for the lock or reading the workspace
 	}
@@ -148,11 +156,6 @@ func (s *CheckpointService) List(ctx context.Context) ([]*checkpoint.Checkpoint,
 	return s.ops.checkpoints.List(ctx)
 }
 
-// ListSince returns the checkpoints created at or after t, oldest first.
-func (s *CheckpointService) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
-	return s.ops.checkpoints.ListSince(ctx, t)
-}
-
 // Resolve finds a checkpoint by full ID or unique prefix.
 func (s *CheckpointService) Resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
 	return s.ops.resolve(ctx, ref)
@@ -166,7 +169,9 @@ func (s *CheckpointService) Entries(_ context.Context, cp *checkpoint.Checkpoint
 // Delete removes a checkpoint's record. Its data stays in the store until gc. A checkpoint that a
 // live decision or an unfinished correction needs is refused unless force is set: deleting it would
 // make that decision impossible to correct.
-func (s *CheckpointService) Delete(ctx context.Context, ref string, force bool) (*checkpoint.Checkpoint, error) {
+func (s *CheckpointService) Delete(ctx context.Context, ref string, force bool) (_ *checkpoint.Checkpoint, err error) {
+	ctx, done := s.ops.begin(ctx, "delete", "", ref)
+	defer done(&err)
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint delete")
 	if err != nil {
 		return nil, err
@@ -306,7 +311,7 @@ func Count(changes []tree.Change) ChangeCounts {
 
 // Rollback restores the workspace to the checkpoint ref names. It first records the current state
 // as a pre_rollback checkpoint, then applies only the difference under the journal.
-func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
+func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (out RollbackResult, err error) {
 	if req.Mode == "" {
 		req.Mode = RestoreBoth
 	}
@@ -347,6 +352,23 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		res.Mode = req.Mode
 		return res, err
 	}
+	ctx, done := s.ops.begin(ctx, "rollback", "", append([]string{req.Ref}, req.Paths...)...)
+	defer func() {
+		note(ctx, func(op *LoggedOperation) {
+			// A command that rolls back as one of its steps (clone) keeps its own ID and has no undo.
+			if out.Target == nil || op.Kind != "rollback" {
+				return
+			}
+			op.ID = out.OperationID
+			noteUse(op, out.Target.ID())
+			// Only a rollback that went through (it has an operation ID) is undoable: whatever
+			// fails after it (its validation) leaves it standing.
+			if out.Backup != nil && out.OperationID != "" {
+				op.UndoCheckpoint = out.Backup.ID()
+			}
+		})
+		done(&err)
+	}()
 	ctx, release, err := s.ops.guard.Enter(ctx, "rollback")
 	if err != nil {
 		return RollbackResult{}, err

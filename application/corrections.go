@@ -45,6 +45,9 @@ type CorrectRequest struct {
 	Live     io.Writer
 	Events   func(Event)
 	Warn     func(string)
+	// Funcs are Go functions the re-execution may call, beside the registered ones: a decision that
+	// is a Go function (DecisionFunc) is re-executed only by a program that has it.
+	Funcs map[string]DecisionFunc
 }
 
 // CorrectResult is what a correction did (or, dry, would do).
@@ -57,12 +60,22 @@ type CorrectResult struct {
 }
 
 // Correct runs RevertDecisions and then, unless asked not to, ApplyCorrection.
-func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (CorrectResult, error) {
+func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ CorrectResult, err error) {
+	if !req.DryRun {
+		var done func(*error)
+		ctx, done = s.ops.begin(ctx, "correct", req.Plan, correctArgs(req)...)
+		defer done(&err)
+	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
 	if err != nil {
 		return CorrectResult{}, err
 	}
 	defer release()
+	if !req.DryRun && !req.NoReexecute {
+		if err := s.reexecutionReady(ctx, req); err != nil {
+			return CorrectResult{}, err
+		}
+	}
 	res, err := s.RevertDecisions(ctx, req)
 	if err == nil && !req.DryRun && !req.NoReexecute {
 		var c *correction.Correction
@@ -75,6 +88,39 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (Co
 		return res, err
 	}
 	return res, s.ops.validate(ctx, req.Validate, checkpoint.ID(res.Correction.Params().SafetyCheckpointID), req.Live)
+}
+
+func correctArgs(req CorrectRequest) []string {
+	args := []string{"--decision", req.DecisionID, "--reason", req.Reason}
+	if req.Run != "" {
+		args = append(args, "--run", req.Run)
+	}
+	if req.NoReexecute {
+		args = append(args, "--no-reexecute")
+	}
+	return args
+}
+
+// reexecutionReady refuses, before anything changes, a correction whose re-execution would need a
+// Go function this program does not have: the corrected decision (unless req.Run replaces it) and
+// every decision after it.
+func (s *CorrectionService) reexecutionReady(ctx context.Context, req CorrectRequest) error {
+	p, err := s.ops.plan(ctx, req.Plan)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil // RevertDecisions says what is missing, in its words
+	}
+	if err != nil {
+		return err
+	}
+	var ids []string
+	from := false
+	for _, d := range p.Decisions() {
+		from = from || d.ID() == req.DecisionID
+		if from && (d.ID() != req.DecisionID || req.Run == "") {
+			ids = append(ids, d.ID())
+		}
+	}
+	return s.ops.funcsReady(p, ids, req.Funcs)
 }
 
 // correctionDetail is what the journal carries for the finisher.
@@ -90,7 +136,12 @@ type correctionDetail struct {
 // RevertDecisions reverts decision req.DecisionID and every decision executed after it: it takes a
 // pre_correction checkpoint, archives the reverted decisions' artifacts, rolls the workspace back to
 // the decision's pre_decision checkpoint and records the correction, atomically.
-func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequest) (CorrectResult, error) {
+func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequest) (_ CorrectResult, err error) {
+	if !req.DryRun {
+		var done func(*error)
+		ctx, done = s.ops.begin(ctx, "correct", req.Plan, append(correctArgs(req), "--no-reexecute")...)
+		defer done(&err)
+	}
 	if err := correction.ValidateReason(req.Reason); err != nil {
 		return CorrectResult{}, err
 	}
@@ -163,6 +214,16 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		}
 		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
 	}
+	note(ctx, func(op *LoggedOperation) {
+		if op.Kind != "correct" {
+			return
+		}
+		op.ID, op.UndoCheckpoint = id, safety.ID()
+		noteUse(op, target.ID())
+		if op.Plan == "" {
+			op.Plan = req.Plan
+		}
+	})
 	c, err := s.ops.corrections.Get(ctx, id)
 	if err != nil {
 		return CorrectResult{}, fmt.Errorf("correction %s is recorded, but reading it back failed: %w", id, err)
@@ -188,7 +249,9 @@ func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, er
 // ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command
 // when given) and every later decision that has not succeeded, each with a new pre_decision
 // checkpoint and attempt. The correction's status says whether re-execution succeeded.
-func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (*correction.Correction, []string, error) {
+func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, err error) {
+	ctx, done := s.ops.begin(ctx, "correct", req.Plan, "--apply", id)
+	defer done(&err)
 	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
 	if err != nil {
 		return nil, nil, err
@@ -215,6 +278,9 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	if err != nil {
 		return c, nil, err
 	}
+	if err := s.ops.funcsReady(p, ids, req.Funcs); err != nil {
+		return c, nil, err
+	}
 	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
@@ -225,7 +291,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	var runErr error
 	defer s.ops.track()()
 	for _, id := range ids {
-		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn)
+		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn, req.Funcs)
 		if r.Ran {
 			reexecuted = append(reexecuted, id)
 		}

@@ -29,5 +29,13 @@
 //   - under on_failure rollback, a decision never runs again on top of an attempt that was
 //     interrupted: that attempt is first rolled back to its own pre_decision checkpoint;
 //   - database changes that belong together (a rollback's count, reverted decisions and history) are
-//     committed in one unit of work (Transactor).
+//     committed in one unit of work (Transactor);
+//   - every use case that changes the workspace or its store MUST log its own operation (begin, and
+//     note what it made, used and can undo) unless its context carries a Recording, which it adds
+//     to instead; a dry run or a call refused before it changed anything logs nothing. So a host's
+//     calls and the CLI's commands reach `plan history` and `plan undo` alike, each once;
+//   - a decision that is a Go function (DecisionFunc, command go-func:NAME@HOST) runs through the same
+//     execute as a shell decision; a program that does not have the function MUST refuse to run it
+//     before its pre_decision checkpoint, and a correction that would re-execute it before it
+//     reverts anything.
 package application

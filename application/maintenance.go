@@ -55,7 +55,12 @@ type PruneResult struct {
 
 // Prune deletes checkpoints beyond the newest Keep (and, with OlderThan, only those older than
 // that), except those a live decision, an unfinished correction or a pending operation needs.
-func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (PruneResult, error) {
+func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ PruneResult, err error) {
+	if !req.DryRun {
+		var done func(*error)
+		ctx, done = s.ops.begin(ctx, "prune", "", "checkpoints")
+		defer done(&err)
+	}
 	if req.Keep < 0 {
 		return PruneResult{}, fault.Invalid("--keep must be zero or more")
 	}
@@ -187,7 +192,9 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 
 // GC removes every object no checkpoint and no live attempt needs (in a shared store, of any
 // workspace).
-func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (GCReport, error) {
+func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport, err error) {
+	ctx, done := s.ops.begin(ctx, "gc", "")
+	defer done(&err)
 	ctx, release, err := s.ops.guard.Enter(ctx, "gc")
 	if err != nil {
 		return GCReport{}, err
@@ -501,7 +508,12 @@ type ArchivePruneResult struct {
 // only those older than that). Corrections whose archive is already gone are not counted. An unfinished correction's archive (reverted and not re-executed,
 // or re-executing) is always kept: it is what undoing or completing that correction needs. The
 // correction records stay; only the archived files go.
-func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest) (ArchivePruneResult, error) {
+func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest) (_ ArchivePruneResult, err error) {
+	if !req.DryRun {
+		var done func(*error)
+		ctx, done = s.ops.begin(ctx, "prune", "", "archives")
+		defer done(&err)
+	}
 	if req.Keep < 0 {
 		return ArchivePruneResult{}, fault.Invalid("--keep must be zero or more")
 	}

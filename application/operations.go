@@ -44,6 +44,9 @@ type Operations struct {
 	exec        Executor
 	archiver    Archiver
 	trees       TreeWriter
+	oplog       OperationLog
+	funcs       *funcRegistry
+	host        string
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -63,6 +66,13 @@ type OperationsParams struct {
 	Archiver    Archiver
 	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
 	Trees TreeWriter
+	// Log is the operation log the services record their operations in (`plan history`, `plan
+	// undo`); nil records nothing until NewHistoryService gives it one.
+	Log OperationLog
+	// Host names the program the services run in, for the decisions it runs as Go functions
+	// (DecisionFunc): a `plan correct` from the CLI, which cannot call them, names it. "" is
+	// "a Go host program".
+	Host string
 }
 
 // NewOperations returns the shared core and installs crash recovery into its guard.
@@ -71,6 +81,7 @@ func NewOperations(p OperationsParams) *Operations {
 		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
 		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
 		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees,
+		oplog: p.Log, funcs: newFuncRegistry(), host: p.Host,
 	}
 	g := p.Guard
 	g.Register(kindRollback, o.finishRollback)
@@ -358,10 +369,14 @@ func (o *Operations) track() (stop func()) {
 // process, then the result tree and artifacts. The outcome is recorded even when the context is
 // cancelled, so an interrupted decision is never left "running". A decision that ran and failed
 // (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
-func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live io.Writer, events func(Event), warn func(string)) (attemptResult, error) {
+func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live io.Writer, events func(Event), warn func(string), funcs map[string]DecisionFunc) (attemptResult, error) {
 	d, err := p.Decision(id)
 	if err != nil {
 		return attemptResult{}, err
+	}
+	fn, err := o.funcOf(id, d.Definition().Run, funcs)
+	if err != nil {
+		return attemptResult{}, err // before its checkpoint: the decision did not run
 	}
 	number := len(d.Attempts()) + 1
 	var pre *checkpoint.Checkpoint
@@ -390,7 +405,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	def := d.Definition()
 	res, execErr := o.exec.Execute(ctx, Command{
 		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
-		Token: AttemptToken(p, id, number),
+		Token: AttemptToken(p, id, number), Func: fn,
 	}, live)
 	octx := context.WithoutCancel(ctx)
 	out := plan.Outcome{Status: plan.Failed}

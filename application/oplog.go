@@ -66,20 +66,35 @@ type HistoryService struct {
 	log OperationLog
 }
 
-// NewHistoryService returns the service.
+// NewHistoryService returns the service. When ops was built without an operation log
+// (OperationsParams.Log), it records the services' operations in log from now on.
 func NewHistoryService(ops *Operations, log OperationLog) *HistoryService {
+	if ops.oplog == nil {
+		ops.oplog = log
+	}
 	return &HistoryService{ops: ops, log: log}
 }
 
 // Record appends op to the log, giving it an ID when it has none.
 func (s *HistoryService) Record(ctx context.Context, op LoggedOperation) (LoggedOperation, error) {
+	op = s.ops.stamp(op)
+	return op, s.log.Add(ctx, op)
+}
+
+// stamp gives op an ID and an end when it has none.
+func (o *Operations) stamp(op LoggedOperation) LoggedOperation {
 	if op.ID == "" {
-		op.ID = ident.New(s.ops.clock.Now())
+		op.ID = ident.New(o.clock.Now())
 	}
 	if op.FinishedAt.IsZero() {
-		op.FinishedAt = s.ops.clock.Now()
+		op.FinishedAt = o.clock.Now()
 	}
-	return op, s.log.Add(ctx, op)
+	return op
+}
+
+// record appends op to the operation log.
+func (o *Operations) record(ctx context.Context, op LoggedOperation) error {
+	return o.oplog.Add(ctx, o.stamp(op))
 }
 
 // List returns the log newest first (limit 0: all), only plan's operations when plan is not "".

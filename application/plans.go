@@ -1,6 +1,7 @@
 package application
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,10 @@ type RunRequest struct {
 	Live          io.Writer
 	Events        func(Event)
 	Warn          func(string)
+	// Funcs are Go functions this run may call, beside the registered ones (PlanService.Register):
+	// a decision whose Run is "go-func:NAME" (this host) or plan.FuncCommand(NAME, host) is the
+	// function called NAME.
+	Funcs map[string]DecisionFunc
 }
 
 // RunResult is the state after a run.
@@ -108,7 +113,10 @@ type RunResult struct {
 }
 
 // Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
-func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err error) {
+	ctx, done := s.ops.begin(ctx, "run", req.Name, req.Name)
+	defer done(&err)
+	req.Decisions = s.ops.hostFuncs(req.Decisions)
 	if req.NoCheckpoints && req.OnFailure == RollbackOnFailure {
 		return RunResult{}, ErrRollbackNeedsCheckpoints
 	}
@@ -138,9 +146,19 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 		return RunResult{}, err
 	}
 	p.SetCheckpoints(!req.NoCheckpoints)
+	var due []string
+	for _, d := range req.Decisions {
+		if dec, err := p.Decision(d.ID); err == nil && dec.Status() != plan.Succeeded {
+			due = append(due, d.ID)
+		}
+	}
+	if err := s.ops.funcsReady(p, due, req.Funcs); err != nil {
+		return RunResult{}, err
+	}
 	if err := s.ops.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
+	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
 	res := RunResult{Plan: p}
 	for _, def := range req.Decisions {
 		d, err := p.Decision(def.ID)
@@ -163,7 +181,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 			}
 			res.Plan = p
 		}
-		r, err := s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn)
+		r, err := s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn, req.Funcs)
 		res.Ran = append(res.Ran, d.ID())
 		if err != nil {
 			return res, err
@@ -185,7 +203,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (RunResult, error
 				res.Retried = map[string]int{}
 			}
 			res.Retried[d.ID()]++
-			if r, err = s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn); err != nil {
+			if r, err = s.ops.execute(ctx, p, d.ID(), req.Live, req.Events, req.Warn, req.Funcs); err != nil {
 				return res, err
 			}
 		}
@@ -260,24 +278,45 @@ func emit(fn func(Event), e Event) {
 	}
 }
 
-// ExecRequest describes `plan exec`.
+// ExecRequest describes `plan exec`: one decision, a shell Command or a Go function (Func, or
+// FuncName registered with Register).
 type ExecRequest struct {
+	// ID is the decision's ID; "" generates one (GenerateDecisionID).
 	ID   string
 	Name string
 	// Plan is the plan to add the decision to ("" is the current plan); one that does not exist yet
 	// is started.
 	Plan    string
 	Command string
-	Live    io.Writer
-	Events  func(Event)
-	Warn    func(string)
+	// Func is the decision as a Go function, recorded as plan.FuncCommand(FuncName, host) (FuncName
+	// defaults to the decision's ID, which defaults to FuncName-N, or func-N without a FuncName).
+	// With FuncName alone, the registered function of that name.
+	Func     DecisionFunc
+	FuncName string
+	Live     io.Writer
+	Events   func(Event)
+	Warn     func(string)
 }
 
 // AdhocPlan is the name of the plan `plan exec` uses when no plan has run yet.
 const AdhocPlan = "adhoc"
 
 // Exec runs one ad-hoc decision appended to the current plan.
-func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, error) {
+func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, err error) {
+	args := []string{"--", req.Command}
+	if req.Func != nil || req.FuncName != "" {
+		args = []string{"--func", cmp.Or(req.FuncName, req.ID, "func")}
+		if req.Command != "" {
+			return RunResult{}, fault.Invalid("decision %q: a command or a Go function, not both", req.ID)
+		}
+	}
+	if req.ID != "" {
+		if err := plan.ValidateDecisionID(req.ID); err != nil {
+			return RunResult{}, err
+		}
+	}
+	ctx, done := s.ops.begin(ctx, "exec", req.Plan, args...)
+	defer done(&err)
 	ctx, release, err := s.ops.guard.Enter(ctx, "exec")
 	if err != nil {
 		return RunResult{}, err
@@ -297,18 +336,39 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 	case err != nil:
 		return RunResult{}, err
 	}
+	run := req.Command
+	var funcs map[string]DecisionFunc
+	if req.Func != nil || req.FuncName != "" {
+		if req.ID == "" {
+			req.ID = nextDecisionID(p, slug(cmp.Or(req.FuncName, "func")))
+		}
+		fname := cmp.Or(req.FuncName, req.ID)
+		if run, err = plan.FuncCommand(fname, s.ops.hostName()); err != nil {
+			return RunResult{}, err
+		}
+		if req.Func != nil {
+			funcs = map[string]DecisionFunc{fname: req.Func}
+		}
+	}
+	if req.ID == "" {
+		req.ID = GenerateDecisionID(p, run)
+	}
 	name := req.Name
 	if name == "" {
 		name = req.ID
 	}
-	if _, err := p.Append(plan.Definition{ID: req.ID, Name: name, Run: req.Command}); err != nil {
+	if _, err := p.Append(plan.Definition{ID: req.ID, Name: name, Run: run}); err != nil {
+		return RunResult{}, err
+	}
+	if err := s.ops.funcsReady(p, []string{req.ID}, funcs); err != nil {
 		return RunResult{}, err
 	}
 	if err := s.ops.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
+	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
 	res := RunResult{Plan: p, Ran: []string{req.ID}}
-	r, err := s.ops.execute(ctx, p, req.ID, req.Live, req.Events, req.Warn)
+	r, err := s.ops.execute(ctx, p, req.ID, req.Live, req.Events, req.Warn, funcs)
 	if err != nil {
 		return res, err
 	}

@@ -162,6 +162,10 @@ type Command struct {
 	// Banner, when set, is a line written to the log (and live) first.
 	Append bool
 	Banner string
+	// Func, when set, is the decision as Go code (a DecisionFunc the host program provides): it is
+	// called with the workspace root instead of running Script, with the same log, live output,
+	// environment, timeout and cancellation.
+	Func DecisionFunc
 }
 
 // ExecResult is how a command ended.

@@ -95,7 +95,12 @@ type revertDetail struct {
 // apply that rollbacks use, so a crash leaves the state before or after. A refused revert (conflicts
 // and ConflictRefuse) returns a fault.ErrConflict error and the result listing them; the workspace
 // is not touched.
-func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertRequest) (RevertResult, error) {
+func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertRequest) (_ RevertResult, err error) {
+	if !req.DryRun {
+		var done func(*error)
+		ctx, done = s.ops.begin(ctx, "revert", req.Plan, "--decision", req.DecisionID, "--reason", req.Reason)
+		defer done(&err)
+	}
 	if err := correction.ValidateReason(req.Reason); err != nil {
 		return RevertResult{}, err
 	}
@@ -212,6 +217,15 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		}
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
+	note(ctx, func(op *LoggedOperation) {
+		if op.Kind != "revert" {
+			return
+		}
+		op.ID, op.UndoCheckpoint = id, safety.ID()
+		if op.Plan == "" {
+			op.Plan = req.Plan
+		}
+	})
 	if res.Correction, err = s.ops.corrections.Get(ctx, id); err != nil {
 		return res, fmt.Errorf("revert %s is recorded, but reading it back failed: %w", id, err)
 	}
@@ -240,7 +254,7 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 	if err == nil {
 		defer s.ops.track()()
 		var r attemptResult
-		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn)
+		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn, nil)
 		ran = r.Ran
 		if err == nil {
 			err = r.failure(req.DecisionID)

@@ -473,17 +473,16 @@ Feature: Plans and decisions
       | path      | change | content |
       | first.txt | added  | first\n |
 
-  Scenario: plan exec refuses a decision that already succeeded, and needs --id
+  Scenario: plan exec refuses a decision that already succeeded, and needs a command
     When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
     Then it succeeds
     When I run "plan exec --id fix -- sh -c 'echo again > hi.txt'"
     Then the exit code is 5
     And stderr contains "already succeeded"
     And the file "hi.txt" contains "hi\n"
-    When I run "plan exec -- sh -c 'echo no > no.txt'"
+    When I run "plan exec --id no"
     Then the exit code is 2
-    And stderr contains "--id"
-    And "no.txt" does not exist
+    And stderr contains "missing command"
     When I run "plan exec --id Bad_ID -- true"
     Then the exit code is 3
 

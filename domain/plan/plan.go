@@ -14,7 +14,9 @@
 //   - at most one attempt of a plan is running at any time, and a new attempt starts only from
 //     pending, skipped, failed, interrupted or reverted: a succeeded decision must be reverted first;
 //   - attempts are numbered 1, 2, … per decision and never removed; reverting marks them, so the
-//     record of what ran is never lost.
+//     record of what ran is never lost;
+//   - a decision whose command is go-func:NAME@HOST (FuncCommand) is the Go function NAME of the
+//     host program HOST, not a shell command.
 package plan
 
 import (
@@ -579,4 +581,30 @@ func (p *Plan) Redefine(id, command string) error {
 	d.def.Run = command
 	p.mark(id)
 	return nil
+}
+
+// funcPrefix starts the command of a decision that is a Go function of a host program. A shell
+// given it fails (no such command), so such a decision is never run as a shell command by mistake.
+const funcPrefix = "go-func:"
+
+var funcCommand = regexp.MustCompile(`^go-func:([a-z0-9][a-z0-9_.-]{0,63})@(\S{1,128})$`)
+
+// FuncCommand is the command recorded for a decision that is the Go function called name in the
+// host program host: "go-func:NAME@HOST". Both must be valid (name as a decision ID, plus "."; host
+// without white space, at most 128 bytes).
+func FuncCommand(name, host string) (string, error) {
+	run := funcPrefix + name + "@" + host
+	if !funcCommand.MatchString(run) {
+		return "", fault.Invalid("Go function %q of host %q: the name must match ^[a-z0-9][a-z0-9_.-]{0,63}$ and the host name be 1 to 128 bytes without white space", name, host)
+	}
+	return run, nil
+}
+
+// ParseFuncCommand reads a command FuncCommand made; ok is false for any other command.
+func ParseFuncCommand(run string) (name, host string, ok bool) {
+	m := funcCommand.FindStringSubmatch(run)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
 }

@@ -1,10 +1,14 @@
 // Package bootstrap wires plan with uber-go/fx: one module per adapter, and Module, which assembles
 // them for one workspace. A host program embeds plan by adding Module to its own fx graph and asking
-// for the services it needs; the CLI uses Open to start a short-lived app per command.
+// for the services it needs, or Scoped once per workspace when it has several; the CLI uses Open to
+// start a short-lived app per command.
 //
 // Invariants: constructors stay plain New… functions so everything can also be wired by hand; fx
-// appears in no other package; OnStop hooks close the store and the database, so stopping the app
-// releases every file handle.
+// appears in no other package (and the root package plan, which only re-exports); OnStop hooks
+// close the store and the database, so stopping the app releases every file handle; a Scoped
+// module MUST export nothing but its *Workspace (every other provider is fx.Private), so any number
+// of them share one app; the operation log is wired into the shared core (OperationsIn.Log), so
+// whichever service a host asks for logs its operations.
 package bootstrap
 
 import (
@@ -12,7 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +63,12 @@ type Config struct {
 	// LockWait is how long a command waits for the workspace lock another process holds; zero
 	// means the locker's default. An agent's hook waits longer: parallel tool calls queue on it.
 	LockWait time.Duration
+	// Host names the program for the decisions it runs as Go functions (application.DecisionFunc),
+	// so that `plan correct` from the CLI, which cannot run them, says which program can; ""
+	// is the program's base name (os.Args[0]).
+	Host string
+	// Funcs are Go functions registered by name (PlanService.Register) when the app starts.
+	Funcs map[string]application.DecisionFunc
 }
 
 // Module assembles every adapter and service for the workspace cfg names.
@@ -73,8 +86,10 @@ func Module(cfg Config) fx.Option {
 func layoutOf(s *Setup) workspace.Layout { return s.Layout }
 
 // PersistenceModule provides the SQLite database and the repositories.
-var PersistenceModule = fx.Module("persistence",
-	fx.Provide(
+var PersistenceModule = fx.Module("persistence", fx.Provide(persistenceProviders()...))
+
+func persistenceProviders() []any {
+	return []any{
 		newDB,
 		fx.Annotate(persistence.NewCheckpoints, fx.As(new(checkpoint.Repository))),
 		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
@@ -83,8 +98,8 @@ var PersistenceModule = fx.Module("persistence",
 		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
 		fx.Annotate(persistence.NewMetrics, fx.As(new(application.Metrics))),
 		fx.Annotate(persistence.NewOperationLog, fx.As(new(application.OperationLog))),
-	),
-)
+	}
+}
 
 // resources closes what the constructors opened. It is one lifecycle hook rather than one per
 // resource so that Open can also close everything when the graph fails half-built: fx runs no stop
@@ -155,9 +170,7 @@ func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*pe
 }
 
 // StoreModule provides the object store and the records of the database's history kept in it.
-var StoreModule = fx.Module("objectstore",
-	fx.Provide(newStore),
-)
+var StoreModule = fx.Module("objectstore", fx.Provide(newStore))
 
 func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *objectstore.Records, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -175,8 +188,10 @@ func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *object
 }
 
 // WorkspaceModule provides the filesystem adapters.
-var WorkspaceModule = fx.Module("workspace",
-	fx.Provide(
+var WorkspaceModule = fx.Module("workspace", fx.Provide(workspaceProviders()...))
+
+func workspaceProviders() []any {
+	return []any{
 		workspace.NewScanner,
 		workspace.NewRestorer,
 		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
@@ -198,26 +213,28 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
 		fx.Annotate(newHealth, fx.As(new(application.StoreHealth))),
 		fx.Annotate(maintenance.NewSettings, fx.As(new(application.Settings))),
-	),
-)
+	}
+}
 
 // ApplicationModule provides the use cases. Every service depends on the shared core
 // (application.Operations), whose constructor wires all of crash recovery, so a host that asks for
 // one service alone still gets complete recovery; nothing here needs an fx.Invoke.
-var ApplicationModule = fx.Module("application",
-	fx.Provide(
+var ApplicationModule = fx.Module("application", fx.Provide(applicationProviders()...))
+
+func applicationProviders() []any {
+	return []any{
 		fx.Annotate(func() application.Clock { return systemClock{} }),
 		NewGuard,
 		NewOperations,
 		application.NewCheckpointService,
-		application.NewPlanService,
+		NewPlanService,
 		application.NewCorrectionService,
 		application.NewHistoryService,
 		application.NewReadService,
 		application.NewAgentService,
 		NewMaintenanceService,
-	),
-)
+	}
+}
 
 // newHealth is the store's health adapter, with the gc grace period the configuration sets.
 func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db *persistence.DB) (*maintenance.Health, error) {
@@ -257,6 +274,8 @@ type OperationsIn struct {
 	Executor    application.Executor
 	Archiver    application.Archiver
 	Trees       application.TreeWriter
+	Log         application.OperationLog
+	Config      Config
 }
 
 // NewOperations builds the shared core from the graph.
@@ -264,8 +283,28 @@ func NewOperations(in OperationsIn) *application.Operations {
 	return application.NewOperations(application.OperationsParams{
 		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
 		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
-		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees,
+		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees, Log: in.Log,
+		Host: hostName(in.Config.Host),
 	})
+}
+
+// hostName is the host program's name as Go-function decisions record it.
+func hostName(host string) string {
+	if host != "" {
+		return host
+	}
+	return filepath.Base(os.Args[0])
+}
+
+// NewPlanService builds the plan use cases and registers the configuration's Go functions.
+func NewPlanService(ops *application.Operations, cfg Config) (*application.PlanService, error) {
+	s := application.NewPlanService(ops)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Funcs)) {
+		if err := s.Register(name, cfg.Funcs[name]); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewMaintenanceService builds the maintenance use cases from the graph.

@@ -6,7 +6,10 @@
 //     cancellation the group gets SIGTERM, then SIGKILL after Grace), so a decision never keeps
 //     changing the workspace after plan has recorded its outcome;
 //   - the shell dies with plan (Pdeathsig), so a killed plan does not leave it running unobserved;
-//   - log paths are relative to .plan/ and validated, so a stored path cannot point elsewhere.
+//   - log paths are relative to .plan/ and validated, so a stored path cannot point elsewhere;
+//   - a decision that is a Go function of the host (Command.Func) is called in-process with the
+//     same log, live output, timeout and cancellation, and Execute returns only once it returned;
+//     its panic is a failed attempt, never the host's crash.
 package executor
 
 import (
@@ -76,6 +79,9 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 		}
 	}
 
+	if c.Func != nil {
+		return s.runFunc(ctx, c, logf, live), nil
+	}
 	cmd := exec.Command("/bin/sh", "-c", c.Script) // #nosec -- running the user's decision is the point
 	cmd.Dir = s.layout.Root
 	cmd.Env = os.Environ()

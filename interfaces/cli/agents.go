@@ -13,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/config"
@@ -387,15 +388,10 @@ func (h *handler) rewind(c *ucli.Context) error {
 			}
 		}
 		req.DryRun, req.Progress, req.Warn = dry, h.progress(), h.warn
-		res, err := svc.Rollback(c.Context, req)
-		if h.op != nil && res.Target != nil {
-			h.op.id = res.OperationID
-			h.op.plan = sv.Plan
-			h.op.used = append(h.op.used, res.Target.ID())
-			if res.Backup != nil && res.OperationID != "" {
-				h.op.undo = res.Backup.ID()
-			}
+		if h.op != nil {
+			h.op.rec.SetPlan(sv.Plan) // the session's plan, which need not be the current one
 		}
+		res, err := svc.Rollback(c.Context, req)
 		if err != nil {
 			return err
 		}
@@ -431,4 +427,12 @@ func (h *handler) rewind(c *ucli.Context) error {
 			}
 		})
 	})
+}
+
+// nonNilIDs is id as a list: empty, not null, when there is none.
+func nonNilIDs(id checkpoint.ID) []checkpoint.ID {
+	if id == "" {
+		return []checkpoint.ID{}
+	}
+	return []checkpoint.ID{id}
 }

@@ -9,7 +9,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -153,15 +152,6 @@ func (h *handler) correct(c *ucli.Context) error {
 			}
 		}
 		res, err := svc.Correct(c.Context, req)
-		if h.op != nil && res.Correction != nil {
-			p := res.Correction.Params()
-			h.op.id = p.ID
-			h.op.undo = checkpoint.ID(p.SafetyCheckpointID)
-			h.op.used = append(h.op.used, checkpoint.ID(p.RollbackCheckpointID))
-			if h.op.plan == "" {
-				h.op.plan = req.Plan
-			}
-		}
 		if err != nil {
 			if res.Correction != nil && !h.json {
 				printCorrection(h.r.Stderr, newCorrectionView(res.Correction))

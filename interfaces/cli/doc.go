@@ -8,5 +8,9 @@
 //   - --json output is built from the view structs in views.go, never by marshalling domain types;
 //   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal;
 //   - the operation log records the command line with every URL in it stripped of its credentials
-//     (secret.Args): the log is shared by a database's workspaces and recorded in the store.
+//     (secret.Args): the log is shared by a database's workspaces and recorded in the store;
+//   - a command the log keeps MUST run its services under one application.Recording (startOp puts
+//     it in the context) and write it once when it ends (recordOp), so the services, which log
+//     themselves for a host, never log a CLI command twice; every other command runs them
+//     Unrecorded.
 package cli

@@ -24,31 +24,25 @@ var loggedKinds = map[string]string{
 	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone", "rewind": "rollback",
 }
 
-// opLog is what the running command will put in the operation log.
+// opLog is the running command's entry in the operation log. The services it calls fill it in
+// (what they made, used and can undo: see application.Recording); the command writes it once, when
+// it ends.
 type opLog struct {
-	// id, when set, is the operation's own ID (a rollback's or a correction's), so the log entry
-	// and what the operation reverted name it alike.
-	id    string
-	kind  string
-	start time.Time
-	plan  string
-	// used are checkpoints the command used (a rollback's target); those it created are found by
-	// their creation time.
-	used []checkpoint.ID
-	// undo is the safety checkpoint taken before the workspace changed.
-	undo checkpoint.ID
-	// decisions says to log each decision attempt the command started as its own entry.
-	decisions bool
+	rec *application.Recording
 }
 
-// startOp notes the command about to run, if it is one the log keeps.
+// startOp notes the command about to run, if it is one the log keeps; under any other command (and
+// a dry run) the services log nothing.
 func (h *handler) startOp(c *ucli.Context) {
 	h.path = commandPath(c)
 	kind, ok := loggedKinds[h.path]
 	if !ok || c.Bool("dry-run") {
+		c.Context = application.Unrecorded(c.Context)
 		return
 	}
-	h.op = &opLog{kind: kind, start: time.Now(), plan: c.String("plan"), decisions: kind == "run" || kind == "exec"}
+	rec := application.NewRecording(kind, h.argv, c.String("plan"), time.Now())
+	h.op = &opLog{rec: rec}
+	c.Context = application.WithRecording(c.Context, rec)
 }
 
 // recordOp writes the command's log entry (and its decisions') once it ended with err. A log that
@@ -59,87 +53,13 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 		return
 	}
 	h.op = nil
-	ctx = context.WithoutCancel(ctx)
 	outcome := "ok"
 	if err != nil {
 		_, outcome = exitCode(err)
 	}
-	entry := application.LoggedOperation{ID: op.id, Kind: op.kind, Args: h.argv, Plan: op.plan, StartedAt: op.start.UTC(),
-		Outcome: outcome, Checkpoints: op.used, UndoCheckpoint: op.undo}
-	created, lerr := app.Services.Checkpoints.ListSince(ctx, op.start)
-	if lerr != nil {
-		h.warn("operation log: " + lerr.Error())
-		return
+	if ferr := app.Services.History.Finish(context.WithoutCancel(ctx), op.rec, outcome); ferr != nil {
+		h.warn("operation log: " + ferr.Error())
 	}
-	made := 0
-	for _, c := range created {
-		if !containsID(entry.Checkpoints, c.ID()) {
-			entry.Checkpoints = append(entry.Checkpoints, c.ID())
-			made++
-		}
-	}
-	// A command refused before it changed anything (bad input, nothing found, a busy workspace)
-	// is not an operation: the log would only fill with noise.
-	switch outcome {
-	case "usage", "invalid", "not_found", "conflict":
-		if made == 0 && op.undo == "" {
-			return
-		}
-	}
-	if entry.Checkpoints == nil {
-		entry.Checkpoints = []checkpoint.ID{}
-	}
-	var decisions []application.LoggedOperation
-	if op.decisions {
-		p, perr := app.Services.Plans.StatusOf(ctx, op.plan)
-		if perr == nil {
-			entry.Plan = p.Name()
-			for _, d := range p.Decisions() {
-				for _, a := range d.Attempts() {
-					if a.StartedAt.Before(op.start) {
-						continue
-					}
-					out := string(a.Status)
-					if a.Status == "succeeded" {
-						out = "ok"
-					}
-					decisions = append(decisions, application.LoggedOperation{
-						Kind: "decision", Args: []string{d.ID()}, Plan: p.Name(), StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
-						Outcome: out, Checkpoints: nonNilIDs(a.CheckpointID), UndoCheckpoint: a.CheckpointID,
-					})
-				}
-			}
-		}
-	}
-	if _, rerr := app.Services.History.Record(ctx, entry); rerr != nil {
-		h.warn("operation log: " + rerr.Error())
-		return
-	}
-	for _, d := range decisions {
-		if d.FinishedAt.IsZero() {
-			d.FinishedAt = time.Now()
-		}
-		if _, rerr := app.Services.History.Record(ctx, d); rerr != nil {
-			h.warn("operation log: " + rerr.Error())
-			return
-		}
-	}
-}
-
-func containsID(ids []checkpoint.ID, id checkpoint.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
-func nonNilIDs(id checkpoint.ID) []checkpoint.ID {
-	if id == "" {
-		return []checkpoint.ID{}
-	}
-	return []checkpoint.ID{id}
 }
 
 func (h *handler) historyCommands() []*ucli.Command {

@@ -33,7 +33,7 @@ func (h *handler) planCommands() []*ucli.Command {
 		{
 			Name: "exec", Usage: "execute one ad-hoc decision on the current plan", ArgsUsage: "-- CMD [ARG…]",
 			Flags: []ucli.Flag{
-				&ucli.StringFlag{Name: "id", Usage: "the decision `ID`"},
+				&ucli.StringFlag{Name: "id", Usage: "the decision `ID` (default: generated from the command, e.g. make-1)"},
 				&ucli.StringFlag{Name: "name", Usage: "a readable name"},
 				&ucli.StringFlag{Name: "plan", Usage: "the plan `NAME` (default: the current plan; `plan plans` lists them)"},
 			},
@@ -95,15 +95,14 @@ func (h *handler) run(c *ucli.Context) error {
 }
 
 func (h *handler) exec(c *ucli.Context) error {
-	id := c.String("id")
-	if id == "" {
-		return usagef("missing --id ID (see `plan exec --help`)")
-	}
-	if err := plan.ValidateRunID(id); err != nil {
-		return err
+	id := c.String("id") // "" generates one: WORD-N (application.GenerateDecisionID)
+	if c.IsSet("id") {
+		if err := plan.ValidateRunID(id); err != nil {
+			return err
+		}
 	}
 	if c.NArg() == 0 {
-		return usagef("missing command: plan exec --id %s -- CMD [ARG…]", id)
+		return usagef("missing command: plan exec [--id ID] -- CMD [ARG…]")
 	}
 	script := shellJoin(c.Args().Slice())
 	return h.with(c.Context, true, func(app *bootstrap.App) error {

@@ -8,7 +8,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
@@ -137,13 +136,6 @@ func (h *handler) revert(c *ucli.Context) error {
 			}
 		}
 		res, err := svc.RevertDecision(c.Context, req)
-		if h.op != nil && res.Correction != nil {
-			p := res.Correction.Params()
-			h.op.id, h.op.undo = p.ID, checkpoint.ID(p.SafetyCheckpointID)
-			if h.op.plan == "" {
-				h.op.plan = req.Plan
-			}
-		}
 		if err != nil && !res.Refused && res.Correction == nil {
 			return err
 		}

@@ -75,15 +75,6 @@ func (h *handler) rollback(c *ucli.Context) error {
 		req.DryRun, req.Progress, req.Warn = dry, h.progress(), h.warn
 		req.Validate, req.Live = c.String("validate"), h.live()
 		res, err := svc.Rollback(c.Context, req)
-		if h.op != nil && res.Target != nil {
-			h.op.id = res.OperationID
-			h.op.used = append(h.op.used, res.Target.ID())
-			// Only a rollback that went through (it has an operation ID) is logged as undoable:
-			// whatever fails after it (its validation, writing the output) leaves it standing.
-			if res.Backup != nil && res.OperationID != "" {
-				h.op.undo = res.Backup.ID()
-			}
-		}
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,211 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
+)
+
+// Recording is one operation on its way into the operation log (`plan history`). The services
+// record their own operations, so whoever calls them (the CLI, a host program) gets the same log
+// and the same `plan undo`:
+//   - a service called with a context that carries no Recording starts one, fills it and writes it
+//     when it returns (kind, arguments, outcome, the checkpoints it made or used, its safety
+//     checkpoint, and one "decision" entry per decision attempt it started);
+//   - a service called with a context that carries one (WithRecording) adds what it knows to that
+//     one and writes nothing: the caller that made it writes it, once, with Finish. The CLI makes
+//     one per command, so a command that calls several services is one entry;
+//   - a context marked Unrecorded records nothing (a command the log does not keep, a dry run).
+type Recording struct {
+	mu    sync.Mutex
+	entry LoggedOperation
+	// decisions logs each decision attempt started since the operation began as its own entry.
+	decisions bool
+	off       bool
+}
+
+// NewRecording starts recording an operation of kind begun at start. args is how it was asked for
+// (the CLI's command line); plan the plan it works on ("" for the current one or none).
+func NewRecording(kind string, args []string, plan string, start time.Time) *Recording {
+	return &Recording{
+		entry:     LoggedOperation{Kind: kind, Args: slices.Clone(args), Plan: plan, StartedAt: start.UTC()},
+		decisions: kind == "run" || kind == "exec",
+	}
+}
+
+// SetPlan names the plan the operation works on, when the command knew it other than by --plan
+// (an agent session's rewind).
+func (r *Recording) SetPlan(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entry.Plan = name
+}
+
+type recordingKey struct{}
+
+// WithRecording returns ctx carrying r: the services it reaches add to r instead of logging their
+// own entry.
+func WithRecording(ctx context.Context, r *Recording) context.Context {
+	return context.WithValue(ctx, recordingKey{}, r)
+}
+
+// Unrecorded returns ctx under which the services log nothing.
+func Unrecorded(ctx context.Context) context.Context {
+	return WithRecording(ctx, &Recording{off: true})
+}
+
+func recordingOf(ctx context.Context) *Recording {
+	r, _ := ctx.Value(recordingKey{}).(*Recording)
+	return r
+}
+
+// note lets fn fill in what the running service knows about the operation ctx records.
+func note(ctx context.Context, fn func(op *LoggedOperation)) {
+	r := recordingOf(ctx)
+	if r == nil || r.off {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(&r.entry)
+}
+
+// noteUse adds a checkpoint the operation used (a rollback's target).
+func noteUse(op *LoggedOperation, id checkpoint.ID) {
+	if id != "" && !slices.Contains(op.Checkpoints, id) {
+		op.Checkpoints = append(op.Checkpoints, id)
+	}
+}
+
+// begin starts recording the service call about to run, unless ctx already records (or refuses to
+// record) an operation or the workspace keeps no log. The service defers done(&err).
+func (o *Operations) begin(ctx context.Context, kind, planName string, args ...string) (context.Context, func(*error)) {
+	if o.oplog == nil || recordingOf(ctx) != nil {
+		return ctx, func(*error) {}
+	}
+	r := NewRecording(kind, append([]string{kind}, args...), planName, o.clock.Now())
+	ctx = WithRecording(ctx, r)
+	return ctx, func(err *error) {
+		// A log that cannot be written does not change the operation's outcome: it happened.
+		_ = o.finish(context.WithoutCancel(ctx), r, Outcome(*err))
+	}
+}
+
+// Outcome names how an operation ended for the log: "ok", or the kind of error it failed with.
+func Outcome(err error) string {
+	var vf *ValidationFailedError
+	var df *DecisionFailedError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	}
+	if k := fault.Kind(err); k != nil {
+		for _, x := range []struct {
+			kind error
+			name string
+		}{
+			{fault.ErrIntegrity, "integrity"}, {fault.ErrInvalid, "invalid"}, {fault.ErrNotFound, "not_found"},
+			{fault.ErrConflict, "conflict"}, {fault.ErrDenied, "denied"}, {fault.ErrUnavailable, "unavailable"},
+		} {
+			if errors.Is(k, x.kind) {
+				return x.name
+			}
+		}
+	}
+	switch {
+	case errors.As(err, &vf):
+		return "validation_failed"
+	case errors.As(err, &df):
+		return "decision_failed"
+	}
+	return "internal"
+}
+
+// Finish writes r, which ended with outcome (Outcome's names, or the caller's own such as "usage"),
+// to the log: its entry, then one entry per decision attempt it started. An operation refused
+// before it changed anything (bad input, nothing found, a busy workspace) is not logged: the log
+// would only fill with noise. Finishing r twice writes it once.
+func (s *HistoryService) Finish(ctx context.Context, r *Recording, outcome string) error {
+	return s.ops.finish(ctx, r, outcome)
+}
+
+func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) error {
+	r.mu.Lock()
+	entry, off := r.entry, r.off
+	r.off = true
+	r.mu.Unlock()
+	if off || o.oplog == nil {
+		return nil
+	}
+	entry.Outcome = outcome
+	entry.Checkpoints = slices.Clone(entry.Checkpoints)
+	created, err := o.checkpoints.ListSince(ctx, entry.StartedAt)
+	if err != nil {
+		return err
+	}
+	made := 0
+	for _, c := range created {
+		if !slices.Contains(entry.Checkpoints, c.ID()) {
+			entry.Checkpoints = append(entry.Checkpoints, c.ID())
+			made++
+		}
+	}
+	switch outcome {
+	case "usage", "invalid", "not_found", "conflict":
+		if made == 0 && entry.UndoCheckpoint == "" {
+			return nil
+		}
+	}
+	if entry.Checkpoints == nil {
+		entry.Checkpoints = []checkpoint.ID{}
+	}
+	var decisions []LoggedOperation
+	if r.decisions {
+		if p, err := o.namedPlan(ctx, entry.Plan); err == nil {
+			entry.Plan = p.Name()
+			decisions = attemptsSince(p, entry.StartedAt)
+		}
+	}
+	if err := o.record(ctx, entry); err != nil {
+		return err
+	}
+	for _, d := range decisions {
+		if err := o.record(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attemptsSince are the log entries of p's decision attempts started at or after start.
+func attemptsSince(p *plan.Plan, start time.Time) []LoggedOperation {
+	var out []LoggedOperation
+	for _, d := range p.Decisions() {
+		for _, a := range d.Attempts() {
+			if a.StartedAt.Before(start) {
+				continue
+			}
+			outcome := string(a.Status)
+			if a.Status == plan.Succeeded {
+				outcome = "ok"
+			}
+			cps := []checkpoint.ID{}
+			if a.CheckpointID != "" {
+				cps = append(cps, a.CheckpointID)
+			}
+			out = append(out, LoggedOperation{
+				Kind: "decision", Args: []string{d.ID()}, Plan: p.Name(), StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
+				Outcome: outcome, Checkpoints: cps, UndoCheckpoint: a.CheckpointID,
+			})
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+// Package plan is the short import path for a Go program that embeds plan: it opens a workspace
+// (Open, or Module / Scoped in an uber-go/fx app) and names the services and requests a host uses,
+// as aliases of the types in application/ and infrastructure/bootstrap (docs/embedding.md).
+//
+//	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true})
+//	…
+//	defer app.Close()
+//	res, err := app.Services.Plans.Exec(ctx, plan.ExecRequest{ID: "notes", Func: plan.Func(writeNotes)})
+//
+// Invariants: this package only re-exports (type aliases and one-line wrappers), so the layers'
+// rules (architecture_test.go) hold unchanged; every operation a host runs through these services
+// is in the workspace's operation log (`plan history`, `plan undo`) exactly as the CLI's are.
+package plan
+
+import (
+	"context"
+
+	"go.uber.org/fx"
+
+	"github.com/planhq/plan/application"
+	domplan "github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+)
+
+// The workspace and how it is opened.
+type (
+	// Config selects (and, with Init, creates) the workspace.
+	Config = bootstrap.Config
+	// App is an opened workspace; App.Services are its services. Close it when done.
+	App = bootstrap.App
+	// Workspace is one workspace's services, as Scoped exports them.
+	Workspace = bootstrap.Workspace
+)
+
+// The services, as App.Services and Workspace name them. The names are those of package
+// application, so code moves between the two import paths unchanged.
+type (
+	// PlanService runs plans and single decisions (shell commands or Go functions).
+	PlanService = application.PlanService //nolint:revive // the name application gives it
+	// CheckpointService creates, diffs, rolls back to and deletes checkpoints.
+	CheckpointService = application.CheckpointService
+	// CorrectionService corrects decisions: revert, archive, re-execute; or a surgical revert.
+	CorrectionService = application.CorrectionService
+	// HistoryService lists the operation log and undoes operations from it.
+	HistoryService = application.HistoryService
+	// MaintenanceService prunes, collects garbage, verifies and counts.
+	MaintenanceService = application.MaintenanceService
+	// ReadService reads checkpoints without restoring them.
+	ReadService = application.ReadService
+)
+
+// Decisions as Go functions.
+type (
+	// DecisionFunc is a decision the host implements in Go.
+	DecisionFunc = application.DecisionFunc
+	// DecisionCall is the decision a DecisionFunc runs.
+	DecisionCall = application.DecisionCall
+	// Func adapts a plain function to DecisionFunc.
+	Func = application.Func
+	// Definition is one decision of a plan (RunRequest.Decisions); its Run is a shell command, or
+	// "go-func:NAME" for the Go function registered (or passed in RunRequest.Funcs) as NAME.
+	Definition = domplan.Definition
+)
+
+// Requests and results of the services' calls.
+type (
+	// ExecRequest asks PlanService.Exec for one decision.
+	ExecRequest = application.ExecRequest
+	// RunRequest asks PlanService.Run for a plan's decisions.
+	RunRequest = application.RunRequest
+	// RunResult is the plan after a run or an exec.
+	RunResult = application.RunResult
+	// Event narrates a run (RunRequest.Events).
+	Event = application.Event
+	// CreateRequest asks CheckpointService.Create for a checkpoint.
+	CreateRequest = application.CreateRequest
+	// RollbackRequest asks CheckpointService.Rollback to go back to a checkpoint.
+	RollbackRequest = application.RollbackRequest
+	// RollbackResult is what a rollback did.
+	RollbackResult = application.RollbackResult
+	// CorrectRequest asks CorrectionService.Correct to correct a decision.
+	CorrectRequest = application.CorrectRequest
+	// CorrectResult is what a correction did.
+	CorrectResult = application.CorrectResult
+	// RevertRequest asks CorrectionService.RevertDecision to revert one decision alone.
+	RevertRequest = application.RevertRequest
+	// RevertResult is what a surgical revert did.
+	RevertResult = application.RevertResult
+	// UndoRequest asks HistoryService.Undo to undo the latest undoable operation.
+	UndoRequest = application.UndoRequest
+	// UndoResult is what an undo did.
+	UndoResult = application.UndoResult
+	// LoggedOperation is one entry of the operation log.
+	LoggedOperation = application.LoggedOperation
+)
+
+// Open opens (with Init, creates) the workspace cfg names and starts its services: the simplest
+// route. Close the App when done.
+func Open(ctx context.Context, cfg Config) (*App, error) { return bootstrap.Open(ctx, cfg) }
+
+// Module adds one workspace's adapters and services to a host's fx app (see bootstrap.Module).
+func Module(cfg Config) fx.Option { return bootstrap.Module(cfg) }
+
+// Scoped adds one of several workspaces to a host's fx app, exporting only its *Workspace, named
+// name (see bootstrap.Scoped).
+func Scoped(name string, cfg Config) fx.Option { return bootstrap.Scoped(name, cfg) }
