@@ -44,6 +44,9 @@ type Operations struct {
 	exec        Executor
 	archiver    Archiver
 	trees       TreeWriter
+	// oplog is the operation log, once a HistoryService is built on this core: a use case folds the
+	// running command's entry into its last transaction through it (see commitLogged).
+	oplog OperationLog
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -161,8 +164,19 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 	if err != nil {
 		return nil, err
 	}
-	if err := o.checkpoints.Add(ctx, cp); err != nil {
-		return nil, fmt.Errorf("record checkpoint: %w", err)
+	add := func(ctx context.Context) error {
+		if err := o.checkpoints.Add(ctx, cp); err != nil {
+			return fmt.Errorf("record checkpoint: %w", err)
+		}
+		return nil
+	}
+	if req.logged {
+		err = o.commitLogged(ctx, add)
+	} else {
+		err = add(ctx)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return cp, nil
 }

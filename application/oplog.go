@@ -68,6 +68,7 @@ type HistoryService struct {
 
 // NewHistoryService returns the service.
 func NewHistoryService(ops *Operations, log OperationLog) *HistoryService {
+	ops.oplog = log
 	return &HistoryService{ops: ops, log: log}
 }
 

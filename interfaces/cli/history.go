@@ -39,6 +39,9 @@ type opLog struct {
 	undo checkpoint.ID
 	// decisions says to log each decision attempt the command started as its own entry.
 	decisions bool
+	// open is the entry while the command runs: a use case whose last change is one transaction
+	// writes it in that transaction (see application.OpenOperation).
+	open *application.OpenOperation
 }
 
 // startOp notes the command about to run, if it is one the log keeps.
@@ -48,6 +51,8 @@ func (h *handler) startOp(c *ucli.Context) {
 		return
 	}
 	h.op = &opLog{kind: kind, start: time.Now(), plan: c.String("plan"), decisions: kind == "run" || kind == "exec"}
+	h.op.open = application.NewOpenOperation(application.LoggedOperation{Kind: kind, Args: h.argv, Plan: h.op.plan, StartedAt: h.op.start.UTC()})
+	c.Context = application.WithOpenOperation(c.Context, h.op.open)
 }
 
 // recordOp writes the command's log entry (and its decisions') once it ended with err. A log that
@@ -110,7 +115,7 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 			}
 		}
 	}
-	if _, rerr := app.Services.History.Record(ctx, entry); rerr != nil {
+	if _, rerr := app.Services.History.Finish(ctx, op.open, entry); rerr != nil {
 		h.warn("operation log: " + rerr.Error())
 		return
 	}
