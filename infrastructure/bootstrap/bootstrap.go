@@ -282,21 +282,23 @@ func (l *StoreLocker) Lock(ctx context.Context, purpose string) (func() error, e
 	if err != nil {
 		return nil, err
 	}
-	return l.refreshed(unlock)
+	return l.refreshed(unlock, l.store.Refresh)
 }
 
-// TryLock takes the lock only if it is free now, then refreshes the store's index.
+// TryLock takes the lock only if it is free now, then settles the store: read-only commands take
+// it this way to run the database's repairs, and read no object under it, so an index the store
+// has not read yet is left to its first use (objectstore.Store.Settle).
 func (l *StoreLocker) TryLock(purpose string) (func() error, bool, error) {
 	unlock, ok, err := l.lock.TryLock(purpose)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	unlock, err = l.refreshed(unlock)
+	unlock, err = l.refreshed(unlock, l.store.Settle)
 	return unlock, err == nil, err
 }
 
-func (l *StoreLocker) refreshed(unlock func() error) (func() error, error) {
-	if err := l.store.Refresh(); err != nil {
+func (l *StoreLocker) refreshed(unlock, refresh func() error) (func() error, error) {
+	if err := refresh(); err != nil {
 		return nil, errors.Join(fmt.Errorf("read the object store: %w", err), unlock())
 	}
 	return unlock, nil

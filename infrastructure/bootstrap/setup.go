@@ -229,7 +229,8 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 	kind, _ := config.StoreKind(s.File.Store)
 	switch kind {
 	case "":
-		st, err := objectstore.Open(s.Layout.Objects())
+		// Lazy: a command that reads only the database never reads the packs' idx files.
+		st, err := objectstore.OpenBackendLazy(objectstore.NewDir(s.Layout.Objects(), false), s.Layout.Objects())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -255,7 +256,7 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 			return nil, nil, err
 		}
 	}
-	st, err := objectstore.OpenBackend(be, work)
+	st, err := objectstore.OpenBackendLazy(be, work)
 	if err != nil {
 		closeBackend(be)
 		return nil, nil, err

@@ -386,8 +386,10 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
-	text(h.r.Stdout)
-	return nil
+	// One write, not one per field: a listing of hundreds of checkpoints was thousands of them.
+	w := bufio.NewWriter(h.r.Stdout)
+	text(w)
+	return w.Flush()
 }
 
 func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", msg) }
