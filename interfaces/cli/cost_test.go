@@ -66,3 +66,14 @@ func TestCheckpointCreateThatFailsAfterItsCommitIsLoggedAsItEnded(t *testing.T) 
 		t.Fatalf("checkpoint entries: %d, want the folded one replaced", n)
 	}
 }
+
+// Text output is written at once; output that cannot be written is a failure, as a JSON document
+// that cannot be is.
+func TestTextOutputThatCannotBeWrittenFails(t *testing.T) {
+	dir := newWorkspace(t)
+	createCheckpoint(t, dir)
+	r := Runner{Stdout: brokenPipe{}, Stderr: &strings.Builder{}, Stdin: strings.NewReader("")}
+	if code := r.Run(context.Background(), []string{"plan", "-C", dir, "checkpoint", "list"}); code == ExitOK {
+		t.Fatal("a listing that could not be written exited 0")
+	}
+}
