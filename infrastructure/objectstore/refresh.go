@@ -317,7 +317,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			}
 		}
 		if r.idx != nil {
-			if _, err := walkIdx(r.idx, add); err != nil {
+			if _, err := walkIdxSummed(r.idx, r.sumOK, add); err != nil {
 				return fault.Wrap(fault.ErrIntegrity, err,
 					idxCorrupt, s.be.Location(idxName(p.id)))
 			}
@@ -368,7 +368,9 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[
 // entries scanned from the pack itself.
 type packEntries struct {
 	p       *packFile
-	idx     []byte
+	idx []byte
+	// sumOK says idx's checksum was verified as it was read (see readIdx).
+	sumOK   bool
 	scanned []idxEntry
 	count   int
 }
@@ -379,9 +381,10 @@ type packEntries struct {
 func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
 	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.readIdxBytes(id)
+		b, sumOK, err := s.readIdx(id)
 		switch {
 		case err == nil:
+			r.sumOK = sumOK
 			n, cerr := idxCount(b)
 			if cerr != nil {
 				return r, fault.Wrap(fault.ErrIntegrity, cerr,
