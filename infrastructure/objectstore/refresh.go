@@ -367,7 +367,7 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[
 // packEntries is what load reads of one pack: its idx file (checked as it is walked), or the
 // entries scanned from the pack itself.
 type packEntries struct {
-	p       *packFile
+	p   *packFile
 	idx []byte
 	// sumOK says idx's checksum was verified as it was read (see readIdx).
 	sumOK   bool
