@@ -31,6 +31,7 @@ import (
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -117,6 +118,7 @@ func (r *resources) close() error {
 }
 
 func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*persistence.DB, error) {
+	defer timing.Span("open.db")()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A database may only start empty while the store holds none of its records: an empty
@@ -157,6 +159,7 @@ var StoreModule = fx.Module("objectstore",
 )
 
 func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *objectstore.Records, error) {
+	defer timing.Span("open.store")()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, recs, err := s.OpenStore(ctx, cfg.Init)
@@ -278,6 +281,7 @@ func NewStoreLocker(l *workspace.Locker, s *objectstore.Store) *StoreLocker {
 
 // Lock takes the workspace lock, then refreshes the store's index.
 func (l *StoreLocker) Lock(ctx context.Context, purpose string) (func() error, error) {
+	defer timing.Span("lock")()
 	unlock, err := l.lock.Lock(ctx, purpose)
 	if err != nil {
 		return nil, err
@@ -289,6 +293,7 @@ func (l *StoreLocker) Lock(ctx context.Context, purpose string) (func() error, e
 // it this way to run the database's repairs, and read no object under it, so an index the store
 // has not read yet is left to its first use (objectstore.Store.Settle).
 func (l *StoreLocker) TryLock(purpose string) (func() error, bool, error) {
+	defer timing.Span("lock")()
 	unlock, ok, err := l.lock.TryLock(purpose)
 	if err != nil || !ok {
 		return nil, ok, err
@@ -342,6 +347,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 			}
 		}
 	}
+	defer timing.Span("open")()
 	a := &App{}
 	res := &resources{}
 	a.fx = fx.New(Module(cfg),
@@ -375,6 +381,7 @@ func failed(err error, res *resources) error {
 
 // Close stops the application, closing the store and the database.
 func (a *App) Close() error {
+	defer timing.Span("close")()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return a.fx.Stop(ctx)

@@ -77,6 +77,7 @@ var parseMu sync.Mutex
 // released once the command's own flags are parsed, before its action runs.
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
+	defer h.startTimings()()
 	if len(args) > 1 {
 		h.argv = secret.Args(args[1:])
 	}

@@ -77,3 +77,33 @@ func TestTextOutputThatCannotBeWrittenFails(t *testing.T) {
 		t.Fatal("a listing that could not be written exited 0")
 	}
 }
+
+// PLAN_TIMINGS=1 reports the command's phases on stderr once it ended; stdout is unchanged.
+func TestTimingsReportThePhases(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a")
+	var out, errOut strings.Builder
+	r := Runner{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader(""), Getenv: func(k string) string {
+		if k == "PLAN_TIMINGS" {
+			return "1"
+		}
+		return ""
+	}}
+	if code := r.Run(context.Background(), []string{"plan", "-C", dir, "--json", "checkpoint", "create"}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	line := errOut.String()
+	for _, phase := range []string{`"total"`, `"open"`, `"open.config"`, `"open.store"`, `"open.db"`, `"open.db.schema"`, `"open.db.ledger"`, `"lock"`, `"commit"`, `"commit.record"`, `"close"`} {
+		if !strings.Contains(line, phase+": ") {
+			t.Errorf("no %s in %q", phase, line)
+		}
+	}
+	if !strings.HasPrefix(out.String(), "{") || strings.Contains(out.String(), "timings") {
+		t.Fatalf("stdout: %q", out.String())
+	}
+	r.Getenv = func(string) string { return "0" }
+	errOut.Reset()
+	if code := r.Run(context.Background(), []string{"plan", "-C", dir, "checkpoint", "list"}); code != ExitOK || strings.Contains(errOut.String(), "timings") {
+		t.Fatalf("PLAN_TIMINGS=0: exit %d, %q", code, errOut.String())
+	}
+}
