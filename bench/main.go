@@ -60,6 +60,11 @@ type config struct {
 	real      bool
 	history   bool
 	shared    bool
+	// fixed measures the fixed cost on a history of checkpoints checkpoints; fixedOnly skips
+	// every other phase.
+	fixed       bool
+	fixedOnly   bool
+	checkpoints int
 	jsonOut   bool
 	strict    bool
 	keep      bool
@@ -85,6 +90,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.real, "real", true, "also measure a real tree: a copy of `go env GOROOT`")
 	fs.BoolVar(&cfg.shared, "shared", true, "also measure a shared store (S3 on MinIO, PostgreSQL) against the local default; needs the servers `make bench` starts")
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
+	fs.BoolVar(&cfg.fixed, "fixed", true, "also measure the fixed cost (start-up, read-only commands, a no-change checkpoint's phases and durable writes) on a history of -checkpoints checkpoints")
+	fs.BoolVar(&cfg.fixedOnly, "fixed-only", false, "measure the fixed cost only (on the generated workspace)")
+	fs.IntVar(&cfg.checkpoints, "checkpoints", 500, "checkpoints in the history the fixed cost is measured on")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -102,8 +110,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err := fmt.Errorf("unexpected arguments: %q", fs.Args())
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
-	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100:
-		err := errors.New("need -files >= 10, -runs >= 1 and 0 < -change <= 100")
+	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100 || cfg.checkpoints < 1:
+		err := errors.New("need -files >= 10, -runs >= 1, -checkpoints >= 1 and 0 < -change <= 100")
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
 	}
@@ -192,12 +200,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	all := !b.cfg.fixedOnly
 	phases := []phase{
-		{"generated workspace", true, func() error { return b.measure(gen, true) }},
-		{"in-run checkpoint", true, func() error { return b.inRun(gen) }},
-		{"real tree", b.cfg.real, b.realTree},
-		{"real history storage", b.cfg.history, b.history},
-		{"shared store", b.cfg.shared, b.shared},
+		{"generated workspace", all, func() error { return b.measure(gen, true) }},
+		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
+		{"fixed cost", b.cfg.fixed || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
+		{"real tree", all && b.cfg.real, b.realTree},
+		{"real history storage", all && b.cfg.history, b.history},
+		{"shared store", all && b.cfg.shared, b.shared},
 	}
 	for _, ph := range phases {
 		if !ph.enabled {
