@@ -29,5 +29,10 @@
 //   - under on_failure rollback, a decision never runs again on top of an attempt that was
 //     interrupted: that attempt is first rolled back to its own pre_decision checkpoint;
 //   - database changes that belong together (a rollback's count, reverted decisions and history) are
-//     committed in one unit of work (Transactor).
+//     committed in one unit of work (Transactor);
+//   - a use case whose last change is one transaction (checkpoint create) MUST write the running
+//     command's operation log entry (an OpenOperation in its context, when the log can Replace) in
+//     that transaction, as the entry will stand if the command ends well: the change and its entry
+//     are one durable write, so a kill at any point leaves both or neither. HistoryService.Finish
+//     writes nothing more when the command ended so, and replaces the entry when it did not.
 package application
