@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/ident"
 )
 
@@ -50,7 +49,6 @@ func openOperationIn(ctx context.Context) *OpenOperation {
 type foldError struct{ err error }
 
 func (e *foldError) Error() string { return "operation log: " + e.err.Error() }
-func (e *foldError) Unwrap() error { return e.err }
 
 // commitLogged runs change in one transaction with the open operation of ctx, when there is one
 // and the log can take it (see OpenOperation); otherwise change runs alone. The entry names every
@@ -78,9 +76,6 @@ func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.C
 			if !slices.Contains(e.Checkpoints, c.ID()) {
 				e.Checkpoints = append(e.Checkpoints, c.ID())
 			}
-		}
-		if e.Checkpoints == nil {
-			e.Checkpoints = []checkpoint.ID{}
 		}
 		e.Outcome, e.FinishedAt = "ok", o.clock.Now()
 		if err := replacer.Replace(ctx, e); err != nil {

@@ -214,3 +214,18 @@ func TestAFoldThatCannotListFallsBack(t *testing.T) {
 		t.Fatalf("folded %v, replaces %d, adds %v", open.folded, log.replaces, repo.adds)
 	}
 }
+
+// An open entry that already has its ID (a command that names its operation up front) keeps it.
+func TestAFoldKeepsAGivenID(t *testing.T) {
+	e, log, _, _ := foldEnv(t)
+	open := NewOpenOperation(LoggedOperation{ID: "op-given", Kind: "checkpoint", StartedAt: e.clock.Now()})
+	if _, err := e.cps.Create(WithOpenOperation(context.Background(), open), CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.ops) != 1 || log.ops[0].ID != "op-given" {
+		t.Fatalf("log: %+v", log.ops)
+	}
+	if msg := (&foldError{errors.New("disk full")}).Error(); msg != "operation log: disk full" {
+		t.Fatalf("fold error: %q", msg)
+	}
+}

@@ -69,3 +69,23 @@ func TestEntriesOfAPathReadOnlyThatPath(t *testing.T) {
 		t.Fatalf("whole checkpoint: %+v, %v", all, err)
 	}
 }
+
+// A store that cannot read one path alone is listed whole, with the same answers.
+func TestEntriesOfAPathWithoutSubtree(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.setFile("d/a.txt", "alpha")
+	ctx := context.Background()
+	if _, err := e.cps.Create(ctx, CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := NewReadService(e.ops, nil)
+	if _, sel, err := rs.Entries(ctx, "@", "d/a.txt"); err != nil || len(sel) != 1 || sel[0].Path != "d/a.txt" {
+		t.Fatalf("path: %+v, %v", sel, err)
+	}
+	if _, _, err := rs.Entries(ctx, "@", "nope"); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("missing path: %v", err)
+	}
+	if _, _, err := rs.Entries(ctx, "@", "../x"); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("invalid path: %v", err)
+	}
+}
