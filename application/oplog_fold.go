@@ -23,8 +23,9 @@ type OperationReplacer interface {
 // the entry when it did not (it failed afterwards, printing its result).
 type OpenOperation struct {
 	entry LoggedOperation
-	// folded is the entry as the fold wrote it, nil until then.
+	// folded is the entry as the fold wrote it, nil until then, and log the log it was written to.
 	folded *LoggedOperation
+	log    OperationReplacer
 }
 
 // NewOpenOperation returns the open entry of a command about to run: Kind, Args, Plan, StartedAt,
@@ -81,7 +82,7 @@ func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.C
 		if err := replacer.Replace(ctx, e); err != nil {
 			return &foldError{err}
 		}
-		open.folded = &e
+		open.folded, open.log = &e, replacer
 		return nil
 	})
 	if fe := (*foldError)(nil); errors.As(err, &fe) {
@@ -112,8 +113,7 @@ func (s *HistoryService) Finish(ctx context.Context, open *OpenOperation, final 
 		return folded, nil
 	}
 	final.FinishedAt = s.ops.clock.Now()
-	// The fold wrote through a Replacer, so the log has one.
-	return final, s.log.(OperationReplacer).Replace(ctx, final)
+	return final, open.log.Replace(ctx, final)
 }
 
 // sameEntry says whether a and b log the same thing (their finishing times aside).
