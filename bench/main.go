@@ -16,7 +16,10 @@
 // pre_decision checkpoints inside a `plan run` whose decisions each change 1% of the files, from
 // the duration_ms plan records, against the no-change checkpoint. Last, it checkpoints 12
 // consecutive releases of golang.org/x/net (from the module proxy; -history=false skips it) and
-// compares plan's store with the same history in git after `git gc --aggressive`.
+// compares plan's store with the same history in git after `git gc --aggressive`. The fixed cost
+// (fixed.go: start-up, read-only commands and a no-change checkpoint's phases and durable writes, on
+// a history of -checkpoints checkpoints) is measured on the generated workspace; -fixed-only
+// measures nothing else.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
