@@ -60,6 +60,9 @@ type CreateRequest struct {
 	AlsoExclude tree.Hash
 	// Labels tag the checkpoint (KEY=VALUE, see checkpoint.ValidateLabels).
 	Labels map[string]string
+	// logged says the checkpoint is the command's last change: its transaction also writes the
+	// command's open operation log entry, if the context carries one (see OpenOperation).
+	logged bool
 }
 
 // SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by
@@ -104,6 +107,7 @@ func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (_ *c
 		return nil, err
 	}
 	defer release()
+	req.logged = true
 	return s.ops.create(ctx, req)
 }
 

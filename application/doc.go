@@ -38,4 +38,9 @@
 //     execute as a shell decision; a program that does not have the function MUST refuse to run it
 //     before its pre_decision checkpoint, and a correction that would re-execute it before it
 //     reverts anything.
+//   - a use case whose last change is one transaction (checkpoint create) MUST write the entry of
+//     the operation its context records in that transaction, as the entry will stand if the
+//     operation ends well: the change and its entry are one durable write, so a kill at any point
+//     leaves both or neither. Finishing the recording then writes nothing more when the operation
+//     ended so, and replaces the entry when it did not.
 package application

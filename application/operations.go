@@ -44,9 +44,11 @@ type Operations struct {
 	exec        Executor
 	archiver    Archiver
 	trees       TreeWriter
-	oplog       OperationLog
-	funcs       *funcRegistry
-	host        string
+	// oplog is the operation log, once a HistoryService is built on this core: a use case logs its
+	// own operation through it, and folds the entry into its last transaction (see commitLogged).
+	oplog OperationLog
+	funcs *funcRegistry
+	host  string
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -172,8 +174,19 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 	if err != nil {
 		return nil, err
 	}
-	if err := o.checkpoints.Add(ctx, cp); err != nil {
-		return nil, fmt.Errorf("record checkpoint: %w", err)
+	add := func(ctx context.Context) error {
+		if err := o.checkpoints.Add(ctx, cp); err != nil {
+			return fmt.Errorf("record checkpoint: %w", err)
+		}
+		return nil
+	}
+	if req.logged {
+		err = o.commitLogged(ctx, add)
+	} else {
+		err = add(ctx)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return cp, nil
 }

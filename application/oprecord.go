@@ -28,6 +28,24 @@ type Recording struct {
 	// decisions logs each decision attempt started since the operation began as its own entry.
 	decisions bool
 	off       bool
+	// folded is the entry as the operation's last transaction wrote it (see commitLogged), nil
+	// until then, and foldLog the log it was written to.
+	folded  *LoggedOperation
+	foldLog OperationReplacer
+}
+
+// snapshot is the entry so far, whether the operation logs its decisions, and whether it records.
+func (r *Recording) snapshot() (LoggedOperation, bool, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.entry, r.decisions, r.off
+}
+
+// fold notes that the operation's entry was written as e, in its last transaction, to log.
+func (r *Recording) fold(e LoggedOperation, log OperationReplacer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.folded, r.foldLog = &e, log
 }
 
 // NewRecording starts recording an operation of kind begun at start. args is how it was asked for
@@ -139,17 +157,55 @@ func (s *HistoryService) Finish(ctx context.Context, r *Recording, outcome strin
 
 func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) error {
 	r.mu.Lock()
-	entry, off := r.entry, r.off
+	entry, off, folded, foldLog := r.entry, r.off, r.folded, r.foldLog
 	r.off = true
 	r.mu.Unlock()
 	if off || o.oplog == nil {
 		return nil
 	}
+	entry, skip, err := o.entryAsEnded(ctx, entry, outcome)
+	if err != nil || skip {
+		return err
+	}
+	var decisions []LoggedOperation
+	if r.decisions {
+		if p, err := o.namedPlan(ctx, entry.Plan); err == nil {
+			entry.Plan = p.Name()
+			decisions = attemptsSince(p, entry.StartedAt)
+		}
+	}
+	switch {
+	case folded == nil:
+		err = o.record(ctx, entry)
+	default:
+		// The last transaction wrote the entry as it would stand: nothing more to write when it
+		// does, the entry replaced (same ID) when the operation ended otherwise.
+		entry.ID = folded.ID
+		if !sameEntry(*folded, entry) {
+			err = foldLog.Replace(ctx, o.stamp(entry))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range decisions {
+		if err := o.record(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryAsEnded is entry as the operation's log entry once it ended with outcome: the checkpoints
+// it made (created since it started) added to those it used. skip says it is no operation to log:
+// refused before it changed anything (bad input, nothing found, a busy workspace), which would
+// only fill the log with noise.
+func (o *Operations) entryAsEnded(ctx context.Context, entry LoggedOperation, outcome string) (LoggedOperation, bool, error) {
 	entry.Outcome = outcome
 	entry.Checkpoints = slices.Clone(entry.Checkpoints)
 	created, err := o.checkpoints.ListSince(ctx, entry.StartedAt)
 	if err != nil {
-		return err
+		return entry, false, err
 	}
 	made := 0
 	for _, c := range created {
@@ -161,28 +217,13 @@ func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) e
 	switch outcome {
 	case "usage", "invalid", "not_found", "conflict":
 		if made == 0 && entry.UndoCheckpoint == "" {
-			return nil
+			return entry, true, nil
 		}
 	}
 	if entry.Checkpoints == nil {
 		entry.Checkpoints = []checkpoint.ID{}
 	}
-	var decisions []LoggedOperation
-	if r.decisions {
-		if p, err := o.namedPlan(ctx, entry.Plan); err == nil {
-			entry.Plan = p.Name()
-			decisions = attemptsSince(p, entry.StartedAt)
-		}
-	}
-	if err := o.record(ctx, entry); err != nil {
-		return err
-	}
-	for _, d := range decisions {
-		if err := o.record(ctx, d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return entry, false, nil
 }
 
 // attemptsSince are the log entries of p's decision attempts started at or after start.

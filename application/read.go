@@ -53,6 +53,19 @@ func (s *ReadService) Entries(ctx context.Context, ref, path string) (*checkpoin
 	if err != nil {
 		return nil, nil, err
 	}
+	if sub, ok := s.ops.store.(subtreeReader); ok && path != "" {
+		if err := tree.ValidatePath(path); err != nil {
+			return nil, nil, err
+		}
+		sel, found, err := sub.Subtree(cp.Root(), path)
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("read checkpoint %s: %w", cp.ID(), err)
+		case !found:
+			return nil, nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), path)
+		}
+		return cp, sel, nil
+	}
 	all, err := s.ops.entries(cp)
 	if err != nil {
 		return nil, nil, err
@@ -68,6 +81,12 @@ func (s *ReadService) Entries(ctx context.Context, ref, path string) (*checkpoin
 		return nil, nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), path)
 	}
 	return cp, sel, nil
+}
+
+// subtreeReader is a TreeStore that reads one path of a tree without listing all of it (the object
+// store does): `plan cat` then costs the depth of the path, not the size of the checkpoint.
+type subtreeReader interface {
+	Subtree(root tree.Hash, path string) (entries []tree.Entry, found bool, err error)
 }
 
 // under returns the entry at path and those below it.

@@ -203,3 +203,26 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("%+v %v", cfg, err)
 	}
 }
+
+func TestInitTime(t *testing.T) {
+	trace := "init internal/bytealg @0.008 ms, 0 ms clock, 0 bytes, 0 allocs\n" +
+		"init github.com/jinzhu/inflection @3.6 ms, 1.2 ms clock, 563928 bytes, 5683 allocs\n" +
+		"plan version (devel)\n" +
+		"init runtime @0.039 ms, 0.20 ms clock, 0 bytes, 0 allocs\n"
+	if got := initTime([]byte(trace)); got != 1400*time.Microsecond {
+		t.Fatalf("init time %v, want 1.4ms", got)
+	}
+}
+
+func TestParseTimings(t *testing.T) {
+	got, err := parseTimings([]byte("plan: warning: x\nplan: timings: {\"total\": 12.5, \"open\": 3.25}\n"))
+	if err != nil || got["total"] != 12.5 || got["open"] != 3.25 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if _, err := parseTimings([]byte("nothing here\n")); err == nil {
+		t.Fatal("no timings line parsed")
+	}
+	if _, err := parseTimings([]byte("plan: timings: {broken\n")); err == nil {
+		t.Fatal("a broken timings line parsed")
+	}
+}

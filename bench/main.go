@@ -16,7 +16,10 @@
 // pre_decision checkpoints inside a `plan run` whose decisions each change 1% of the files, from
 // the duration_ms plan records, against the no-change checkpoint. Last, it checkpoints 12
 // consecutive releases of golang.org/x/net (from the module proxy; -history=false skips it) and
-// compares plan's store with the same history in git after `git gc --aggressive`.
+// compares plan's store with the same history in git after `git gc --aggressive`. The fixed cost
+// (fixed.go: start-up, read-only commands and a no-change checkpoint's phases and durable writes, on
+// a history of -checkpoints checkpoints) is measured on the generated workspace; -fixed-only
+// measures nothing else.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
@@ -64,11 +67,16 @@ type config struct {
 	// agentCalls is the length of the long agent session; only limits the run to the named phase.
 	agentCalls int
 	only       string
-	jsonOut    bool
-	strict     bool
-	keep       bool
-	planBin    string
-	workDir    string
+	// fixed measures the fixed cost on a history of checkpoints checkpoints; fixedOnly skips
+	// every other phase.
+	fixed       bool
+	fixedOnly   bool
+	checkpoints int
+	jsonOut     bool
+	strict      bool
+	keep        bool
+	planBin     string
+	workDir     string
 }
 
 func main() {
@@ -92,6 +100,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.agents, "agents", true, "also measure an AI agent's tool call through plan hook, and a long session")
 	fs.IntVar(&cfg.agentCalls, "agent-calls", 2000, "tool calls of the long agent session")
 	fs.StringVar(&cfg.only, "only", "", "run only this phase: agents")
+	fs.BoolVar(&cfg.fixed, "fixed", true, "also measure the fixed cost (start-up, read-only commands, a no-change checkpoint's phases and durable writes) on a history of -checkpoints checkpoints")
+	fs.BoolVar(&cfg.fixedOnly, "fixed-only", false, "measure the fixed cost only (on the generated workspace)")
+	fs.IntVar(&cfg.checkpoints, "checkpoints", 500, "checkpoints in the history the fixed cost is measured on")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -113,8 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err := fmt.Errorf("-only: the only phase that runs alone is agents, not %q", cfg.only)
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
-	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100:
-		err := errors.New("need -files >= 10, -runs >= 1 and 0 < -change <= 100")
+	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100 || cfg.checkpoints < 1:
+		err := errors.New("need -files >= 10, -runs >= 1, -checkpoints >= 1 and 0 < -change <= 100")
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
 	}
@@ -203,11 +214,12 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	all := !agentsOnly(b.cfg.only)
+	all := !agentsOnly(b.cfg.only) && !b.cfg.fixedOnly
 	phases := []phase{
 		{"generated workspace", all, func() error { return b.measure(gen, true) }},
 		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
-		{"agent hooks", b.cfg.agents || !all, func() error { return b.agents(gen) }},
+		{"agent hooks", (b.cfg.agents && all) || agentsOnly(b.cfg.only), func() error { return b.agents(gen) }},
+		{"fixed cost", (b.cfg.fixed && all) || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
 		{"real tree", all && b.cfg.real, b.realTree},
 		{"real history storage", all && b.cfg.history, b.history},
 		{"shared store", all && b.cfg.shared, b.shared},

@@ -23,7 +23,7 @@ const (
 type result struct {
 	ID              string    `json:"id"` // stable key for scripts: "first_vs_git", ...
 	Name            string    `json:"name"`
-	Unit            string    `json:"unit"` // "ms", "bytes" or "MB"
+	Unit            string    `json:"unit"` // "ms", "bytes", "MB" or "count"
 	Ours            float64   `json:"ours"`
 	Baseline        float64   `json:"baseline"`
 	BaselineName    string    `json:"baseline_name,omitempty"`
@@ -157,6 +157,8 @@ func valueText(v float64, unit string, na bool) string {
 		return humanBytes(int64(v))
 	case unit == "MB":
 		return fmt.Sprintf("%.1f MB", v)
+	case unit == "count":
+		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.0f ms", v)
 	default:

@@ -20,6 +20,7 @@ type measured struct {
 	wall      time.Duration
 	maxRSSKiB int64 // the largest peak resident set of the processes, in KiB
 	stdout    []byte
+	stderr    []byte
 }
 
 // exitError is a command that ran and failed; it keeps what the command said.
@@ -73,7 +74,7 @@ func (r *runner) exec(capture bool, dir string, extraEnv []string, name string, 
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
-	m := measured{wall: time.Since(start), stdout: stdout.Bytes()}
+	m := measured{wall: time.Since(start), stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	if cmd.ProcessState != nil {
 		m.maxRSSKiB = maxRSSKiB(cmd.ProcessState)
 	}

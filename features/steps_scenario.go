@@ -152,6 +152,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerSharedSteps(sc)
 	s.registerAgentInstallSteps(sc)
 	s.registerEmbedSteps(sc)
+	s.registerCostSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -38,6 +38,7 @@ import (
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -135,6 +136,7 @@ func (r *resources) close() error {
 }
 
 func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*persistence.DB, error) {
+	defer timing.Span("open.db")()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A database may only start empty while the store holds none of its records: an empty
@@ -173,6 +175,7 @@ func newDB(res *resources, s *Setup, cfg Config, recs *objectstore.Records) (*pe
 var StoreModule = fx.Module("objectstore", fx.Provide(newStore))
 
 func newStore(res *resources, s *Setup, cfg Config) (*objectstore.Store, *objectstore.Records, error) {
+	defer timing.Span("open.store")()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, recs, err := s.OpenStore(ctx, cfg.Init)
@@ -327,25 +330,29 @@ func NewStoreLocker(l *workspace.Locker, s *objectstore.Store) *StoreLocker {
 
 // Lock takes the workspace lock, then refreshes the store's index.
 func (l *StoreLocker) Lock(ctx context.Context, purpose string) (func() error, error) {
+	defer timing.Span("lock")()
 	unlock, err := l.lock.Lock(ctx, purpose)
 	if err != nil {
 		return nil, err
 	}
-	return l.refreshed(unlock)
+	return l.refreshed(unlock, l.store.Refresh)
 }
 
-// TryLock takes the lock only if it is free now, then refreshes the store's index.
+// TryLock takes the lock only if it is free now, then settles the store: read-only commands take
+// it this way to run the database's repairs, and read no object under it, so an index the store
+// has not read yet is left to its first use (objectstore.Store.Settle).
 func (l *StoreLocker) TryLock(purpose string) (func() error, bool, error) {
+	defer timing.Span("lock")()
 	unlock, ok, err := l.lock.TryLock(purpose)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	unlock, err = l.refreshed(unlock)
+	unlock, err = l.refreshed(unlock, l.store.Settle)
 	return unlock, err == nil, err
 }
 
-func (l *StoreLocker) refreshed(unlock func() error) (func() error, error) {
-	if err := l.store.Refresh(); err != nil {
+func (l *StoreLocker) refreshed(unlock, refresh func() error) (func() error, error) {
+	if err := refresh(); err != nil {
 		return nil, errors.Join(fmt.Errorf("read the object store: %w", err), unlock())
 	}
 	return unlock, nil
@@ -390,6 +397,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 			}
 		}
 	}
+	defer timing.Span("open")()
 	a := &App{}
 	res := &resources{}
 	a.fx = fx.New(Module(cfg),
@@ -423,6 +431,7 @@ func failed(err error, res *resources) error {
 
 // Close stops the application, closing the store and the database.
 func (a *App) Close() error {
+	defer timing.Span("close")()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return a.fx.Stop(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -50,6 +51,7 @@ func (s *Setup) CacheDir() string { return filepath.Join(s.Layout.State(), "cach
 // Resolve reads (and, with cfg.Init, makes) the workspace's configuration. It is what Open does
 // before building anything; `plan doctor` uses it alone, since it must work when the rest cannot.
 func Resolve(cfg Config) (*Setup, error) {
+	defer timing.Span("open.config")()
 	l, err := workspace.NewLayout(cfg.Root)
 	if err != nil {
 		return nil, err
@@ -229,7 +231,8 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 	kind, _ := config.StoreKind(s.File.Store)
 	switch kind {
 	case "":
-		st, err := objectstore.Open(s.Layout.Objects())
+		// Lazy: a command that reads only the database never reads the packs' idx files.
+		st, err := objectstore.OpenBackendLazy(objectstore.NewDir(s.Layout.Objects(), false), s.Layout.Objects())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -255,7 +258,7 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 			return nil, nil, err
 		}
 	}
-	st, err := objectstore.OpenBackend(be, work)
+	st, err := objectstore.OpenBackendLazy(be, work)
 	if err != nil {
 		closeBackend(be)
 		return nil, nil, err

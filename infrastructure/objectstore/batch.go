@@ -48,6 +48,7 @@ const (
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
+	_ = s.Load() // what cannot be read is stored afresh (see OpenBackendLazy); Commit reports the store
 	b := &Batch{s: s, added: make(map[tree.Hash]struct{}), trees: make(map[tree.Hash]batchTree)}
 	if s.shared {
 		b.relied = make(map[tree.Hash]struct{})

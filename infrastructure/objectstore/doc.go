@@ -97,10 +97,15 @@
 //   - a delta base an idx names is immutable once its pack is registered; a base read from an older
 //     record is remembered per record (pack and offset), never per object, since two copies of one
 //     object may have different bases;
-//   - the index is loaded without the workspace lock (Open) and MUST be refreshed by every command
-//     once it holds the lock (Refresh), before it reads or writes: another process may have added
-//     packs, or a GC removed them, in between. Only the lock holder writes an idx, finishes an
-//     interrupted GC or clears tmp/;
+//   - the index is loaded without the workspace lock (Open; OpenBackendLazy at the first use that
+//     looks an object up, so a command that reads no object reads no idx) and MUST be refreshed by
+//     every command once it holds the lock (Refresh), before it reads or writes: another process may
+//     have added packs, or a GC removed them, in between. A lock holder that reads no object
+//     (a read-only command repairing the database) may Settle instead: the lock holder's chores
+//     without reading an index not read yet. Only the lock holder writes an idx, finishes an
+//     interrupted GC or clears tmp/. Until a lazy index is read, the methods that return no error
+//     see it empty (nothing is Present, so nothing is deduplicated onto); those that return errors
+//     report a damaged idx;
 //   - a checkpoint MUST NOT reference an object it has not confirmed Present: indexed in a pack that
 //     exists and is long enough to hold the record, not listed as damaged, and, for a delta, the same
 //     all the way down its base chain. Anything else is stored afresh, and the fresh copy replaces the

@@ -354,6 +354,12 @@ func idxCount(b []byte) (int, error) {
 // each entry, in order; it returns the format version of the pack. fn may see entries of a file
 // that is then refused: the caller discards what it built from them when walkIdx fails.
 func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
+	return walkIdxSummed(b, false, fn)
+}
+
+// walkIdxSummed is walkIdx for bytes whose trailing checksum the caller has verified already
+// (summed): it is not computed twice.
+func walkIdxSummed(b []byte, summed bool, fn func(e *idxEntry)) (uint32, error) {
 	count, err := idxCount(b)
 	if err != nil {
 		return 0, err
@@ -363,7 +369,7 @@ func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
 		return 0, errors.New("bad idx magic")
 	}
 	body := b[:len(b)-sha256.Size]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
+	if !summed && !idxSumOK(b) {
 		return 0, errors.New("idx checksum mismatch")
 	}
 	rest := len(body) - idxHeaderLen

@@ -179,6 +179,35 @@ func (s *Store) deletePacks(ids []string) error {
 // writes the idx of a pack whose commit was cut short, and removes what crashed writers left in
 // tmp/. When nothing changed it costs one directory listing and a stat per pack.
 func (s *Store) Refresh() error {
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	s.unloaded.Store(false)
+	return nil
+}
+
+// Settle is Refresh for a lock holder that may read no object: it finishes an interrupted GC and
+// clears tmp/ as Refresh does, but an index not read yet (see OpenBackendLazy) stays unread until
+// its first use, which reads it as Open would. A read-only command that takes the lock only to
+// run repairs of the database then costs no idx read. A loaded index is refreshed.
+func (s *Store) Settle() error {
+	if !s.unloaded.Load() {
+		return s.Refresh()
+	}
+	if !s.shared {
+		pending, err := s.readIntent()
+		if err != nil {
+			return err
+		}
+		if err := s.deletePacks(pending); err != nil {
+			return err
+		}
+	}
+	_, err := s.CleanTemp()
+	return err
+}
+
+func (s *Store) refresh() error {
 	if s.shared {
 		// Nothing to finish or rebuild from here: a shared store deletes under gc marks, and a pack
 		// without its idx belongs to a writer of another workspace, or to no one.
@@ -288,7 +317,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			}
 		}
 		if r.idx != nil {
-			if _, err := walkIdx(r.idx, add); err != nil {
+			if _, err := walkIdxSummed(r.idx, r.sumOK, add); err != nil {
 				return fault.Wrap(fault.ErrIntegrity, err,
 					idxCorrupt, s.be.Location(idxName(p.id)))
 			}
@@ -310,6 +339,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 	}
 	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
+	s.unloaded.Store(false)
 	s.baseMu.Lock()
 	for k := range s.bases {
 		if packs[k.pack.id] != k.pack {
@@ -337,8 +367,10 @@ func better(h tree.Hash, prev, l location, dmg map[damageKey]struct{}, cond map[
 // packEntries is what load reads of one pack: its idx file (checked as it is walked), or the
 // entries scanned from the pack itself.
 type packEntries struct {
-	p       *packFile
-	idx     []byte
+	p   *packFile
+	idx []byte
+	// sumOK says idx's checksum was verified as it was read (see readIdx).
+	sumOK   bool
 	scanned []idxEntry
 	count   int
 }
@@ -349,9 +381,10 @@ type packEntries struct {
 func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEntries, error) {
 	r := packEntries{p: s.newPackFile(id, size)}
 	if haveIdx {
-		b, err := s.readIdxBytes(id)
+		b, sumOK, err := s.readIdx(id)
 		switch {
 		case err == nil:
+			r.sumOK = sumOK
 			n, cerr := idxCount(b)
 			if cerr != nil {
 				return r, fault.Wrap(fault.ErrIntegrity, cerr,
@@ -505,6 +538,7 @@ func (s *Store) Present(h tree.Hash) bool { return s.trusted(h, false) }
 // in a pack missing or cut short, or a delta with such a link down its chain (a copy a gc mark
 // condemns is still trusted: it is read until the sweep).
 func (s *Store) Untrusted() []tree.Hash {
+	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	var all []tree.Hash
 	for h := range s.index.all() {
@@ -523,6 +557,9 @@ func (s *Store) Untrusted() []tree.Hash {
 
 // trusted is Present, with condemned copies counted when condemned is set.
 func (s *Store) trusted(h tree.Hash, condemned bool) bool {
+	if s.Load() != nil {
+		return false // an index that cannot be read vouches for nothing
+	}
 	for range maxDeltaChain + 1 {
 		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
@@ -604,6 +641,9 @@ func (s *Store) recordBase(p *packFile, d *deltaRec) (tree.Hash, error) {
 // tries once more; when it found damage in a local copy of a remote pack, it drops the copy and
 // reads the store's own bytes. Damage found on the way is recorded.
 func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
+	if err := s.Load(); err != nil {
+		return err
+	}
 	l, ok := s.lookup(h)
 	if !ok {
 		return missing(h)
@@ -631,6 +671,9 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 // reads every byte.
 func (s *Store) Problems() []string {
 	var out []string
+	if err := s.Load(); err != nil {
+		return append(out, err.Error())
+	}
 	if pending, err := s.readIntent(); err != nil {
 		out = append(out, err.Error())
 	} else if len(pending) > 0 {

@@ -28,6 +28,9 @@ type PackProblem struct {
 // that does not answer, or refuses a read, fails the scan (see noVerdict): nothing is reported or
 // marked.
 func (s *Store) ScanPacks() ([]PackProblem, error) {
+	if err := s.Load(); err != nil {
+		return nil, err
+	}
 	s.ReadStoreBytes()
 	s.mu.RLock()
 	packs := make([]*packFile, 0, len(s.packs))

@@ -69,6 +69,11 @@ type Store struct {
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
+
+	// unloaded says the index has not been read yet (OpenBackendLazy): the first use reads it
+	// (Load), under loadMu, so a command that never reads an object never pays for it.
+	unloaded atomic.Bool
+	loadMu   sync.Mutex
 }
 
 // location is where the index found an object.
@@ -183,6 +188,61 @@ func Open(dir string) (*Store, error) {
 // packs are installed by renaming them out of tmp/. Shared stores are used without any lock in
 // common with other workspaces (see the package documentation).
 func OpenBackend(be Backend, work string) (*Store, error) {
+	s, err := openBackend(be, work)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := s.listPacks()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(pl, false); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenBackendLazy is OpenBackend that reads no idx until the index is first needed: by Refresh
+// (under the workspace lock, as every command that writes calls it), by Load, or by any method
+// that reads or looks up an object, each of which loads it as OpenBackend would have. A command
+// that reads the database only (checkpoint list, status, log, history) then never lists the
+// packs nor reads their idx files: with a pack per checkpoint, that was most of its fixed cost.
+// A damaged idx is reported by the first method that returns an error; the methods that return
+// none (Has, Present, Info, Stats, Untrusted) see an empty index until it loads, which never
+// makes a writer trust a copy it has not seen (it stores a fresh one), and their callers that
+// need the verdict call Load first.
+func OpenBackendLazy(be Backend, work string) (*Store, error) {
+	s, err := openBackend(be, work)
+	if err != nil {
+		return nil, err
+	}
+	s.unloaded.Store(true)
+	return s, nil
+}
+
+// Load reads the index if it has not been read yet (see OpenBackendLazy), as OpenBackend reads it:
+// without the workspace lock's privileges. A failure is returned, and the next use tries again.
+func (s *Store) Load() error {
+	if !s.unloaded.Load() {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if !s.unloaded.Load() {
+		return nil
+	}
+	pl, err := s.listPacks()
+	if err == nil {
+		err = s.load(pl, false)
+	}
+	if err != nil {
+		return err
+	}
+	s.unloaded.Store(false)
+	return nil
+}
+
+func openBackend(be Backend, work string) (*Store, error) {
 	if root, ok := be.LocalRoot(); ok {
 		work = root
 	}
@@ -203,13 +263,6 @@ func OpenBackend(be Backend, work string) (*Store, error) {
 		relied:    make(map[tree.Hash]struct{}),
 	}
 	if err := s.makeDirs(); err != nil {
-		return nil, err
-	}
-	pl, err := s.listPacks()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.load(pl, false); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -290,6 +343,7 @@ func (s *Store) Close() error {
 
 // Has reports whether the store holds h (committed objects only).
 func (s *Store) Has(h tree.Hash) bool {
+	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	ok := s.index.has(h)
 	s.mu.RUnlock()
@@ -297,6 +351,7 @@ func (s *Store) Has(h tree.Hash) bool {
 }
 
 func (s *Store) lookup(h tree.Hash) (location, bool) {
+	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	l, ok := s.index.get(h)
 	s.mu.RUnlock()
@@ -337,6 +392,7 @@ func (s *Store) Dir() string { return s.dir }
 
 // Stats sums up the store.
 func (s *Store) Stats() StoreStats {
+	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}

@@ -3,6 +3,8 @@ package objectstore
 import (
 	"errors"
 	"io/fs"
+	"slices"
+	"strings"
 
 	"github.com/planhq/plan/domain/fault"
 
@@ -71,6 +73,45 @@ func (s *Store) Flatten(root tree.Hash) ([]tree.Entry, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Subtree returns the entry at path under root and every entry under it, as Flatten lists them,
+// reading only the trees down to path and below it: `plan cat` and `plan ls PATH` cost the depth
+// of the path, not the size of the checkpoint. found is false when root holds nothing at path (a
+// component missing, or one that is not a directory). path is a valid slash path (tree.ValidatePath).
+func (s *Store) Subtree(root tree.Hash, path string) (entries []tree.Entry, found bool, err error) {
+	h, prefix := root, ""
+	rest := path
+	for {
+		name, more, deeper := strings.Cut(rest, "/")
+		t, err := s.ReadTree(h)
+		if err != nil {
+			return nil, false, err
+		}
+		i, ok := slices.BinarySearchFunc(t, name, func(e TreeEntry, name string) int { return strings.Compare(e.Name, name) })
+		if !ok {
+			return nil, false, nil
+		}
+		e := t[i]
+		p := join(prefix, name)
+		if !deeper {
+			out := []tree.Entry{flatEntry(p, e)}
+			if e.Kind == tree.KindDir {
+				err := s.walk(p, e.Hash, func(p string, e TreeEntry) error {
+					out = append(out, flatEntry(p, e))
+					return nil
+				})
+				if err != nil {
+					return nil, false, err
+				}
+			}
+			return out, true, nil
+		}
+		if e.Kind != tree.KindDir {
+			return nil, false, nil
+		}
+		h, prefix, rest = e.Hash, p, more
+	}
 }
 
 // DiffTrees returns tree.Diff(Flatten(from), Flatten(to)) without reading the subtrees the two

@@ -18,6 +18,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // DB is the metadata database: a SQLite file or a PostgreSQL database, seen through one workspace.
@@ -125,6 +126,7 @@ func (d *DB) checkOptions() error {
 
 // prepare checks and migrates the schema, chooses the workspace and settles the ledger.
 func (d *DB) prepare(ctx context.Context, create bool) error {
+	endSchema := timing.Span("open.db.schema")
 	if err := d.checkSchema(ctx, create); err != nil {
 		return err
 	}
@@ -138,9 +140,11 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 	if err := d.chooseWorkspace(ctx, create); err != nil {
 		return err
 	}
+	endSchema()
 	if d.ledger == nil {
 		return nil
 	}
+	defer timing.Span("open.db.ledger")()
 	var err error
 	var committed []string
 	if d.seqFloor, committed, err = seqFloorOf(d.ledger); err != nil {

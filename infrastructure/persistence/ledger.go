@@ -19,6 +19,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/failpoint"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // Ledger is where the database's committed transactions are kept as immutable records, beside the
@@ -198,6 +199,7 @@ func (d *DB) do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := d.followReplaced(ctx); err != nil {
 		return err
 	}
+	defer timing.Span("commit")()
 	var name string
 	err := d.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := d.lock(tx, d.workspace); err != nil {
@@ -233,6 +235,7 @@ func (d *DB) seal(u *unit) (string, error) {
 	if d.ledger == nil || (len(u.touched) == 0 && !u.baseline) {
 		return "", nil
 	}
+	defer timing.Span("commit.record")()
 	var last uint64
 	if err := u.tx.Raw(`SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&last).Error; err != nil {
 		return "", fmt.Errorf("read the ledger: %w", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
@@ -37,24 +38,13 @@ func NewOperationLog(d *DB) *OperationLog { return &OperationLog{db: d} }
 
 var _ application.OperationLog = (*OperationLog)(nil)
 
+var _ application.OperationReplacer = (*OperationLog)(nil)
+
 // Add appends a finished operation.
 func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) error {
-	args, err := json.Marshal(append([]string{}, op.Args...))
+	row, err := l.row(op)
 	if err != nil {
 		return err
-	}
-	cps := make([]string, 0, len(op.Checkpoints))
-	for _, c := range op.Checkpoints {
-		cps = append(cps, string(c))
-	}
-	cpJSON, err := json.Marshal(cps)
-	if err != nil {
-		return err
-	}
-	row := operationRow{
-		WorkspaceID: l.db.workspace, ID: op.ID, Kind: op.Kind, Args: string(args), Plan: op.Plan, StartedAt: op.StartedAt.UnixNano(),
-		FinishedAt: op.FinishedAt.UnixNano(), Outcome: op.Outcome, Checkpoints: string(cpJSON),
-		UndoCheckpoint: string(op.UndoCheckpoint), UndoneBy: op.UndoneBy,
 	}
 	return l.db.write(ctx, "operation", row.ID, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
@@ -62,6 +52,42 @@ func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) 
 		}
 		return nil
 	})
+}
+
+// Replace writes op whole under its ID: inserted, or replacing the entry of that ID. In the
+// caller's transaction (a command folds its entry into its own last one), it adds no durable write
+// of its own: the transaction's single record holds the entry with the rest of the change.
+func (l *OperationLog) Replace(ctx context.Context, op application.LoggedOperation) error {
+	row, err := l.row(op)
+	if err != nil {
+		return err
+	}
+	return l.db.write(ctx, "operation", row.ID, func(tx *gorm.DB) error {
+		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+			return fmt.Errorf("write operation %s: %w", op.ID, err)
+		}
+		return nil
+	})
+}
+
+func (l *OperationLog) row(op application.LoggedOperation) (operationRow, error) {
+	args, err := json.Marshal(append([]string{}, op.Args...))
+	if err != nil {
+		return operationRow{}, err
+	}
+	cps := make([]string, 0, len(op.Checkpoints))
+	for _, c := range op.Checkpoints {
+		cps = append(cps, string(c))
+	}
+	cpJSON, err := json.Marshal(cps)
+	if err != nil {
+		return operationRow{}, err
+	}
+	return operationRow{
+		WorkspaceID: l.db.workspace, ID: op.ID, Kind: op.Kind, Args: string(args), Plan: op.Plan, StartedAt: op.StartedAt.UnixNano(),
+		FinishedAt: op.FinishedAt.UnixNano(), Outcome: op.Outcome, Checkpoints: string(cpJSON),
+		UndoCheckpoint: string(op.UndoCheckpoint), UndoneBy: op.UndoneBy,
+	}, nil
 }
 
 // MarkUndone records that operation id was undone by the operation by.

@@ -90,6 +90,7 @@ var parseMu sync.Mutex
 // released once the command's own flags are parsed, before its action runs.
 func (r *Runner) Run(ctx context.Context, args []string) int {
 	h := &handler{r: r}
+	defer h.startTimings()()
 	if len(args) > 1 {
 		h.argv = secret.Args(args[1:])
 	}
@@ -487,15 +488,17 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
+	// One write, not one per field: a listing of hundreds of checkpoints was thousands of them.
+	out := io.Writer(h.r.Stdout)
 	if pagedCommands[h.path] && h.r.OutputTerminal && !h.noPager {
 		if p := h.startPager(); p != nil {
-			text(p)
-			p.wait()
-			return nil
+			defer p.wait()
+			out = p
 		}
 	}
-	text(h.r.Stdout)
-	return nil
+	w := bufio.NewWriter(out)
+	text(w)
+	return w.Flush()
 }
 
 func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", msg) }
