@@ -44,6 +44,7 @@ type Operations struct {
 	exec        Executor
 	archiver    Archiver
 	trees       TreeWriter
+	oplog       OperationLog
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -63,6 +64,9 @@ type OperationsParams struct {
 	Archiver    Archiver
 	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
 	Trees TreeWriter
+	// Log is the operation log; with it, what the next `plan undo` and `plan redo` roll back to is
+	// protected like a live decision's checkpoint (nil: not).
+	Log OperationLog
 }
 
 // NewOperations returns the shared core and installs crash recovery into its guard.
@@ -70,7 +74,7 @@ func NewOperations(p OperationsParams) *Operations {
 	o := &Operations{
 		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
 		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
-		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees,
+		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees, oplog: p.Log,
 	}
 	g := p.Guard
 	g.Register(kindRollback, o.finishRollback)
@@ -676,7 +680,35 @@ func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, e
 		out[checkpoint.ID(p.SafetyCheckpointID)] = fmt.Sprintf("safety checkpoint of unfinished correction %s", p.ID)
 		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
 	}
-	return out, nil
+	return out, o.undoNeeds(ctx, out)
+}
+
+// undoNeeds adds to out the checkpoints the next `plan undo` and `plan redo` roll back to: the
+// safety checkpoint of the newest operation that stands, and the one the newest undo took before it
+// changed anything while a redo can still take it back. Older safety checkpoints may go: undo steps
+// past an operation whose checkpoint is gone, and prune says which it made so (PruneResult.UndoLost).
+func (o *Operations) undoNeeds(ctx context.Context, out map[checkpoint.ID]string) error {
+	if o.oplog == nil {
+		return nil
+	}
+	ops, err := o.oplog.List(ctx, 0, "")
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.undoable() {
+			if _, ok := out[op.UndoCheckpoint]; !ok {
+				out[op.UndoCheckpoint] = fmt.Sprintf("safety checkpoint of %s %s: the next `plan undo` rolls back to it", op.Kind, op.ID)
+			}
+			break
+		}
+	}
+	if u, err := chooseRedo(ops); err == nil && len(u.Checkpoints) == 2 {
+		if _, ok := out[u.Checkpoints[1]]; !ok {
+			out[u.Checkpoints[1]] = fmt.Sprintf("taken by undo %s before it changed anything: `plan redo` rolls forward to it", u.ID)
+		}
+	}
+	return nil
 }
 
 // rollbackMode reads a rollback's restore mode from its journal detail; a rollback journaled

@@ -301,6 +301,8 @@ type RetentionRule struct {
 	// Classes decide for the checkpoints they match (the first that matches), before Keep and
 	// OlderThan, which decide for the others.
 	Classes []RetentionClass
+	// Calendar keeps the newest checkpoint of recent hours, days, weeks and months, with Keep.
+	Calendar Calendar
 }
 
 // RetentionClass keeps the checkpoints of a type and/or carrying labels for a time, or forever.

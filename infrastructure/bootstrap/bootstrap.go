@@ -247,6 +247,7 @@ type OperationsIn struct {
 	Executor    application.Executor
 	Archiver    application.Archiver
 	Trees       application.TreeWriter
+	Log         application.OperationLog
 }
 
 // NewOperations builds the shared core from the graph.
@@ -254,7 +255,7 @@ func NewOperations(in OperationsIn) *application.Operations {
 	return application.NewOperations(application.OperationsParams{
 		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
 		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
-		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees,
+		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees, Log: in.Log,
 	})
 }
 

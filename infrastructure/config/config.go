@@ -57,10 +57,15 @@ type File struct {
 
 // Retention is the checkpoint and archive retention policy (see maintenance.Settings).
 type Retention struct {
-	Keep      *int      `yaml:"keep,omitempty"`
-	OlderThan string    `yaml:"older_than,omitempty"`
-	Archives  *Archives `yaml:"archives,omitempty"`
-	Classes   []Class   `yaml:"classes,omitempty"`
+	Keep *int `yaml:"keep,omitempty"`
+	// KeepHourly … KeepMonthly are calendar retention (restic's forget --keep-hourly …).
+	KeepHourly  *int      `yaml:"keep_hourly,omitempty"`
+	KeepDaily   *int      `yaml:"keep_daily,omitempty"`
+	KeepWeekly  *int      `yaml:"keep_weekly,omitempty"`
+	KeepMonthly *int      `yaml:"keep_monthly,omitempty"`
+	OlderThan   string    `yaml:"older_than,omitempty"`
+	Archives    *Archives `yaml:"archives,omitempty"`
+	Classes     []Class   `yaml:"classes,omitempty"`
 }
 
 // Archives is the retention rule of correction archives.
