@@ -27,13 +27,13 @@ func TestPruneCalendarKeepsTheNewestOfEachBucket(t *testing.T) {
 	at := func(age time.Duration) *checkpoint.Checkpoint {
 		return e.typedCheckpoint(t, age, checkpoint.Manual, nil, false)
 	}
-	oldest := at(24 * 40 * time.Hour)        // 2025-01-20: January
-	febA := at(24 * 9 * time.Hour)           // 2025-02-20 (week 8)
+	oldest := at(24 * 40 * time.Hour)           // 2025-01-20: January
+	febA := at(24 * 9 * time.Hour)              // 2025-02-20 (week 8)
 	febB := at(24*9*time.Hour - 30*time.Minute) // same day, newer
-	fri := at(25 * time.Hour)                // 2025-02-28 11:00
-	friNewer := at(23 * time.Hour)           // 2025-02-28 13:00
-	satA := at(2 * time.Hour)                // 2025-03-01 10:00
-	satB := at(30 * time.Minute)             // 2025-03-01 11:30
+	fri := at(25 * time.Hour)                   // 2025-02-28 11:00
+	friNewer := at(23 * time.Hour)              // 2025-02-28 13:00
+	satA := at(2 * time.Hour)                   // 2025-03-01 10:00
+	satB := at(30 * time.Minute)                // 2025-03-01 11:30
 
 	res, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Daily: 2}, DryRun: true})
 	if err != nil {
