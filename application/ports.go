@@ -349,6 +349,9 @@ type ArchiveRetention struct {
 type Settings interface {
 	// Retention returns the policy applied after each run; ok is false when none is configured.
 	Retention() (rule RetentionRule, ok bool, err error)
+	// CheckCommand is the check `plan validate` and `checkpoint create --validate` run
+	// (validate.command); "" when none is configured.
+	CheckCommand() (string, error)
 }
 
 // Metrics records what the stats command reports beyond the checkpoint rows.

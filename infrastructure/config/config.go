@@ -53,6 +53,13 @@ type File struct {
 	GC              *GC        `yaml:"gc,omitempty"`
 	Cache           *Cache     `yaml:"cache,omitempty"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
+	Validate        *Validate  `yaml:"validate,omitempty"`
+}
+
+// Validate configures `plan validate` and `checkpoint create --validate`.
+type Validate struct {
+	// Command is the check run in the workspace root by /bin/sh -c (the tests, say).
+	Command string `yaml:"command,omitempty"`
 }
 
 // Retention is the checkpoint and archive retention policy (see maintenance.Settings).

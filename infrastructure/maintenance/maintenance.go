@@ -430,6 +430,21 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	return rule, true, nil
 }
 
+// CheckCommand returns validate.command ("" when it is not set); a value of blanks only is invalid.
+func (s *Settings) CheckCommand() (string, error) {
+	c, err := config.Load(s.path)
+	if err != nil || c.Validate == nil {
+		return "", err
+	}
+	if c.Validate.Command != "" && strings.TrimSpace(c.Validate.Command) == "" {
+		return "", fault.Invalid("%s: validate.command is blank", s.path)
+	}
+	if strings.ContainsRune(c.Validate.Command, 0) {
+		return "", fault.Invalid("%s: validate.command holds a NUL character", s.path)
+	}
+	return c.Validate.Command, nil
+}
+
 // calendar reads the calendar rules (retention.keep_hourly … keep_monthly): each, when given, at
 // least 1.
 func (s *Settings) calendar(r *config.Retention) (application.Calendar, error) {
