@@ -133,4 +133,3 @@ type CheckRequest struct {
 	Command string
 	Live    io.Writer
 }
-
