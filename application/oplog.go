@@ -15,7 +15,7 @@ import (
 // workspace or its store, as it ended.
 type LoggedOperation struct {
 	ID   string
-	Kind string // init, checkpoint, run, exec, decision, rollback, correct, revert, undo, prune, gc, recover, delete, pin, unpin
+	Kind string // init, checkpoint, run, exec, decision, rollback, correct, revert, undo, redo, resolve, prune, gc, recover, delete, pin, unpin
 	Args []string
 	// Plan names the plan the operation worked on ("" for none).
 	Plan                  string

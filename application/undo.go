@@ -59,7 +59,7 @@ type UndoResult struct {
 // redo can be made across them, and undo --to ignores them.
 var workspaceNeutral = map[string]bool{
 	"init": true, "checkpoint": true, "delete": true, "prune": true, "gc": true, "pin": true, "unpin": true,
-	"clone": true, "redo": true,
+	"clone": true, "redo": true, "resolve": true,
 }
 
 // after reports whether op finished after e (the log's order for undo --to; ties go by ID, which is

@@ -21,7 +21,7 @@ var loggedKinds = map[string]string{
 	"init": "init", "checkpoint create": "checkpoint", "checkpoint delete": "delete", "checkpoint prune": "prune",
 	"run": "run", "exec": "exec", "rollback": "rollback", "correct": "correct", "revert": "revert",
 	"gc": "gc", "recover": "recover", "correction prune": "prune",
-	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone",
+	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone", "resolve": "resolve",
 }
 
 // opLog is what the running command will put in the operation log.
@@ -80,7 +80,7 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 	// A command refused before it changed anything (bad input, nothing found, a busy workspace)
 	// is not an operation: the log would only fill with noise.
 	switch outcome {
-	case "usage", "invalid", "not_found", "conflict":
+	case "usage", "invalid", "not_found", "conflict", "validation_failed":
 		if made == 0 && op.undo == "" {
 			return
 		}

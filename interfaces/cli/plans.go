@@ -207,6 +207,9 @@ func (h *handler) status(c *ucli.Context) error {
 			short := shortName(c.Context, app, pending.Latest)
 			v.Workspace.LatestShortID = &short
 		}
+		if err := h.addPending(c.Context, app, pending.Latest, &v.Workspace); err != nil {
+			return err
+		}
 		return h.emit(v, func(w io.Writer) { printWorkspaceStatus(w, v) })
 	})
 }
@@ -231,6 +234,9 @@ type workspaceStateView struct {
 	} `json:"changes"`
 	// PendingOperation is an operation a crash interrupted, which `plan recover` finishes.
 	PendingOperation *pendingView `json:"pending_operation"`
+	// Conflicts are those `revert --conflicts markers` left unresolved; Store the store's health.
+	Conflicts []openConflictView `json:"conflicts"`
+	Store     storeHealthView    `json:"store"`
 }
 
 type pendingView struct {
@@ -275,6 +281,7 @@ func printWorkspaceStatus(w io.Writer, v workspaceStatusView) {
 	if op := ws.PendingOperation; op != nil {
 		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)
 	}
+	printPending(w, ws)
 	_, _ = fmt.Fprintln(w)
 	if v.Plan == nil {
 		_, _ = fmt.Fprintln(w, "no plan has run yet: plan run FILE or plan exec starts one")

@@ -11,9 +11,10 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
-// undoCommands are undo (plain, --to ENTRY) and redo.
+// undoCommands are undo (plain, --to ENTRY) and redo, and what is pending before a checkpoint
+// (conflicts, resolve, validate).
 func (h *handler) undoCommands() []*ucli.Command {
-	return []*ucli.Command{
+	return append([]*ucli.Command{
 		{
 			Name: "undo", Usage: "undo the most recent rollback, correction or decision not undone yet (--to ENTRY: everything after a log entry)",
 			Description: "Rolls the workspace and the decision states back to the safety checkpoint taken just before that\n" +
@@ -34,7 +35,7 @@ func (h *handler) undoCommands() []*ucli.Command {
 			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be redone; change nothing"}},
 			Action: h.redo,
 		},
-	}
+	}, h.pendingCommands()...)
 }
 
 type undoView struct {
