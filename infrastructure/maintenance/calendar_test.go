@@ -48,3 +48,30 @@ func TestRetentionCalendar(t *testing.T) {
 		})
 	}
 }
+
+// validate.command: the check plan validate runs; none configured is "".
+func TestCheckCommand(t *testing.T) {
+	for _, c := range []struct {
+		content *string
+		want    string
+		invalid string
+	}{
+		{content: nil},
+		{content: ptr("retention:\n  keep: 2\n")},
+		{content: ptr("validate:\n  command: make test\n"), want: "make test"},
+		{content: ptr("validate:\n  command: \"  \"\n"), invalid: "validate.command is blank"},
+		{content: ptr("validate:\n  command: \"a\\0b\"\n"), invalid: "NUL"},
+		{content: ptr("validate:\n  comand: x\n"), invalid: "field comand not found"},
+	} {
+		got, err := settingsWith(t, c.content).CheckCommand()
+		if c.invalid != "" {
+			if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), c.invalid) {
+				t.Errorf("%v: err = %v, want %q", c.content, err, c.invalid)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: %q, %v", c.content, got, err)
+		}
+	}
+}

@@ -19,6 +19,38 @@ func checkUndoOutputs(t *testing.T, check func(name, doc string)) {
 	check("redo", mustPlan(t, dir, "--json", "--yes", "redo").stdout)
 	check("checkpoint-prune", mustPlan(t, dir, "--json", "checkpoint", "prune", "--keep", "0", "--keep-daily", "1", "--dry-run").stdout)
 	check("history", mustPlan(t, dir, "--json", "history").stdout)
+	checkPendingOutputs(t, check)
+}
+
+// conflicted makes a workspace whose surgical revert of decision two left markers in cfg.txt.
+func conflicted(t *testing.T) string {
+	t.Helper()
+	dir := newWorkspace(t)
+	writeFile(t, dir, "cfg.txt", "a\nb\nc\nd\ne\n")
+	mustPlan(t, dir, "exec", "--id", "two", "--", "sh", "-c", `printf 'A\nb\nc\nd\ne\n' > cfg.txt`)
+	mustPlan(t, dir, "exec", "--id", "three", "--", "sh", "-c", `printf 'AA\nb\nc\nd\ne\n' > cfg.txt`)
+	mustPlan(t, dir, "--yes", "revert", "--decision", "two", "--reason", "wrong", "--conflicts", "markers")
+	return dir
+}
+
+// checkPendingOutputs drives conflicts, resolve, validate and status with conflicts, for their
+// schemas.
+func checkPendingOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	dir := conflicted(t)
+	check("conflicts", mustPlan(t, dir, "--json", "conflicts").stdout)
+	check("status", mustPlan(t, dir, "--json", "status").stdout)
+	check("correction-list", mustPlan(t, dir, "--json", "correction", "list").stdout)
+	o := inWorkspace(dir, "--json", "validate")
+	if o.code != ExitInternal {
+		t.Fatalf("validate with a conflict: %v", o)
+	}
+	check("validate", o.stdout)
+	check("error", o.stderr)
+	check("conflicts", mustPlan(t, dir, "--json", "resolve", "--force", "cfg.txt").stdout)
+	check("correction-list", mustPlan(t, dir, "--json", "correction", "list").stdout)
+	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: \"true\"\n")
+	check("validate", mustPlan(t, dir, "--json", "validate").stdout)
 }
 
 func runABC(t *testing.T, dir string) {
@@ -160,4 +192,104 @@ func TestPruneCalendarFlags(t *testing.T) {
 			t.Errorf("%v: want exit %d", o, c.code)
 		}
 	}
+}
+
+func TestConflictsResolveAndStatus(t *testing.T) {
+	dir := conflicted(t)
+	st := mustPlan(t, dir, "status").stdout
+	if !strings.Contains(st, "unresolved conflicts: 1 (cfg.txt): edit them, then plan resolve PATH…\n") || !strings.Contains(st, "store: ok (private, ") {
+		t.Fatalf("status: %s", st)
+	}
+	o := mustPlan(t, dir, "conflicts")
+	if !strings.HasPrefix(o.stdout, "PATH     WRITTEN  DECISION  CORRECTION") || !strings.Contains(o.stdout, "cfg.txt  cfg.txt  two") {
+		t.Fatalf("conflicts: %v", o)
+	}
+	if l := mustPlan(t, dir, "correction", "list").stdout; !strings.Contains(l, "needs_attention") {
+		t.Fatalf("correction list: %s", l)
+	}
+	// Markers left: refused, nothing marked; bad input.
+	if o := inWorkspace(dir, "resolve", "cfg.txt"); o.code != ExitConflict || !strings.Contains(o.stderr, "still holds conflict markers (line 1)") {
+		t.Fatalf("resolve with markers: %v", o)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"resolve"}, ExitUsage},
+		{[]string{"resolve", "other.txt"}, ExitNotFound},
+		{[]string{"resolve", "/elsewhere/x"}, ExitInvalid},
+		{[]string{"conflicts", "x"}, ExitUsage},
+		{[]string{"validate", "x"}, ExitUsage},
+	} {
+		if o := inWorkspace(dir, c.args...); o.code != c.code {
+			t.Errorf("%v: want exit %d", o, c.code)
+		}
+	}
+	// From a subdirectory, a path relative to it.
+	writeFile(t, dir, "cfg.txt", "settled\n")
+	writeFile(t, dir, "sub/keep.txt", "x")
+	o = invoke(Runner{}, "-C", dir+"/sub", "resolve", "../cfg.txt")
+	if o.code != ExitOK || !strings.HasPrefix(o.stdout, "Resolved cfg.txt (correction ") {
+		t.Fatalf("resolve: %v", o)
+	}
+	if o := mustPlan(t, dir, "conflicts"); o.stdout != "No unresolved conflicts.\n" {
+		t.Fatalf("after resolve: %v", o)
+	}
+	if l := mustPlan(t, dir, "correction", "list").stdout; strings.Contains(l, "needs_attention") || !strings.Contains(l, "succeeded") {
+		t.Fatalf("correction list after resolve: %s", l)
+	}
+	if strings.Contains(mustPlan(t, dir, "status").stdout, "unresolved") {
+		t.Fatal("status still tells conflicts")
+	}
+	if ops := historyOf(t, dir); ops[0].Kind != "resolve" {
+		t.Fatalf("resolve is not logged: %+v", ops[0])
+	}
+}
+
+func TestValidateAndCheckpointCreateValidate(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "a\n")
+	if o := mustPlan(t, dir, "validate"); !strings.Contains(o.stdout, "no check command configured") {
+		t.Fatalf("%v", o)
+	}
+	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: test -f ok.txt\n")
+	before := len(listCheckpoints(t, dir))
+	o := inWorkspace(dir, "checkpoint", "create", "--validate")
+	if o.code != ExitInternal || !strings.Contains(o.stderr, `no checkpoint was taken: the check "test -f ok.txt" failed with exit code 1`) {
+		t.Fatalf("create --validate failing: %v", o)
+	}
+	if n := len(listCheckpoints(t, dir)); n != before {
+		t.Fatalf("a refused checkpoint was recorded: %d, %d before", n, before)
+	}
+	if ops := historyOf(t, dir); len(ops) > 0 && ops[0].Kind == "checkpoint" {
+		t.Fatalf("a refused checkpoint was logged: %+v", ops[0])
+	}
+	if o := inWorkspace(dir, "validate"); o.code != ExitInternal || !strings.Contains(o.stdout, "failed with exit code 1") {
+		t.Fatalf("validate failing: %v", o)
+	}
+	writeFile(t, dir, "ok.txt", "")
+	if o := mustPlan(t, dir, "validate"); !strings.Contains(o.stdout, `the check "test -f ok.txt" passed`) {
+		t.Fatalf("%v", o)
+	}
+	mustPlan(t, dir, "checkpoint", "create", "--validate")
+	if n := len(listCheckpoints(t, dir)); n != before+1 {
+		t.Fatalf("%d checkpoints", n)
+	}
+	// A blank command is refused as bad configuration.
+	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: \"  \"\n")
+	if o := inWorkspace(dir, "checkpoint", "create", "--validate"); o.code != ExitInvalid || !strings.Contains(o.stderr, "validate.command is blank") {
+		t.Fatalf("blank command: %v", o)
+	}
+	if o := inWorkspace(dir, "validate"); o.code != ExitInvalid {
+		t.Fatalf("blank command, validate: %v", o)
+	}
+}
+
+func listCheckpoints(t *testing.T, dir string) []json.RawMessage {
+	t.Helper()
+	var out []json.RawMessage
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
