@@ -39,6 +39,9 @@ type opLog struct {
 	undo checkpoint.ID
 	// decisions says to log each decision attempt the command started as its own entry.
 	decisions bool
+	// extra are entries logged after the command's own and before its decisions' (the rollback of
+	// run --rerun-changed).
+	extra []application.LoggedOperation
 }
 
 // startOp notes the command about to run, if it is one the log keeps.
@@ -114,7 +117,7 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 		h.warn("operation log: " + rerr.Error())
 		return
 	}
-	for _, d := range decisions {
+	for _, d := range append(op.extra, decisions...) {
 		if d.FinishedAt.IsZero() {
 			d.FinishedAt = time.Now()
 		}

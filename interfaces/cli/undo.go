@@ -3,11 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -192,4 +194,51 @@ func redoSummary(r application.RedoResult) string {
 	}
 	b.WriteString(rollbackSummary(r.Rollback))
 	return b.String()
+}
+
+// changedView is a succeeded decision whose definition the plan file changed.
+type changedView struct {
+	ID     string   `json:"id"`
+	Fields []string `json:"fields"`
+}
+
+func newChangedViews(res application.RunResult) ([]changedView, *string) {
+	out := make([]changedView, 0, len(res.Changed))
+	for _, c := range res.Changed {
+		out = append(out, changedView{ID: c.ID, Fields: c.Fields})
+	}
+	if res.Rerun == nil || len(res.Changed) == 0 {
+		return out, nil
+	}
+	return out, optional(res.Changed[0].ID)
+}
+
+// logRerun logs the rollback run --rerun-changed made as its own entry, so `plan undo` takes it
+// back after the re-executed decisions (its safety checkpoint holds the state before the re-run).
+func (h *handler) logRerun(res application.RunResult) {
+	rb := res.Rerun
+	if rb == nil || h.op == nil || rb.Backup == nil || rb.Target == nil {
+		return
+	}
+	h.op.extra = append(h.op.extra, application.LoggedOperation{
+		ID: rb.OperationID, Kind: "rollback", Args: []string{"--rerun-changed", res.Changed[0].ID}, Plan: res.Plan.Name(),
+		StartedAt: rb.Backup.CreatedAt(), FinishedAt: rb.Backup.CreatedAt(), Outcome: "ok",
+		Checkpoints: []checkpoint.ID{rb.Target.ID(), rb.Backup.ID()}, UndoCheckpoint: rb.Backup.ID(),
+	})
+}
+
+// planFileInside is the plan file's workspace-relative path when it lies in the workspace (a
+// --rerun-changed rollback keeps it as edited), nil otherwise.
+func planFileInside(root, file string) []string {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if f, err := filepath.EvalSymlinks(file); err == nil {
+		file = f
+	}
+	rel, ok := relToWorkspace(root, file)
+	if !ok || rel == "." {
+		return nil
+	}
+	return []string{filepath.ToSlash(rel)}
 }

@@ -19,6 +19,9 @@ func checkUndoOutputs(t *testing.T, check func(name, doc string)) {
 	check("redo", mustPlan(t, dir, "--json", "--yes", "redo").stdout)
 	check("checkpoint-prune", mustPlan(t, dir, "--json", "checkpoint", "prune", "--keep", "0", "--keep-daily", "1", "--dry-run").stdout)
 	check("history", mustPlan(t, dir, "--json", "history").stdout)
+	writeFile(t, dir, "abc.yaml", "name: abc\ndecisions:\n  - id: a\n    run: echo A > a.txt\n  - id: b\n    run: echo b > b.txt\n  - id: c\n    run: echo c > c.txt\n")
+	check("run", mustPlan(t, dir, "--json", "run", "abc.yaml").stdout)
+	check("run", mustPlan(t, dir, "--json", "run", "abc.yaml", "--rerun-changed").stdout)
 	checkPendingOutputs(t, check)
 }
 
@@ -292,4 +295,42 @@ func listCheckpoints(t *testing.T, dir string) []json.RawMessage {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A plan file edited after its decisions succeeded: run warns and keeps them; --rerun-changed
+// rolls back to the first changed one's pre_decision checkpoint, keeps the edited plan file, and
+// re-executes from there; plan undo takes the re-run back step by step.
+func TestRunRerunChangedFromTheCommandLine(t *testing.T) {
+	dir := newWorkspace(t)
+	runABC(t, dir)
+	writeFile(t, dir, "abc.yaml", "name: abc\ndecisions:\n  - id: a\n    run: echo a > a.txt\n  - id: b\n    run: echo B > b.txt\n  - id: c\n    run: cat b.txt > c.txt\n")
+	o := mustPlan(t, dir, "run", "abc.yaml")
+	if !strings.Contains(o.stderr, "changed decisions that already succeeded: b (command), c (command)") || readFile(t, dir, "b.txt") != "b\n" {
+		t.Fatalf("%v", o)
+	}
+	var rv struct {
+		Changed []struct {
+			ID     string   `json:"id"`
+			Fields []string `json:"fields"`
+		} `json:"changed_decisions"`
+		RerunFrom *string `json:"rerun_from"`
+	}
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "run", "abc.yaml").stdout), &rv); err != nil || len(rv.Changed) != 2 || rv.RerunFrom != nil {
+		t.Fatalf("%+v, %v", rv, err)
+	}
+	o = mustPlan(t, dir, "run", "abc.yaml", "--rerun-changed")
+	if !strings.Contains(o.stdout, "Re-ran from b, whose definition changed") || readFile(t, dir, "c.txt") != "B\n" ||
+		!strings.Contains(readFile(t, dir, "abc.yaml"), "echo B") {
+		t.Fatalf("%v", o)
+	}
+	if o := mustPlan(t, dir, "run", "abc.yaml"); strings.Contains(o.stderr, "changed decisions") {
+		t.Fatalf("still reported: %v", o)
+	}
+	// Undo: c, b, then the re-run's rollback: the state before the re-run.
+	for range 3 {
+		mustPlan(t, dir, "--yes", "undo")
+	}
+	if readFile(t, dir, "b.txt") != "b\n" || readFile(t, dir, "c.txt") != "c\n" || !strings.Contains(readFile(t, dir, "abc.yaml"), "echo B") {
+		t.Fatalf("after undoing the re-run: b %q c %q", readFile(t, dir, "b.txt"), readFile(t, dir, "c.txt"))
+	}
 }
