@@ -122,3 +122,24 @@ Feature: What is pending before a checkpoint: status, conflicts, resolve and val
     When I run "plan validate"
     Then the exit code is 3
     And stderr contains "validate.command is blank"
+
+  Scenario: a crash left an operation pending: status says so, validate fails, and the check does not run
+    Given a checkpoint "target"
+    And I change "cfg.txt" to "later\n"
+    And the workspace's configuration also says:
+      """
+      validate:
+        command: touch ran.txt
+      """
+    When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "restore.removed"
+    Then the process was killed
+    When I run "plan --json status"
+    Then the JSON output has "workspace.pending_operation.kind" equal to "rollback"
+    When I run "plan --json validate"
+    Then the exit code is 1
+    And the JSON output has "problems.0" containing "is pending: plan recover finishes it"
+    And the JSON output has "check.ran" equal to "false"
+    And "ran.txt" does not exist
+    When I run "plan checkpoint create --validate"
+    Then it succeeds
+    And stderr contains "recovered an interrupted rollback"
