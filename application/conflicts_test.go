@@ -109,3 +109,20 @@ func TestResolveRefusals(t *testing.T) {
 		t.Errorf("busy: %v", err)
 	}
 }
+
+func TestConflictsListFailsAndMarkerReadFails(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.corrections.listErr = errors.New("db down")
+	if _, err := e.cs.Conflicts(context.Background()); !errors.Is(err, e.corrections.listErr) {
+		t.Errorf("list: %v", err)
+	}
+	e2 := newUseCaseEnv(t)
+	e2.surgicalWith(t, corrA, "b", correction.Conflict{Path: "cfg.txt", Why: "w", Written: "cfg.txt"})
+	e2.snap.openErr = errors.New("permission denied")
+	if _, err := e2.cs.Resolve(context.Background(), ResolveRequest{Paths: []string{"cfg.txt"}}); !errors.Is(err, e2.snap.openErr) || !strings.Contains(err.Error(), "read cfg.txt for conflict markers") {
+		t.Errorf("open fails: %v", err)
+	}
+	if c, _ := e2.corrections.Get(context.Background(), corrA); !c.NeedsAttention() {
+		t.Error("a failed resolve marked the conflict")
+	}
+}

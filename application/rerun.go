@@ -83,6 +83,11 @@ func keepRan(p *plan.Plan, defs []plan.Definition, changed []ChangedDecision) []
 // except for the paths keep, which stay as they are live: the plan file being run, whose edit the
 // checkpoint predates. The caller holds the guard.
 func (o *Operations) rollbackKeeping(ctx context.Context, target *checkpoint.Checkpoint, keep []string, req RollbackRequest) (RollbackResult, error) {
+	for _, p := range keep {
+		if err := tree.ValidatePath(p); err != nil {
+			return RollbackResult{}, err
+		}
+	}
 	if len(keep) == 0 || o.trees == nil {
 		return o.rollback(ctx, target, req, nil)
 	}
@@ -101,7 +106,7 @@ func (o *Operations) rollbackKeeping(ctx context.Context, target *checkpoint.Che
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	merged, err := tree.Graft(want, live, keep)
+	merged, err := tree.Graft(want, live, present(keep, want, live))
 	if err != nil {
 		return RollbackResult{}, err
 	}
@@ -110,6 +115,21 @@ func (o *Operations) rollbackKeeping(ctx context.Context, target *checkpoint.Che
 		return RollbackResult{Backup: backup}, fmt.Errorf("store the restored tree: %w", err)
 	}
 	return o.rollbackTo(ctx, target, root, req, nil, backup)
+}
+
+// present returns the paths of keep that either tree holds (a plan file .planignore excludes is in
+// neither: nothing to keep).
+func present(keep []string, a, b []tree.Entry) []string {
+	var out []string
+	for _, p := range keep {
+		for _, e := range append(a[:len(a):len(a)], b...) {
+			if e.Path == p {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // changedWarning is the warning a run without RerunChanged gives.
@@ -126,10 +146,7 @@ func changedWarning(changed []ChangedDecision) string {
 // decision id's latest attempt, so the run re-executes it and every decision after it. The caller
 // holds the guard.
 func (s *PlanService) rerunFrom(ctx context.Context, p *plan.Plan, id string, req RunRequest) (RollbackResult, error) {
-	d, err := p.Decision(id)
-	if err != nil {
-		return RollbackResult{}, err
-	}
+	d, _ := p.Decision(id) // one of changedDecisions', which found it in p
 	a, _ := d.Latest()
 	if a.CheckpointID == "" {
 		return RollbackResult{}, fault.Conflict("cannot re-run %q from its pre_decision checkpoint: it ran without one (--no-checkpoints); nothing was changed", id)

@@ -126,3 +126,37 @@ func TestRunRerunChangedFailures(t *testing.T) {
 		}
 	})
 }
+
+func TestRollbackKeepingFailures(t *testing.T) {
+	t.Run("a kept path in neither tree (ignored)", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		withTrees(e)
+		ranABC(t, e)
+		if res, err := e.runPlan(t, RunRequest{Decisions: changedDefs(), RerunChanged: true, Keep: []string{"ignored.yaml"}}); err != nil || res.Rerun == nil {
+			t.Errorf("%v", err)
+		}
+	})
+	t.Run("recording the workspace fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		withTrees(e)
+		ranABC(t, e)
+		e.snap.err = errors.New("disk gone")
+		if _, err := e.runPlan(t, RunRequest{Decisions: changedDefs(), RerunChanged: true, Keep: []string{"plan.yaml"}}); !errors.Is(err, e.snap.err) ||
+			!strings.Contains(err.Error(), "record the current state before rolling back") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("storing the tree fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		w := withTrees(e)
+		ranABC(t, e)
+		e.putLive("plan.yaml", "v2")
+		w.err = errors.New("disk full")
+		if _, err := e.runPlan(t, RunRequest{Decisions: changedDefs(), RerunChanged: true, Keep: []string{"plan.yaml"}}); !errors.Is(err, w.err) {
+			t.Errorf("err = %v", err)
+		}
+		if got := e.livePaths(); got != "a.txt b.txt c.txt plan.yaml" {
+			t.Errorf("the workspace changed: %q", got)
+		}
+	})
+}

@@ -240,13 +240,9 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 		return res, err
 	}
 	started := s.ops.clock.Now()
-	detail, err := json.Marshal(rollbackDetail{Mode: RestoreBoth})
-	if err != nil {
-		return res, err
-	}
 	id := ident.New(s.ops.clock.Now())
 	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: detail})
+		&Operation{ID: id, Kind: kindRollback, Detail: bothDetail})
 	if err != nil {
 		return res, fmt.Errorf("undo %s %s: %w", res.Undone.Kind, res.Undone.ID, err)
 	}
@@ -291,6 +287,10 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 	res.Operation = undo
 	return res, err
 }
+
+// bothDetail is the journal detail of a rollback that restores files and decision states (a
+// fixed value: marshalling it cannot fail).
+var bothDetail, _ = json.Marshal(rollbackDetail{Mode: RestoreBoth})
 
 // appendNew appends the xs not in to already.
 func appendNew(to []string, xs ...string) []string {
@@ -398,13 +398,9 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 		return res, err
 	}
 	started := s.ops.clock.Now()
-	detail, err := json.Marshal(rollbackDetail{Mode: RestoreBoth})
-	if err != nil {
-		return res, err
-	}
 	id := ident.New(s.ops.clock.Now())
 	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: detail})
+		&Operation{ID: id, Kind: kindRollback, Detail: bothDetail})
 	if err != nil {
 		return res, fmt.Errorf("redo undo %s: %w", u.ID, err)
 	}

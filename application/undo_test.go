@@ -46,7 +46,7 @@ func TestUndoToRestoresTheStateAfterAnEntry(t *testing.T) {
 	hs := NewHistoryService(e.ops, log)
 	ops := loggedABC(t, e, hs)
 
-	preview, err := hs.Undo(context.Background(), UndoRequest{To: ops[0].ID[:len(ops[0].ID)-1] + ops[0].ID[len(ops[0].ID)-1:], DryRun: true})
+	preview, err := hs.Undo(context.Background(), UndoRequest{To: uniquePrefix(log.ops, ops[0].ID), DryRun: true})
 	if err != nil || preview.Undone.ID != ops[1].ID || len(preview.All) != 2 || e.livePaths() != "a.txt b.txt c.txt" {
 		t.Fatalf("preview: %+v, %v", preview, err)
 	}
@@ -298,4 +298,154 @@ func TestUndidAndAfter(t *testing.T) {
 	if !after(b, a) || after(a, b) {
 		t.Error("ties go by ID")
 	}
+}
+
+// undo --to across a rollback that reverted decisions from before the target: the rollback's
+// reverts are given back, then what started after the target is reverted again by the undo.
+func TestUndoToAcrossARollbackOfEarlierDecisions(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	ops := loggedABC(t, e, hs)
+	base, err := e.cps.Create(context.Background(), CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = base
+	p, _ := e.plans.Current(context.Background())
+	a, _ := p.Decision("a")
+	rb, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(latestOf(a).CheckpointID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.Record(context.Background(), LoggedOperation{ID: rb.OperationID, Kind: "rollback", Plan: "p", Outcome: "ok", UndoCheckpoint: rb.Backup.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, e, map[string]plan.Status{"a": plan.Reverted, "b": plan.Reverted, "c": plan.Reverted})
+	res, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.livePaths(); got != "a.txt b.txt" {
+		t.Errorf("workspace: %q", got)
+	}
+	wantStatuses(t, e, map[string]plan.Status{"a": plan.Succeeded, "b": plan.Succeeded, "c": plan.Reverted})
+	if !slices.Equal(res.Restored, []string{"a", "b"}) || !slices.Contains(res.Rollback.RevertedDecisions, "c") {
+		t.Errorf("restored %v, reverted %v", res.Restored, res.Rollback.RevertedDecisions)
+	}
+	// Redo: the rollback's reverts come back (a, b and c reverted by it), the workspace as it left it.
+	rr, err := hs.Redo(context.Background(), RedoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.livePaths(); got != "" {
+		t.Errorf("workspace after redo: %q", got)
+	}
+	wantStatuses(t, e, map[string]plan.Status{"a": plan.Reverted, "b": plan.Reverted, "c": plan.Reverted})
+	if !slices.Contains(rr.Reverted, "a") {
+		t.Errorf("re-reverted %v", rr.Reverted)
+	}
+}
+
+// A redo re-reverts another plan's decisions by their plan/decision name, and fails cleanly when the
+// history or the plans cannot be read.
+func TestRerevert(t *testing.T) {
+	e := newUseCaseEnv(t)
+	hs := NewHistoryService(e.ops, &fakeOpLog{})
+	ranABC(t, e) // plan p, current
+	e.writes()
+	if _, err := e.runPlan(t, RunRequest{Name: "q", Decisions: defs("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// q is current now; the record names p's decisions bare (its own plan) and q's qualified.
+	e.history.recs["op1"] = HistoryRecord{ID: "op1", StartedAt: e.clock.Now(), Reverted: []string{"a", "q/x", "gone/y"}}
+	got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op1", Plan: "p"})
+	if err != nil || !slices.Contains(got, "a") || !slices.Contains(got, "q/x") {
+		t.Fatalf("%v, %v", got, err)
+	}
+	// The operation's plan unnamed: the current plan's decisions are the bare ones.
+	e.history.recs["op2"] = HistoryRecord{ID: "op2", StartedAt: e.clock.Now(), Reverted: []string{"b"}}
+	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op2"}); err != nil || len(got) != 0 {
+		t.Errorf("b is not q's: %v, %v", got, err)
+	}
+	// Nothing recorded as reverted, no record at all: nothing to do.
+	e.history.recs["op3"] = HistoryRecord{ID: "op3"}
+	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op3"}); err != nil || got != nil {
+		t.Errorf("%v, %v", got, err)
+	}
+	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "none"}); err != nil || got != nil {
+		t.Errorf("%v, %v", got, err)
+	}
+	e.plans.currentErr = errors.New("db down")
+	if _, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op1"}); !errors.Is(err, e.plans.currentErr) {
+		t.Errorf("plans unreadable: %v", err)
+	}
+	e2 := newUseCaseEnv(t)
+	e2.history.recs["op1"] = HistoryRecord{ID: "op1", Reverted: []string{"a"}}
+	if got, err := NewHistoryService(e2.ops, &fakeOpLog{}).rerevert(context.Background(), LoggedOperation{ID: "op1"}); err != nil || got != nil {
+		t.Errorf("no plan: %v, %v", got, err)
+	}
+}
+
+func TestUndoAndRedoRecordFailures(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(e *useCaseEnv, log *fakeOpLog) error
+	}{
+		{"plans unreadable", func(e *useCaseEnv, _ *fakeOpLog) error { e.plans.currentErr = errors.New("db down"); return e.plans.currentErr }},
+		{"log not written", func(_ *useCaseEnv, log *fakeOpLog) error { log.addErr = errors.New("db down"); return log.addErr }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newUseCaseEnv(t)
+			log := &fakeOpLog{}
+			hs := NewHistoryService(e.ops, log)
+			loggedABC(t, e, hs)
+			if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			want := c.set(e, log)
+			if _, err := hs.Redo(context.Background(), RedoRequest{}); !errors.Is(err, want) {
+				t.Errorf("redo: %v", err)
+			}
+		})
+	}
+	t.Run("undo's unrevert fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		e.plans.saveErr, e.plans.failSaveAt = errors.New("db down"), e.plans.saves+1
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); !errors.Is(err, e.plans.saveErr) {
+			t.Errorf("undo: %v", err)
+		}
+	})
+	t.Run("redo's re-revert fails", func(t *testing.T) {
+		e := newUseCaseEnv(t)
+		log := &fakeOpLog{}
+		hs := NewHistoryService(e.ops, log)
+		rolledBackToB(t, e, hs)
+		if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		e.plans.saveErr, e.plans.failSaveAt = errors.New("db down"), e.plans.saves+1
+		if _, err := hs.Redo(context.Background(), RedoRequest{}); !errors.Is(err, e.plans.saveErr) {
+			t.Errorf("redo: %v", err)
+		}
+	})
+}
+
+// uniquePrefix is the shortest prefix of id no other entry shares.
+func uniquePrefix(ops []LoggedOperation, id string) string {
+	for n := 1; n < len(id); n++ {
+		shared := false
+		for _, op := range ops {
+			if op.ID != id && strings.HasPrefix(op.ID, id[:n]) {
+				shared = true
+			}
+		}
+		if !shared {
+			return id[:n]
+		}
+	}
+	return id
 }
