@@ -392,7 +392,10 @@ func TestUndoAndRedoRecordFailures(t *testing.T) {
 		name string
 		set  func(e *useCaseEnv, log *fakeOpLog) error
 	}{
-		{"plans unreadable", func(e *useCaseEnv, _ *fakeOpLog) error { e.plans.currentErr = errors.New("db down"); return e.plans.currentErr }},
+		{"plans unreadable", func(e *useCaseEnv, _ *fakeOpLog) error {
+			e.plans.currentErr = errors.New("db down")
+			return e.plans.currentErr
+		}},
 		{"log not written", func(_ *useCaseEnv, log *fakeOpLog) error { log.addErr = errors.New("db down"); return log.addErr }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
