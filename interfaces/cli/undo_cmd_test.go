@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -332,5 +334,36 @@ func TestRunRerunChangedFromTheCommandLine(t *testing.T) {
 	}
 	if readFile(t, dir, "b.txt") != "b\n" || readFile(t, dir, "c.txt") != "c\n" || !strings.Contains(readFile(t, dir, "abc.yaml"), "echo B") {
 		t.Fatalf("after undoing the re-run: b %q c %q", readFile(t, dir, "b.txt"), readFile(t, dir, "c.txt"))
+	}
+}
+
+// Status's store line names a shared store, and says PROBLEM when the check found one; a plan file
+// outside the workspace is nothing rerun keeps.
+func TestStatusStoreLine(t *testing.T) {
+	base := t.TempDir()
+	storeDir := filepath.Join(base, "store")
+	dir := filepath.Join(base, "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mustPlan(t, dir, "init", "--store", "file://"+storeDir)
+	writeFile(t, dir, "a.txt", "a\n")
+	createCheckpoint(t, dir)
+	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "store: ok ("+storeDir+", ") {
+		t.Fatalf("%v", o)
+	}
+	// A problem the check found is one line too (a damaged newest checkpoint itself stops status
+	// earlier: it compares the workspace with that checkpoint).
+	var b strings.Builder
+	problem := "the newest checkpoint x: object missing (plan doctor, plan verify)"
+	printPending(&b, workspaceStateView{Store: storeHealthView{Problem: &problem}})
+	if b.String() != "store: PROBLEM: "+problem+"\n" {
+		t.Errorf("%q", b.String())
+	}
+	if got := planFileInside(dir, filepath.Join(base, "p.yaml")); got != nil {
+		t.Errorf("a plan file outside the workspace: %v", got)
+	}
+	if got := planFileInside(dir, dir); got != nil {
+		t.Errorf("the workspace itself: %v", got)
 	}
 }
