@@ -85,6 +85,7 @@ func (h *handler) run(c *ucli.Context) error {
 			if pr, ok, perr := app.Services.Maintenance.ApplyRetention(c.Context); perr != nil {
 				h.warn("retention policy: " + perr.Error())
 			} else if ok && !h.json {
+				h.warnUndoLost(pr.Checkpoints.UndoLost)
 				if n := len(pr.Checkpoints.Deleted); n > 0 {
 					_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy pruned %d checkpoints\n", n)
 				}

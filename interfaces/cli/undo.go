@@ -242,3 +242,17 @@ func planFileInside(root, file string) []string {
 	}
 	return []string{filepath.ToSlash(rel)}
 }
+
+// warnUndoLost says which operations a retention prune took the safety checkpoint of: plan undo
+// steps past them now.
+func (h *handler) warnUndoLost(lost []application.LoggedOperation) {
+	if len(lost) == 0 {
+		return
+	}
+	ids := make([]string, len(lost))
+	for i, op := range lost {
+		ids[i] = op.Kind + " " + op.ID
+	}
+	h.warn(fmt.Sprintf("the retention policy deleted the safety checkpoints of %d operations plan undo could still take back (%s): undo steps past them",
+		len(lost), strings.Join(ids, ", ")))
+}

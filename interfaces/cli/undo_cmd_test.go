@@ -367,3 +367,20 @@ func TestStatusStoreLine(t *testing.T) {
 		t.Errorf("the workspace itself: %v", got)
 	}
 }
+
+// The retention policy after a run says which undos it took away.
+func TestRetentionAfterARunNamesTheUndosItTakes(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "f.txt", "0\n")
+	base := createCheckpoint(t, dir)
+	writeFile(t, dir, "f.txt", "1\n")
+	mustPlan(t, dir, "--yes", "rollback", "--to-checkpoint", base)
+	writeFile(t, dir, "f.txt", "2\n")
+	mustPlan(t, dir, "--yes", "rollback", "--to-checkpoint", base)
+	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 1\n")
+	writeFile(t, dir, "p.yaml", "name: p\ndecisions:\n  - id: x\n    run: echo x > x.txt\n")
+	o := mustPlan(t, dir, "run", "p.yaml")
+	if !strings.Contains(o.stderr, "the retention policy deleted the safety checkpoints of 1 operations plan undo could still take back (rollback ") {
+		t.Fatalf("%v", o)
+	}
+}
