@@ -55,11 +55,12 @@ type UndoResult struct {
 	Restored []string
 }
 
-// workspaceNeutral are the logged kinds that change neither the files nor the decision states: a
-// redo can be made across them, and undo --to ignores them.
+// workspaceNeutral are the logged kinds a redo can be made across: they change neither the files
+// nor the decision states, or (run, exec) log what they changed as entries of their own (each
+// decision, the rollback of --rerun-changed), which do block a redo.
 var workspaceNeutral = map[string]bool{
 	"init": true, "checkpoint": true, "delete": true, "prune": true, "gc": true, "pin": true, "unpin": true,
-	"clone": true, "redo": true, "resolve": true,
+	"clone": true, "redo": true, "resolve": true, "run": true, "exec": true,
 }
 
 // after reports whether op finished after e (the log's order for undo --to; ties go by ID, which is

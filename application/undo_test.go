@@ -165,9 +165,15 @@ func TestRedoRefusesAfterANewOperation(t *testing.T) {
 	if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	// A checkpoint changes nothing: redo may cross it; a decision does.
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "checkpoint", Outcome: "ok"}); err != nil {
-		t.Fatal(err)
+	// A checkpoint changes nothing, a run whose decisions were all skipped logged none: redo may
+	// cross them; a decision may not.
+	for _, kind := range []string{"checkpoint", "run"} {
+		if _, err := hs.Record(context.Background(), LoggedOperation{Kind: kind, Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := hs.Redo(context.Background(), RedoRequest{DryRun: true}); err != nil {
+		t.Fatalf("redo across a checkpoint and an empty run: %v", err)
 	}
 	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "zzz", Kind: "decision", Outcome: "ok", UndoCheckpoint: "x"}); err != nil {
 		t.Fatal(err)
