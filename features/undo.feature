@@ -1,3 +1,4 @@
+@undo
 Feature: Undo the undo, undo to any entry, and what prune keeps for them
   `plan undo --to ENTRY` restores the state right after a `plan history` entry, `plan redo` takes
   back the newest undo unless something changed the workspace since, an operation whose safety

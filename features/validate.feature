@@ -1,3 +1,4 @@
+@undo
 Feature: What is pending before a checkpoint: status, conflicts, resolve and validate
   `plan status` tells what changed since the newest checkpoint, an interrupted operation, the
   conflicts a surgical revert left and the store's health in one line. `plan conflicts` lists those
