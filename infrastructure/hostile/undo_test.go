@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planhq/plan/infrastructure/treetest"
 )
@@ -202,4 +203,73 @@ func TestResolveWithMarkersLeftWritesNothing(t *testing.T) {
 	}
 	// A checkpoint --validate now passes: nothing is pending.
 	w.must("checkpoint", "create", "--validate")
+}
+
+// plan undo and plan redo killed at any moment: once recovered (the next command finishes or takes
+// back the journaled rollback), the workspace is the state before or the state after, never a mix;
+// a second undo (or redo) then gets to the state after, and nothing the user had is lost.
+func TestUndoAndRedoKilledAtAnyMoment(t *testing.T) {
+	for trial := range trials(3) {
+		w := newWorkspace(t, nil)
+		for i := range 1200 {
+			w.write(fmt.Sprintf("d%02d/f%04d", i%20, i), strings.Repeat(fmt.Sprint(i), 150))
+		}
+		w.checkpoint("base")
+		w.must("exec", "--id", "rewrite", "--", "sh", "-c", "for f in d0*/*; do echo rewritten >> $f; done; rm -r d19")
+		after, err := treetest.Read(w.dir, skipState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.must("--yes", "undo")
+		before, err := treetest.Read(w.dir, skipState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.must("--yes", "redo")
+		treetest.RequireSame(t, w.dir, skipState, after, "redo")
+
+		// Undo killed, recovered: before or after.
+		p := startPlan(t, w.dir, nil, "--yes", "undo")
+		time.Sleep(time.Duration(30+trial*120) * time.Millisecond)
+		p.kill(t)
+		w.must("recover")
+		got, err := treetest.Read(w.dir, skipState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(treetest.Diff(before, got)) == 0:
+		case len(treetest.Diff(after, got)) == 0:
+			w.must("--yes", "undo") // the killed one never got that far: do it now
+		default:
+			t.Fatalf("trial %d: a killed undo left neither state:\n  %s", trial, treetest.Summary(treetest.Diff(before, got)))
+		}
+		treetest.RequireSame(t, w.dir, skipState, before, "undo after a killed one")
+
+		// Redo killed, recovered: before or after; a redo then gets there (or has nothing to do).
+		p = startPlan(t, w.dir, nil, "--yes", "redo")
+		time.Sleep(time.Duration(30+trial*120) * time.Millisecond)
+		p.kill(t)
+		w.must("recover")
+		if got, err = treetest.Read(w.dir, skipState); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(treetest.Diff(after, got)) == 0:
+		case len(treetest.Diff(before, got)) == 0:
+			// Exit 4 when the killed undo above finished its rollback but died before its log
+			// entry: there is no undo to redo, and the state before stays (its pre_rollback
+			// checkpoint holds the state after).
+			switch r := w.run("--yes", "redo"); r.code {
+			case 0:
+				treetest.RequireSame(t, w.dir, skipState, after, "redo after a killed one")
+			case 4:
+				treetest.RequireSame(t, w.dir, skipState, before, "nothing to redo")
+			default:
+				t.Fatalf("trial %d: redo after a killed one: %s", trial, r)
+			}
+		default:
+			t.Fatalf("trial %d: a killed redo left neither state:\n  %s", trial, treetest.Summary(treetest.Diff(after, got)))
+		}
+	}
 }
