@@ -58,6 +58,9 @@ type CreateRequest struct {
 	// the rollback this checkpoint is the safety net of, so that nothing either side excludes is
 	// stored, and so that undoing the rollback cannot delete it.
 	AlsoExclude tree.Hash
+	// Check, when set, validates the workspace under the lock before it is recorded: a failure is
+	// a *NotValidError and nothing is recorded (checkpoint create --validate).
+	Check *CheckRequest
 	// Labels tag the checkpoint (KEY=VALUE, see checkpoint.ValidateLabels).
 	Labels map[string]string
 	// logged says the checkpoint is the command's last change: its transaction also writes the
@@ -107,6 +110,9 @@ func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (_ *c
 		return nil, err
 	}
 	defer release()
+	if err := s.ops.checkBeforeCreate(ctx, req); err != nil {
+		return nil, err
+	}
 	req.logged = true
 	return s.ops.create(ctx, req)
 }

@@ -3,7 +3,8 @@
 // The services are thin: CheckpointService (create, list, show, delete, diff, rollback), PlanService
 // (run, exec, status, log), CorrectionService (RevertDecisions, ApplyCorrection, RevertDecision — the
 // surgical revert of one decision, merged with what changed since —, list, show) and
-// MaintenanceService (prune, gc, verify, stats). What they share lives in one place, Operations:
+// MaintenanceService (prune, gc, verify, stats, validate); HistoryService (the operation log, undo, undo
+// --to, redo). What they share lives in one place, Operations:
 // recording the workspace as a checkpoint, the journaled rollback against a backup checkpoint and
 // its recording, running one attempt of a decision, and the checkpoints something still needs. No
 // service reaches into another. The correction flow starts at CorrectionService.RevertDecisions.
@@ -43,4 +44,16 @@
 //     operation ends well: the change and its entry are one durable write, so a kill at any point
 //     leaves both or neither. Finishing the recording then writes nothing more when the operation
 //     ended so, and replaces the entry when it did not.
+//   - undo, undo --to and redo MUST go through the journaled rollback (their own pre_rollback
+//     checkpoint first) and MUST mark the log entries they undid or redid in the same unit of work
+//     as the decision states they changed; a redo MUST refuse when anything that changes the
+//     workspace or the decision states was logged after the undo it takes back;
+//   - prune (by hand, by policy, by calendar) MUST NOT delete what the next undo or redo rolls back
+//     to, and MUST list the operations whose safety checkpoint it deletes (PruneResult.UndoLost);
+//   - plan resolve MUST NOT write the workspace, and MUST refuse a file that still holds conflict
+//     markers unless forced; a checkpoint asked to validate (CreateRequest.Check) MUST run the
+//     checks under the lock it records with, and record nothing when they fail;
+//   - a succeeded decision whose definition the plan file changed MUST keep the definition it ran
+//     with until it is re-executed; run --rerun-changed MUST restore its pre_decision checkpoint
+//     through the journaled rollback, keeping the plan file it runs.
 package application

@@ -178,7 +178,9 @@ type fakeSnap struct {
 	content  map[string][]byte
 	warnings []string
 	err      error
-	snaps    int
+	// openErr, when set, is what OpenLive fails with.
+	openErr error
+	snaps   int
 	// onSnapshot runs as a snapshot starts: what changed between a scan and the snapshot.
 	onSnapshot func()
 	// tracking counts the Track calls not stopped yet; tracked the snapshots taken meanwhile.
@@ -226,6 +228,9 @@ func (s *fakeSnap) Scan(context.Context, Progress) ([]tree.Entry, error) {
 }
 
 func (s *fakeSnap) OpenLive(path string) (io.ReadCloser, error) {
+	if s.openErr != nil {
+		return nil, s.openErr
+	}
 	b, ok := s.content[path]
 	if !ok {
 		return nil, fault.NotFound("%s", path)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+
 	"slices"
 	"sort"
 	"strings"
@@ -43,7 +43,10 @@ type PruneRequest struct {
 	OlderThan time.Duration // 0: no age condition
 	// Classes decide first for the checkpoints they match (see RetentionClass).
 	Classes []RetentionClass
-	DryRun  bool
+	// Calendar keeps, beyond the newest Keep, the newest checkpoint of recent hours, days, weeks
+	// and months (see Calendar).
+	Calendar Calendar
+	DryRun   bool
 }
 
 // PruneResult lists what was (or would be) deleted and kept, and why protected ones were kept.
@@ -51,6 +54,9 @@ type PruneResult struct {
 	Deleted []checkpoint.ID
 	Kept    []checkpoint.ID
 	Reasons map[checkpoint.ID]string
+	// UndoLost are the operations whose safety checkpoint the prune deleted (or would): `plan undo`
+	// steps past them, taking them back together with the operation before them.
+	UndoLost []LoggedOperation
 }
 
 // Prune deletes checkpoints beyond the newest Keep (and, with OlderThan, only those older than
@@ -66,6 +72,9 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 	}
 	if req.OlderThan < 0 {
 		return PruneResult{}, fault.Invalid("--older-than must be positive")
+	}
+	if err := req.Calendar.validate(); err != nil {
+		return PruneResult{}, err
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint prune")
 	if err != nil {
@@ -89,6 +98,13 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		}
 		return protected[cp.ID()]
 	}
+	cal := req.Calendar.keeper()
+	restTotal := 0 // the checkpoints no class decides for: the oldest of them is the calendar's oldest
+	for _, cp := range all {
+		if _, ok := firstClass(req.Classes, cp); !ok {
+			restTotal++
+		}
+	}
 	for _, cp := range all { // newest first
 		if class, ok := firstClass(req.Classes, cp); ok {
 			switch why := keepWhy(cp); {
@@ -108,9 +124,13 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		}
 		i := rest
 		rest++
+		bucket := cal.keep(cp.CreatedAt(), rest == restTotal)
 		switch {
 		case i < req.Keep:
 			res.Kept = append(res.Kept, cp.ID())
+		case bucket != "":
+			res.Kept = append(res.Kept, cp.ID())
+			res.Reasons[cp.ID()] = bucket
 		case req.OlderThan > 0 && cp.CreatedAt().After(cutoff):
 			res.Kept = append(res.Kept, cp.ID())
 			res.Reasons[cp.ID()] = "newer than --older-than"
@@ -121,6 +141,9 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 			res.Deleted = append(res.Deleted, cp.ID())
 		}
 	}
+	if res.UndoLost, err = s.undoLost(ctx, res.Deleted); err != nil {
+		return res, err
+	}
 	if req.DryRun {
 		return res, nil
 	}
@@ -130,6 +153,25 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		}
 	}
 	return res, nil
+}
+
+// undoLost lists the operations `plan undo` could still take back whose safety checkpoint is in
+// deleted.
+func (s *MaintenanceService) undoLost(ctx context.Context, deleted []checkpoint.ID) ([]LoggedOperation, error) {
+	if s.ops.oplog == nil || len(deleted) == 0 {
+		return nil, nil
+	}
+	ops, err := s.ops.oplog.List(ctx, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	var lost []LoggedOperation
+	for _, op := range ops {
+		if op.undoable() && slices.Contains(deleted, op.UndoCheckpoint) {
+			lost = append(lost, op)
+		}
+	}
+	return lost, nil
 }
 
 // RetentionResult is what ApplyRetention removed.
@@ -155,14 +197,10 @@ func (s *MaintenanceService) PruneByPolicy(ctx context.Context, dry bool) (Prune
 	if err != nil {
 		return PruneResult{}, err
 	}
-	if !ok || (rule.Keep == 0 && len(rule.Classes) == 0) {
-		return PruneResult{}, fault.Invalid("no checkpoint retention policy is configured in .plan/config.yaml (retention.keep or retention.classes)")
+	if !ok || (rule.Keep == 0 && len(rule.Classes) == 0 && rule.Calendar.IsZero()) {
+		return PruneResult{}, fault.Invalid("no checkpoint retention policy is configured in .plan/config.yaml (retention.keep, retention.keep_daily and the like, or retention.classes)")
 	}
-	keep := rule.Keep
-	if keep == 0 {
-		keep = math.MaxInt // classes alone: what they do not match is kept
-	}
-	return s.Prune(ctx, PruneRequest{Keep: keep, OlderThan: rule.OlderThan, Classes: rule.Classes, DryRun: dry})
+	return s.Prune(ctx, PruneRequest{Keep: rule.keep(), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar, DryRun: dry})
 }
 
 // ApplyRetention prunes by the configured policy, if there is one: checkpoints, correction
@@ -173,12 +211,8 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 	if err != nil || !ok {
 		return res, false, err
 	}
-	if rule.Keep != 0 || len(rule.Classes) > 0 {
-		keep := rule.Keep
-		if keep == 0 {
-			keep = math.MaxInt
-		}
-		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: keep, OlderThan: rule.OlderThan, Classes: rule.Classes}); err != nil {
+	if rule.Keep != 0 || len(rule.Classes) > 0 || !rule.Calendar.IsZero() {
+		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: rule.keep(), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar}); err != nil {
 			return res, true, err
 		}
 	}

@@ -69,7 +69,8 @@ type OperationsParams struct {
 	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
 	Trees TreeWriter
 	// Log is the operation log the services record their operations in (`plan history`, `plan
-	// undo`); nil records nothing until NewHistoryService gives it one.
+	// undo`); nil records nothing until NewHistoryService gives it one. With it, what the next
+	// `plan undo` and `plan redo` roll back to is protected like a live decision's checkpoint.
 	Log OperationLog
 	// Host names the program the services run in, for the decisions it runs as Go functions
 	// (DecisionFunc): a `plan correct` from the CLI, which cannot call them, names it. "" is
@@ -717,7 +718,35 @@ func (o *Operations) protected(ctx context.Context) (map[checkpoint.ID]string, e
 		out[checkpoint.ID(p.SafetyCheckpointID)] = fmt.Sprintf("safety checkpoint of unfinished correction %s", p.ID)
 		out[checkpoint.ID(p.RollbackCheckpointID)] = fmt.Sprintf("rollback checkpoint of unfinished correction %s", p.ID)
 	}
-	return out, nil
+	return out, o.undoNeeds(ctx, out)
+}
+
+// undoNeeds adds to out the checkpoints the next `plan undo` and `plan redo` roll back to: the
+// safety checkpoint of the newest operation that stands, and the one the newest undo took before it
+// changed anything while a redo can still take it back. Older safety checkpoints may go: undo steps
+// past an operation whose checkpoint is gone, and prune says which it made so (PruneResult.UndoLost).
+func (o *Operations) undoNeeds(ctx context.Context, out map[checkpoint.ID]string) error {
+	if o.oplog == nil {
+		return nil
+	}
+	ops, err := o.oplog.List(ctx, 0, "")
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.undoable() {
+			if _, ok := out[op.UndoCheckpoint]; !ok {
+				out[op.UndoCheckpoint] = fmt.Sprintf("safety checkpoint of %s %s: the next `plan undo` rolls back to it", op.Kind, op.ID)
+			}
+			break
+		}
+	}
+	if u, err := chooseRedo(ops); err == nil && len(u.Checkpoints) == 2 {
+		if _, ok := out[u.Checkpoints[1]]; !ok {
+			out[u.Checkpoints[1]] = fmt.Sprintf("taken by undo %s before it changed anything: `plan redo` rolls forward to it", u.ID)
+		}
+	}
+	return nil
 }
 
 // rollbackMode reads a rollback's restore mode from its journal detail; a rollback journaled

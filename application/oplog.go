@@ -2,8 +2,6 @@ package application
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -17,7 +15,7 @@ import (
 // workspace or its store, as it ended.
 type LoggedOperation struct {
 	ID   string
-	Kind string // init, checkpoint, run, exec, decision, rollback, correct, revert, undo, prune, gc, recover, delete, pin, unpin
+	Kind string // init, checkpoint, run, exec, decision, rollback, correct, revert, undo, redo, resolve, prune, gc, recover, delete, pin, unpin
 	Args []string
 	// Plan names the plan the operation worked on ("" for none).
 	Plan                  string
@@ -103,100 +101,6 @@ func (s *HistoryService) List(ctx context.Context, limit int, plan string) ([]Lo
 		return nil, fault.Invalid("--limit must be zero (all) or more")
 	}
 	return s.log.List(ctx, limit, plan)
-}
-
-// UndoRequest asks to undo the most recent operation that can be.
-type UndoRequest struct {
-	DryRun   bool
-	Progress Progress
-	Warn     func(string)
-}
-
-// UndoResult says what was (or, dry, would be) undone.
-type UndoResult struct {
-	// Undone is the operation undone; Operation the undo's own log entry (zero when dry).
-	Undone    LoggedOperation
-	Operation LoggedOperation
-	Rollback  RollbackResult
-	// Restored are the decisions the undone operation had reverted that got their status back.
-	Restored []string
-}
-
-// Undo undoes the most recent workspace-changing operation not undone yet (a rollback, a
-// correction, a surgical revert, a decision) by rolling the workspace and the decision states back
-// to the safety checkpoint taken just before it. The undo is itself a rollback (its own
-// pre_rollback checkpoint makes it reversible) and an entry in the log; the entry it undid is
-// marked, so the next undo goes one further back.
-func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult, error) {
-	var res UndoResult
-	if !req.DryRun {
-		var release func()
-		var err error
-		ctx, release, err = s.ops.guard.Enter(ctx, "undo")
-		if err != nil {
-			return res, err
-		}
-		defer release()
-	}
-	ops, err := s.log.List(ctx, 0, "")
-	if err != nil {
-		return res, err
-	}
-	var found bool
-	for _, op := range ops {
-		if op.undoable() {
-			res.Undone, found = op, true
-			break
-		}
-	}
-	if !found {
-		return res, fault.NotFound("nothing to undo: no rollback, correction or decision is left that was not undone")
-	}
-	target, err := s.ops.checkpoints.Get(ctx, res.Undone.UndoCheckpoint)
-	if errors.Is(err, fault.ErrNotFound) {
-		return res, fault.Conflict("cannot undo %s %s: its safety checkpoint %s was deleted (pruned?)",
-			res.Undone.Kind, res.Undone.ID, res.Undone.UndoCheckpoint)
-	}
-	if err != nil {
-		return res, err
-	}
-	if req.DryRun {
-		res.Rollback, err = s.ops.previewRollback(ctx, target, req.Progress)
-		res.Rollback.Mode = RestoreBoth
-		return res, err
-	}
-	started := s.ops.clock.Now()
-	detail, err := json.Marshal(rollbackDetail{Mode: RestoreBoth})
-	if err != nil {
-		return res, err
-	}
-	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{Kind: kindRollback, Detail: detail})
-	if err != nil {
-		return res, fmt.Errorf("undo %s %s: %w", res.Undone.Kind, res.Undone.ID, err)
-	}
-	res.Rollback.Mode = RestoreBoth
-	undo := LoggedOperation{
-		ID: ident.New(s.ops.clock.Now()), Kind: "undo", Args: []string{res.Undone.Kind, res.Undone.ID}, Plan: res.Undone.Plan,
-		StartedAt: started, FinishedAt: s.ops.clock.Now(), Outcome: "ok",
-		Checkpoints: []checkpoint.ID{target.ID(), res.Rollback.Backup.ID()},
-	}
-	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
-		// The decisions the undone operation reverted get their status back; the rollback above
-		// reverted those started after the safety checkpoint (the undone decision, a correction's
-		// re-executions).
-		restored, err := s.ops.unrevert(ctx, res.Undone.ID)
-		if err != nil {
-			return err
-		}
-		res.Restored = restored
-		if err := s.log.Add(ctx, undo); err != nil {
-			return err
-		}
-		return s.log.MarkUndone(ctx, res.Undone.ID, undo.ID)
-	})
-	res.Operation = undo
-	return res, err
 }
 
 // ValidationFailedError reports a --validate command that failed after a rollback or a correction

@@ -32,6 +32,9 @@ type Recording struct {
 	// until then, and foldLog the log it was written to.
 	folded  *LoggedOperation
 	foldLog OperationReplacer
+	// also are entries of operations it ran as steps of its own that stand on their own in the
+	// log (run --rerun-changed's rollback), written after its entry and before its decisions'.
+	also []LoggedOperation
 }
 
 // snapshot is the entry so far, whether the operation logs its decisions, and whether it records.
@@ -92,6 +95,18 @@ func note(ctx context.Context, fn func(op *LoggedOperation)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(&r.entry)
+}
+
+// noteAlso adds to the operation ctx records the entry of an operation it ran as a step that
+// stands on its own in the log (and in undo's walk): run --rerun-changed's rollback.
+func noteAlso(ctx context.Context, op LoggedOperation) {
+	r := recordingOf(ctx)
+	if r == nil || r.off {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.also = append(r.also, op)
 }
 
 // noteUse adds a checkpoint the operation used (a rollback's target).
@@ -157,7 +172,7 @@ func (s *HistoryService) Finish(ctx context.Context, r *Recording, outcome strin
 
 func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) error {
 	r.mu.Lock()
-	entry, off, folded, foldLog := r.entry, r.off, r.folded, r.foldLog
+	entry, off, folded, foldLog, also := r.entry, r.off, r.folded, r.foldLog, r.also
 	r.off = true
 	r.mu.Unlock()
 	if off || o.oplog == nil {
@@ -188,7 +203,7 @@ func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) e
 	if err != nil {
 		return err
 	}
-	for _, d := range decisions {
+	for _, d := range append(also, decisions...) {
 		if err := o.record(ctx, d); err != nil {
 			return err
 		}
@@ -215,7 +230,7 @@ func (o *Operations) entryAsEnded(ctx context.Context, entry LoggedOperation, ou
 		}
 	}
 	switch outcome {
-	case "usage", "invalid", "not_found", "conflict":
+	case "usage", "invalid", "not_found", "conflict", "validation_failed":
 		if made == 0 && entry.UndoCheckpoint == "" {
 			return entry, true, nil
 		}

@@ -95,6 +95,12 @@ type RunRequest struct {
 	// a decision whose Run is "go-func:NAME" (this host) or plan.FuncCommand(NAME, host) is the
 	// function called NAME.
 	Funcs map[string]DecisionFunc
+	// RerunChanged re-executes from the first succeeded decision whose definition changed (see
+	// rerun.go); without it such decisions are reported and skipped.
+	RerunChanged bool
+	// Keep are workspace-relative paths the rollback of RerunChanged leaves as they are (the plan
+	// file itself, when it lies in the workspace).
+	Keep []string
 }
 
 // RunResult is the state after a run.
@@ -110,6 +116,10 @@ type RunResult struct {
 	// End is the post_run checkpoint of the state the run ended in (nil when none was taken: no
 	// decision ran, checkpoints were off, the run was interrupted or rolled back).
 	End *checkpoint.Checkpoint
+	// Changed are the succeeded decisions whose definition the plan file changed; Rerun, with
+	// RerunChanged, the rollback to the first one's pre_decision checkpoint (nil otherwise).
+	Changed []ChangedDecision
+	Rerun   *RollbackResult
 }
 
 // Run executes a plan's decisions in order, resuming: decisions that already succeeded are skipped.
@@ -142,7 +152,17 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 	case err != nil:
 		return RunResult{}, err
 	}
-	if err := p.Define(req.Decisions); err != nil {
+	// A changed decision keeps the definition it ran with until it is re-executed: a re-run that
+	// fails before it rolled back leaves it detected as changed.
+	changed := changedDecisions(p, req.Decisions)
+	defs := req.Decisions
+	if len(changed) > 0 {
+		defs = keepRan(p, req.Decisions, changed)
+		if req.Warn != nil && !req.RerunChanged {
+			req.Warn(changedWarning(changed))
+		}
+	}
+	if err := p.Define(defs); err != nil {
 		return RunResult{}, err
 	}
 	p.SetCheckpoints(!req.NoCheckpoints)
@@ -159,7 +179,32 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 		return RunResult{}, err
 	}
 	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
-	res := RunResult{Plan: p}
+	res := RunResult{Plan: p, Changed: changed}
+	if len(changed) > 0 && req.RerunChanged {
+		rb, err := s.rerunFrom(ctx, p, changed[0].ID, req)
+		if err != nil {
+			return res, err
+		}
+		res.Rerun = &rb
+		if rb.Backup != nil && rb.Target != nil {
+			// The rollback stands on its own in the log: plan undo walks back through the re-run.
+			noteAlso(ctx, LoggedOperation{
+				ID: rb.OperationID, Kind: "rollback", Args: []string{"--rerun-changed", changed[0].ID}, Plan: p.Name(),
+				StartedAt: rb.Backup.CreatedAt(), FinishedAt: rb.Backup.CreatedAt(), Outcome: "ok",
+				Checkpoints: []checkpoint.ID{rb.Target.ID(), rb.Backup.ID()}, UndoCheckpoint: rb.Backup.ID(),
+			})
+		}
+		if p, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
+			return res, err
+		}
+		if err := p.Define(req.Decisions); err != nil {
+			return res, err
+		}
+		if err := s.ops.plans.Save(ctx, p); err != nil {
+			return res, err
+		}
+		res.Plan = p
+	}
 	for _, def := range req.Decisions {
 		d, err := p.Decision(def.ID)
 		if err != nil {

@@ -305,6 +305,8 @@ type RetentionRule struct {
 	// Classes decide for the checkpoints they match (the first that matches), before Keep and
 	// OlderThan, which decide for the others.
 	Classes []RetentionClass
+	// Calendar keeps the newest checkpoint of recent hours, days, weeks and months, with Keep.
+	Calendar Calendar
 }
 
 // RetentionClass keeps the checkpoints of a type and/or carrying labels for a time, or forever.
@@ -351,6 +353,9 @@ type ArchiveRetention struct {
 type Settings interface {
 	// Retention returns the policy applied after each run; ok is false when none is configured.
 	Retention() (rule RetentionRule, ok bool, err error)
+	// CheckCommand is the check `plan validate` and `checkpoint create --validate` run
+	// (validate.command); "" when none is configured.
+	CheckCommand() (string, error)
 }
 
 // Metrics records what the stats command reports beyond the checkpoint rows.

@@ -379,7 +379,12 @@ type fakeSettings struct {
 	rule RetentionRule
 	ok   bool
 	err  error
+	// check is the configured check command; checkErr what reading it fails with.
+	check    string
+	checkErr error
 }
+
+func (s *fakeSettings) CheckCommand() (string, error) { return s.check, s.checkErr }
 
 type fakeMetrics struct {
 	failures []string

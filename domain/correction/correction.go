@@ -14,7 +14,9 @@
 //     decisions did: its scope is that one attempt, no later decision is re-executed, and it is
 //     recorded finished (succeeded) once its revert step is done, unless a replacement command runs
 //     for the decision alone (then reverted → reexecuting → succeeded | failed); the paths it left
-//     with conflict markers are kept with it (NeedsAttention).
+//     with conflict markers are kept with it, and it needs attention (NeedsAttention; shown as
+//     status needs_attention, never succeeded) until the user marked every one resolved; a
+//     resolved conflict stays recorded with the time it was resolved.
 package correction
 
 import (
@@ -60,6 +62,8 @@ type Conflict struct {
 	// Written names what was written for the user to resolve: the path itself (conflict markers)
 	// or PATH.reverted (the decision's pre-state beside it); empty when nothing was.
 	Written string
+	// ResolvedAt is when the user marked it resolved (`plan resolve`); zero while it is not.
+	ResolvedAt time.Time
 }
 
 // Item is one reverted attempt.
@@ -187,8 +191,41 @@ func (c *Correction) Kind() Kind {
 	return c.p.Kind
 }
 
-// NeedsAttention reports whether the correction left conflicts for the user to resolve.
-func (c *Correction) NeedsAttention() bool { return len(c.p.Conflicts) > 0 }
+// NeedsAttention reports whether the correction left conflicts the user has not resolved yet.
+func (c *Correction) NeedsAttention() bool { return len(c.Unresolved()) > 0 }
+
+// Unresolved returns the conflicts not marked resolved yet.
+func (c *Correction) Unresolved() []Conflict {
+	var out []Conflict
+	for _, x := range c.p.Conflicts {
+		if x.ResolvedAt.IsZero() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Resolve marks the unresolved conflict at path resolved at now; fault.ErrNotFound when the
+// correction has none there.
+func (c *Correction) Resolve(path string, now time.Time) error {
+	for i, x := range c.p.Conflicts {
+		if x.Path == path && x.ResolvedAt.IsZero() {
+			c.p.Conflicts = slices.Clone(c.p.Conflicts) // Params handed out earlier stay as they were
+			c.p.Conflicts[i].ResolvedAt = now.UTC()
+			return nil
+		}
+	}
+	return fault.NotFound("correction %s has no unresolved conflict at %s", c.p.ID, path)
+}
+
+// ShownStatus is the status as users see it: a finished correction that left conflicts not
+// resolved yet is "needs_attention", not "succeeded".
+func (c *Correction) ShownStatus() string {
+	if c.status == Succeeded && c.NeedsAttention() {
+		return "needs_attention"
+	}
+	return string(c.status)
+}
 
 // ValidateReason checks a correction's reason.
 func ValidateReason(r string) error {

@@ -499,6 +499,32 @@ func (p *Plan) RevertOne(id, op string) error {
 	return nil
 }
 
+// Rerevert marks again as reverted by op the attempts op had reverted before an undo gave them
+// their status back (a redo of that undo): of each decision in ids, the latest attempt that started
+// before op did (before), when it is finished. It returns the decisions it changed.
+func (p *Plan) Rerevert(ids []string, before time.Time, op string) []string {
+	var changed []string
+	for _, id := range ids {
+		d, err := p.Decision(id)
+		if err != nil {
+			continue // a decision the plan file no longer has: nothing to mark
+		}
+		for i := len(d.attempts) - 1; i >= 0; i-- {
+			a := d.attempts[i]
+			if !a.StartedAt.Before(before) {
+				continue
+			}
+			switch a.Status {
+			case Succeeded, Failed, Interrupted:
+				a.Status, a.RevertedBy, a.RevertedFrom = Reverted, op, a.Status
+				changed = append(changed, id)
+			}
+			break
+		}
+	}
+	return changed
+}
+
 // StartedSince lists, without changing anything, the decisions RevertStartedSince(t) would revert.
 func (p *Plan) StartedSince(t time.Time) []string {
 	return p.revertStartedSince(t, func(*Attempt) {})

@@ -54,6 +54,7 @@ type File struct {
 	Cache           *Cache     `yaml:"cache,omitempty"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
 	Hooks           *Hooks     `yaml:"hooks,omitempty"`
+	Validate        *Validate  `yaml:"validate,omitempty"`
 }
 
 // Hooks configures `plan hook`, the agents' hooks (docs/agents.md).
@@ -63,12 +64,23 @@ type Hooks struct {
 	FailClosed *bool `yaml:"fail_closed,omitempty"`
 }
 
+// Validate configures `plan validate` and `checkpoint create --validate`.
+type Validate struct {
+	// Command is the check run in the workspace root by /bin/sh -c (the tests, say).
+	Command string `yaml:"command,omitempty"`
+}
+
 // Retention is the checkpoint and archive retention policy (see maintenance.Settings).
 type Retention struct {
-	Keep      *int      `yaml:"keep,omitempty"`
-	OlderThan string    `yaml:"older_than,omitempty"`
-	Archives  *Archives `yaml:"archives,omitempty"`
-	Classes   []Class   `yaml:"classes,omitempty"`
+	Keep *int `yaml:"keep,omitempty"`
+	// KeepHourly … KeepMonthly are calendar retention (restic's forget --keep-hourly …).
+	KeepHourly  *int      `yaml:"keep_hourly,omitempty"`
+	KeepDaily   *int      `yaml:"keep_daily,omitempty"`
+	KeepWeekly  *int      `yaml:"keep_weekly,omitempty"`
+	KeepMonthly *int      `yaml:"keep_monthly,omitempty"`
+	OlderThan   string    `yaml:"older_than,omitempty"`
+	Archives    *Archives `yaml:"archives,omitempty"`
+	Classes     []Class   `yaml:"classes,omitempty"`
 }
 
 // Archives is the retention rule of correction archives.

@@ -334,6 +334,9 @@ const ConfigFile = config.FileName
 //	retention:
 //	  keep: 50          # newest checkpoints kept after each run
 //	  older_than: 168h  # optional: only prune checkpoints older than this
+//	  keep_daily: 7     # optional calendar rules (keep_hourly, keep_daily, keep_weekly,
+//	  keep_weekly: 4    #   keep_monthly): the newest checkpoint of each of the N most recent
+//	                    #   hours, days, ... is kept too, as restic's forget --keep-daily does
 //	  archives:         # optional: correction archives kept after each run
 //	    keep: 10
 //	    older_than: 720h
@@ -360,13 +363,24 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	if c.Retention == nil {
 		return application.RetentionRule{}, false, nil
 	}
-	if c.Retention.Keep == nil && c.Retention.OlderThan != "" {
-		return application.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep", s.path)
+	cal, err := s.calendar(c.Retention)
+	if err != nil {
+		return application.RetentionRule{}, false, err
 	}
-	if c.Retention.Keep == nil && c.Retention.Archives == nil && len(c.Retention.Classes) == 0 {
+	if c.Retention.Keep == nil && cal.IsZero() && c.Retention.OlderThan != "" {
+		return application.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep (or a keep_hourly … keep_monthly rule)", s.path)
+	}
+	if c.Retention.Keep == nil && cal.IsZero() && c.Retention.Archives == nil && len(c.Retention.Classes) == 0 {
 		return application.RetentionRule{}, false, nil
 	}
-	var rule application.RetentionRule
+	rule := application.RetentionRule{Calendar: cal}
+	if c.Retention.Keep == nil && !cal.IsZero() {
+		d, err := s.age("retention.older_than", c.Retention.OlderThan)
+		if err != nil {
+			return rule, false, err
+		}
+		rule.OlderThan = d
+	}
 	if c.Retention.Keep != nil {
 		rule.Keep = *c.Retention.Keep
 		if rule.Keep < 1 {
@@ -419,6 +433,42 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 		rule.Classes = append(rule.Classes, class)
 	}
 	return rule, true, nil
+}
+
+// CheckCommand returns validate.command ("" when it is not set); a value of blanks only is invalid.
+func (s *Settings) CheckCommand() (string, error) {
+	c, err := config.Load(s.path)
+	if err != nil || c.Validate == nil {
+		return "", err
+	}
+	if c.Validate.Command != "" && strings.TrimSpace(c.Validate.Command) == "" {
+		return "", fault.Invalid("%s: validate.command is blank", s.path)
+	}
+	if strings.ContainsRune(c.Validate.Command, 0) {
+		return "", fault.Invalid("%s: validate.command holds a NUL character", s.path)
+	}
+	return c.Validate.Command, nil
+}
+
+// calendar reads the calendar rules (retention.keep_hourly … keep_monthly): each, when given, at
+// least 1.
+func (s *Settings) calendar(r *config.Retention) (application.Calendar, error) {
+	var cal application.Calendar
+	for _, x := range []struct {
+		key string
+		v   *int
+		to  *int
+	}{{"keep_hourly", r.KeepHourly, &cal.Hourly}, {"keep_daily", r.KeepDaily, &cal.Daily},
+		{"keep_weekly", r.KeepWeekly, &cal.Weekly}, {"keep_monthly", r.KeepMonthly, &cal.Monthly}} {
+		if x.v == nil {
+			continue
+		}
+		if *x.v < 1 {
+			return cal, fault.Invalid("%s: retention.%s must be at least 1", s.path, x.key)
+		}
+		*x.to = *x.v
+	}
+	return cal, nil
 }
 
 // age parses an optional positive duration setting.

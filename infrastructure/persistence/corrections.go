@@ -37,6 +37,8 @@ type conflictJSON struct {
 	Path    string `json:"path"`
 	Why     string `json:"why"`
 	Written string `json:"written,omitempty"`
+	// Resolved is when `plan resolve` marked it (Unix nanoseconds); absent while unresolved.
+	Resolved int64 `json:"resolved_at,omitempty"`
 }
 
 func (correctionRow) TableName() string { return "corrections" }
@@ -81,7 +83,11 @@ func toCorrectionRow(c *correction.Correction) (correctionRow, error) {
 	}
 	conflicts := make([]conflictJSON, 0, len(p.Conflicts))
 	for _, x := range p.Conflicts {
-		conflicts = append(conflicts, conflictJSON{Path: x.Path, Why: x.Why, Written: x.Written})
+		cj := conflictJSON{Path: x.Path, Why: x.Why, Written: x.Written}
+		if !x.ResolvedAt.IsZero() {
+			cj.Resolved = x.ResolvedAt.UnixNano()
+		}
+		conflicts = append(conflicts, cj)
 	}
 	cb, err := json.Marshal(conflicts)
 	if err != nil {
@@ -213,7 +219,11 @@ func (r *Corrections) Update(ctx context.Context, id string, fn func(*correction
 func toConflicts(cs []conflictJSON) []correction.Conflict {
 	var out []correction.Conflict
 	for _, c := range cs {
-		out = append(out, correction.Conflict{Path: c.Path, Why: c.Why, Written: c.Written})
+		x := correction.Conflict{Path: c.Path, Why: c.Why, Written: c.Written}
+		if c.Resolved != 0 {
+			x.ResolvedAt = time.Unix(0, c.Resolved).UTC()
+		}
+		out = append(out, x)
 	}
 	return out
 }

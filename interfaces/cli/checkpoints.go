@@ -29,6 +29,7 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 						&ucli.StringFlag{Name: "note", Usage: "a note to keep with the checkpoint"},
 						&ucli.StringFlag{Name: "type", Value: string(checkpoint.Manual), Usage: "checkpoint `TYPE`"},
 						&ucli.StringSliceFlag{Name: "label", Usage: "tag the checkpoint with `KEY=VALUE` (repeatable)"},
+						&ucli.BoolFlag{Name: "validate", Usage: "refuse (exit 1, validation_failed) unless plan validate passes: nothing pending, no unresolved conflict, validate.command succeeds"},
 					},
 					Action: h.checkpointCreate,
 				},
@@ -68,8 +69,12 @@ func (h *handler) checkpointCreate(c *ucli.Context) error {
 		return err
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
+		check, err := h.checkFor(c, app)
+		if err != nil {
+			return err
+		}
 		cp, err := app.Services.Checkpoints.Create(c.Context, application.CreateRequest{
-			Type: typ, Note: c.String("note"), Labels: labels, Progress: h.progress(), Warn: h.warn,
+			Type: typ, Note: c.String("note"), Labels: labels, Progress: h.progress(), Warn: h.warn, Check: check,
 		})
 		if err != nil {
 			return err

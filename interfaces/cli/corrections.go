@@ -75,6 +75,8 @@ type conflictView struct {
 	Path    string  `json:"path"`
 	Why     string  `json:"why"`
 	Written *string `json:"written"`
+	// ResolvedAt is when plan resolve marked it (null while it is not).
+	ResolvedAt *string `json:"resolved_at"`
 }
 
 type scopeItemView struct {
@@ -108,7 +110,7 @@ func newCorrectionView(c *correction.Correction) correctionView {
 		CorrectionID: optional(p.ID), DecisionID: p.DecisionID, Reason: p.Reason, Command: optional(p.Command),
 		RevertedDecisions: c.RevertedDecisions(), SafetyCheckpointID: optional(p.SafetyCheckpointID),
 		RollbackCheckpointID: optional(p.RollbackCheckpointID), ArchiveDir: optional(p.ArchiveDir),
-		ReexecutedDecisions: nonNil(c.Reexecuted()), Status: string(c.Status()),
+		ReexecutedDecisions: nonNil(c.Reexecuted()), Status: c.ShownStatus(),
 		CreatedAt: timeString(p.CreatedAt), FinishedAt: timeString(c.FinishedAt()), Scope: newScopeViews(p.Scope),
 		Kind: string(c.Kind()), NeedsAttention: c.NeedsAttention(), Conflicts: newConflictViews(p.Conflicts),
 	}
@@ -117,7 +119,7 @@ func newCorrectionView(c *correction.Correction) correctionView {
 func newConflictViews(cs []correction.Conflict) []conflictView {
 	out := make([]conflictView, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, conflictView{Path: c.Path, Why: c.Why, Written: optional(c.Written)})
+		out = append(out, conflictView{Path: c.Path, Why: c.Why, Written: optional(c.Written), ResolvedAt: timeString(c.ResolvedAt)})
 	}
 	return out
 }
@@ -218,8 +220,17 @@ func printCorrection(w io.Writer, v correctionView) {
 		_, _ = fmt.Fprintf(w, "kind:                surgical (%s alone; later decisions kept)\n", v.DecisionID)
 	}
 	if v.NeedsAttention {
-		_, _ = fmt.Fprintf(w, "needs attention:     %d conflict(s) left to resolve\n", len(v.Conflicts))
+		open := 0
 		for _, c := range v.Conflicts {
+			if c.ResolvedAt == nil {
+				open++
+			}
+		}
+		_, _ = fmt.Fprintf(w, "needs attention:     %d conflict(s) left to resolve (plan resolve PATH marks one done)\n", open)
+		for _, c := range v.Conflicts {
+			if c.ResolvedAt != nil {
+				continue
+			}
 			line := fmt.Sprintf("  %s: %s", c.Path, c.Why)
 			if c.Written != nil {
 				line += " (wrote " + *c.Written + ")"
@@ -266,7 +277,7 @@ func (h *handler) correctionList(c *ucli.Context) error {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
 			for _, x := range cs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.Status(),
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.ShownStatus(),
 					localTime(x.Params().CreatedAt), x.Params().Reason)
 			}
 			_ = tw.Flush()

@@ -64,7 +64,8 @@ func exitCode(err error) (int, string) {
 		}
 	}
 	var vf *application.ValidationFailedError
-	if errors.As(err, &vf) {
+	var nv *application.NotValidError
+	if errors.As(err, &vf) || errors.As(err, &nv) {
 		return ExitInternal, "validation_failed"
 	}
 	if errors.As(err, &df) {

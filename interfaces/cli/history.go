@@ -21,7 +21,7 @@ var loggedKinds = map[string]string{
 	"init": "init", "checkpoint create": "checkpoint", "checkpoint delete": "delete", "checkpoint prune": "prune",
 	"run": "run", "exec": "exec", "rollback": "rollback", "correct": "correct", "revert": "revert",
 	"gc": "gc", "recover": "recover", "correction prune": "prune",
-	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone", "rewind": "rollback",
+	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone", "rewind": "rollback", "resolve": "resolve",
 }
 
 // opLog is the running command's entry in the operation log. The services it calls fill it in
@@ -71,13 +71,6 @@ func (h *handler) historyCommands() []*ucli.Command {
 				&ucli.StringFlag{Name: "plan", Usage: "only the plan `NAME`'s operations"},
 			},
 			Action: h.history,
-		},
-		{
-			Name: "undo", Usage: "undo the most recent rollback, correction or decision not undone yet",
-			Description: "Rolls the workspace and the decision states back to the safety checkpoint taken just before that\n" +
-				"operation. Run it again to undo the one before. The undo is logged, and reversible like any rollback.",
-			Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be undone; change nothing"}},
-			Action: h.undo,
 		},
 	}
 }
@@ -172,63 +165,4 @@ func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, sho
 		}
 		_, _ = fmt.Fprintf(w, "%s%s%s\n", indent, cmd, p.paint(sgrDim, tail))
 	}
-}
-
-type undoView struct {
-	Undone    operationView  `json:"undone"`
-	Operation *operationView `json:"operation"`
-	Rollback  rollbackView   `json:"rollback"`
-	// Restored are the decisions the undone operation had reverted, back as they were.
-	Restored []string `json:"restored_decisions"`
-	DryRun   bool     `json:"dry_run"`
-}
-
-func (h *handler) undo(c *ucli.Context) error {
-	if err := noExtraArgs(c, 0); err != nil {
-		return err
-	}
-	dry := c.Bool("dry-run")
-	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		svc := app.Services.History
-		if !dry && !h.yes {
-			preview, err := svc.Undo(c.Context, application.UndoRequest{DryRun: true})
-			if err != nil {
-				return err
-			}
-			if err := h.confirm("undo", undoSummary(preview)); err != nil {
-				return err
-			}
-		}
-		res, err := svc.Undo(c.Context, application.UndoRequest{DryRun: dry, Progress: h.progress(), Warn: h.warn})
-		if err != nil {
-			return err
-		}
-		v := undoView{Undone: newOperationView(res.Undone), Rollback: newRollbackView(res.Rollback, res.Rollback.Kept),
-			Restored: nonNil(res.Restored), DryRun: dry}
-		if !dry {
-			ov := newOperationView(res.Operation)
-			v.Operation = &ov
-		}
-		return h.emit(v, func(w io.Writer) {
-			if dry {
-				_, _ = io.WriteString(w, undoSummary(res))
-				return
-			}
-			_, _ = fmt.Fprintf(w, "Undid %s %s: back to %s (%d added, %d modified, %d deleted).\n", res.Undone.Kind, res.Undone.ID,
-				res.Rollback.Target.ID(), res.Rollback.Counts.Added, res.Rollback.Counts.Modified, res.Rollback.Counts.Deleted)
-			if len(res.Rollback.RevertedDecisions) > 0 {
-				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(res.Rollback.RevertedDecisions, ", "))
-			}
-			if len(res.Restored) > 0 {
-				_, _ = fmt.Fprintf(w, "Decisions back as they were: %s\n", strings.Join(res.Restored, ", "))
-			}
-			_, _ = fmt.Fprintf(w, "Undo this undo with: plan rollback --to-checkpoint %s\n", res.Rollback.Backup.ID())
-		})
-	})
-}
-
-func undoSummary(r application.UndoResult) string {
-	return fmt.Sprintf("Undoing %s %s (%s, %s) rolls back to its safety checkpoint %s.\n%s",
-		r.Undone.Kind, r.Undone.ID, shellJoin(r.Undone.Args), localTime(r.Undone.StartedAt),
-		r.Undone.UndoCheckpoint, rollbackSummary(r.Rollback))
 }

@@ -77,7 +77,7 @@ func TestUndoText(t *testing.T) {
 
 	o := mustPlan(t, dir, "--yes", "undo")
 	m := regexp.MustCompile(`^Undid decision ` + decision.ID + `: back to ` + pre + ` \(1 added, 0 modified, 1 deleted\)\.\n` +
-		`Reverted decisions: d1\nUndo this undo with: plan rollback --to-checkpoint (\S+)\n$`).FindStringSubmatch(o.stdout)
+		`Reverted decisions: d1\nUndo this undo with: plan redo \(or plan rollback --to-checkpoint (\S+)\)\n$`).FindStringSubmatch(o.stdout)
 	if m == nil {
 		t.Fatalf("%v", o)
 	}

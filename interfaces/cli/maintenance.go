@@ -56,6 +56,10 @@ func (h *handler) pruneCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "older-than", Usage: "only delete checkpoints older than `DURATION` (e.g. 72h)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would be deleted"},
 			&ucli.BoolFlag{Name: "policy", Usage: "prune by the retention policy of .plan/config.yaml (keep, older_than, classes) instead of --keep"},
+			&ucli.IntFlag{Name: "keep-hourly", Usage: "also keep the newest checkpoint of each of the `N` most recent hours that have one"},
+			&ucli.IntFlag{Name: "keep-daily", Usage: "also keep the newest checkpoint of each of the `N` most recent days"},
+			&ucli.IntFlag{Name: "keep-weekly", Usage: "also keep the newest checkpoint of each of the `N` most recent ISO weeks"},
+			&ucli.IntFlag{Name: "keep-monthly", Usage: "also keep the newest checkpoint of each of the `N` most recent months"},
 		},
 		Action: h.prune,
 	}
@@ -66,10 +70,21 @@ type pruneView struct {
 	Kept    []string          `json:"kept"`
 	Reasons map[string]string `json:"reasons"`
 	DryRun  bool              `json:"dry_run"`
+	// UndoLost are the operations whose safety checkpoint goes: plan undo steps past them.
+	UndoLost []undoLostView `json:"undo_lost"`
+}
+
+type undoLostView struct {
+	ID             string `json:"id"`
+	Kind           string `json:"kind"`
+	UndoCheckpoint string `json:"undo_checkpoint"`
 }
 
 func newPruneView(r application.PruneResult, dry bool) pruneView {
-	v := pruneView{Deleted: []string{}, Kept: []string{}, Reasons: map[string]string{}, DryRun: dry}
+	v := pruneView{Deleted: []string{}, Kept: []string{}, Reasons: map[string]string{}, DryRun: dry, UndoLost: []undoLostView{}}
+	for _, op := range r.UndoLost {
+		v.UndoLost = append(v.UndoLost, undoLostView{ID: op.ID, Kind: op.Kind, UndoCheckpoint: string(op.UndoCheckpoint)})
+	}
 	for _, id := range r.Deleted {
 		v.Deleted = append(v.Deleted, string(id))
 	}
@@ -87,13 +102,18 @@ func (h *handler) prune(c *ucli.Context) error {
 		return err
 	}
 	policy := c.Bool("policy")
+	calendar := c.IsSet("keep-hourly") || c.IsSet("keep-daily") || c.IsSet("keep-weekly") || c.IsSet("keep-monthly")
 	switch {
-	case policy && (c.IsSet("keep") || c.IsSet("older-than")):
-		return usagef("--policy takes the rules from .plan/config.yaml: give it without --keep or --older-than")
-	case !policy && !c.IsSet("keep"):
-		return usagef("missing --keep N or --policy (see `plan checkpoint prune --help`)")
+	case policy && (c.IsSet("keep") || c.IsSet("older-than") || calendar):
+		return usagef("--policy takes the rules from .plan/config.yaml: give it without --keep, --keep-daily and the like, or --older-than")
+	case !policy && !c.IsSet("keep") && !calendar:
+		return usagef("missing --keep N, --keep-daily N (or -hourly, -weekly, -monthly) or --policy (see `plan checkpoint prune --help`)")
 	}
-	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run")}
+	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run"), Calendar: application.Calendar{
+		Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"), Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly")}}
+	if !c.IsSet("keep") {
+		req.Keep = 0 // calendar rules alone: only they keep
+	}
 	// An empty value is a mistake (an unset shell variable, say), not "no age condition".
 	if c.IsSet("older-than") {
 		d, err := parseAge(c.String("older-than"))
@@ -127,6 +147,21 @@ func (h *handler) prune(c *ucli.Context) error {
 			sort.Strings(ids)
 			for _, id := range ids {
 				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, v.Reasons[id])
+			}
+			if req.DryRun {
+				for _, id := range v.Deleted {
+					_, _ = fmt.Fprintf(w, "  would delete %s\n", id)
+				}
+			}
+			if n := len(v.UndoLost); n > 0 {
+				verb := "can no longer"
+				if req.DryRun {
+					verb = "would no longer"
+				}
+				_, _ = fmt.Fprintf(w, "plan undo %s take back these %d operations on their own (their safety checkpoints go; it steps past them):\n", verb, n)
+				for _, op := range v.UndoLost {
+					_, _ = fmt.Fprintf(w, "  %s %s (safety checkpoint %s)\n", op.Kind, op.ID, op.UndoCheckpoint)
+				}
 			}
 			if len(v.Deleted) > 0 && !req.DryRun {
 				_, _ = fmt.Fprintln(w, "`plan gc` reclaims their space.")

@@ -26,6 +26,7 @@ func (h *handler) planCommands() []*ucli.Command {
 			ArgsUsage: "FILE",
 			Flags: []ucli.Flag{
 				&ucli.BoolFlag{Name: "no-checkpoints", Usage: "do not checkpoint before each decision"},
+				&ucli.BoolFlag{Name: "rerun-changed", Usage: "re-execute from the first succeeded decision whose command, env or validate the file changed (rolled back to its pre_decision checkpoint first)"},
 				&ucli.StringFlag{Name: "on-failure", Value: "stop", Usage: "`stop`, rollback (to the failed decision's pre_decision checkpoint) or continue (with the next decision); a decision's on_failure overrides it"},
 			},
 			Action: h.run,
@@ -75,13 +76,15 @@ func (h *handler) run(c *ucli.Context) error {
 	return h.with(c.Context, true, func(app *bootstrap.App) error {
 		res, err := app.Services.Plans.Run(c.Context, application.RunRequest{
 			Name: pf.Name, Source: file, Decisions: pf.Decisions, NoCheckpoints: c.Bool("no-checkpoints"),
-			OnFailure: policy, Live: h.live(), Events: h.events(), Warn: h.warn,
+			OnFailure: policy, Live: h.live(), Events: h.events(), Warn: h.warn, RerunChanged: c.Bool("rerun-changed"),
+			Keep: planFileInside(app.Services.Layout.Root, file),
 		})
 		if err == nil {
 			// The retention policy (.plan/config.yaml) runs after each successful run.
 			if pr, ok, perr := app.Services.Maintenance.ApplyRetention(c.Context); perr != nil {
 				h.warn("retention policy: " + perr.Error())
 			} else if ok && !h.json {
+				h.warnUndoLost(pr.Checkpoints.UndoLost)
 				if n := len(pr.Checkpoints.Deleted); n > 0 {
 					_, _ = fmt.Fprintf(h.r.Stderr, "plan: retention policy pruned %d checkpoints\n", n)
 				}
@@ -126,6 +129,7 @@ func (h *handler) emitRun(res application.RunResult, runErr error) error {
 		rv := newRollbackView(*res.Rollback, res.Rollback.Kept)
 		v.Rollback = &rv
 	}
+	v.Changed, v.RerunFrom = newChangedViews(res)
 	if runErr != nil {
 		// One JSON document on stdout, the error on stderr: print the state only in text mode.
 		if !h.json {
@@ -135,6 +139,10 @@ func (h *handler) emitRun(res application.RunResult, runErr error) error {
 	}
 	return h.emit(v, func(w io.Writer) {
 		printStatus(w, v.statusView)
+		if v.RerunFrom != nil {
+			_, _ = fmt.Fprintf(w, "Re-ran from %s, whose definition changed: the workspace went back to its pre_decision checkpoint %s first (plan undo takes the re-run back).\n",
+				*v.RerunFrom, res.Rerun.Target.ID())
+		}
 		if v.EndCheckpointID != nil {
 			_, _ = fmt.Fprintf(w, "The end of the run is checkpoint %s.\n", *v.EndCheckpointID)
 		}
@@ -206,6 +214,9 @@ func (h *handler) status(c *ucli.Context) error {
 			short := shortName(c.Context, app, pending.Latest)
 			v.Workspace.LatestShortID = &short
 		}
+		if err := h.addPending(c.Context, app, pending.Latest, &v.Workspace); err != nil {
+			return err
+		}
 		return h.emit(v, func(w io.Writer) { printWorkspaceStatus(w, v) })
 	})
 }
@@ -230,6 +241,9 @@ type workspaceStateView struct {
 	} `json:"changes"`
 	// PendingOperation is an operation a crash interrupted, which `plan recover` finishes.
 	PendingOperation *pendingView `json:"pending_operation"`
+	// Conflicts are those `revert --conflicts markers` left unresolved; Store the store's health.
+	Conflicts []openConflictView `json:"conflicts"`
+	Store     storeHealthView    `json:"store"`
 }
 
 type pendingView struct {
@@ -274,6 +288,7 @@ func printWorkspaceStatus(w io.Writer, v workspaceStatusView) {
 	if op := ws.PendingOperation; op != nil {
 		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)
 	}
+	printPending(w, ws)
 	_, _ = fmt.Fprintln(w)
 	if v.Plan == nil {
 		_, _ = fmt.Fprintln(w, "no plan has run yet: plan run FILE or plan exec starts one")
@@ -392,6 +407,10 @@ type runView struct {
 	// EndCheckpointID is the post_run checkpoint of the state the run ended in (null when none was
 	// taken).
 	EndCheckpointID *string `json:"end_checkpoint_id"`
+	// Changed are the succeeded decisions the plan file changed; RerunFrom the one --rerun-changed
+	// re-executed from (null without it).
+	Changed   []changedView `json:"changed_decisions"`
+	RerunFrom *string       `json:"rerun_from"`
 }
 
 func timeString(t time.Time) *string {

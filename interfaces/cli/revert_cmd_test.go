@@ -291,9 +291,9 @@ func TestRevertMarkersText(t *testing.T) {
 	show := mustPlan(t, dir, "correction", "show", id[1])
 	pre := decisionCheckpoint(t, dir, "d0")
 	for _, line := range []string{
-		"correction " + id[1] + " of d0: succeeded\n",
+		"correction " + id[1] + " of d0: needs_attention\n", // not succeeded while its conflict is unresolved
 		"kind:                surgical (d0 alone; later decisions kept)\n",
-		"needs attention:     1 conflict(s) left to resolve\n",
+		"needs attention:     1 conflict(s) left to resolve (plan resolve PATH marks one done)\n",
 		"  a.txt: changed since the decision in overlapping lines (wrote a.txt)\n",
 		"reason:              overlapping\n",
 		"reverted against:    " + pre + " (d0's pre_decision checkpoint)\n",

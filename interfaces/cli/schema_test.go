@@ -110,6 +110,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
 	checkAgentOutputs(t, check)
+	checkUndoOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)

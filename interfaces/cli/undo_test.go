@@ -177,7 +177,10 @@ func TestUndoWithoutItsSafetyCheckpoint(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "rollback", "--to-checkpoint", base, "--yes").stdout), &rb); err != nil {
 		t.Fatal(err)
 	}
-	mustPlan(t, dir, "checkpoint", "delete", rb.Backup, "--yes")
+	if o := inWorkspace(dir, "checkpoint", "delete", rb.Backup, "--yes"); o.code != ExitConflict || !strings.Contains(o.stderr, "the next `plan undo` rolls back to it") {
+		t.Fatalf("deleting the next undo's checkpoint without --force: %v", o)
+	}
+	mustPlan(t, dir, "checkpoint", "delete", rb.Backup, "--yes", "--force")
 	o := inWorkspace(dir, "undo", "--yes")
 	if o.code != ExitConflict || !strings.Contains(o.stderr, "was deleted") || readFile(t, dir, "a.txt") != "a\n" {
 		t.Fatalf("%v", o)
