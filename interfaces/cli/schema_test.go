@@ -100,7 +100,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZZZ")
+	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZ.ZZ")
 	if o.code != ExitInvalid {
 		t.Fatalf("a malformed ID: %v", o)
 	}
