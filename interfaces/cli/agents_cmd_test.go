@@ -380,3 +380,13 @@ func TestSessionsTextEdges(t *testing.T) {
 		t.Errorf("unconfirmed rewind: %v", o)
 	}
 }
+
+// checkAgentOutputs validates sessions and rewind (schema_test.go).
+func checkAgentOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	dir := claudeTurn(t)
+	mustPlan(t, dir, "exec", "--plan", claudeSession, "--id", "fixup", "--", "true") // a turn 0
+	check("sessions", mustPlan(t, dir, "--json", "sessions").stdout)
+	check("rewind", mustPlan(t, dir, "--json", "rewind", "--session", claudeSession, "--turn", "1", "--dry-run").stdout)
+	check("rewind", mustPlan(t, dir, "--json", "--yes", "rewind", "--session", claudeSession, "--tool-call", "toolu_01HxW7kqT3oAbvR4yNcD8sLm").stdout)
+}
