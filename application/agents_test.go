@@ -267,3 +267,26 @@ func mustPlanNamed(t *testing.T, name string) *plan.Plan {
 	}
 	return p
 }
+
+// After an agent's session, `plan exec` without --plan adds to the plan adhoc, not to the session.
+func TestExecAfterASessionGoesToAdhoc(t *testing.T) {
+	e := newUseCaseEnv(t)
+	svc := NewAgentService(e.ops)
+	ctx := context.Background()
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_1")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ps.Exec(ctx, ExecRequest{ID: "mine", Command: "true"})
+	if err != nil || res.Plan.Name() != AdhocPlan {
+		t.Fatalf("exec: %v %v", res.Plan, err)
+	}
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_2")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.ps.Exec(ctx, ExecRequest{ID: "again", Command: "true"}); err != nil || res.Plan.Name() != AdhocPlan || len(res.Plan.Decisions()) != 2 {
+		t.Fatalf("exec into the existing adhoc plan: %v", err)
+	}
+	if _, _, ok := sessionOf(nil, errors.New("x")); ok {
+		t.Error("a failed lookup is no session")
+	}
+}
