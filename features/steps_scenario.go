@@ -153,6 +153,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerAgentInstallSteps(sc)
 	s.registerEmbedSteps(sc)
 	s.registerCostSteps(sc)
+	s.registerAgentSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

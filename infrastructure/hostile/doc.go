@@ -16,6 +16,8 @@
 //     user above the directory a command starts in;
 //   - embedding: a host's Go-function decisions undone by the CLI byte for byte, one that panics
 //     half-way, and the CLI's refusal to re-execute a function only the host has (embed_test.go).
+//   - agents: an agent's parallel tool calls hooking at once, a hook killed mid-checkpoint, a
+//     session rewound and undone byte-exactly (agents_test.go).
 //
 // The invariant every test here checks, in its own way:
 //   - every checkpoint that reported success restores byte-exactly, or plan refuses with a clear

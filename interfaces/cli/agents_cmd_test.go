@@ -359,3 +359,34 @@ func TestRewindRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionsTextEdges(t *testing.T) {
+	dir := newWorkspace(t)
+	quietHook(t, dir, "claude-PreToolUse-Bash", "claude", "PreToolUse") // no prompt: a turn opens anyway
+	for i := range 5 {
+		writeFile(t, dir, "gen/"+string(rune('a'+i)), "x")
+	}
+	quietHook(t, dir, "claude-PostToolUse-Bash", "claude", "PostToolUse")
+	// A decision plan runs, added to the session's plan: it belongs to no turn.
+	mustPlan(t, dir, "exec", "--plan", claudeSession, "--id", "fixup", "--", "true")
+	text := mustPlan(t, dir, "sessions").stdout
+	for _, want := range []string{"(no prompt recorded)", "gen/a, gen/b, gen/c and 2 more", "outside any turn", "no file changed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("sessions lacks %q:\n%s", want, text)
+		}
+	}
+	// Without --yes and without a terminal, a rewind asks and is refused.
+	if o := inWorkspace(dir, "rewind", "--session", claudeSession, "--turn", "1"); o.code != ExitUsage || !strings.Contains(o.stderr, "--yes") {
+		t.Errorf("unconfirmed rewind: %v", o)
+	}
+}
+
+// checkAgentOutputs validates sessions and rewind (schema_test.go).
+func checkAgentOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	dir := claudeTurn(t)
+	mustPlan(t, dir, "exec", "--plan", claudeSession, "--id", "fixup", "--", "true") // a turn 0
+	check("sessions", mustPlan(t, dir, "--json", "sessions").stdout)
+	check("rewind", mustPlan(t, dir, "--json", "rewind", "--session", claudeSession, "--turn", "1", "--dry-run").stdout)
+	check("rewind", mustPlan(t, dir, "--json", "--yes", "rewind", "--session", claudeSession, "--tool-call", "toolu_01HxW7kqT3oAbvR4yNcD8sLm").stdout)
+}

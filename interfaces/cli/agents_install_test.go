@@ -15,7 +15,7 @@ func agentRun(dir, home string, args ...string) outcome {
 }
 
 // checkAgentOutputs drives install, a second install, uninstall and status (one file malformed).
-func checkAgentOutputs(t *testing.T, check func(name, doc string)) {
+func checkAgentInstallOutputs(t *testing.T, check func(name, doc string)) {
 	t.Helper()
 	dir, home := t.TempDir(), t.TempDir()
 	o := agentRun(dir, home, "--json", "agent", "install", "claude", "--bin", "plan")

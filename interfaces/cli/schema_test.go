@@ -102,7 +102,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZZZ")
+	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZ.ZZ")
 	if o.code != ExitInvalid {
 		t.Fatalf("a malformed ID: %v", o)
 	}
@@ -110,6 +110,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
 	checkAgentOutputs(t, check)
+	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
