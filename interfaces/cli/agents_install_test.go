@@ -14,7 +14,7 @@ func agentRun(dir, home string, args ...string) outcome {
 	return invoke(Runner{Dir: dir, Getenv: func(k string) string { return env[k] }}, args...)
 }
 
-// checkAgentOutputs drives install, a second install, uninstall and status (one file malformed).
+// checkAgentInstallOutputs drives install, a second install, uninstall and status (one file malformed).
 func checkAgentInstallOutputs(t *testing.T, check func(name, doc string)) {
 	t.Helper()
 	dir, home := t.TempDir(), t.TempDir()
