@@ -12,21 +12,22 @@ import (
 	"github.com/planhq/plan/domain/plan"
 )
 
-// loggedABC runs a, b and c and logs each decision as the CLI does; it returns the entries in
-// run order.
+// loggedABC runs a, b and c (the run logs each decision as its own entry, as every run does); it
+// returns the decisions' entries in run order.
 func loggedABC(t *testing.T, e *useCaseEnv, hs *HistoryService) []LoggedOperation {
 	t.Helper()
-	p := ranABC(t, e)
+	ranABC(t, e)
+	logged, err := hs.List(context.Background(), 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []LoggedOperation
 	for _, id := range []string{"a", "b", "c"} {
-		d, _ := p.Decision(id)
-		a := latestOf(d)
-		op, err := hs.Record(context.Background(), LoggedOperation{Kind: "decision", Args: []string{id}, Plan: "p", Outcome: "ok",
-			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, UndoCheckpoint: a.CheckpointID, Checkpoints: []checkpoint.ID{a.CheckpointID}})
-		if err != nil {
-			t.Fatal(err)
+		i := slices.IndexFunc(logged, func(op LoggedOperation) bool { return op.Kind == "decision" && slices.Equal(op.Args, []string{id}) })
+		if i < 0 {
+			t.Fatalf("decision %s was not logged: %+v", id, logged)
 		}
-		out = append(out, op)
+		out = append(out, logged[i])
 	}
 	return out
 }
