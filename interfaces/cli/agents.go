@@ -139,9 +139,16 @@ func (h *handler) act(ctx context.Context, app *bootstrap.App, ev agenthooks.Eve
 			return h.hookFailure(root, ev, err)
 		}
 	case agenthooks.EndTurn:
-		_, err := svc.EndTurn(ctx, sess)
+		res, err := svc.EndTurn(ctx, sess)
 		if err != nil && !errors.Is(err, fault.ErrNotFound) { // a session that never changed anything
 			return h.hookFailure(root, ev, err)
+		}
+		// The retention policy (.plan/config.yaml) runs at the end of each turn, as after each
+		// `plan run`.
+		if err == nil && res.Checkpoint != nil {
+			if _, _, perr := app.Services.Maintenance.ApplyRetention(ctx); perr != nil {
+				return agenthooks.Warn("retention policy: " + perr.Error())
+			}
 		}
 	}
 	return agenthooks.Allow()

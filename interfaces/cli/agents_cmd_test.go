@@ -390,3 +390,24 @@ func checkAgentOutputs(t *testing.T, check func(name, doc string)) {
 	check("rewind", mustPlan(t, dir, "--json", "rewind", "--session", claudeSession, "--turn", "1", "--dry-run").stdout)
 	check("rewind", mustPlan(t, dir, "--json", "--yes", "rewind", "--session", claudeSession, "--tool-call", "toolu_01HxW7kqT3oAbvR4yNcD8sLm").stdout)
 }
+
+// The retention policy runs at the end of each turn, as after each `plan run`.
+func TestRetentionRunsAtTheEndOfATurn(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, ".plan/config.yaml", readFile(t, dir, ".plan/config.yaml")+"retention:\n  keep: 2\n")
+	for i := range 3 {
+		mustPlan(t, dir, "checkpoint", "create", "--note", strings.Repeat("n", i+1))
+	}
+	quietHook(t, dir, "claude-UserPromptSubmit", "claude", "UserPromptSubmit")
+	quietHook(t, dir, "claude-Stop", "claude", "Stop")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "checkpoint", "list").stdout), &list); err != nil || len(list) > 2 {
+		t.Fatalf("%d checkpoints after the turn: %v", len(list), err)
+	}
+	// A policy that cannot be read is a warning; the agent goes on.
+	writeFile(t, dir, ".plan/config.yaml", readFile(t, dir, ".plan/config.yaml")+"  older_than: soon\n")
+	quietHook(t, dir, "claude-UserPromptSubmit", "claude", "UserPromptSubmit")
+	if o := hookIn(dir, fixture(t, dir, "claude-Stop"), "claude", "Stop"); o.code != 0 || !strings.Contains(o.stdout, "retention policy") {
+		t.Errorf("a broken policy: %v", o)
+	}
+}

@@ -5,8 +5,12 @@
 //     (the behaviour suite does); all output goes to the Runner's writers;
 //   - every failure becomes exactly one exit code through exitCode, from the error's fault kind; with
 //     --json the error is one JSON document on stderr, and stdout carries one JSON document on success;
+//   - except `plan hook`, which answers in its agent's hook protocol (interfaces/agenthooks): its exit
+//     code is the protocol's (0 go on, 2 block a tool call, 1 a wrong invocation), never plan's, and
+//     its stdout holds nothing but what the agent reads there;
 //   - --json output is built from the view structs in views.go, never by marshalling domain types;
-//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal;
+//   - rollback, rewind and correction change nothing without consent: --yes, or "y" at the prompt on a
+//     terminal;
 //   - the operation log records the command line with every URL in it stripped of its credentials
 //     (secret.Args): the log is shared by a database's workspaces and recorded in the store;
 //   - a command the log keeps MUST run its services under one application.Recording (startOp puts
