@@ -47,10 +47,14 @@ const (
 	// PostRun records the state a plan run or exec ended in, after its last decision: what the
 	// plan produced, which rollback, clone and diff can then reach.
 	PostRun Type = "post_run"
+	// Periodic is taken by `plan watch --every D` after each D of active work; Idle by
+	// `plan watch --quiet D` once the workspace has not changed for D after a change.
+	Periodic Type = "periodic"
+	Idle     Type = "idle"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun, Periodic, Idle}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

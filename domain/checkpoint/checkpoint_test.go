@@ -98,7 +98,7 @@ func TestParseType(t *testing.T) {
 	}
 	// The contract's seven, plus pre_recover (recovery records work done after a crash), clone
 	// (a cloned workspace's first checkpoint) and post_run (the state a run ended in).
-	if len(Types) != 10 || Types[7] != PreRecover || Types[8] != Clone || Types[9] != PostRun {
-		t.Errorf("want the contract's 7 checkpoint types, pre_recover, clone and post_run, got %v", Types)
+	if len(Types) != 12 || Types[7] != PreRecover || Types[8] != Clone || Types[9] != PostRun || Types[10] != Periodic || Types[11] != Idle {
+		t.Errorf("want the contract's 7 checkpoint types, pre_recover, clone, post_run, periodic and idle, got %v", Types)
 	}
 }
