@@ -13,11 +13,11 @@ import (
 // activeWindow of a change counts as active time, and Every of it makes a periodic checkpoint;
 // a change followed by Quiet without one makes an idle checkpoint.
 func (s *Server) schedule(ctx context.Context) {
-	t := time.NewTicker(s.tick)
+	t := time.NewTicker(scheduleTick)
 	defer t.Stop()
 	var active time.Duration
-	var seen time.Time  // the newest change the schedule has accounted for
-	pending := false    // a change not yet followed by an idle checkpoint
+	var seen time.Time // the newest change the schedule has accounted for
+	pending := false   // a change not yet followed by an idle checkpoint
 	last := time.Now()
 	for {
 		select {

@@ -25,8 +25,12 @@ import (
 // LockName is the file in .plan/ the running service holds locked: one service per workspace.
 const LockName = "watch.lock"
 
-// activeWindow is how long after a change the workspace counts as being worked on, for Every.
-const activeWindow = 5 * time.Minute
+// activeWindow is how long after a change the workspace counts as being worked on, for Every;
+// scheduleTick how often the periodic and idle checkpoints are considered (tests shorten both).
+var (
+	activeWindow = 5 * time.Minute
+	scheduleTick = time.Second
+)
 
 // Options are the service's periodic and idle checkpoints.
 type Options struct {
@@ -59,8 +63,6 @@ type Server struct {
 	stopc    chan struct{}
 	stopOnce sync.Once
 	conns    sync.WaitGroup
-	// tick is how often the periodic and idle checkpoints are considered (tests shorten it).
-	tick time.Duration
 }
 
 // Serve runs the service of snap's workspace until ctx ends or a client asks it to stop. It
@@ -83,7 +85,7 @@ func Serve(ctx context.Context, snap *Snapshotter, store *objectstore.Store, opt
 	if err != nil {
 		return err
 	}
-	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{}), tick: time.Second}
+	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{})}
 	s.status = Status{Running: true, PID: os.Getpid(), Workspace: snap.layout.Root, Socket: path, StartedAt: time.Now().UTC()}
 	if opts.Every > 0 {
 		s.status.Every = opts.Every.String()
