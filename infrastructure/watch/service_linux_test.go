@@ -312,8 +312,7 @@ func TestLongWorkspacePathUsesAPrivateDirectory(t *testing.T) {
 }
 
 func TestIdleAndPeriodicCheckpoints(t *testing.T) {
-	defer func(a, k time.Duration) { activeWindow, scheduleTick = a, k }(activeWindow, scheduleTick)
-	activeWindow, scheduleTick = time.Second, 10*time.Millisecond
+	shortenSchedule(t)
 	e := newEnv(t)
 	e.write("f", "x")
 	type taken struct {
@@ -372,8 +371,7 @@ func TestIdleAndPeriodicCheckpoints(t *testing.T) {
 }
 
 func TestTimedCheckpointSkipsAndFailures(t *testing.T) {
-	defer func(a, k time.Duration) { activeWindow, scheduleTick = a, k }(activeWindow, scheduleTick)
-	activeWindow, scheduleTick = time.Second, 10*time.Millisecond
+	shortenSchedule(t)
 	e := newEnv(t)
 	e.write("f", "x")
 	var logged = make(chan string, 16)
@@ -416,4 +414,12 @@ func TestTimedCheckpointSkipsAndFailures(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// shortenSchedule makes the schedule tick fast until the test's services have stopped (a cleanup
+// registered first runs last).
+func shortenSchedule(t *testing.T) {
+	a, k := activeWindow, scheduleTick
+	t.Cleanup(func() { activeWindow, scheduleTick = a, k })
+	activeWindow, scheduleTick = time.Second, 10*time.Millisecond
 }
