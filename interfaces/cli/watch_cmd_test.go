@@ -161,3 +161,39 @@ func TestWatchDaemon(t *testing.T) {
 		t.Fatalf("a daemon that cannot listen: %v", o)
 	}
 }
+
+// --quiet takes an idle checkpoint once changes settle, typed and labelled as such, and none while
+// nothing changes.
+func TestWatchIdleCheckpoint(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "one\n")
+	mustPlan(t, dir, "checkpoint", "create")
+	startWatch(t, dir, "--quiet", "1s")
+	writeFile(t, dir, "a.txt", "two\n")
+	var list []struct {
+		Type   string
+		Note   string
+		Labels map[string]string
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		o := mustPlan(t, dir, "--json", "checkpoint", "list")
+		if err := json.Unmarshal([]byte(o.stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no idle checkpoint: %v", o)
+		}
+	}
+	var idle bool
+	for _, c := range list {
+		if c.Type == "idle" && c.Labels["watch"] == "idle" && strings.Contains(c.Note, "after 1s without changes") {
+			idle = true
+		}
+	}
+	if !idle {
+		t.Fatalf("checkpoints %+v: want an idle one", list)
+	}
+}
