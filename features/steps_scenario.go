@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,10 @@ type scenario struct {
 	store, db       string
 	dbName, dbAdmin string
 	env             map[string]string
+
+	// The scenario's watch service (its pid, 0 when none runs) and a listener that impersonates one.
+	watchPID int
+	impostor net.Listener
 }
 
 // exitAssertion matches the steps that look at a command's exit code; only these may follow a
@@ -150,6 +155,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerStoreSteps(sc)
 	s.registerLockSteps(sc)
 	s.registerSharedSteps(sc)
+	s.registerWatchSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -35,6 +36,9 @@ var errNoService = errors.New("no watch service")
 type Snapshotter struct {
 	*workspace.Scanner
 	layout workspace.Layout
+	// store is the command's own view of the object store: the service writes packs this
+	// process has not loaded, so it is refreshed after every answer.
+	store *objectstore.Store
 
 	mu sync.Mutex
 	// local, inside the service's own process, takes the snapshot there (its periodic and idle
@@ -47,9 +51,9 @@ var (
 	_ application.ChangeTracker = (*Snapshotter)(nil)
 )
 
-// NewSnapshotter wraps the scanner of the workspace laid out by l.
-func NewSnapshotter(s *workspace.Scanner, l workspace.Layout) *Snapshotter {
-	return &Snapshotter{Scanner: s, layout: l}
+// NewSnapshotter wraps the scanner of the workspace laid out by l, storing into store.
+func NewSnapshotter(s *workspace.Scanner, l workspace.Layout, store *objectstore.Store) *Snapshotter {
+	return &Snapshotter{Scanner: s, layout: l, store: store}
 }
 
 // Snapshot asks the service for the snapshot, and walks when it does not answer (or tracking
@@ -87,6 +91,13 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 	}
 	if r.Snapshot == nil || r.Snapshot.Root.IsZero() {
 		return application.Snapshot{}, errors.New("an answer without a snapshot")
+	}
+	// What the service stored is in packs this process has not loaded yet.
+	if err := s.store.Refresh(); err != nil {
+		return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
+	}
+	if !s.store.Present(r.Snapshot.Root) {
+		return application.Snapshot{}, fmt.Errorf("the service answered with tree %s, which the store does not hold", r.Snapshot.Root)
 	}
 	return *r.Snapshot, nil
 }

@@ -19,8 +19,10 @@
 //     that is not the same user, an answer that is not well-formed, for another workspace, or not
 //     begun within the connect deadline, a silence between keep-alives longer than the idle
 //     deadline, or the connection closed before the answer, and the command walks itself;
-//   - the service never holds the workspace lock: the command that asks holds it, so nothing else
-//     changes the workspace through plan while the service reads for it;
+//   - the service stores objects only under the workspace lock: the lock of the command that asks
+//     (which holds it while it waits for the answer), or the service's own for its first walk and
+//     for the comparison before a periodic or idle checkpoint; a store's writers clean up after
+//     one another on the assumption that only the lock's holder writes;
 //   - one service per workspace: a second one refuses to start while the first answers; a socket
 //     file nobody answers on is removed by the next service (or `plan watch --stop`), and any other
 //     file at the socket's path is never removed;

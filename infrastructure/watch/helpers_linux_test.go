@@ -35,7 +35,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	cs := openStore(t, l)
-	e := &env{t: t, l: l, cstore: cs, client: NewSnapshotter(workspace.NewScanner(l, cs), l)}
+	e := &env{t: t, l: l, cstore: cs, client: NewSnapshotter(workspace.NewScanner(l, cs), l, cs)}
 	t.Cleanup(e.stop)
 	return e
 }
@@ -57,7 +57,7 @@ func (e *env) start(opts Options) {
 		e.t.Fatal("a service already runs")
 	}
 	store := openStore(e.t, e.l)
-	e.srv = NewSnapshotter(workspace.NewScanner(e.l, store), e.l)
+	e.srv = NewSnapshotter(workspace.NewScanner(e.l, store), e.l, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan error, 1)
 	go func() { e.done <- Serve(ctx, e.srv, store, opts) }()

@@ -51,10 +51,10 @@ func (s *Server) schedule(ctx context.Context) {
 }
 
 // timed takes a periodic or idle checkpoint unless the workspace is what the newest checkpoint
-// holds.
+// holds (compared under the workspace lock; the checkpoint takes it again).
 func (s *Server) timed(ctx context.Context, typ checkpoint.Type, note string) {
 	err := func() error {
-		snap, err := s.snapshot(ctx, nil)
+		snap, err := s.lockedSnapshot(ctx)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *Server) timed(ctx context.Context, typ checkpoint.Type, note string) {
 		s.status.LastError = fmt.Sprintf("%s checkpoint: %v", typ, err)
 	}
 	s.smu.Unlock()
-	if err != nil && s.opts.Log != nil {
-		s.opts.Log(fmt.Sprintf("%s checkpoint failed: %v", typ, err))
+	if err != nil {
+		s.log(fmt.Sprintf("%s checkpoint failed: %v", typ, err))
 	}
 }

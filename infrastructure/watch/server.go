@@ -20,6 +20,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // LockName is the file in .plan/ the running service holds locked: one service per workspace.
@@ -50,10 +51,11 @@ type Options struct {
 
 // Server is a running watch service.
 type Server struct {
-	snap  *Snapshotter
-	store *objectstore.Store
-	opts  Options
-	path  string
+	snap   *Snapshotter
+	store  *objectstore.Store
+	opts   Options
+	path   string
+	locker *workspace.Locker
 
 	mu sync.Mutex // one snapshot at a time
 
@@ -85,7 +87,7 @@ func Serve(ctx context.Context, snap *Snapshotter, store *objectstore.Store, opt
 	if err != nil {
 		return err
 	}
-	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{})}
+	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{}), locker: workspace.NewLocker(snap.layout)}
 	s.status = Status{Running: true, PID: os.Getpid(), Workspace: snap.layout.Root, Socket: path, StartedAt: time.Now().UTC()}
 	if opts.Every > 0 {
 		s.status.Every = opts.Every.String()
@@ -124,11 +126,12 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 			}()
 		}
 	}()
-	// The first snapshot walks the whole workspace and watches every directory; requests wait
-	// for it (with keep-alives).
+	// The first snapshot walks the whole workspace and watches every directory, under the
+	// workspace lock (it stores objects, which only the lock's holder may do); a request that
+	// comes meanwhile (its command holds the lock) is that first walk instead.
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.snapshot(ctx, nil)
+		_, err := s.lockedSnapshot(ctx)
 		first <- err
 	}()
 	if s.opts.Ready != nil {
@@ -137,11 +140,21 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 	var err error
 	select {
 	case err = <-first:
+		if err == nil {
+			s.schedule(ctx)
+		} else {
+			s.log("the first snapshot failed: " + err.Error())
+		}
 	case <-ctx.Done():
 	case <-s.stopc:
 	}
-	if err == nil {
-		s.schedule(ctx)
+	select {
+	case <-s.stopc:
+		s.log("stopping: asked to (plan watch --stop)")
+	default:
+		if ctx.Err() != nil {
+			s.log("stopping: " + context.Cause(ctx).Error())
+		}
 	}
 	_ = ln.Close()
 	<-accepted
@@ -151,6 +164,13 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 		return fmt.Errorf("watch: the first snapshot failed: %w", err)
 	}
 	return nil
+}
+
+// log tells the operator msg, when the options say where.
+func (s *Server) log(msg string) {
+	if s.opts.Log != nil {
+		s.opts.Log(msg)
+	}
 }
 
 // stop ends the service (once).
@@ -176,6 +196,29 @@ func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Sn
 	}
 	s.smu.Unlock()
 	return snap, err
+}
+
+// lockedSnapshot is a snapshot the service takes for itself (not for a command, which holds the
+// lock when it asks): it takes the workspace lock first, waiting as long as it is busy.
+func (s *Server) lockedSnapshot(ctx context.Context) (application.Snapshot, error) {
+	for {
+		release, err := s.locker.Lock(ctx, "watch")
+		if err == nil {
+			snap, err := s.snapshot(ctx, nil)
+			_ = release()
+			return snap, err
+		}
+		if !errors.Is(err, fault.ErrConflict) {
+			return application.Snapshot{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return application.Snapshot{}, ctx.Err()
+		case <-s.stopc:
+			return application.Snapshot{}, errors.New("stopped")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Status is the service's status now.
@@ -245,6 +288,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		snap, err := s.snapshot(ctx, req.Also)
 		close(done)
 		if err != nil {
+			s.log("a snapshot failed: " + err.Error())
 			send(errorf("%v", err))
 			return
 		}

@@ -191,7 +191,7 @@ func TestOneServicePerWorkspace(t *testing.T) {
 	e := newEnv(t)
 	e.start(Options{})
 	store := openStore(t, e.l)
-	err := Serve(context.Background(), NewSnapshotter(workspace.NewScanner(e.l, store), e.l), store, Options{})
+	err := Serve(context.Background(), NewSnapshotter(workspace.NewScanner(e.l, store), e.l, store), store, Options{})
 	if !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("a second service: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestOneServicePerWorkspace(t *testing.T) {
 func TestServeRefusals(t *testing.T) {
 	e := newEnv(t)
 	store := openStore(t, e.l)
-	snap := NewSnapshotter(workspace.NewScanner(e.l, store), e.l)
+	snap := NewSnapshotter(workspace.NewScanner(e.l, store), e.l, store)
 	if err := os.WriteFile(SocketPath(e.l), []byte("not a socket"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestLongWorkspacePathUsesAPrivateDirectory(t *testing.T) {
 	}
 	e := &env{t: t, l: l}
 	e.cstore = openStore(t, l)
-	e.client = NewSnapshotter(workspace.NewScanner(l, e.cstore), l)
+	e.client = NewSnapshotter(workspace.NewScanner(l, e.cstore), l, e.cstore)
 	t.Cleanup(e.stop)
 	e.write("f", "x")
 	e.start(Options{})
