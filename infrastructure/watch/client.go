@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -86,7 +87,7 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 		return application.Snapshot{}, errNoService
 	}
 	var r reply
-	if err := call(ctx, SocketPath(s.layout), request{Op: opSnapshot, Workspace: s.layout.Root, Also: also}, &r); err != nil {
+	if err := call(ctx, s.layout, request{Op: opSnapshot, Workspace: s.layout.Root, Also: also}, &r); err != nil {
 		return application.Snapshot{}, err
 	}
 	if r.Snapshot == nil || r.Snapshot.Root.IsZero() {
@@ -102,9 +103,10 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 	return *r.Snapshot, nil
 }
 
-// call sends req to the service listening at path and reads its answer into r: an error when
-// anything is not as a live service of this workspace answers.
-func call(ctx context.Context, path string, req request, r *reply) error {
+// call sends req to the service of the workspace laid out by l and reads its answer into r: an
+// error when anything is not as a live service of this workspace answers.
+func call(ctx context.Context, l workspace.Layout, req request, r *reply) error {
+	path := SocketPath(l)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return errNoService
 	}
@@ -117,7 +119,7 @@ func call(ctx context.Context, path string, req request, r *reply) error {
 	}
 	conn := c.(*net.UnixConn) //nolint:forcetypeassert // a "unix" dial returns one
 	defer func() { _ = conn.Close() }()
-	if err := samePeer(conn); err != nil {
+	if err := serviceAt(conn, filepath.Join(l.State(), LockName)); err != nil {
 		return err
 	}
 	b, err := json.Marshal(req)

@@ -22,7 +22,7 @@ func Query(ctx context.Context, l workspace.Layout) (Status, error) {
 		return Status{}, ErrNotRunning
 	}
 	var r reply
-	if err := call(ctx, SocketPath(l), request{Op: opStatus, Workspace: l.Root}, &r); err != nil {
+	if err := call(ctx, l, request{Op: opStatus, Workspace: l.Root}, &r); err != nil {
 		if errors.Is(err, errNoService) {
 			return Status{}, ErrNotRunning
 		}
@@ -42,7 +42,7 @@ func Stop(ctx context.Context, l workspace.Layout, wait time.Duration) (bool, er
 	var r reply
 	err := errNoService
 	if supported() {
-		err = call(ctx, path, request{Op: opStop, Workspace: l.Root}, &r)
+		err = call(ctx, l, request{Op: opStop, Workspace: l.Root}, &r)
 	}
 	switch {
 	case errors.Is(err, errNoService):

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planhq/plan/domain/tree"
 )
 
 // TestModelServiceEqualsAWalk applies random operations to a workspace while a service runs
@@ -45,6 +47,15 @@ func TestModelServiceEqualsAWalk(t *testing.T) {
 			got, want := e.served(), e.walked()
 			compares++
 			if got != want {
+				_ = e.cstore.Refresh()
+				st, _ := Query(context.Background(), e.l)
+				t.Errorf("service status %+v", st)
+				changes, err := e.cstore.DiffTrees(want, got)
+				t.Errorf("the service's tree differs from the walk's by %+v (%v)", changes, err)
+				for _, c := range changes {
+					b, _ := os.ReadFile(e.abs(c.Path))
+					t.Errorf("%s on disk: %s (%q); walk %+v; service %+v", c.Path, tree.Sum(b), b, c.From, c.To)
+				}
 				t.Fatalf("seed %d, step %d: the service recorded %s, a walk %s; operations since the start:\n%s",
 					seed, step, got, want, strings.Join(log, "\n"))
 			}
@@ -73,6 +84,26 @@ type model struct {
 	n   int
 	// snaps and walks add up the snapshots the services took, and those that walked.
 	snaps, walks int
+	// rules is the .planignore the model wrote last.
+	rules string
+}
+
+// ignored says whether rel (or a directory above it) matches the model's .planignore rules.
+func (m *model) ignored(rel string) bool {
+	for _, rule := range strings.Fields(m.rules) {
+		dirOnly := strings.HasSuffix(rule, "/")
+		rule = strings.TrimSuffix(rule, "/")
+		parts := strings.Split(rel, "/")
+		for i, c := range parts {
+			if dirOnly && i == len(parts)-1 {
+				continue
+			}
+			if ok, _ := filepath.Match(rule, c); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // count adds the running service's snapshots to the totals.
@@ -174,6 +205,11 @@ func (m *model) step() string {
 		return "rename dir " + p + " " + q
 	case k < 11:
 		p, q := m.pick(files), filepath.Join(dir, m.name())
+		if m.ignored(q) {
+			// A link under an ignored path is one made outside the workspace, written through
+			// after the file was read: one of the two changes inotify never reports (docs/watch.md).
+			return "skip a link under an ignored path"
+		}
 		_ = os.Link(m.e.abs(p), m.e.abs(q))
 		f, err := os.OpenFile(m.e.abs(q), os.O_WRONLY|os.O_APPEND, 0)
 		if err == nil {
@@ -185,6 +221,7 @@ func (m *model) step() string {
 		rules := []string{"", "*.log\n", "d1/\n", "n1*\n", "ign/\n*.tmp\n"}
 		r := rules[m.rng.IntN(len(rules))]
 		_ = os.WriteFile(m.e.abs(".planignore"), []byte(r), 0o644)
+		m.rules = r
 		if m.rng.IntN(2) == 0 {
 			m.create(filepath.Join(dir, m.name()+".log"))
 		}

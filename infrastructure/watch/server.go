@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -310,6 +311,15 @@ func lockService(path string) (func(), error) {
 			return nil, fault.Conflict("plan watch already runs for this workspace (`plan watch --status` shows it)")
 		}
 		return nil, fault.Conflict("lock %s: %v", path, err)
+	}
+	// The holder's pid: a client checks that the process answering on the socket is this one.
+	if err := f.Truncate(0); err != nil {
+		_ = f.Close()
+		return nil, fault.Conflict("write %s: %v", path, err)
+	}
+	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
+		_ = f.Close()
+		return nil, fault.Conflict("write %s: %v", path, err)
 	}
 	return func() { _ = f.Close() }, nil
 }
