@@ -382,7 +382,6 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 // one name is an event for that name only, in a watched directory only). Its stat says so.
 const restatAfterWalk = "the last snapshot walked the workspace while it could change"
 
-
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
 func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {
 	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{},
