@@ -60,6 +60,7 @@ type config struct {
 	real      bool
 	history   bool
 	shared    bool
+	watch     bool
 	jsonOut   bool
 	strict    bool
 	keep      bool
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.real, "real", true, "also measure a real tree: a copy of `go env GOROOT`")
 	fs.BoolVar(&cfg.shared, "shared", true, "also measure a shared store (S3 on MinIO, PostgreSQL) against the local default; needs the servers `make bench` starts")
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
+	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -195,6 +197,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	phases := []phase{
 		{"generated workspace", true, func() error { return b.measure(gen, true) }},
 		{"in-run checkpoint", true, func() error { return b.inRun(gen) }},
+		{"watch service", b.cfg.watch, func() error { return b.watchService(gen) }},
 		{"real tree", b.cfg.real, b.realTree},
 		{"real history storage", b.cfg.history, b.history},
 		{"shared store", b.cfg.shared, b.shared},
