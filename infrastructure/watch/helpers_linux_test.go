@@ -50,8 +50,23 @@ func openStore(t *testing.T, l workspace.Layout) *objectstore.Store {
 	return s
 }
 
-// start runs a service with opts and waits until it answers.
+// start runs a service with opts and waits until it answers and its first walk is done (what
+// changes after that is an event).
 func (e *env) start(opts Options) {
+	e.t.Helper()
+	e.startAnswering(opts)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st, err := Query(context.Background(), e.l); err == nil && st.Snapshots > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("the service's first walk did not end")
+		}
+	}
+}
+
+// startAnswering runs a service with opts and waits until it answers.
+func (e *env) startAnswering(opts Options) {
 	e.t.Helper()
 	if e.done != nil {
 		e.t.Fatal("a service already runs")

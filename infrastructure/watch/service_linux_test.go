@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,12 +121,22 @@ func TestClientNeverTrustsAnImpostor(t *testing.T) {
 			_, _ = c.Write([]byte(`{"wait":true,"workspace":"ROOT"}` + "\n"))
 			time.Sleep(time.Second)
 		},
+		"a root the store does not hold": func(c net.Conn) {
+			_, _ = c.Write([]byte(`{"workspace":"ROOT","snapshot":{"Root":"` + strings.Repeat("cd", 32) + `"}}` + "\n"))
+		},
 	}
 	for name, fn := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			e.write("f", "x")
 			root := e.l.Root
+			// The impostor even holds the watch lock (it is this process, as the socket's peer is):
+			// what it says is still checked.
+			unlock, err := lockService(filepath.Join(e.l.State(), LockName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(unlock)
 			listenAt(t, SocketPath(e.l), func(c net.Conn) {
 				_, _ = bufio.NewReader(c).ReadBytes('\n')
 				fn(&rootConn{Conn: c, root: root})
@@ -152,6 +163,101 @@ type rootConn struct {
 
 func (c *rootConn) Write(b []byte) (int, error) {
 	return c.Conn.Write([]byte(strings.ReplaceAll(string(b), "ROOT", c.root)))
+}
+
+func TestAListenerWithoutTheLockIsNotTheService(t *testing.T) {
+	e := newEnv(t)
+	e.write("f", "x")
+	listenAt(t, SocketPath(e.l), func(c net.Conn) { _, _ = c.Write([]byte("{}\n")) })
+	lock := filepath.Join(e.l.State(), LockName)
+	_, warns := e.viaClient()
+	if len(warns) != 1 || !strings.Contains(warns[0], "watch lock") {
+		t.Fatalf("no lock file: %v", warns)
+	}
+	if err := os.WriteFile(lock, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, warns = e.viaClient()
+	if len(warns) != 1 || !strings.Contains(warns[0], "no process holds the watch lock") {
+		t.Fatalf("a lock file nobody holds: %v", warns)
+	}
+	if err := os.WriteFile(lock, []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, warns = e.viaClient()
+	if len(warns) != 1 || !strings.Contains(warns[0], "is not the one that holds") {
+		t.Fatalf("a lock file of another pid: %v", warns)
+	}
+	if err := os.Chmod(lock, 0); err == nil && os.Getuid() != 0 {
+		_, warns = e.viaClient()
+		if len(warns) != 1 {
+			t.Fatalf("an unreadable lock: %v", warns)
+		}
+	}
+}
+
+func TestStatusWithoutAStatus(t *testing.T) {
+	e := newEnv(t)
+	unlock, err := lockService(filepath.Join(e.l.State(), LockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	root := e.l.Root
+	listenAt(t, SocketPath(e.l), func(c net.Conn) {
+		_, _ = bufio.NewReader(c).ReadBytes('\n')
+		_, _ = c.Write([]byte(`{"workspace":"` + root + `"}` + "\n"))
+	})
+	if _, err := Query(context.Background(), e.l); err == nil || !strings.Contains(err.Error(), "without a status") {
+		t.Fatalf("Query: %v", err)
+	}
+	// Stop: the impostor answers, but its socket never goes away.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if was, err := Stop(ctx, e.l, time.Second); !was || err == nil {
+		t.Fatalf("Stop of a socket that stays, cancelled: %v %v", was, err)
+	}
+	if was, err := Stop(context.Background(), e.l, 50*time.Millisecond); !was || err == nil || !strings.Contains(err.Error(), "still there") {
+		t.Fatalf("Stop of a socket that stays: %v %v", was, err)
+	}
+}
+
+func TestFirstWalkWaitsForTheWorkspaceLock(t *testing.T) {
+	e := newEnv(t)
+	e.write("f", "x")
+	release, err := workspace.NewLocker(e.l).Lock(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startAnswering(Options{})
+	time.Sleep(200 * time.Millisecond)
+	if st, _ := Query(context.Background(), e.l); st.Snapshots != 0 {
+		t.Fatalf("the first walk did not wait for the lock: %+v", st)
+	}
+	_ = release()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, _ := Query(context.Background(), e.l); st.Snapshots == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first walk did not happen once the lock was free")
+		}
+	}
+	e.stop()
+	// Stopped while it waits for the lock: it ends cleanly.
+	release, err = workspace.NewLocker(e.l).Lock(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = release() }()
+	e.startAnswering(Options{})
+	if was, err := Stop(context.Background(), e.l, 5*time.Second); !was || err != nil {
+		t.Fatalf("Stop while the first walk waits: %v %v", was, err)
+	}
+	if err := <-e.done; err != nil {
+		t.Fatal(err)
+	}
+	e.done = nil
 }
 
 func TestStaleSocketIsWalkedAroundAndReplaced(t *testing.T) {
@@ -343,7 +449,12 @@ func TestIdleAndPeriodicCheckpoints(t *testing.T) {
 		},
 	})
 	e.write("f", "changed")
-	first := <-got
+	var first taken
+	select {
+	case first = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no idle checkpoint")
+	}
 	if first.typ != checkpoint.Idle || !strings.Contains(first.note, "without changes") || first.root != e.walked() {
 		t.Fatalf("first: %+v", first)
 	}
@@ -390,8 +501,13 @@ func TestTimedCheckpointSkipsAndFailures(t *testing.T) {
 		Log: func(msg string) { logged <- msg },
 	})
 	e.write("f", "y")
-	if msg := <-logged; !strings.Contains(msg, "database down") {
-		t.Fatalf("log %q", msg)
+	select {
+	case msg := <-logged:
+		if !strings.Contains(msg, "database down") {
+			t.Fatalf("log %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no idle checkpoint was tried")
 	}
 	if st, _ := Query(context.Background(), e.l); !strings.Contains(st.LastError, "database down") {
 		t.Fatalf("status %+v", st)
