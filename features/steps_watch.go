@@ -64,7 +64,7 @@ func (s *scenario) theWatchServiceRuns(flags string) error {
 		PID     int
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || !st.Running || st.PID <= 0 {
-		return fmt.Errorf("plan watch --daemon printed %q (%v)", out, err)
+		return fmt.Errorf("plan watch --daemon printed %q (%w)", out, err)
 	}
 	s.watchPID = st.PID
 	return nil

@@ -117,8 +117,11 @@ func call(ctx context.Context, l workspace.Layout, req request, r *reply) error 
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	conn := c.(*net.UnixConn) //nolint:forcetypeassert // a "unix" dial returns one
-	defer func() { _ = conn.Close() }()
+	defer func() { _ = c.Close() }()
+	conn, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("connect: a %T, not a Unix socket", c)
+	}
 	if err := serviceAt(conn, filepath.Join(l.State(), LockName)); err != nil {
 		return err
 	}

@@ -89,6 +89,7 @@ func Serve(ctx context.Context, snap *Snapshotter, store *objectstore.Store, opt
 		return err
 	}
 	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{}), locker: workspace.NewLocker(snap.layout)}
+	s.locker.Wait = 200 * time.Millisecond // short tries, so that a stop is seen between them
 	s.status = Status{Running: true, PID: os.Getpid(), Workspace: snap.layout.Root, Socket: path, StartedAt: time.Now().UTC()}
 	if opts.Every > 0 {
 		s.status.Every = opts.Every.String()

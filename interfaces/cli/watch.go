@@ -42,9 +42,6 @@ func (h *handler) watchCommand() *ucli.Command {
 	}
 }
 
-// watchView is the JSON of every form of plan watch (docs/schema/watch.json).
-type watchView = watch.Status
-
 func (h *handler) watchCmd(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
@@ -113,7 +110,7 @@ func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
 		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch --stop` removes it", watch.SocketPath(l), err))
 		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
 	}
-	return h.emit(watchView(st), func(w io.Writer) {
+	return h.emit(st, func(w io.Writer) {
 		if !st.Running {
 			_, _ = fmt.Fprintf(w, "plan watch is not running for %s: commands walk the workspace\n", l.Root)
 			return
@@ -144,7 +141,7 @@ func (h *handler) watchStop(ctx context.Context, l workspace.Layout) error {
 		return err
 	}
 	st := watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
-	return h.emit(watchView(st), func(w io.Writer) {
+	return h.emit(st, func(w io.Writer) {
 		if was {
 			_, _ = fmt.Fprintf(w, "Stopped plan watch for %s\n", l.Root)
 		} else {
@@ -191,20 +188,20 @@ func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, every, quiet 
 	deadline := time.After(daemonWait)
 	for {
 		if st, err := watch.Query(c.Context, l); err == nil && st.PID == cmd.Process.Pid {
-			return h.emit(watchView(st), func(w io.Writer) {
+			return h.emit(st, func(w io.Writer) {
 				_, _ = fmt.Fprintf(w, "Started plan watch for %s (pid %d) on %s; its log is %s\n", l.Root, st.PID, st.Socket, logPath)
 			})
 		}
 		select {
 		case err := <-exited:
 			msg, _ := os.ReadFile(logPath) // #nosec G304 -- plan's own log
-			return fmt.Errorf("plan watch exited at once (%v); its log %s ends with: %s", err, logPath, lastLine(string(msg)))
+			return fmt.Errorf("plan watch exited at once (%w); its log %s ends with: %s", err, logPath, lastLine(string(msg)))
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			return fault.Unavailable("plan watch did not answer within %s (killed); see %s", daemonWait, logPath)
-		case <-c.Context.Done():
+		case <-c.Done():
 			_ = cmd.Process.Kill()
-			return c.Context.Err()
+			return c.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
