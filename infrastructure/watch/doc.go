@@ -30,7 +30,7 @@
 //     can hold, under a directory of the temporary directory owned by the user and closed to others
 //     (plan-UID/), named after a hash of the workspace's .plan path;
 //   - the service's periodic and idle checkpoints go through the same checkpoint use case as
-//     `plan checkpoint create` (lock, journal, operation log) and are skipped when the workspace
+//     `plan checkpoint create` (under the workspace lock) and are skipped when the workspace
 //     is what the newest checkpoint holds.
 //
 // Watching needs inotify: on other systems the service declines to start and commands walk.
