@@ -69,6 +69,7 @@ type config struct {
 	only       string
 	// fixed measures the fixed cost on a history of checkpoints checkpoints; fixedOnly skips
 	// every other phase.
+	watch       bool
 	fixed       bool
 	fixedOnly   bool
 	checkpoints int
@@ -103,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.fixed, "fixed", true, "also measure the fixed cost (start-up, read-only commands, a no-change checkpoint's phases and durable writes) on a history of -checkpoints checkpoints")
 	fs.BoolVar(&cfg.fixedOnly, "fixed-only", false, "measure the fixed cost only (on the generated workspace)")
 	fs.IntVar(&cfg.checkpoints, "checkpoints", 500, "checkpoints in the history the fixed cost is measured on")
+	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -219,6 +221,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"generated workspace", all, func() error { return b.measure(gen, true) }},
 		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
 		{"agent hooks", (b.cfg.agents && all) || agentsOnly(b.cfg.only), func() error { return b.agents(gen) }},
+		{"watch service", b.cfg.watch && all, func() error { return b.watchService(gen) }},
 		{"fixed cost", (b.cfg.fixed && all) || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
 		{"real tree", all && b.cfg.real, b.realTree},
 		{"real history storage", all && b.cfg.history, b.history},

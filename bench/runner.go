@@ -129,6 +129,8 @@ type checkpointView struct {
 	Files       int64  `json:"files"`
 	Bytes       int64  `json:"bytes"`
 	StoredBytes int64  `json:"stored_bytes"`
+	// DurationMS is the snapshot alone, as plan records it (no process start, database or lock).
+	DurationMS float64 `json:"duration_ms"`
 }
 
 func (p *planCLI) init() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,10 @@ type scenario struct {
 	store, db       string
 	dbName, dbAdmin string
 	env             map[string]string
+
+	// The scenario's watch service (its pid, 0 when none runs) and a listener that impersonates one.
+	watchPID int
+	impostor net.Listener
 }
 
 // exitAssertion matches the steps that look at a command's exit code; only these may follow a
@@ -154,6 +159,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerEmbedSteps(sc)
 	s.registerCostSteps(sc)
 	s.registerAgentSteps(sc)
+	s.registerWatchSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -52,10 +52,14 @@ const (
 	TurnStart Type = "turn_start"
 	// TurnEnd records the workspace an agent's turn left, when the agent stopped.
 	TurnEnd Type = "turn_end"
+	// Periodic is taken by `plan watch --every D` after each D of active work; Idle by
+	// `plan watch --quiet D` once the workspace has not changed for D after a change.
+	Periodic Type = "periodic"
+	Idle     Type = "idle"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun, TurnStart, TurnEnd}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun, TurnStart, TurnEnd, Periodic, Idle}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

@@ -39,6 +39,7 @@ import (
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
 	"github.com/planhq/plan/infrastructure/timing"
+	"github.com/planhq/plan/infrastructure/watch"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -197,7 +198,8 @@ func workspaceProviders() []any {
 	return []any{
 		workspace.NewScanner,
 		workspace.NewRestorer,
-		fx.Annotate(func(s *workspace.Scanner) application.Snapshotter { return s }),
+		watch.NewSnapshotter,
+		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
 		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
@@ -377,6 +379,7 @@ type Services struct {
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store
+	Watch       *watch.Snapshotter
 }
 
 // App is a started plan application for one workspace.

@@ -29,7 +29,8 @@
 //     it reads again every entry an event since the last snapshot names (a written file whatever
 //     its stat key says) and every other name the tree holds of a linked file an event touched,
 //     stats every file when a file made, changed and removed since, or a directory made since,
-//     may have been or held a hard link,
+//     may have been or held a hard link, and at the first update after a walk (which races the
+//     changes it does not watch yet),
 //     walks new directories whole (a directory whose watch the kernel removed, because it was
 //     deleted, is never taken for one found later under its name, whatever its inode number),
 //     stats files with other hard links every time,

@@ -249,6 +249,8 @@ type tracking struct {
 	off string
 	// unsaved says root holds changes the stat cache file does not.
 	unsaved bool
+	// walked says root comes from a walk, not yet followed by an update: see restatAfterWalk.
+	walked bool
 	// stats, for tests and the curious: snapshots taken by walking and incrementally.
 	walks, updates int
 }
@@ -321,9 +323,13 @@ func (s *Scanner) trackedSnapshot(ctx context.Context, tr *tracking, p applicati
 		s.afterTake()
 	}
 	if tr.w != nil && tr.root != nil && d.uncertain == "" && ig.fp == tr.fp {
+		if tr.walked && d.restatAll == "" {
+			d.restatAll = restatAfterWalk
+		}
 		snap, err := s.update(ctx, tr, ig, d, p)
 		if err == nil {
 			tr.updates++
+			tr.walked = false
 			return snap, nil
 		}
 		tr.root = nil
@@ -365,10 +371,16 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 			return snap, nil
 		}
 		compact(root)
-		tr.root, tr.fp, tr.unsaved = root, sc.ignore.fp, false
+		tr.root, tr.fp, tr.unsaved, tr.walked = root, sc.ignore.fp, false, true
 	}
 	return snap, nil
 }
+
+// restatAfterWalk is why the first update after a walk stats every file: a walk is no instant,
+// and a file it read before a hard link to it was made in a directory the walk had not watched
+// yet, then written through that link, changed without an event for its name (a write through
+// one name is an event for that name only, in a watched directory only). Its stat says so.
+const restatAfterWalk = "the last snapshot walked the workspace while it could change"
 
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
 func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {

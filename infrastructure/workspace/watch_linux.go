@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,7 @@ type inotify struct {
 	fsOK   map[uint64]bool
 	never  string // why watching cannot work here at all
 	buf    []byte
+	last   time.Time     // when the last event was read
 	done   chan struct{} // closed when the reader has returned
 	stop   chan struct{} // closed by close
 }
@@ -173,6 +175,16 @@ func (w *inotify) take() dirtySet {
 	return d
 }
 
+// lastChange is when the last event was read (events queued until now included); zero if none.
+func (w *inotify) lastChange() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.drain()
+	}
+	return w.last
+}
+
 func (w *inotify) permanent() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -228,6 +240,7 @@ func (w *inotify) drain() {
 }
 
 func (w *inotify) handle(wd int32, mask, cookie uint32, name []byte) {
+	w.last = time.Now()
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		w.dirty.lose("the kernel's event queue overflowed")

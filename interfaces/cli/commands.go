@@ -40,6 +40,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.helpCommand())
 	cmds = append(cmds, h.agentCommands()...)
 	cmds = append(cmds, h.agentInstallCommands())
+	cmds = append(cmds, h.watchCommand())
 	return append(cmds, h.demoCommand())
 }
 

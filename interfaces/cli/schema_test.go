@@ -112,6 +112,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	checkAgentOutputs(t, check)
 	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
+	checkWatchOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)

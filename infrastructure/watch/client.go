@@ -1,0 +1,157 @@
+package watch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// Deadlines of a client: the service must begin its answer (a keep-alive at least) within
+// connectWait of the connection, and never stay silent longer than idleWait afterwards; it sends
+// a keep-alive every keepAlive while it works.
+var (
+	connectWait = 500 * time.Millisecond
+	idleWait    = 3 * time.Second
+	keepAlive   = 250 * time.Millisecond
+)
+
+// errNoService says no service listens: no socket file (or none on this platform).
+var errNoService = errors.New("no watch service")
+
+// Snapshotter is the workspace's Snapshotter as commands use it: a snapshot is asked of the
+// watch service when one runs, and taken by walking (the Scanner) when none answers. Scan,
+// OpenLive and Track are the Scanner's: a run follows the workspace with its own tracker.
+type Snapshotter struct {
+	*workspace.Scanner
+	layout workspace.Layout
+	// store is the command's own view of the object store: the service writes packs this
+	// process has not loaded, so it is refreshed after every answer.
+	store *objectstore.Store
+
+	mu sync.Mutex
+	// local, inside the service's own process, takes the snapshot there (its periodic and idle
+	// checkpoints) instead of asking the socket it serves.
+	local func(ctx context.Context, also []tree.Hash) (application.Snapshot, error)
+}
+
+var (
+	_ application.Snapshotter   = (*Snapshotter)(nil)
+	_ application.ChangeTracker = (*Snapshotter)(nil)
+)
+
+// NewSnapshotter wraps the scanner of the workspace laid out by l, storing into store.
+func NewSnapshotter(s *workspace.Scanner, l workspace.Layout, store *objectstore.Store) *Snapshotter {
+	return &Snapshotter{Scanner: s, layout: l, store: store}
+}
+
+// Snapshot asks the service for the snapshot, and walks when it does not answer (or tracking
+// is off: PLAN_WATCH=0, or a run's own tracker is in force). A service that failed to answer is
+// named in the snapshot's warnings; none running is not.
+func (s *Snapshotter) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
+	s.mu.Lock()
+	local := s.local
+	s.mu.Unlock()
+	if local != nil {
+		return local(ctx, also)
+	}
+	if os.Getenv("PLAN_WATCH") == "0" || s.TrackState().Tracking {
+		return s.Scanner.Snapshot(ctx, p, also...)
+	}
+	snap, err := s.ask(ctx, also)
+	if err == nil {
+		return snap, nil
+	}
+	walked, werr := s.Scanner.Snapshot(ctx, p, also...)
+	if werr == nil && !errors.Is(err, errNoService) {
+		walked.Warnings = append(walked.Warnings, fmt.Sprintf("the watch service did not answer (%v): walked the workspace", err))
+	}
+	return walked, werr
+}
+
+// ask gets a snapshot from the service.
+func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Snapshot, error) {
+	if !supported() {
+		return application.Snapshot{}, errNoService
+	}
+	var r reply
+	if err := call(ctx, s.layout, request{Op: opSnapshot, Workspace: s.layout.Root, Also: also}, &r); err != nil {
+		return application.Snapshot{}, err
+	}
+	if r.Snapshot == nil || r.Snapshot.Root.IsZero() {
+		return application.Snapshot{}, errors.New("an answer without a snapshot")
+	}
+	// What the service stored is in packs this process has not loaded yet.
+	if err := s.store.Refresh(); err != nil {
+		return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
+	}
+	if !s.store.Present(r.Snapshot.Root) {
+		return application.Snapshot{}, fmt.Errorf("the service answered with tree %s, which the store does not hold", r.Snapshot.Root)
+	}
+	return *r.Snapshot, nil
+}
+
+// call sends req to the service of the workspace laid out by l and reads its answer into r: an
+// error when anything is not as a live service of this workspace answers.
+func call(ctx context.Context, l workspace.Layout, req request, r *reply) error {
+	path := SocketPath(l)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return errNoService
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectWait)
+	d := net.Dialer{}
+	c, err := d.DialContext(ctx, "unix", path)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = c.Close() }()
+	conn, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("connect: a %T, not a Unix socket", c)
+	}
+	if err := serviceAt(conn, filepath.Join(l.State(), LockName)); err != nil {
+		return err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	_ = conn.SetDeadline(time.Now().Add(connectWait))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	rd := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("read the answer: %w", err)
+		}
+		*r = reply{}
+		if err := json.Unmarshal(line, r); err != nil {
+			return fmt.Errorf("a malformed answer: %w", err)
+		}
+		if r.Workspace != req.Workspace {
+			return fmt.Errorf("the service answering is for another workspace (%q)", r.Workspace)
+		}
+		if r.Error != "" {
+			return errors.New(r.Error)
+		}
+		if !r.Wait {
+			return nil
+		}
+		_ = conn.SetDeadline(time.Now().Add(idleWait))
+	}
+}

@@ -1,0 +1,86 @@
+package watch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// SocketName is the service's socket in .plan/.
+const SocketName = "watch.sock"
+
+// maxSocketPath is the longest path a Unix socket address holds (sun_path is 108 bytes on Linux,
+// 104 on the BSDs, NUL included).
+const maxSocketPath = 103
+
+// SocketPath is where the service of the workspace laid out by l listens: .plan/watch.sock, or,
+// when that path is too long for a socket address, plan-UID/watch-HASH.sock under the temporary
+// directory (HASH names the .plan directory).
+func SocketPath(l workspace.Layout) string {
+	p := filepath.Join(l.State(), SocketName)
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(l.State()))
+	return filepath.Join(runtimeDir(), "watch-"+hex.EncodeToString(sum[:12])+".sock")
+}
+
+// runtimeDir is the per-user directory that holds the sockets whose .plan path is too long.
+func runtimeDir() string {
+	return filepath.Join(os.TempDir(), "plan-"+strconv.Itoa(os.Getuid()))
+}
+
+// Requests a client sends (one JSON line).
+const (
+	opSnapshot = "snapshot"
+	opStatus   = "status"
+	opStop     = "stop"
+)
+
+type request struct {
+	Op string `json:"op"`
+	// Workspace is the root the client means: a service of another workspace refuses.
+	Workspace string      `json:"workspace"`
+	Also      []tree.Hash `json:"also,omitempty"`
+}
+
+// reply is one JSON line of an answer: keep-alives (Wait) until the result or an error.
+type reply struct {
+	Wait      bool                  `json:"wait,omitempty"`
+	Workspace string                `json:"workspace,omitempty"`
+	Error     string                `json:"error,omitempty"`
+	Snapshot  *application.Snapshot `json:"snapshot,omitempty"`
+	Status    *Status               `json:"status,omitempty"`
+}
+
+// Status is what `plan watch --status` shows of a running service.
+type Status struct {
+	Running   bool      `json:"running"`
+	PID       int       `json:"pid,omitempty"`
+	Workspace string    `json:"workspace"`
+	Socket    string    `json:"socket"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Events is "on" while snapshots follow inotify's events, else why they walk.
+	Events string `json:"events,omitempty"`
+	// Snapshots counts the snapshots the service took; Walks those that walked the whole workspace.
+	Snapshots int    `json:"snapshots"`
+	Walks     int    `json:"walks"`
+	Every     string `json:"every,omitempty"`
+	Quiet     string `json:"quiet,omitempty"`
+	// Checkpoints counts the periodic and idle checkpoints taken, Skipped those skipped because
+	// nothing had changed; LastError is the last one's failure, if any.
+	Checkpoints int    `json:"checkpoints"`
+	Skipped     int    `json:"skipped"`
+	LastError   string `json:"last_error,omitempty"`
+}
+
+// errorf is an error a service answers with.
+func errorf(format string, args ...any) reply { return reply{Error: fmt.Sprintf(format, args...)} }

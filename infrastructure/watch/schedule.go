@@ -1,0 +1,88 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+)
+
+// schedule takes the periodic and idle checkpoints until the service stops. Every tick, the
+// tracker's newest event says whether the workspace is being worked on: a tick within
+// activeWindow of a change counts as active time, and Every of it makes a periodic checkpoint;
+// a change followed by Quiet without one makes an idle checkpoint.
+func (s *Server) schedule(ctx context.Context) {
+	t := time.NewTicker(scheduleTick)
+	defer t.Stop()
+	var active time.Duration
+	var seen time.Time // the newest change the schedule has accounted for
+	pending := false   // a change not yet followed by an idle checkpoint
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stopc:
+			return
+		case now := <-t.C:
+			step := now.Sub(last)
+			last = now
+			lc, ok := s.snap.LastChange()
+			if !ok {
+				continue
+			}
+			if lc.After(seen) {
+				seen, pending = lc, true
+			}
+			if !seen.IsZero() && now.Sub(seen) <= activeWindow {
+				active += step
+			}
+			if s.opts.Every > 0 && active >= s.opts.Every {
+				active = 0
+				s.timed(ctx, checkpoint.Periodic, fmt.Sprintf("plan watch: every %s of active work", s.opts.Every))
+			}
+			if s.opts.Quiet > 0 && pending && now.Sub(seen) >= s.opts.Quiet {
+				pending = false
+				s.timed(ctx, checkpoint.Idle, fmt.Sprintf("plan watch: after %s without changes", s.opts.Quiet))
+			}
+		}
+	}
+}
+
+// timed takes a periodic or idle checkpoint unless the workspace is what the newest checkpoint
+// holds (compared under the workspace lock; the checkpoint takes it again).
+func (s *Server) timed(ctx context.Context, typ checkpoint.Type, note string) {
+	err := func() error {
+		snap, err := s.lockedSnapshot(ctx)
+		if err != nil {
+			return err
+		}
+		root, ok, err := s.opts.Newest(ctx)
+		if err != nil {
+			return err
+		}
+		if ok && root == snap.Root {
+			s.smu.Lock()
+			s.status.Skipped++
+			s.smu.Unlock()
+			return nil
+		}
+		if err := s.opts.Checkpoint(ctx, typ, note); err != nil {
+			return err
+		}
+		s.smu.Lock()
+		s.status.Checkpoints++
+		s.smu.Unlock()
+		return nil
+	}()
+	s.smu.Lock()
+	s.status.LastError = ""
+	if err != nil {
+		s.status.LastError = fmt.Sprintf("%s checkpoint: %v", typ, err)
+	}
+	s.smu.Unlock()
+	if err != nil {
+		s.log(fmt.Sprintf("%s checkpoint failed: %v", typ, err))
+	}
+}

@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/infrastructure/watch"
+	"github.com/planhq/plan/infrastructure/workspace"
+)
+
+// daemonWait bounds how long `plan watch --daemon` waits for the service it started to answer.
+const daemonWait = 30 * time.Second
+
+func (h *handler) watchCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "watch",
+		Usage: "run the change-tracking service of the workspace, so that checkpoints read only what changed (docs/watch.md)",
+		Description: "Runs in the foreground until interrupted or `plan watch --stop`; --daemon starts it in the background.\n" +
+			"--every and --quiet also take periodic and idle checkpoints.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "daemon", Usage: "start the service in the background and return once it answers"},
+			&ucli.BoolFlag{Name: "stop", Usage: "stop the workspace's service (and remove a stale socket)"},
+			&ucli.BoolFlag{Name: "status", Usage: "show whether the service runs, and what it did"},
+			&ucli.StringFlag{Name: "every", Usage: "take a `periodic` checkpoint after each `DURATION` of active work (skipped when nothing changed)"},
+			&ucli.StringFlag{Name: "quiet", Usage: "take an `idle` checkpoint once the workspace has not changed for `DURATION` after a change"},
+		},
+		Action: h.watchCmd,
+	}
+}
+
+func (h *handler) watchCmd(c *ucli.Context) error {
+	if err := noExtraArgs(c, 0); err != nil {
+		return err
+	}
+	modes := 0
+	for _, f := range []string{"daemon", "stop", "status"} {
+		if c.Bool(f) {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return usagef("--daemon, --stop and --status exclude each other")
+	}
+	every, err := watchDuration(c, "every")
+	if err != nil {
+		return err
+	}
+	quiet, err := watchDuration(c, "quiet")
+	if err != nil {
+		return err
+	}
+	if (c.Bool("stop") || c.Bool("status")) && (every > 0 || quiet > 0) {
+		return usagef("--every and --quiet go with starting the service, not with --stop or --status")
+	}
+	root, err := h.workspaceRoot()
+	if err != nil {
+		return err
+	}
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		return err
+	}
+	if err := l.RequireInitialized(); err != nil {
+		return err
+	}
+	switch {
+	case c.Bool("status"):
+		return h.watchStatus(c.Context, l)
+	case c.Bool("stop"):
+		return h.watchStop(c.Context, l)
+	case c.Bool("daemon"):
+		return h.watchDaemon(c, l, every, quiet)
+	}
+	return h.watchForeground(c.Context, every, quiet)
+}
+
+// watchDuration parses --every or --quiet: a positive Go duration of at least a second.
+func watchDuration(c *ucli.Context, name string) (time.Duration, error) {
+	if !c.IsSet(name) {
+		return 0, nil
+	}
+	s := c.String(name)
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		return 0, fault.Invalid("--%s %q is not a duration of at least 1s such as 30s or 4h", name, s)
+	}
+	return d, nil
+}
+
+func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
+	st, err := watch.Query(ctx, l)
+	switch {
+	case errors.Is(err, watch.ErrNotRunning):
+		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+	case err != nil:
+		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch --stop` removes it", watch.SocketPath(l), err))
+		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+	}
+	return h.emit(st, func(w io.Writer) {
+		if !st.Running {
+			_, _ = fmt.Fprintf(w, "plan watch is not running for %s: commands walk the workspace\n", l.Root)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "plan watch runs for %s (pid %d, since %s) on %s\n", st.Workspace, st.PID,
+			st.StartedAt.Local().Format(time.DateTime), st.Socket)
+		_, _ = fmt.Fprintf(w, "events: %s; %d snapshots, %d of them full walks\n", st.Events, st.Snapshots, st.Walks)
+		if st.Every != "" || st.Quiet != "" {
+			_, _ = fmt.Fprintf(w, "checkpoints: every %s of work, after %s quiet: %d taken, %d skipped (nothing changed)\n",
+				orNone(st.Every), orNone(st.Quiet), st.Checkpoints, st.Skipped)
+		}
+		if st.LastError != "" {
+			_, _ = fmt.Fprintf(w, "last failure: %s\n", st.LastError)
+		}
+	})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (h *handler) watchStop(ctx context.Context, l workspace.Layout) error {
+	was, err := watch.Stop(ctx, l, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	st := watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+	return h.emit(st, func(w io.Writer) {
+		if was {
+			_, _ = fmt.Fprintf(w, "Stopped plan watch for %s\n", l.Root)
+		} else {
+			_, _ = fmt.Fprintf(w, "plan watch was not running for %s\n", l.Root)
+		}
+	})
+}
+
+// watchDaemon starts `plan watch` as a process of its own session (its output in
+// .plan/logs/watch.log) and waits until it answers.
+func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, every, quiet time.Duration) error {
+	if st, err := watch.Query(c.Context, l); err == nil {
+		return fault.Conflict("plan watch already runs for this workspace (pid %d)", st.PID)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the plan binary: %w", err)
+	}
+	args := []string{"watch"}
+	if every > 0 {
+		args = append(args, "--every", every.String())
+	}
+	if quiet > 0 {
+		args = append(args, "--quiet", quiet.String())
+	}
+	if err := os.MkdirAll(l.Logs(), 0o700); err != nil {
+		return fault.Conflict("make %s: %v", l.Logs(), err)
+	}
+	logPath := filepath.Join(l.Logs(), "watch.log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // #nosec G304 -- plan's own log
+	if err != nil {
+		return fault.Conflict("open %s: %v", logPath, err)
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(exe, args...) // #nosec G204 -- this binary, with flags it parsed itself
+	cmd.Dir = l.Root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start plan watch: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(daemonWait)
+	for {
+		if st, err := watch.Query(c.Context, l); err == nil && st.PID == cmd.Process.Pid {
+			return h.emit(st, func(w io.Writer) {
+				_, _ = fmt.Fprintf(w, "Started plan watch for %s (pid %d) on %s; its log is %s\n", l.Root, st.PID, st.Socket, logPath)
+			})
+		}
+		select {
+		case err := <-exited:
+			msg, _ := os.ReadFile(logPath) // #nosec G304 -- plan's own log
+			return fmt.Errorf("plan watch exited at once (%w); its log %s ends with: %s", err, logPath, lastLine(string(msg)))
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			return fault.Unavailable("plan watch did not answer within %s (killed); see %s", daemonWait, logPath)
+		case <-c.Done():
+			_ = cmd.Process.Kill()
+			return c.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func lastLine(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return s
+}
+
+// watchForeground runs the service until interrupted or stopped.
+func (h *handler) watchForeground(ctx context.Context, every, quiet time.Duration) error {
+	return h.with(ctx, false, func(app *bootstrap.App) error {
+		sv := app.Services
+		opts := watch.Options{
+			Every: every, Quiet: quiet,
+			Checkpoint: func(ctx context.Context, typ checkpoint.Type, note string) error {
+				_, err := sv.Checkpoints.Create(ctx, application.CreateRequest{
+					Type: typ, Note: note, Labels: map[string]string{"watch": string(typ)}, Warn: h.warn,
+				})
+				return err
+			},
+			Newest: func(ctx context.Context) (tree.Hash, bool, error) {
+				cp, err := sv.Checkpoints.Resolve(ctx, "@")
+				if errors.Is(err, fault.ErrNotFound) {
+					return tree.ZeroHash, false, nil
+				}
+				if err != nil {
+					return tree.ZeroHash, false, err
+				}
+				return cp.Root(), true, nil
+			},
+			Ready: func(socket string) {
+				if !h.json {
+					_, _ = fmt.Fprintf(h.r.Stderr, "plan watch: watching %s on %s (pid %d)\n", sv.Layout.Root, socket, os.Getpid())
+				}
+			},
+			Log: h.warn,
+		}
+		err := watch.Serve(ctx, sv.Watch, sv.Store, opts)
+		if err != nil || h.json {
+			return err
+		}
+		_, _ = fmt.Fprintf(h.r.Stderr, "plan watch: stopped\n")
+		return nil
+	})
+}
