@@ -24,8 +24,8 @@ func (b *bench) watchService(s *subject) error {
 		return fmt.Errorf("plan watch --daemon: %w", err)
 	}
 	defer func() {
-		if _, err := s.plan.r.run(s.ws, nil, s.plan.bin, "-C", s.ws, "watch", "--stop"); err != nil {
-			b.logf("warning: plan watch --stop: %v", err)
+		if _, err := s.plan.r.run(s.ws, nil, s.plan.bin, "-C", s.ws, "watch", "stop"); err != nil {
+			b.logf("warning: plan watch stop: %v", err)
 		}
 	}()
 	// The tree both tools hold from here on: the service's first snapshot, and git's commit.

@@ -23,7 +23,7 @@ Feature: The change-tracking service
       """
       changed
       """
-    When I run "plan watch --status --json"
+    When I run "plan watch status --json"
     Then it succeeds
     And stderr is empty
     And the JSON output has "running" equal to "true"
@@ -53,7 +53,7 @@ Feature: The change-tracking service
     Then stderr contains "the watch service did not answer"
     When I run "plan cat <cp> a.txt"
     Then stdout contains "while it was dead"
-    When I run "plan watch --stop"
+    When I run "plan watch stop"
     Then stdout contains "was not running"
     And ".plan/watch.sock" does not exist
 
@@ -81,10 +81,10 @@ Feature: The change-tracking service
     And stderr contains "already runs"
 
   Scenario: status and stop when nothing runs
-    When I run "plan watch --status --json"
+    When I run "plan watch status --json"
     Then it succeeds
     And the JSON output has "running" equal to "false"
-    When I run "plan watch --stop"
+    When I run "plan watch stop"
     Then it succeeds
     And stdout contains "was not running"
 
@@ -106,5 +106,4 @@ Feature: The change-tracking service
       | --every soon          | 3    | is not a duration            |
       | --quiet 500ms         | 3    | at least 1s                  |
       | --every 0s            | 3    | at least 1s                  |
-      | --daemon --stop       | 2    | exclude each other           |
-      | --stop --quiet 30s    | 2    | go with starting the service |
+      | stop --quiet 30s      | 2    | unknown flag --quiet         |

@@ -18,7 +18,7 @@ import (
 // The watch service (`plan watch`) lying, dying or impersonated must never make a checkpoint miss
 // a change: every checkpoint here is compared with what is on disk.
 
-// watchStatus is `plan watch --status --json`.
+// watchStatus is `plan watch status --json`.
 type watchStatus struct {
 	Running   bool   `json:"running"`
 	PID       int    `json:"pid"`
@@ -34,7 +34,7 @@ func startWatch(t *testing.T, w *workspace) *running {
 	p := startPlan(t, w.dir, w.env, "watch")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var st watchStatus
-		w.mustJSON(&st, "watch", "--status")
+		w.mustJSON(&st, "watch", "status")
 		if st.Running && st.PID == p.cmd.Process.Pid {
 			return p
 		}
@@ -183,7 +183,7 @@ func TestWatchQueueOverflowWalks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before watchStatus
-	w.mustJSON(&before, "watch", "--status")
+	w.mustJSON(&before, "watch", "status")
 	w.write("many/0/late", "late")
 	id := w.checkpoint("after the overflow")
 	requireRecorded(t, w, id, "a.txt", "many/0/late", "many/49/f49")
@@ -195,7 +195,7 @@ func TestWatchQueueOverflowWalks(t *testing.T) {
 		t.Fatalf("the checkpoint after the overflow has %d files, want %d", cp.Files, limit+1000+2+50)
 	}
 	var after watchStatus
-	w.mustJSON(&after, "watch", "--status")
+	w.mustJSON(&after, "watch", "status")
 	if after.Walks != before.Walks+1 {
 		t.Fatalf("the service walked %d times after the overflow, want once: %+v then %+v", after.Walks-before.Walks, before, after)
 	}

@@ -24,7 +24,7 @@
 //     for the comparison before a periodic or idle checkpoint; a store's writers clean up after
 //     one another on the assumption that only the lock's holder writes;
 //   - one service per workspace: a second one refuses to start while the first answers; a socket
-//     file nobody answers on is removed by the next service (or `plan watch --stop`), and any other
+//     file nobody answers on is removed by the next service (or `plan watch stop`), and any other
 //     file at the socket's path is never removed;
 //   - the socket lives in .plan/ (watch.sock); when that path is longer than a Unix socket address
 //     can hold, under a directory of the temporary directory owned by the user and closed to others

@@ -61,7 +61,7 @@ type reply struct {
 	Status    *Status               `json:"status,omitempty"`
 }
 
-// Status is what `plan watch --status` shows of a running service.
+// Status is what `plan watch status` shows of a running service.
 type Status struct {
 	Running   bool      `json:"running"`
 	PID       int       `json:"pid,omitempty"`

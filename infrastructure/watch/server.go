@@ -152,7 +152,7 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 	}
 	select {
 	case <-s.stopc:
-		s.log("stopping: asked to (plan watch --stop)")
+		s.log("stopping: asked to (plan watch stop)")
 	default:
 		if ctx.Err() != nil {
 			s.log("stopping: " + context.Cause(ctx).Error())
@@ -309,7 +309,7 @@ func lockService(path string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil { // #nosec G115 -- a descriptor
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fault.Conflict("plan watch already runs for this workspace (`plan watch --status` shows it)")
+			return nil, fault.Conflict("plan watch already runs for this workspace (`plan watch status` shows it)")
 		}
 		return nil, fault.Conflict("lock %s: %v", path, err)
 	}

@@ -216,7 +216,9 @@ func (h *handler) releaseAfterParsing(cmds []*ucli.Command) {
 	for _, c := range cmds {
 		if len(c.Subcommands) > 0 {
 			h.releaseAfterParsing(c.Subcommands)
-			continue
+			if c.Action == nil {
+				continue
+			}
 		}
 		required := takeRequired(c)
 		c.Before = func(c *ucli.Context) error {
@@ -348,7 +350,9 @@ func setUsageHandlers(cmds []*ucli.Command) {
 		c.OnUsageError = onUsageError
 		dryRunShorthand(c)
 		if len(c.Subcommands) > 0 {
-			c.Action = groupAction
+			if c.Action == nil { // a group; plan watch also runs on its own
+				c.Action = groupAction
+			}
 			setUsageHandlers(c.Subcommands)
 			continue
 		}

@@ -29,31 +29,51 @@ func (h *handler) watchCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "watch",
 		Usage: "run the change-tracking service of the workspace, so that checkpoints read only what changed (docs/watch.md)",
-		Description: "Runs in the foreground until interrupted or `plan watch --stop`; --daemon starts it in the background.\n" +
+		Description: "Runs in the foreground until interrupted or `plan watch stop`; --daemon starts it in the background.\n" +
 			"--every and --quiet also take periodic and idle checkpoints.",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "daemon", Usage: "start the service in the background and return once it answers"},
-			&ucli.BoolFlag{Name: "stop", Usage: "stop the workspace's service (and remove a stale socket)"},
-			&ucli.BoolFlag{Name: "status", Usage: "show whether the service runs, and what it did"},
 			&ucli.StringFlag{Name: "every", Usage: "take a `periodic` checkpoint after each `DURATION` of active work (skipped when nothing changed)"},
 			&ucli.StringFlag{Name: "quiet", Usage: "take an `idle` checkpoint once the workspace has not changed for `DURATION` after a change"},
 		},
 		Action: h.watchCmd,
+		Subcommands: []*ucli.Command{
+			{Name: "stop", Usage: "stop the workspace's service (and remove a stale socket)", Action: h.watchSub(h.watchStop)},
+			{Name: "status", Usage: "show whether the service runs, and what it did", Action: h.watchSub(h.watchStatus)},
+		},
 	}
+}
+
+// watchSub is the action of `plan watch stop|status`: fn on the workspace's layout.
+func (h *handler) watchSub(fn func(context.Context, workspace.Layout) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if err := noExtraArgs(c, 0); err != nil {
+			return err
+		}
+		l, err := h.watchLayout()
+		if err != nil {
+			return err
+		}
+		return fn(c.Context, l)
+	}
+}
+
+// watchLayout is the layout of the initialised workspace the command runs in.
+func (h *handler) watchLayout() (workspace.Layout, error) {
+	root, err := h.workspaceRoot()
+	if err != nil {
+		return workspace.Layout{}, err
+	}
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		return workspace.Layout{}, err
+	}
+	return l, l.RequireInitialized()
 }
 
 func (h *handler) watchCmd(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
-	}
-	modes := 0
-	for _, f := range []string{"daemon", "stop", "status"} {
-		if c.Bool(f) {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return usagef("--daemon, --stop and --status exclude each other")
 	}
 	every, err := watchDuration(c, "every")
 	if err != nil {
@@ -63,26 +83,11 @@ func (h *handler) watchCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	if (c.Bool("stop") || c.Bool("status")) && (every > 0 || quiet > 0) {
-		return usagef("--every and --quiet go with starting the service, not with --stop or --status")
-	}
-	root, err := h.workspaceRoot()
+	l, err := h.watchLayout()
 	if err != nil {
 		return err
 	}
-	l, err := workspace.NewLayout(root)
-	if err != nil {
-		return err
-	}
-	if err := l.RequireInitialized(); err != nil {
-		return err
-	}
-	switch {
-	case c.Bool("status"):
-		return h.watchStatus(c.Context, l)
-	case c.Bool("stop"):
-		return h.watchStop(c.Context, l)
-	case c.Bool("daemon"):
+	if c.Bool("daemon") {
 		return h.watchDaemon(c, l, every, quiet)
 	}
 	return h.watchForeground(c.Context, every, quiet)
@@ -107,7 +112,7 @@ func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
 	case errors.Is(err, watch.ErrNotRunning):
 		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
 	case err != nil:
-		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch --stop` removes it", watch.SocketPath(l), err))
+		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch stop` removes it", watch.SocketPath(l), err))
 		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
 	}
 	return h.emit(st, func(w io.Writer) {
