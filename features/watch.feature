@@ -106,4 +106,4 @@ Feature: The change-tracking service
       | --every soon          | 3    | is not a duration            |
       | --quiet 500ms         | 3    | at least 1s                  |
       | --every 0s            | 3    | at least 1s                  |
-      | stop --quiet 30s      | 2    | unknown flag --quiet         |
+      | stop --quiet 30s      | 2    | plan watch stop --help       |
