@@ -33,7 +33,10 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 				},
 				{
 					Name: "list", Usage: "list checkpoints, newest first",
-					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}},
+					Flags: []ucli.Flag{
+						&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"},
+						&ucli.IntFlag{Name: "limit", Usage: "show the newest `N` only (0: all)"},
+					},
 					Action: h.checkpointList,
 				},
 				{Name: "pin", Usage: "keep a checkpoint from every prune", ArgsUsage: "ID", Action: h.checkpointPin(true)},
@@ -91,6 +94,10 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	limit := c.Int("limit")
+	if limit < 0 {
+		return fault.Invalid("--limit must be 0 (all) or more, not %d", limit)
+	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		all, err := app.Services.Checkpoints.List(c.Context)
 		if err != nil {
@@ -102,7 +109,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		}
 		cps := all[:0:0]
 		for _, cp := range all {
-			if cp.HasLabels(want) {
+			if cp.HasLabels(want) && (limit == 0 || len(cps) < limit) {
 				cps = append(cps, cp)
 			}
 		}

@@ -36,6 +36,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.historyCommands()...)
 	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.shellCommands()...)
+	cmds = append(cmds, h.mcpCommand())
 	return append(cmds, h.demoCommand())
 }
 
