@@ -164,10 +164,7 @@ func addMCPTool[In, Out any](srv *mcp.Server, tool *mcp.Tool, refine func(*jsons
 		if err != nil {
 			return failureResult(err), nil
 		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return failureResult(err), nil
-		}
+		b, _ := json.Marshal(out) // views of strings, numbers, slices and maps of them always encode
 		res := &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 		for _, n := range notes {
 			res.Content = append(res.Content, &mcp.TextContent{Text: n})
@@ -184,7 +181,8 @@ func mustSchema[T any]() *jsonschema.Schema {
 	return s
 }
 
-// decodeInput validates raw against the tool's schema, applies its defaults and decodes it.
+// decodeInput validates raw against the tool's schema and decodes it. Defaults the schema shows
+// (a restore's mode, a revert's conflicts) are the command's own: an absent value is left empty.
 func decodeInput[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In, error) {
 	var in In
 	if len(raw) == 0 || string(raw) == "null" {
@@ -197,14 +195,7 @@ func decodeInput[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In
 	if err := resolved.Validate(doc); err != nil {
 		return in, usageFailure("invalid arguments: %v", err)
 	}
-	if err := resolved.ApplyDefaults(&doc); err != nil {
-		return in, usageFailure("invalid arguments: %v", err)
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return in, err
-	}
-	if err := json.Unmarshal(b, &in); err != nil {
+	if err := json.Unmarshal(raw, &in); err != nil {
 		return in, usageFailure("invalid arguments: %v", err)
 	}
 	return in, nil
@@ -361,7 +352,10 @@ func (t *mcpTools) restore(ctx context.Context, in mcpRestoreIn) (rollbackView, 
 	case in.Checkpoint == "" && in.At == "":
 		return v, nil, usageFailure("give the checkpoint to restore (checkpoint) or a time (at)")
 	}
-	args := []string{"--yes", "rollback", flag("mode", in.Mode)}
+	args := []string{"--yes", "rollback"}
+	if in.Mode != "" {
+		args = append(args, flag("mode", in.Mode))
+	}
 	if in.Checkpoint != "" {
 		args = append(args, flag("to-checkpoint", in.Checkpoint))
 	} else {
@@ -377,7 +371,7 @@ func (t *mcpTools) restore(ctx context.Context, in mcpRestoreIn) (rollbackView, 
 
 type mcpRevertIn struct {
 	Decision  string `json:"decision" jsonschema:"the decision to revert: its ID or a unique prefix (an agent's tool call ID for a recorded one)"`
-	Reason    string `json:"reason,omitempty" jsonschema:"why it was wrong (kept with the correction)"`
+	Reason    string `json:"reason" jsonschema:"why it was wrong (kept with the correction)"`
 	Plan      string `json:"plan,omitempty" jsonschema:"the plan the decision belongs to (default: the current plan)"`
 	Conflicts string `json:"conflicts,omitempty" jsonschema:"refuse: change nothing on a conflict; markers: write diff3 markers and keep the pre-state beside as PATH.reverted"`
 	DryRun    bool   `json:"dry_run,omitempty" jsonschema:"show the per-path plan (restore, merge, conflict); change nothing"`
@@ -388,9 +382,9 @@ func (t *mcpTools) revert(ctx context.Context, in mcpRevertIn) (revertView, []st
 	if in.Decision == "" {
 		return v, nil, usageFailure("give the decision to revert")
 	}
-	args := []string{"--yes", "revert", flag("decision", in.Decision), flag("conflicts", in.Conflicts)}
-	if in.Reason != "" {
-		args = append(args, flag("reason", in.Reason))
+	args := []string{"--yes", "revert", flag("decision", in.Decision), flag("reason", in.Reason)}
+	if in.Conflicts != "" {
+		args = append(args, flag("conflicts", in.Conflicts))
 	}
 	if in.Plan != "" {
 		args = append(args, flag("plan", in.Plan))
