@@ -201,8 +201,10 @@ func decodeInput[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In
 	return in, nil
 }
 
-// failureResult is the tool error for err: its message as text, and plan's error document
-// ({"error": {"kind", "message"}, "code"}) as the structured content.
+// failureResult is the tool error for err: its message with plan's kind and exit code as text, then
+// plan's error document ({"error": {"kind", "message"}, "code"}, as `plan --json` prints it) as a
+// second text. Not as structured content: clients check that against the tool's output schema,
+// errors included.
 func failureResult(err error) *mcp.CallToolResult {
 	var f *mcpFailure
 	if !errors.As(err, &f) {
@@ -212,8 +214,10 @@ func failureResult(err error) *mcp.CallToolResult {
 		f = &mcpFailure{view: v}
 	}
 	b, _ := json.Marshal(f.view)
-	return &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b),
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("plan: %s (kind %s, exit code %d)", f.view.Error.Message, f.view.Error.Kind, f.view.Code)}}}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
+		&mcp.TextContent{Text: fmt.Sprintf("plan: %s (kind %s, exit code %d)", f.view.Error.Message, f.view.Error.Kind, f.view.Code)},
+		&mcp.TextContent{Text: string(b)},
+	}}
 }
 
 // call runs `plan --json ARGS…` in-process on the workspace and decodes its output into out. It

@@ -60,6 +60,7 @@ func mcpOK(t *testing.T, cs *mcp.ClientSession, name string, args, out any) []st
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireOutputSchema(t, cs, name, b)
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatalf("%s: structured content %s: %v", name, b, err)
 	}
@@ -67,6 +68,33 @@ func mcpOK(t *testing.T, cs *mcp.ClientSession, name string, args, out any) []st
 		t.Fatalf("%s: the first content is not the JSON output: %v", name, texts)
 	}
 	return texts
+}
+
+// requireOutputSchema checks a tool's structured output against the output schema it lists, as
+// clients do (the TypeScript SDK's among them).
+func requireOutputSchema(t *testing.T, cs *mcp.ClientSession, name string, out []byte) {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == name })
+	raw, _ := json.Marshal(tools.Tools[i].OutputSchema)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := resolved.Validate(doc); err != nil {
+		t.Fatalf("%s: the output does not match its schema: %v\n%s", name, err, out)
+	}
 }
 
 // mcpFails calls a tool that must fail and returns plan's error document from it.
@@ -78,14 +106,16 @@ func mcpFails(t *testing.T, cs *mcp.ClientSession, name string, args any, kind s
 		t.Fatalf("%s %v succeeded: %v", name, args, texts)
 	}
 	var v errorView
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: error document %s: %v", name, b, err)
+	if len(texts) != 2 || res.StructuredContent != nil {
+		t.Fatalf("%s: an error result is two texts and no structured content: %v %v", name, texts, res.StructuredContent)
+	}
+	if err := json.Unmarshal([]byte(texts[1]), &v); err != nil {
+		t.Fatalf("%s: error document %s: %v", name, texts[1], err)
 	}
 	if v.Error.Kind != kind || v.Code != code || v.Error.Message == "" {
 		t.Fatalf("%s %v: got %+v, want kind %s code %d", name, args, v, kind, code)
 	}
-	if len(texts) != 1 || !strings.Contains(texts[0], v.Error.Message) || !strings.Contains(texts[0], "kind "+kind) {
+	if !strings.Contains(texts[0], v.Error.Message) || !strings.Contains(texts[0], "kind "+kind) {
 		t.Fatalf("%s: text content %v does not carry the error", name, texts)
 	}
 	return v
