@@ -28,6 +28,13 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 # Runs `go test` and closes with a count of the tests it ran ("DONE 3021 tests in 98.1s"), so a run
 # that ran none cannot pass for one that passed.
 GOTESTSUM_VERSION := v1.13.0
+# The MCP clients `make mcp-conformance` drives `plan mcp` with, from the npm registry: the protocol's
+# conformance suite, the inspector (its --cli), and Node.js 22 as the `node` package (both clients
+# use APIs Node 20 lacks). scripts/mcp/package.json pins the same versions and package-lock.json
+# every dependency; bump them together (the run checks that the installed versions are these).
+MCP_CONFORMANCE_VERSION := 0.1.16
+MCP_INSPECTOR_VERSION := 2.12.0
+MCP_NODE_VERSION := 22.23.3
 
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -40,6 +47,8 @@ MINIO := $(TOOLS_BIN)/minio
 GOTESTSUM := $(TOOLS_BIN)/gotestsum
 GOTESTSUM_STAMP := $(TOOLS_BIN)/.gotestsum@$(GOTESTSUM_VERSION)
 MINIO_STAMP := $(TOOLS_BIN)/.minio@$(MINIO_VERSION)
+MCP_TOOLS := $(CURDIR)/.tools/mcp
+MCP_CLIENTS_STAMP := $(MCP_TOOLS)/.clients@conformance-$(MCP_CONFORMANCE_VERSION)+inspector-$(MCP_INSPECTOR_VERSION)+node-$(MCP_NODE_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -62,9 +71,9 @@ GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.to
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
 .PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
-	crash tools minio servers clean clean-tools
+	crash tools minio servers clean clean-tools mcp-conformance
 
-check: fmt lint vet deadcode security test bdd coverage examples
+check: fmt lint vet deadcode security test bdd coverage examples mcp-conformance
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
@@ -77,6 +86,7 @@ minio: $(MINIO_STAMP)
 
 # A stamp whose binary was deleted by hand is stale: drop it so the tool is installed again.
 $(foreach t,golangci-lint deadcode gosec minio gotestsum,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
+$(if $(wildcard $(MCP_TOOLS)/node_modules/.bin/node),,$(shell rm -f $(MCP_TOOLS)/.clients@*))
 
 # `go install pkg@version` ignores this module's go.mod, so the tools' dependencies never leak into
 # ours. The stamp records which version the binary is; old stamps are removed so a bump reinstalls.
@@ -104,6 +114,13 @@ $(MINIO_STAMP):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@rm -f $(TOOLS_BIN)/.minio@* && touch $@
+
+# npm ci installs exactly the lock file's tree; a bump (a new stamp name) reinstalls from scratch.
+$(MCP_CLIENTS_STAMP): scripts/mcp/package.json scripts/mcp/package-lock.json
+	@rm -rf $(MCP_TOOLS) && mkdir -p $(MCP_TOOLS)
+	cp scripts/mcp/package.json scripts/mcp/package-lock.json $(MCP_TOOLS)/
+	cd $(MCP_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -228,6 +245,16 @@ crash: $(MINIO_STAMP)
 		| grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
 
 ## ---- build and run -----------------------------------------------------------------------
+
+# `plan mcp` against the MCP clients of the protocol's own project, offline once installed: the
+# conformance suite (its server scenarios reach a server by URL only, so through
+# scripts/mcp/bridge, which passes each message to a `plan mcp` process unchanged; the scenarios
+# that need the suite's fixture tools, resources and prompts are listed as not applicable in
+# scripts/mcp/conformance-baseline.yml), then the inspector's CLI on `plan mcp` over stdio: every
+# tool, bad input, and a restore and its undo checked byte for byte. About 30 s.
+mcp-conformance: build $(MCP_CLIENTS_STAMP)
+	MCP_TOOLS=$(MCP_TOOLS) PLAN=$(CURDIR)/bin/plan GO=$(GO) MCP_CONFORMANCE_VERSION=$(MCP_CONFORMANCE_VERSION) \
+		MCP_INSPECTOR_VERSION=$(MCP_INSPECTOR_VERSION) MCP_NODE_VERSION=$(MCP_NODE_VERSION) scripts/mcp/conformance
 
 # The embedding example is a program a host would write: it must build and do its job, so check
 # runs it (it exits non-zero if the correction did not restore and archive what it should).
