@@ -553,3 +553,32 @@ func TestMCPCommandInterrupted(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 }
+
+// checkMCPOutputs checks each tool's structured output, and a tool error's document, against the
+// schemas of docs/schema: the same as the commands' --json output (list's in an object).
+func checkMCPOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	dir := newWorkspace(t)
+	cs := mcpClient(t, dir)
+	out := func(tool string, args map[string]any) string {
+		t.Helper()
+		res := callTool(t, cs, tool, args)
+		if res.IsError {
+			t.Fatalf("%s: %v", tool, contentTexts(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+	writeFile(t, dir, "a.txt", "one\n")
+	check("checkpoint", out("checkpoint", map[string]any{"note": "n", "labels": map[string]string{"k": "v"}}))
+	writeFile(t, dir, "a.txt", "two\n")
+	check("mcp-list", out("list", map[string]any{"limit": 1}))
+	check("diff", out("diff", map[string]any{"from": "@", "stat": true, "patch": true}))
+	check("status", out("status", nil))
+	check("rollback", out("restore", map[string]any{"checkpoint": "@"}))
+	check("undo", out("undo", nil))
+	mustPlan(t, dir, "exec", "--id", "d", "--", "sh", "-c", "echo d > d.txt")
+	check("revert", out("revert", map[string]any{"decision": "d", "reason": "r"}))
+	res := callTool(t, cs, "restore", map[string]any{"checkpoint": "nothing"})
+	check("error", contentTexts(res)[1])
+}

@@ -107,6 +107,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("error", o.stderr)
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
+	checkMCPOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)
