@@ -7,6 +7,10 @@
 //     --json the error is one JSON document on stderr, and stdout carries one JSON document on success;
 //   - --json output is built from the view structs in views.go, never by marshalling domain types;
 //   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal;
+//   - `plan mcp` tools (mcp.go) MUST run the command of the same name through a Runner in-process
+//     (never a parallel code path, never the binary), so that services, locks, names, recovery,
+//     the operation log and the JSON are the command line's; a failure MUST be a tool error
+//     carrying the error document of --json (kind and exit code), never structured content;
 //   - the operation log records the command line with every URL in it stripped of its credentials
 //     (secret.Args): the log is shared by a database's workspaces and recorded in the store.
 package cli
