@@ -6,7 +6,8 @@
 //   - every failure becomes exactly one exit code through exitCode, from the error's fault kind; with
 //     --json the error is one JSON document on stderr, and stdout carries one JSON document on success;
 //   - --json output is built from the view structs in views.go, never by marshalling domain types;
-//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal;
+//   - rollback and correction change nothing without consent: --yes, or "y" at the prompt on a terminal
+//     (plan mcp passes --yes: its client asks the user, as the tools' destructiveHint tells it);
 //   - `plan mcp` tools (mcp.go) MUST run the command of the same name through a Runner in-process
 //     (never a parallel code path, never the binary), so that services, locks, names, recovery,
 //     the operation log and the JSON are the command line's; a failure MUST be a tool error
