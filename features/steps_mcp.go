@@ -99,7 +99,7 @@ func (s *scenario) mcpRequest(method string, params any) (resp mcpResponse, exit
 	var ee *exec.ExitError
 	switch {
 	case found && werr != nil:
-		return resp, false, fmt.Errorf("plan mcp answered, then ended with %v: %s", werr, errOut.String())
+		return resp, false, fmt.Errorf("plan mcp answered, then ended with %w: %s", werr, errOut.String())
 	case found:
 		s.stderr = errOut.String()
 		return resp, false, nil
@@ -107,7 +107,7 @@ func (s *scenario) mcpRequest(method string, params any) (resp mcpResponse, exit
 		s.stdout, s.stderr, s.exitCode, s.unchecked = "", errOut.String(), ee.ExitCode(), true
 		return resp, true, nil
 	}
-	return resp, false, fmt.Errorf("plan mcp ended (%v) without answering %s: %s", werr, method, errOut.String())
+	return resp, false, fmt.Errorf("plan mcp ended (%w) without answering %s: %s", werr, method, errOut.String())
 }
 
 func (s *scenario) callMCPTool(tool, args string) error {

@@ -30,18 +30,24 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
 	planBin := flag.String("plan", "plan", "the plan binary")
 	dir := flag.String("dir", ".", "the workspace plan mcp runs in")
 	urlFile := flag.String("url-file", "", "write the URL served to this file")
 	flag.Parse()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	if *urlFile != "" {
 		if err := os.WriteFile(*urlFile, []byte(url+"\n"), 0o600); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
 	b := &bridge{plan: *planBin, dir: *dir, sessions: map[string]*session{}}
@@ -55,10 +61,12 @@ func main() {
 		_ = srv.Shutdown(context.Background())
 	}()
 	log.Printf("bridge: serving %s for %s mcp in %s", url, *planBin, *dir)
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
-	}
+	err = srv.Serve(ln)
 	b.closeAll()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 type bridge struct {
