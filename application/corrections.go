@@ -116,6 +116,9 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
+	if err := refuseOutside(p, scope); err != nil {
+		return CorrectResult{}, err
+	}
 	target, err := s.ops.checkpoints.Get(ctx, scope[0].CheckpointID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be corrected", scope[0].CheckpointID, req.DecisionID)
@@ -262,4 +265,17 @@ func (s *CorrectionService) Show(ctx context.Context, ref string) (*correction.C
 		return nil, err
 	}
 	return s.ops.corrections.Resolve(ctx, ref)
+}
+
+// refuseOutside refuses a correction whose scope holds a decision recorded from outside (an agent's
+// tool call): a correction re-executes its scope, and plan cannot run an agent's tool call again.
+func refuseOutside(p *plan.Plan, scope []correction.Item) error {
+	for _, it := range scope {
+		if d, err := p.Decision(it.DecisionID); err == nil && d.Kind() == plan.Outside {
+			return fault.Conflict("decision %q is a tool call an agent ran (recorded from outside): `plan correct` re-executes "+
+				"what it reverts, and plan cannot run an agent's tool call again; undo it with `plan revert --decision %s` "+
+				"(that call alone) or `plan rewind --tool-call %s` (it and everything after it)", it.DecisionID, it.DecisionID, it.DecisionID)
+		}
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ func TestRevertDecisionsRefusesBadInput(t *testing.T) {
 		{DecisionID: "b", Reason: ""},
 		{DecisionID: "b", Reason: " \n\t"},
 		{DecisionID: "b", Reason: strings.Repeat("x", correction.MaxReason+1)},
-		{DecisionID: "B", Reason: "r"},
+		{DecisionID: "B.c", Reason: "r"},
 		{DecisionID: "../b", Reason: "r"},
 		{DecisionID: "", Reason: "r"},
 	} {

@@ -12,6 +12,12 @@
 // NewOperations wires all of recovery into it, in one fixed order, so any graph that builds a
 // service has all of it.
 //
+// AgentService records AI coding agents' sessions from their hooks in the same model: a session
+// is a plan, a tool call a decision of kind plan.Outside (recorded, never run: a correction that
+// would re-execute one is refused), a prompt opens a turn. A hook MUST read and write only the
+// session's row and the tool call it concerns (plan.Repository.Partial), never the whole session,
+// so a call costs the same at any point of a long session.
+//
 // The layer knows nothing of gorm, fx, urfave/cli or the filesystem layout; adapters in
 // infrastructure implement the ports. Invariants the services keep:
 //   - every mutating use case runs under the workspace lock and first recovers any operation a crash

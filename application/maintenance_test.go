@@ -468,7 +468,7 @@ func TestVerifyTreeProblems(t *testing.T) {
 	}
 
 	// Errors that stop verification.
-	if _, err := e.ms.Verify(context.Background(), "ZZ", false); !errors.Is(err, fault.ErrInvalid) {
+	if _, err := e.ms.Verify(context.Background(), "Z.Z", false); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("malformed ref: %v", err)
 	}
 	if _, err := e.ms.Verify(context.Background(), "ffffff", false); !errors.Is(err, fault.ErrNotFound) {

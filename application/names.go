@@ -22,7 +22,9 @@ import (
 //   - `@` (or `latest`), the newest checkpoint, and `@~N`, the Nth before it;
 //   - `DECISION^`, the pre_decision checkpoint of the latest attempt of a decision of the current
 //     plan, and `DECISION`, a checkpoint of the state that attempt left (the next decision's
-//     pre_decision checkpoint, or the run's end).
+//     pre_decision checkpoint, or the run's end);
+//   - `PLAN/DECISION^`, `PLAN/DECISION`, `PLAN#N^` and `PLAN#N`: a decision, or a turn of an agent
+//     session, of a named plan (agentnames.go).
 //
 // A name two readings match (a decision called like a checkpoint prefix) is ambiguous: invalid
 // input listing both, never a guess.
@@ -34,17 +36,22 @@ func checkName(ref string) error {
 	switch {
 	case ref == "@" || ref == "latest" || strings.HasPrefix(ref, "@~"):
 		return nil // @~N's number is checked when it is resolved
+	case isScoped(ref):
+		return nil
 	case ident.ValidateRef("checkpoint", ref) == nil, ident.IsShortRef(ref), plan.ValidateDecisionID(base) == nil:
 		return nil
 	case strings.Trim(ref, "0123456789abcdef") == "":
 		return ident.ValidateRef("checkpoint", ref)
 	}
 	return fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-		"a short name (%d to %d letters k-z), @, @~N, DECISION or DECISION^", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+		"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^] or PLAN#TURN[^]", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 }
 
 // resolve finds the checkpoint ref names.
 func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	if n, ok := parseScoped(ref); ok {
+		return o.resolveScoped(ctx, n, ref)
+	}
 	switch {
 	case ref == "@" || ref == "latest":
 		return o.newest(ctx, 0, ref)
@@ -119,7 +126,7 @@ func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Check
 		return nil, ident.ValidateRef("checkpoint", ref)
 	case !readable:
 		return nil, fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-			"a short name (%d to %d letters k-z), @, @~N, DECISION or DECISION^", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+			"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^] or PLAN#TURN[^]", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 	}
 	return nil, fault.NotFound("no checkpoint %s (nor a decision of the current plan by that name)", ref)
 }

@@ -490,10 +490,23 @@ func (o *Operations) changesSince(ctx context.Context, pre *checkpoint.Checkpoin
 // closeStale finishes attempts a killed `plan run` left running: no process holds the lock, so none
 // of them is still executing. What they changed is recorded from the workspace as it is now.
 func (o *Operations) closeStaleAttempts(ctx context.Context) error {
-	p, err := o.plans.Current(ctx)
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil
+	// Read by index first: every command runs this, and loading a long plan (an agent session)
+	// each time would make every command cost the session's length.
+	names, err := o.plans.RunningExecuted(ctx)
+	if err != nil || len(names) == 0 {
+		return err
 	}
+	for _, name := range names {
+		if err := o.closeStaleAttemptsOf(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeStaleAttemptsOf closes the attempt plan name's killed run left running.
+func (o *Operations) closeStaleAttemptsOf(ctx context.Context, name string) error {
+	p, err := o.plans.ByName(ctx, name)
 	if err != nil {
 		return err
 	}

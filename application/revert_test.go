@@ -174,7 +174,7 @@ func TestRevertDecisionRefusesBadInputBeforeLocking(t *testing.T) {
 	locks := e.l.locks
 	for _, req := range []RevertRequest{
 		revertReq("a", func(r *RevertRequest) { r.Reason = " " }),
-		revertReq("A", nil),
+		revertReq("A.b", nil),
 		revertReq("../a", nil),
 		revertReq("a", func(r *RevertRequest) { r.Conflicts = "ours" }),
 	} {

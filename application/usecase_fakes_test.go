@@ -75,6 +75,26 @@ func (r *fakePlans) List(context.Context) ([]*plan.Plan, error) {
 	return out, nil
 }
 
+// Partial returns the whole stored plan: the fake keeps plans by pointer, so a partial copy saved
+// back would lose the rest.
+func (r *fakePlans) Partial(ctx context.Context, name string, _ []string) (*plan.Plan, error) {
+	return r.ByName(ctx, name)
+}
+
+func (r *fakePlans) RunningExecuted(context.Context) ([]string, error) {
+	if r.currentErr != nil {
+		return nil, r.currentErr
+	}
+	var names []string
+	for n, p := range r.byName {
+		if p.Running() != nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 func (r *fakePlans) Save(_ context.Context, p *plan.Plan) error {
 	r.saves++
 	if r.saveErr != nil && r.saves >= r.failSaveAt {

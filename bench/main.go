@@ -60,11 +60,15 @@ type config struct {
 	real      bool
 	history   bool
 	shared    bool
-	jsonOut   bool
-	strict    bool
-	keep      bool
-	planBin   string
-	workDir   string
+	agents    bool
+	// agentCalls is the length of the long agent session; only limits the run to the named phase.
+	agentCalls int
+	only       string
+	jsonOut    bool
+	strict     bool
+	keep       bool
+	planBin    string
+	workDir    string
 }
 
 func main() {
@@ -85,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.real, "real", true, "also measure a real tree: a copy of `go env GOROOT`")
 	fs.BoolVar(&cfg.shared, "shared", true, "also measure a shared store (S3 on MinIO, PostgreSQL) against the local default; needs the servers `make bench` starts")
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
+	fs.BoolVar(&cfg.agents, "agents", true, "also measure an AI agent's tool call through plan hook, and a long session")
+	fs.IntVar(&cfg.agentCalls, "agent-calls", 2000, "tool calls of the long agent session")
+	fs.StringVar(&cfg.only, "only", "", "run only this phase: agents")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -100,6 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case fs.NArg() > 0:
 		err := fmt.Errorf("unexpected arguments: %q", fs.Args())
+		fmt.Fprintln(stderr, "bench:", err)
+		return cfg, err
+	case cfg.only != "" && !agentsOnly(cfg.only):
+		err := fmt.Errorf("-only: the only phase that runs alone is agents, not %q", cfg.only)
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
 	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100:
@@ -192,12 +203,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	all := !agentsOnly(b.cfg.only)
 	phases := []phase{
-		{"generated workspace", true, func() error { return b.measure(gen, true) }},
-		{"in-run checkpoint", true, func() error { return b.inRun(gen) }},
-		{"real tree", b.cfg.real, b.realTree},
-		{"real history storage", b.cfg.history, b.history},
-		{"shared store", b.cfg.shared, b.shared},
+		{"generated workspace", all, func() error { return b.measure(gen, true) }},
+		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
+		{"agent hooks", b.cfg.agents || !all, func() error { return b.agents(gen) }},
+		{"real tree", all && b.cfg.real, b.realTree},
+		{"real history storage", all && b.cfg.history, b.history},
+		{"shared store", all && b.cfg.shared, b.shared},
 	}
 	for _, ph := range phases {
 		if !ph.enabled {

@@ -148,7 +148,7 @@ Feature: Checkpoints
       | id                            |
       | ../x                          |
       | abc                           |
-      | ABCD                          |
+      | AB.CD                         |
       | 0123456789abcdef0123456789abc |
 
   Scenario: an ambiguous prefix is invalid input

@@ -151,6 +151,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerLockSteps(sc)
 	s.registerSharedSteps(sc)
 	s.registerMCPSteps(sc)
+	s.registerAgentSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -47,10 +47,15 @@ const (
 	// PostRun records the state a plan run or exec ended in, after its last decision: what the
 	// plan produced, which rollback, clone and diff can then reach.
 	PostRun Type = "post_run"
+	// TurnStart records the workspace as an agent's user prompt arrived: the state `plan rewind
+	// --turn N` goes back to.
+	TurnStart Type = "turn_start"
+	// TurnEnd records the workspace an agent's turn left, when the agent stopped.
+	TurnEnd Type = "turn_end"
 )
 
 // Types lists every valid type.
-var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun}
+var Types = []Type{PreDecision, PreRollback, PreCorrection, Manual, SafeState, PreRiskyOperation, Milestone, PreRecover, Clone, PostRun, TurnStart, TurnEnd}
 
 // ParseType validates a type name.
 func ParseType(s string) (Type, error) {

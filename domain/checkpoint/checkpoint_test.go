@@ -97,8 +97,9 @@ func TestParseType(t *testing.T) {
 		t.Errorf("ParseType(Manual) = %v, want ErrInvalid listing the valid types", err)
 	}
 	// The contract's seven, plus pre_recover (recovery records work done after a crash), clone
-	// (a cloned workspace's first checkpoint) and post_run (the state a run ended in).
-	if len(Types) != 10 || Types[7] != PreRecover || Types[8] != Clone || Types[9] != PostRun {
-		t.Errorf("want the contract's 7 checkpoint types, pre_recover, clone and post_run, got %v", Types)
+	// (a cloned workspace's first checkpoint), post_run (the state a run ended in), and an agent
+	// turn's turn_start and turn_end.
+	if len(Types) != 12 || Types[7] != PreRecover || Types[8] != Clone || Types[9] != PostRun || Types[10] != TurnStart || Types[11] != TurnEnd {
+		t.Errorf("want the contract's 7 checkpoint types, pre_recover, clone, post_run, turn_start and turn_end, got %v", Types)
 	}
 }

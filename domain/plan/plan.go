@@ -3,7 +3,13 @@
 // sets a status directly.
 //
 // Invariants:
-//   - decision IDs are unique within a plan and match ^[a-z0-9][a-z0-9_-]{0,63}$;
+//   - decision IDs are unique within a plan; a decision plan runs has an ID matching
+//     ^[a-z0-9][a-z0-9_-]{0,63}$, one recorded from outside (Outside, an agent's tool call) keeps
+//     the agent's ID, ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$;
+//   - plan never runs an Outside decision: it cannot start an attempt of one (a correction's
+//     re-execution refuses it); its attempts are recorded (RecordOutside, FinishOutside), several
+//     of them may be running at once (an agent's parallel tool calls), and they never count as
+//     the plan's one running decision;
 //   - a decision's status is its latest attempt's status, or pending/skipped before any attempt;
 //   - at most one attempt of a plan is running at any time, and a new attempt starts only from
 //     pending, skipped, failed, interrupted or reverted: a succeeded decision must be reverted first;
@@ -39,11 +45,24 @@ const (
 	Skipped     Status = "skipped"
 )
 
-var decisionID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var (
+	runID      = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	decisionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+)
 
-// ValidateDecisionID checks a decision ID.
+// ValidateDecisionID checks a name that may name a decision of either kind: one plan runs
+// (ValidateRunID) or an agent's tool call recorded from outside, whose ID is the agent's own
+// (Claude Code's toolu_01AbC…, Codex's call_…): letters of both cases, digits, '_' and '-'.
 func ValidateDecisionID(id string) error {
 	if !decisionID.MatchString(id) {
+		return fault.Invalid("decision ID %q must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$", id)
+	}
+	return nil
+}
+
+// ValidateRunID checks the ID of a decision plan runs (a plan file's or `plan exec`'s).
+func ValidateRunID(id string) error {
+	if !runID.MatchString(id) {
 		return fault.Invalid("decision ID %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", id)
 	}
 	return nil
@@ -51,7 +70,9 @@ func ValidateDecisionID(id string) error {
 
 // Definition is what a plan file (or `plan exec`) says about a decision.
 type Definition struct {
-	ID      string
+	ID string
+	// Kind says who runs the decision: plan (Executed) or something outside it (Outside).
+	Kind    Kind
 	Name    string
 	Run     string
 	Timeout time.Duration
@@ -73,7 +94,13 @@ type Definition struct {
 const MaxRetries = 10
 
 func (d Definition) validate() error {
-	if err := ValidateDecisionID(d.ID); err != nil {
+	if d.Kind == Outside {
+		return d.validateOutside()
+	}
+	if d.Kind != Executed {
+		return fault.Invalid("decision %q: unknown kind %q", d.ID, d.Kind)
+	}
+	if err := ValidateRunID(d.ID); err != nil {
 		return err
 	}
 	if err := checkpoint.ValidateLabels(d.Labels); err != nil {
@@ -187,6 +214,12 @@ type Plan struct {
 	checkpoints bool
 	createdAt   time.Time
 	decisions   []*Decision
+	turns       []Turn
+	// What changed since the plan was loaded, for a repository that saves only that: whole is set
+	// when the list itself changed (order, removals; a new plan), dirty names changed decisions.
+	whole   bool
+	dirty   map[string]bool
+	partial bool
 }
 
 // New returns an empty plan.
@@ -194,7 +227,7 @@ func New(id, name, source string, checkpoints bool, now time.Time) (*Plan, error
 	if strings.TrimSpace(name) == "" {
 		return nil, fault.Invalid("a plan needs a name")
 	}
-	return &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: now.UTC()}, nil
+	return &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: now.UTC(), whole: true}, nil
 }
 
 // DecisionState is the persisted form of a decision, for Rehydrate.
@@ -206,7 +239,9 @@ type DecisionState struct {
 
 // Rehydrate rebuilds a stored plan. Only persistence mappers call it.
 func Rehydrate(id, name, source string, checkpoints bool, createdAt time.Time, ds []DecisionState) *Plan {
-	p := &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: createdAt.UTC()}
+	// Whole until a repository that loaded it says otherwise (Saved): saving a plan rebuilt from
+	// elsewhere writes all of it.
+	p := &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: createdAt.UTC(), whole: true}
 	for _, s := range ds {
 		p.decisions = append(p.decisions, &Decision{def: s.Def, skipped: s.Skipped, attempts: s.Attempts})
 	}
@@ -250,6 +285,9 @@ func (p *Plan) Decision(id string) (*Decision, error) {
 // neighbour they followed. A file that changes the relative order of decisions that already ran is
 // refused: resuming it would be ambiguous.
 func (p *Plan) Define(defs []Definition) error {
+	if p.partial {
+		return errPartial
+	}
 	seen := map[string]bool{}
 	for _, d := range defs {
 		if err := d.validate(); err != nil {
@@ -297,31 +335,44 @@ func (p *Plan) Define(defs []Definition) error {
 		ordered = slices.Insert(ordered, at, d)
 	}
 	p.decisions = ordered
+	p.whole = true
 	return nil
 }
 
 // Append adds one ad-hoc decision at the end (plan exec). An existing decision that has not
 // succeeded gets the new definition and may run again.
 func (p *Plan) Append(def Definition) (*Decision, error) {
+	if p.partial {
+		return nil, errPartial
+	}
 	if err := def.validate(); err != nil {
 		return nil, err
+	}
+	if def.Kind == Outside {
+		return nil, fault.Invalid("decision %q is recorded from outside (RecordOutside), not appended to run", def.ID)
 	}
 	if d, err := p.Decision(def.ID); err == nil {
 		if d.Status() == Succeeded {
 			return nil, fault.Conflict("decision %q already succeeded; correct it with `plan correct --decision %s`", def.ID, def.ID)
 		}
+		if d.def.Kind == Outside {
+			return nil, errOutside(def.ID)
+		}
 		d.def = def
+		p.mark(def.ID)
 		return d, nil
 	}
 	d := &Decision{def: def}
 	p.decisions = append(p.decisions, d)
+	p.mark(def.ID)
 	return d, nil
 }
 
-// Running returns the running decision, if any.
+// Running returns the running decision plan executes, if any (Outside decisions running in their
+// agent are not plan's: see RunningOutside).
 func (p *Plan) Running() *Decision {
 	for _, d := range p.decisions {
-		if d.Status() == Running {
+		if d.Status() == Running && d.def.Kind == Executed {
 			return d
 		}
 	}
@@ -334,6 +385,9 @@ func (p *Plan) Start(id string, checkpointID checkpoint.ID, logPath string, now 
 	d, err := p.Decision(id)
 	if err != nil {
 		return Attempt{}, err
+	}
+	if d.def.Kind == Outside {
+		return Attempt{}, errOutside(id)
 	}
 	if r := p.Running(); r != nil {
 		return Attempt{}, fault.Conflict("decision %q is still running", r.ID())
@@ -349,6 +403,7 @@ func (p *Plan) Start(id string, checkpointID checkpoint.ID, logPath string, now 
 	}
 	d.attempts = append(d.attempts, a)
 	d.skipped = false
+	p.mark(id)
 	return a.clone(), nil
 }
 
@@ -376,6 +431,7 @@ func (p *Plan) Finish(id string, o Outcome, now time.Time) error {
 		return fault.Invalid("an attempt cannot finish as %s", o.Status)
 	}
 	a.Status, a.ExitCode, a.ResultTree, a.Artifacts, a.FinishedAt = o.Status, o.ExitCode, o.ResultTree, slices.Clone(o.Artifacts), now.UTC()
+	p.mark(id)
 	return nil
 }
 
@@ -385,6 +441,7 @@ func (p *Plan) SkipPending(after string) {
 	for _, d := range p.decisions {
 		if found && d.Status() == Pending {
 			d.skipped = true
+			p.mark(d.def.ID)
 		}
 		if d.def.ID == after {
 			found = true
@@ -412,6 +469,7 @@ func (p *Plan) Unrevert(op string) []string {
 			}
 		}
 		if changed {
+			p.mark(d.def.ID)
 			ids = append(ids, d.def.ID)
 		}
 	}
@@ -435,6 +493,7 @@ func (p *Plan) RevertOne(id, op string) error {
 		return fault.Conflict("decision %q is %s; only a finished decision can be reverted", id, a.Status)
 	}
 	a.Status, a.RevertedBy, a.RevertedFrom = Reverted, op, a.Status
+	p.mark(id)
 	return nil
 }
 
@@ -458,6 +517,7 @@ func (p *Plan) revertStartedSince(t time.Time, revert func(*Attempt)) []string {
 			}
 		}
 		if changed {
+			p.mark(d.def.ID)
 			ids = append(ids, d.def.ID)
 		}
 	}
@@ -474,6 +534,13 @@ type Repository interface {
 	Save(ctx context.Context, p *Plan) error
 	// List returns every plan, the current (most recently saved) one first.
 	List(ctx context.Context) ([]*Plan, error)
+	// Partial returns the plan called name with only those of decisions ids it has, and its turns
+	// (Plan.Partial): reading and saving it costs what those decisions do, not the whole plan. It
+	// returns fault.ErrNotFound when there is no such plan.
+	Partial(ctx context.Context, name string, ids []string) (*Plan, error)
+	// RunningExecuted returns the names of the plans with a running attempt of an Executed
+	// decision, without reading the plans.
+	RunningExecuted(ctx context.Context) ([]string, error)
 }
 
 // Reexecution lists the decisions a correction of decision from runs again, in plan order: from
@@ -488,6 +555,9 @@ func (p *Plan) Reexecution(from string) ([]string, error) {
 	for _, d := range p.decisions {
 		started = started || d.def.ID == from
 		if started && d.Status() != Succeeded {
+			if d.def.Kind == Outside {
+				return nil, errOutside(d.def.ID)
+			}
 			ids = append(ids, d.def.ID)
 		}
 	}
@@ -500,9 +570,13 @@ func (p *Plan) Redefine(id, command string) error {
 	if err != nil {
 		return err
 	}
+	if d.def.Kind == Outside {
+		return errOutside(id)
+	}
 	if strings.TrimSpace(command) == "" {
 		return fault.Invalid("decision %q needs a command", id)
 	}
 	d.def.Run = command
+	p.mark(id)
 	return nil
 }

@@ -136,11 +136,20 @@ func TestNew(t *testing.T) {
 
 func TestValidateDecisionID(t *testing.T) {
 	for _, id := range []string{"a", "0", "scaffold", "a_b-c9", strings.Repeat("a", 64)} {
-		if err := plan.ValidateDecisionID(id); err != nil {
+		if err := plan.ValidateRunID(id); err != nil {
 			t.Errorf("%q: %v", id, err)
 		}
 	}
 	for _, id := range []string{"", "A", "-a", "_a", "a b", "a/b", "a.b", "Ab", strings.Repeat("a", 65), "..", "é"} {
+		requireKind(t, plan.ValidateRunID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
+	}
+	// Any decision's name: an agent's tool-call IDs keep their capitals.
+	for _, id := range []string{"a", "toolu_01AbCdEf", "call_X9", strings.Repeat("A", 128)} {
+		if err := plan.ValidateDecisionID(id); err != nil {
+			t.Errorf("%q: %v", id, err)
+		}
+	}
+	for _, id := range []string{"", "-a", "_a", "a b", "a/b", "a.b", strings.Repeat("a", 129), "..", "é"} {
 		requireKind(t, plan.ValidateDecisionID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
 	}
 }

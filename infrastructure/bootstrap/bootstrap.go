@@ -53,6 +53,9 @@ type Config struct {
 	WorkspaceID string
 	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
 	Getenv func(string) string
+	// LockWait is how long a command waits for the workspace lock another process holds; zero
+	// means the locker's default. An agent's hook waits longer: parallel tool calls queue on it.
+	LockWait time.Duration
 }
 
 // Module assembles every adapter and service for the workspace cfg names.
@@ -180,7 +183,13 @@ var WorkspaceModule = fx.Module("workspace",
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
 		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
-		workspace.NewLocker,
+		func(l workspace.Layout, cfg Config) *workspace.Locker {
+			lk := workspace.NewLocker(l)
+			if cfg.LockWait > 0 {
+				lk.Wait = cfg.LockWait
+			}
+			return lk
+		},
 		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
 		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
 		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
@@ -205,6 +214,7 @@ var ApplicationModule = fx.Module("application",
 		application.NewCorrectionService,
 		application.NewHistoryService,
 		application.NewReadService,
+		application.NewAgentService,
 		NewMaintenanceService,
 	),
 )
@@ -317,6 +327,7 @@ type Services struct {
 	Maintenance *application.MaintenanceService
 	History     *application.HistoryService
 	Read        *application.ReadService
+	Agents      *application.AgentService
 	Guard       *application.Guard
 	DB          *persistence.DB
 	Store       *objectstore.Store

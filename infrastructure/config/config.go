@@ -53,6 +53,14 @@ type File struct {
 	GC              *GC        `yaml:"gc,omitempty"`
 	Cache           *Cache     `yaml:"cache,omitempty"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
+	Hooks           *Hooks     `yaml:"hooks,omitempty"`
+}
+
+// Hooks configures `plan hook`, the agents' hooks (docs/agents.md).
+type Hooks struct {
+	// FailClosed blocks an agent's tool call when plan could not checkpoint before it; by default
+	// (false) plan warns and lets the tool run.
+	FailClosed *bool `yaml:"fail_closed,omitempty"`
 }
 
 // Retention is the checkpoint and archive retention policy (see maintenance.Settings).

@@ -58,15 +58,19 @@ func dropTable(t *testing.T, db *DB, table string) {
 	}
 }
 
-// Save rewrites the whole plan in one transaction: when any of its writes fails, the plan stored
-// before is still there, whole, and nothing of the new one is.
+// Save writes a plan in one transaction, whole (a redefined plan) or what changed: when any of its
+// writes fails, the plan stored before is still there, whole, and nothing of the new one is.
 func TestPlanSaveIsAtomic(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		ctx := context.Background()
-		for _, tc := range []struct{ kind, table string }{
-			{"UPDATE", "plans"}, {"DELETE", "decisions"}, {"INSERT", "decisions"}, {"INSERT", "attempts"},
+		for _, tc := range []struct {
+			kind, table string
+			whole       bool
+		}{
+			{"UPDATE", "plans", false}, {"INSERT", "decisions", false}, {"UPDATE", "attempts", false},
+			{"UPDATE", "plans", true}, {"DELETE", "decisions", true}, {"INSERT", "decisions", true}, {"INSERT", "attempts", true},
 		} {
-			t.Run(tc.kind+" "+tc.table, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s %s whole=%v", tc.kind, tc.table, tc.whole), func(t *testing.T) {
 				db := e.open(t)
 				plans := NewPlans(db)
 				before := savedPlan(t, plans)
@@ -76,6 +80,15 @@ func TestPlanSaveIsAtomic(t *testing.T) {
 				}
 				if _, err := changed.Append(plan.Definition{ID: "extra", Run: "true"}); err != nil {
 					t.Fatal(err)
+				}
+				if tc.whole {
+					var defs []plan.Definition
+					for _, d := range changed.Decisions() {
+						defs = append(defs, d.Definition())
+					}
+					if err := changed.Define(defs); err != nil {
+						t.Fatal(err)
+					}
 				}
 				code := 0
 				if err := changed.Finish("build", plan.Outcome{Status: plan.Succeeded, ExitCode: &code}, time.Now()); err != nil {

@@ -346,6 +346,12 @@ var migrations = []migration{
 		`CREATE INDEX attempts_checkpoint ON attempts(workspace_id, checkpoint_id)`,
 		`CREATE INDEX operations_started ON operations(workspace_id, started_at DESC, id DESC)`,
 	}},
+	{11, "agent sessions: decisions recorded from outside, turns, and reads that do not grow with a plan", []string{
+		`ALTER TABLE decisions ADD COLUMN kind TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE plans ADD COLUMN turns TEXT NOT NULL DEFAULT '[]'`,
+		`CREATE INDEX decisions_position ON decisions(workspace_id, plan_id, position)`,
+		`CREATE INDEX attempts_status ON attempts(workspace_id, status)`,
+	}},
 }
 
 // replacesTables lists the steps that drop and recreate tables other tables reference. SQLite runs

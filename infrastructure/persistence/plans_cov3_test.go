@@ -95,6 +95,10 @@ func TestPlanSaveRecordsRemovedAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.rebuildMatches(t, dump(t, f.db))
+		// Redefined, the older copy is saved whole (a copy saved unchanged writes nothing).
+		if err := older.Define([]plan.Definition{{ID: "build", Run: "make"}}); err != nil {
+			t.Fatal(err)
+		}
 		if err := plans.Save(ctx, older); err != nil {
 			t.Fatal(err)
 		}

@@ -252,7 +252,7 @@ func (p parser) decision(n int, dn *yaml.Node) (plan.Definition, error) {
 	if idNode == nil {
 		return d, p.errf(dn, "%s: missing required key \"id\"", what)
 	}
-	if err := plan.ValidateDecisionID(d.ID); err != nil {
+	if err := plan.ValidateRunID(d.ID); err != nil {
 		return d, p.errf(idNode, "%s: ID %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", what, d.ID)
 	}
 	if runNode == nil || strings.TrimSpace(d.Run) == "" {

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"github.com/xrash/smetrics"
@@ -65,6 +66,8 @@ type handler struct {
 	argv []string
 	// op is the running command's operation log entry, when it is one the log keeps.
 	op *opLog
+	// lockWait, when set, is how long the command waits for the workspace lock (plan hook).
+	lockWait time.Duration
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -321,7 +324,7 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	}
 	app, err := bootstrap.Open(ctx, bootstrap.Config{
 		Root: root, Init: init, AllowDangerousRoot: h.forceRoot,
-		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv,
+		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv, LockWait: h.lockWait,
 	})
 	if err != nil {
 		return nil, err

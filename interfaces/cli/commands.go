@@ -37,6 +37,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.shellCommands()...)
 	cmds = append(cmds, h.mcpCommand())
+	cmds = append(cmds, h.agentCommands()...)
 	return append(cmds, h.demoCommand())
 }
 

@@ -21,7 +21,7 @@ var loggedKinds = map[string]string{
 	"init": "init", "checkpoint create": "checkpoint", "checkpoint delete": "delete", "checkpoint prune": "prune",
 	"run": "run", "exec": "exec", "rollback": "rollback", "correct": "correct", "revert": "revert",
 	"gc": "gc", "recover": "recover", "correction prune": "prune",
-	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone",
+	"checkpoint pin": "pin", "checkpoint unpin": "unpin", "clone": "clone", "rewind": "rollback",
 }
 
 // opLog is what the running command will put in the operation log.

@@ -99,7 +99,7 @@ func (h *handler) exec(c *ucli.Context) error {
 	if id == "" {
 		return usagef("missing --id ID (see `plan exec --help`)")
 	}
-	if err := plan.ValidateDecisionID(id); err != nil {
+	if err := plan.ValidateRunID(id); err != nil {
 		return err
 	}
 	if c.NArg() == 0 {

@@ -100,7 +100,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZZZ")
+	o := inWorkspace(dir, "--json", "checkpoint", "show", "ZZ.ZZ")
 	if o.code != ExitInvalid {
 		t.Fatalf("a malformed ID: %v", o)
 	}
@@ -108,6 +108,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
 	checkMCPOutputs(t, check)
+	checkAgentOutputs(t, check)
 	for name := range schemas {
 		if !validated[name] {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Targets of the agent hook rows (issue 22).
+const (
+	hookP95LimitMs  = 50.0 // a mutating tool call's pre + post hooks, p95, at -files files
+	sessionTailSlop = 1.10 // the last hundred calls of a long session within this factor of its first hundred
+	sessionWindow   = 100
+	sessionFiles    = 200 // the long session's workspace: small, so the session's own cost shows
+)
+
+// agents measures what plan adds to an AI coding agent's tool call: `plan hook claude PreToolUse`
+// before it and `PostToolUse` after it, two processes on the agent's critical path, each call
+// changing one file. On the generated workspace it reports the pre+post latency's p50 and p95
+// against a no-change `plan checkpoint create` run in the same workspace; on a small workspace it
+// runs a session of -agent-calls calls and compares its last hundred with its first hundred,
+// which must not be slower: a call's cost must not grow with the session's length.
+func (b *bench) agents(s *subject) error {
+	w, ok := s.files.(*workload)
+	if !ok {
+		return errors.New("the agent phase needs the generated workload")
+	}
+	if _, err := os.Stat(filepath.Join(s.ws, ".plan")); err != nil {
+		if err := s.plan.init(); err != nil {
+			return err
+		}
+	}
+	calls := max(20, 10*b.cfg.runs)
+	lat, err := b.hookSession(s.ws, "bench-latency", calls, func(i int) error {
+		return w.rewrite(b.ctx, w.pickChanges(1, uint64(9000+i)), uint64(9000+i)) // #nosec G115 -- small i
+	})
+	if err != nil {
+		return err
+	}
+	var base []time.Duration
+	for range b.cfg.runs {
+		m, err := b.r.quiet(s.ws, nil, s.plan.bin, "-C", s.ws, "--json", "checkpoint", "create")
+		if err != nil {
+			return err
+		}
+		base = append(base, m.wall)
+	}
+	p50, p95 := percentile(lat, 50), percentile(lat, 95)
+	b.logf("agent hooks: %d tool calls at %d files: p50 %v, p95 %v (no-change checkpoint %v)", calls, len(w.files),
+		p50.Round(time.Millisecond), p95.Round(time.Millisecond), median(millis(base)))
+	row50 := timeResult("agent_hook_p50", fmt.Sprintf("agent tool call, pre+post hooks, p50 (%d files)", len(w.files)),
+		[]time.Duration{p50}, base, "no-change checkpoint, fresh process", "-", nil)
+	row50.Note = fmt.Sprintf("%d mutating tool calls (Claude Code payloads, one file changed each): the wall time of "+
+		"`plan hook claude PreToolUse` plus `plan hook claude PostToolUse`", calls)
+	b.rep.add(row50)
+	row95 := timeResult("agent_hook_p95", fmt.Sprintf("agent tool call, pre+post hooks, p95 (%d files)", len(w.files)),
+		[]time.Duration{p95}, base, "no-change checkpoint, fresh process", fmt.Sprintf("<= %g ms", hookP95LimitMs),
+		func(o, _ float64) bool { return o <= hookP95LimitMs })
+	row95.Note = "each hook is a fresh process that opens the workspace, takes its lock and snapshots it"
+	b.rep.add(row95)
+	return b.longSession()
+}
+
+// longSession runs -agent-calls tool calls in one session on a small workspace and compares the
+// median cost of its last hundred with its first hundred.
+func (b *bench) longSession() error {
+	n := b.cfg.agentCalls
+	if n < 2*sessionWindow {
+		return fmt.Errorf("-agent-calls must be at least %d", 2*sessionWindow)
+	}
+	dir := filepath.Join(b.base, "agent-session")
+	w := planWorkload(filepath.Join(dir, "ws"), sessionFiles, b.cfg.seed)
+	if err := w.write(b.ctx); err != nil {
+		return err
+	}
+	p := &planCLI{r: b.r, bin: b.planBin, ws: w.root}
+	if err := p.init(); err != nil {
+		return err
+	}
+	start := time.Now()
+	lat, err := b.hookSession(w.root, "bench-long", n, func(i int) error {
+		return w.rewrite(b.ctx, w.pickChanges(1, uint64(20000+i)), uint64(20000+i)) // #nosec G115 -- small i
+	})
+	if err != nil {
+		return err
+	}
+	first, last := lat[:sessionWindow], lat[len(lat)-sessionWindow:]
+	b.logf("agent session: %d tool calls in %v: first hundred %.1f ms, last hundred %.1f ms (median pre+post)", n,
+		time.Since(start).Round(time.Second), median(millis(first)), median(millis(last)))
+	res := timeResult("agent_session_tail", fmt.Sprintf("agent session of %d tool calls: its last hundred", n),
+		last, first, "its first hundred", fmt.Sprintf("<= %gx first hundred", sessionTailSlop),
+		func(o, f float64) bool { return o <= sessionTailSlop*f })
+	res.Note = fmt.Sprintf("medians of pre+post hook wall time per call, on a %d-file workspace so the session's own "+
+		"bookkeeping shows; the margin is for noise on a shared machine", sessionFiles)
+	res.OursSamples, res.BaselineSamples = nil, nil // 200 samples would drown the report
+	b.rep.add(res)
+	return nil
+}
+
+// hookSession drives one Claude Code session of n mutating tool calls through `plan hook` in ws:
+// a prompt, then per call PreToolUse, change (what the tool does), PostToolUse; last, Stop. It
+// returns each call's pre+post wall time.
+func (b *bench) hookSession(ws, session string, n int, change func(i int) error) ([]time.Duration, error) {
+	base := map[string]any{"session_id": session, "cwd": ws, "transcript_path": filepath.Join(ws, "t.jsonl"), "permission_mode": "default"}
+	send := func(event string, extra map[string]any) (time.Duration, error) {
+		m := map[string]any{"hook_event_name": event}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		payload, err := json.Marshal(m)
+		if err != nil {
+			return 0, err
+		}
+		cmd := exec.CommandContext(b.ctx, b.planBin, "hook", "claude", event)
+		cmd.Dir, cmd.Stdin = ws, bytes.NewReader(payload)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t := time.Now()
+		err = cmd.Run()
+		d := time.Since(t)
+		if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
+			return d, fmt.Errorf("plan hook claude %s: %v: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
+		}
+		return d, nil
+	}
+	if _, err := send("UserPromptSubmit", map[string]any{"prompt": "benchmark"}); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		id := fmt.Sprintf("toolu_bench%06d", i)
+		input := map[string]any{"command": fmt.Sprintf("./edit.sh %d", i)}
+		pre, err := send("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id})
+		if err != nil {
+			return nil, err
+		}
+		if err := change(i); err != nil {
+			return nil, err
+		}
+		post, err := send("PostToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+			"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pre+post)
+	}
+	if _, err := send("Stop", map[string]any{"stop_hook_active": false}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// percentile is the p-th percentile of ds (nearest rank).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (p*len(s) + 99) / 100
+	return s[min(max(i, 1), len(s))-1]
+}
+
+// agentsOnly reports whether only the agent rows were asked for.
+func agentsOnly(only string) bool { return strings.TrimSpace(only) == "agents" }
