@@ -22,7 +22,7 @@ import (
 // mcpCommand is `plan mcp`: plan's undo tools for an AI agent, as an MCP server on stdin/stdout.
 func (h *handler) mcpCommand() *ucli.Command {
 	return &ucli.Command{
-		Name: "mcp", Usage: "serve this workspace's checkpoints, diffs, restores, reverts and undo to an AI agent over MCP (stdio)",
+		Name: "mcp", Usage: "serve this workspace's checkpoints, diffs, restores, reverts, undo and agent sessions to an AI agent over MCP (stdio)",
 		Description: "Speaks the Model Context Protocol (JSON-RPC, one message a line) on stdin and stdout until stdin\n" +
 			"closes. Every tool runs the plan command of the same name in-process, on the workspace that holds\n" +
 			"the directory plan mcp started in (or -C DIR): same services, locks, names and operation log as\n" +
@@ -66,6 +66,7 @@ type mcpTools struct {
 
 // mcpInstructions is what the server tells the client about itself when it connects.
 const mcpInstructions = "plan keeps checkpoints of this workspace (every file, shell side effects included; .git untouched). " +
+	"With plan's agent hooks installed, every mutating tool call of the agent is checkpointed: sessions lists them, rewind goes back to before one. " +
 	"Take a checkpoint before a risky change (checkpoint), see what changed since one (diff FROM with no TO compares with the workspace), " +
 	"and get back: restore puts the workspace or some paths back as a checkpoint holds them, revert undoes one decision and keeps later work, " +
 	"undo reverses the latest restore or revert. Checkpoints are named by ID, unique prefix, short name, @ (the latest), @~N. " +
@@ -108,6 +109,18 @@ func newMCPServer(r *Runner, root string) *mcp.Server {
 			"just before it (plan undo). Call again to undo the one before.",
 		Annotations: annotations(false, true, false),
 	}, nil, t.undo)
+	addMCPTool(srv, &mcp.Tool{
+		Name: "sessions", Title: "Agent sessions",
+		Description: "The recorded agent sessions (Claude Code, Codex, Gemini CLI through plan's hooks) with their turns and tool calls: " +
+			"time, tool, a summary of the call, the files it changed, and the checkpoint taken before it (plan sessions).",
+		Annotations: annotations(true, false, true),
+	}, nil, t.sessions)
+	addMCPTool(srv, &mcp.Tool{
+		Name: "rewind", Title: "Rewind an agent session",
+		Description: "Restore the workspace to before a turn or a tool call of an agent session, through the journaled rollback " +
+			"(plan rewind): a pre_rollback safety checkpoint first; undo reverses it. dry_run lists what would change.",
+		Annotations: annotations(false, true, false),
+	}, func(s *jsonschema.Schema) { enum(s, "mode", "both", "files", "state") }, t.rewind)
 	addMCPTool(srv, &mcp.Tool{
 		Name: "status", Title: "Workspace status",
 		Description: "The latest checkpoint, what changed since it, an interrupted operation if any, and the current plan's decisions (plan status).",
@@ -424,6 +437,52 @@ func (t *mcpTools) status(ctx context.Context, in mcpStatusIn) (workspaceStatusV
 	if in.Plan != "" {
 		args = append(args, flag("plan", in.Plan))
 	}
+	notes, err := t.call(ctx, &v, args...)
+	return v, notes, err
+}
+
+type mcpSessionsIn struct {
+	Session string `json:"session,omitempty" jsonschema:"only this session: its plan name (claude-SESSION_ID) or its ID"`
+}
+
+func (t *mcpTools) sessions(ctx context.Context, in mcpSessionsIn) (sessionsView, []string, error) {
+	var v sessionsView
+	args := []string{"sessions"}
+	if in.Session != "" {
+		args = append(args, "--", in.Session)
+	}
+	notes, err := t.call(ctx, &v, args...)
+	return v, notes, err
+}
+
+type mcpRewindIn struct {
+	Session  string   `json:"session" jsonschema:"the session: its plan name (claude-SESSION_ID) or its ID (sessions lists them)"`
+	Turn     *int     `json:"turn,omitempty" jsonschema:"rewind to before turn N (1 or more); or give tool_call"`
+	ToolCall string   `json:"tool_call,omitempty" jsonschema:"rewind to before the tool call with this ID (the agent's); or give turn"`
+	Mode     string   `json:"mode,omitempty" jsonschema:"both: files and decision states; files: the files only; state: mark the decisions since as reverted only"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"rewind only these files and directories (relative to the workspace root)"`
+	DryRun   bool     `json:"dry_run,omitempty" jsonschema:"list what would change; change nothing"`
+}
+
+func (t *mcpTools) rewind(ctx context.Context, in mcpRewindIn) (rewindView, []string, error) {
+	var v rewindView
+	if in.Session == "" {
+		return v, nil, usageFailure("give the session to rewind (sessions lists them)")
+	}
+	args := []string{"--yes", "rewind", flag("session", in.Session)}
+	if in.Turn != nil {
+		args = append(args, flag("turn", strconv.Itoa(*in.Turn)))
+	}
+	if in.ToolCall != "" {
+		args = append(args, flag("tool-call", in.ToolCall))
+	}
+	if in.Mode != "" {
+		args = append(args, "--"+in.Mode)
+	}
+	if in.DryRun {
+		args = append(args, "--dry-run")
+	}
+	args = append(append(args, "--"), in.Paths...)
 	notes, err := t.call(ctx, &v, args...)
 	return v, notes, err
 }

@@ -140,7 +140,7 @@ func TestMCPToolsAreDescribed(t *testing.T) {
 	want := map[string][3]bool{ // readOnly, destructive, idempotent
 		"checkpoint": {false, false, false}, "list": {true, false, true}, "diff": {true, false, true},
 		"restore": {false, true, false}, "revert": {false, true, false}, "undo": {false, true, false},
-		"status": {true, false, true},
+		"status": {true, false, true}, "sessions": {true, false, true}, "rewind": {false, true, false},
 	}
 	var names []string
 	for _, tool := range res.Tools {
@@ -169,7 +169,7 @@ func TestMCPToolsAreDescribed(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if strings.Join(names, " ") != "checkpoint diff list restore revert status undo" {
+	if strings.Join(names, " ") != "checkpoint diff list restore revert rewind sessions status undo" {
 		t.Fatalf("tools %v", names)
 	}
 	restore := res.Tools[slices.IndexFunc(res.Tools, func(x *mcp.Tool) bool { return x.Name == "restore" })]
@@ -581,4 +581,72 @@ func checkMCPOutputs(t *testing.T, check func(name, doc string)) {
 	check("revert", out("revert", map[string]any{"decision": "d", "reason": "r"}))
 	res := callTool(t, cs, "restore", map[string]any{"checkpoint": "nothing"})
 	check("error", contentTexts(res)[1])
+	agents := mcpClient(t, claudeTurn(t))
+	out = func(tool string, args map[string]any) string {
+		t.Helper()
+		res := callTool(t, agents, tool, args)
+		if res.IsError {
+			t.Fatalf("%s: %v", tool, contentTexts(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+	check("sessions", out("sessions", nil))
+	check("rewind", out("rewind", map[string]any{"session": claudeSession, "turn": 1}))
+}
+
+// An agent session recorded by plan's hooks, listed and rewound through MCP: byte for byte, and
+// undone by the undo tool.
+func TestMCPSessionsAndRewind(t *testing.T) {
+	dir := claudeTurn(t)
+	cs := mcpClient(t, dir)
+	var all, one sessionsView
+	mcpOK(t, cs, "sessions", nil, &all)
+	if len(all.Sessions) != 1 || all.Sessions[0].Plan != claudeSession || len(all.Sessions[0].Turns[0].ToolCalls) != 2 {
+		t.Fatalf("sessions: %+v", all)
+	}
+	mcpOK(t, cs, "sessions", map[string]any{"session": "7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12"}, &one)
+	if len(one.Sessions) != 1 || one.Sessions[0].Plan != claudeSession {
+		t.Fatalf("sessions by ID: %+v", one)
+	}
+	after, err := treetest.Read(dir, skipState)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bash := "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"
+	var rv rewindView
+	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": bash, "dry_run": true}, &rv)
+	if !rv.DryRun || rv.Added != 1 || rv.ToolCall == nil || *rv.ToolCall != bash {
+		t.Fatalf("rewind dry run: %+v", rv)
+	}
+	requireTree(t, dir, after, "after a dry-run rewind")
+	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": bash}, &rv)
+	if readFile(t, dir, "build/a.o") != "object" || readFile(t, dir, "README.md") != "# Project\n" || rv.Session != claudeSession {
+		t.Fatalf("rewind to before the rm: %+v", rv)
+	}
+	var uv undoView
+	mcpOK(t, cs, "undo", nil, &uv)
+	requireTree(t, dir, after, "after undoing the rewind")
+
+	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "files", "paths": []string{"README.md"}}, &rv)
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); !os.IsNotExist(err) || rv.Turn == nil || *rv.Turn != 1 || rv.Mode != "files" {
+		t.Fatalf("per-path rewind of turn 1: %+v (%v)", rv, err)
+	}
+	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "state"}, &rv)
+	if rv.Mode != "state" {
+		t.Fatalf("state rewind: %+v", rv)
+	}
+	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "both"}, &rv)
+
+	mcpFails(t, cs, "sessions", map[string]any{"session": "nope"}, "not_found", ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"turn": 1}, "usage", ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": ""}, "usage", ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession}, "usage", ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "tool_call": bash}, "usage", ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 0}, "invalid", ExitInvalid)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 7}, "not_found", ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": "toolu_nope"}, "not_found", ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "some"}, "usage", ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "paths": []string{"../x"}}, "invalid", ExitInvalid)
 }
