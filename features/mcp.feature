@@ -13,7 +13,7 @@ Feature: plan mcp, the way back for an AI agent
 
   Scenario: the tools and their hints
     When I list the MCP tools
-    Then the MCP tools are exactly "checkpoint diff list restore revert status undo"
+    Then the MCP tools are exactly "checkpoint diff list restore revert rewind sessions status undo"
     And the MCP tool "checkpoint" is additive
     And the MCP tool "list" is read-only
     And the MCP tool "diff" is read-only
@@ -21,6 +21,8 @@ Feature: plan mcp, the way back for an AI agent
     And the MCP tool "restore" is destructive
     And the MCP tool "revert" is destructive
     And the MCP tool "undo" is destructive
+    And the MCP tool "sessions" is read-only
+    And the MCP tool "rewind" is destructive
 
   Scenario: an agent checkpoints, a command wipes a directory, restore brings back every byte and undo reverses it
     When I call the MCP tool "checkpoint" with:
@@ -128,6 +130,41 @@ Feature: plan mcp, the way back for an AI agent
     And "first.txt" does not exist
     And the file "second.txt" contains "2\n"
 
+  Scenario: the sessions the hooks recorded, and a rewind to before the agent's rm -rf, byte for byte
+    Given a file "build/a.o" containing "object"
+    And the agent "claude" sends "UserPromptSubmit" from "claude-UserPromptSubmit"
+    And the agent "claude" sends "PreToolUse" from "claude-PreToolUse-Write"
+    And a file "README.md" containing "# Project"
+    And the agent "claude" sends "PostToolUse" from "claude-PostToolUse-Write"
+    And the agent "claude" sends "PreToolUse" from "claude-PreToolUse-Bash"
+    And I remember the workspace as "before rm"
+    And I delete "build"
+    And the agent "claude" sends "PostToolUse" from "claude-PostToolUse-Bash"
+    And the agent "claude" sends "Stop" from "claude-Stop"
+    And I remember the workspace as "after rm"
+    When I call the MCP tool "sessions"
+    Then it succeeds
+    And the JSON output has "sessions.0.plan" equal to "claude-7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12"
+    And the JSON output has "sessions.0.turns.0.tool_calls.1.summary" equal to "Bash: rm -rf build"
+    And the JSON output has "sessions.0.turns.0.tool_calls.1.files.0.path" equal to "build/a.o"
+    When I call the MCP tool "rewind" with:
+      """
+      {"session": "claude-7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12", "tool_call": "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"}
+      """
+    Then it succeeds
+    And the JSON output has "tool_call" equal to "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"
+    And the workspace equals "before rm"
+    When I call the MCP tool "undo"
+    Then it succeeds
+    And the workspace equals "after rm"
+    When I call the MCP tool "rewind" with:
+      """
+      {"session": "claude-7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12", "turn": 9}
+      """
+    Then the exit code is 4
+    And the JSON error has "error.kind" equal to "not_found"
+    And the workspace equals "after rm"
+
   Scenario Outline: a bad call is a tool error with plan's kind, and changes nothing
     Given a checkpoint "base"
     And I change "a.txt" to "changed\n"
@@ -154,6 +191,9 @@ Feature: plan mcp, the way back for an AI agent
       | revert     | {"decision": "nothing"}                          | 2    | usage     |
       | undo       | {}                                               | 4    | not_found |
       | diff       | {"from": "@", "name_only": true, "stat": true}   | 2    | usage     |
+      | sessions   | {"session": "no-such-session"}                   | 4    | not_found |
+      | rewind     | {"session": "no-such-session", "turn": 1}        | 4    | not_found |
+      | rewind     | {"turn": 1}                                      | 2    | usage     |
 
   Scenario: a busy workspace (its lock held) refuses a tool call as it refuses the command
     Given a checkpoint "base"

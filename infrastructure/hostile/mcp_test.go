@@ -198,3 +198,52 @@ func TestMCPBinaryRestoreKilledMidCallIsWholeAfterRecovery(t *testing.T) {
 		w.must("rollback", "--to-checkpoint", base, "--yes")
 	}
 }
+
+// mcpHook sends a documented Claude Code payload (interfaces/agenthooks/testdata) to `plan hook`.
+func mcpHook(t *testing.T, w *workspace, event, fixture string) {
+	t.Helper()
+	b, err := os.ReadFile("../../interfaces/agenthooks/testdata/claude-" + fixture + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := command(t, "", w.env, strings.ReplaceAll(string(b), "$CWD", w.dir), "hook", "claude", event)
+	cmd.Dir = w.dir
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("plan hook claude %s: %v %s", event, err, out)
+	}
+}
+
+// An agent's session recorded by the hooks, listed and rewound to before its rm -rf through the
+// real binary's MCP tools: byte for byte, and undone byte for byte.
+func TestMCPBinarySessionRewindIsExact(t *testing.T) {
+	w := newWorkspace(t, nil)
+	w.write("build/a.o", "object")
+	w.write("main.go", "package main\n")
+	mcpHook(t, w, "UserPromptSubmit", "UserPromptSubmit")
+	mcpHook(t, w, "PreToolUse", "PreToolUse-Write")
+	w.write("README.md", "# Project\n")
+	mcpHook(t, w, "PostToolUse", "PostToolUse-Write")
+	mcpHook(t, w, "PreToolUse", "PreToolUse-Bash")
+	beforeRm := mcpTree(t, w.dir)
+	if err := os.RemoveAll(w.path("build")); err != nil {
+		t.Fatal(err)
+	}
+	mcpHook(t, w, "PostToolUse", "PostToolUse-Bash")
+	mcpHook(t, w, "Stop", "Stop")
+	afterRm := mcpTree(t, w.dir)
+
+	cs, _ := mcpServe(t, w)
+	const session = "claude-7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12"
+	ss := mcpCall(t, cs, true, "sessions", nil)["sessions"].([]any)
+	if len(ss) != 1 || ss[0].(map[string]any)["plan"] != session {
+		t.Fatalf("sessions: %v", ss)
+	}
+	mcpCall(t, cs, true, "rewind", map[string]any{"session": session, "tool_call": "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"})
+	treetest.RequireSame(t, w.dir, mcpSkipState, beforeRm, "after rewinding to before the rm")
+	mcpCall(t, cs, true, "undo", nil)
+	treetest.RequireSame(t, w.dir, mcpSkipState, afterRm, "after undoing the rewind")
+	if k := mcpErrorKind(mcpCall(t, cs, false, "rewind", map[string]any{"session": session, "turn": 5})); k != "not_found" {
+		t.Fatalf("rewind to a turn that is not there: %s", k)
+	}
+	treetest.RequireSame(t, w.dir, mcpSkipState, afterRm, "after a refused rewind")
+}
