@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,8 +46,12 @@ func (h *handler) mcp(c *ucli.Context) error {
 	if err := app.Close(); err != nil {
 		return err
 	}
-	srv := newMCPServer(h.r, root)
+	srv, tools := newMCPServer(h.r, root)
 	err = srv.Run(c.Context, &mcp.IOTransport{Reader: io.NopCloser(h.r.Stdin), Writer: nopWriteCloser{h.r.Stdout}})
+	// A client that leaves mid-call (stdin closed) must not leave a command cut short by the
+	// process's exit: the calls still running end first (finished, or interrupted and undone
+	// through their journal when the session cancels them).
+	tools.drain()
 	if err == nil || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -62,6 +67,47 @@ func (nopWriteCloser) Close() error { return nil }
 type mcpTools struct {
 	r    *Runner
 	root string
+	// mu guards running, the commands under way, which the server waits for before it exits
+	// (idle is signalled when the last ends), and closing, set then: a call after it is refused.
+	mu      sync.Mutex
+	idle    *sync.Cond
+	running int
+	closing bool
+}
+
+func newMCPTools(r *Runner, root string) *mcpTools {
+	t := &mcpTools{r: r, root: root}
+	t.idle = sync.NewCond(&t.mu)
+	return t
+}
+
+// begin counts a command in; false once the server is closing.
+func (t *mcpTools) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return false
+	}
+	t.running++
+	return true
+}
+
+func (t *mcpTools) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running--; t.running == 0 {
+		t.idle.Broadcast()
+	}
+}
+
+// drain refuses new calls and waits for those under way to end.
+func (t *mcpTools) drain() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closing = true
+	for t.running > 0 {
+		t.idle.Wait()
+	}
 }
 
 // mcpInstructions is what the server tells the client about itself when it connects.
@@ -72,10 +118,10 @@ const mcpInstructions = "plan keeps checkpoints of this workspace (every file, s
 	"undo reverses the latest restore or revert. Checkpoints are named by ID, unique prefix, short name, @ (the latest), @~N. " +
 	"Destructive tools take a safety checkpoint first and accept dry_run to preview."
 
-func newMCPServer(r *Runner, root string) *mcp.Server {
+func newMCPServer(r *Runner, root string) (*mcp.Server, *mcpTools) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plan", Title: "plan: safe, fast undo", Version: r.Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions})
-	t := &mcpTools{r: r, root: root}
+	t := newMCPTools(r, root)
 	addMCPTool(srv, &mcp.Tool{
 		Name: "checkpoint", Title: "Take a checkpoint",
 		Description: "Record the whole workspace as a checkpoint (plan checkpoint create). Additive: nothing in the workspace changes.",
@@ -126,7 +172,7 @@ func newMCPServer(r *Runner, root string) *mcp.Server {
 		Description: "The latest checkpoint, what changed since it, an interrupted operation if any, and the current plan's decisions (plan status).",
 		Annotations: annotations(true, false, true),
 	}, nil, t.status)
-	return srv
+	return srv, t
 }
 
 func annotations(readOnly, destructive, idempotent bool) *mcp.ToolAnnotations {
@@ -237,6 +283,12 @@ func failureResult(err error) *mcp.CallToolResult {
 // returns what plan printed on stderr besides the error (warnings, recovery reports); a failure is
 // an *mcpFailure with plan's kind and exit code.
 func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string, error) {
+	if !t.begin() {
+		var v errorView
+		v.Error.Kind, v.Error.Message, v.Code = "interrupted", "plan mcp is shutting down: its client left", ExitInterrupted
+		return nil, &mcpFailure{view: v}
+	}
+	defer t.end()
 	var stdout, stderr bytes.Buffer
 	r := &Runner{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""), Version: t.r.Version, Dir: t.root, Getenv: t.r.Getenv}
 	code := r.Run(ctx, append([]string{"plan", "--json"}, args...))

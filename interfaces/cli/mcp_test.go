@@ -26,7 +26,8 @@ func mcpClient(t *testing.T, dir string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := newMCPServer(&Runner{Version: "test"}, dir).Connect(ctx, st, nil)
+	srv, _ := newMCPServer(&Runner{Version: "test"}, dir)
+	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestMCPCallFailures(t *testing.T) {
 	writeFile(t, dir, "a.txt", "one\n")
 	createCheckpoint(t, dir)
 	writeFile(t, dir, "a.txt", "two\n")
-	tools := &mcpTools{r: &Runner{}, root: dir}
+	tools := newMCPTools(&Runner{}, dir)
 	var v diffView
 	_, err := tools.call(context.Background(), &v, "diff", "--exit-code", "@")
 	var f *mcpFailure
@@ -518,9 +519,9 @@ func TestMCPInputEdges(t *testing.T) {
 		}
 	}
 	mustPanic(t, "schema of chan int", func() { mustSchema[chan int]() })
-	srv := mcp.NewServer(&mcp.Implementation{Name: "x"}, nil)
+	bare := mcp.NewServer(&mcp.Implementation{Name: "x"}, nil)
 	mustPanic(t, "input schema", func() {
-		addMCPTool(srv, &mcp.Tool{Name: "bad"}, func(s *jsonschema.Schema) { s.Properties["dry_run"].Pattern = "(" },
+		addMCPTool(bare, &mcp.Tool{Name: "bad"}, func(s *jsonschema.Schema) { s.Properties["dry_run"].Pattern = "(" },
 			func(context.Context, mcpUndoIn) (undoView, []string, error) { return undoView{}, nil, nil })
 	})
 }
@@ -649,4 +650,94 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": "toolu_nope"}, "not_found", ExitNotFound)
 	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "some"}, "usage", ExitUsage)
 	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "paths": []string{"../x"}}, "invalid", ExitInvalid)
+}
+
+// A client that sends a restore and leaves at once: plan mcp ends only once the restore has ended,
+// so nothing is left half-done (no operation pending) and the workspace is one state or the other.
+func TestMCPClientLeavingMidCallLeavesNothingHalfDone(t *testing.T) {
+	dir := newWorkspace(t)
+	for i := range 300 {
+		writeFile(t, dir, fmt.Sprintf("d%d/f%d.txt", i%10, i), strings.Repeat("base\n", 100))
+	}
+	base := createCheckpoint(t, dir)
+	saved, err := treetest.Read(dir, skipState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		writeFile(t, dir, fmt.Sprintf("d%d/f%d.txt", i%10, i), "changed\n")
+	}
+	changed, err := treetest.Read(dir, skipState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"restore","arguments":{"checkpoint":"` + base + `"}}}`,
+	}, "\n") + "\n"
+	var out, errOut strings.Builder
+	r := Runner{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errOut, Dir: dir}
+	if code := r.Run(context.Background(), []string{"plan", "mcp"}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var st workspaceStatusView
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Workspace.PendingOperation != nil {
+		t.Fatalf("an operation was left pending: %+v", st.Workspace.PendingOperation)
+	}
+	got, err := treetest.Read(dir, skipState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(treetest.Diff(saved, got)) > 0 && len(treetest.Diff(changed, got)) > 0 {
+		t.Fatalf("the workspace is neither restored nor as it was:\n%s", treetest.Summary(treetest.Diff(saved, got)))
+	}
+
+	// Once closing, a call that still arrives is refused as interrupted.
+	tools := newMCPTools(&Runner{}, dir)
+	tools.drain()
+	var v workspaceStatusView
+	_, err = tools.call(context.Background(), &v, "status")
+	var f *mcpFailure
+	if !asFailure(err, &f) || f.view.Error.Kind != "interrupted" || f.view.Code != ExitInterrupted {
+		t.Fatalf("a call after drain: %v", err)
+	}
+}
+
+// drain waits for a command under way: here a restore waiting for the workspace lock.
+func TestMCPDrainWaitsForTheCallUnderWay(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "one\n")
+	base := createCheckpoint(t, dir)
+	release := holdWorkspaceLock(t, dir)
+	defer release()
+	tools := newMCPTools(&Runner{}, dir)
+	done := make(chan error, 1)
+	go func() {
+		var v rollbackView
+		_, err := tools.call(context.Background(), &v, "--yes", "rollback", "--to-checkpoint="+base)
+		done <- err
+	}()
+	for {
+		tools.mu.Lock()
+		n := tools.running
+		tools.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tools.drain()
+	select {
+	case err := <-done:
+		var f *mcpFailure
+		if !asFailure(err, &f) || f.view.Error.Kind != "conflict" {
+			t.Fatalf("the restore under a held lock: %v", err)
+		}
+	default:
+		t.Fatal("drain returned while the call was still running")
+	}
 }
