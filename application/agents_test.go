@@ -267,3 +267,85 @@ func mustPlanNamed(t *testing.T, name string) *plan.Plan {
 	}
 	return p
 }
+
+// After an agent's session, `plan exec` without --plan adds to the plan adhoc, not to the session.
+func TestExecAfterASessionGoesToAdhoc(t *testing.T) {
+	e := newUseCaseEnv(t)
+	svc := NewAgentService(e.ops)
+	ctx := context.Background()
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_1")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ps.Exec(ctx, ExecRequest{ID: "mine", Command: "true"})
+	if err != nil || res.Plan.Name() != AdhocPlan {
+		t.Fatalf("exec: %v %v", res.Plan, err)
+	}
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_2")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.ps.Exec(ctx, ExecRequest{ID: "again", Command: "true"}); err != nil || res.Plan.Name() != AdhocPlan || len(res.Plan.Decisions()) != 2 {
+		t.Fatalf("exec into the existing adhoc plan: %v", err)
+	}
+	if _, _, ok := sessionOf(nil, errors.New("x")); ok {
+		t.Error("a failed lookup is no session")
+	}
+}
+
+// A database that fails mid-way fails the event; nothing is half-recorded in the plan.
+func TestAgentServiceDatabaseFailures(t *testing.T) {
+	e := newUseCaseEnv(t)
+	svc := NewAgentService(e.ops)
+	ctx := context.Background()
+	if _, err := svc.Prompt(ctx, testSession, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_1")); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("db gone")
+	e.plans.byNameErr = boom
+	derived := ToolCall{Session: testSession, ID: "gx", Tool: "write_file", Derived: true}
+	for name, err := range map[string]error{
+		"before":         func() error { _, err := svc.BeforeTool(ctx, callOf("toolu_2")); return err }(),
+		"before derived": func() error { _, err := svc.BeforeTool(ctx, derived); return err }(),
+		"after":          func() error { _, err := svc.AfterTool(ctx, callOf("toolu_1"), false); return err }(),
+		"after derived":  func() error { _, err := svc.AfterTool(ctx, derived, false); return err }(),
+		"prompt":         func() error { _, err := svc.Prompt(ctx, testSession, "p"); return err }(),
+		"end":            func() error { _, err := svc.EndTurn(ctx, testSession); return err }(),
+		"name":           func() error { _, err := e.cps.Resolve(ctx, "claude-s1#1^"); return err }(),
+	} {
+		if !errors.Is(err, boom) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	e.plans.byNameErr = nil
+	e.plans.saveErr = boom
+	for name, err := range map[string]error{
+		"after":  func() error { _, err := svc.AfterTool(ctx, callOf("toolu_1"), false); return err }(),
+		"prompt": func() error { _, err := svc.Prompt(ctx, testSession, "p"); return err }(),
+		"end":    func() error { _, err := svc.EndTurn(ctx, testSession); return err }(),
+		"new":    func() error { _, err := svc.Prompt(ctx, Session{Agent: "codex", ID: "n"}, "p"); return err }(),
+	} {
+		if !errors.Is(err, boom) {
+			t.Errorf("save %s: %v", name, err)
+		}
+	}
+	e.plans.saveErr = nil
+	// The pre_decision checkpoint of a running call deleted: its end cannot say what changed.
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_3")); err != nil {
+		t.Fatal(err)
+	}
+	d := mustDecision(t, e, "claude-s1", "toolu_3")
+	a, _ := d.Latest()
+	delete(e.repo.cps, a.CheckpointID)
+	if _, err := svc.AfterTool(ctx, callOf("toolu_3"), false); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("after without its checkpoint: %v", err)
+	}
+	if _, err := svc.BeforeTool(ctx, callOf("toolu_3")); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("repeat without its checkpoint: %v", err)
+	}
+	// The turn still closes; the call is interrupted, with no list of changes.
+	if res, err := svc.EndTurn(ctx, testSession); err != nil || len(res.Interrupted) != 1 {
+		t.Errorf("end: %+v %v", res, err)
+	}
+}

@@ -260,6 +260,14 @@ func emit(fn func(Event), e Event) {
 	}
 }
 
+// sessionOf is SessionOf for a plan a lookup returned (none when it failed).
+func sessionOf(p *plan.Plan, err error) (agent, session string, ok bool) {
+	if err != nil || p == nil {
+		return "", "", false
+	}
+	return SessionOf(p)
+}
+
 // ExecRequest describes `plan exec`.
 type ExecRequest struct {
 	ID   string
@@ -276,7 +284,8 @@ type ExecRequest struct {
 // AdhocPlan is the name of the plan `plan exec` uses when no plan has run yet.
 const AdhocPlan = "adhoc"
 
-// Exec runs one ad-hoc decision appended to the current plan.
+// Exec runs one ad-hoc decision appended to the current plan (the plan adhoc when the current
+// plan is an agent's session).
 func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, error) {
 	ctx, release, err := s.ops.guard.Enter(ctx, "exec")
 	if err != nil {
@@ -285,6 +294,12 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (RunResult, err
 	defer release()
 	defer s.ops.track()()
 	p, err := s.ops.plan(ctx, req.Plan)
+	if _, _, agent := sessionOf(p, err); agent && req.Plan == "" {
+		// The current plan is an agent's session (its hooks saved it last): an ad-hoc decision
+		// is the user's, not one of the agent's tool calls.
+		req.Plan = AdhocPlan
+		p, err = s.ops.plan(ctx, AdhocPlan)
+	}
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
 		name := req.Plan

@@ -129,7 +129,7 @@ func (b *bench) hookSession(ws, session string, n int, change func(i int) error)
 		err = cmd.Run()
 		d := time.Since(t)
 		if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
-			return d, fmt.Errorf("plan hook claude %s: %v: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
+			return d, fmt.Errorf("plan hook claude %s: %w: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
 		}
 		return d, nil
 	}

@@ -322,7 +322,7 @@ Feature: Corrections
       | the decision is unknown       | plan correct --decision nope --reason 'wrong' --yes      | 4    | nope       |
       | the reason is missing         | plan correct --decision configure --yes                  | 2    | --reason   |
       | the decision is missing       | plan correct --reason 'wrong' --yes                      | 2    | --decision |
-      | the decision ID is malformed  | plan correct --decision Bad_ID --reason 'wrong' --yes    | 3    | Bad_ID     |
+      | the decision ID is malformed  | plan correct --decision Bad.ID --reason 'wrong' --yes    | 3    | Bad.ID     |
 
   Scenario: a pending decision, which a killed run never reached, cannot be corrected
     Given a plan file "more.yaml" with:

@@ -13,7 +13,9 @@
 //   - secrets: passwords in configuration, history, records, output and messages;
 //   - odd input: values and flags that must be refused with the documented exit code;
 //   - reading and discovery: a restore into another directory killed mid-copy, a .plan of another
-//     user above the directory a command starts in.
+//     user above the directory a command starts in;
+//   - agents: an agent's parallel tool calls hooking at once, a hook killed mid-checkpoint, a
+//     session rewound and undone byte-exactly (agents_test.go).
 //
 // The invariant every test here checks, in its own way:
 //   - every checkpoint that reported success restores byte-exactly, or plan refuses with a clear

@@ -146,7 +146,7 @@ func Parse(agent, event string, data []byte) (Event, error) {
 	}
 	var p payload
 	if err := json.Unmarshal(data, &p); err != nil {
-		return Event{}, fmt.Errorf("%s %s hook: malformed JSON payload: %v", agent, event, err)
+		return Event{}, fmt.Errorf("%s %s hook: malformed JSON payload: %w", agent, event, err)
 	}
 	if p.HookEventName != nil && *p.HookEventName != event {
 		return Event{}, fmt.Errorf("%s hook: the payload is a %s event, but the hook was invoked for %s", agent, *p.HookEventName, event)
