@@ -11,7 +11,8 @@
 //   - `plan mcp` tools (mcp.go) MUST run the command of the same name through a Runner in-process
 //     (never a parallel code path, never the binary), so that services, locks, names, recovery,
 //     the operation log and the JSON are the command line's; a failure MUST be a tool error
-//     carrying the error document of --json (kind and exit code), never structured content;
+//     carrying the error document of --json (kind and exit code), never structured content; and
+//     plan mcp MUST NOT exit while a tool call's command is still running;
 //   - the operation log records the command line with every URL in it stripped of its credentials
 //     (secret.Args): the log is shared by a database's workspaces and recorded in the store.
 package cli
