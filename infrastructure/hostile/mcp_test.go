@@ -24,10 +24,10 @@ import (
 var mcpSkipState = map[string]bool{".plan": true}
 
 // mcpServe starts `plan mcp` in the workspace and connects the SDK's client to it.
-func mcpServe(t *testing.T, w *workspace) (*mcp.ClientSession, *exec.Cmd) {
+func mcpServe(t *testing.T, w *workspace, env ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(planBinary(t), "mcp")
-	cmd.Dir, cmd.Env = w.dir, append(baseEnv(), w.env...)
+	cmd.Dir, cmd.Env = w.dir, append(append(baseEnv(), w.env...), env...)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hostile", Version: "v0"}, nil).
 		Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
 	if err != nil {
@@ -246,4 +246,43 @@ func TestMCPBinarySessionRewindIsExact(t *testing.T) {
 		t.Fatalf("rewind to a turn that is not there: %s", k)
 	}
 	treetest.RequireSame(t, w.dir, mcpSkipState, afterRm, "after a refused rewind")
+}
+
+// plan mcp killed (SIGKILL, by a failpoint) at each step of a restore it runs for an agent: the
+// next command finishes the rollback from its journal, and the workspace is the checkpoint, byte
+// for byte, as after a command-line rollback killed there.
+func TestMCPBinaryRestoreKilledAtEachStepIsFinishedByRecover(t *testing.T) {
+	for _, fp := range []string{"restore.staged", "restore.removed", "restore.write", "restore.applied", "rollback.applied", "rollback.recorded"} {
+		t.Run(fp, func(t *testing.T) {
+			w := newWorkspace(t, nil)
+			for i := range 50 {
+				w.write(fmt.Sprintf("d%d/f%02d.txt", i%5, i), fmt.Sprintf("base %d\n", i))
+			}
+			base := w.checkpoint("base")
+			want := mcpTree(t, w.dir)
+			for i := range 50 {
+				w.write(fmt.Sprintf("d%d/f%02d.txt", i%5, i), "changed\n")
+			}
+			w.write("new/x.txt", "new\n")
+
+			cs, cmd := mcpServe(t, w, "PLAN_FAILPOINT="+fp)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "restore", Arguments: map[string]any{"checkpoint": base}})
+			if err == nil {
+				t.Fatalf("the restore answered (%+v): the failpoint did not kill plan mcp", res)
+			}
+			_ = cs.Close()
+			if cmd.ProcessState == nil || cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("plan mcp was not killed: %v", cmd.ProcessState)
+			}
+			var rec struct {
+				Recovered bool   `json:"recovered"`
+				Outcome   string `json:"outcome"`
+			}
+			w.mustJSON(&rec, "recover")
+			if !rec.Recovered || rec.Outcome != "completed" {
+				t.Fatalf("recover: %+v", rec)
+			}
+			treetest.RequireSame(t, w.dir, mcpSkipState, want, "after recovering the killed restore")
+		})
+	}
 }
