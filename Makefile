@@ -34,6 +34,14 @@ CLAUDE_CODE_VERSION := 2.1.332
 CODEX_VERSION := 0.169.0
 GEMINI_CLI_VERSION := 0.61.0
 
+# The MCP clients `make mcp-conformance` drives `plan mcp` with, from the npm registry: the protocol's
+# conformance suite, the inspector (its --cli), and Node.js 22 as the `node` package (both clients
+# use APIs Node 20 lacks). scripts/mcp/package.json pins the same versions and package-lock.json
+# every dependency; bump them together (the run checks that the installed versions are these).
+MCP_CONFORMANCE_VERSION := 0.1.16
+MCP_INSPECTOR_VERSION := 2.12.0
+MCP_NODE_VERSION := 22.23.3
+
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 DEADCODE := $(TOOLS_BIN)/deadcode
@@ -49,6 +57,8 @@ AGENTS_DIR := $(CURDIR)/.tools/agents
 CLAUDE_CODE_STAMP := $(AGENTS_DIR)/.claude-code@$(CLAUDE_CODE_VERSION)
 CODEX_STAMP := $(AGENTS_DIR)/.codex@$(CODEX_VERSION)
 GEMINI_CLI_STAMP := $(AGENTS_DIR)/.gemini-cli@$(GEMINI_CLI_VERSION)
+MCP_TOOLS := $(CURDIR)/.tools/mcp
+MCP_CLIENTS_STAMP := $(MCP_TOOLS)/.clients@conformance-$(MCP_CONFORMANCE_VERSION)+inspector-$(MCP_INSPECTOR_VERSION)+node-$(MCP_NODE_VERSION)
 
 # The layers whose coverage counts. A layer that has no files yet is left out rather than passed
 # as a pattern that matches nothing.
@@ -71,9 +81,9 @@ GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.to
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
 .PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
-	crash tools minio servers clean clean-tools e2e-agents
+	crash tools minio servers clean clean-tools e2e-agents mcp-conformance
 
-check: fmt lint vet deadcode security test bdd coverage examples e2e-agents
+check: fmt lint vet deadcode security test bdd coverage examples e2e-agents mcp-conformance
 	@echo "check: all gates passed"
 
 ## ---- tools -------------------------------------------------------------------------------
@@ -86,6 +96,7 @@ minio: $(MINIO_STAMP)
 
 # A stamp whose binary was deleted by hand is stale: drop it so the tool is installed again.
 $(foreach t,golangci-lint deadcode gosec minio gotestsum,$(if $(wildcard $(TOOLS_BIN)/$(t)),,$(shell rm -f $(TOOLS_BIN)/.$(t)@*)))
+$(if $(wildcard $(MCP_TOOLS)/node_modules/.bin/node),,$(shell rm -f $(MCP_TOOLS)/.clients@*))
 
 # `go install pkg@version` ignores this module's go.mod, so the tools' dependencies never leak into
 # ours. The stamp records which version the binary is; old stamps are removed so a bump reinstalls.
@@ -136,6 +147,13 @@ $(GEMINI_CLI_STAMP):
 	npm install --prefix $(AGENTS_DIR)/gemini --no-audit --no-fund --ignore-scripts --loglevel=error \
 		@google/gemini-cli@$(GEMINI_CLI_VERSION)
 	@rm -f $(AGENTS_DIR)/.gemini-cli@* && touch $@
+
+# npm ci installs exactly the lock file's tree; a bump (a new stamp name) reinstalls from scratch.
+$(MCP_CLIENTS_STAMP): scripts/mcp/package.json scripts/mcp/package-lock.json
+	@rm -rf $(MCP_TOOLS) && mkdir -p $(MCP_TOOLS)
+	cp scripts/mcp/package.json scripts/mcp/package-lock.json $(MCP_TOOLS)/
+	cd $(MCP_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## ---- static gates ------------------------------------------------------------------------
 
@@ -269,6 +287,16 @@ e2e-agents: build $(CLAUDE_CODE_STAMP) $(CODEX_STAMP) $(GEMINI_CLI_STAMP)
 		$(GO) test -count=1 -v -timeout 5m ./infrastructure/agente2e/
 
 ## ---- build and run -----------------------------------------------------------------------
+
+# `plan mcp` against the MCP clients of the protocol's own project, offline once installed: the
+# conformance suite (its server scenarios reach a server by URL only, so through
+# scripts/mcp/bridge, which passes each message to a `plan mcp` process unchanged; the scenarios
+# that need the suite's fixture tools, resources and prompts are listed as not applicable in
+# scripts/mcp/conformance-baseline.yml), then the inspector's CLI on `plan mcp` over stdio: every
+# tool, bad input, and a restore and its undo checked byte for byte. About 30 s.
+mcp-conformance: build $(MCP_CLIENTS_STAMP)
+	MCP_TOOLS=$(MCP_TOOLS) PLAN=$(CURDIR)/bin/plan GO=$(GO) MCP_CONFORMANCE_VERSION=$(MCP_CONFORMANCE_VERSION) \
+		MCP_INSPECTOR_VERSION=$(MCP_INSPECTOR_VERSION) MCP_NODE_VERSION=$(MCP_NODE_VERSION) scripts/mcp/conformance
 
 # The embedding example is a program a host would write: it must build and do its job, so check
 # runs it (it exits non-zero if the correction did not restore and archive what it should).

@@ -158,6 +158,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerAgentInstallSteps(sc)
 	s.registerEmbedSteps(sc)
 	s.registerCostSteps(sc)
+	s.registerMCPSteps(sc)
 	s.registerAgentSteps(sc)
 	s.registerWatchSteps(sc)
 }

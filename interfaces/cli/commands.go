@@ -38,6 +38,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.shellCommands()...)
 	cmds = append(cmds, h.helpCommand())
+	cmds = append(cmds, h.mcpCommand())
 	cmds = append(cmds, h.agentCommands()...)
 	cmds = append(cmds, h.agentInstallCommands())
 	cmds = append(cmds, h.watchCommand())

@@ -109,6 +109,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("error", o.stderr)
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
+	checkMCPOutputs(t, check)
 	checkAgentOutputs(t, check)
 	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
