@@ -189,10 +189,9 @@ func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) e
 			decisions = attemptsSince(p, entry.StartedAt)
 		}
 	}
-	switch {
-	case folded == nil:
+	if folded == nil {
 		err = o.record(ctx, entry)
-	default:
+	} else {
 		// The last transaction wrote the entry as it would stand: nothing more to write when it
 		// does, the entry replaced (same ID) when the operation ended otherwise.
 		entry.ID = folded.ID

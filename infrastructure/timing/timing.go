@@ -35,9 +35,6 @@ func Enable(enable bool) {
 	on.Store(enable)
 }
 
-// Enabled says whether phases are being measured.
-func Enabled() bool { return on.Load() }
-
 // Span starts phase name and returns what ends it.
 func Span(name string) (end func()) {
 	if !on.Load() {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -89,16 +88,6 @@ var mutating = map[string]map[string]string{
 func Events(agent string) []string {
 	var out []string
 	for name := range events[agent] {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// MutatingTools lists agent's tools plan checkpoints, sorted.
-func MutatingTools(agent string) []string {
-	var out []string
-	for name := range mutating[agent] {
 		out = append(out, name)
 	}
 	sort.Strings(out)
@@ -283,6 +272,3 @@ func Block(agent, event, reason string) Reply {
 // Misuse answers an invocation plan cannot act on (an unknown agent or event, a malformed
 // payload): the protocols' non-blocking error, exit 1 with the message on stderr.
 func Misuse(msg string) Reply { return Reply{Stderr: "plan: " + msg + "\n", Code: 1} }
-
-// IsKnownAgent says whether plan speaks agent's protocol.
-func IsKnownAgent(agent string) bool { return slices.Contains(Agents, agent) }
