@@ -208,9 +208,11 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	var roots []tree.Hash
-	for _, cp := range cps {
-		roots = append(roots, cp.Root())
+	// Oldest first: a gc that re-encodes pairs each checkpoint with the one before it, as the
+	// writers did.
+	roots := make([]tree.Hash, 0, len(cps))
+	for i := len(cps) - 1; i >= 0; i-- {
+		roots = append(roots, cps[i].Root())
 	}
 	plans, err := s.ops.plans.List(ctx)
 	if err != nil {

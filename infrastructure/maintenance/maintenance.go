@@ -117,17 +117,19 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
 	}
-	live, err := h.store.Reachable(roots)
+	// What the checkpoints name, without the delta bases: GC re-encodes a kept object whose base
+	// only pruned checkpoints named, so that base goes with them.
+	live, err := h.store.Referenced(roots)
 	if err != nil {
 		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
 	}
-	r, err := h.store.GC(live)
+	r, err := h.store.GCFrom(live, roots)
 	if err != nil {
 		return application.GCReport{}, err
 	}
 	return application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
-		LiveObjects: len(live),
+		LiveObjects: len(live), ObjectsReencoded: r.ObjectsReencoded,
 	}, nil
 }
 
@@ -170,7 +172,7 @@ func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (applica
 	rep := application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: r.LiveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
-		MarksPending: r.MarksPending,
+		MarksPending: r.MarksPending, ObjectsReencoded: r.ObjectsReencoded,
 	}
 	return rep, err
 }

@@ -168,7 +168,7 @@ func (h *handler) gc(c *ucli.Context) error {
 			return err
 		}
 		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
-			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects}
+			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects, ObjectsReencoded: r.ObjectsReencoded}
 		if r.Shared {
 			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
 				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
@@ -176,6 +176,9 @@ func (h *handler) gc(c *ucli.Context) error {
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+			if r.ObjectsReencoded > 0 {
+				_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
+			}
 			if r.Shared {
 				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
 					r.PacksCondemned, r.Grace, r.MarksPending)

@@ -201,11 +201,13 @@ type initView struct {
 }
 
 type gcView struct {
-	BytesReclaimed int64         `json:"bytes_reclaimed"`
-	PacksDeleted   int           `json:"packs_deleted"`
-	PacksRewritten int           `json:"packs_rewritten"`
-	LiveObjects    int           `json:"live_objects"`
-	Shared         *sharedGCView `json:"shared,omitempty"`
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	PacksDeleted   int   `json:"packs_deleted"`
+	PacksRewritten int   `json:"packs_rewritten"`
+	LiveObjects    int   `json:"live_objects"`
+	// ObjectsReencoded were stored again so that what only pruned checkpoints held can go.
+	ObjectsReencoded int           `json:"objects_reencoded"`
+	Shared           *sharedGCView `json:"shared,omitempty"`
 }
 
 // sharedGCView is what a gc of a shared store adds: its two phases (see docs/store.md).
