@@ -127,10 +127,13 @@ func (s *Store) reencode(live map[tree.Hash]struct{}, order []tree.Hash, eligibl
 	b := s.NewBatch()
 	defer b.Abort()
 	for _, it := range todo {
-		if err := r.write(b, it.h, it.l); err != nil {
+		stored, err := r.write(b, it.h, it.l)
+		if err != nil {
 			return res, err
 		}
-		res.objects++
+		if stored {
+			res.objects++
+		}
 	}
 	if err := b.commit(true); err != nil {
 		return res, err
@@ -278,42 +281,42 @@ func (r *reencoder) liveBase(h tree.Hash, l location) (tree.Hash, error) {
 }
 
 // write stores h (at l) as decided: a delta against its new base when the delta pays, whole
-// otherwise, except that a whole object that is not needed stays as it is.
-func (r *reencoder) write(b *Batch, h tree.Hash, l location) error {
+// otherwise, except that a whole object that is not needed stays as it is (stored is then false).
+func (r *reencoder) write(b *Batch, h tree.Hash, l location) (stored bool, err error) {
 	e := r.decided[h]
 	raw, _, err := r.s.readChain(h, l, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	kind := l.kind.object()
 	var data []byte
 	if !e.base.IsZero() {
 		bl, ok := r.s.lookup(e.base)
 		if !ok {
-			return missing(e.base)
+			return false, missing(e.base)
 		}
 		baseRaw, _, err := r.s.readChain(e.base, bl, nil)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if kind != BlobObject || worthDelta(raw, baseRaw) {
 			d, err := encodeWithDict(raw, baseRaw, appendDeltaPrefix(nil, e.base, e.depth))
 			if err != nil {
-				return err
+				return false, err
 			}
 			data = d
 		}
 	}
 	c, err := sharedCodec()
 	if err != nil {
-		return err
+		return false, err
 	}
 	whole := c.enc.EncodeAll(raw, nil)
 	entry := idxEntry{hash: h, kind: kind, raw: int64(len(raw))}
 	if data != nil && pays(kind, len(data), len(whole)) {
 		entry.kind, entry.base = deltaOf(kind), e.base
 	} else if !r.must[h] {
-		return nil // whole already, and a delta does not pay: it stays
+		return false, nil // whole already, and a delta does not pay: it stays
 	} else {
 		data = whole
 	}
@@ -323,9 +326,9 @@ func (r *reencoder) write(b *Batch, h tree.Hash, l location) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("re-encode %s: %w", h, err)
+		return false, fmt.Errorf("re-encode %s: %w", h, err)
 	}
-	return nil
+	return true, nil
 }
 
 // errReencode wraps a failure of the re-encoding step: nothing was deleted.
