@@ -10,6 +10,8 @@
 //   - a checkpoint after 1% change  vs the same two;
 //   - a checkpoint with no change   vs a bare `find -printf` stat walk, and `git status --porcelain`;
 //   - a rollback of a 1% change     vs `git reset --hard`;
+//   - the store after `checkpoint prune --keep N` + `gc` vs a fresh store of the N kept checkpoints,
+//     for files appended to, rewritten in place, and a mix (-prune-only measures only these);
 //
 // and reports the bytes the incremental checkpoint stored against zstd of the changed files, and
 // the peak RSS of the checkpoint processes. On the generated workspace it then times the
@@ -60,6 +62,8 @@ type config struct {
 	real      bool
 	history   bool
 	shared    bool
+	prune     bool
+	pruneOnly bool
 	jsonOut   bool
 	strict    bool
 	keep      bool
@@ -85,6 +89,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.real, "real", true, "also measure a real tree: a copy of `go env GOROOT`")
 	fs.BoolVar(&cfg.shared, "shared", true, "also measure a shared store (S3 on MinIO, PostgreSQL) against the local default; needs the servers `make bench` starts")
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
+	fs.BoolVar(&cfg.prune, "prune", true, "also measure the store after `checkpoint prune` + `gc` against a fresh store of the kept checkpoints (appended, rewritten, mixed)")
+	fs.BoolVar(&cfg.pruneOnly, "prune-only", false, "measure only the prune rows")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -188,6 +194,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	}
 	b.rep = &report{Runs: b.cfg.runs, Seed: b.cfg.seed, GitVersion: b.gitVersion()}
 
+	if b.cfg.pruneOnly {
+		start := time.Now()
+		if err := b.prune(); err != nil {
+			return nil, fmt.Errorf("prune + gc: %w", err)
+		}
+		b.logf("prune + gc: done in %v", time.Since(start).Round(time.Millisecond))
+		return b.rep, nil
+	}
 	gen, err := b.generatedSubject()
 	if err != nil {
 		return nil, err
@@ -198,6 +212,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"real tree", b.cfg.real, b.realTree},
 		{"real history storage", b.cfg.history, b.history},
 		{"shared store", b.cfg.shared, b.shared},
+		{"prune + gc", b.cfg.prune, b.prune},
 	}
 	for _, ph := range phases {
 		if !ph.enabled {
