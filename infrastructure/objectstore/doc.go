@@ -94,6 +94,11 @@
 //     rewrite) even if the live set does not name it, and copies records as they are; a batch
 //     relies on the base of every delta it writes (shared stores: Confirm checks it Present, down
 //     the chain, and copies it out of a condemned pack);
+//   - prune frees what it prunes (reencode.go): GC given what the kept roots name (Referenced)
+//     first stores again every live delta whose base the live set does not name, against a live
+//     base or whole, and MUST commit those copies (pack and idx durable, the index pointing at them;
+//     a shared store: before its mark) before it plans any deletion; a pack it may rewrite that holds
+//     a dead delta whose base nothing else keeps is rewritten without it rather than keep the base;
 //   - a delta base an idx names is immutable once its pack is registered; a base read from an older
 //     record is remembered per record (pack and offset), never per object, since two copies of one
 //     object may have different bases;
