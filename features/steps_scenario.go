@@ -150,6 +150,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerStoreSteps(sc)
 	s.registerLockSteps(sc)
 	s.registerSharedSteps(sc)
+	s.registerPruneSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {
