@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/treetest"
 )
 
 // The re-encoding trials kill a gc that re-encodes: checkpoints of files appended to, the oldest
@@ -125,4 +126,46 @@ func TestCrashGCReencodeRandomKill(t *testing.T) {
 		f.finish(t, fmt.Sprintf("trial %d", i))
 	}
 	t.Logf("%d re-encoding gc kill trials (%d killed), every kept checkpoint verified and restored", trials, killed)
+}
+
+// On a shared store (S3), a gc killed as it re-encodes, as it marks, and as it sweeps leaves every
+// kept checkpoint readable from the bucket, and a gc run to the end then frees the pruned versions.
+func TestCrashSharedGCReencode(t *testing.T) {
+	w := newSharedWorkspace(t, false)
+	r := rand.New(rand.NewPCG(11, 13))
+	round := 0
+	grow := func() map[string][]tree.Entry {
+		var ids []string
+		var snaps [][]tree.Entry
+		for range 10 {
+			round++
+			for i := range 20 {
+				p := filepath.Join(w.dir, "logs", fmt.Sprintf("f%02d.log", i))
+				old, _ := os.ReadFile(p)
+				writeFile(t, p, append(old, fmt.Sprintf("round %d %x\n%s", round, r.Uint64(), strings.Repeat("y", r.IntN(300)))...), 0o644)
+			}
+			ids = append(ids, checkpointID(t, w.must(t, "--json", "checkpoint", "create")))
+			snaps = append(snaps, snapshotOf(t, w.dir))
+		}
+		w.must(t, "checkpoint", "prune", "--keep", "2", "--yes")
+		return map[string][]tree.Entry{ids[len(ids)-2]: snaps[len(snaps)-2], ids[len(ids)-1]: snaps[len(snaps)-1]}
+	}
+	for _, fp := range []string{"gc.reencoded", "gc.marked", "gc.deleted-one"} {
+		kept := grow()
+		if res := w.run(t, fp, "gc", "--grace", "0s"); !res.killed {
+			t.Fatalf("gc was not killed at %s: exit %d %s", fp, res.code, res.stderr)
+		}
+		w.settle(t, "a gc killed at "+fp)
+		out := w.must(t, "--json", "gc", "--grace", "0s")
+		if !strings.Contains(out, `"objects_reencoded": 0`) {
+			t.Fatalf("after a gc killed at %s, a second gc still re-encodes: %s", fp, out)
+		}
+		w.settle(t, "a gc after one killed at "+fp)
+		for id, want := range kept {
+			w.must(t, "rollback", "--to-checkpoint", id, "--yes")
+			if d := treetest.Diff(want, snapshotOf(t, w.dir)); len(d) > 0 {
+				t.Fatalf("after a gc killed at %s, checkpoint %s does not restore: %s", fp, id, treetest.Summary(d))
+			}
+		}
+	}
 }

@@ -173,7 +173,7 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 			res.PacksKept++
 		}
 	}
-	if err := s.removePacks(ids); err != nil {
+	if err := s.removePacks(s.dependentsFirst(ids)); err != nil {
 		return err
 	}
 	res.PacksDeleted += len(ids)
@@ -197,6 +197,64 @@ func (s *Store) keeping(set map[tree.Hash]struct{}) (*gcLive, error) {
 	}
 	s.mu.RUnlock()
 	return keep, keep.closeChains(false)
+}
+
+// dependentsFirst orders the packs ids so that a pack holding a delta goes before the pack its
+// base is read from, when both go: a sweep killed half-way then never leaves a delta whose base it
+// already deleted (a shared store has no intent that readers skip, as gc-pending is for a private
+// one). Packs that depend on each other (a cycle) keep their id order.
+func (s *Store) dependentsFirst(ids []string) []string {
+	going := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		going[id] = true
+	}
+	// needs[q] counts the going packs that read a base from q and are still to be ordered.
+	deps := map[string][]string{}
+	needs := map[string]int{}
+	for _, id := range ids {
+		p := s.packFileOf(id)
+		if p == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for i := range p.deltas {
+			base, err := s.recordBase(p, &p.deltas[i])
+			if err != nil {
+				continue
+			}
+			l, ok := s.lookup(base)
+			if !ok || l.pack.id == id || !going[l.pack.id] || seen[l.pack.id] {
+				continue
+			}
+			seen[l.pack.id] = true
+			deps[id] = append(deps[id], l.pack.id)
+			needs[l.pack.id]++
+		}
+	}
+	out := make([]string, 0, len(ids))
+	done := map[string]bool{}
+	for len(out) < len(ids) {
+		progress := false
+		for _, id := range ids {
+			if done[id] || needs[id] > 0 {
+				continue
+			}
+			done[id], progress = true, true
+			out = append(out, id)
+			for _, q := range deps[id] {
+				needs[q]--
+			}
+		}
+		if !progress {
+			for _, id := range ids {
+				if !done[id] {
+					done[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (s *Store) packFileOf(id string) *packFile {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
@@ -298,4 +299,38 @@ func storeBytes2(t *testing.T, be *os2Backend) int64 {
 		n += fi.Size
 	}
 	return n
+}
+
+// A sweep deletes a pack holding a delta before the pack its base is in, so that a sweep killed
+// half-way leaves no delta without its base; packs that depend on each other keep their id order.
+func TestSweepDeletesDependentsFirst(t *testing.T) {
+	_, s := os2New(t, true)
+	r := randFor(91)
+	v0 := text(91, 20_000)
+	v1 := edit(r, v0)
+	v2 := edit(r, v1)
+	var hs []tree.Hash
+	prev := tree.ZeroHash
+	for _, v := range [][]byte{v0, v1, v2} {
+		b := s.NewBatch()
+		h, _ := putFrom(t, b, v, prev)
+		commit(t, b)
+		hs = append(hs, h)
+		prev = h
+	}
+	p0, p1, p2 := s.index.at(hs[0]).pack, s.index.at(hs[1]).pack, s.index.at(hs[2]).pack
+	got := s.dependentsFirst([]string{p0.id, p1.id, p2.id})
+	if want := []string{p2.id, p1.id, p0.id}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	// p0 made to read a base from p2 too: a cycle, left in the order given.
+	p0.deltas = append(p0.deltas, deltaRec{hash: tree.Sum([]byte("x")), kind: BlobDeltaObject, base: hs[2]})
+	ids := []string{p0.id, p1.id, p2.id}
+	if got := s.dependentsFirst(ids); !slices.Equal(got, ids) {
+		t.Fatalf("order %v, want %v", got, ids)
+	}
+	// A pack no longer loaded orders as one without deltas.
+	if got := s.dependentsFirst([]string{"0000000000000000000000000000000f", p1.id}); len(got) != 2 {
+		t.Fatalf("order %v", got)
+	}
 }
