@@ -2,11 +2,13 @@ package objectstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
@@ -332,5 +334,50 @@ func TestSweepDeletesDependentsFirst(t *testing.T) {
 	// A pack no longer loaded orders as one without deltas.
 	if got := s.dependentsFirst([]string{"0000000000000000000000000000000f", p1.id}); len(got) != 2 {
 		t.Fatalf("order %v", got)
+	}
+}
+
+// A re-encoding that cannot read what it needs (a kept root's listing, the old chain of a kept
+// delta, its new base) fails the gc before anything is deleted; once the error is gone, the gc
+// re-encodes and every kept state reads.
+func TestGCReencodeFailsBeforeDeleting(t *testing.T) {
+	pick := map[string]func(s *Store, h *history) tree.Hash{
+		"a kept root's listing": func(_ *Store, h *history) tree.Hash { return h.roots[len(h.roots)-1] },
+		"a kept delta's chain": func(s *Store, h *history) tree.Hash {
+			tr, err := s.ReadTree(h.roots[len(h.roots)-2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr[0].Hash
+		},
+	}
+	for name, obj := range pick {
+		t.Run(name, func(t *testing.T) {
+			be, s := os2New(t, false)
+			h := newHistory(t, s, "appended", 6, 12)
+			roots := h.roots[len(h.roots)-2:]
+			live, err := s.Referenced(roots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failing := s.index.at(obj(s, h)).pack.id
+			s.Close()
+			s = os2Open(t, be)
+			before := os2Names(t, be, "packs")
+			be.on("Open", func(n string) bool { return n == packName(failing) })
+			_, err = s.GCFrom(live, roots)
+			if !errors.Is(err, errOS2IO) || !strings.Contains(err.Error(), "nothing was deleted") {
+				t.Fatalf("GC: %v (want the I/O error, and that nothing was deleted)", err)
+			}
+			if got := os2Names(t, be, "packs"); !slices.Equal(got, before) {
+				t.Fatalf("packs %v, want %v", got, before)
+			}
+			be.setHook(nil)
+			res, err := s.GCFrom(live, roots)
+			if err != nil || res.ObjectsReencoded == 0 {
+				t.Fatalf("GC: %+v, %v", res, err)
+			}
+			requireStates(t, s, roots, h.states[len(h.states)-2:])
+		})
 	}
 }
