@@ -52,6 +52,7 @@ type File struct {
 	Retention       *Retention `yaml:"retention,omitempty"`
 	GC              *GC        `yaml:"gc,omitempty"`
 	Cache           *Cache     `yaml:"cache,omitempty"`
+	Budget          *Budget    `yaml:"budget,omitempty"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
 }
 
@@ -86,6 +87,12 @@ type GC struct {
 // Cache configures the local cache of a remote store.
 type Cache struct {
 	// MaxBytes bounds the packs kept ("2GiB", "500MB", or a number of bytes).
+	MaxBytes string `yaml:"max_bytes,omitempty"`
+}
+
+// Budget is the disk budget of the workspace's store.
+type Budget struct {
+	// MaxBytes bounds the store's packs ("10GiB", "500MB", or a number of bytes).
 	MaxBytes string `yaml:"max_bytes,omitempty"`
 }
 

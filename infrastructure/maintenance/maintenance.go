@@ -418,6 +418,21 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 	return rule, true, nil
 }
 
+// StoreBudget returns budget.max_bytes in bytes (0: no budget).
+func (s *Settings) StoreBudget() (int64, error) {
+	c, err := config.Load(s.path)
+	if err != nil || c.Budget == nil || c.Budget.MaxBytes == "" {
+		return 0, err
+	}
+	n, err := config.ParseBytes(c.Budget.MaxBytes)
+	if err != nil || n <= 0 {
+		return 0, fault.Invalid("%s: budget.max_bytes %q is not a positive size such as 10GiB or 500MB", s.path, c.Budget.MaxBytes)
+	}
+	return n, nil
+}
+
+var _ application.BudgetSettings = (*Settings)(nil)
+
 // age parses an optional positive duration setting.
 func (s *Settings) age(key, v string) (time.Duration, error) {
 	if v == "" {

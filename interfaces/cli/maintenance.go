@@ -276,6 +276,10 @@ func (h *handler) stats(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		budget, err := app.Services.Maintenance.BudgetReport(c.Context)
+		if err != nil {
+			return err
+		}
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		growth := make([]growthView, 0, len(st.GrowthPerDay))
 		for _, g := range st.GrowthPerDay {
@@ -290,6 +294,7 @@ func (h *handler) stats(c *ucli.Context) error {
 			GrowthPerDay:          growth,
 			ArchiveBytes:          st.ArchiveBytes,
 			Store:                 st.Store.Location,
+			Budget:                budgetOf(budget),
 		}
 		if c := st.Store.Cache; c != nil {
 			v.Cache = &cacheView{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
@@ -307,6 +312,9 @@ func (h *handler) stats(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
 			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
 			_, _ = fmt.Fprintf(tw, "correction archives\t%s\n", humanBytes(st.ArchiveBytes))
+			if b := v.Budget; b != nil {
+				_, _ = fmt.Fprintf(tw, "budget\t%s of %s (%.0f%%)\n", humanBytes(b.UsedBytes), humanBytes(b.MaxBytes), b.Percent)
+			}
 			if v.Store != "" {
 				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
 			}

@@ -261,6 +261,8 @@ type statsView struct {
 	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
 	Store string     `json:"store,omitempty"`
 	Cache *cacheView `json:"cache,omitempty"`
+	// Budget is the disk budget (budget.max_bytes), null when none is configured.
+	Budget *budgetView `json:"budget"`
 }
 
 type cacheView struct {

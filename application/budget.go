@@ -1,0 +1,252 @@
+package application
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/planhq/plan/domain/checkpoint"
+)
+
+// A disk budget bounds the store: past it, the oldest checkpoints nothing needs are pruned and gc
+// runs, after the command that took the store past it; from budgetWarnPercent on, every command
+// warns. The newest checkpoint is never pruned to save disk, nor a pinned one, the pre_decision
+// checkpoint of a live decision, a checkpoint an unfinished correction needs, or the safety
+// checkpoint of the newest operation `plan undo` would undo: when only those are left, the store
+// stays over its budget and the warning says why.
+
+// budgetWarnPercent is the share of the budget from which every command warns.
+const budgetWarnPercent = 80
+
+// BudgetSettings is the optional part of Settings that reads the disk budget.
+type BudgetSettings interface {
+	// StoreBudget returns the store's budget in bytes (0: none).
+	StoreBudget() (int64, error)
+}
+
+// BudgetStatus is the store's size against its budget.
+type BudgetStatus struct {
+	// MaxBytes is the budget (0: none configured); UsedBytes what the store's packs take.
+	MaxBytes, UsedBytes int64
+	// Pruned are the checkpoints EnforceBudget deleted, oldest first; GC what its gc did.
+	Pruned []checkpoint.ID
+	GC     *GCReport
+	// Held says, when the store is still over its budget and nothing can be pruned, what keeps it
+	// there; Prunable counts the checkpoints a budget may prune (once something is stored).
+	Held     string
+	Prunable int
+}
+
+// Percent is UsedBytes as a share of MaxBytes (0 without a budget).
+func (b BudgetStatus) Percent() float64 {
+	if b.MaxBytes <= 0 {
+		return 0
+	}
+	return 100 * float64(b.UsedBytes) / float64(b.MaxBytes)
+}
+
+// Over says whether the store is past its budget.
+func (b BudgetStatus) Over() bool { return b.MaxBytes > 0 && b.UsedBytes > b.MaxBytes }
+
+// Warning is what a command says on stderr about the budget: "" below budgetWarnPercent.
+func (b BudgetStatus) Warning() string {
+	switch {
+	case b.MaxBytes <= 0 || b.Percent() < budgetWarnPercent:
+		return ""
+	case b.Over():
+		msg := fmt.Sprintf("the store takes %s, over its budget of %s (budget.max_bytes in .plan/config.yaml)",
+			sizeText(b.UsedBytes), sizeText(b.MaxBytes))
+		switch {
+		case b.Held != "":
+			msg += ": " + b.Held
+		case b.Prunable > 0:
+			msg += fmt.Sprintf(": the next command that stores something prunes the oldest of the %d checkpoint(s) nothing needs (or run `plan checkpoint prune` and `plan gc`)", b.Prunable)
+		}
+		return msg
+	}
+	return fmt.Sprintf("the store takes %s, %.0f%% of its budget of %s (budget.max_bytes in .plan/config.yaml): past it, the oldest checkpoints nothing needs are pruned",
+		sizeText(b.UsedBytes), b.Percent(), sizeText(b.MaxBytes))
+}
+
+// Budget reads the budget and the store's size; it changes nothing.
+func (s *MaintenanceService) Budget() (BudgetStatus, error) {
+	var st BudgetStatus
+	bs, ok := s.settings.(BudgetSettings)
+	if !ok {
+		return st, nil
+	}
+	max, err := bs.StoreBudget()
+	if err != nil || max <= 0 {
+		return st, err
+	}
+	st.MaxBytes, st.UsedBytes = max, s.store.Usage().StoredBytes
+	return st, nil
+}
+
+// BudgetReport is Budget, and, when the store is over its budget, what can be pruned or else what
+// keeps it there.
+func (s *MaintenanceService) BudgetReport(ctx context.Context) (BudgetStatus, error) {
+	st, err := s.Budget()
+	if err != nil || !st.Over() {
+		return st, err
+	}
+	all, err := s.ops.checkpoints.List(ctx)
+	if err != nil {
+		return st, err
+	}
+	held, err := s.needed(ctx, all)
+	if err != nil {
+		return st, err
+	}
+	for _, cp := range all {
+		if _, ok := held[cp.ID()]; !ok {
+			st.Prunable++
+		}
+	}
+	if st.Prunable == 0 {
+		st.Held = heldText(all, held)
+	}
+	return st, nil
+}
+
+// EnforceBudget brings a store past its budget back under it, if it can: it deletes the oldest
+// checkpoints nothing needs, a few at a time (1, 2, 4, … of them), running gc after each batch,
+// until the store fits. It never deletes the newest checkpoint. What it could not free is said in
+// Held. Below its budget, or without one, it changes nothing.
+func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, error) {
+	st, err := s.Budget()
+	if err != nil || !st.Over() {
+		return st, err
+	}
+	ctx, release, err := s.ops.guard.Enter(ctx, "budget")
+	if err != nil {
+		return st, err
+	}
+	defer release()
+	all, err := s.ops.checkpoints.List(ctx) // newest first
+	if err != nil {
+		return st, err
+	}
+	held, err := s.needed(ctx, all)
+	if err != nil {
+		return st, err
+	}
+	var candidates []*checkpoint.Checkpoint
+	for i := len(all) - 1; i >= 0; i-- { // oldest first
+		if _, ok := held[all[i].ID()]; !ok {
+			candidates = append(candidates, all[i])
+		}
+	}
+	for batch := 1; st.Over() && len(candidates) > 0; batch *= 2 {
+		n := min(batch, len(candidates))
+		for _, cp := range candidates[:n] {
+			if err := s.ops.checkpoints.Delete(ctx, cp.ID()); err != nil {
+				return st, fmt.Errorf("budget: prune %s: %w", cp.ID(), err)
+			}
+			st.Pruned = append(st.Pruned, cp.ID())
+		}
+		candidates = candidates[n:]
+		roots, err := s.roots(ctx)
+		if err != nil {
+			return st, err
+		}
+		r, err := s.store.Collect(roots, nil)
+		if err != nil {
+			return st, fmt.Errorf("budget: gc after pruning %d checkpoint(s): %w", len(st.Pruned), err)
+		}
+		if st.GC == nil {
+			st.GC = &GCReport{}
+		}
+		st.GC.PacksDeleted += r.PacksDeleted
+		st.GC.PacksRewritten += r.PacksRewritten
+		st.GC.BytesReclaimed += r.BytesReclaimed
+		st.GC.ObjectsReencoded += r.ObjectsReencoded
+		st.GC.LiveObjects = r.LiveObjects
+		st.UsedBytes = s.store.Usage().StoredBytes
+	}
+	if st.Over() {
+		st.Held = heldText(all, held)
+	}
+	return st, nil
+}
+
+// needed maps the checkpoints a budget never prunes to why: the newest, the pinned, those a live
+// decision or an unfinished correction needs, and the safety checkpoint of the newest operation
+// `plan undo` would undo.
+func (s *MaintenanceService) needed(ctx context.Context, all []*checkpoint.Checkpoint) (map[checkpoint.ID]string, error) {
+	held, err := s.ops.protected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) > 0 {
+		held[all[0].ID()] = "the newest checkpoint"
+	}
+	for _, cp := range all {
+		if cp.Pinned() {
+			held[cp.ID()] = "pinned"
+		}
+	}
+	if s.log != nil {
+		ops, err := s.log.List(ctx, 0, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range ops {
+			if op.undoable() {
+				held[op.UndoCheckpoint] = fmt.Sprintf("the safety checkpoint `plan undo` rolls back to (%s %s)", op.Kind, op.ID)
+				break
+			}
+		}
+	}
+	return held, nil
+}
+
+// heldText says which checkpoints keep a store over its budget, by reason.
+func heldText(all []*checkpoint.Checkpoint, held map[checkpoint.ID]string) string {
+	exists := map[checkpoint.ID]bool{}
+	for _, cp := range all {
+		exists[cp.ID()] = true
+	}
+	byWhy := map[string]int{}
+	for id, why := range held {
+		if exists[id] {
+			byWhy[budgetReason(why)]++
+		}
+	}
+	var parts []string
+	for why, n := range byWhy {
+		parts = append(parts, fmt.Sprintf("%d %s", n, why))
+	}
+	slices.Sort(parts)
+	return "nothing more can be freed without deleting a checkpoint that is still needed (" + strings.Join(parts, ", ") +
+		"); the newest state is never given up to save disk: raise the budget, unpin, or finish the plan"
+}
+
+// budgetReason is the short form of a protection reason.
+func budgetReason(why string) string {
+	switch {
+	case strings.HasPrefix(why, "pre_decision"):
+		return "pre_decision checkpoint(s) of live decisions"
+	case strings.Contains(why, "correction"):
+		return "checkpoint(s) of an unfinished correction"
+	case strings.HasPrefix(why, "the safety checkpoint"):
+		return "safety checkpoint of the newest undo"
+	case why == "pinned":
+		return "pinned"
+	}
+	return why
+}
+
+// sizeText is a byte count for messages: 1.5 GiB, 300.0 MiB, 12 KiB.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
