@@ -179,12 +179,14 @@ func (s *MaintenanceService) needed(ctx context.Context, all []*checkpoint.Check
 	if err != nil {
 		return nil, err
 	}
-	if len(all) > 0 {
-		held[all[0].ID()] = "the newest checkpoint"
-	}
 	for _, cp := range all {
-		if cp.Pinned() {
+		if _, ok := held[cp.ID()]; !ok && cp.Pinned() {
 			held[cp.ID()] = "pinned"
+		}
+	}
+	if len(all) > 0 {
+		if _, ok := held[all[0].ID()]; !ok {
+			held[all[0].ID()] = "the newest checkpoint"
 		}
 	}
 	if s.log != nil {
@@ -193,10 +195,13 @@ func (s *MaintenanceService) needed(ctx context.Context, all []*checkpoint.Check
 			return nil, err
 		}
 		for _, op := range ops {
-			if op.undoable() {
-				held[op.UndoCheckpoint] = fmt.Sprintf("the safety checkpoint `plan undo` rolls back to (%s %s)", op.Kind, op.ID)
-				break
+			if !op.undoable() {
+				continue
 			}
+			if _, ok := held[op.UndoCheckpoint]; !ok {
+				held[op.UndoCheckpoint] = fmt.Sprintf("the safety checkpoint `plan undo` rolls back to (%s %s)", op.Kind, op.ID)
+			}
+			break
 		}
 	}
 	return held, nil

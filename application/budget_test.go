@@ -25,11 +25,12 @@ func (s *budgetSettings) StoreBudget() (int64, error) { return s.max, s.err }
 // budgetHealth is a store whose size is 100 bytes per checkpoint left, as a gc would leave it.
 type budgetHealth struct {
 	*fakeHealth
-	repo *fakeRepo
+	repo  *fakeRepo
+	extra int64 // what no checkpoint holds
 }
 
 func (h *budgetHealth) Usage() StoreUsage {
-	return StoreUsage{StoredBytes: int64(100 * len(h.repo.cps))}
+	return StoreUsage{StoredBytes: int64(100*len(h.repo.cps)) + h.extra}
 }
 
 type budgetEnv struct {
@@ -211,5 +212,32 @@ func TestBudgetTexts(t *testing.T) {
 	over := BudgetStatus{MaxBytes: 10, UsedBytes: 20}
 	if w := over.Warning(); !strings.Contains(w, "over its budget") || strings.Contains(w, ": nothing") {
 		t.Fatalf("bare over warning: %q", w)
+	}
+}
+
+// A store over its budget with no checkpoint left has nothing to prune, and says so.
+func TestBudgetWithNoCheckpoint(t *testing.T) {
+	e := newBudgetEnv(t, 0, 10)
+	e.health.extra = 50
+	st, err := e.ms.BudgetReport(context.Background())
+	if err != nil || !st.Over() || st.Prunable != 0 || st.Held == "" {
+		t.Fatalf("report: %+v, %v", st, err)
+	}
+	st, err = e.ms.EnforceBudget(context.Background())
+	if err != nil || !st.Over() || len(st.Pruned) != 0 || st.GC != nil || !strings.Contains(st.Warning(), "nothing more can be freed") {
+		t.Fatalf("enforce: %+v, %v", st, err)
+	}
+}
+
+// A checkpoint needed for several reasons is named for the first: pinned before the newest, a live
+// decision before the undo.
+func TestBudgetFirstReasonCounts(t *testing.T) {
+	e := newBudgetEnv(t, 2, 50)
+	e.repo.cps[e.ids[1]].SetPinned(true)
+	e.repo.cps[e.ids[0]].SetPinned(true)
+	e.log.ops = []LoggedOperation{{ID: "u", Kind: "rollback", UndoCheckpoint: e.ids[0]}}
+	st, err := e.ms.BudgetReport(context.Background())
+	if err != nil || !strings.Contains(st.Held, "2 pinned") || strings.Contains(st.Held, "newest") || strings.Contains(st.Held, "undo") {
+		t.Fatalf("%+v, %v", st, err)
 	}
 }

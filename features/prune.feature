@@ -64,3 +64,106 @@ Feature: Prune frees what it prunes
     When I run "plan gc --json"
     Then it succeeds
     And the JSON output has "packs_deleted" greater than 0
+
+  Scenario: a checkpoint that takes the store past its budget prunes the oldest checkpoints nothing needs
+    Given the workspace's configuration also says:
+      """
+      budget:
+        max_bytes: 200KiB
+      """
+    And a file "data.bin" of 60000 bytes of random data
+    And a checkpoint "one"
+    And a file "data.bin" of 60000 bytes of random data
+    And a checkpoint "two"
+    And a file "data.bin" of 60000 bytes of random data
+    And a checkpoint "three"
+    And a file "data.bin" of 60000 bytes of random data
+    When I run "plan checkpoint create --note four"
+    Then it succeeds
+    And stderr contains "the store went over its budget: pruned the"
+    When I run "plan checkpoint list --json"
+    Then the JSON output has no "" item whose "note" starts with "one"
+    And the JSON output has "0.note" equal to "four"
+    When I run "plan stats --json"
+    Then it succeeds
+    And the JSON output has "budget.max_bytes" equal to "204800"
+    And the JSON output has "budget.over" equal to "false"
+    When I run "plan verify --read-data"
+    Then it succeeds
+
+  Scenario: when nothing can be freed the checkpoint still happens and the warning says why
+    Given the workspace's configuration also says:
+      """
+      budget:
+        max_bytes: 50KiB
+      """
+    And a file "data.bin" of 60000 bytes of random data
+    And a checkpoint "first"
+    When I run "plan checkpoint pin <first>"
+    Then it succeeds
+    Given a file "data.bin" of 60000 bytes of random data
+    When I run "plan checkpoint create --note second"
+    Then it succeeds
+    And stderr contains "over its budget"
+    And stderr contains "nothing more can be freed without deleting a checkpoint that is still needed"
+    And stderr contains "1 pinned"
+    And stderr contains "1 the newest checkpoint"
+    When I run "plan checkpoint list --json"
+    Then the JSON output lists 2 items
+    When I run "plan stats --json"
+    Then the JSON output has "budget.over" equal to "true"
+    And the JSON output has "budget.prunable" equal to "0"
+    And the JSON output has "budget.held" containing "pinned"
+
+  Scenario: the budget never prunes a live decision's pre_decision checkpoint
+    Given the workspace's configuration also says:
+      """
+      budget:
+        max_bytes: 40KiB
+      """
+    And a file "data.bin" of 30000 bytes of random data
+    When I run "plan exec --id grow -- sh -c 'head -c 30000 /dev/urandom > grown.bin'"
+    Then it succeeds
+    Given a file "more.bin" of 30000 bytes of random data
+    When I run "plan checkpoint create --note after"
+    Then it succeeds
+    And stderr contains "pre_decision checkpoint(s) of live decisions"
+    When I run "plan checkpoint list"
+    Then stdout contains "pre_decision"
+
+  Scenario: from 80% of the budget every command warns
+    Given the workspace's configuration also says:
+      """
+      budget:
+        max_bytes: 70KiB
+      """
+    And a file "data.bin" of 60000 bytes of random data
+    And a checkpoint "first"
+    When I run "plan status"
+    Then it succeeds
+    And stderr contains "of its budget of 70 KiB"
+    When I run "plan checkpoint list --json"
+    Then it succeeds
+    And stderr contains "past it, the oldest checkpoints nothing needs are pruned"
+
+  Scenario: without a budget stats says so and nothing warns
+    Given a file "a.txt" containing "a\n"
+    And a checkpoint "a"
+    When I run "plan stats --json"
+    Then it succeeds
+    And the JSON output has "budget" equal to "null"
+    And stderr does not contain "budget"
+
+  Scenario: a budget that is not a size is refused by stats, and warned about by other commands
+    Given the workspace's configuration also says:
+      """
+      budget:
+        max_bytes: lots
+      """
+    When I run "plan stats"
+    Then the exit code is 3
+    And stderr contains "budget.max_bytes"
+    Given a file "a.txt" containing "a\n"
+    When I run "plan checkpoint create"
+    Then it succeeds
+    And stderr contains "budget.max_bytes \"lots\" is not a positive size"
