@@ -237,7 +237,7 @@ func TestBudgetFirstReasonCounts(t *testing.T) {
 	e.repo.cps[e.ids[0]].SetPinned(true)
 	e.log.ops = []LoggedOperation{{ID: "u", Kind: "rollback", UndoCheckpoint: e.ids[0]}}
 	st, err := e.ms.BudgetReport(context.Background())
-	if err != nil || !strings.Contains(st.Held, "2 pinned") || strings.Contains(st.Held, "newest") || strings.Contains(st.Held, "undo") {
+	if err != nil || !strings.Contains(st.Held, "2 pinned") || strings.Contains(st.Held, "the newest checkpoint") || strings.Contains(st.Held, "safety") {
 		t.Fatalf("%+v, %v", st, err)
 	}
 }
