@@ -19,6 +19,9 @@ import (
 // budgetWarnPercent is the share of the budget from which every command warns.
 const budgetWarnPercent = 80
 
+// sharedHeld is why a budget does not prune on a shared store.
+const sharedHeld = "a shared store is not pruned by the budget (its gc frees space only after the grace period, and other workspaces' checkpoints count too): prune with `plan checkpoint prune`, then `plan gc`"
+
 // BudgetSettings is the optional part of Settings that reads the disk budget.
 type BudgetSettings interface {
 	// StoreBudget returns the store's budget in bytes (0: none).
@@ -91,6 +94,10 @@ func (s *MaintenanceService) BudgetReport(ctx context.Context) (BudgetStatus, er
 	if err != nil || !st.Over() {
 		return st, err
 	}
+	if s.store.Usage().Location != "" {
+		st.Held = sharedHeld
+		return st, nil
+	}
 	all, err := s.ops.checkpoints.List(ctx)
 	if err != nil {
 		return st, err
@@ -118,6 +125,12 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 	st, err := s.Budget()
 	if err != nil || !st.Over() {
 		return st, err
+	}
+	if s.store.Usage().Location != "" {
+		// A shared store's gc frees nothing before its grace period, and other workspaces' content
+		// counts too: measuring after each batch would prune every checkpoint it may.
+		st.Held = sharedHeld
+		return st, nil
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "budget")
 	if err != nil {

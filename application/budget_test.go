@@ -241,3 +241,25 @@ func TestBudgetFirstReasonCounts(t *testing.T) {
 		t.Fatalf("%+v, %v", st, err)
 	}
 }
+
+// On a shared store the budget only warns: pruning cannot be measured against a gc that frees
+// space after its grace period.
+func TestBudgetOnASharedStoreOnlyWarns(t *testing.T) {
+	e := newBudgetEnv(t, 5, 100)
+	shared := &sharedHealth{budgetHealth: e.health}
+	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: shared, Settings: e.settings, Log: e.log})
+	for _, f := range []func(context.Context) (BudgetStatus, error){e.ms.EnforceBudget, e.ms.BudgetReport} {
+		st, err := f(context.Background())
+		if err != nil || len(st.Pruned) != 0 || !strings.Contains(st.Warning(), "shared store is not pruned") || len(e.left()) != 5 {
+			t.Fatalf("%+v, %v", st, err)
+		}
+	}
+}
+
+type sharedHealth struct{ *budgetHealth }
+
+func (h *sharedHealth) Usage() StoreUsage {
+	u := h.budgetHealth.Usage()
+	u.Location = "s3://bucket/plans"
+	return u
+}
