@@ -79,11 +79,11 @@ func (s *MaintenanceService) Budget() (BudgetStatus, error) {
 	if !ok {
 		return st, nil
 	}
-	max, err := bs.StoreBudget()
-	if err != nil || max <= 0 {
+	limit, err := bs.StoreBudget()
+	if err != nil || limit <= 0 {
 		return st, err
 	}
-	st.MaxBytes, st.UsedBytes = max, s.store.Usage().StoredBytes
+	st.MaxBytes, st.UsedBytes = limit, s.store.Usage().StoredBytes
 	return st, nil
 }
 
