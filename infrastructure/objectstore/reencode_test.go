@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planhq/plan/domain/tree"
 )
@@ -378,6 +379,55 @@ func TestGCReencodeFailsBeforeDeleting(t *testing.T) {
 				t.Fatalf("GC: %+v, %v", res, err)
 			}
 			requireStates(t, s, roots, h.states[len(h.states)-2:])
+		})
+	}
+}
+
+// A writer that deduplicates onto a version only pruned checkpoints held (its file went back to
+// that content) while a gc re-encodes around it: if it confirms after the mark, it copies the
+// version out of the condemned pack; if its record is visible before the sweep computes the live
+// set, the sweep keeps the pack. Either way what it references survives the sweep, and so do the
+// kept checkpoints, re-encoded.
+func TestSharedReencodeWithAWriterOnTheOldBase(t *testing.T) {
+	for _, confirms := range []bool{true, false} {
+		t.Run(fmt.Sprintf("confirms=%v", confirms), func(t *testing.T) {
+			be, s := os2New(t, true)
+			h := newHistory(t, s, "appended", 4, 12)
+			kept := h.roots[len(h.roots)-1:]
+			old := h.states[3]["f000"] // a version only a pruned checkpoint held
+			be.advance(2 * time.Hour)
+			w := os2Open(t, be) // the writer's process, its index loaded before the gc
+			res, err := s.SharedGC(os2Live(kept...), time.Hour)
+			if err != nil || res.ObjectsReencoded == 0 || res.PacksCondemned == 0 || res.PacksDeleted != 0 {
+				t.Fatalf("mark: %+v, %v", res, err)
+			}
+			// The writer stores a tree naming the old version: Present in its stale index.
+			b := w.NewBatch()
+			hOld, _ := put(t, b, old)
+			root, _, err := b.PutTree(Tree{{Name: "f000", Kind: tree.KindFile, Mode: 0o644, Size: int64(len(old)), Hash: hOld}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit(t, b)
+			if confirms {
+				if err := w.Confirm(); err != nil {
+					t.Fatalf("Confirm: %v", err)
+				}
+			}
+			be.advance(2 * time.Hour)
+			res, err = s.SharedGC(os2Live(append([]tree.Hash{root}, kept...)...), time.Hour)
+			if err != nil || res.PacksDeleted == 0 {
+				t.Fatalf("sweep: %+v, %v", res, err)
+			}
+			if !confirms && res.PacksKept == 0 {
+				t.Fatalf("sweep: %+v (want the pack the writer relies on kept)", res)
+			}
+			fresh := os2Open(t, be)
+			mustRead(t, fresh, hOld, old)
+			requireStates(t, fresh, kept, h.states[len(h.states)-1:])
+			if p := fresh.Problems(); len(p) != 0 {
+				t.Fatalf("problems: %v", p)
+			}
 		})
 	}
 }
