@@ -339,6 +339,8 @@ const ConfigFile = config.FileName
 //	      older_than: 168h
 //	    - labels: {phase: milestone}
 //	      keep: forever
+//	budget:
+//	  max_bytes: 10GiB  # optional: the store's disk budget (see application.EnforceBudget)
 type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.

@@ -149,6 +149,9 @@
 //   - a pack a gc mark names is condemned: still read, never deduplicated onto (Present is false);
 //     a sweep deletes it only if, by a live set computed after the mark was visible, it holds
 //     nothing live that has no other copy;
+//   - a sweep deletes a pack holding a delta before the pack its base is read from (dependentsFirst):
+//     a shared store has no intent readers skip, so a sweep killed half-way must not leave a delta
+//     whose base it deleted;
 //   - a transaction that references objects makes its record visible, then Confirm checks that
 //     every object it relied on is Present, copying what is only in condemned packs; an object
 //     already swept fails the transaction (fault.ErrConflict), which never commits;

@@ -127,10 +127,13 @@ func (g *gcLive) closeChains(strict bool) error {
 // point: new packs are durable before an old one goes, and an old pack's idx is removed before the
 // pack, so a crash leaves either both files or a pack that Open re-indexes.
 //
-// A delta is never left without its base: the base chain of every live delta is kept, whether or
-// not live names it, and so is the chain of every delta record in a pack that stays as it is (a
-// dead delta there is still in the index, and a later put of the same tree would trust it).
-// The caller must hold the workspace lock and have no batch open.
+// A delta is never left without its base. A live delta whose base live does not name is first
+// stored again (reencode), against a live base or whole, and committed before anything is planned;
+// the chain of every live delta is then kept. A pack holding a delta record that is not kept (dead,
+// or superseded by a re-encoded copy) and whose base nothing else keeps is rewritten without it
+// (such a record would still be indexed after a reload, and a later put would trust it); the chain
+// of every delta record in a pack that stays as it is is kept. The caller must hold the workspace
+// lock and have no batch open.
 func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	return s.GCFrom(live, nil)
 }
