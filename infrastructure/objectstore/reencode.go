@@ -144,9 +144,11 @@ func (s *Store) reencode(live map[tree.Hash]struct{}, order []tree.Hash, eligibl
 	return res, s.hit("gc.reencoded")
 }
 
-// admits says whether the copy at l may be re-encoded.
+// admits says whether the copy at l may be re-encoded: its pack is there (a missing pack's objects
+// cannot be read; GC keeps their chains, and verify names what was lost), and the collection may
+// rewrite it.
 func (r *reencoder) admits(l location) bool {
-	return l.raw <= maxDeltaObject && (r.eligible == nil || r.eligible(l.pack))
+	return l.pack.size >= 0 && l.raw <= maxDeltaObject && (r.eligible == nil || r.eligible(l.pack))
 }
 
 // pair notes, for every object of root cur that differs from the object at its path in prev (a

@@ -431,3 +431,40 @@ func TestSharedReencodeWithAWriterOnTheOldBase(t *testing.T) {
 		})
 	}
 }
+
+// A kept delta whose pack is missing cannot be re-encoded: GC keeps its chain, as before, and
+// collects the rest.
+func TestGCDoesNotReencodeFromAMissingPack(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := randFor(95)
+	v0 := text(95, 20_000)
+	v1 := edit(r, v0)
+	b := s.NewBatch()
+	h0, _ := put(t, b, v0)
+	commit(t, b)
+	b = s.NewBatch()
+	h1, _ := putFrom(t, b, v1, h0)
+	commit(t, b)
+	b = s.NewBatch()
+	junk, _ := put(t, b, noise(96, 5000))
+	commit(t, b)
+	p1 := s.index.at(h1).pack.id
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "packs", p1+".pack")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	res, err := s.GC(set(h1))
+	if err != nil || res.ObjectsReencoded != 0 || !s.Has(h0) || s.Has(junk) {
+		t.Fatalf("GC: %+v, %v", res, err)
+	}
+}
