@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // A disk budget bounds the store: past it, the oldest checkpoints nothing needs are pruned and gc
@@ -20,12 +21,20 @@ import (
 const budgetWarnPercent = 80
 
 // sharedHeld is why a budget does not prune on a shared store.
-const sharedHeld = "a shared store is not pruned by the budget (its gc frees space only after the grace period, and other workspaces' checkpoints count too): prune with `plan checkpoint prune`, then `plan gc`"
+const sharedHeld = "a shared store is not pruned by budget.max_bytes (its gc frees space only after the grace period, and other workspaces' checkpoints count too): set budget.workspace_max_bytes, or prune with `plan checkpoint prune`, then `plan gc`"
 
 // BudgetSettings is the optional part of Settings that reads the disk budget.
 type BudgetSettings interface {
 	// StoreBudget returns the store's budget in bytes (0: none).
 	StoreBudget() (int64, error)
+	// WorkspaceQuota returns, for a shared store, this workspace's quota in bytes (0: none).
+	WorkspaceQuota() (int64, error)
+}
+
+// WorkspaceUsage is the optional part of StoreHealth that measures a workspace's share of a
+// shared store: the stored bytes of every object its roots reach (delta bases included).
+type WorkspaceUsage interface {
+	WorkspaceBytes(roots []tree.Hash) (int64, error)
 }
 
 // BudgetStatus is the store's size against its budget.
@@ -39,6 +48,17 @@ type BudgetStatus struct {
 	// there; Prunable counts the checkpoints a budget may prune (once something is stored).
 	Held     string
 	Prunable int
+	// Quota says the budget is a shared store's per-workspace quota: UsedBytes is then what this
+	// workspace's checkpoints reference.
+	Quota bool
+}
+
+// what names what the budget measures, and its key.
+func (b BudgetStatus) what() (subject, key string) {
+	if b.Quota {
+		return "this workspace's checkpoints take", "budget.workspace_max_bytes"
+	}
+	return "the store takes", "budget.max_bytes"
 }
 
 // Percent is UsedBytes as a share of MaxBytes (0 without a budget).
@@ -58,8 +78,9 @@ func (b BudgetStatus) Warning() string {
 	case b.MaxBytes <= 0 || b.Percent() < budgetWarnPercent:
 		return ""
 	case b.Over():
-		msg := fmt.Sprintf("the store takes %s, over its budget of %s (budget.max_bytes in .plan/config.yaml)",
-			sizeText(b.UsedBytes), sizeText(b.MaxBytes))
+		subject, key := b.what()
+		msg := fmt.Sprintf("%s %s, over its budget of %s (%s in .plan/config.yaml)",
+			subject, sizeText(b.UsedBytes), sizeText(b.MaxBytes), key)
 		switch {
 		case b.Held != "":
 			msg += ": " + b.Held
@@ -68,16 +89,30 @@ func (b BudgetStatus) Warning() string {
 		}
 		return msg
 	}
-	return fmt.Sprintf("the store takes %s, %.0f%% of its budget of %s (budget.max_bytes in .plan/config.yaml): past it, the oldest checkpoints nothing needs are pruned",
-		sizeText(b.UsedBytes), b.Percent(), sizeText(b.MaxBytes))
+	subject, key := b.what()
+	return fmt.Sprintf("%s %s, %.0f%% of its budget of %s (%s in .plan/config.yaml): past it, the oldest checkpoints nothing needs are pruned",
+		subject, sizeText(b.UsedBytes), b.Percent(), sizeText(b.MaxBytes), key)
 }
 
-// Budget reads the budget and the store's size; it changes nothing.
-func (s *MaintenanceService) Budget() (BudgetStatus, error) {
+// Budget reads the budget and what it measures; it changes nothing. On a shared store with a
+// per-workspace quota, that is what this workspace's checkpoints reference (a walk of their
+// trees); otherwise the store's packs.
+func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 	var st BudgetStatus
 	bs, ok := s.settings.(BudgetSettings)
 	if !ok {
 		return st, nil
+	}
+	if wu, ok := s.store.(WorkspaceUsage); ok && s.store.Usage().Location != "" {
+		quota, err := bs.WorkspaceQuota()
+		if err != nil {
+			return st, err
+		}
+		if quota > 0 {
+			used, err := s.workspaceBytes(ctx, wu)
+			st.MaxBytes, st.UsedBytes, st.Quota = quota, used, true
+			return st, err
+		}
 	}
 	limit, err := bs.StoreBudget()
 	if err != nil || limit <= 0 {
@@ -87,14 +122,23 @@ func (s *MaintenanceService) Budget() (BudgetStatus, error) {
 	return st, nil
 }
 
+// workspaceBytes is what this workspace's checkpoints and live results reference.
+func (s *MaintenanceService) workspaceBytes(ctx context.Context, wu WorkspaceUsage) (int64, error) {
+	roots, err := s.roots(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return wu.WorkspaceBytes(roots)
+}
+
 // BudgetReport is Budget, and, when the store is over its budget, what can be pruned or else what
 // keeps it there.
 func (s *MaintenanceService) BudgetReport(ctx context.Context) (BudgetStatus, error) {
-	st, err := s.Budget()
+	st, err := s.Budget(ctx)
 	if err != nil || !st.Over() {
 		return st, err
 	}
-	if s.store.Usage().Location != "" {
+	if !st.Quota && s.store.Usage().Location != "" {
 		st.Held = sharedHeld
 		return st, nil
 	}
@@ -122,11 +166,11 @@ func (s *MaintenanceService) BudgetReport(ctx context.Context) (BudgetStatus, er
 // until the store fits. It never deletes the newest checkpoint. What it could not free is said in
 // Held. Below its budget, or without one, it changes nothing.
 func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, error) {
-	st, err := s.Budget()
+	st, err := s.Budget(ctx)
 	if err != nil || !st.Over() {
 		return st, err
 	}
-	if s.store.Usage().Location != "" {
+	if !st.Quota && s.store.Usage().Location != "" {
 		// A shared store's gc frees nothing before its grace period, and other workspaces' content
 		// counts too: measuring after each batch would prune every checkpoint it may.
 		st.Held = sharedHeld
@@ -160,28 +204,49 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 			st.Pruned = append(st.Pruned, cp.ID())
 		}
 		candidates = candidates[n:]
-		roots, err := s.roots(ctx)
-		if err != nil {
+		if st.Quota {
+			// What the workspace references drops at once; the shared store's gc frees it after
+			// its grace period, so it runs once, below.
+			if st.UsedBytes, err = s.workspaceBytes(ctx, s.store.(WorkspaceUsage)); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if err := s.collect(ctx, &st); err != nil {
 			return st, err
 		}
-		r, err := s.store.Collect(roots, nil)
-		if err != nil {
-			return st, fmt.Errorf("budget: gc after pruning %d checkpoint(s): %w", len(st.Pruned), err)
-		}
-		if st.GC == nil {
-			st.GC = &GCReport{}
-		}
-		st.GC.PacksDeleted += r.PacksDeleted
-		st.GC.PacksRewritten += r.PacksRewritten
-		st.GC.BytesReclaimed += r.BytesReclaimed
-		st.GC.ObjectsReencoded += r.ObjectsReencoded
-		st.GC.LiveObjects = r.LiveObjects
 		st.UsedBytes = s.store.Usage().StoredBytes
+	}
+	if st.Quota && len(st.Pruned) > 0 {
+		if err := s.collect(ctx, &st); err != nil {
+			return st, err
+		}
 	}
 	if st.Over() {
 		st.Held = heldText(all, held)
 	}
 	return st, nil
+}
+
+// collect runs gc after the budget pruned, adding what it did to st.GC.
+func (s *MaintenanceService) collect(ctx context.Context, st *BudgetStatus) error {
+	roots, err := s.roots(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := s.store.Collect(roots, nil)
+	if err != nil {
+		return fmt.Errorf("budget: gc after pruning %d checkpoint(s): %w", len(st.Pruned), err)
+	}
+	if st.GC == nil {
+		st.GC = &GCReport{}
+	}
+	st.GC.PacksDeleted += r.PacksDeleted
+	st.GC.PacksRewritten += r.PacksRewritten
+	st.GC.BytesReclaimed += r.BytesReclaimed
+	st.GC.ObjectsReencoded += r.ObjectsReencoded
+	st.GC.LiveObjects = r.LiveObjects
+	return nil
 }
 
 // needed maps the checkpoints a budget never prunes to why: the newest, the pinned, those a live

@@ -16,11 +16,12 @@ import (
 // budgetSettings is fakeSettings with a disk budget.
 type budgetSettings struct {
 	fakeSettings
-	max int64
-	err error
+	max, quota    int64
+	err, errQuota error
 }
 
-func (s *budgetSettings) StoreBudget() (int64, error) { return s.max, s.err }
+func (s *budgetSettings) StoreBudget() (int64, error)    { return s.max, s.err }
+func (s *budgetSettings) WorkspaceQuota() (int64, error) { return s.quota, s.errQuota }
 
 // budgetHealth is a store whose size is 100 bytes per checkpoint left, as a gc would leave it.
 type budgetHealth struct {
@@ -262,4 +263,66 @@ func (h *sharedHealth) Usage() StoreUsage {
 	u := h.budgetHealth.Usage()
 	u.Location = "s3://bucket/plans"
 	return u
+}
+
+// quotaHealth is a shared store that measures a workspace's share as 100 bytes per checkpoint, and
+// the whole store as ten times that (other workspaces' content).
+type quotaHealth struct {
+	*budgetHealth
+	err error
+}
+
+func (h *quotaHealth) Usage() StoreUsage {
+	u := h.budgetHealth.Usage()
+	u.StoredBytes *= 10
+	u.Location = "s3://bucket/plans"
+	return u
+}
+
+func (h *quotaHealth) WorkspaceBytes(roots []tree.Hash) (int64, error) {
+	return int64(100 * len(h.repo.cps)), h.err
+}
+
+// On a shared store, budget.workspace_max_bytes bounds what this workspace's checkpoints
+// reference: past it, its oldest checkpoints nothing needs go, measured without waiting for the
+// store's gc, which runs once after.
+func TestBudgetWorkspaceQuota(t *testing.T) {
+	ctx := context.Background()
+	e := newBudgetEnv(t, 6, 0)
+	e.settings.quota = 350
+	q := &quotaHealth{budgetHealth: e.health}
+	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: q, Settings: e.settings, Log: e.log})
+	st, err := e.ms.BudgetReport(ctx)
+	if err != nil || !st.Quota || st.UsedBytes != 600 || st.Prunable != 5 || !strings.Contains(st.Warning(), "budget.workspace_max_bytes") {
+		t.Fatalf("report: %+v, %v, %q", st, err, st.Warning())
+	}
+	st, err = e.ms.EnforceBudget(ctx)
+	if err != nil || st.Over() || st.UsedBytes != 300 || len(st.Pruned) != 3 || len(e.health.roots) != 1 || st.GC == nil {
+		t.Fatalf("enforce: %+v, %v (gc runs %d)", st, err, len(e.health.roots))
+	}
+	if w := (BudgetStatus{MaxBytes: 100, UsedBytes: 90, Quota: true}).Warning(); !strings.Contains(w, "this workspace's checkpoints take") {
+		t.Fatalf("warning: %q", w)
+	}
+	// Its errors: the setting, the measure, the gc after.
+	boom := errors.New("boom")
+	e.settings.errQuota = boom
+	if _, err := e.ms.Budget(ctx); !errors.Is(err, boom) {
+		t.Fatalf("quota setting: %v", err)
+	}
+	e.settings.errQuota = nil
+	e.settings.quota = 10
+	q.err = boom
+	if _, err := e.ms.Budget(ctx); !errors.Is(err, boom) {
+		t.Fatalf("measure: %v", err)
+	}
+	q.err = nil
+	e.health.collectErr = boom
+	if _, err := e.ms.EnforceBudget(ctx); !errors.Is(err, boom) {
+		t.Fatalf("gc: %v", err)
+	}
+	// Without a quota, budget.max_bytes on a shared store only warns.
+	e.settings.quota, e.settings.max = 0, 10
+	if st, err := e.ms.EnforceBudget(ctx); err != nil || st.Quota || !strings.Contains(st.Held, "budget.workspace_max_bytes") {
+		t.Fatalf("shared max_bytes: %+v, %v", st, err)
+	}
 }

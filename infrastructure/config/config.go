@@ -94,6 +94,8 @@ type Cache struct {
 type Budget struct {
 	// MaxBytes bounds the store's packs ("10GiB", "500MB", or a number of bytes).
 	MaxBytes string `yaml:"max_bytes,omitempty"`
+	// WorkspaceMaxBytes bounds, on a shared store, what this workspace's checkpoints reference.
+	WorkspaceMaxBytes string `yaml:"workspace_max_bytes,omitempty"`
 }
 
 // Path is the configuration file of the workspace whose state directory is state.

@@ -422,18 +422,46 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 
 // StoreBudget returns budget.max_bytes in bytes (0: no budget).
 func (s *Settings) StoreBudget() (int64, error) {
+	return s.budgetKey("max_bytes", func(b *config.Budget) string { return b.MaxBytes })
+}
+
+// WorkspaceQuota returns budget.workspace_max_bytes in bytes (0: no quota).
+func (s *Settings) WorkspaceQuota() (int64, error) {
+	return s.budgetKey("workspace_max_bytes", func(b *config.Budget) string { return b.WorkspaceMaxBytes })
+}
+
+func (s *Settings) budgetKey(key string, get func(*config.Budget) string) (int64, error) {
 	c, err := config.Load(s.path)
-	if err != nil || c.Budget == nil || c.Budget.MaxBytes == "" {
+	if err != nil || c.Budget == nil || get(c.Budget) == "" {
 		return 0, err
 	}
-	n, err := config.ParseBytes(c.Budget.MaxBytes)
+	n, err := config.ParseBytes(get(c.Budget))
 	if err != nil || n <= 0 {
-		return 0, fault.Invalid("%s: budget.max_bytes %q is not a positive size such as 10GiB or 500MB", s.path, c.Budget.MaxBytes)
+		return 0, fault.Invalid("%s: budget.%s %q is not a positive size such as 10GiB or 500MB", s.path, key, get(c.Budget))
 	}
 	return n, nil
 }
 
-var _ application.BudgetSettings = (*Settings)(nil)
+// WorkspaceBytes is the stored size of every object roots reach, delta bases included: what a
+// workspace's checkpoints take of a shared store.
+func (h *Health) WorkspaceBytes(roots []tree.Hash) (int64, error) {
+	live, err := h.store.Reachable(roots)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for o := range live {
+		if info, ok := h.store.Info(o); ok {
+			n += info.StoredSize
+		}
+	}
+	return n, nil
+}
+
+var (
+	_ application.BudgetSettings = (*Settings)(nil)
+	_ application.WorkspaceUsage = (*Health)(nil)
+)
 
 // age parses an optional positive duration setting.
 func (s *Settings) age(key, v string) (time.Duration, error) {

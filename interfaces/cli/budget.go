@@ -9,8 +9,8 @@ import (
 )
 
 // storeBytes is the store's size as a command starts (0 without a budget: nothing to compare).
-func (h *handler) storeBytes(app *bootstrap.App) int64 {
-	st, err := app.Services.Maintenance.Budget()
+func (h *handler) storeBytes(ctx context.Context, app *bootstrap.App) int64 {
+	st, err := app.Services.Maintenance.Budget(ctx)
 	if err != nil {
 		return 0
 	}
@@ -36,8 +36,12 @@ func (h *handler) budget(ctx context.Context, app *bootstrap.App, before int64) 
 		}
 		st = enforced
 		if len(st.Pruned) > 0 {
-			h.warn(fmt.Sprintf("the store went over its budget: pruned the %d oldest checkpoint(s) nothing needed and ran gc (%s reclaimed); it now takes %s of %s",
-				len(st.Pruned), humanBytes(st.GC.BytesReclaimed), humanBytes(st.UsedBytes), humanBytes(st.MaxBytes)))
+			what := "the store went over its budget"
+			if st.Quota {
+				what = "this workspace went over its quota of the shared store"
+			}
+			h.warn(fmt.Sprintf("%s: pruned the %d oldest checkpoint(s) nothing needed and ran gc (%s reclaimed); it now takes %s of %s",
+				what, len(st.Pruned), humanBytes(st.GC.BytesReclaimed), humanBytes(st.UsedBytes), humanBytes(st.MaxBytes)))
 		}
 	}
 	if w := st.Warning(); w != "" {
