@@ -15,7 +15,10 @@ import (
 // warns. The newest checkpoint is never pruned to save disk, nor a pinned one, the pre_decision
 // checkpoint of a live decision, a checkpoint an unfinished correction needs, or the safety
 // checkpoint of the newest operation `plan undo` would undo: when only those are left, the store
-// stays over its budget and the warning says why.
+// stays over its budget and the warning says why. On a shared store the budget (max_bytes) only
+// warns, since its gc frees space after a grace period and other workspaces count too; a
+// per-workspace quota (workspace_max_bytes) bounds what this workspace's checkpoints reference
+// instead, and prunes as above.
 
 // budgetWarnPercent is the share of the budget from which every command warns.
 const budgetWarnPercent = 80
@@ -204,10 +207,10 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 			st.Pruned = append(st.Pruned, cp.ID())
 		}
 		candidates = candidates[n:]
-		if st.Quota {
+		if wu, ok := s.store.(WorkspaceUsage); st.Quota && ok {
 			// What the workspace references drops at once; the shared store's gc frees it after
 			// its grace period, so it runs once, below.
-			if st.UsedBytes, err = s.workspaceBytes(ctx, s.store.(WorkspaceUsage)); err != nil {
+			if st.UsedBytes, err = s.workspaceBytes(ctx, wu); err != nil {
 				return st, err
 			}
 			continue
