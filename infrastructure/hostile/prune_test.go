@@ -144,3 +144,44 @@ func TestHostileBudgetNeverDeletesANeededCheckpoint(t *testing.T) {
 	w.must("verify", "--read-data")
 	requireRestores(w, pinned, states[0], "the pinned checkpoint")
 }
+
+// On a shared S3 store, a quota far below what the workspace needs prunes only this workspace's
+// checkpoints that nothing needs, never another workspace's content: the other workspace's
+// checkpoint still verifies and restores after a gc with no grace period.
+func TestHostileQuotaOnASharedStore(t *testing.T) {
+	s3 := newS3Store(t, "quota")
+	other := newWorkspace(t, s3.Env, "--store", s3.URL)
+	other.write("shared.txt", strings.Repeat("content both workspaces hold\n", 2000))
+	otherID := other.checkpoint("other")
+	w := newWorkspace(t, s3.Env, "--store", s3.URL)
+	r := rand.New(rand.NewPCG(7, 24))
+	ids, states := appendHistory(w, r, 3, 5)
+	w.must("checkpoint", "pin", ids[0])
+	cfg, err := os.OpenFile(w.path(".plan/config.yaml"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.WriteString("budget:\n  workspace_max_bytes: 1KiB\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.write("shared.txt", strings.Repeat("content both workspaces hold\n", 2000))
+	res := w.run("checkpoint", "create", "--note", "over")
+	if res.code != 0 || !strings.Contains(res.stderr, "over its budget") {
+		t.Fatalf("checkpoint over the quota: %s", res)
+	}
+	var cps []struct {
+		ID string `json:"id"`
+	}
+	w.mustJSON(&cps, "checkpoint", "list")
+	if len(cps) != 2 || cps[1].ID != ids[0] {
+		t.Fatalf("left %v, want the newest and the pinned %s", cps, ids[0])
+	}
+	w.must("gc", "--grace", "0s")
+	other.must("verify", "--read-data")
+	other.must("rollback", "--to-checkpoint", otherID, "--yes")
+	w.must("verify", "--read-data")
+	requireRestores(w, ids[0], states[0], "the pinned checkpoint")
+}
