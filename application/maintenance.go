@@ -23,6 +23,7 @@ type MaintenanceService struct {
 	ops      *Operations
 	store    StoreHealth
 	settings Settings
+	log      OperationLog // nil: the budget knows no undo to keep a safety checkpoint for
 }
 
 // MaintenanceParams are MaintenanceService's collaborators beyond the shared core.
@@ -30,11 +31,13 @@ type MaintenanceParams struct {
 	Ops      *Operations
 	Store    StoreHealth
 	Settings Settings
+	// Log, when set, lets the disk budget keep the safety checkpoint of the newest undo.
+	Log OperationLog
 }
 
 // NewMaintenanceService returns the service.
 func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
-	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings}
+	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings, log: p.Log}
 }
 
 // PruneRequest describes `plan checkpoint prune`.
@@ -249,9 +252,11 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	var roots []tree.Hash
-	for _, cp := range cps {
-		roots = append(roots, cp.Root())
+	// Oldest first: a gc that re-encodes pairs each checkpoint with the one before it, as the
+	// writers did.
+	roots := make([]tree.Hash, 0, len(cps))
+	for i := len(cps) - 1; i >= 0; i-- {
+		roots = append(roots, cps[i].Root())
 	}
 	plans, err := s.ops.plans.List(ctx)
 	if err != nil {

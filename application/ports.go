@@ -232,6 +232,9 @@ type GCReport struct {
 	PacksRewritten int
 	BytesReclaimed int64
 	LiveObjects    int
+	// ObjectsReencoded were stored again because the delta base they were rebuilt from is no
+	// longer live (a pruned checkpoint's version): they no longer keep it alive.
+	ObjectsReencoded int
 	// Shared says the store is shared by several workspaces and was collected in two phases:
 	// PacksCondemned were marked (deleted by a gc once Grace has passed, if still dead);
 	// PacksKept were condemned but are needed again; MarksPending are marks not yet due.

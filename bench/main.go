@@ -10,6 +10,8 @@
 //   - a checkpoint after 1% change  vs the same two;
 //   - a checkpoint with no change   vs a bare `find -printf` stat walk, and `git status --porcelain`;
 //   - a rollback of a 1% change     vs `git reset --hard`;
+//   - the store after `checkpoint prune --keep N` + `gc` vs a fresh store of the N kept checkpoints,
+//     for files appended to, rewritten in place, and a mix (-prune-only measures only these);
 //
 // and reports the bytes the incremental checkpoint stored against zstd of the changed files, and
 // the peak RSS of the checkpoint processes. On the generated workspace it then times the
@@ -70,6 +72,8 @@ type config struct {
 	// fixed measures the fixed cost on a history of checkpoints checkpoints; fixedOnly skips
 	// every other phase.
 	watch       bool
+	prune       bool
+	pruneOnly   bool
 	fixed       bool
 	fixedOnly   bool
 	checkpoints int
@@ -105,6 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.fixedOnly, "fixed-only", false, "measure the fixed cost only (on the generated workspace)")
 	fs.IntVar(&cfg.checkpoints, "checkpoints", 500, "checkpoints in the history the fixed cost is measured on")
 	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
+	fs.BoolVar(&cfg.prune, "prune", true, "also measure the store after `checkpoint prune` + `gc` against a fresh store of the kept checkpoints (appended, rewritten, mixed)")
+	fs.BoolVar(&cfg.pruneOnly, "prune-only", false, "measure only the prune rows")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -212,6 +218,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	}
 	b.rep = &report{Runs: b.cfg.runs, Seed: b.cfg.seed, GitVersion: b.gitVersion()}
 
+	if b.cfg.pruneOnly {
+		start := time.Now()
+		if err := b.prune(); err != nil {
+			return nil, fmt.Errorf("prune + gc: %w", err)
+		}
+		b.logf("prune + gc: done in %v", time.Since(start).Round(time.Millisecond))
+		return b.rep, nil
+	}
 	gen, err := b.generatedSubject()
 	if err != nil {
 		return nil, err
@@ -226,6 +240,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"real tree", all && b.cfg.real, b.realTree},
 		{"real history storage", all && b.cfg.history, b.history},
 		{"shared store", all && b.cfg.shared, b.shared},
+		{"prune + gc", b.cfg.prune && all, b.prune},
 	}
 	for _, ph := range phases {
 		if !ph.enabled {

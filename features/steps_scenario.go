@@ -161,6 +161,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerMCPSteps(sc)
 	s.registerAgentSteps(sc)
 	s.registerWatchSteps(sc)
+	s.registerPruneSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -313,8 +313,8 @@ func NewPlanService(ops *application.Operations, cfg Config) (*application.PlanS
 }
 
 // NewMaintenanceService builds the maintenance use cases from the graph.
-func NewMaintenanceService(ops *application.Operations, store application.StoreHealth, settings application.Settings) *application.MaintenanceService {
-	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings})
+func NewMaintenanceService(ops *application.Operations, store application.StoreHealth, settings application.Settings, log application.OperationLog) *application.MaintenanceService {
+	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings, Log: log})
 }
 
 // StoreLocker is the workspace lock as the use cases see it: taking it also brings the object

@@ -52,6 +52,7 @@ type File struct {
 	Retention       *Retention `yaml:"retention,omitempty"`
 	GC              *GC        `yaml:"gc,omitempty"`
 	Cache           *Cache     `yaml:"cache,omitempty"`
+	Budget          *Budget    `yaml:"budget,omitempty"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
 	Hooks           *Hooks     `yaml:"hooks,omitempty"`
 	Validate        *Validate  `yaml:"validate,omitempty"`
@@ -107,6 +108,14 @@ type GC struct {
 type Cache struct {
 	// MaxBytes bounds the packs kept ("2GiB", "500MB", or a number of bytes).
 	MaxBytes string `yaml:"max_bytes,omitempty"`
+}
+
+// Budget is the disk budget of the workspace's store.
+type Budget struct {
+	// MaxBytes bounds the store's packs ("10GiB", "500MB", or a number of bytes).
+	MaxBytes string `yaml:"max_bytes,omitempty"`
+	// WorkspaceMaxBytes bounds, on a shared store, what this workspace's checkpoints reference.
+	WorkspaceMaxBytes string `yaml:"workspace_max_bytes,omitempty"`
 }
 
 // Path is the configuration file of the workspace whose state directory is state.

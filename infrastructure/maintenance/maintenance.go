@@ -117,17 +117,19 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
 	}
-	live, err := h.store.Reachable(roots)
+	// What the checkpoints name, without the delta bases: GC re-encodes a kept object whose base
+	// only pruned checkpoints named, so that base goes with them.
+	live, err := h.store.Referenced(roots)
 	if err != nil {
 		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
 	}
-	r, err := h.store.GC(live)
+	r, err := h.store.GCFrom(live, roots)
 	if err != nil {
 		return application.GCReport{}, err
 	}
 	return application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
-		LiveObjects: len(live),
+		LiveObjects: len(live), ObjectsReencoded: r.ObjectsReencoded,
 	}, nil
 }
 
@@ -170,7 +172,7 @@ func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (applica
 	rep := application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: r.LiveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
-		MarksPending: r.MarksPending,
+		MarksPending: r.MarksPending, ObjectsReencoded: r.ObjectsReencoded,
 	}
 	return rep, err
 }
@@ -345,6 +347,8 @@ const ConfigFile = config.FileName
 //	      older_than: 168h
 //	    - labels: {phase: milestone}
 //	      keep: forever
+//	budget:
+//	  max_bytes: 10GiB  # optional: the store's disk budget (see application.EnforceBudget)
 type Settings struct{ path string }
 
 // NewSettings returns the settings of the workspace in l.
@@ -470,6 +474,49 @@ func (s *Settings) calendar(r *config.Retention) (application.Calendar, error) {
 	}
 	return cal, nil
 }
+
+// StoreBudget returns budget.max_bytes in bytes (0: no budget).
+func (s *Settings) StoreBudget() (int64, error) {
+	return s.budgetKey("max_bytes", func(b *config.Budget) string { return b.MaxBytes })
+}
+
+// WorkspaceQuota returns budget.workspace_max_bytes in bytes (0: no quota).
+func (s *Settings) WorkspaceQuota() (int64, error) {
+	return s.budgetKey("workspace_max_bytes", func(b *config.Budget) string { return b.WorkspaceMaxBytes })
+}
+
+func (s *Settings) budgetKey(key string, get func(*config.Budget) string) (int64, error) {
+	c, err := config.Load(s.path)
+	if err != nil || c.Budget == nil || get(c.Budget) == "" {
+		return 0, err
+	}
+	n, err := config.ParseBytes(get(c.Budget))
+	if err != nil || n <= 0 {
+		return 0, fault.Invalid("%s: budget.%s %q is not a positive size such as 10GiB or 500MB", s.path, key, get(c.Budget))
+	}
+	return n, nil
+}
+
+// WorkspaceBytes is the stored size of every object roots reach, delta bases included: what a
+// workspace's checkpoints take of a shared store.
+func (h *Health) WorkspaceBytes(roots []tree.Hash) (int64, error) {
+	live, err := h.store.Reachable(roots)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for o := range live {
+		if info, ok := h.store.Info(o); ok {
+			n += info.StoredSize
+		}
+	}
+	return n, nil
+}
+
+var (
+	_ application.BudgetSettings = (*Settings)(nil)
+	_ application.WorkspaceUsage = (*Health)(nil)
+)
 
 // age parses an optional positive duration setting.
 func (s *Settings) age(key, v string) (time.Duration, error) {

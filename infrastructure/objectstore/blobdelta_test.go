@@ -200,18 +200,21 @@ func TestGCKeepsBlobDeltaBase(t *testing.T) {
 	if !isDelta(s, h1) || !isDelta(s, g1) {
 		t.Fatal("setup: not deltas")
 	}
-	res, err := s.GC(set(h1, big))
-	if err != nil || res.PacksRewritten != 1 {
-		t.Fatalf("gc: %+v %v (want the first pack rewritten)", res, err)
+	res, err := s.GC(set(h1, h0, big))
+	if err != nil || res.PacksRewritten != 2 || res.ObjectsReencoded != 0 {
+		t.Fatalf("gc: %+v %v (want both packs rewritten)", res, err)
 	}
 	if s.Has(junk) {
 		t.Fatal("gc kept the garbage")
 	}
-	if !s.Has(h0) || !s.Has(g0) {
-		t.Fatal("gc dropped a delta's base")
+	if !s.Has(h0) {
+		t.Fatal("gc dropped a live delta's base")
+	}
+	// The dead delta's pack held live objects: it was rewritten without it, and its base went.
+	if s.Has(g1) || s.Has(g0) {
+		t.Fatal("gc kept a dead delta, or its base")
 	}
 	mustRead(t, s, h1, v1)
-	mustRead(t, s, g1, w1)
 	if len(s.bases) != 0 {
 		t.Fatalf("gc read %d record(s) for bases the idx names", len(s.bases))
 	}

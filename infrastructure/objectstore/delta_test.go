@@ -541,12 +541,22 @@ func TestGCKeepsDeltaBase(t *testing.T) {
 			t.Fatalf("Reachable misses %s", h)
 		}
 	}
-	// The caller names only the delta: GC adds the chain itself.
-	res, err := s.GC(set(h2))
+	// Named with its chain, the chain stays as it is.
+	res, err := s.GC(live)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PacksDeleted != 0 || res.PacksRewritten != 1 {
+	if res.PacksDeleted != 0 || res.PacksRewritten != 1 || res.ObjectsReencoded != 0 {
+		t.Fatalf("GC = %+v", res)
+	}
+	mustReadTree(t, s, h2, t2)
+	// The caller names only the delta: its bases are dead, so GC stores it again (whole: no live
+	// object is down its chain) and the chain goes.
+	res, err = s.GC(set(h2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ObjectsReencoded != 1 || res.PacksDeleted != 3 || isDelta(s, h2) || s.Has(h0) || s.Has(h1) {
 		t.Fatalf("GC = %+v", res)
 	}
 	mustReadTree(t, s, h2, t2)
@@ -557,7 +567,7 @@ func TestGCKeepsDeltaBase(t *testing.T) {
 	}
 	mustReadTree(t, s, h2, t2)
 	// Nothing live: everything goes.
-	if res, err := s.GC(nil); err != nil || res.PacksDeleted != 3 {
+	if res, err := s.GC(nil); err != nil || res.PacksDeleted != 1 {
 		t.Fatalf("GC(nil) = %+v, %v", res, err)
 	}
 	if st := s.Stats(); st != (StoreStats{}) {
@@ -565,8 +575,9 @@ func TestGCKeepsDeltaBase(t *testing.T) {
 	}
 }
 
-// A dead delta in a pack GC keeps as it is must keep its base: it stays in the index, and a later
-// put of the same tree would trust it.
+// A dead delta in a pack that holds live objects would stay in the index, and a later put of the
+// same tree would trust it: GC rewrites that pack without it rather than keep its base, and the
+// same tree put again is stored afresh.
 func TestGCDeadDeltaInKeptPack(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir)
@@ -589,30 +600,29 @@ func TestGCDeadDeltaInKeptPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PacksDeleted != 0 || res.PacksRewritten != 0 {
+	if res.PacksDeleted != 1 || res.PacksRewritten != 1 {
 		t.Fatalf("GC = %+v", res)
 	}
-	if !s.Has(h1) || !s.Has(h0) {
-		t.Fatal("dead delta or its base gone")
+	if s.Has(h1) || s.Has(h0) {
+		t.Fatal("dead delta or its base kept")
 	}
-	// A PutTree of the dead tree dedups against it: it must read.
+	mustRead(t, s, keep, liveD)
 	b = s.NewBatch()
-	if _, n, _ := b.PutTree(t1); n != 0 {
-		t.Fatal("not deduplicated")
+	if _, n, _ := b.PutTree(t1); n == 0 {
+		t.Fatal("deduplicated onto a collected tree")
 	}
 	commit(t, b)
 	mustReadTree(t, s, h1, t1)
-	// The same after a reopen, when GC learns the base by reading the record.
+	// After a reopen, the dead delta is learnt by reading its record (an idx without bases).
 	s.Close()
 	s, err = Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GC(set(keep)); err != nil {
+	if _, err := s.GC(set(keep, h1)); err != nil {
 		t.Fatal(err)
 	}
 	mustReadTree(t, s, h1, t1)
-	// Once the pack holding the delta goes, so does the base.
 	if res, err := s.GC(nil); err != nil || res.PacksDeleted != 2 {
 		t.Fatalf("GC(nil) = %+v, %v", res, err)
 	}
@@ -671,8 +681,9 @@ func TestGCDeadChainDamaged(t *testing.T) {
 	if _, err := s.GC(set(keep)); err != nil {
 		t.Fatal(err)
 	}
-	if !s.Has(h2) || !s.Has(h1) || s.Has(h0) {
-		t.Fatalf("after GC: %v %v %v", s.Has(h2), s.Has(h1), s.Has(h0))
+	// The dead delta's pack is rewritten without it, so none of its chain stays.
+	if s.Has(h2) || s.Has(h1) || s.Has(h0) || !s.Has(keep) {
+		t.Fatalf("after GC: %v %v %v %v", s.Has(h2), s.Has(h1), s.Has(h0), s.Has(keep))
 	}
 }
 

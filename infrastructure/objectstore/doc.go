@@ -94,6 +94,11 @@
 //     rewrite) even if the live set does not name it, and copies records as they are; a batch
 //     relies on the base of every delta it writes (shared stores: Confirm checks it Present, down
 //     the chain, and copies it out of a condemned pack);
+//   - prune frees what it prunes (reencode.go): GC given what the kept roots name (Referenced)
+//     first stores again every live delta whose base the live set does not name, against a live
+//     base or whole, and MUST commit those copies (pack and idx durable, the index pointing at them;
+//     a shared store: before its mark) before it plans any deletion; a pack it may rewrite that holds
+//     a dead delta whose base nothing else keeps is rewritten without it rather than keep the base;
 //   - a delta base an idx names is immutable once its pack is registered; a base read from an older
 //     record is remembered per record (pack and offset), never per object, since two copies of one
 //     object may have different bases;
@@ -149,6 +154,9 @@
 //   - a pack a gc mark names is condemned: still read, never deduplicated onto (Present is false);
 //     a sweep deletes it only if, by a live set computed after the mark was visible, it holds
 //     nothing live that has no other copy;
+//   - a sweep deletes a pack holding a delta before the pack its base is read from (dependentsFirst):
+//     a shared store has no intent readers skip, so a sweep killed half-way must not leave a delta
+//     whose base it deleted;
 //   - a transaction that references objects makes its record visible, then Confirm checks that
 //     every object it relied on is Present, copying what is only in condemned packs; an object
 //     already swept fails the transaction (fault.ErrConflict), which never commits;

@@ -18,6 +18,8 @@ import (
 type GCResult struct {
 	PacksDeleted, PacksRewritten int
 	BytesReclaimed               int64
+	// ObjectsReencoded were stored again because their delta base is not live (see reencode).
+	ObjectsReencoded int
 }
 
 type packUse struct {
@@ -31,7 +33,7 @@ type packUse struct {
 // (live records fill less than half the file), each list in pack id order. Packs eligible rejects
 // are neither (a shared store's young or already condemned packs); with keepLive, a pack holding
 // anything live stays as it is (a sweep deletes, it does not rewrite).
-func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) bool, keepLive bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
+func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) bool, keepLive bool, forced map[*packFile]bool) (uses map[*packFile]*packUse, drop, rewrite []*packUse) {
 	uses = make(map[*packFile]*packUse)
 	s.mu.RLock()
 	for _, p := range s.packs {
@@ -51,7 +53,7 @@ func (s *Store) planGC(isLive func(tree.Hash) bool, eligible func(*packFile) boo
 		case len(u.live) == 0:
 			u.drop = true
 			drop = append(drop, u)
-		case !keepLive && u.p.size >= 0 && 2*u.liveBytes < u.p.size:
+		case !keepLive && u.p.size >= 0 && (2*u.liveBytes < u.p.size || forced[u.p]):
 			u.rewrite = true
 			rewrite = append(rewrite, u)
 		}
@@ -125,11 +127,22 @@ func (g *gcLive) closeChains(strict bool) error {
 // point: new packs are durable before an old one goes, and an old pack's idx is removed before the
 // pack, so a crash leaves either both files or a pack that Open re-indexes.
 //
-// A delta is never left without its base: the base chain of every live delta is kept, whether or
-// not live names it, and so is the chain of every delta record in a pack that stays as it is (a
-// dead delta there is still in the index, and a later put of the same tree would trust it).
-// The caller must hold the workspace lock and have no batch open.
+// A delta is never left without its base. A live delta whose base live does not name is first
+// stored again (reencode), against a live base or whole, and committed before anything is planned;
+// the chain of every live delta is then kept. A pack holding a delta record that is not kept (dead,
+// or superseded by a re-encoded copy) and whose base nothing else keeps is rewritten without it
+// (such a record would still be indexed after a reload, and a later put would trust it); the chain
+// of every delta record in a pack that stays as it is is kept. The caller must hold the workspace
+// lock and have no batch open.
 func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
+	return s.GCFrom(live, nil)
+}
+
+// GCFrom is GC of what roots, in order (oldest first), keep live: live names what their trees
+// name (Referenced), and a kept object stored as a delta whose base live does not name is stored
+// again first (see reencode), against the object at its path in the root before it when that
+// pays, so that the base goes with the checkpoints that named it.
+func (s *Store) GCFrom(live map[tree.Hash]struct{}, order []tree.Hash) (GCResult, error) {
 	if s.shared {
 		return GCResult{}, errors.New("gc: a shared store is collected by SharedGC, never under one workspace's lock")
 	}
@@ -162,6 +175,23 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 		slices.SortFunc(lost, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
 		return res, fault.Integrity("gc (nothing was deleted): %d live object(s) are in a pack cut short, e.g. %s: run `plan verify`",
 			len(lost), lost[0])
+	}
+	// What a kept delta is rebuilt from is stored again when only pruned checkpoints referenced
+	// it, so that it can go with them (see reencode); the live set's chains are then all live.
+	re, err := s.reencode(live, order, nil)
+	if err != nil {
+		return res, errReencode(err)
+	}
+	res.ObjectsReencoded, res.BytesReclaimed = re.objects, -re.written
+	if re.objects > 0 {
+		keep.work = keep.work[:0]
+		s.mu.RLock()
+		for h, l := range s.index.all() {
+			if _, ok := live[h]; ok && l.kind.delta() {
+				keep.work = append(keep.work, h)
+			}
+		}
+		s.mu.RUnlock()
 	}
 	if err := keep.closeChains(true); err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
@@ -197,21 +227,28 @@ func (s *Store) GC(live map[tree.Hash]struct{}) (GCResult, error) {
 	return res, nil
 }
 
-// plan decides which packs a collection drops and rewrites, keeping, besides what keep holds, the
-// base chain of every delta record in a pack that stays as it is: keeping a base can change the
-// plan (a pack to drop now holds a live object), so it plans again until nothing is added.
+// plan decides which packs a collection drops and rewrites. A pack that stays as it is holds
+// delta records that are not kept (dead, or superseded by a copy reencode wrote), and each is still
+// indexed the next time the store is loaded: their bases must stay too. So a pack holding such a
+// record whose base nothing else keeps is rewritten without it, when the collection may rewrite
+// that pack; otherwise the base (and its chain) is kept. Keeping a base can change the plan (a pack
+// to drop now holds a live object), so it plans again until nothing changes.
 func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool) (drop, rewrite []*packUse, err error) {
+	forced := map[*packFile]bool{}
 	for {
 		var uses map[*packFile]*packUse
-		uses, drop, rewrite = s.planGC(keep.has, eligible, keepLive)
-		kept := len(keep.extra)
+		uses, drop, rewrite = s.planGC(keep.has, eligible, keepLive, forced)
+		kept, rewrites := len(keep.extra), len(forced)
 		for _, u := range uses {
 			if u.rewrite || u.drop || u.p.size < 0 {
 				continue // a missing pack's records cannot be read, nor rebuilt from their base
 			}
+			rewritable := !keepLive && (eligible == nil || eligible(u.p))
 			for i := range u.p.deltas {
 				base, err := s.recordBase(u.p, &u.p.deltas[i])
 				switch {
+				case err == nil && !keep.has(base) && rewritable:
+					forced[u.p] = true
 				case err == nil:
 					keep.add(base)
 				case !errors.Is(err, fault.ErrIntegrity):
@@ -223,7 +260,7 @@ func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool)
 		if err := keep.closeChains(false); err != nil {
 			return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
 		}
-		if len(keep.extra) == kept {
+		if len(keep.extra) == kept && len(forced) == rewrites {
 			return drop, rewrite, nil
 		}
 	}

@@ -27,6 +27,8 @@ type SharedGCResult struct {
 	// PacksReindexed had no idx and got one, written from their own records; PacksQuarantined
 	// have none and cannot get one (not a pack, or damaged): no gc deletes them.
 	PacksReindexed, PacksQuarantined int
+	// ObjectsReencoded were stored again, before the mark, because their delta base is not live.
+	ObjectsReencoded int
 }
 
 // LiveFunc returns the roots of a shared store's live set: roots, which MUST be readable (the
@@ -37,16 +39,18 @@ type SharedGCResult struct {
 // references is indexed (a record is visible only after its objects are).
 type LiveFunc func() (roots, maybe []tree.Hash, err error)
 
-// liveSet computes the live set from live's roots, with an index at least as new as the records.
-func (s *Store) liveSet(live LiveFunc) (map[tree.Hash]struct{}, error) {
+// liveSet computes the live set from live's roots, with an index at least as new as the records:
+// the objects their trees name, without the delta bases (keeping adds those).
+func (s *Store) liveSet(live LiveFunc) (map[tree.Hash]struct{}, []tree.Hash, error) {
 	roots, maybe, err := live()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.reload(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.ReachableWith(roots, maybe)
+	set, err := s.reachable(roots, maybe, false)
+	return set, roots, err
 }
 
 // SharedGC collects a shared store without any lock in common with its writers: it sweeps the
@@ -118,7 +122,7 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	if len(marks) == 0 {
 		return nil
 	}
-	set, err := s.liveSet(live)
+	set, _, err := s.liveSet(live)
 	if err != nil {
 		return fmt.Errorf("gc: find live objects (nothing was deleted): %w", err)
 	}
@@ -169,7 +173,7 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 			res.PacksKept++
 		}
 	}
-	if err := s.removePacks(ids); err != nil {
+	if err := s.removePacks(s.dependentsFirst(ids)); err != nil {
 		return err
 	}
 	res.PacksDeleted += len(ids)
@@ -193,6 +197,64 @@ func (s *Store) keeping(set map[tree.Hash]struct{}) (*gcLive, error) {
 	}
 	s.mu.RUnlock()
 	return keep, keep.closeChains(false)
+}
+
+// dependentsFirst orders the packs ids so that a pack holding a delta goes before the pack its
+// base is read from, when both go: a sweep killed half-way then never leaves a delta whose base it
+// already deleted (a shared store has no intent that readers skip, as gc-pending is for a private
+// one). Packs that depend on each other (a cycle) keep their id order.
+func (s *Store) dependentsFirst(ids []string) []string {
+	going := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		going[id] = true
+	}
+	// needs[q] counts the going packs that read a base from q and are still to be ordered.
+	deps := map[string][]string{}
+	needs := map[string]int{}
+	for _, id := range ids {
+		p := s.packFileOf(id)
+		if p == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for i := range p.deltas {
+			base, err := s.recordBase(p, &p.deltas[i])
+			if err != nil {
+				continue
+			}
+			l, ok := s.lookup(base)
+			if !ok || l.pack.id == id || !going[l.pack.id] || seen[l.pack.id] {
+				continue
+			}
+			seen[l.pack.id] = true
+			deps[id] = append(deps[id], l.pack.id)
+			needs[l.pack.id]++
+		}
+	}
+	out := make([]string, 0, len(ids))
+	done := map[string]bool{}
+	for len(out) < len(ids) {
+		progress := false
+		for _, id := range ids {
+			if done[id] || needs[id] > 0 {
+				continue
+			}
+			done[id], progress = true, true
+			out = append(out, id)
+			for _, q := range deps[id] {
+				needs[q]--
+			}
+		}
+		if !progress {
+			for _, id := range ids {
+				if !done[id] {
+					done[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (s *Store) packFileOf(id string) *packFile {
@@ -235,7 +297,7 @@ func (s *Store) removePacks(ids []string) error {
 // writes a mark naming every such pack that then holds nothing live, plus the orphans older than
 // grace. It returns the mark's name ("" when there was nothing to condemn).
 func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *SharedGCResult) (string, error) {
-	set, err := s.liveSet(live)
+	set, order, err := s.liveSet(live)
 	if err != nil {
 		return "", fmt.Errorf("gc: find live objects (nothing was condemned): %w", err)
 	}
@@ -252,6 +314,15 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 		return ok && (grace <= 0 || now.Sub(t) >= grace) // no grace: whatever the clocks say
 	}
 	eligible := func(p *packFile) bool { return p.size >= 0 && !condemned[p.id] && old(p.id) }
+	// The re-encoded copies are committed (pack and idx visible) before the mark is written, so
+	// every sweep that may delete the old ones lists them; they are young, so no gc with a grace
+	// period condemns them meanwhile, and one without prefers them (whole, or not condemned).
+	re, err := s.reencode(set, order, eligible)
+	if err != nil {
+		return "", errReencode(err)
+	}
+	res.ObjectsReencoded += re.objects
+	res.BytesReclaimed -= re.written
 	keep, err := s.keeping(set)
 	if err != nil {
 		return "", fmt.Errorf("gc (nothing was condemned): %w", err)

@@ -226,8 +226,22 @@ func (s *Store) Reachable(roots []tree.Hash) (map[tree.Hash]struct{}, error) {
 // shared store's pending records, whose transactions may have failed (their objects collected)
 // or may be about to commit. What can be read under them counts; what cannot is skipped.
 func (s *Store) ReachableWith(roots, maybe []tree.Hash) (map[tree.Hash]struct{}, error) {
-	r := reach{s: s, seen: make(map[tree.Hash]struct{}), walked: make(map[tree.Hash]struct{})}
-	r.visit = func(h tree.Hash) { r.seen[h] = struct{}{} }
+	return s.reachable(roots, maybe, true)
+}
+
+// Referenced returns every tree and blob the trees of roots name, without the objects they are
+// rebuilt from: what a collection keeps, and re-encodes where a delta's base is not among them
+// (see GC). A tree that cannot be read is an error, as for Reachable.
+func (s *Store) Referenced(roots []tree.Hash) (map[tree.Hash]struct{}, error) {
+	return s.reachable(roots, nil, false)
+}
+
+// reachable is ReachableWith, with the delta bases on the way when chains is set.
+func (s *Store) reachable(roots, maybe []tree.Hash, chains bool) (map[tree.Hash]struct{}, error) {
+	r := reach{s: s, seen: make(map[tree.Hash]struct{}), walked: make(map[tree.Hash]struct{}), chains: chains}
+	if chains {
+		r.visit = func(h tree.Hash) { r.seen[h] = struct{}{} }
+	}
 	for _, root := range roots {
 		if err := r.tree(root); err != nil {
 			return nil, err
@@ -248,6 +262,7 @@ type reach struct {
 	seen   map[tree.Hash]struct{}
 	walked map[tree.Hash]struct{}
 	visit  func(tree.Hash)
+	chains bool // add the delta bases of what is reached (Reachable), or only what trees name
 }
 
 func (r *reach) tree(h tree.Hash) error {
@@ -287,7 +302,7 @@ func (r *reach) blob(h tree.Hash) error {
 		}
 		r.seen[h] = struct{}{}
 		l, ok := r.s.lookup(h)
-		if !ok || !l.kind.delta() {
+		if !ok || !l.kind.delta() || !r.chains {
 			return nil // a missing blob is not Reachable's to report
 		}
 		base, err := r.s.deltaBase(h, l)

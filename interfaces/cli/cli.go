@@ -479,8 +479,10 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 	if err := h.recoverFirst(ctx, app); err != nil {
 		return err
 	}
+	before := h.storeBytes(ctx, app)
 	err = fn(app)
 	h.recordOp(ctx, app, err)
+	h.budget(ctx, app, before)
 	return err
 }
 

@@ -203,7 +203,7 @@ func (h *handler) gc(c *ucli.Context) error {
 			return err
 		}
 		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
-			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects}
+			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects, ObjectsReencoded: r.ObjectsReencoded}
 		if r.Shared {
 			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
 				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
@@ -211,6 +211,9 @@ func (h *handler) gc(c *ucli.Context) error {
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+			if r.ObjectsReencoded > 0 {
+				_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
+			}
 			if r.Shared {
 				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
 					r.PacksCondemned, r.Grace, r.MarksPending)
@@ -308,6 +311,10 @@ func (h *handler) stats(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		budget, err := app.Services.Maintenance.BudgetReport(c.Context)
+		if err != nil {
+			return err
+		}
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		growth := make([]growthView, 0, len(st.GrowthPerDay))
 		for _, g := range st.GrowthPerDay {
@@ -322,6 +329,7 @@ func (h *handler) stats(c *ucli.Context) error {
 			GrowthPerDay:          growth,
 			ArchiveBytes:          st.ArchiveBytes,
 			Store:                 st.Store.Location,
+			Budget:                budgetOf(budget),
 		}
 		if c := st.Store.Cache; c != nil {
 			v.Cache = &cacheView{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
@@ -339,6 +347,9 @@ func (h *handler) stats(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(tw, "checkpoint time\tavg %.1f ms, p95 %.1f ms, max %.1f ms\n", ms(st.AvgCheckpoint), ms(st.P95Checkpoint), ms(st.MaxCheckpoint))
 			_, _ = fmt.Fprintf(tw, "checkpoint success\t%.1f%% (%d failed)\n", 100*st.SuccessRate, st.CheckpointFailures)
 			_, _ = fmt.Fprintf(tw, "correction archives\t%s\n", humanBytes(st.ArchiveBytes))
+			if b := v.Budget; b != nil {
+				_, _ = fmt.Fprintf(tw, "budget\t%s of %s (%.0f%%)\n", humanBytes(b.UsedBytes), humanBytes(b.MaxBytes), b.Percent)
+			}
 			if v.Store != "" {
 				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
 			}

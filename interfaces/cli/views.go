@@ -201,11 +201,13 @@ type initView struct {
 }
 
 type gcView struct {
-	BytesReclaimed int64         `json:"bytes_reclaimed"`
-	PacksDeleted   int           `json:"packs_deleted"`
-	PacksRewritten int           `json:"packs_rewritten"`
-	LiveObjects    int           `json:"live_objects"`
-	Shared         *sharedGCView `json:"shared,omitempty"`
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	PacksDeleted   int   `json:"packs_deleted"`
+	PacksRewritten int   `json:"packs_rewritten"`
+	LiveObjects    int   `json:"live_objects"`
+	// ObjectsReencoded were stored again so that what only pruned checkpoints held can go.
+	ObjectsReencoded int           `json:"objects_reencoded"`
+	Shared           *sharedGCView `json:"shared,omitempty"`
 }
 
 // sharedGCView is what a gc of a shared store adds: its two phases (see docs/store.md).
@@ -259,6 +261,8 @@ type statsView struct {
 	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
 	Store string     `json:"store,omitempty"`
 	Cache *cacheView `json:"cache,omitempty"`
+	// Budget is the disk budget (budget.max_bytes), null when none is configured.
+	Budget *budgetView `json:"budget"`
 }
 
 type cacheView struct {
