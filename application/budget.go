@@ -24,7 +24,7 @@ import (
 const budgetWarnPercent = 80
 
 // sharedHeld is why a budget does not prune on a shared store.
-const sharedHeld = "a shared store is not pruned by budget.max_bytes (its gc frees space only after the grace period, and other workspaces' checkpoints count too): set budget.workspace_max_bytes, or prune with `plan checkpoint prune`, then `plan gc`"
+const sharedHeld = "a shared store is not pruned by store.max_bytes (its gc frees space only after the grace period, and other workspaces' checkpoints count too): set store.workspace_max_bytes, or prune with `plan checkpoint prune`, then `plan gc`"
 
 // BudgetSettings is the optional part of Settings that reads the disk budget.
 type BudgetSettings interface {
@@ -59,9 +59,9 @@ type BudgetStatus struct {
 // what names what the budget measures, and its key.
 func (b BudgetStatus) what() (subject, key string) {
 	if b.Quota {
-		return "this workspace's checkpoints take", "budget.workspace_max_bytes"
+		return "this workspace's checkpoints take", "store.workspace_max_bytes"
 	}
-	return "the store takes", "budget.max_bytes"
+	return "the store takes", "store.max_bytes"
 }
 
 // Percent is UsedBytes as a share of MaxBytes (0 without a budget).

@@ -283,7 +283,7 @@ func (h *quotaHealth) WorkspaceBytes(roots []tree.Hash) (int64, error) {
 	return int64(100 * len(h.repo.cps)), h.err
 }
 
-// On a shared store, budget.workspace_max_bytes bounds what this workspace's checkpoints
+// On a shared store, store.workspace_max_bytes bounds what this workspace's checkpoints
 // reference: past it, its oldest checkpoints nothing needs go, measured without waiting for the
 // store's gc, which runs once after.
 func TestBudgetWorkspaceQuota(t *testing.T) {
@@ -293,7 +293,7 @@ func TestBudgetWorkspaceQuota(t *testing.T) {
 	q := &quotaHealth{budgetHealth: e.health}
 	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: q, Settings: e.settings, Log: e.log})
 	st, err := e.ms.BudgetReport(ctx)
-	if err != nil || !st.Quota || st.UsedBytes != 600 || st.Prunable != 5 || !strings.Contains(st.Warning(), "budget.workspace_max_bytes") {
+	if err != nil || !st.Quota || st.UsedBytes != 600 || st.Prunable != 5 || !strings.Contains(st.Warning(), "store.workspace_max_bytes") {
 		t.Fatalf("report: %+v, %v, %q", st, err, st.Warning())
 	}
 	st, err = e.ms.EnforceBudget(ctx)
@@ -320,9 +320,9 @@ func TestBudgetWorkspaceQuota(t *testing.T) {
 	if _, err := e.ms.EnforceBudget(ctx); !errors.Is(err, boom) {
 		t.Fatalf("gc: %v", err)
 	}
-	// Without a quota, budget.max_bytes on a shared store only warns.
+	// Without a quota, store.max_bytes on a shared store only warns.
 	e.settings.quota, e.settings.max = 0, 10
-	if st, err := e.ms.EnforceBudget(ctx); err != nil || st.Quota || !strings.Contains(st.Held, "budget.workspace_max_bytes") {
+	if st, err := e.ms.EnforceBudget(ctx); err != nil || st.Quota || !strings.Contains(st.Held, "store.workspace_max_bytes") {
 		t.Fatalf("shared max_bytes: %+v, %v", st, err)
 	}
 }

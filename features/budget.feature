@@ -1,7 +1,7 @@
 Feature: A per-workspace quota on a shared store
-  On a shared store, `budget.workspace_max_bytes` bounds what this workspace's checkpoints reference:
+  On a shared store, `store.workspace_max_bytes` bounds what this workspace's checkpoints reference:
   past it, its oldest checkpoints nothing needs are pruned (the store's gc frees their content after
-  its grace period). `budget.max_bytes` bounds the whole store, which other workspaces fill too: on a
+  its grace period). `store.max_bytes` bounds the whole store, which other workspaces fill too: on a
   shared store it only warns.
 
   Background:
@@ -13,7 +13,7 @@ Feature: A per-workspace quota on a shared store
   Scenario: a checkpoint past the workspace's quota prunes its oldest checkpoints
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         workspace_max_bytes: 150KiB
       """
     And a file "data.bin" of 60000 bytes of random data
@@ -33,10 +33,10 @@ Feature: A per-workspace quota on a shared store
     When I run "plan verify --read-data"
     Then it succeeds
 
-  Scenario: budget.max_bytes on a shared store warns and prunes nothing
+  Scenario: store.max_bytes on a shared store warns and prunes nothing
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: 50KiB
       """
     And a file "data.bin" of 60000 bytes of random data
@@ -44,16 +44,16 @@ Feature: A per-workspace quota on a shared store
     And a file "data.bin" of 60000 bytes of random data
     When I run "plan checkpoint create --note two"
     Then it succeeds
-    And stderr contains "a shared store is not pruned by budget.max_bytes"
+    And stderr contains "a shared store is not pruned by store.max_bytes"
     When I run "plan checkpoint list --json"
     Then the JSON output lists 2 items
 
   Scenario: a quota that is not a size is refused by stats
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         workspace_max_bytes: -1
       """
     When I run "plan stats"
     Then the exit code is 3
-    And stderr contains "budget.workspace_max_bytes"
+    And stderr contains "store.workspace_max_bytes"

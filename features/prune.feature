@@ -68,7 +68,7 @@ Feature: Prune frees what it prunes
   Scenario: a checkpoint that takes the store past its budget prunes the oldest checkpoints nothing needs
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: 200KiB
       """
     And a file "data.bin" of 60000 bytes of random data
@@ -94,7 +94,7 @@ Feature: Prune frees what it prunes
   Scenario: when nothing can be freed the checkpoint still happens and the warning says why
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: 50KiB
       """
     And a file "data.bin" of 60000 bytes of random data
@@ -118,7 +118,7 @@ Feature: Prune frees what it prunes
   Scenario: the budget never prunes a live decision's pre_decision checkpoint
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: 40KiB
       """
     And a file "data.bin" of 30000 bytes of random data
@@ -134,7 +134,7 @@ Feature: Prune frees what it prunes
   Scenario: from 80% of the budget every command warns
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: 70KiB
       """
     And a file "data.bin" of 60000 bytes of random data
@@ -157,13 +157,13 @@ Feature: Prune frees what it prunes
   Scenario: a budget that is not a size is refused by stats, and warned about by other commands
     Given the workspace's configuration also says:
       """
-      budget:
+      store:
         max_bytes: lots
       """
     When I run "plan stats"
     Then the exit code is 3
-    And stderr contains "budget.max_bytes"
+    And stderr contains "store.max_bytes"
     Given a file "a.txt" containing "a\n"
     When I run "plan checkpoint create"
     Then it succeeds
-    And stderr contains "budget.max_bytes \"lots\" is not a positive size"
+    And stderr contains "store.max_bytes \"lots\" is not a positive size"

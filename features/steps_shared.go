@@ -236,12 +236,21 @@ func (s *scenario) theConfigurationAlsoSays(doc *godog.DocString) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	b, err := os.ReadFile(p) // #nosec G304 -- the scenario's own workspace
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(strings.TrimSuffix(doc.Content, "\n") + "\n")
-	return errors.Join(err, f.Close())
+	// A store: mapping (the disk budget) joins the store: URL the file may have, as its url.
+	added := strings.TrimSuffix(doc.Content, "\n") + "\n"
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if url, ok := strings.CutPrefix(l, "store: "); ok && strings.HasPrefix(added, "store:\n") {
+			lines = append(lines[:i], lines[i+1:]...)
+			added = "store:\n  url: " + url + "\n" + strings.TrimPrefix(added, "store:\n")
+			break
+		}
+	}
+	return os.WriteFile(p, []byte(strings.Join(lines, "\n")+added), 0o600)
 }
 
 // storeDir is the directory of the scenario's file:// store.

@@ -43,7 +43,8 @@ type File struct {
 	// before it existed have none here; their database holds it.
 	WorkspaceID string `yaml:"workspace_id,omitempty"`
 	// Store is where content lives: "" (the private store under .plan/objects), file:///abs/path
-	// or s3://bucket[/prefix] (shared stores).
+	// or s3://bucket[/prefix] (shared stores). In the file, `store: URL`; with a disk budget,
+	// `store: {url: URL, max_bytes: SIZE, workspace_max_bytes: SIZE}` (see Budget).
 	Store string `yaml:"store,omitempty"`
 	// DB is the metadata database: "" (.plan/plan.db), sqlite:///abs/path or postgres://... without
 	// a credential (the password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass).
@@ -52,7 +53,9 @@ type File struct {
 	Retention       *Retention `yaml:"retention,omitempty"`
 	GC              *GC        `yaml:"gc,omitempty"`
 	Cache           *Cache     `yaml:"cache,omitempty"`
-	Budget          *Budget    `yaml:"budget,omitempty"`
+	// Budget is written under store (store.max_bytes, store.workspace_max_bytes), as the
+	// contract names it; Load and Save move it there and back.
+	Budget          *Budget    `yaml:"-"`
 	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
 	Hooks           *Hooks     `yaml:"hooks,omitempty"`
 	Validate        *Validate  `yaml:"validate,omitempty"`
@@ -131,17 +134,78 @@ func Load(path string) (File, error) {
 	if err != nil {
 		return f, err // *fs.PathError: it names the operation and the path
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return f, fault.Invalid("%s: %v", path, err)
+	}
+	budget, err := storeMapping(&doc)
+	if err != nil {
+		return f, fault.Invalid("%s: %v", path, err)
+	}
+	if budget != nil {
+		// The store's mapping became its URL alone: decode that (strictly, as every file).
+		var out bytes.Buffer
+		enc := yaml.NewEncoder(&out)
+		if err := enc.Encode(&doc); err != nil {
+			return f, fault.Invalid("%s: %v", path, err)
+		}
+		_ = enc.Close()
+		b = out.Bytes()
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return f, fault.Invalid("%s: %v", path, err)
 	}
-	var doc yaml.Node
-	_ = yaml.Unmarshal(b, &doc) // it decoded above: the same bytes parse again
 	if err := wholeNumbers(&doc, reflect.TypeFor[File](), ""); err != nil {
 		return File{}, fault.Invalid("%s: %v", path, err)
 	}
+	f.Budget = budget
 	return f, nil
+}
+
+// storeMapping turns a `store:` written as a mapping ({url, max_bytes, workspace_max_bytes}) into
+// its URL alone, in doc, and returns the budget it held (nil when store is a URL or absent). Any
+// other key under store is refused, as everywhere in the file.
+func storeMapping(doc *yaml.Node) (*Budget, error) {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "store" || root.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		m := root.Content[i+1]
+		var url string
+		budget := &Budget{}
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			k, v := m.Content[j], m.Content[j+1]
+			if v.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("line %d: store.%s: want a value, not a %s", v.Line, k.Value, kindName(v))
+			}
+			switch k.Value {
+			case "url":
+				url = v.Value
+			case "max_bytes":
+				budget.MaxBytes = v.Value
+			case "workspace_max_bytes":
+				budget.WorkspaceMaxBytes = v.Value
+			default:
+				return nil, fmt.Errorf("line %d: field %s not found in store (url, max_bytes, workspace_max_bytes)", k.Line, k.Value)
+			}
+		}
+		root.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: url}
+		return budget, nil
+	}
+	return nil, nil
+}
+
+func kindName(n *yaml.Node) string {
+	if n.Kind == yaml.SequenceNode {
+		return "list"
+	}
+	return "mapping"
 }
 
 // wholeNumbers refuses any value that is not written as a whole number where the schema (t, the
@@ -207,11 +271,18 @@ func Save(path string, f File) error {
 	if HasPassword(f.DB) {
 		return fault.Invalid("%s: the db DSN holds a credential; it must come from PGPASSWORD, PGPASSFILE or ~/.pgpass", path)
 	}
+	var doc yaml.Node
+	if err := doc.Encode(f); err != nil {
+		return err
+	}
+	if f.Budget != nil && (f.Budget.MaxBytes != "" || f.Budget.WorkspaceMaxBytes != "") {
+		storeAsMapping(&doc, f.Store, *f.Budget)
+	}
 	var b bytes.Buffer
 	b.WriteString("# plan's workspace configuration (see docs/config.md). It holds no secret.\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
+	if err := enc.Encode(&doc); err != nil {
 		return err
 	}
 	if err := enc.Close(); err != nil {
@@ -221,6 +292,29 @@ func Save(path string, f File) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// storeAsMapping writes store as the mapping {url, max_bytes, workspace_max_bytes} in the encoded
+// file root (a mapping node), in store's place (after workspace_id when it is not there yet).
+func storeAsMapping(root *yaml.Node, url string, b Budget) {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for _, kv := range [][2]string{{"url", url}, {"max_bytes", b.MaxBytes}, {"workspace_max_bytes", b.WorkspaceMaxBytes}} {
+		if kv[1] != "" {
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[0]}, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[1]})
+		}
+	}
+	key := &yaml.Node{Kind: yaml.ScalarNode, Value: "store"}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "store" {
+			root.Content[i+1] = m
+			return
+		}
+	}
+	at := 0
+	if len(root.Content) >= 2 && root.Content[0].Value == "workspace_id" {
+		at = 2
+	}
+	root.Content = append(root.Content[:at], append([]*yaml.Node{key, m}, root.Content[at:]...)...)
 }
 
 // HasPassword says whether a DSN carries a credential: a password in its userinfo, or a

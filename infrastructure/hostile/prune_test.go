@@ -115,7 +115,7 @@ func TestHostileBudgetNeverDeletesANeededCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.WriteString("budget:\n  max_bytes: 1KiB\n"); err != nil {
+	if _, err := cfg.WriteString("store:\n  max_bytes: 1KiB\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Close(); err != nil {
@@ -157,14 +157,16 @@ func TestHostileQuotaOnASharedStore(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 24))
 	ids, states := appendHistory(w, r, 3, 5)
 	w.must("checkpoint", "pin", ids[0])
-	cfg, err := os.OpenFile(w.path(".plan/config.yaml"), os.O_APPEND|os.O_WRONLY, 0o600)
+	// The quota is under store, beside its URL.
+	conf, err := os.ReadFile(w.path(".plan/config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.WriteString("budget:\n  workspace_max_bytes: 1KiB\n"); err != nil {
-		t.Fatal(err)
+	quota := strings.Replace(string(conf), "store: "+s3.URL+"\n", "store:\n  url: "+s3.URL+"\n  workspace_max_bytes: 1KiB\n", 1)
+	if quota == string(conf) {
+		t.Fatalf("no store line in the configuration:\n%s", conf)
 	}
-	if err := cfg.Close(); err != nil {
+	if err := os.WriteFile(w.path(".plan/config.yaml"), []byte(quota), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	w.write("shared.txt", strings.Repeat("content both workspaces hold\n", 2000))

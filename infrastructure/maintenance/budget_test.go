@@ -12,14 +12,14 @@ import (
 	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
-// budget.max_bytes is a positive size; anything else is refused, naming the key.
+// store.max_bytes is a positive size; anything else is refused, naming the key.
 func TestStoreBudget(t *testing.T) {
 	for content, want := range map[string]int64{
-		"":                               0,
-		"budget: {}\n":                   0,
-		"budget:\n  max_bytes: 10GiB\n":  10 << 30,
-		"budget:\n  max_bytes: 500MB\n":  500e6,
-		"budget:\n  max_bytes: 123456\n": 123456,
+		"":                              0,
+		"store: {}\n":                   0,
+		"store:\n  max_bytes: 10GiB\n":  10 << 30,
+		"store:\n  max_bytes: 500MB\n":  500e6,
+		"store:\n  max_bytes: 123456\n": 123456,
 	} {
 		c := content
 		got, err := settingsWith(t, &c).StoreBudget()
@@ -27,26 +27,26 @@ func TestStoreBudget(t *testing.T) {
 			t.Errorf("%q: %d, %v; want %d", content, got, err, want)
 		}
 	}
-	for _, content := range []string{"budget:\n  max_bytes: lots\n", "budget:\n  max_bytes: 0\n", "budget:\n  max_bytes: -5MB\n"} {
+	for _, content := range []string{"store:\n  max_bytes: lots\n", "store:\n  max_bytes: 0\n", "store:\n  max_bytes: -5MB\n"} {
 		c := content
 		if _, err := settingsWith(t, &c).StoreBudget(); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("%q: %v, want invalid input", content, err)
 		}
 	}
-	bad := "budget: [\n"
+	bad := "store: [\n"
 	if _, err := settingsWith(t, &bad).StoreBudget(); err == nil {
 		t.Error("a config that does not parse: no error")
 	}
 }
 
-// budget.workspace_max_bytes is read as max_bytes is.
+// store.workspace_max_bytes is read as max_bytes is.
 func TestWorkspaceQuota(t *testing.T) {
-	c := "budget:\n  workspace_max_bytes: 2GiB\n"
+	c := "store:\n  workspace_max_bytes: 2GiB\n"
 	if n, err := settingsWith(t, &c).WorkspaceQuota(); err != nil || n != 2<<30 {
 		t.Fatalf("%d, %v", n, err)
 	}
-	c = "budget:\n  workspace_max_bytes: much\n"
-	if _, err := settingsWith(t, &c).WorkspaceQuota(); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "budget.workspace_max_bytes") {
+	c = "store:\n  workspace_max_bytes: much\n"
+	if _, err := settingsWith(t, &c).WorkspaceQuota(); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "store.workspace_max_bytes") {
 		t.Fatalf("%v", err)
 	}
 }

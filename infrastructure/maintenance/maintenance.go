@@ -347,7 +347,7 @@ const ConfigFile = config.FileName
 //	      older_than: 168h
 //	    - labels: {phase: milestone}
 //	      keep: forever
-//	budget:
+//	store:            # a URL (a shared store), or a mapping:
 //	  max_bytes: 10GiB  # optional: the store's disk budget (see application.EnforceBudget)
 type Settings struct{ path string }
 
@@ -475,12 +475,12 @@ func (s *Settings) calendar(r *config.Retention) (application.Calendar, error) {
 	return cal, nil
 }
 
-// StoreBudget returns budget.max_bytes in bytes (0: no budget).
+// StoreBudget returns store.max_bytes in bytes (0: no budget).
 func (s *Settings) StoreBudget() (int64, error) {
 	return s.budgetKey("max_bytes", func(b *config.Budget) string { return b.MaxBytes })
 }
 
-// WorkspaceQuota returns budget.workspace_max_bytes in bytes (0: no quota).
+// WorkspaceQuota returns store.workspace_max_bytes in bytes (0: no quota).
 func (s *Settings) WorkspaceQuota() (int64, error) {
 	return s.budgetKey("workspace_max_bytes", func(b *config.Budget) string { return b.WorkspaceMaxBytes })
 }
@@ -492,7 +492,7 @@ func (s *Settings) budgetKey(key string, get func(*config.Budget) string) (int64
 	}
 	n, err := config.ParseBytes(get(c.Budget))
 	if err != nil || n <= 0 {
-		return 0, fault.Invalid("%s: budget.%s %q is not a positive size such as 10GiB or 500MB", s.path, key, get(c.Budget))
+		return 0, fault.Invalid("%s: store.%s %q is not a positive size such as 10GiB or 500MB", s.path, key, get(c.Budget))
 	}
 	return n, nil
 }

@@ -18,7 +18,7 @@ func (h *handler) storeBytes(ctx context.Context, app *bootstrap.App) int64 {
 }
 
 // budget runs after every command that opened the workspace. A command that grew the store past
-// its budget (budget.max_bytes) is followed by pruning the oldest checkpoints nothing needs and a
+// its budget (store.max_bytes) is followed by pruning the oldest checkpoints nothing needs and a
 // gc; from 80% of the budget on, every command warns on stderr, saying, when the store stays over,
 // why nothing more could be freed. It never fails the command: what it could not do is a warning.
 func (h *handler) budget(ctx context.Context, app *bootstrap.App, before int64) {

@@ -261,7 +261,7 @@ type statsView struct {
 	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
 	Store string     `json:"store,omitempty"`
 	Cache *cacheView `json:"cache,omitempty"`
-	// Budget is the disk budget (budget.max_bytes), null when none is configured.
+	// Budget is the disk budget (store.max_bytes), null when none is configured.
 	Budget *budgetView `json:"budget"`
 }
 
