@@ -50,15 +50,15 @@ type File struct {
 	// a credential (the password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass).
 	DB string `yaml:"db,omitempty"`
 
-	Retention       *Retention `yaml:"retention,omitempty"`
-	GC              *GC        `yaml:"gc,omitempty"`
-	Cache           *Cache     `yaml:"cache,omitempty"`
+	Retention *Retention `yaml:"retention,omitempty"`
+	GC        *GC        `yaml:"gc,omitempty"`
+	Cache     *Cache     `yaml:"cache,omitempty"`
 	// Budget is written under store (store.max_bytes, store.workspace_max_bytes), as the
 	// contract names it; Load and Save move it there and back.
-	Budget          *Budget    `yaml:"-"`
-	RecordNestedGit *bool      `yaml:"record_nested_git,omitempty"`
-	Hooks           *Hooks     `yaml:"hooks,omitempty"`
-	Validate        *Validate  `yaml:"validate,omitempty"`
+	Budget          *Budget   `yaml:"-"`
+	RecordNestedGit *bool     `yaml:"record_nested_git,omitempty"`
+	Hooks           *Hooks    `yaml:"hooks,omitempty"`
+	Validate        *Validate `yaml:"validate,omitempty"`
 }
 
 // Hooks configures `plan hook`, the agents' hooks (docs/agents.md).
