@@ -495,7 +495,7 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 		return enc.Encode(v)
 	}
 	// One write, not one per field: a listing of hundreds of checkpoints was thousands of them.
-	var out io.Writer = h.r.Stdout
+	out := h.r.Stdout
 	if pagedCommands[h.path] && h.r.OutputTerminal && !h.noPager {
 		if p := h.startPager(); p != nil {
 			defer p.wait()
