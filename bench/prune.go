@@ -45,7 +45,7 @@ type pruneState map[string][]byte
 func (b *bench) pruneOne(kind string, keep int) error {
 	dir := filepath.Join(b.base, fmt.Sprintf("prune-%s-%d", kind, keep))
 	ws, fresh := filepath.Join(dir, "ws"), filepath.Join(dir, "fresh")
-	r := rand.New(rand.NewPCG(b.cfg.seed, uint64(len(kind))))
+	r := rand.New(rand.NewPCG(b.cfg.seed, uint64(len(kind)))) // #nosec G404 -- reproducible test data, not secrets
 	cur := pruneState{}
 	for i := range pruneFiles {
 		cur[fmt.Sprintf("f%03d.txt", i)] = pruneLines(r, 60)

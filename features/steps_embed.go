@@ -40,7 +40,7 @@ func (s *scenario) aHostRanGoDecisions(host, ids string) error {
 				}
 			}
 			_, _ = fmt.Fprintf(d.Log, "writing %s.txt\n", d.ID)
-			return os.WriteFile(filepath.Join(dir, d.ID+".txt"), []byte("written by "+d.ID+"\n"), 0o644)
+			return os.WriteFile(filepath.Join(dir, d.ID+".txt"), []byte("written by "+d.ID+"\n"), 0o600)
 		})
 		if _, runErr = app.Services.Plans.Exec(ctx, plan.ExecRequest{ID: id, Func: fn}); runErr != nil {
 			break
