@@ -9,7 +9,7 @@ func TestHarnessRoundTrip(t *testing.T) {
 	w.write("a.txt", "one")
 	id := w.checkpoint("first")
 	w.write("a.txt", "two")
-	w.expect(3, "invalid", "rollback", "--to-checkpoint", "NOT-AN-ID", "--yes")
+	w.expect(3, "invalid", "rollback", "--to-checkpoint", "NOT.AN.ID", "--yes")
 	w.must("rollback", "--to-checkpoint", id, "--yes")
 	if got := w.read("a.txt"); got != "one" {
 		t.Fatalf("a.txt after rollback = %q, want one", got)
