@@ -27,6 +27,8 @@ const (
 	decisionValue
 	planValue
 	correctionValue
+	sessionValue
+	toolCallValue
 )
 
 // flagKinds are the flags whose values plan can offer, by flag name.
@@ -34,12 +36,15 @@ var flagKinds = map[string]valueKind{
 	"to-checkpoint": checkpointValue,
 	"decision":      decisionValue,
 	"plan":          planValue,
+	"session":       sessionValue,
+	"tool-call":     toolCallValue,
 }
 
 // complete prints the candidates for the word after words (the command line without the program
 // name, the word being typed included when it starts with "-"), one per line, for the completion
 // scripts of `plan completion`: subcommands, flags, and the names a value can take (checkpoints as
-// @, @~N, their short names and decision names; decisions; plans; corrections). It never fails:
+// @, @~N, their short names and decision names; decisions; plans; corrections; agent sessions and
+// their tool calls). It never fails:
 // a workspace it cannot read offers no names, and the shell falls back to file names.
 func (h *handler) complete(ctx context.Context, app *ucli.App, words []string) {
 	cmds, flags := app.Commands, slices.Clone(app.Flags)
@@ -176,6 +181,19 @@ func valueNames(ctx context.Context, app *bootstrap.App, kind valueKind) []strin
 		if cs, err := s.Corrections.List(ctx); err == nil {
 			for _, c := range cs {
 				out = append(out, c.ID())
+			}
+		}
+	case sessionValue, toolCallValue:
+		vs, _ := s.Agents.Sessions(ctx, "") // none when they cannot be read
+		for _, v := range vs {
+			if kind == sessionValue {
+				out = append(out, v.ID)
+				continue
+			}
+			for _, turn := range v.Turns {
+				for _, c := range turn.Calls {
+					out = append(out, c.ID)
+				}
 			}
 		}
 	}

@@ -87,3 +87,21 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("a completion outside a workspace made one")
 	}
 }
+
+// An agent's sessions and tool calls are offered where rewind takes them.
+func TestCompletionOfSessions(t *testing.T) {
+	dir := claudeTurn(t)
+	v := sessionsOf(t, dir)
+	if len(v.Sessions) != 1 || len(v.Sessions[0].Turns) != 1 || len(v.Sessions[0].Turns[0].ToolCalls) == 0 {
+		t.Fatalf("sessions: %+v", v)
+	}
+	if got := completions(t, dir, "rewind", "--session"); !slices.Contains(got, v.Sessions[0].Session) {
+		t.Errorf("--session: %q, want %s", got, v.Sessions[0].Session)
+	}
+	got := completions(t, dir, "rewind", "--session", v.Sessions[0].Session, "--tool-call")
+	for _, c := range v.Sessions[0].Turns[0].ToolCalls {
+		if !slices.Contains(got, c.ID) {
+			t.Errorf("--tool-call: %q lacks %s", got, c.ID)
+		}
+	}
+}
