@@ -204,3 +204,14 @@ func TestWatchIdleCheckpoint(t *testing.T) {
 		t.Fatalf("checkpoints %+v: want an idle one", list)
 	}
 }
+
+func TestWatchHelpers(t *testing.T) {
+	for in, want := range map[string]string{"": "", "one": "one", "a\nb\n\n": "b", "a\nb": "b"} {
+		if got := lastLine(in); got != want {
+			t.Errorf("lastLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if orNone("") != "-" || orNone("1h") != "1h" {
+		t.Error("orNone")
+	}
+}
