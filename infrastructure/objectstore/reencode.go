@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -106,6 +107,9 @@ func (s *Store) reencode(live map[tree.Hash]struct{}, order []tree.Hash, eligibl
 			cands = append(cands, h)
 		}
 	}
+	// In a fixed order: where decisions depend on each other (a cycle of bases), the outcome must
+	// not depend on map iteration.
+	slices.SortFunc(cands, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
 	var todo []item
 	for _, h := range cands {
 		e, err := r.decide(h)
@@ -188,10 +192,13 @@ func (r *reencoder) pair(prev, cur tree.Hash) error {
 	return nil
 }
 
+// note records prev as cur's predecessor, unless cur already has one or is prev's own (a state
+// that comes back, as r1, r2, r1: the older one stays the base, never a delta of its successor).
 func (r *reencoder) note(prev, cur tree.Hash) {
 	_, pl := r.live[prev]
 	_, cl := r.live[cur]
-	if _, seen := r.pred[cur]; pl && cl && !seen {
+	_, seen := r.pred[cur]
+	if back, ok := r.pred[prev]; pl && cl && !seen && !(ok && back == cur) {
 		r.pred[cur] = prev
 	}
 }
