@@ -198,7 +198,7 @@ func (r *reencoder) note(prev, cur tree.Hash) {
 	_, pl := r.live[prev]
 	_, cl := r.live[cur]
 	_, seen := r.pred[cur]
-	if back, ok := r.pred[prev]; pl && cl && !seen && !(ok && back == cur) {
+	if back, ok := r.pred[prev]; pl && cl && !seen && (!ok || back != cur) {
 		r.pred[cur] = prev
 	}
 }
