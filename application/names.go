@@ -24,7 +24,9 @@ import (
 //     plan, and `DECISION`, a checkpoint of the state that attempt left (the next decision's
 //     pre_decision checkpoint, or the run's end);
 //   - `PLAN/DECISION^`, `PLAN/DECISION`, `PLAN#N^` and `PLAN#N`: a decision, or a turn of an agent
-//     session, of a named plan (agentnames.go).
+//     session, of a named plan (agentnames.go);
+//   - `label:KEY=VALUE`, the newest checkpoint carrying that label, and `note:TEXT`, the newest one
+//     whose note contains TEXT.
 //
 // A name two readings match (a decision called like a checkpoint prefix) is ambiguous: invalid
 // input listing both, never a guess.
@@ -33,6 +35,9 @@ import (
 // command waits for the workspace lock).
 func checkName(ref string) error {
 	base := strings.TrimSuffix(ref, "^")
+	if sel, ok := selectorOf(ref); ok {
+		return sel.err
+	}
 	switch {
 	case ref == "@" || ref == "latest" || strings.HasPrefix(ref, "@~"):
 		return nil // @~N's number is checked when it is resolved
@@ -44,11 +49,14 @@ func checkName(ref string) error {
 		return ident.ValidateRef("checkpoint", ref)
 	}
 	return fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-		"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^] or PLAN#TURN[^]", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+		"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^], PLAN#TURN[^], label:KEY=VALUE or note:TEXT", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 }
 
 // resolve finds the checkpoint ref names.
 func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
+	if sel, ok := selectorOf(ref); ok {
+		return o.newestMatching(ctx, sel, ref)
+	}
 	if n, ok := parseScoped(ref); ok {
 		return o.resolveScoped(ctx, n, ref)
 	}
@@ -126,7 +134,7 @@ func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Check
 		return nil, ident.ValidateRef("checkpoint", ref)
 	case !readable:
 		return nil, fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-			"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^] or PLAN#TURN[^]", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
+			"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^], PLAN#TURN[^], label:KEY=VALUE or note:TEXT", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 	}
 	return nil, fault.NotFound("no checkpoint %s (nor a decision of the current plan by that name)", ref)
 }
@@ -250,4 +258,50 @@ func (s *CheckpointService) ShortNames(ctx context.Context) (map[checkpoint.ID]s
 		out[checkpoint.ID(id)] = n
 	}
 	return out, nil
+}
+
+// selector is a name that picks the newest checkpoint matching it: label:KEY=VALUE or note:TEXT.
+type selector struct {
+	match func(*checkpoint.Checkpoint) bool
+	what  string
+	err   error // a malformed selector
+}
+
+// selectorOf reads ref as a selector; ok is false when it is none.
+func selectorOf(ref string) (sel selector, ok bool) {
+	if l, ok := strings.CutPrefix(ref, "label:"); ok {
+		k, v, err := checkpoint.ParseLabel(l)
+		if err != nil {
+			return selector{err: fault.Invalid("malformed checkpoint name %q: label:KEY=VALUE (%v)", ref, err)}, true
+		}
+		return selector{what: "carries the label " + l, match: func(c *checkpoint.Checkpoint) bool {
+			return c.HasLabels(map[string]string{k: v})
+		}}, true
+	}
+	if text, ok := strings.CutPrefix(ref, "note:"); ok {
+		if text == "" {
+			return selector{err: fault.Invalid("malformed checkpoint name %q: note:TEXT wants some text", ref)}, true
+		}
+		return selector{what: "has a note containing " + strconv.Quote(text), match: func(c *checkpoint.Checkpoint) bool {
+			return strings.Contains(c.Note(), text)
+		}}, true
+	}
+	return selector{}, false
+}
+
+// newestMatching returns the newest checkpoint sel matches.
+func (o *Operations) newestMatching(ctx context.Context, sel selector, ref string) (*checkpoint.Checkpoint, error) {
+	if sel.err != nil {
+		return nil, sel.err
+	}
+	all, err := o.checkpoints.List(ctx) // newest first
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range all {
+		if sel.match(c) {
+			return c, nil
+		}
+	}
+	return nil, fault.NotFound("no checkpoint %s (%s)", sel.what, ref)
 }

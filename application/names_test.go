@@ -137,3 +137,48 @@ func TestShortNamePrefixAmbiguity(t *testing.T) {
 		}
 	}
 }
+
+// label:KEY=VALUE and note:TEXT name the newest checkpoint that matches; a malformed selector is
+// invalid input, one that matches nothing not found.
+func TestCheckpointSelectors(t *testing.T) {
+	e := newUseCaseEnv(t)
+	e.writes()
+	ctx := context.Background()
+	old, err := e.cps.Create(ctx, CreateRequest{Note: "before the refactor", Labels: map[string]string{"phase": "green"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := e.cps.Create(ctx, CreateRequest{Note: "tests pass", Labels: map[string]string{"phase": "green", "ci": "ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cps.Create(ctx, CreateRequest{Note: "wip"}); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]checkpoint.ID{
+		"label:phase=green": mid.ID(), // the newest of two
+		"label:ci=ok":       mid.ID(),
+		"note:refactor":     old.ID(),
+		"note:tests pass":   mid.ID(),
+		"note:e":            mid.ID(), // "tests pass" and "before…" both; "wip" not: the newest match
+	} {
+		if err := checkName(ref); err != nil {
+			t.Errorf("checkName(%q): %v", ref, err)
+		}
+		cp, err := e.cps.Resolve(ctx, ref)
+		if err != nil || cp.ID() != want {
+			t.Errorf("Resolve(%q) = %v, %v; want %s", ref, cp, err, want)
+		}
+	}
+	for ref, kind := range map[string]error{
+		"label:phase=red": fault.ErrNotFound,
+		"note:nowhere":    fault.ErrNotFound,
+		"label:phase":     fault.ErrInvalid,
+		"label:=x":        fault.ErrInvalid,
+		"note:":           fault.ErrInvalid,
+	} {
+		if _, err := e.cps.Resolve(ctx, ref); !errors.Is(err, kind) || !strings.Contains(err.Error(), ref) {
+			t.Errorf("Resolve(%q): %v, want %v naming it", ref, err, kind)
+		}
+	}
+}

@@ -71,3 +71,26 @@ Feature: Names for checkpoints
     Then the exit code is 4
     When I run "plan checkpoint show ABC!"
     Then the exit code is 3
+
+  Scenario: label: and note: name the newest checkpoint that matches
+    Given a file "g.txt" containing "green\n"
+    When I run "plan checkpoint create --label phase=green --note 'tests pass'"
+    Then it succeeds
+    When I change "g.txt" to "red\n"
+    And I run "plan checkpoint create --note wip"
+    Then it succeeds
+    When I run "plan cat label:phase=green g.txt"
+    Then stdout is:
+      """
+      green
+      """
+    When I run "plan cat note:tests g.txt"
+    Then stdout is:
+      """
+      green
+      """
+    When I run "plan cat label:phase=blue g.txt"
+    Then the exit code is 4
+    When I run "plan cat label:phase g.txt"
+    Then the exit code is 3
+    And stderr contains "label:KEY=VALUE"
