@@ -106,10 +106,16 @@ func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 	if !ok {
 		return st, nil
 	}
+	// Without a budget nothing more is read: the store's usage loads its whole index, which every
+	// command would otherwise pay before and after it ran.
+	quota, qerr := bs.WorkspaceQuota()
+	limit, lerr := bs.StoreBudget()
+	if quota <= 0 && limit <= 0 && qerr == nil && lerr == nil {
+		return st, nil
+	}
 	if wu, ok := s.store.(WorkspaceUsage); ok && s.store.Usage().Location != "" {
-		quota, err := bs.WorkspaceQuota()
-		if err != nil {
-			return st, err
+		if qerr != nil {
+			return st, qerr
 		}
 		if quota > 0 {
 			used, err := s.workspaceBytes(ctx, wu)
@@ -117,9 +123,8 @@ func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 			return st, err
 		}
 	}
-	limit, err := bs.StoreBudget()
-	if err != nil || limit <= 0 {
-		return st, err
+	if lerr != nil || limit <= 0 {
+		return st, lerr
 	}
 	st.MaxBytes, st.UsedBytes = limit, s.store.Usage().StoredBytes
 	return st, nil
