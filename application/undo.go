@@ -200,15 +200,11 @@ func (s *HistoryService) chooseUndoTo(ctx context.Context, ops []LoggedOperation
 // further back.
 func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult, error) {
 	var res UndoResult
-	if !req.DryRun {
-		var release func()
-		var err error
-		ctx, release, err = s.ops.guard.Enter(ctx, "undo")
-		if err != nil {
-			return res, err
-		}
-		defer release()
+	ctx, release, err := s.enterUnlessDry(ctx, req.DryRun, "undo")
+	if err != nil {
+		return res, err
 	}
+	defer release()
 	ops, err := s.log.List(ctx, 0, "")
 	if err != nil {
 		return res, err
@@ -350,15 +346,11 @@ func chooseRedo(ops []LoggedOperation) (LoggedOperation, error) {
 // decision states go back to how they were just before it, and what it undid stands again.
 func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult, error) {
 	var res RedoResult
-	if !req.DryRun {
-		var release func()
-		var err error
-		ctx, release, err = s.ops.guard.Enter(ctx, "redo")
-		if err != nil {
-			return res, err
-		}
-		defer release()
+	ctx, release, err := s.enterUnlessDry(ctx, req.DryRun, "redo")
+	if err != nil {
+		return res, err
 	}
+	defer release()
 	ops, err := s.log.List(ctx, 0, "")
 	if err != nil {
 		return res, err
@@ -473,4 +465,13 @@ func (s *HistoryService) rerevert(ctx context.Context, op LoggedOperation) ([]st
 		}
 		return p.Rerevert(ids, rec.StartedAt, op.ID)
 	})
+}
+
+// enterUnlessDry takes the workspace for op (see Guard), except for a dry run, which changes
+// nothing and waits for no lock.
+func (s *HistoryService) enterUnlessDry(ctx context.Context, dry bool, op string) (context.Context, func(), error) {
+	if dry {
+		return ctx, func() {}, nil
+	}
+	return s.ops.guard.Enter(ctx, op)
 }
