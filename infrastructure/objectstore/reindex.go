@@ -76,17 +76,31 @@ func (s *Store) Reindex(minAge time.Duration) (ReindexResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// The marks are read after the listing: a sweep removes a condemned pack's idx, then the
+	// pack, then its mark, so an orphan that no mark read now names was not being swept when it
+	// was listed (or is gone by now, and scanning it finds nothing). Writing the idx of a pack a
+	// sweep is deleting would leave an idx without its pack: objects every writer would then
+	// deduplicate onto.
+	marks, err := s.readMarks()
+	if err != nil {
+		return res, err
+	}
+	sweeping := condemnedBy(marks)
 	for _, id := range pl.orphans {
 		if minAge > 0 && now.Sub(pl.mtime[id]) < minAge {
 			continue // most likely an upload whose idx is on its way
 		}
-		ok, err := s.reindexPack(id, pl.size[id])
+		ok, err := s.reindexPack(id, pl.size[id], !sweeping[id])
 		if err != nil {
 			return res, err
 		}
-		if ok {
+		switch {
+		case ok && sweeping[id]:
+			// Condemned and being swept: its objects were weighed dead; if the sweep died
+			// before deleting it, a gc after the mark is gone indexes it and weighs it again.
+		case ok:
 			res.Reindexed = append(res.Reindexed, id)
-		} else {
+		default:
 			res.Quarantined = append(res.Quarantined, id)
 		}
 	}
@@ -96,9 +110,10 @@ func (s *Store) Reindex(minAge time.Duration) (ReindexResult, error) {
 	return res, s.reload()
 }
 
-// reindexPack writes the idx of pack id from its records; ok is false when the pack cannot be
-// scanned (not a pack, or damaged), and true too when it vanished or got its idx meanwhile.
-func (s *Store) reindexPack(id string, size int64) (bool, error) {
+// reindexPack writes the idx of pack id from its records (only scans it unless write); ok is false
+// when the pack cannot be scanned (not a pack, or damaged), and true too when it vanished or got
+// its idx meanwhile.
+func (s *Store) reindexPack(id string, size int64, write bool) (bool, error) {
 	p := s.newPackFile(id, size)
 	entries, err := s.scanEntries(p)
 	switch {
@@ -108,6 +123,9 @@ func (s *Store) reindexPack(id string, size int64) (bool, error) {
 		return false, nil // not a pack, or a damaged one: quarantined
 	case err != nil:
 		return false, fmt.Errorf("re-index pack %s: %w", p.path, err)
+	}
+	if !write {
+		return true, nil
 	}
 	idx := encodeIdx(entries, p.version)
 	if err := s.be.Create(idxName(id), idx, 0o400); err != nil && !errors.Is(err, fs.ErrExist) {

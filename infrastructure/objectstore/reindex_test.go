@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +262,75 @@ func TestCheckRoot(t *testing.T) {
 	be.on("List", func(name string) bool { return name == "" })
 	if err := CheckRoot(be); !errors.Is(err, errOS2IO) {
 		t.Fatalf("the root unlistable: %v", err)
+	}
+}
+
+// Two gcs of one shared store: while the first sweeps a condemned pack (its idx removed, the pack
+// not yet), the second re-indexes the store's orphans. It must not write that pack's idx back: the
+// sweep deletes the pack a moment later and an idx without its pack would remain, objects every
+// writer then deduplicates onto (the concurrent-workspaces crash test found this on MinIO).
+func TestReindexLeavesAPackBeingSweptAlone(t *testing.T) {
+	be, w := os2New(t, true)
+	_, hs := os2Put(t, w, text(44, 4000))
+	id := os2PackOf(t, w, hs[0])
+	a, b := os2Open(t, be), os2Open(t, be)
+	var during ReindexResult
+	var once sync.Once
+	be.setHook(func(op, name string) error {
+		if op == "Remove" && name == packName(id) {
+			once.Do(func() {
+				var err error
+				if during, err = b.Reindex(0); err != nil {
+					t.Errorf("the concurrent Reindex: %v", err)
+				}
+			})
+		}
+		return nil
+	})
+	res, err := a.SharedGC(os2Live(), 0)
+	be.setHook(nil)
+	if err != nil || res.PacksDeleted != 1 {
+		t.Fatalf("gc: %+v, %v", res, err)
+	}
+	if len(during.Reindexed)+len(during.Quarantined) != 0 {
+		t.Fatalf("the concurrent Reindex acted on the pack being swept: %+v", during)
+	}
+	if names := os2Names(t, be, "packs"); slices.Contains(names, id+".idx") || slices.Contains(names, id+".pack") {
+		t.Fatalf("after the sweep the store still has %v", names)
+	}
+	if os2Open(t, be).Has(hs[0]) {
+		t.Fatal("an object of the swept pack is still indexed")
+	}
+}
+
+// A pack a mark condemns that lost its idx (a sweep killed between the idx and the pack) is left
+// for the sweep; once the mark is gone a later gc indexes it, weighs it and deletes it as garbage.
+func TestACondemnedOrphanIsIndexedOnceItsMarkIsGone(t *testing.T) {
+	be, w := os2New(t, true)
+	_, hs := os2Put(t, w, text(45, 4000))
+	id := os2PackOf(t, w, hs[0])
+	if err := os.Remove(filepath.Join(be.Root(), idxName(id))); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	os2WriteMark(t, be, past, os2MarkJSON(t, past, id))
+	g := os2Open(t, be)
+	res, err := g.Reindex(0)
+	if err != nil || len(res.Reindexed)+len(res.Quarantined) != 0 {
+		t.Fatalf("Reindex of a condemned orphan: %+v, %v", res, err)
+	}
+	if slices.Contains(os2Names(t, be, "packs"), id+".idx") {
+		t.Fatal("Reindex wrote the idx of a condemned pack")
+	}
+	first, err := g.SharedGC(os2Live(), 0)
+	if err != nil || first.MarksSwept != 1 || first.PacksDeleted != 0 {
+		t.Fatalf("first gc: %+v, %v (want the mark swept, the unindexed pack kept)", first, err)
+	}
+	second, err := g.SharedGC(os2Live(), 0)
+	if err != nil || second.PacksReindexed != 1 || second.PacksDeleted != 1 {
+		t.Fatalf("second gc: %+v, %v (want the pack indexed, then deleted)", second, err)
+	}
+	if slices.Contains(os2Names(t, be, "packs"), id+".pack") {
+		t.Fatal("the garbage pack is still there")
 	}
 }
