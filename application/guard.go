@@ -106,6 +106,24 @@ func (g *Guard) Enter(ctx context.Context, purpose string) (context.Context, fun
 	return ctx, release, nil
 }
 
+// EnterIfFree takes the workspace lock for purpose only when it is free now and no operation is
+// pending (housekeeping that can wait for the next command); ok is false otherwise, and nothing was
+// done. The returned context carries the lock; when ok, release MUST be called exactly once.
+func (g *Guard) EnterIfFree(ctx context.Context, purpose string) (context.Context, func(), bool, error) {
+	if ctx.Value(lockKey{}) != nil {
+		return ctx, func() {}, true, nil
+	}
+	unlock, ok, err := g.locker.TryLock(purpose)
+	if err != nil || !ok {
+		return ctx, nil, false, err
+	}
+	if op, err := g.journal.Pending(); err != nil || op != nil {
+		_ = unlock()
+		return ctx, nil, false, err
+	}
+	return context.WithValue(ctx, lockKey{}, purpose), func() { _ = unlock() }, true, nil
+}
+
 // RecoverResult says what recovery found and did.
 type RecoverResult struct {
 	Recovered bool

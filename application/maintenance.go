@@ -244,6 +244,23 @@ func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport,
 	return s.store.Collect(roots, req.Grace)
 }
 
+// Consolidate merges the store's small packs once enough have accumulated (every write of a
+// private store is a pack: without it, a long agent session's later commands would read thousands
+// of index files). It is a no-op when none is due, and when the workspace lock is taken or an
+// operation is pending (a later command does it). The CLI runs it after every command; a host
+// embedding the services calls it after its own. It copies and decides nothing, unlike gc.
+func (s *MaintenanceService) Consolidate(ctx context.Context) (ConsolidationReport, error) {
+	if !s.store.ConsolidationDue() {
+		return ConsolidationReport{}, nil
+	}
+	_, release, ok, err := s.ops.guard.EnterIfFree(ctx, "consolidate")
+	if err != nil || !ok {
+		return ConsolidationReport{}, err
+	}
+	defer release()
+	return s.store.Consolidate()
+}
+
 // roots are the trees gc keeps: every checkpoint's, and every recorded attempt result a future
 // correction could archive, in every plan (`plan correct --plan NAME` archives from any of them,
 // not only the plan run last).

@@ -244,6 +244,13 @@ type GCReport struct {
 	MarksPending              int
 }
 
+// ConsolidationReport says what a consolidation of small packs did: PacksMerged were copied into
+// PacksWritten new packs and removed.
+type ConsolidationReport struct {
+	PacksMerged, PacksWritten  int
+	BytesWritten, BytesRemoved int64
+}
+
 // GCRequest says how to collect. Grace, when set, overrides the configured grace period of a
 // shared store (how long a pack stays condemned before it is deleted); a private store has none.
 type GCRequest struct {
@@ -293,6 +300,11 @@ type StoreHealth interface {
 	// again, a gc of another workspace of a shared store may collect what they reference.
 	MissingRecords(ctx context.Context) ([]string, error)
 	Usage() StoreUsage
+	// ConsolidationDue tells, without reading anything, whether the store holds enough small packs
+	// (one per write) for Consolidate to merge some; Consolidate merges them, copying every record
+	// and deciding nothing (what is live is gc's question). The caller holds the workspace lock.
+	ConsolidationDue() bool
+	Consolidate() (ConsolidationReport, error)
 	// WrittenPerDay returns, per UTC day ("2006-01-02"), the bytes the store holds that were written
 	// that day: packs (checkpoints, decision results, a gc's rewrites) and records.
 	WrittenPerDay() (map[string]int64, error)

@@ -313,6 +313,12 @@ type fakeHealth struct {
 	scans      int
 	missing    []string // what MissingRecords reports
 	missingErr error
+	// consolidateDue is what ConsolidationDue says; Consolidate counts its calls and returns
+	// consolidation, consolidateErr.
+	consolidateDue bool
+	consolidations int
+	consolidation  ConsolidationReport
+	consolidateErr error
 }
 
 func (h *fakeHealth) MissingRecords(context.Context) ([]string, error) {
@@ -514,4 +520,11 @@ func (e *useCaseEnv) checkpointAt(t *testing.T, at time.Time, root tree.Hash, st
 		t.Fatal(err)
 	}
 	return cp
+}
+
+func (h *fakeHealth) ConsolidationDue() bool { return h.consolidateDue }
+
+func (h *fakeHealth) Consolidate() (ConsolidationReport, error) {
+	h.consolidations++
+	return h.consolidation, h.consolidateErr
 }

@@ -302,6 +302,18 @@ func (h *Health) Usage() application.StoreUsage {
 	return u
 }
 
+// ConsolidationDue tells whether the store has enough small packs to merge (see
+// objectstore.Store.ConsolidationDue).
+func (h *Health) ConsolidationDue() bool { return h.store.ConsolidationDue() }
+
+// Consolidate merges the store's small packs (see objectstore.Store.Consolidate); the caller holds
+// the workspace lock.
+func (h *Health) Consolidate() (application.ConsolidationReport, error) {
+	c, err := h.store.Consolidate()
+	return application.ConsolidationReport{PacksMerged: c.PacksMerged, PacksWritten: c.PacksWritten,
+		BytesWritten: c.BytesWritten, BytesRemoved: c.BytesRemoved}, err
+}
+
 // WrittenPerDay sums, per UTC day of their modification time, the sizes of the pack and idx files
 // and the records (all written once, never changed).
 func (h *Health) WrittenPerDay() (map[string]int64, error) {

@@ -201,7 +201,7 @@ func (s *Store) GCFrom(live map[tree.Hash]struct{}, order []tree.Hash) (GCResult
 		return res, err
 	}
 	if len(rewrite) > 0 {
-		written, err := s.rewrite(rewrite)
+		written, _, err := s.rewrite(rewrite)
 		if err != nil {
 			return res, err
 		}
@@ -299,8 +299,8 @@ func (s *Store) retire(ps []*packFile) error {
 
 // rewrite copies the live records of packs into new packs, byte for byte (no recompression, and
 // damage stays detectable because reads still check hashes), and commits them so the index points
-// at the copies. It returns the bytes written.
-func (s *Store) rewrite(uses []*packUse) (int64, error) {
+// at the copies. It returns the bytes written and the packs.
+func (s *Store) rewrite(uses []*packUse) (int64, int, error) {
 	b := s.NewBatch()
 	defer b.Abort()
 	for _, u := range uses {
@@ -318,18 +318,18 @@ func (s *Store) rewrite(uses []*packUse) (int64, error) {
 		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(locs[a].offset, locs[b].offset) })
 		for _, i := range order {
 			if err := s.copyRecord(b, u.live[i], locs[i]); err != nil {
-				return 0, fmt.Errorf("gc: rewrite pack %s: %w", u.p.id, err)
+				return 0, 0, fmt.Errorf("gc: rewrite pack %s: %w", u.p.id, err)
 			}
 		}
 	}
 	if err := b.commit(true); err != nil {
-		return 0, fmt.Errorf("gc: %w", err)
+		return 0, 0, fmt.Errorf("gc: %w", err)
 	}
 	var n int64
 	for _, pw := range b.packs {
 		n += pw.size + pw.idxSize
 	}
-	return n, nil
+	return n, len(b.packs), nil
 }
 
 func (s *Store) copyRecord(b *Batch, h tree.Hash, l location) error {

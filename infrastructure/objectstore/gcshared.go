@@ -332,7 +332,7 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 		return "", err
 	}
 	if len(rewrite) > 0 {
-		written, err := s.rewrite(rewrite)
+		written, _, err := s.rewrite(rewrite)
 		if err != nil {
 			return "", err
 		}

@@ -103,7 +103,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 
 	slices.SortFunc(rewrite, func(a, b *packUse) int { return strings.Compare(a.p.id, b.p.id) })
 	if len(rewrite) > 0 {
-		if _, err := s.rewrite(rewrite); err != nil {
+		if _, _, err := s.rewrite(rewrite); err != nil {
 			return rep, fmt.Errorf("heal: %w", err)
 		}
 	}

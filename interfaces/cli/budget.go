@@ -69,3 +69,16 @@ func budgetOf(st application.BudgetStatus) *budgetView {
 	return &budgetView{MaxBytes: st.MaxBytes, UsedBytes: st.UsedBytes, Percent: st.Percent(), Over: st.Over(),
 		Prunable: st.Prunable, Held: st.Held}
 }
+
+// consolidate runs after every command that opened the workspace, after the budget: once enough
+// small packs have accumulated (a hook's checkpoint is one), it merges them, so later commands read
+// few index files. It never fails the command: a consolidation that could not be done (damage, a
+// store that cannot be listed) changed nothing, and is a warning; the next command tries again.
+func (h *handler) consolidate(ctx context.Context, app *bootstrap.App) {
+	if ctx.Err() != nil {
+		return
+	}
+	if _, err := app.Services.Maintenance.Consolidate(ctx); err != nil {
+		h.warn(fmt.Sprintf("could not merge the store's small packs (nothing was lost; the next command tries again; `plan verify` checks the store): %v", err))
+	}
+}
