@@ -66,6 +66,10 @@ type Hooks struct {
 	// FailClosed blocks an agent's tool call when plan could not checkpoint before it; by default
 	// (false) plan warns and lets the tool run.
 	FailClosed *bool `yaml:"fail_closed,omitempty"`
+	// Watch, when false, keeps the hooks from starting `plan watch` at the start of a turn; by
+	// default (unset, true) they start it when it does not run, so their checkpoints cost what
+	// changed.
+	Watch *bool `yaml:"watch,omitempty"`
 }
 
 // Validate configures `plan validate` and `checkpoint create --validate`.

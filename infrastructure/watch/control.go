@@ -14,6 +14,10 @@ import (
 // ErrNotRunning says no service answers for the workspace.
 var ErrNotRunning = errors.New("plan watch is not running for this workspace")
 
+// Supported tells whether this system can run the service (inotify); elsewhere it declines and
+// commands walk.
+func Supported() bool { return supported() }
+
 // Query returns the status of the workspace's running service: ErrNotRunning when no socket is
 // there, another error when one is there and nothing (or not a service of this workspace)
 // answers on it.

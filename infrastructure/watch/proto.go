@@ -75,6 +75,9 @@ type Status struct {
 	Walks     int    `json:"walks"`
 	Every     string `json:"every,omitempty"`
 	Quiet     string `json:"quiet,omitempty"`
+	// StopAfter is the service's --stop-after: it stops once nothing asked and nothing changed
+	// for that long.
+	StopAfter string `json:"stop_after,omitempty"`
 	// Checkpoints counts the periodic and idle checkpoints taken, Skipped those skipped because
 	// nothing had changed; LastError is the last one's failure, if any.
 	Checkpoints int    `json:"checkpoints"`

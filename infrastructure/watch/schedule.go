@@ -26,6 +26,10 @@ func (s *Server) schedule(ctx context.Context) {
 		case <-s.stopc:
 			return
 		case now := <-t.C:
+			if why := s.outlived(now); why != "" {
+				s.stopBecause(why)
+				return
+			}
 			step := now.Sub(last)
 			last = now
 			lc, ok := s.snap.LastChange()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +49,10 @@ type Options struct {
 	Ready func(socket string)
 	// Log receives what the service wants its operator to know (failed checkpoints); nil discards.
 	Log func(msg string)
+	// StopAfter stops the service once neither a command has asked it anything nor the workspace
+	// changed for that long (a service an agent's hook started must not outlive the work); zero:
+	// never.
+	StopAfter time.Duration
 }
 
 // Server is a running watch service.
@@ -65,7 +70,10 @@ type Server struct {
 
 	stopc    chan struct{}
 	stopOnce sync.Once
+	stopWhy  string // why the service stopped itself; set before stopc closes
 	conns    sync.WaitGroup
+	lastUse  atomic.Int64 // when a command last asked (UnixNano)
+	state    os.FileInfo  // .plan as it was when the service started
 }
 
 // Serve runs the service of snap's workspace until ctx ends or a client asks it to stop. It
@@ -91,6 +99,14 @@ func Serve(ctx context.Context, snap *Snapshotter, store *objectstore.Store, opt
 	s := &Server{snap: snap, store: store, opts: opts, path: path, stopc: make(chan struct{}), locker: workspace.NewLocker(snap.layout)}
 	s.locker.Wait = 200 * time.Millisecond // short tries, so that a stop is seen between them
 	s.status = Status{Running: true, PID: os.Getpid(), Workspace: snap.layout.Root, Socket: path, StartedAt: time.Now().UTC()}
+	s.lastUse.Store(time.Now().UnixNano())
+	if s.state, err = os.Stat(snap.layout.State()); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("watch: %w", err)
+	}
+	if opts.StopAfter > 0 {
+		s.status.StopAfter = opts.StopAfter.String()
+	}
 	if opts.Every > 0 {
 		s.status.Every = opts.Every.String()
 	}
@@ -152,7 +168,13 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 	}
 	select {
 	case <-s.stopc:
-		s.log("stopping: asked to (plan watch stop)")
+		why := "asked to (plan watch stop)"
+		s.smu.Lock()
+		if s.stopWhy != "" {
+			why = s.stopWhy
+		}
+		s.smu.Unlock()
+		s.log("stopping: " + why)
 	default:
 		if ctx.Err() != nil {
 			s.log("stopping: " + context.Cause(ctx).Error())
@@ -177,6 +199,37 @@ func (s *Server) log(msg string) {
 
 // stop ends the service (once).
 func (s *Server) stop() { s.stopOnce.Do(func() { close(s.stopc) }) }
+
+// stopBecause stops the service of its own accord, saying why in its log.
+func (s *Server) stopBecause(why string) {
+	s.smu.Lock()
+	if s.stopWhy == "" {
+		s.stopWhy = why
+	}
+	s.smu.Unlock()
+	s.stop()
+}
+
+// outlived says why the service should stop of its own accord, or "": its workspace's .plan is
+// gone or another one replaced it (the project was deleted: nothing is left to serve), or, with
+// StopAfter, nothing asked and nothing changed for that long.
+func (s *Server) outlived(now time.Time) string {
+	st, err := os.Stat(s.snap.layout.State())
+	if err != nil || !os.SameFile(st, s.state) {
+		return fmt.Sprintf("the workspace's %s is gone", s.snap.layout.State())
+	}
+	if s.opts.StopAfter <= 0 {
+		return ""
+	}
+	last := time.Unix(0, s.lastUse.Load())
+	if lc, ok := s.snap.LastChange(); ok && lc.After(last) {
+		last = lc
+	}
+	if now.Sub(last) >= s.opts.StopAfter {
+		return fmt.Sprintf("nothing asked and nothing changed for %s (--stop-after)", s.opts.StopAfter)
+	}
+	return ""
+}
 
 // snapshot is one snapshot of the tracker, the store's view refreshed first (a gc since the last
 // one may have removed what the tracker's tree names: the tracker checks every object it reuses
@@ -253,6 +306,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		_, err := c.Write(append(b, '\n'))
 		return err == nil
 	}
+	s.lastUse.Store(time.Now().UnixNano())
 	if err := json.Unmarshal(line, &req); err != nil {
 		send(errorf("a malformed request: %v", err))
 		return

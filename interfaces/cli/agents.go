@@ -17,6 +17,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/watch"
 	"github.com/planhq/plan/infrastructure/workspace"
 	"github.com/planhq/plan/interfaces/agenthooks"
 )
@@ -138,6 +139,9 @@ func (h *handler) act(ctx context.Context, app *bootstrap.App, ev agenthooks.Eve
 		if _, err := svc.Prompt(ctx, sess, ev.Prompt); err != nil {
 			return h.hookFailure(root, ev, err)
 		}
+		if w := h.ensureWatch(ctx, app.Services.Layout); w != "" {
+			return agenthooks.Warn(w)
+		}
 	case agenthooks.EndTurn:
 		res, err := svc.EndTurn(ctx, sess)
 		if err != nil && !errors.Is(err, fault.ErrNotFound) { // a session that never changed anything
@@ -204,6 +208,37 @@ func isWorkspace(root string) bool {
 	}
 	st, err := os.Stat(l.State())
 	return err == nil && st.IsDir()
+}
+
+// hookWatchStopAfter is how long a service a hook started runs without being asked anything and
+// without a change in the workspace: the next turn starts it again.
+const hookWatchStopAfter = time.Hour
+
+// ensureWatch starts the workspace's change-tracking service in the background when none answers,
+// so that the hooks' checkpoints read only what changed (docs/agents.md): at the start of each
+// turn, unless hooks.watch is false, PLAN_WATCH=0 is set, or the system cannot watch. It never
+// waits for the service (its first walk runs under the workspace lock, as any command's would); a
+// service that cannot be started is a warning, and the hooks walk as without it.
+func (h *handler) ensureWatch(ctx context.Context, l workspace.Layout) string {
+	if !h.r.StartWatch || h.getenv("PLAN_WATCH") == "0" || !watch.Supported() || !hookWatch(l) {
+		return ""
+	}
+	if _, err := watch.Query(ctx, l); err == nil {
+		return ""
+	}
+	cmd, _, err := spawnWatch(l, watchArgs(watch.Options{StopAfter: hookWatchStopAfter}))
+	if err != nil {
+		return "could not start plan watch (the checkpoints walk the workspace): " + err.Error()
+	}
+	_ = cmd.Process.Release()
+	return ""
+}
+
+// hookWatch reads hooks.watch from the workspace's configuration: true unless it says false (an
+// unreadable configuration starts nothing it did not ask for).
+func hookWatch(l workspace.Layout) bool {
+	f, err := config.Load(config.Path(l.State()))
+	return err == nil && (f.Hooks == nil || f.Hooks.Watch == nil || *f.Hooks.Watch)
 }
 
 // failClosed reads hooks.fail_closed from the workspace's configuration: false when it is unset

@@ -44,6 +44,11 @@ type Runner struct {
 	// OutputTerminal says stdout is a terminal: text is painted (--color=auto) and long text goes
 	// through a pager.
 	OutputTerminal bool
+	// StartWatch lets the agents' hooks start `plan watch` in the background at the start of a
+	// turn, as a process of this same executable: DefaultRunner (the plan binary) sets it; a
+	// Runner inside another program (a host, a test binary) leaves it off, since its executable
+	// is not plan.
+	StartWatch bool
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -683,7 +688,7 @@ func DefaultRunner(version string) *Runner {
 	return &Runner{
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin,
 		Interactive: isTerminal(os.Stdin), ProgressTerminal: isTerminal(os.Stderr), OutputTerminal: isTerminal(os.Stdout),
-		Version: version,
+		Version: version, StartWatch: true,
 	}
 }
 

@@ -35,6 +35,7 @@ func (h *handler) watchCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "daemon", Usage: "start the service in the background and return once it answers"},
 			&ucli.StringFlag{Name: "every", Usage: "take a `periodic` checkpoint after each `DURATION` of active work (skipped when nothing changed)"},
 			&ucli.StringFlag{Name: "quiet", Usage: "take an `idle` checkpoint once the workspace has not changed for `DURATION` after a change"},
+			&ucli.StringFlag{Name: "stop-after", Usage: "stop once nothing asked and nothing changed for `DURATION` (how the agents' hooks start it)"},
 		},
 		Action: h.watchCmd,
 		Subcommands: []*ucli.Command{
@@ -83,17 +84,62 @@ func (h *handler) watchCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	stopAfter, err := watchDuration(c, "stop-after")
+	if err != nil {
+		return err
+	}
+	opts := watch.Options{Every: every, Quiet: quiet, StopAfter: stopAfter}
 	l, err := h.watchLayout()
 	if err != nil {
 		return err
 	}
 	if c.Bool("daemon") {
-		return h.watchDaemon(c, l, every, quiet)
+		return h.watchDaemon(c, l, opts)
 	}
-	return h.watchForeground(c.Context, every, quiet)
+	return h.watchForeground(c.Context, opts)
 }
 
-// watchDuration parses --every or --quiet: a positive Go duration of at least a second.
+// watchArgs are the arguments of a `plan watch` in the background with opts.
+func watchArgs(opts watch.Options) []string {
+	args := []string{"watch"}
+	for _, o := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--every", opts.Every}, {"--quiet", opts.Quiet}, {"--stop-after", opts.StopAfter}} {
+		if o.d > 0 {
+			args = append(args, o.flag, o.d.String())
+		}
+	}
+	return args
+}
+
+// spawnWatch starts `plan watch` with args for workspace l as a process of its own session, its
+// output appended to .plan/logs/watch.log, and returns it without waiting.
+func spawnWatch(l workspace.Layout, args []string) (*exec.Cmd, string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", fmt.Errorf("find the plan binary: %w", err)
+	}
+	if err := os.MkdirAll(l.Logs(), 0o700); err != nil {
+		return nil, "", fault.Conflict("make %s: %v", l.Logs(), err)
+	}
+	logPath := filepath.Join(l.Logs(), "watch.log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // #nosec G304 -- plan's own log
+	if err != nil {
+		return nil, "", fault.Conflict("open %s: %v", logPath, err)
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(exe, args...) // #nosec G204 -- this binary, with flags it parsed itself
+	cmd.Dir = l.Root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start plan watch: %w", err)
+	}
+	return cmd, logPath, nil
+}
+
+// watchDuration parses --every, --quiet or --stop-after: a Go duration of at least a second.
 func watchDuration(c *ucli.Context, name string) (time.Duration, error) {
 	if !c.IsSet(name) {
 		return 0, nil
@@ -127,6 +173,9 @@ func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
 			_, _ = fmt.Fprintf(w, "checkpoints: every %s of work, after %s quiet: %d taken, %d skipped (nothing changed)\n",
 				orNone(st.Every), orNone(st.Quiet), st.Checkpoints, st.Skipped)
 		}
+		if st.StopAfter != "" {
+			_, _ = fmt.Fprintf(w, "stops after %s without a request or a change\n", st.StopAfter)
+		}
 		if st.LastError != "" {
 			_, _ = fmt.Fprintf(w, "last failure: %s\n", st.LastError)
 		}
@@ -157,36 +206,13 @@ func (h *handler) watchStop(ctx context.Context, l workspace.Layout) error {
 
 // watchDaemon starts `plan watch` as a process of its own session (its output in
 // .plan/logs/watch.log) and waits until it answers.
-func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, every, quiet time.Duration) error {
+func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, opts watch.Options) error {
 	if st, err := watch.Query(c.Context, l); err == nil {
 		return fault.Conflict("plan watch already runs for this workspace (pid %d)", st.PID)
 	}
-	exe, err := os.Executable()
+	cmd, logPath, err := spawnWatch(l, watchArgs(opts))
 	if err != nil {
-		return fmt.Errorf("find the plan binary: %w", err)
-	}
-	args := []string{"watch"}
-	if every > 0 {
-		args = append(args, "--every", every.String())
-	}
-	if quiet > 0 {
-		args = append(args, "--quiet", quiet.String())
-	}
-	if err := os.MkdirAll(l.Logs(), 0o700); err != nil {
-		return fault.Conflict("make %s: %v", l.Logs(), err)
-	}
-	logPath := filepath.Join(l.Logs(), "watch.log")
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // #nosec G304 -- plan's own log
-	if err != nil {
-		return fault.Conflict("open %s: %v", logPath, err)
-	}
-	defer func() { _ = logf.Close() }()
-	cmd := exec.Command(exe, args...) // #nosec G204 -- this binary, with flags it parsed itself
-	cmd.Dir = l.Root
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start plan watch: %w", err)
+		return err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -225,11 +251,11 @@ func lastLine(s string) string {
 }
 
 // watchForeground runs the service until interrupted or stopped.
-func (h *handler) watchForeground(ctx context.Context, every, quiet time.Duration) error {
+func (h *handler) watchForeground(ctx context.Context, opts watch.Options) error {
 	return h.with(ctx, false, func(app *bootstrap.App) error {
 		sv := app.Services
 		opts := watch.Options{
-			Every: every, Quiet: quiet,
+			Every: opts.Every, Quiet: opts.Quiet, StopAfter: opts.StopAfter,
 			Checkpoint: func(ctx context.Context, typ checkpoint.Type, note string) error {
 				_, err := sv.Checkpoints.Create(ctx, application.CreateRequest{
 					Type: typ, Note: note, Labels: map[string]string{"watch": string(typ)}, Warn: h.warn,
