@@ -46,12 +46,26 @@ type Consolidation struct {
 	BytesWritten, BytesRemoved int64
 }
 
-// ConsolidationDue tells, without reading anything, whether the index this process has loaded has
-// enough small packs for Consolidate to merge some. A store whose index was not read (a read-only
-// command that read no object) is not due: the next command that reads it decides.
+// ConsolidationDue tells, without reading any index, whether the store has enough small packs for
+// Consolidate to merge some: from the index this process loaded, or, when it read none (a command
+// whose snapshot `plan watch` took, a read-only one), from a listing of the packs. A listing that
+// fails says no: the next command decides.
 func (s *Store) ConsolidationDue() bool {
-	if s.shared || s.unloaded.Load() {
+	if s.shared {
 		return false
+	}
+	if s.unloaded.Load() {
+		pl, err := s.listPacks()
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, id := range pl.ids {
+			if size, ok := pl.size[id]; ok && size < consolidateMaxBytes {
+				n++
+			}
+		}
+		return n >= consolidateAt
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -120,9 +120,12 @@ func TestConsolidationLeavesWhatItMustNotMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lazy.Close()
-	commitOne(t, s, text(99, 1000))
 	if lazy.ConsolidationDue() {
-		t.Fatal("a store whose index was not read is due")
+		t.Fatal("a store whose index was not read is due below the threshold")
+	}
+	commitOne(t, s, text(99, 1000))
+	if !lazy.ConsolidationDue() {
+		t.Fatal("a store whose index was not read is not due at the threshold")
 	}
 	if !s.ConsolidationDue() {
 		t.Fatal("not due at the threshold")
@@ -316,6 +319,15 @@ func TestConsolidationNeedsARefresh(t *testing.T) {
 	be, s := os2New(t, false)
 	for i := range consolidateAt {
 		os2Put(t, s, text(uint64(700+i), 1000))
+	}
+	lazy, err := OpenBackendLazy(be, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lazy.Close()
+	os2FailList(be, 1)
+	if lazy.ConsolidationDue() {
+		t.Fatal("due without a listing")
 	}
 	os2FailList(be, 1)
 	if _, err := s.Consolidate(); !errors.Is(err, errOS2IO) || !strings.Contains(err.Error(), "nothing was changed") {

@@ -114,7 +114,11 @@ func (h *handler) hook(c *ucli.Context) error {
 	}
 	defer func() { _ = app.Close() }()
 	app.Services.Guard.OnRecover = h.reportRecovery
-	return h.reply(h.act(c.Context, app, ev))
+	reply := h.act(c.Context, app, ev)
+	// Every checkpoint a hook takes is a pack: merged as after any other command, so that a long
+	// session's later calls do not read more index files than its first.
+	h.consolidate(c.Context, app)
+	return h.reply(reply)
 }
 
 // act records ev and answers the agent.
