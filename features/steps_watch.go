@@ -26,6 +26,7 @@ func (s *scenario) registerWatchSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a stale watch socket$`, s.aStaleWatchSocket)
 	sc.Step(`^another process listens on the watch socket$`, s.anotherProcessListens)
 	sc.Step(`^within (\d+) seconds the workspace has a checkpoint of type "([^"]*)"$`, s.withinSecondsACheckpointOfType)
+	sc.Step(`^within (\d+) seconds the watch service has stopped$`, s.withinSecondsTheWatchServiceStopped)
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		return ctx, s.stopWatch()
 	})
@@ -137,6 +138,28 @@ func (s *scenario) withinSecondsACheckpointOfType(secs int, typ string) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no %s checkpoint within %ds: %s", typ, secs, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// withinSecondsTheWatchServiceStopped waits for the scenario's service to stop of its own accord.
+func (s *scenario) withinSecondsTheWatchServiceStopped(secs int) error {
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	for {
+		out, err := s.watchBin("--json", "watch", "status")
+		if err != nil {
+			return err
+		}
+		var st struct{ Running bool }
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			return err
+		}
+		if !st.Running {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the watch service still runs after %ds: %s", secs, out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -96,6 +96,15 @@ Feature: The change-tracking service
     Then the JSON output has "0.note" equal to "plan watch: after 1s without changes"
     And the JSON output has "0.labels.watch" equal to "idle"
 
+  Scenario: a service stops by itself once nothing asks and nothing changes
+    Given the watch service runs with "--stop-after 1s"
+    When I run "plan watch status --json"
+    Then the JSON output has "stop_after" equal to "1s"
+    And within 15 seconds the watch service has stopped
+    When I run "plan checkpoint create"
+    Then it succeeds
+    And stderr does not contain "did not answer"
+
   Scenario Outline: bad durations and flag combinations are refused
     When I run "plan watch <flags>"
     Then the exit code is <code>
@@ -106,4 +115,5 @@ Feature: The change-tracking service
       | --every soon          | 3    | is not a duration            |
       | --quiet 500ms         | 3    | at least 1s                  |
       | --every 0s            | 3    | at least 1s                  |
+      | --stop-after 10ms     | 3    | at least 1s                  |
       | stop --quiet 30s      | 2    | plan watch stop --help       |

@@ -49,8 +49,8 @@ type Options struct {
 	Ready func(socket string)
 	// Log receives what the service wants its operator to know (failed checkpoints); nil discards.
 	Log func(msg string)
-	// StopAfter stops the service once neither a command has asked it anything nor the workspace
-	// changed for that long (a service an agent's hook started must not outlive the work); zero:
+	// StopAfter stops the service once neither a command has asked it for a snapshot nor the
+	// workspace changed for that long (a service an agent's hook started must not outlive the work); zero:
 	// never.
 	StopAfter time.Duration
 }
@@ -306,7 +306,6 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		_, err := c.Write(append(b, '\n'))
 		return err == nil
 	}
-	s.lastUse.Store(time.Now().UnixNano())
 	if err := json.Unmarshal(line, &req); err != nil {
 		send(errorf("a malformed request: %v", err))
 		return
@@ -323,6 +322,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		send(reply{})
 		s.stop()
 	case opSnapshot:
+		s.lastUse.Store(time.Now().UnixNano()) // a status query is not a use: it keeps nothing alive
 		if !send(reply{Wait: true}) {
 			return
 		}

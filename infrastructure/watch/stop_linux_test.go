@@ -53,9 +53,9 @@ func TestServiceStopsWhenItsWorkspaceIsGone(t *testing.T) {
 	}
 }
 
-// With StopAfter, a service nothing asks and whose workspace does not change stops (an agent's
-// hooks start one per turn: it must not outlive the work); asking it or changing the workspace
-// keeps it running.
+// With StopAfter, a service nothing asks for a snapshot and whose workspace does not change stops
+// (an agent's hooks start one per turn: it must not outlive the work); snapshots or changes keep it
+// running, status queries do not.
 func TestServiceStopsAfterItsIdleTime(t *testing.T) {
 	shortenSchedule(t)
 	e := newEnv(t)
@@ -69,8 +69,9 @@ func TestServiceStopsAfterItsIdleTime(t *testing.T) {
 	for range 4 {
 		time.Sleep(150 * time.Millisecond)
 		if _, err := Query(t.Context(), e.l); err != nil {
-			t.Fatalf("the service stopped while it was asked: %v", err)
+			t.Fatalf("the service stopped while it was asked for snapshots: %v", err)
 		}
+		e.viaClient()
 	}
 	for i := range 4 {
 		time.Sleep(150 * time.Millisecond)
