@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -138,8 +139,21 @@ type sessionView struct {
 // undoes it alone, keeping the calls after it.
 func checkUndo(t *testing.T, plan, dir string, env []string, agent string, wantIDs []string) {
 	t.Helper()
+	t.Cleanup(func() { // before the directory goes (cleanups run last first)
+		if out, err := exec.Command(plan, "-C", dir, "watch", "stop").CombinedOutput(); err != nil { // #nosec G204 -- the plan under test
+			t.Errorf("plan watch stop: %v\n%s", err, out)
+		}
+	})
 	final := tree(t, dir)
 	sameTree(t, "after the session", final, applyOps(t, 1, 2, 3, 4))
+	// The turn's start started plan watch, and the hooks took their snapshots through it.
+	var st struct {
+		Running   bool `json:"running"`
+		Snapshots int  `json:"snapshots"`
+	}
+	if out := run(t, dir, env, plan, "--json", "watch", "status"); json.Unmarshal([]byte(out), &st) != nil || !st.Running || st.Snapshots < 2 {
+		t.Fatalf("plan watch after the session (the prompt hook starts it, the tool calls' hooks ask it): %s", out)
+	}
 	out := run(t, dir, env, plan, "--json", "sessions")
 	var v sessionView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
