@@ -123,19 +123,11 @@ const maxSummary = 200
 // running decision of the session (opening a turn when none is open: the agent's prompt hook may
 // not be installed). A call reported twice is recorded once.
 func (s *AgentService) BeforeTool(ctx context.Context, call ToolCall) (BeforeResult, error) {
-	if err := call.validate(); err != nil {
-		return BeforeResult{}, err
-	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	ctx, release, err := s.enterCall(ctx, &call, true)
 	if err != nil {
 		return BeforeResult{}, err
 	}
 	defer release()
-	if call.Derived {
-		if call.ID, err = s.derivedCall(ctx, call.Session, call.ID, true); err != nil {
-			return BeforeResult{}, err
-		}
-	}
 	p, err := s.session(ctx, call.Session, call.ID)
 	if err != nil {
 		return BeforeResult{}, err
@@ -199,19 +191,11 @@ type AfterResult struct {
 // AfterTool records how a tool call ended and what it changed since its pre_decision checkpoint.
 // A call BeforeTool never recorded (its hook failed or was not installed) is fault.ErrNotFound.
 func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool) (AfterResult, error) {
-	if err := call.validate(); err != nil {
-		return AfterResult{}, err
-	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	ctx, release, err := s.enterCall(ctx, &call, false)
 	if err != nil {
 		return AfterResult{}, err
 	}
 	defer release()
-	if call.Derived {
-		if call.ID, err = s.derivedCall(ctx, call.Session, call.ID, false); err != nil {
-			return AfterResult{}, err
-		}
-	}
 	p, err := s.ops.plans.Partial(ctx, call.Session.plan(), []string{call.ID})
 	if errors.Is(err, fault.ErrNotFound) {
 		return AfterResult{}, fault.NotFound("no %s session %s is recorded: tool call %s was not checkpointed before it ran", call.Session.Agent, call.Session.ID, call.ID)
@@ -253,6 +237,26 @@ const derivedBatch = 32
 // derivedCall numbers a derived call apart from its repeats: before the call, the first of base,
 // base-2, base-3… that is not recorded or still runs; after it, the last of them that runs (base
 // when none does: AfterTool then says it was not checkpointed).
+// enterCall checks call, takes the workspace lock for it and, for an agent that gives its tool
+// calls no ID, names the call (before: a new one; after: the one its before named). When err is
+// nil, release MUST be called once.
+func (s *AgentService) enterCall(ctx context.Context, call *ToolCall, before bool) (context.Context, func(), error) {
+	if err := call.validate(); err != nil {
+		return ctx, nil, err
+	}
+	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	if err != nil {
+		return ctx, nil, err
+	}
+	if call.Derived {
+		if call.ID, err = s.derivedCall(ctx, call.Session, call.ID, before); err != nil {
+			release()
+			return ctx, nil, err
+		}
+	}
+	return ctx, release, nil
+}
+
 func (s *AgentService) derivedCall(ctx context.Context, sess Session, base string, before bool) (string, error) {
 	last := base
 	for from := 1; ; from += derivedBatch {
