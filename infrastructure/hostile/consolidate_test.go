@@ -97,3 +97,39 @@ func TestHostileConsolidationKilledAtRandom(t *testing.T) {
 		requireEveryCheckpoint(w, ids, states, fmt.Sprintf("trial %d, the end", trial))
 	}
 }
+
+// With plan watch running, the packs the service writes for each command are merged by the
+// commands after it while the service keeps its own view of the store: every checkpoint, taken
+// through the service across many consolidations, restores byte for byte, and the store stays few
+// packs.
+func TestHostileConsolidationUnderTheWatchService(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 27))
+	w := newWorkspace(t, nil)
+	w.write("calls/seed.txt", "seed\n")
+	w.checkpoint("seed")
+	svc := startWatch(t, w)
+	defer svc.kill(t)
+	cur := map[string]string{"calls/seed.txt": "seed\n"}
+	var ids []string
+	var states []map[string]string
+	for i := range 40 {
+		rel := fmt.Sprintf("calls/c%02d.txt", r.IntN(12))
+		cur[rel] = fmt.Sprintf("call %d %x\n", i, r.Uint64())
+		w.write(rel, cur[rel])
+		ids = append(ids, w.checkpoint(fmt.Sprintf("through the service %d", i)))
+		st := make(map[string]string, len(cur))
+		for k, v := range cur {
+			st[k] = v
+		}
+		states = append(states, st)
+	}
+	var st watchStatus
+	w.mustJSON(&st, "watch", "status")
+	if st.Snapshots < 40 {
+		t.Fatalf("the checkpoints did not go through the service: %+v", st)
+	}
+	if packs, _ := filepath.Glob(w.path(".plan/objects/packs/*.pack")); len(packs) >= 24 {
+		t.Fatalf("%d packs after 40 checkpoints: not consolidated", len(packs))
+	}
+	requireEveryCheckpoint(w, ids, states, "under the watch service")
+}
