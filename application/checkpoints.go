@@ -281,6 +281,8 @@ func ParseRestoreMode(s string) (RestoreMode, error) {
 type rollbackDetail struct {
 	Mode  RestoreMode `json:"mode"`
 	Paths []string    `json:"paths,omitempty"`
+	// Log, for the rollback of an undo or a redo, is its operation-log step (see logstep.go).
+	Log *logStep `json:"log,omitempty"`
 }
 
 // RollbackResult says what a rollback did (or, dry, would do).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planhq/plan/domain/artifact"
@@ -49,6 +50,9 @@ type Operations struct {
 	oplog OperationLog
 	funcs *funcRegistry
 	host  string
+	// steps holds, by rollback ID, what an undo's or a redo's log step did (see logstep.go), for
+	// the use case that ran the rollback to report.
+	steps sync.Map
 }
 
 // OperationsParams are Operations' collaborators. Metrics may be nil.
@@ -340,7 +344,10 @@ func (o *Operations) finishRollback(ctx context.Context, op Operation) error {
 		if err != nil || done {
 			return err
 		}
-		return o.recordRollback(ctx, op)
+		if err := o.recordRollback(ctx, op); err != nil {
+			return err
+		}
+		return o.logStep(ctx, op)
 	})
 }
 

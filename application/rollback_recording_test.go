@@ -215,18 +215,19 @@ func TestDecisionWhoseChangesCannotBeReadIsStillFinished(t *testing.T) {
 	}
 }
 
-// Undo restores the undone operation's decisions in the same unit of work as its log entry: when
-// they cannot be read, the undo fails and the operation is not marked undone, so the log does not
-// claim an undo whose decision states were never given back.
+// Undo restores the undone operation's decisions in the same unit of work as its log entry and its
+// rollback's record: when they cannot be read, the undo fails whole (its rollback is put back) and
+// the operation is not marked undone, so the log does not claim an undo whose decision states were
+// never given back.
 func TestUndoFailsWhenTheDecisionStatesCannotBeRestored(t *testing.T) {
 	e := newUseCaseEnv(t)
 	log := &fakeOpLog{}
 	hs := NewHistoryService(e.ops, log)
 	_, logged := rolledBackToB(t, e, hs)
 	boom := errors.New("database is locked")
-	// After the undo's own rollback is recorded: the failing read is the undo's.
+	// Once the undo's rollback changed the workspace: the failing read is in its commit.
 	e.g.Failpoint = func(name string) error {
-		if name == kindRollback+".recorded" {
+		if name == kindRollback+".applied" {
 			e.plans.currentErr = boom
 		}
 		return nil

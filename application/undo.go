@@ -2,7 +2,6 @@ package application
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,10 +56,12 @@ type UndoResult struct {
 
 // workspaceNeutral are the logged kinds a redo can be made across: they change neither the files
 // nor the decision states, or (run, exec) log what they changed as entries of their own (each
-// decision, the rollback of --rerun-changed), which do block a redo.
+// decision, the rollback of --rerun-changed), which do block a redo. A recover only finishes or
+// takes back an operation that had started (an undo or a redo it finishes logs its own entry, see
+// logstep.go), and records what it would replace in a pre_recover checkpoint first.
 var workspaceNeutral = map[string]bool{
 	"init": true, "checkpoint": true, "delete": true, "prune": true, "gc": true, "pin": true, "unpin": true,
-	"clone": true, "redo": true, "resolve": true, "run": true, "exec": true,
+	"clone": true, "redo": true, "resolve": true, "run": true, "exec": true, "recover": true,
 }
 
 // after reports whether op finished after e (the log's order for undo --to; ties go by ID, which is
@@ -236,58 +237,31 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 		res.Rollback.Mode = RestoreBoth
 		return res, err
 	}
-	started := s.ops.clock.Now()
 	id := ident.New(s.ops.clock.Now())
+	step := logStep{Entry: stepEntry{ID: id, Kind: "undo", Args: args, Plan: res.Undone.Plan, StartedAt: s.ops.clock.Now()}}
+	for _, op := range res.All {
+		step.Undone = append(step.Undone, op.ID)
+	}
+	detail, err := stepDetail(step)
+	if err != nil {
+		return res, err
+	}
+	// The log step (the undo's entry, what it marks undone, the decision states it gives back)
+	// commits with the rollback: see logstep.go.
 	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: bothDetail})
+		&Operation{ID: id, Kind: kindRollback, Detail: detail})
 	if err != nil {
 		return res, fmt.Errorf("undo %s %s: %w", res.Undone.Kind, res.Undone.ID, err)
 	}
 	res.Rollback.Mode = RestoreBoth
-	undo := LoggedOperation{
-		ID: id, Kind: "undo", Args: args, Plan: res.Undone.Plan,
-		StartedAt: started, FinishedAt: s.ops.clock.Now(), Outcome: "ok",
-		Checkpoints: []checkpoint.ID{target.ID(), res.Rollback.Backup.ID()},
+	out, ok := s.ops.takeStep(id)
+	if !ok {
+		return res, fmt.Errorf("undo %s %s: the rollback %s was recorded without its log step", res.Undone.Kind, res.Undone.ID, id)
 	}
-	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
-		// The decisions the undone operations reverted get their status back (newest first, as
-		// undoing them one by one would), then every attempt started after the target is reverted by
-		// the undo: the rollback above did so for those that stood, and an attempt an undone
-		// rollback had reverted that started after the target must stay reverted.
-		var restored []string
-		for _, op := range res.All {
-			r, err := s.ops.unrevert(ctx, op.ID)
-			if err != nil {
-				return err
-			}
-			restored = appendNew(restored, r...)
-		}
-		again, err := s.ops.revertAfter(ctx, target, id, res.Undone.Plan)
-		if err != nil {
-			return err
-		}
-		for _, d := range again {
-			restored = slices.DeleteFunc(restored, func(x string) bool { return x == d })
-		}
-		res.Rollback.RevertedDecisions = appendNew(res.Rollback.RevertedDecisions, again...)
-		res.Restored = restored
-		if err := s.log.Add(ctx, undo); err != nil {
-			return err
-		}
-		for _, op := range res.All {
-			if err := s.log.MarkUndone(ctx, op.ID, undo.ID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	res.Operation = undo
-	return res, err
+	res.Rollback.RevertedDecisions = appendNew(res.Rollback.RevertedDecisions, out.reverted...)
+	res.Restored, res.Operation = out.restored, out.entry
+	return res, nil
 }
-
-// bothDetail is the journal detail of a rollback that restores files and decision states (a
-// fixed value: marshalling it cannot fail).
-var bothDetail, _ = json.Marshal(rollbackDetail{Mode: RestoreBoth})
 
 // appendNew appends the xs not in to already.
 func appendNew(to []string, xs ...string) []string {
@@ -390,60 +364,41 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 		res.Rollback.Mode = RestoreBoth
 		return res, err
 	}
-	started := s.ops.clock.Now()
 	id := ident.New(s.ops.clock.Now())
+	step := logStep{Entry: stepEntry{ID: id, Kind: "redo", Args: []string{"undo", u.ID}, Plan: u.Plan, StartedAt: s.ops.clock.Now()}, Redo: u.ID}
+	for _, op := range res.Redone {
+		step.Redone = append(step.Redone, stepEntry{ID: op.ID, Kind: op.Kind, Plan: op.Plan})
+	}
+	detail, err := stepDetail(step)
+	if err != nil {
+		return res, err
+	}
 	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: bothDetail})
+		&Operation{ID: id, Kind: kindRollback, Detail: detail})
 	if err != nil {
 		return res, fmt.Errorf("redo undo %s: %w", u.ID, err)
 	}
 	res.Rollback.Mode = RestoreBoth
-	redo := LoggedOperation{
-		ID: id, Kind: "redo", Args: []string{"undo", u.ID}, Plan: u.Plan, StartedAt: started, FinishedAt: s.ops.clock.Now(),
-		Outcome: "ok", Checkpoints: []checkpoint.ID{target.ID(), res.Rollback.Backup.ID()},
+	out, ok := s.ops.takeStep(id)
+	if !ok {
+		return res, fmt.Errorf("redo undo %s: the rollback %s was recorded without its log step", u.ID, id)
 	}
-	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
-		restored, err := s.ops.unrevert(ctx, u.ID)
-		if err != nil {
-			return err
-		}
-		res.Restored = restored
-		for i := len(res.Redone) - 1; i >= 0; i-- { // oldest first
-			r, err := s.rerevert(ctx, res.Redone[i])
-			if err != nil {
-				return err
-			}
-			res.Reverted = appendNew(res.Reverted, r...)
-		}
-		if err := s.log.Add(ctx, redo); err != nil {
-			return err
-		}
-		if err := s.log.MarkUndone(ctx, u.ID, redo.ID); err != nil {
-			return err
-		}
-		for _, op := range res.Redone {
-			if err := s.log.MarkUndone(ctx, op.ID, ""); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	res.Operation = redo
-	return res, err
+	res.Restored, res.Reverted, res.Operation = out.restored, out.reverted, out.entry
+	return res, nil
 }
 
 // rerevert marks again the decisions op (a rollback, a correction, a revert) had reverted, as its
 // history record names them. A decision's own entry has no record: the undo's rollback reverted it,
 // and unreverting the undo gave it back.
-func (s *HistoryService) rerevert(ctx context.Context, op LoggedOperation) ([]string, error) {
-	rec, err := s.ops.history.Get(ctx, op.ID)
+func (o *Operations) rerevert(ctx context.Context, op stepEntry) ([]string, error) {
+	rec, err := o.history.Get(ctx, op.ID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil || len(rec.Reverted) == 0 {
 		return nil, err
 	}
-	ps, err := s.ops.plans.List(ctx)
+	ps, err := o.plans.List(ctx)
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
@@ -452,7 +407,7 @@ func (s *HistoryService) rerevert(ctx context.Context, op LoggedOperation) ([]st
 	if own == "" {
 		own = ps[0].Name()
 	}
-	return s.ops.changePlans(ctx, ps, own, func(p *plan.Plan) []string {
+	return o.changePlans(ctx, ps, own, func(p *plan.Plan) []string {
 		var ids []string
 		for _, r := range rec.Reverted {
 			name, id, qualified := strings.Cut(r, "/")

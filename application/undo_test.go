@@ -358,7 +358,7 @@ func TestUndoToAcrossARollbackOfEarlierDecisions(t *testing.T) {
 // history or the plans cannot be read.
 func TestRerevert(t *testing.T) {
 	e := newUseCaseEnv(t)
-	hs := NewHistoryService(e.ops, &fakeOpLog{})
+	NewHistoryService(e.ops, &fakeOpLog{})
 	ranABC(t, e) // plan p, current
 	e.writes()
 	if _, err := e.runPlan(t, RunRequest{Name: "q", Decisions: defs("x")}); err != nil {
@@ -366,30 +366,30 @@ func TestRerevert(t *testing.T) {
 	}
 	// q is current now; the record names p's decisions bare (its own plan) and q's qualified.
 	e.history.recs["op1"] = HistoryRecord{ID: "op1", StartedAt: e.clock.Now(), Reverted: []string{"a", "q/x", "gone/y"}}
-	got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op1", Plan: "p"})
+	got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op1", Plan: "p"})
 	if err != nil || !slices.Contains(got, "a") || !slices.Contains(got, "q/x") {
 		t.Fatalf("%v, %v", got, err)
 	}
 	// The operation's plan unnamed: the current plan's decisions are the bare ones.
 	e.history.recs["op2"] = HistoryRecord{ID: "op2", StartedAt: e.clock.Now(), Reverted: []string{"b"}}
-	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op2"}); err != nil || len(got) != 0 {
+	if got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op2"}); err != nil || len(got) != 0 {
 		t.Errorf("b is not q's: %v, %v", got, err)
 	}
 	// Nothing recorded as reverted, no record at all: nothing to do.
 	e.history.recs["op3"] = HistoryRecord{ID: "op3"}
-	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op3"}); err != nil || got != nil {
+	if got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op3"}); err != nil || got != nil {
 		t.Errorf("%v, %v", got, err)
 	}
-	if got, err := hs.rerevert(context.Background(), LoggedOperation{ID: "none"}); err != nil || got != nil {
+	if got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "none"}); err != nil || got != nil {
 		t.Errorf("%v, %v", got, err)
 	}
 	e.plans.currentErr = errors.New("db down")
-	if _, err := hs.rerevert(context.Background(), LoggedOperation{ID: "op1"}); !errors.Is(err, e.plans.currentErr) {
+	if _, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op1"}); !errors.Is(err, e.plans.currentErr) {
 		t.Errorf("plans unreadable: %v", err)
 	}
 	e2 := newUseCaseEnv(t)
 	e2.history.recs["op1"] = HistoryRecord{ID: "op1", Reverted: []string{"a"}}
-	if got, err := NewHistoryService(e2.ops, &fakeOpLog{}).rerevert(context.Background(), LoggedOperation{ID: "op1"}); err != nil || got != nil {
+	if got, err := e2.ops.rerevert(context.Background(), stepEntry{ID: "op1"}); err != nil || got != nil {
 		t.Errorf("no plan: %v, %v", got, err)
 	}
 }
