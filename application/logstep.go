@@ -60,11 +60,10 @@ func stepDetail(step logStep) ([]byte, error) {
 // logStep does the log step op's detail carries, if any, inside the rollback's transaction (after
 // the rollback is recorded), and keeps its outcome for takeStep.
 func (o *Operations) logStep(ctx context.Context, op Operation) error {
-	var d rollbackDetail
-	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil || d.Log == nil {
+	step := stepOf(op)
+	if step == nil {
 		return nil
 	}
-	step := d.Log
 	if o.oplog == nil {
 		return fmt.Errorf("%s %s: no operation log to record it in", step.Entry.Kind, op.ID)
 	}
@@ -151,11 +150,22 @@ func (o *Operations) redoStep(ctx context.Context, step *logStep, out *stepOutco
 	return nil
 }
 
+// stepOf is the log step op's journal detail carries (nil for a rollback without one; a detail
+// that does not parse has none: rollbackMode reads it as a rollback of files and states).
+func stepOf(op Operation) *logStep {
+	var d rollbackDetail
+	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil {
+		return nil
+	}
+	return d.Log
+}
+
 // takeStep returns (and forgets) the outcome of rollback id's log step.
 func (o *Operations) takeStep(id string) (stepOutcome, bool) {
 	v, ok := o.steps.LoadAndDelete(id)
 	if !ok {
 		return stepOutcome{}, false
 	}
-	return v.(stepOutcome), true
+	out, ok := v.(stepOutcome)
+	return out, ok
 }
