@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -24,11 +25,7 @@ func smallPackHistory(w *workspace, r *rand.Rand, n int) ([]string, []map[string
 		cur[rel] = fmt.Sprintf("call %d %x %x\n", i, r.Uint64(), r.Uint64())
 		w.write(rel, cur[rel])
 		ids = append(ids, w.checkpoint(fmt.Sprintf("call %d", i)))
-		st := make(map[string]string, len(cur))
-		for k, v := range cur {
-			st[k] = v
-		}
-		states = append(states, st)
+		states = append(states, maps.Clone(cur))
 	}
 	return ids, states
 }
@@ -60,10 +57,8 @@ func TestHostileConsolidationKilledAtEachStep(t *testing.T) {
 				ID string `json:"id"`
 			}
 			w.mustJSON(&last, "checkpoint", "show", "@")
-			lastState := map[string]string{"calls/last.txt": "the 16th pack\n"}
-			for k, v := range states[len(states)-1] {
-				lastState[k] = v
-			}
+			lastState := maps.Clone(states[len(states)-1])
+			lastState["calls/last.txt"] = "the 16th pack\n"
 			ids, states = append(ids, last.ID), append(states, lastState)
 			requireEveryCheckpoint(w, ids, states, "after a kill at "+point)
 		})
@@ -88,10 +83,8 @@ func TestHostileConsolidationKilledAtRandom(t *testing.T) {
 			// and the next command finishes what the killed one left.
 			w.must("verify", "--read-data")
 			next := w.checkpoint(fmt.Sprintf("after kill %d", i))
-			st := map[string]string{rel: content}
-			for k, v := range states[len(states)-1] {
-				st[k] = v
-			}
+			st := maps.Clone(states[len(states)-1])
+			st[rel] = content
 			ids, states = append(ids, next), append(states, st)
 		}
 		requireEveryCheckpoint(w, ids, states, fmt.Sprintf("trial %d, the end", trial))
@@ -117,11 +110,7 @@ func TestHostileConsolidationUnderTheWatchService(t *testing.T) {
 		cur[rel] = fmt.Sprintf("call %d %x\n", i, r.Uint64())
 		w.write(rel, cur[rel])
 		ids = append(ids, w.checkpoint(fmt.Sprintf("through the service %d", i)))
-		st := make(map[string]string, len(cur))
-		for k, v := range cur {
-			st[k] = v
-		}
-		states = append(states, st)
+		states = append(states, maps.Clone(cur))
 	}
 	var st watchStatus
 	w.mustJSON(&st, "watch", "status")

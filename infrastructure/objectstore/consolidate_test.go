@@ -12,6 +12,18 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
+// openDirStore opens a private store in a fresh directory, closed when the test ends.
+func openDirStore(t *testing.T) (string, *Store) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return dir, s
+}
+
 // packCount counts the packs in dir's packs/ (the files, not the index's view).
 func packCount(t *testing.T, dir string) int {
 	t.Helper()
@@ -43,12 +55,7 @@ func commitOne(t *testing.T, s *Store, data []byte) tree.Hash {
 // back byte for byte, also from a store opened afresh, and each byte was copied a logarithmic number
 // of times, not once per later write.
 func TestConsolidationKeepsPacksFewAndEveryObject(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	dir, s := openDirStore(t)
 	const n = 400
 	data := make(map[tree.Hash][]byte, n)
 	var stored, written int64
@@ -100,12 +107,7 @@ func TestConsolidationKeepsPacksFewAndEveryObject(t *testing.T) {
 // a shared store (only its two-phase gc removes packs), and a store whose index was never read is
 // not due.
 func TestConsolidationLeavesWhatItMustNotMerge(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	dir, s := openDirStore(t)
 	for i := range consolidateAt - 1 {
 		commitOne(t, s, text(uint64(i), 1000))
 	}
@@ -225,12 +227,7 @@ func TestConsolidationKeepsDeltas(t *testing.T) {
 // A damaged record in a pack to merge fails the consolidation before anything is removed: every
 // pack is still there, the damage is named, and every intact object reads.
 func TestConsolidationRefusesDamage(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	dir, s := openDirStore(t)
 	data := map[tree.Hash][]byte{}
 	var victim tree.Hash
 	for i := range consolidateAt {
