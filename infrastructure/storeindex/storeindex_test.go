@@ -204,6 +204,13 @@ func TestSummaryNotTrustedPastTheHighWaterMark(t *testing.T) {
 	if w.FromSummary || !strings.Contains(w.Hole, "newest records are missing") {
 		t.Fatalf("a workspace whose newest record is gone: from summary %v, hole %q", w.FromSummary, w.Hole)
 	}
+	// Its high-water mark gone too, the summary still does not match: read again.
+	if err := os.Remove(filepath.Join(be.(*objectstore.Dir).Root(), "workspaces", id+".head")); err != nil {
+		t.Fatal(err)
+	}
+	if w := read(t, be).Workspaces[id]; w.FromSummary {
+		t.Fatal("a workspace whose high-water mark is gone came from the summary")
+	}
 }
 
 // A retired workspace keeps its pinned checkpoints, and whatever it recorded after its retirement
