@@ -15,7 +15,9 @@
 // A shared store's gc deletes only provable garbage: it MUST NOT collect while it cannot know what
 // some workspace keeps live, that is while a workspace's records have a hole (persistence.LedgerHole)
 // or a workspace described in workspaces/ has no records left; it refuses then, deleting nothing
-// and naming the workspace. doctor and verify report the records a workspace's database has seen
+// and naming the workspace. It reads every workspace through package storeindex: a workspace the
+// store's summary proves unchanged is taken from it, any other from its records, and a retired
+// workspace keeps only what storeindex.Workspace.Live says. doctor and verify report the records a workspace's database has seen
 // that the store lost (persistence.DB.MissingRecords); doctor --repair writes them again as a
 // baseline.
 package maintenance
