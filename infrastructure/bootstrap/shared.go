@@ -121,6 +121,9 @@ func (s *SharedStore) Workspaces(ctx context.Context, all bool) ([]WorkspaceSumm
 		if ident.ValidateFull("workspace", w.ID) != nil || (w.Retired != nil && !all) {
 			continue
 		}
+		if w.DescriptorDamaged {
+			return nil, fault.Integrity("the workspace descriptor %s is damaged", s.be.Location("workspaces/"+w.ID+".json"))
+		}
 		ws := &WorkspaceSummary{ID: w.ID}
 		if d := w.Descriptor; d != nil {
 			ws.Root, ws.Host, ws.CreatedAt = d.Root, d.Host, d.CreatedAt

@@ -199,7 +199,7 @@ func TestSummaryNamesAndFormats(t *testing.T) {
 	if v.Summary != "" || v.Read != 1 {
 		t.Fatalf("a summary of another format was used: %q, %d read", v.Summary, v.Read)
 	}
-	if d := v.Workspaces[id].Descriptor; d == nil || d.WorkspaceID != id {
+	if d := v.Workspaces[id].Descriptor; d == nil || d.WorkspaceID != id || !v.Workspaces[id].DescriptorDamaged {
 		t.Fatalf("an unparseable descriptor: %+v", d)
 	}
 	// A retirement marker of another workspace's ID is damage too.

@@ -40,7 +40,10 @@ type Retirement struct {
 type Workspace struct {
 	ID string
 	// Descriptor is nil when the store holds none (it is written after the first record).
-	Descriptor *Descriptor
+	// DescriptorDamaged says it does not parse or names another workspace: it still names this
+	// one (a gc must account for it), Descriptor holding only the ID.
+	Descriptor        *Descriptor
+	DescriptorDamaged bool
 	// Retired is nil unless the workspace was retired.
 	Retired *Retirement
 	// Hole says what is missing from its history ("" when nothing is): no gc may collect then.
@@ -193,7 +196,7 @@ func readWorkspace(be objectstore.Backend, id string, l *listing, e *entry) (*Wo
 	w := &Workspace{ID: id, pending: len(l.pending) > 0, hasNames: len(l.committed) > 0}
 	recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(id))
 	var err error
-	if w.Descriptor, w.descTag, err = readDescriptor(be, id, l.desc, e); err != nil {
+	if w.Descriptor, w.DescriptorDamaged, w.descTag, err = readDescriptor(be, id, l.desc, e); err != nil {
 		return nil, err
 	}
 	if w.Retired, w.retTag, err = readRetirement(be, id, l.ret, e); err != nil {
@@ -292,26 +295,26 @@ func headUnchanged(recs *objectstore.Records, fi *objectstore.FileInfo, e *entry
 	return err == nil && ok && seq == e.Head
 }
 
-func readDescriptor(be objectstore.Backend, id string, fi *objectstore.FileInfo, e *entry) (*Descriptor, string, error) {
+func readDescriptor(be objectstore.Backend, id string, fi *objectstore.FileInfo, e *entry) (d *Descriptor, damaged bool, tag string, err error) {
 	if fi == nil {
-		return nil, "", nil
+		return nil, false, "", nil
 	}
 	if e != nil && e.Descriptor != nil && fi.Tag != "" && fi.Tag == e.DescriptorTag {
-		return e.Descriptor, fi.Tag, nil
+		return e.Descriptor, e.DescriptorDamaged, fi.Tag, nil
 	}
 	b, err := be.ReadFile("workspaces/" + id + ".json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
+		return nil, false, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("read the descriptor of workspace %s: %w", id, err)
+		return nil, false, "", fmt.Errorf("read the descriptor of workspace %s: %w", id, err)
 	}
-	d := &Descriptor{}
-	if json.Unmarshal(b, d) != nil {
+	d = &Descriptor{}
+	if json.Unmarshal(b, d) != nil || d.WorkspaceID != id {
 		// A descriptor that cannot be parsed still names its workspace.
-		d = &Descriptor{WorkspaceID: id}
+		return &Descriptor{WorkspaceID: id}, true, fi.Tag, nil
 	}
-	return d, fi.Tag, nil
+	return d, false, fi.Tag, nil
 }
 
 func readRetirement(be objectstore.Backend, id string, fi *objectstore.FileInfo, e *entry) (*Retirement, string, error) {
@@ -396,14 +399,15 @@ type summaryFile struct {
 
 // entry is one workspace of a summary.
 type entry struct {
-	Descriptor    *Descriptor              `json:"descriptor,omitempty"`
-	DescriptorTag string                   `json:"descriptor_tag,omitempty"`
-	Retired       *Retirement              `json:"retired,omitempty"`
-	RetiredTag    string                   `json:"retired_tag,omitempty"`
-	Head          uint64                   `json:"head"`
-	HeadTag       string                   `json:"head_tag,omitempty"`
-	State         *persistence.LedgerState `json:"state"`
-	Kept          []tree.Hash              `json:"kept,omitempty"`
+	Descriptor        *Descriptor              `json:"descriptor,omitempty"`
+	DescriptorDamaged bool                     `json:"descriptor_damaged,omitempty"`
+	DescriptorTag     string                   `json:"descriptor_tag,omitempty"`
+	Retired           *Retirement              `json:"retired,omitempty"`
+	RetiredTag        string                   `json:"retired_tag,omitempty"`
+	Head              uint64                   `json:"head"`
+	HeadTag           string                   `json:"head_tag,omitempty"`
+	State             *persistence.LedgerState `json:"state"`
+	Kept              []tree.Hash              `json:"kept,omitempty"`
 }
 
 // summaryName parses a summary's name: its time stamp and hash.
@@ -473,7 +477,7 @@ func WriteSummary(be objectstore.Backend, v *View) (string, error) {
 		if w.Hole != "" || w.State == nil {
 			continue
 		}
-		s.Workspaces[id] = &entry{Descriptor: w.Descriptor, DescriptorTag: w.descTag, Retired: w.Retired, RetiredTag: w.retTag,
+		s.Workspaces[id] = &entry{Descriptor: w.Descriptor, DescriptorDamaged: w.DescriptorDamaged, DescriptorTag: w.descTag, Retired: w.Retired, RetiredTag: w.retTag,
 			Head: w.head, HeadTag: w.headTag, State: w.State, Kept: w.Kept}
 	}
 	b, err := json.Marshal(s)
