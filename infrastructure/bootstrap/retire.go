@@ -30,11 +30,11 @@ func (s *Setup) checkRetired(be objectstore.Backend) error {
 type Liveness int
 
 const (
-	// Gone: the directory is on this machine and no longer holds the workspace.
+	// Gone is a directory on this machine that no longer holds the workspace.
 	Gone Liveness = iota
-	// Live: the directory is on this machine and still holds the workspace.
+	// Live is a directory on this machine that still holds the workspace.
 	Live
-	// Unknown: the directory is on another machine (or the store does not say where it is).
+	// Unknown is a directory on another machine (or the store does not say where it is).
 	Unknown
 )
 

@@ -310,11 +310,11 @@ func readDescriptor(be objectstore.Backend, id string, fi *objectstore.FileInfo,
 		return nil, false, "", fmt.Errorf("read the descriptor of workspace %s: %w", id, err)
 	}
 	d = &Descriptor{}
-	if json.Unmarshal(b, d) != nil || d.WorkspaceID != id {
+	if uerr := json.Unmarshal(b, d); uerr != nil || d.WorkspaceID != id {
 		// A descriptor that cannot be parsed still names its workspace.
-		return &Descriptor{WorkspaceID: id}, true, fi.Tag, nil
+		d, damaged = &Descriptor{WorkspaceID: id}, true
 	}
-	return d, false, fi.Tag, nil
+	return d, damaged, fi.Tag, nil
 }
 
 func readRetirement(be objectstore.Backend, id string, fi *objectstore.FileInfo, e *entry) (*Retirement, string, error) {
