@@ -308,3 +308,42 @@ func TestWorkspaceWithoutRecordsIsAHole(t *testing.T) {
 		t.Fatalf("a workspace with a hole came from the summary (%v), hole %q", w.FromSummary, w.Hole)
 	}
 }
+
+// A gc killed between writing its summary and removing the older one leaves both: the newest is
+// read, and the next summary written removes them all but itself.
+func TestTwoSummariesLeftByAKill(t *testing.T) {
+	s := fileStore(t)
+	a := s.workspace(t, "a")
+	be := s.backend(t)
+	first, err := storeindex.WriteSummary(be, read(t, be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := be.(*objectstore.Dir).Root()
+	kept, err := os.ReadFile(filepath.Join(root, "gc", first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, a, "a2")
+	time.Sleep(2 * time.Millisecond)
+	second, err := storeindex.WriteSummary(be, read(t, be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Put the first back, as a kill before its removal would have left it.
+	if err := os.WriteFile(filepath.Join(root, "gc", first), kept, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	v := read(t, be)
+	if v.Summary != second || v.Read != 0 {
+		t.Fatalf("with two summaries, read %q (%d workspaces read), want the newest %q", v.Summary, v.Read, second)
+	}
+	time.Sleep(2 * time.Millisecond)
+	third, err := storeindex.WriteSummary(be, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := filepath.Base(summaryPath(t, root)); got != third {
+		t.Fatalf("left %s, want only %s", got, third)
+	}
+}
