@@ -112,7 +112,7 @@ type WorkspaceSummary struct {
 // named and holds them, else from their records, read through the summary the last gc wrote (see
 // storeindex): a workspace unchanged since is not read.
 func (s *SharedStore) Workspaces(ctx context.Context, all bool) ([]WorkspaceSummary, error) {
-	v, err := storeindex.Read(s.be)
+	v, err := storeindex.ReadForListing(s.be)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@
 //
 // Reading the store (Read) takes two listings of records/ (pending names from the first,
 // committed from the second: a record committed between them is seen in one of the two) and one
-// of workspaces/, in one request per thousand names on S3. A workspace whose listing matches the
+// of workspaces/, in one request per thousand names on S3 (ReadForListing, for `plan workspaces`,
+// lists records/ once: a listing may miss a transaction in flight, a gc may not). A workspace whose listing matches the
 // summary's entry exactly is taken from the summary without reading any of its files; any other
 // is read as a gc always read it (its high-water mark, pending and committed records, the hole
 // check), replaying only the records after those its summary entry covers.

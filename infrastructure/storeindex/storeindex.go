@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // Descriptor is a shared store's workspaces/<id>.json: where the workspace was made.
@@ -110,21 +111,34 @@ type listing struct {
 // Read reads every workspace of the shared store be: from the newest usable summary what its
 // entries prove unchanged, and the rest from their files (see the package documentation). It only
 // reads, needs no lock, and tolerates workspaces writing at the same time.
-func Read(be objectstore.Backend) (*View, error) {
+func Read(be objectstore.Backend) (*View, error) { return read(be, true) }
+
+// ReadForListing is Read for what `plan workspaces` shows: one listing of records/ instead of two.
+// A transaction committing during it may be missed (it is listed next time); a gc must use Read.
+func ReadForListing(be objectstore.Backend) (*View, error) { return read(be, false) }
+
+func read(be objectstore.Backend, exact bool) (*View, error) {
+	end := timing.Span("index.summary")
 	prior, priorName := readSummary(be)
+	end()
 	// Pending first, committed second: a record committed between the two listings is in one.
+	end = timing.Span("index.list")
 	first, err := objectstore.ListTree(be, "records")
 	if err != nil {
 		return nil, fmt.Errorf("list the records of the store: %w", err)
 	}
-	second, err := objectstore.ListTree(be, "records")
-	if err != nil {
-		return nil, fmt.Errorf("list the records of the store: %w", err)
+	second := first
+	if exact {
+		if second, err = objectstore.ListTree(be, "records"); err != nil {
+			return nil, fmt.Errorf("list the records of the store: %w", err)
+		}
 	}
 	wsFiles, err := objectstore.ListTree(be, "workspaces")
 	if err != nil {
 		return nil, fmt.Errorf("list the workspaces of the store: %w", err)
 	}
+	end()
+	defer timing.Span("index.workspaces")()
 	lists := map[string]*listing{}
 	get := func(id string) *listing {
 		l, ok := lists[id]

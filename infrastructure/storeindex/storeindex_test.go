@@ -122,6 +122,10 @@ func TestSummaryServesUnchangedWorkspaces(t *testing.T) {
 			if second.Summary == "" || second.Read != 0 {
 				t.Fatalf("second reading: summary %q, %d read", second.Summary, second.Read)
 			}
+			listing, err := storeindex.ReadForListing(be)
+			if err != nil || listing.Read != 0 || !slices.Equal(live(listing), live(second)) {
+				t.Fatalf("a reading for listing: %+v, %v", listing, err)
+			}
 			if !slices.Equal(live(first), live(second)) {
 				t.Fatalf("the summary keeps %v, the records %v", live(second), live(first))
 			}
