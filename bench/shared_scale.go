@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -38,6 +39,7 @@ func (b *bench) sharedScale() error {
 	defer drop()
 	dir := filepath.Join(b.base, "shared-scale")
 	bucket := "plan-bench-" + randomSuffix()
+	defer srv.removeBucket(context.WithoutCancel(b.ctx), bucket)
 	// One small workspace per store: what is measured is the store's history, not its content.
 	setup := func(name string) (ws, store, id string, err error) {
 		ws = filepath.Join(dir, name)
