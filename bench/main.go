@@ -21,7 +21,9 @@
 // compares plan's store with the same history in git after `git gc --aggressive`. The fixed cost
 // (fixed.go: start-up, read-only commands and a no-change checkpoint's phases and durable writes, on
 // a history of -checkpoints checkpoints) is measured on the generated workspace; -fixed-only
-// measures nothing else.
+// measures nothing else. On a shared store (MinIO and PostgreSQL, started by `make bench`) it times
+// the first checkpoint, a 1% change and a clone, and gc and `plan workspaces` once -clones clones
+// have used the store, against a fresh store (-shared-only measures only these).
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
@@ -71,9 +73,13 @@ type config struct {
 	only       string
 	// fixed measures the fixed cost on a history of checkpoints checkpoints; fixedOnly skips
 	// every other phase.
-	watch       bool
-	prune       bool
-	pruneOnly   bool
+	watch     bool
+	prune     bool
+	pruneOnly bool
+	// sharedOnly measures only the shared-store rows; clones is how many clones the shared store
+	// at scale is measured with.
+	sharedOnly  bool
+	clones      int
 	fixed       bool
 	fixedOnly   bool
 	checkpoints int
@@ -111,6 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
 	fs.BoolVar(&cfg.prune, "prune", true, "also measure the store after `checkpoint prune` + `gc` against a fresh store of the kept checkpoints (appended, rewritten, mixed)")
 	fs.BoolVar(&cfg.pruneOnly, "prune-only", false, "measure only the prune rows")
+	fs.BoolVar(&cfg.sharedOnly, "shared-only", false, "measure only the shared-store rows (needs the servers `make bench` starts)")
+	fs.IntVar(&cfg.clones, "clones", 440, "clones in the store the shared store at scale is measured with")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
 	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a target is missed")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (workspaces, repos, binary) for inspection")
@@ -132,8 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err := fmt.Errorf("-only: the only phase that runs alone is agents, not %q", cfg.only)
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
-	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100 || cfg.checkpoints < 1:
-		err := errors.New("need -files >= 10, -runs >= 1, -checkpoints >= 1 and 0 < -change <= 100")
+	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100 || cfg.checkpoints < 1 || cfg.clones < 1:
+		err := errors.New("need -files >= 10, -runs >= 1, -checkpoints >= 1, -clones >= 1 and 0 < -change <= 100")
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
 	}
@@ -218,6 +226,16 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	}
 	b.rep = &report{Runs: b.cfg.runs, Seed: b.cfg.seed, GitVersion: b.gitVersion()}
 
+	if b.cfg.sharedOnly {
+		for _, ph := range []phase{{"shared store", true, b.shared}, {"shared store at scale", true, b.sharedScale}} {
+			start := time.Now()
+			if err := ph.fn(); err != nil {
+				return nil, fmt.Errorf("%s: %w", ph.name, err)
+			}
+			b.logf("%s: done in %v", ph.name, time.Since(start).Round(time.Millisecond))
+		}
+		return b.rep, nil
+	}
 	if b.cfg.pruneOnly {
 		start := time.Now()
 		if err := b.prune(); err != nil {
@@ -240,6 +258,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"real tree", all && b.cfg.real, b.realTree},
 		{"real history storage", all && b.cfg.history, b.history},
 		{"shared store", all && b.cfg.shared, b.shared},
+		{"shared store at scale", all && b.cfg.shared, b.sharedScale},
 		{"prune + gc", b.cfg.prune && all, b.prune},
 	}
 	for _, ph := range phases {

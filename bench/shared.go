@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // sharedServers are the MinIO and PostgreSQL the shared-store phase runs against: those
@@ -20,6 +22,8 @@ import (
 type sharedServers struct {
 	env   []string // the AWS environment a plan process needs
 	admin string   // a superuser DSN, to make the phase's database
+	// endpoint, access and secret reach MinIO, to remove the phase's bucket.
+	endpoint, access, secret string
 }
 
 func sharedServersFromEnv() (sharedServers, bool) {
@@ -36,7 +40,22 @@ func sharedServersFromEnv() (sharedServers, bool) {
 			env = append(env, "PGPASSWORD="+pw) // as a user gives it: the configuration never records it
 		}
 	}
-	return sharedServers{admin: dsn, env: env}, true
+	return sharedServers{admin: dsn, env: env, endpoint: endpoint,
+		access: os.Getenv("PLAN_TEST_S3_ACCESS_KEY"), secret: os.Getenv("PLAN_TEST_S3_SECRET_KEY")}, true
+}
+
+// removeBucket removes the bucket a phase made (plan made it), with everything in it, so that
+// runs do not pile up in MinIO; a bucket never made is fine.
+func (s sharedServers) removeBucket(ctx context.Context, name string) {
+	u, err := url.Parse(s.endpoint)
+	if err != nil {
+		return
+	}
+	c, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""), Secure: u.Scheme == "https"})
+	if err != nil {
+		return
+	}
+	_ = c.RemoveBucketWithOptions(ctx, name, minio.RemoveBucketOptions{ForceDelete: true})
 }
 
 func randomSuffix() string {
@@ -97,6 +116,7 @@ func (b *bench) shared() error {
 	}
 	s := b.newSubject(dir, "shared_", "shared store: ", w, b.changedCount(len(w.files)))
 	bucket := "plan-bench-" + randomSuffix()
+	defer srv.removeBucket(context.WithoutCancel(b.ctx), bucket)
 	var localFirst, sharedFirst, localChange, sharedChange, fileClone, sharedClone []time.Duration
 	timeCheckpoint := func(env []string) (time.Duration, string, error) {
 		syscall.Sync()

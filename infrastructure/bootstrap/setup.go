@@ -258,6 +258,10 @@ func (s *Setup) OpenStore(ctx context.Context, init bool) (*objectstore.Store, *
 			return nil, nil, err
 		}
 	}
+	if err := s.checkRetired(be); err != nil {
+		closeBackend(be)
+		return nil, nil, err
+	}
 	st, err := objectstore.OpenBackendLazy(be, work)
 	if err != nil {
 		closeBackend(be)

@@ -164,7 +164,7 @@ func TestOpenShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if ws, err := s.Workspaces(ctx); err != nil || len(ws) != 0 {
+	if ws, err := s.Workspaces(ctx, false); err != nil || len(ws) != 0 {
 		t.Fatalf("an empty store lists %v, %v", ws, err)
 	}
 	if _, err := s.Checkpoint(ctx, "0123456789abcdef01234567", ""); !errors.Is(err, fault.ErrNotFound) {

@@ -21,6 +21,7 @@ import (
 	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/storeindex"
 )
 
 // SharedConfig names a shared store (and, optionally, the database its workspaces share) to look
@@ -102,48 +103,40 @@ type WorkspaceSummary struct {
 	CreatedAt        time.Time
 	Checkpoints      int
 	LastCheckpointAt time.Time // zero when there is none
+	// RetiredAt is when the workspace was retired (zero: it was not).
+	RetiredAt time.Time
 }
 
-// Workspaces lists the workspaces the store holds: those with records or a descriptor in it. Their
-// counts come from the database when one was named and holds them, else from their records.
-func (s *SharedStore) Workspaces(ctx context.Context) ([]WorkspaceSummary, error) {
-	byID := map[string]*WorkspaceSummary{}
-	get := func(id string) *WorkspaceSummary {
-		w, ok := byID[id]
-		if !ok {
-			w = &WorkspaceSummary{ID: id}
-			byID[id] = w
-		}
-		return w
-	}
-	descs, err := s.be.List("workspaces")
+// Workspaces lists the workspaces the store holds: those with records or a descriptor in it,
+// without the retired ones unless all is set. Their counts come from the database when one was
+// named and holds them, else from their records, read through the summary the last gc wrote (see
+// storeindex): a workspace unchanged since is not read.
+func (s *SharedStore) Workspaces(ctx context.Context, all bool) ([]WorkspaceSummary, error) {
+	v, err := storeindex.ReadForListing(s.be)
 	if err != nil {
 		return nil, err
 	}
-	for _, fi := range descs {
-		id, ok := strings.CutSuffix(fi.Name, ".json")
-		if fi.Dir || !ok || ident.ValidateFull("workspace", id) != nil {
+	byID := map[string]*WorkspaceSummary{}
+	for _, w := range v.Workspaces {
+		if ident.ValidateFull("workspace", w.ID) != nil || (w.Retired != nil && !all) {
 			continue
 		}
-		d, err := s.descriptor(id)
-		if err != nil {
-			return nil, err
+		if w.DescriptorDamaged {
+			return nil, fault.Integrity("the workspace descriptor %s is damaged", s.be.Location("workspaces/"+w.ID+".json"))
 		}
-		w := get(id)
-		w.Root, w.Host, w.CreatedAt = d.Root, d.Host, d.CreatedAt
-	}
-	dirs, err := s.be.List("records")
-	if err != nil {
-		return nil, err
-	}
-	withRecords := map[string]bool{}
-	for _, fi := range dirs {
-		if fi.Dir && ident.ValidateFull("workspace", fi.Name) == nil {
-			get(fi.Name)
-			withRecords[fi.Name] = true
+		ws := &WorkspaceSummary{ID: w.ID}
+		if d := w.Descriptor; d != nil {
+			ws.Root, ws.Host, ws.CreatedAt = d.Root, d.Host, d.CreatedAt
 		}
+		if w.Retired != nil {
+			ws.RetiredAt = w.Retired.RetiredAt
+		}
+		if w.State != nil {
+			sum := w.State.Summary()
+			ws.Checkpoints, ws.LastCheckpointAt = sum.Checkpoints, sum.LastCheckpoint
+		}
+		byID[w.ID] = ws
 	}
-	fromDB := map[string]bool{}
 	if s.db != nil {
 		rows, err := s.db.Workspaces(ctx)
 		if err != nil {
@@ -152,25 +145,13 @@ func (s *SharedStore) Workspaces(ctx context.Context) ([]WorkspaceSummary, error
 		for _, r := range rows {
 			w, ok := byID[r.ID]
 			if !ok {
-				continue // a workspace of the database that keeps its content in another store
+				continue // a workspace of the database that keeps its content in another store, or retired
 			}
 			if w.Root == "" {
 				w.Root, w.Host, w.CreatedAt = r.Root, r.Host, r.CreatedAt
 			}
 			w.Checkpoints, w.LastCheckpointAt = r.Checkpoints, r.Newest
-			fromDB[r.ID] = true
 		}
-	}
-	for id := range withRecords {
-		if fromDB[id] {
-			continue
-		}
-		sum, err := persistence.SummarizeLedger(objectstore.NewRecords(s.be, objectstore.WorkspaceRecords(id)))
-		if err != nil {
-			return nil, fmt.Errorf("read the records of workspace %s: %w", id, err)
-		}
-		w := byID[id]
-		w.Checkpoints, w.LastCheckpointAt = sum.Checkpoints, sum.LastCheckpoint
 	}
 	out := make([]WorkspaceSummary, 0, len(byID))
 	for _, w := range byID {
@@ -221,7 +202,11 @@ func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceChe
 	} else if len(names) == 0 {
 		return SourceCheckpoint{}, fault.NotFound("the store %s holds no workspace %s", s.cfg.Store, id)
 	}
-	if s.db != nil {
+	retired, err := storeindex.ReadRetirement(s.be, id)
+	if err != nil {
+		return SourceCheckpoint{}, err
+	}
+	if s.db != nil && retired == nil {
 		if src, held, err := s.dbCheckpoint(ctx, id, ref); held {
 			return src, err
 		}
@@ -234,6 +219,9 @@ func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceChe
 	}
 	var found []persistence.CheckpointSummary
 	for _, c := range sum.List {
+		if retired != nil && !c.Pinned {
+			continue // a retired workspace keeps only its pinned checkpoints
+		}
 		if ref == "" || strings.HasPrefix(c.ID, ref) {
 			found = append(found, c)
 		}
@@ -242,6 +230,9 @@ func (s *SharedStore) Checkpoint(ctx context.Context, id, ref string) (SourceChe
 		}
 	}
 	switch {
+	case len(found) == 0 && retired != nil:
+		return SourceCheckpoint{}, fault.NotFound("workspace %s was retired at %s and keeps only its pinned checkpoints: %s",
+			id, retired.RetiredAt.UTC().Format(time.RFC3339), map[bool]string{true: "it has none", false: "checkpoint " + ref + " is not one of them"}[ref == ""])
 	case len(found) == 0 && ref == "":
 		return SourceCheckpoint{}, fault.NotFound("workspace %s has no checkpoint", id)
 	case len(found) == 0:

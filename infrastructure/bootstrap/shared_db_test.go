@@ -46,7 +46,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 	}
 	s := openShared(t, bootstrap.SharedConfig{Store: store, DB: db})
 
-	ws, err := s.Workspaces(ctx)
+	ws, err := s.Workspaces(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 
 	// A database that lost its tables cannot list: an error, not an empty list.
 	execSQL(t, db, "DROP TABLE workspaces CASCADE")
-	if ws, err := s.Workspaces(ctx); err == nil {
+	if ws, err := s.Workspaces(ctx, false); err == nil {
 		t.Errorf("the workspaces of a database without its tables: %+v", ws)
 	}
 	if _, err := s.Checkpoint(ctx, a, ""); err == nil || errors.Is(err, fault.ErrNotFound) {

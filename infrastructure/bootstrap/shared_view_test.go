@@ -72,7 +72,7 @@ func TestTheWorkspacesOfAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openShared(t, bootstrap.SharedConfig{Store: store})
-	ws, err := s.Workspaces(ctx)
+	ws, err := s.Workspaces(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +88,13 @@ func TestTheWorkspacesOfAStore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "workspaces", b+".json"), []byte(`{"workspace_id": "0123456789abcdef01234567"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Workspaces(ctx); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), b+".json") {
+	if _, err := s.Workspaces(ctx, false); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), b+".json") {
 		t.Errorf("a descriptor naming another workspace: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "workspaces", b+".json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Workspaces(ctx); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s.Workspaces(ctx, false); !errors.Is(err, fault.ErrIntegrity) {
 		t.Errorf("a descriptor that is not JSON: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestAStoreThatCannotBeListed(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := openShared(t, bootstrap.SharedConfig{Store: "file://" + dir})
-		if _, err := s.Workspaces(ctx); err == nil || !strings.Contains(err.Error(), sub) {
+		if _, err := s.Workspaces(ctx, false); err == nil || !strings.Contains(err.Error(), sub) {
 			t.Errorf("a store whose %s is a file: %v", sub, err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestAStoreThatCannotBeListed(t *testing.T) {
 		}
 	}
 	s := openShared(t, bootstrap.SharedConfig{Store: store})
-	if _, err := s.Workspaces(ctx); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), id) {
+	if _, err := s.Workspaces(ctx, false); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), id) {
 		t.Errorf("a workspace with damaged records: %v", err)
 	}
 	if _, err := s.Checkpoint(ctx, id, ""); !errors.Is(err, fault.ErrIntegrity) {

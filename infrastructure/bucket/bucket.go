@@ -331,6 +331,23 @@ func (b *Backend) List(dir string) ([]objectstore.FileInfo, error) {
 	return out, nil
 }
 
+// ListTree implements objectstore.TreeLister: one request per thousand names, whatever the depth,
+// each with its ETag.
+func (b *Backend) ListTree(dir string) ([]objectstore.FileInfo, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	p := b.prefix + strings.TrimSuffix(dir, "/") + "/"
+	var out []objectstore.FileInfo
+	for obj := range b.client.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: p, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, b.classify("list", dir, obj.Err)
+		}
+		out = append(out, objectstore.FileInfo{Name: strings.TrimPrefix(obj.Key, p), Size: obj.Size,
+			ModTime: obj.LastModified, Tag: strings.Trim(obj.ETag, `"`)})
+	}
+	return out, nil
+}
+
 // immutable says which names the cache may keep: everything the object store writes to a shared
 // store except pending records, which are deleted soon after they are written.
 func immutable(name string) bool {

@@ -198,6 +198,33 @@ func TestBackendContract(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "r1" || list[0].Dir || list[0].Size != 3 {
 		t.Fatalf("List(records/w) = %+v, %v", list, err)
 	}
+	// ListTree lists every file at any depth, with its ETag (which changes with the content).
+	if err := b.WriteFile("workspaces/w.head", []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Create("records/w/pending/r2", []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := b.ListTree("records")
+	if err != nil || len(tree) != 2 || tree[0].Name != "w/pending/r2" || tree[1].Name != "w/r1" || tree[0].Tag == "" || tree[0].Tag == tree[1].Tag {
+		t.Fatalf("ListTree(records) = %+v, %v", tree, err)
+	}
+	heads, err := b.ListTree("workspaces")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ListTree(workspaces) = %+v, %v", heads, err)
+	}
+	if err := b.WriteFile("workspaces/w.head", []byte("2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := b.ListTree("workspaces"); err != nil || len(again) != 1 || again[0].Tag == heads[0].Tag {
+		t.Fatalf("the ETag of a rewritten file: %+v then %+v, %v", heads, again, err)
+	}
+	if none, err := b.ListTree("nothing"); err != nil || len(none) != 0 {
+		t.Fatalf("ListTree of nothing = %+v, %v", none, err)
+	}
+	if err := b.Remove("records/w/pending/r2"); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Remove("records/w/r1"); err != nil {
 		t.Fatal(err)
 	}
@@ -380,6 +407,7 @@ func TestOperationsWhenTheServiceFails(t *testing.T) {
 		f.mode.Store(mode)
 		for name, op := range map[string]func() error{
 			"list":    func() error { _, err := b.List("packs"); return err },
+			"tree":    func() error { _, err := b.ListTree("records"); return err },
 			"read":    func() error { _, err := b.ReadFile("records/w/pending/x"); return err },
 			"open":    func() error { _, err := b.Open("packs/none.pack"); return err },
 			"install": func() error { return b.Install(src, "packs/p.pack") },

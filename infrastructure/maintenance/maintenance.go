@@ -15,18 +15,16 @@
 // A shared store's gc deletes only provable garbage: it MUST NOT collect while it cannot know what
 // some workspace keeps live, that is while a workspace's records have a hole (persistence.LedgerHole)
 // or a workspace described in workspaces/ has no records left; it refuses then, deleting nothing
-// and naming the workspace. doctor and verify report the records a workspace's database has seen
+// and naming the workspace. It reads every workspace through package storeindex: a workspace the
+// store's summary proves unchanged is taken from it, any other from its records, and a retired
+// workspace keeps only what storeindex.Workspace.Live says. doctor and verify report the records a workspace's database has seen
 // that the store lost (persistence.DB.MissingRecords); doctor --repair writes them again as a
 // baseline.
 package maintenance
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +37,7 @@ import (
 	"github.com/planhq/plan/infrastructure/config"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/storeindex"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -179,83 +178,34 @@ func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (applica
 
 // sharedRoots returns this workspace's roots, which must be readable (its lock is held: nothing
 // removes them), and what every workspace's records keep live or their pending records may (see
-// persistence.SummarizeLedger). The other workspaces' roots may vanish while the gc runs (pruned
-// there, and swept by a gc of their own), so they only count for what can still be read.
+// storeindex.Workspace.Live: a retired workspace keeps only its pinned checkpoints and what it
+// recorded after its retirement). The other workspaces' roots may vanish while the gc runs (pruned
+// there, and swept by a gc of their own), so they only count for what can still be read. The
+// workspaces unchanged since the store's summary are taken from it; when any was read, a new
+// summary is written for the next gc.
 func (h *Health) sharedRoots(roots []tree.Hash) (mine, maybe []tree.Hash, err error) {
 	be := h.store.Backend()
-	dirs, err := be.List("records")
+	v, err := storeindex.Read(be)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list the workspaces of the store: %w", err)
+		return nil, nil, fmt.Errorf("%w (nothing was deleted)", err)
 	}
-	described, err := describedWorkspaces(be)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, d := range dirs {
-		if !d.Dir {
-			continue
-		}
-		recs := objectstore.NewRecords(be, objectstore.WorkspaceRecords(d.Name))
+	for _, w := range v.Sorted() {
 		// A history with a hole kept live what this gc cannot know: it must not collect at all.
-		hole, err := persistence.LedgerHole(recs)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
+		if w.Hole != "" {
+			return nil, nil, incomplete(be, w.ID, w.Descriptor, w.Hole)
 		}
-		if hole != "" {
-			return nil, nil, incomplete(be, d.Name, described[d.Name], hole)
-		}
-		sum, err := persistence.SummarizeLedger(recs)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the records of workspace %s (nothing was deleted): %w", d.Name, err)
-		}
-		if sum.Records == 0 && described[d.Name] != nil {
-			return nil, nil, incomplete(be, d.Name, described[d.Name], "all of its records are missing")
-		}
-		delete(described, d.Name)
-		maybe = append(maybe, sum.Roots...)
-		maybe = append(maybe, sum.MaybeRoots...)
+		maybe = append(maybe, w.Live()...)
 	}
-	// A workspace is described once its first record is committed: one described with no
-	// records left has lost them all.
-	if len(described) > 0 {
-		ids := slices.Sorted(maps.Keys(described))
-		return nil, nil, incomplete(be, ids[0], described[ids[0]], "all of its records are missing")
+	if v.Read > 0 || v.Summary == "" {
+		if _, err := storeindex.WriteSummary(be, v); err != nil {
+			return nil, nil, fmt.Errorf("gc (nothing was deleted): %w", err)
+		}
 	}
 	return slices.Clone(roots), maybe, nil
 }
 
-// workspaceDescriptor is the part of a shared store's workspaces/<id>.json a gc names.
-type workspaceDescriptor struct {
-	Root string `json:"root"`
-	Host string `json:"host"`
-}
-
-// describedWorkspaces reads the descriptors of the workspaces that have used the store. A
-// descriptor that cannot be parsed still names its workspace.
-func describedWorkspaces(be objectstore.Backend) (map[string]*workspaceDescriptor, error) {
-	files, err := be.List("workspaces")
-	if err != nil {
-		return nil, fmt.Errorf("list the workspaces of the store (nothing was deleted): %w", err)
-	}
-	out := map[string]*workspaceDescriptor{}
-	for _, fi := range files {
-		id, ok := strings.CutSuffix(fi.Name, ".json")
-		if fi.Dir || !ok {
-			continue
-		}
-		d := &workspaceDescriptor{}
-		if b, err := be.ReadFile("workspaces/" + fi.Name); err == nil {
-			_ = json.Unmarshal(b, d)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("read the workspaces of the store (nothing was deleted): %w", err)
-		}
-		out[id] = d
-	}
-	return out, nil
-}
-
 // incomplete is the refusal of a gc that cannot know what workspace id keeps live.
-func incomplete(be objectstore.Backend, id string, d *workspaceDescriptor, why string) error {
+func incomplete(be objectstore.Backend, id string, d *storeindex.Descriptor, why string) error {
 	where := ""
 	if d != nil && d.Root != "" {
 		where = fmt.Sprintf(" (%s on %s)", d.Root, d.Host)

@@ -74,6 +74,52 @@ type FileInfo struct {
 	Size    int64
 	ModTime time.Time
 	Dir     bool
+	// Tag, when a backend gives one (S3's ETag), changes whenever the file's content does: a
+	// listing then tells a file unchanged without reading it. "" is unknown: read the file.
+	Tag string
+}
+
+// TreeLister is the optional backend capability of listing every file under dir, at any depth, in
+// as few requests as the backend allows (S3: one per thousand names, instead of one per prefix).
+// Names are relative to dir, slash-separated; a missing dir is empty.
+type TreeLister interface {
+	ListTree(dir string) ([]FileInfo, error)
+}
+
+// ListTree lists every file under dir at any depth (see TreeLister), through the backend's own
+// listing when it has one, else one List per directory.
+func ListTree(be Backend, dir string) ([]FileInfo, error) {
+	if tl, ok := be.(TreeLister); ok {
+		return tl.ListTree(dir)
+	}
+	var out []FileInfo
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		d := dir
+		if rel != "" {
+			d = dir + "/" + rel
+		}
+		files, err := be.List(d)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			name := f.Name
+			if rel != "" {
+				name = rel + "/" + f.Name
+			}
+			if f.Dir {
+				if err := walk(name); err != nil {
+					return err
+				}
+				continue
+			}
+			f.Name = name
+			out = append(out, f)
+		}
+		return nil
+	}
+	return out, walk("")
 }
 
 // Dir is the local directory backend. A Dir store that is Shared is a file:// store of several

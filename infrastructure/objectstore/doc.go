@@ -31,6 +31,9 @@
 //	                     Records); the database can be rebuilt from them
 //	gc/<t>-<r>.json      shared stores: a gc mark, the packs it condemned at store time t
 //	damaged.d/<p>-<h>    shared stores: one marker per damaged copy (pack p, object h)
+//	gc/summary-…, workspaces/<id>.retired
+//	                     shared stores: what gc read of every workspace, and retired workspaces
+//	                     (package storeindex owns both; readMarks ignores what is not a mark)
 //
 // Older packs are read as before; nothing writes them any more. Version 2 packs hold the same
 // records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader

@@ -38,6 +38,8 @@ type CheckpointSummary struct {
 	Note      string
 	Root      tree.Hash
 	CreatedAt time.Time
+	// Pinned is set for a checkpoint kept from every prune (and, its workspace retired, from gc).
+	Pinned bool
 }
 
 // PendingReader is the part of a ledger that reads records not yet committed (objectstore.Records
@@ -65,90 +67,54 @@ func SummarizeLedger(l Ledger) (LedgerSummary, error) {
 
 var errVanished = errors.New("a record vanished while being read")
 
-type checkpointState struct {
-	root      tree.Hash
-	created   int64
-	typ, note string
-}
-
-type attemptState struct {
-	result  tree.Hash
-	removed bool // reverted: its result needs no keeping
-}
+// IsVanished says whether err is a record that vanished while being read: the workspace compacted
+// its records meanwhile (a newer baseline holds them); list them again and start over.
+func IsVanished(err error) bool { return errors.Is(err, errVanished) }
 
 func summarize(l Ledger) (LedgerSummary, error) {
-	var s LedgerSummary
 	names, err := l.Committed()
 	if err != nil {
-		return s, err
+		return LedgerSummary{}, err
 	}
-	start, err := lastBaseline(l, names)
+	st, err := AdvanceLedger(l, names, nil)
 	if err != nil {
-		return s, vanished(err)
+		return LedgerSummary{}, err
 	}
-	cps := map[string]checkpointState{}
-	attempts := map[string]attemptState{}
-	for _, name := range names[start:] {
-		b, err := l.Read(name)
-		if err != nil {
-			return s, vanished(err)
-		}
-		rec, err := decodeRecord(name, b)
-		if err != nil {
-			return s, err
-		}
-		for _, c := range rec.Changes {
-			if err := applySummary(cps, attempts, c); err != nil {
-				return s, fault.Wrap(fault.ErrIntegrity, err, "record %s", name)
-			}
-		}
-		s.Records++
-	}
-	for id, cp := range cps {
-		s.Roots = append(s.Roots, cp.root)
-		s.Checkpoints++
-		t := time.Unix(0, cp.created).UTC()
-		if t.After(s.LastCheckpoint) {
-			s.LastCheckpoint = t
-		}
-		s.List = append(s.List, CheckpointSummary{ID: id, Type: cp.typ, Note: cp.note, Root: cp.root, CreatedAt: t})
-	}
-	slices.SortFunc(s.List, func(a, b CheckpointSummary) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	for _, a := range attempts {
-		if !a.removed && !a.result.IsZero() {
-			s.Roots = append(s.Roots, a.result)
-		}
-	}
+	s := st.Summary()
 	if pr, ok := l.(PendingReader); ok {
 		pending, err := l.Pending()
 		if err != nil {
 			return s, err
 		}
-		for _, name := range pending {
-			b, err := pr.ReadPending(name)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // committed or discarded meanwhile: the committed records say what counts
-			}
-			if err != nil {
-				return s, err
-			}
-			rec, err := decodeRecord(name, b)
-			if err != nil {
-				return s, err
-			}
-			for _, c := range rec.Changes {
-				s.MaybeRoots = append(s.MaybeRoots, treesIn(c)...)
-			}
+		if s.MaybeRoots, err = PendingTrees(pr, pending); err != nil {
+			return s, err
 		}
 	}
-	sortHashes(s.Roots)
-	sortHashes(s.MaybeRoots)
 	return s, nil
+}
+
+// PendingTrees lists every tree the pending records names name (their transactions' fate is not
+// known: they may be committing). A record committed or discarded since it was listed is skipped.
+func PendingTrees(pr PendingReader, names []string) ([]tree.Hash, error) {
+	var out []tree.Hash
+	for _, name := range names {
+		b, err := pr.ReadPending(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // committed or discarded meanwhile: the committed records say what counts
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeRecord(name, b)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range rec.Changes {
+			out = append(out, treesIn(c)...)
+		}
+	}
+	sortHashes(out)
+	return out, nil
 }
 
 // vanished marks a missing record as a reason to start again rather than damage: a compaction
@@ -171,52 +137,6 @@ func decodeRecord(name string, b []byte) (record, error) {
 		return rec, fault.Conflict("record %s was written by a newer plan (format %d, schema %d): upgrade plan", name, rec.Format, rec.Schema)
 	}
 	return rec, nil
-}
-
-// applySummary folds one change into the checkpoints and attempts known so far. Deleting a plan
-// or a decision is not followed down to its attempts: keeping their results a little longer only
-// keeps objects, never loses one.
-func applySummary(cps map[string]checkpointState, attempts map[string]attemptState, c change) error {
-	switch c.Kind {
-	case "checkpoint":
-		if c.Deleted {
-			delete(cps, c.Key)
-			return nil
-		}
-		for _, row := range c.Rows["checkpoints"] {
-			root, err := hashColumn(row, "root_tree")
-			if err != nil {
-				return err
-			}
-			created, _ := row["created_at"].(json.Number)
-			ns, _ := created.Int64()
-			typ, _ := row["type"].(string)
-			note, _ := row["note"].(string)
-			cps[c.Key] = checkpointState{root: root, created: ns, typ: typ, note: note}
-		}
-	case "attempt", "plan":
-		if c.Deleted && c.Kind == "attempt" {
-			delete(attempts, c.Key)
-			return nil
-		}
-		if c.Kind == "plan" { // a whole plan, as the first records held it
-			for k := range attempts {
-				if strings.HasPrefix(k, c.Key+"/") {
-					delete(attempts, k)
-				}
-			}
-		}
-		for _, row := range c.Rows["attempts"] {
-			result, err := hashColumn(row, "result_tree")
-			if err != nil {
-				return err
-			}
-			status, _ := row["status"].(string)
-			key := fmt.Sprintf("%v/%v/%v", row["plan_id"], row["decision_id"], row["number"])
-			attempts[key] = attemptState{result: result, removed: status == "reverted"}
-		}
-	}
-	return nil
 }
 
 // treesIn lists every tree a change's rows name (for pending records, whose fate is unknown).

@@ -182,6 +182,15 @@ func checkSharedOutputs(t *testing.T, check func(name, doc string)) {
 	check("gc", jsonOut(dir, "gc", "--grace", "0s"))
 	check("stats", jsonOut(dir, "stats"))
 	check("workspaces", jsonOut(base, "workspaces", "--store", store))
-	check("clone", jsonOut(base, "clone", "--store", store, "--workspace", ws.ID, filepath.Join(base, "copy")))
+	cloneOut := jsonOut(base, "clone", "--store", store, "--workspace", ws.ID, filepath.Join(base, "copy"))
+	check("clone", cloneOut)
 	check("workspaces", jsonOut(base, "workspaces", "--store", store))
+	var cl struct {
+		ID string `json:"workspace_id"`
+	}
+	if err := json.Unmarshal([]byte(cloneOut), &cl); err != nil {
+		t.Fatal(err)
+	}
+	check("workspaces-retire", jsonOut(base, "--yes", "workspaces", "retire", cl.ID, "--store", store))
+	check("workspaces", jsonOut(base, "workspaces", "--store", store, "--all"))
 }

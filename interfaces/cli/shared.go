@@ -31,8 +31,12 @@ func (h *handler) sharedCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
 			Name: "workspaces", Usage: "list the workspaces a shared store holds",
-			Flags:  []ucli.Flag{storeFlag(), dbFlag(), limitFlag()},
-			Action: h.workspaces,
+			// --store is checked by the action: a required flag here would be required of the
+			// subcommands too, before they parse theirs.
+			Flags: []ucli.Flag{notRequired(storeFlag()), dbFlag(), limitFlag(),
+				&ucli.BoolFlag{Name: "all", Usage: "list retired workspaces too"}},
+			Action:      h.workspaces,
+			Subcommands: []*ucli.Command{h.retireCommand(storeFlag(), dbFlag())},
 		},
 		{
 			Name: "clone", Usage: "materialise a workspace's checkpoint into an empty directory, as a new workspace on the same store",
@@ -53,6 +57,7 @@ type workspaceView struct {
 	CreatedAt        *time.Time `json:"created_at"`
 	Checkpoints      int        `json:"checkpoints"`
 	LastCheckpointAt *time.Time `json:"last_checkpoint_at"`
+	RetiredAt        *time.Time `json:"retired_at"`
 }
 
 func timeOrNil(t time.Time) *time.Time {
@@ -67,12 +72,15 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
+	if !c.IsSet("store") {
+		return usagef("Required flag \"store\" not set: the shared store's URL (see `plan workspaces --help`)")
+	}
 	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	ws, err := s.Workspaces(c.Context)
+	ws, err := s.Workspaces(c.Context, c.Bool("all"))
 	if err != nil {
 		return err
 	}
@@ -82,7 +90,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	views := make([]workspaceView, len(ws))
 	for i, w := range ws {
 		views[i] = workspaceView{WorkspaceID: w.ID, Root: w.Root, Host: w.Host, CreatedAt: timeOrNil(w.CreatedAt),
-			Checkpoints: w.Checkpoints, LastCheckpointAt: timeOrNil(w.LastCheckpointAt)}
+			Checkpoints: w.Checkpoints, LastCheckpointAt: timeOrNil(w.LastCheckpointAt), RetiredAt: timeOrNil(w.RetiredAt)}
 	}
 	return h.emit(views, func(w io.Writer) {
 		if len(views) == 0 {
@@ -95,6 +103,9 @@ func (h *handler) workspaces(c *ucli.Context) error {
 			last := "-"
 			if v.LastCheckpointAt != nil {
 				last = localTime(*v.LastCheckpointAt)
+			}
+			if v.RetiredAt != nil {
+				last += "  (retired " + localTime(*v.RetiredAt) + ")"
 			}
 			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.WorkspaceID, orDash(v.Host), orDash(v.Root), v.Checkpoints, last)
 		}
