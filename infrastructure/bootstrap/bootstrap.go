@@ -200,7 +200,11 @@ func workspaceProviders() []any {
 		workspace.NewRestorer,
 		watch.NewSnapshotter,
 		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
-		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
+		fx.Annotate(func(r *workspace.Restorer, s *watch.Snapshotter) application.Restorer {
+			// The watch service hears of what a restore placed (a hint: its answer is not needed).
+			r.OnPlaced = func(ctx context.Context, files []workspace.Placed) { s.Placed(ctx, files) }
+			return r
+		}),
 		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
 		func(l workspace.Layout, cfg Config) *workspace.Locker {

@@ -43,6 +43,7 @@ const (
 	opSnapshot = "snapshot"
 	opStatus   = "status"
 	opStop     = "stop"
+	opPlaced   = "placed"
 )
 
 type request struct {
@@ -50,6 +51,8 @@ type request struct {
 	// Workspace is the root the client means: a service of another workspace refuses.
 	Workspace string      `json:"workspace"`
 	Also      []tree.Hash `json:"also,omitempty"`
+	// Placed are the files a restore put in place (opPlaced): see workspace.Scanner.Vouch.
+	Placed []workspace.Placed `json:"placed,omitempty"`
 }
 
 // reply is one JSON line of an answer: keep-alives (Wait) until the result or an error.
@@ -59,6 +62,8 @@ type reply struct {
 	Error     string                `json:"error,omitempty"`
 	Snapshot  *application.Snapshot `json:"snapshot,omitempty"`
 	Status    *Status               `json:"status,omitempty"`
+	// Vouched is how many of the placed files the service took the restore's word for.
+	Vouched int `json:"vouched,omitempty"`
 }
 
 // Status is what `plan watch status` shows of a running service.

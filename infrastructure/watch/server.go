@@ -268,6 +268,8 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	case opStop:
 		send(reply{})
 		s.stop()
+	case opPlaced:
+		send(reply{Vouched: s.snap.Vouch(req.Placed)})
 	case opSnapshot:
 		if !send(reply{Wait: true}) {
 			return

@@ -36,7 +36,10 @@
 //     stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
 //     directory that could not be watched, changed ignore rules, a directory not where the kept
-//     tree says). Every directory is watched before it is listed;
+//     tree says). Every directory is watched before it is listed. A restore's word (Vouch) lifts
+//     only the doubt on a file it renamed in from .plan/staging, and only when, with every queued
+//     event read, the name still holds the inode it placed, with no other name, and no event but
+//     its arrival named it since the last snapshot; the file is still read again at the next one;
 //   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
 //     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
 //     new content inside .plan/ before it changes the first workspace path;

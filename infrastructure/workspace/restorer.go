@@ -23,6 +23,7 @@ import (
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/fsx"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // stageWorkers bounds the files staged at once.
@@ -38,6 +39,9 @@ type Restorer struct {
 	foldsCase func() bool
 	// Failpoint is called at each step of an apply; crash tests arm it (see package failpoint).
 	Failpoint func(name string) error
+	// OnPlaced, when set, hears of the files an apply put in place once they are durable (the
+	// watch service's client: see Scanner.Vouch). It is a hint: it returns nothing.
+	OnPlaced func(ctx context.Context, files []Placed)
 }
 
 // NewRestorer returns a restorer for the workspace in l.
@@ -60,11 +64,13 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 // ApplyDiff is Apply given the comparison of the two trees (DiffTrees(from, to)), which a rollback
 // made already to count and journal what it changes.
 func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p application.Progress) (stats application.ApplyStats, err error) {
+	endPrepare := timing.Span("restore.prepare")
 	changes, kept, err := r.untouched(changes, to)
-	if err != nil {
-		return application.ApplyStats{}, err
+	if err == nil {
+		err = r.refuseCaseCollisions(to, nil)
 	}
-	if err := r.refuseCaseCollisions(to, nil); err != nil {
+	endPrepare()
+	if err != nil {
 		return application.ApplyStats{}, err
 	}
 	defer func() { stats.Kept = append(stats.Kept, kept...) }()
@@ -192,6 +198,8 @@ type applier struct {
 	written map[string]cachedEntry
 	unsure  []string
 	removed []string
+	// placed are the files put in place whose stat right after showed the staged inode.
+	placed []Placed
 }
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
@@ -217,13 +225,16 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 		staged: map[string]statKey{}, written: map[string]cachedEntry{}}
 	defer func() { _ = root.RemoveAll(a.staging) }()
 
+	endStage := timing.Span("restore.stage")
 	staged, err := a.stage(ctx, changes, p)
+	endStage()
 	if err != nil {
 		return a.stats, false, err
 	}
 	if err := hit("restore.staged"); err != nil {
 		return a.stats, false, err
 	}
+	endPlace := timing.Span("restore.place")
 	if err := a.removeStale(changes); err != nil {
 		return a.stats, true, err
 	}
@@ -236,13 +247,20 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	if err := a.fixDirModes(changes); err != nil {
 		return a.stats, true, err
 	}
-	if err := fsx.SyncPaths(r.layout.Root, a.touched(changes)); err != nil {
+	endPlace()
+	endSync := timing.Span("restore.sync")
+	err = fsx.SyncPaths(r.layout.Root, a.touched(changes))
+	endSync()
+	if err != nil {
 		return a.stats, true, err
 	}
 	if err := hit("restore.applied"); err != nil {
 		return a.stats, true, err
 	}
+	endCache := timing.Span("restore.statcache")
 	a.updateStatCache()
+	endCache()
+	r.vouch(ctx, a.placed)
 	return a.stats, true, nil
 }
 
@@ -532,6 +550,7 @@ func (a *applier) placedFile(rel string, h tree.Hash, placed time.Time) {
 	defer a.mu.Unlock()
 	if ok {
 		a.written[rel] = e
+		a.placed = append(a.placed, Placed{Path: rel, Dev: e.key.Dev, Ino: e.key.Ino})
 		return
 	}
 	a.unsure = append(a.unsure, rel)
@@ -599,6 +618,18 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 		}
 	}
 	return nil
+}
+
+// vouch tells whoever follows the workspace's changes which files the restore placed: this
+// process's own tracker (a run's), and the watch service (OnPlaced).
+func (r *Restorer) vouch(ctx context.Context, placed []Placed) {
+	if len(placed) == 0 {
+		return
+	}
+	r.scanner.Vouch(placed)
+	if r.OnPlaced != nil {
+		r.OnPlaced(ctx, placed)
+	}
 }
 
 // updateStatCache records the restored files with the hashes already known and the stats taken
