@@ -202,7 +202,10 @@ func workspaceProviders() []any {
 		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer, s *watch.Snapshotter) application.Restorer {
 			// The watch service hears of what a restore placed (a hint: its answer is not needed).
-			r.OnPlaced = func(ctx context.Context, files []workspace.Placed) { s.Placed(ctx, files) }
+			r.OnPlaced = func(ctx context.Context, files []workspace.Placed, trash string) bool {
+				_, took := s.Placed(ctx, files, trash)
+				return took
+			}
 			return r
 		}),
 		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),

@@ -88,23 +88,28 @@ const maxPlaced = 1 << 14
 
 // Placed tells the service which files a restore put in place (see workspace.Scanner.Vouch), so
 // that changing and removing one of them before the next snapshot does not make that snapshot
-// stat every file, and returns how many of them the service took its word for. A hint: when no
-// service answers, or this process follows the workspace itself (a run, or the service), it does
-// nothing (0), and the service doubts as it would have.
-func (s *Snapshotter) Placed(ctx context.Context, files []workspace.Placed) int {
+// stat every file, and hands it trash (when not ""), the directory of what the restore replaced,
+// to remove once it has answered. It returns how many files the service took its word for, and
+// whether it took the trash. A hint: when no service answers, or this process follows the
+// workspace itself (a run, or the service), it does nothing (0, false): the service doubts as it
+// would have, and the restore removes its trash itself.
+func (s *Snapshotter) Placed(ctx context.Context, files []workspace.Placed, trash string) (vouched int, tookTrash bool) {
 	s.mu.Lock()
 	local := s.local
 	s.mu.Unlock()
-	if local != nil || len(files) == 0 || len(files) > maxPlaced || !supported() ||
+	if local != nil || (len(files) == 0 && trash == "") || !supported() ||
 		os.Getenv("PLAN_WATCH") == "0" || s.TrackState().Tracking {
-		return 0
+		return 0, false
+	}
+	if len(files) > maxPlaced {
+		files = nil
 	}
 	defer timing.Span("placed.watch")()
 	var r reply
-	if err := call(ctx, s.layout, request{Op: opPlaced, Workspace: s.layout.Root, Placed: files}, &r); err != nil {
-		return 0
+	if err := call(ctx, s.layout, request{Op: opPlaced, Workspace: s.layout.Root, Placed: files, Trash: trash}, &r); err != nil {
+		return 0, false
 	}
-	return r.Vouched
+	return r.Vouched, r.Trash && trash != ""
 }
 
 // ask gets a snapshot from the service.

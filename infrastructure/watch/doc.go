@@ -35,6 +35,8 @@
 //     (workspace.Scanner.Vouch); it only spares the next snapshot the stat of every file that an
 //     arrival from an unwatched directory, changed and removed, would cost, and never marks
 //     anything as unchanged;
+//   - the only files the service removes (besides its own socket) are a restore's trash: a directory
+//     a request names that lies directly under the workspace's .plan/trash, after the answer;
 //   - the service's periodic and idle checkpoints go through the same checkpoint use case as
 //     `plan checkpoint create` (under the workspace lock) and are skipped when the workspace
 //     is what the newest checkpoint holds.

@@ -37,14 +37,14 @@ func TestServiceHearsWhatARestorePlaced(t *testing.T) {
 	ctx := context.Background()
 
 	t.Setenv("PLAN_WATCH", "0")
-	if n := e.client.Placed(ctx, placed); n != 0 {
+	if n, _ := e.client.Placed(ctx, placed, ""); n != 0 {
 		t.Fatalf("with PLAN_WATCH=0 the service was told (%d files taken)", n)
 	}
 	t.Setenv("PLAN_WATCH", "")
-	if n := e.client.Placed(ctx, make([]workspace.Placed, maxPlaced+1)); n != 0 {
+	if n, _ := e.client.Placed(ctx, make([]workspace.Placed, maxPlaced+1), ""); n != 0 {
 		t.Fatalf("more than %d files were sent (%d taken)", maxPlaced, n)
 	}
-	if n := e.client.Placed(ctx, placed); n != 1 {
+	if n, _ := e.client.Placed(ctx, placed, ""); n != 1 {
 		t.Fatalf("the service took %d of the placed files, want 1", n)
 	}
 	e.write("d/a", "edited after the rollback")
@@ -54,12 +54,43 @@ func TestServiceHearsWhatARestorePlaced(t *testing.T) {
 	// A process that follows the workspace itself vouches in-process, never through the socket.
 	stop := e.client.Track()
 	defer stop()
-	if n := e.client.Placed(ctx, placed); n != 0 {
+	if n, _ := e.client.Placed(ctx, placed, ""); n != 0 {
 		t.Fatalf("a tracking process asked the service (%d files taken)", n)
 	}
 	e.stop()
 	stop()
-	if n := e.client.Placed(ctx, placed); n != 0 {
+	if n, _ := e.client.Placed(ctx, placed, ""); n != 0 {
 		t.Fatalf("with no service running, %d files were taken", n)
+	}
+}
+
+// TestServiceRemovesARestoresTrash: the service takes over the removal of what a restore
+// replaced, after it has answered, but only for a directory directly under the workspace's trash
+// directory: anything else a request names is left alone (and the restore removes its own).
+func TestServiceRemovesARestoresTrash(t *testing.T) {
+	e := newEnv(t)
+	e.write("a", "a")
+	e.start(Options{})
+	ctx := context.Background()
+	trashDir := filepath.Join(e.l.Root, filepath.FromSlash(e.l.Trash()))
+	e.write(".plan/trash/t1/0/1", "replaced")
+	if _, took := e.client.Placed(ctx, nil, filepath.Join(trashDir, "t1")); !took {
+		t.Fatal("the service did not take the trash over")
+	}
+	e.stop() // waits for what the service does after answering
+	if _, err := os.Lstat(filepath.Join(trashDir, "t1")); !os.IsNotExist(err) {
+		t.Fatalf("the trash the service took over is still there (%v)", err)
+	}
+	e.start(Options{})
+	outside := filepath.Join(e.l.State(), "not-trash")
+	e.write(".plan/not-trash/x", "x")
+	for _, dir := range []string{outside, trashDir, filepath.Join(trashDir, "t2", "deeper"), filepath.Join(trashDir, "..")} {
+		if _, took := e.client.Placed(ctx, nil, dir); took {
+			t.Fatalf("the service took %s over", dir)
+		}
+	}
+	e.stop()
+	if _, err := os.Lstat(outside); err != nil {
+		t.Fatalf("a directory outside the trash was removed: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,8 +41,10 @@ type Restorer struct {
 	// Failpoint is called at each step of an apply; crash tests arm it (see package failpoint).
 	Failpoint func(name string) error
 	// OnPlaced, when set, hears of the files an apply put in place once they are durable (the
-	// watch service's client: see Scanner.Vouch). It is a hint: it returns nothing.
-	OnPlaced func(ctx context.Context, files []Placed)
+	// watch service's client: see Scanner.Vouch). trash, when not "", is a directory of
+	// Layout.Trash holding what the restore replaced: OnPlaced returns true when it takes over its
+	// removal (the watch service removes it after answering), else the restore removes it.
+	OnPlaced func(ctx context.Context, files []Placed, trash string) bool
 }
 
 // NewRestorer returns a restorer for the workspace in l.
@@ -200,6 +203,9 @@ type applier struct {
 	removed []string
 	// placed are the files put in place whose stat right after showed the staged inode.
 	placed []Placed
+	// exchanged says an entry of the workspace was swapped into staging (put); noExchange that
+	// the file system cannot exchange, so the rest of the apply renames.
+	exchanged, noExchange atomic.Bool
 }
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
@@ -260,7 +266,7 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	endCache := timing.Span("restore.statcache")
 	a.updateStatCache()
 	endCache()
-	r.vouch(ctx, a.placed)
+	r.vouch(ctx, a.placed, a.retire())
 	return a.stats, true, nil
 }
 
@@ -289,6 +295,8 @@ func (a *applier) stage(ctx context.Context, changes []tree.Change, p applicatio
 	if err := a.root.RemoveAll(a.staging); err != nil {
 		return nil, fmt.Errorf("clear staging: %w", err)
 	}
+	// What an earlier restore replaced, left by a watch service that stopped before removing it.
+	_ = a.root.RemoveAll(a.r.layout.Trash())
 	if err := a.root.MkdirAll(a.staging, 0o700); err != nil {
 		return nil, fmt.Errorf("create staging: %w", err)
 	}
@@ -530,7 +538,7 @@ func (a *applier) place(ch tree.Change, staged string) error {
 		}
 	}
 	placed := time.Now()
-	if err := a.root.Rename(staged, ch.Path); err != nil {
+	if err := a.put(staged, ch); err != nil {
 		return fmt.Errorf("write %q: %w", ch.Path, err)
 	}
 	if ch.To.Kind == tree.KindFile {
@@ -540,6 +548,69 @@ func (a *applier) place(ch tree.Change, staged string) error {
 	a.stats.Written++
 	a.mu.Unlock()
 	return nil
+}
+
+// put moves the staged entry to ch.Path. Over an entry the workspace holds (ch.From) it exchanges
+// the two where the file system can (renameat2 RENAME_EXCHANGE, atomic like the rename): the
+// replaced entry goes to staging and is freed with it after the restore (see retire), instead of
+// inside the rename, where freeing an inode and its blocks is most of what renaming over a file
+// costs. A directory swapped out (the workspace changed meanwhile) is swapped back and refused, as
+// a rename over it is refused. Both directories are opened through the workspace's os.Root.
+func (a *applier) put(staged string, ch tree.Change) error {
+	if ch.From == nil || a.noExchange.Load() {
+		return a.root.Rename(staged, ch.Path)
+	}
+	sdir, sname := splitRel(staged)
+	dir, name := splitRel(ch.Path)
+	if dir == "" {
+		dir = "."
+	}
+	sd, err := a.root.Open(sdir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sd.Close() }()
+	wd, err := a.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = wd.Close() }()
+	swapped, unsupported, err := exchange(sd, sname, wd, name)
+	switch {
+	case unsupported:
+		a.noExchange.Store(true)
+		return a.root.Rename(staged, ch.Path)
+	case errors.Is(err, fs.ErrNotExist): // nothing there any more
+		return a.root.Rename(staged, ch.Path)
+	case err != nil:
+		return err
+	}
+	a.exchanged.Store(true)
+	if isDir(&swapped) {
+		if err := unswap(sd, sname, wd, name); err != nil {
+			return fmt.Errorf("put back directory %q: %w", ch.Path, err)
+		}
+		return fault.Conflict("refusing to replace %q: it is a directory now", ch.Path)
+	}
+	return nil
+}
+
+// retire moves the staging directory, which holds what put swapped out of the workspace, to a
+// directory of its own under Layout.Trash and returns its path ("" when nothing was swapped out,
+// or the move failed: the deferred removal of staging then frees it).
+func (a *applier) retire() string {
+	if !a.exchanged.Load() {
+		return ""
+	}
+	trash := a.r.layout.Trash()
+	if err := a.root.MkdirAll(trash, 0o700); err != nil {
+		return ""
+	}
+	name := trash + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := a.root.Rename(a.staging, name); err != nil {
+		return ""
+	}
+	return filepath.Join(a.r.layout.Root, filepath.FromSlash(name))
 }
 
 // placedFile notes the stat cache entry of a file the restore just put in place (placedEntry), or
@@ -622,13 +693,15 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 
 // vouch tells whoever follows the workspace's changes which files the restore placed: this
 // process's own tracker (a run's), and the watch service (OnPlaced).
-func (r *Restorer) vouch(ctx context.Context, placed []Placed) {
-	if len(placed) == 0 {
+// What the restore replaced (trash, when not "") is removed by the watch service when it takes
+// it over, else here.
+func (r *Restorer) vouch(ctx context.Context, placed []Placed, trash string) {
+	r.scanner.Vouch(placed)
+	if r.OnPlaced != nil && (len(placed) > 0 || trash != "") && r.OnPlaced(ctx, placed, trash) {
 		return
 	}
-	r.scanner.Vouch(placed)
-	if r.OnPlaced != nil {
-		r.OnPlaced(ctx, placed)
+	if trash != "" {
+		_ = os.RemoveAll(trash) // plan's own leftovers: a failure costs disk until the next restore
 	}
 }
 

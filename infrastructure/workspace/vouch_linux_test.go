@@ -65,12 +65,22 @@ func TestRestoreVouchesForWhatItPlaced(t *testing.T) {
 	w.write("d/a", "changed", 0o644)
 	after := w.snapshot()
 	var heard []Placed
-	w.r.OnPlaced = func(_ context.Context, files []Placed) { heard = append(heard, files...) }
+	var trash string
+	w.r.OnPlaced = func(_ context.Context, files []Placed, tr string) bool {
+		heard, trash = append(heard, files...), tr
+		return false
+	}
 	if _, err := w.r.Apply(context.Background(), after.Root, before.Root, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(heard) != 1 || heard[0] != w.placedOf("d/a") {
 		t.Fatalf("the restore reported %+v as placed, want d/a as it is now", heard)
+	}
+	if trash == "" {
+		t.Fatal("the restore replaced d/a but handed no trash over")
+	}
+	if _, err := os.Lstat(trash); !os.IsNotExist(err) {
+		t.Fatalf("trash nobody took over is still there (%v)", err)
 	}
 	w.write("d/a", "edited after the rollback", 0o644)
 	w.remove("d/a")
