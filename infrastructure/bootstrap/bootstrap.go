@@ -197,17 +197,10 @@ var WorkspaceModule = fx.Module("workspace", fx.Provide(workspaceProviders()...)
 func workspaceProviders() []any {
 	return []any{
 		workspace.NewScanner,
-		workspace.NewRestorer,
+		newRestorer,
 		watch.NewSnapshotter,
 		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
-		fx.Annotate(func(r *workspace.Restorer, s *watch.Snapshotter) application.Restorer {
-			// The watch service hears of what a restore placed (a hint: its answer is not needed).
-			r.OnPlaced = func(ctx context.Context, files []workspace.Placed, trash string) bool {
-				_, took := s.Placed(ctx, files, trash)
-				return took
-			}
-			return r
-		}),
+		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
 		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
 		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
 		func(l workspace.Layout, cfg Config) *workspace.Locker {
