@@ -691,10 +691,9 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 	return nil
 }
 
-// vouch tells whoever follows the workspace's changes which files the restore placed: this
-// process's own tracker (a run's), and the watch service (OnPlaced).
-// What the restore replaced (trash, when not "") is removed by the watch service when it takes
-// it over, else here.
+// vouch tells whoever follows the workspace's changes which files the restore placed (this
+// process's own tracker, a run's; the watch service, through OnPlaced), and frees what the restore
+// replaced (trash, when not ""): the watch service does when it takes it over, else vouch here.
 func (r *Restorer) vouch(ctx context.Context, placed []Placed, trash string) {
 	r.scanner.Vouch(placed)
 	if r.OnPlaced != nil && (len(placed) > 0 || trash != "") && r.OnPlaced(ctx, placed, trash) {
