@@ -197,7 +197,7 @@ var WorkspaceModule = fx.Module("workspace", fx.Provide(workspaceProviders()...)
 func workspaceProviders() []any {
 	return []any{
 		workspace.NewScanner,
-		workspace.NewRestorer,
+		newRestorer,
 		watch.NewSnapshotter,
 		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
 		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),

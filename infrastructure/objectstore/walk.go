@@ -9,6 +9,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // Walk calls fn for every entry under root, depth-first in name order (a directory before its
@@ -117,6 +118,7 @@ func (s *Store) Subtree(root tree.Hash, path string) (entries []tree.Entry, foun
 // DiffTrees returns tree.Diff(Flatten(from), Flatten(to)) without reading the subtrees the two
 // sides share (equal hashes), which makes the diff of two checkpoints cost what changed.
 func (s *Store) DiffTrees(from, to tree.Hash) ([]tree.Change, error) {
+	defer timing.Span("diff")()
 	var out []tree.Change
 	if err := s.diff("", from, to, &out); err != nil {
 		return nil, err

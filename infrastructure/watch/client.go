@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -81,11 +82,42 @@ func (s *Snapshotter) Snapshot(ctx context.Context, p application.Progress, also
 	return walked, werr
 }
 
+// maxPlaced bounds the files a restore tells the service of: past it, the request would take
+// longer to send and check than what it saves (the next snapshot's stat of every file).
+const maxPlaced = 1 << 14
+
+// Placed tells the service which files a restore put in place (see workspace.Scanner.Vouch), so
+// that changing and removing one of them before the next snapshot does not make that snapshot
+// stat every file, and hands it trash (when not ""), the directory of what the restore replaced,
+// to remove once it has answered. It returns how many files the service took its word for, and
+// whether it took the trash. A hint: when no service answers, or this process follows the
+// workspace itself (a run, or the service), it does nothing (0, false): the service doubts as it
+// would have, and the restore removes its trash itself.
+func (s *Snapshotter) Placed(ctx context.Context, files []workspace.Placed, trash string) (vouched int, tookTrash bool) {
+	s.mu.Lock()
+	local := s.local
+	s.mu.Unlock()
+	if local != nil || (len(files) == 0 && trash == "") || !supported() ||
+		os.Getenv("PLAN_WATCH") == "0" || s.TrackState().Tracking {
+		return 0, false
+	}
+	if len(files) > maxPlaced {
+		files = nil
+	}
+	defer timing.Span("placed.watch")()
+	var r reply
+	if err := call(ctx, s.layout, request{Op: opPlaced, Workspace: s.layout.Root, Placed: files, Trash: trash}, &r); err != nil {
+		return 0, false
+	}
+	return r.Vouched, r.Trash && trash != ""
+}
+
 // ask gets a snapshot from the service.
 func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Snapshot, error) {
 	if !supported() {
 		return application.Snapshot{}, errNoService
 	}
+	defer timing.Span("snapshot.watch")()
 	var r reply
 	if err := call(ctx, s.layout, request{Op: opSnapshot, Workspace: s.layout.Root, Also: also}, &r); err != nil {
 		return application.Snapshot{}, err

@@ -29,6 +29,14 @@
 //   - the socket lives in .plan/ (watch.sock); when that path is longer than a Unix socket address
 //     can hold, under a directory of the temporary directory owned by the user and closed to others
 //     (plan-UID/), named after a hash of the workspace's .plan path;
+//   - a restore's word (opPlaced: the files it renamed into place from .plan/staging) is taken only
+//     for a file that, once the events queued until then are read, still has the inode the restore
+//     placed and no other name, and that no event but its arrival named since the last snapshot
+//     (workspace.Scanner.Vouch); it only spares the next snapshot the stat of every file that an
+//     arrival from an unwatched directory, changed and removed, would cost, and never marks
+//     anything as unchanged;
+//   - the only files the service removes (besides its own socket) are a restore's trash: a directory
+//     a request names that lies directly under the workspace's .plan/trash, after the answer;
 //   - the service's periodic and idle checkpoints go through the same checkpoint use case as
 //     `plan checkpoint create` (under the workspace lock) and are skipped when the workspace
 //     is what the newest checkpoint holds.

@@ -43,6 +43,7 @@ const (
 	opSnapshot = "snapshot"
 	opStatus   = "status"
 	opStop     = "stop"
+	opPlaced   = "placed"
 )
 
 type request struct {
@@ -50,6 +51,10 @@ type request struct {
 	// Workspace is the root the client means: a service of another workspace refuses.
 	Workspace string      `json:"workspace"`
 	Also      []tree.Hash `json:"also,omitempty"`
+	// Placed are the files a restore put in place (opPlaced): see workspace.Scanner.Vouch. Trash
+	// is the directory (of the workspace's Layout.Trash) holding what it replaced, to remove.
+	Placed []workspace.Placed `json:"placed,omitempty"`
+	Trash  string             `json:"trash,omitempty"`
 }
 
 // reply is one JSON line of an answer: keep-alives (Wait) until the result or an error.
@@ -59,6 +64,10 @@ type reply struct {
 	Error     string                `json:"error,omitempty"`
 	Snapshot  *application.Snapshot `json:"snapshot,omitempty"`
 	Status    *Status               `json:"status,omitempty"`
+	// Vouched is how many of the placed files the service took the restore's word for; Trash
+	// that it removes the request's trash directory (after this answer).
+	Vouched int  `json:"vouched,omitempty"`
+	Trash   bool `json:"trash,omitempty"`
 }
 
 // Status is what `plan watch status` shows of a running service.

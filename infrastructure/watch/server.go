@@ -321,6 +321,15 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	case opStop:
 		send(reply{})
 		s.stop()
+	case opPlaced:
+		trash := s.trash(req.Trash)
+		if !send(reply{Vouched: s.snap.Vouch(req.Placed), Trash: trash}) || !trash {
+			return
+		}
+		// After the answer, so that the restore does not wait for it; the service's stop waits.
+		if err := os.RemoveAll(req.Trash); err != nil {
+			s.log("removing what a restore replaced: " + err.Error())
+		}
 	case opSnapshot:
 		s.lastUse.Store(time.Now().UnixNano()) // a status query is not a use: it keeps nothing alive
 		if !send(reply{Wait: true}) {
@@ -352,6 +361,14 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	default:
 		send(errorf("unknown request %q", req.Op))
 	}
+}
+
+// trash reports whether dir is a directory the service may remove for a restore: one directly
+// under the workspace's trash directory.
+func (s *Server) trash(dir string) bool {
+	base := filepath.Base(dir)
+	return dir != "" && filepath.Dir(dir) == filepath.Join(s.snap.layout.Root, filepath.FromSlash(s.snap.layout.Trash())) &&
+		base != "." && base != ".." && base != string(filepath.Separator)
 }
 
 // lockService takes the workspace's watch lock, or says another service holds it.

@@ -36,10 +36,20 @@
 //     stats files with other hard links every time,
 //     and walks the whole workspace again whenever the events cannot be trusted (queue overflow, a
 //     directory that could not be watched, changed ignore rules, a directory not where the kept
-//     tree says). Every directory is watched before it is listed;
-//   - the restorer writes only through an os.Root of the workspace, checks with Lstat that every
-//     parent of a path it writes is a real directory (never a symlink), and stages and verifies all
-//     new content inside .plan/ before it changes the first workspace path;
+//     tree says). Every directory is watched before it is listed. A restore's word (Vouch) lifts
+//     only the doubt on a file it renamed in from .plan/staging, and only when, with every queued
+//     event read, the name still holds the inode it placed, with no other name, and no event but
+//     its arrival named it since the last snapshot; the file is still read again at the next one;
+//   - the restorer writes only through an os.Root of the workspace (an exchange goes through
+//     directories opened by it), checks with Lstat that every parent of a path it writes is a real
+//     directory (never a symlink), and stages and verifies all new content inside .plan/ before it
+//     changes the first workspace path;
+//   - a file the restore replaces is exchanged with its staged successor (renameat2
+//     RENAME_EXCHANGE, atomic as the rename it stands for; a rename where the file system has none),
+//     so what it replaced lands in .plan/staging, never in the workspace; a directory found there
+//     instead is swapped back and refused. Once the restore succeeded, staging moves to a directory
+//     of its own under .plan/trash, removed by the watch service after it answered (or by the
+//     restore when no service takes it); every restore clears what an earlier one left there;
 //   - a failed restore puts the source tree back before returning; journal and stat cache files are
 //     replaced atomically (write temp, fsync, rename, fsync directory).
 package workspace

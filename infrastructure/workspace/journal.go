@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/fsx"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // Journal keeps the pending operation in .plan/journal.json, replaced atomically.
@@ -43,6 +44,7 @@ var _ application.Journal = (*Journal)(nil)
 
 // Write records op durably.
 func (j *Journal) Write(op application.Operation) error {
+	defer timing.Span("journal")()
 	b, err := json.MarshalIndent(journalRecord{
 		ID: op.ID, Kind: op.Kind, Direction: op.Direction, Source: op.Source, Target: op.Target,
 		TargetCheckpoint: string(op.TargetCheckpoint), BackupCheckpoint: string(op.BackupCheckpoint),
@@ -82,6 +84,7 @@ func (j *Journal) Pending() (*application.Operation, error) {
 
 // Clear removes the record durably.
 func (j *Journal) Clear() error {
+	defer timing.Span("journal")()
 	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

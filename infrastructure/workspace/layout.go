@@ -81,6 +81,10 @@ func (l Layout) LockFile() string { return filepath.Join(l.State(), "lock") }
 // Staging is where a restore stages new content (relative to the root, for os.Root calls).
 func (l Layout) Staging() string { return StateDir + "/staging" }
 
+// Trash holds, each in a directory of its own, what restores replaced, until it is removed
+// (relative to the root, for os.Root calls).
+func (l Layout) Trash() string { return StateDir + "/trash" }
+
 // Archive is the corrections archive directory.
 func (l Layout) Archive() string { return filepath.Join(l.State(), "archive") }
 

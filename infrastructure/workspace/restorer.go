@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/fsx"
 	"github.com/planhq/plan/infrastructure/objectstore"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // stageWorkers bounds the files staged at once.
@@ -38,6 +40,11 @@ type Restorer struct {
 	foldsCase func() bool
 	// Failpoint is called at each step of an apply; crash tests arm it (see package failpoint).
 	Failpoint func(name string) error
+	// OnPlaced, when set, hears of the files an apply put in place once they are durable (the
+	// watch service's client: see Scanner.Vouch). trash, when not "", is a directory of
+	// Layout.Trash holding what the restore replaced: OnPlaced returns true when it takes over its
+	// removal (the watch service removes it after answering), else the restore removes it.
+	OnPlaced func(ctx context.Context, files []Placed, trash string) bool
 }
 
 // NewRestorer returns a restorer for the workspace in l.
@@ -60,11 +67,13 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 // ApplyDiff is Apply given the comparison of the two trees (DiffTrees(from, to)), which a rollback
 // made already to count and journal what it changes.
 func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p application.Progress) (stats application.ApplyStats, err error) {
+	endPrepare := timing.Span("restore.prepare")
 	changes, kept, err := r.untouched(changes, to)
-	if err != nil {
-		return application.ApplyStats{}, err
+	if err == nil {
+		err = r.refuseCaseCollisions(to, nil)
 	}
-	if err := r.refuseCaseCollisions(to, nil); err != nil {
+	endPrepare()
+	if err != nil {
 		return application.ApplyStats{}, err
 	}
 	defer func() { stats.Kept = append(stats.Kept, kept...) }()
@@ -192,6 +201,11 @@ type applier struct {
 	written map[string]cachedEntry
 	unsure  []string
 	removed []string
+	// placed are the files put in place whose stat right after showed the staged inode.
+	placed []Placed
+	// exchanged says an entry of the workspace was swapped into staging (put); noExchange that
+	// the file system cannot exchange, so the rest of the apply renames.
+	exchanged, noExchange atomic.Bool
 }
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
@@ -217,13 +231,16 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 		staged: map[string]statKey{}, written: map[string]cachedEntry{}}
 	defer func() { _ = root.RemoveAll(a.staging) }()
 
+	endStage := timing.Span("restore.stage")
 	staged, err := a.stage(ctx, changes, p)
+	endStage()
 	if err != nil {
 		return a.stats, false, err
 	}
 	if err := hit("restore.staged"); err != nil {
 		return a.stats, false, err
 	}
+	endPlace := timing.Span("restore.place")
 	if err := a.removeStale(changes); err != nil {
 		return a.stats, true, err
 	}
@@ -236,13 +253,20 @@ func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p applicati
 	if err := a.fixDirModes(changes); err != nil {
 		return a.stats, true, err
 	}
-	if err := fsx.SyncPaths(r.layout.Root, a.touched(changes)); err != nil {
+	endPlace()
+	endSync := timing.Span("restore.sync")
+	err = fsx.SyncPaths(r.layout.Root, a.touched(changes))
+	endSync()
+	if err != nil {
 		return a.stats, true, err
 	}
 	if err := hit("restore.applied"); err != nil {
 		return a.stats, true, err
 	}
+	endCache := timing.Span("restore.statcache")
 	a.updateStatCache()
+	endCache()
+	r.vouch(ctx, a.placed, a.retire())
 	return a.stats, true, nil
 }
 
@@ -271,6 +295,8 @@ func (a *applier) stage(ctx context.Context, changes []tree.Change, p applicatio
 	if err := a.root.RemoveAll(a.staging); err != nil {
 		return nil, fmt.Errorf("clear staging: %w", err)
 	}
+	// What an earlier restore replaced, left by a watch service that stopped before removing it.
+	_ = a.root.RemoveAll(a.r.layout.Trash())
 	if err := a.root.MkdirAll(a.staging, 0o700); err != nil {
 		return nil, fmt.Errorf("create staging: %w", err)
 	}
@@ -512,7 +538,7 @@ func (a *applier) place(ch tree.Change, staged string) error {
 		}
 	}
 	placed := time.Now()
-	if err := a.root.Rename(staged, ch.Path); err != nil {
+	if err := a.put(staged, ch); err != nil {
 		return fmt.Errorf("write %q: %w", ch.Path, err)
 	}
 	if ch.To.Kind == tree.KindFile {
@@ -524,6 +550,69 @@ func (a *applier) place(ch tree.Change, staged string) error {
 	return nil
 }
 
+// put moves the staged entry to ch.Path. Over an entry the workspace holds (ch.From) it exchanges
+// the two where the file system can (renameat2 RENAME_EXCHANGE, atomic like the rename): the
+// replaced entry goes to staging and is freed with it after the restore (see retire), instead of
+// inside the rename, where freeing an inode and its blocks is most of what renaming over a file
+// costs. A directory swapped out (the workspace changed meanwhile) is swapped back and refused, as
+// a rename over it is refused. Both directories are opened through the workspace's os.Root.
+func (a *applier) put(staged string, ch tree.Change) error {
+	if ch.From == nil || a.noExchange.Load() {
+		return a.root.Rename(staged, ch.Path)
+	}
+	sdir, sname := splitRel(staged)
+	dir, name := splitRel(ch.Path)
+	if dir == "" {
+		dir = "."
+	}
+	sd, err := a.root.Open(sdir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sd.Close() }()
+	wd, err := a.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = wd.Close() }()
+	swapped, unsupported, err := exchange(sd, sname, wd, name)
+	switch {
+	case unsupported:
+		a.noExchange.Store(true)
+		return a.root.Rename(staged, ch.Path)
+	case errors.Is(err, fs.ErrNotExist): // nothing there any more
+		return a.root.Rename(staged, ch.Path)
+	case err != nil:
+		return err
+	}
+	a.exchanged.Store(true)
+	if isDir(&swapped) {
+		if err := unswap(sd, sname, wd, name); err != nil {
+			return fmt.Errorf("put back directory %q: %w", ch.Path, err)
+		}
+		return fault.Conflict("refusing to replace %q: it is a directory now", ch.Path)
+	}
+	return nil
+}
+
+// retire moves the staging directory, which holds what put swapped out of the workspace, to a
+// directory of its own under Layout.Trash and returns its path ("" when nothing was swapped out,
+// or the move failed: the deferred removal of staging then frees it).
+func (a *applier) retire() string {
+	if !a.exchanged.Load() {
+		return ""
+	}
+	trash := a.r.layout.Trash()
+	if err := a.root.MkdirAll(trash, 0o700); err != nil {
+		return ""
+	}
+	name := trash + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := a.root.Rename(a.staging, name); err != nil {
+		return ""
+	}
+	return filepath.Join(a.r.layout.Root, filepath.FromSlash(name))
+}
+
 // placedFile notes the stat cache entry of a file the restore just put in place (placedEntry), or
 // that none vouches for it.
 func (a *applier) placedFile(rel string, h tree.Hash, placed time.Time) {
@@ -532,6 +621,7 @@ func (a *applier) placedFile(rel string, h tree.Hash, placed time.Time) {
 	defer a.mu.Unlock()
 	if ok {
 		a.written[rel] = e
+		a.placed = append(a.placed, Placed{Path: rel, Dev: e.key.Dev, Ino: e.key.Ino})
 		return
 	}
 	a.unsure = append(a.unsure, rel)
@@ -599,6 +689,19 @@ func (a *applier) fixDirModes(changes []tree.Change) error {
 		}
 	}
 	return nil
+}
+
+// vouch tells whoever follows the workspace's changes which files the restore placed (this
+// process's own tracker, a run's; the watch service, through OnPlaced), and frees what the restore
+// replaced (trash, when not ""): the watch service does when it takes it over, else vouch here.
+func (r *Restorer) vouch(ctx context.Context, placed []Placed, trash string) {
+	r.scanner.Vouch(placed)
+	if r.OnPlaced != nil && (len(placed) > 0 || trash != "") && r.OnPlaced(ctx, placed, trash) {
+		return
+	}
+	if trash != "" {
+		_ = os.RemoveAll(trash) // plan's own leftovers: a failure costs disk until the next restore
+	}
 }
 
 // updateStatCache records the restored files with the hashes already known and the stats taken

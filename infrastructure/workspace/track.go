@@ -58,6 +58,9 @@ type watcher interface {
 	take() dirtySet
 	// permanent says why watching cannot work here at all (not why one take was uncertain); "" if it can.
 	permanent() string
+	// vouch reads the events queued until now, then takes the word of a restore for the files
+	// it placed under root that are still what it placed (Scanner.Vouch); it returns how many.
+	vouch(root string, files []Placed) int
 	close()
 }
 

@@ -185,6 +185,27 @@ func (w *inotify) lastChange() time.Time {
 	return w.last
 }
 
+func (w *inotify) vouch(root string, files []Placed) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.dirty.uncertain != "" {
+		return 0
+	}
+	w.drain() // the restore's renames are queued: they must be in the set before it is vouched for
+	n := 0
+	for _, f := range files {
+		// Stat'ed after the drain: a name replaced since holds another inode (or has two names),
+		// and whatever replaced it after the drain is an event the next drain adds.
+		if !vouchable(root, f) {
+			continue
+		}
+		if rel, name := splitRel(f.Path); w.dirty.vouch(rel, name) {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *inotify) permanent() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
