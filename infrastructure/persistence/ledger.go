@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/timing"
 )
@@ -507,6 +507,9 @@ func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
 	if len(committed) == 0 {
 		return nil, nil
 	}
+	if all, err := d.seesAll(ctx, committed); err != nil || all {
+		return nil, err
+	}
 	var rows []struct {
 		Seq  uint64
 		Name string
@@ -534,6 +537,62 @@ func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
 		unseen = append(unseen, n)
 	}
 	return unseen, nil
+}
+
+// seenChunk is how many names one query of seesAll looks up (far below SQLite's and PostgreSQL's
+// limits on bound parameters).
+const seenChunk = 500
+
+// seesAll is Unseen's answer when it is "none", the answer of every healthy open, found without
+// reading the ledger table whole: the rows that are exactly a committed record (its number and
+// name) are counted in the table, a chunk of records at a time, each count read with the table's
+// size and oldest number in one statement. As many found as there are records from the oldest row
+// on means none of those is unseen (a row found is one of them: its number is the oldest or
+// newer). Any fewer, or a table that changed between two chunks, returns false, and Unseen
+// compares row by row to name them.
+func (d *DB) seesAll(ctx context.Context, committed []string) (bool, error) {
+	g := d.gorm.WithContext(ctx)
+	type count struct {
+		Total, Found int64
+		Oldest       uint64
+	}
+	var first *count
+	found := int64(0)
+	for chunk := range slices.Chunk(committed, seenChunk) {
+		args := []any{d.workspace, d.workspace, d.workspace}
+		var pairs strings.Builder
+		for i, n := range chunk {
+			seq, err := recordSeq(n)
+			if err != nil {
+				return false, nil //nolint:nilerr // Unseen reads every name again, and reports this one
+			}
+			if i > 0 {
+				pairs.WriteString(", ")
+			}
+			pairs.WriteString("(CAST(? AS BIGINT), CAST(? AS TEXT))")
+			args = append(args, int64(seq), n) // #nosec G115 -- 16 hex digits a record number: the ledger's column is signed
+		}
+		var c count
+		if err := g.Raw(`SELECT (SELECT COUNT(*) FROM ledger WHERE workspace_id = ?) AS total,
+			(SELECT COALESCE(MIN(seq), 0) FROM ledger WHERE workspace_id = ?) AS oldest,
+			(SELECT COUNT(*) FROM ledger WHERE workspace_id = ? AND (seq, name) IN (VALUES `+pairs.String()+`)) AS found`,
+			args...).Scan(&c).Error; err != nil {
+			return false, fmt.Errorf("read the ledger: %w", err)
+		}
+		if first == nil {
+			first = &c
+		} else if c.Total != first.Total || c.Oldest != first.Oldest {
+			return false, nil // written meanwhile (a compaction): compare row by row
+		}
+		found += c.Found
+	}
+	compared := int64(0)
+	for _, name := range committed {
+		if seq, _ := recordSeq(name); first.Total == 0 || seq >= first.Oldest { // every name was read above
+			compared++
+		}
+	}
+	return found == compared, nil
 }
 
 // LostCheckpoints returns the IDs of the checkpoints l's committed records hold that the database
@@ -607,7 +666,9 @@ type RebuildReport struct {
 	Corrections int
 }
 
-var column = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+// column is a column's name in a record: ^[a-z_][a-z0-9_]*$, at most 64 bytes (the longest is far
+// shorter; a name of no table's is refused after this check anyway).
+var column = ident.NewPattern("a-z_", "a-z0-9_", 64)
 
 // Rebuild creates the SQLite database at path, which must not exist, from the committed records
 // of l: every record applied in sequence order, each aggregate replaced by the state its record
@@ -857,7 +918,7 @@ func (d *DB) replay(tx *gorm.DB, cols map[string]map[string]bool, c change) erro
 			vals := make([]any, 0, len(row))
 			for _, k := range slices.Sorted(maps.Keys(row)) {
 				v := row[k]
-				if !column.MatchString(k) || !cols[t.table][k] {
+				if !column.Match(k) || !cols[t.table][k] {
 					return fmt.Errorf("table %s has no column %q", t.table, k)
 				}
 				if n, ok := v.(json.Number); ok {
