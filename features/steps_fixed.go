@@ -50,8 +50,12 @@ func (s *scenario) registerFixedSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("deleted %d ledger rows (%v), want 1", n, err)
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("deleted %d ledger rows, want 1", n)
 		}
 		return nil
 	})
