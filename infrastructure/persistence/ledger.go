@@ -533,7 +533,7 @@ func (d *DB) ledgerRows(ctx context.Context) (known map[string]bool, oldest uint
 		seq  uint64
 		name string
 	}
-	q, err := d.gorm.WithContext(ctx).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Rows()
+	q, err := d.manyRows(d.gorm.WithContext(ctx)).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Rows()
 	rows, err := scanRows(q, err, func(r *row) []any { return []any{&r.seq, &r.name} })
 	if err != nil {
 		return nil, 0, err
