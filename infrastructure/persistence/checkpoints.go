@@ -50,7 +50,8 @@ func (r *checkpointRow) fields() []any {
 // rows: scanned field by field, not by gorm's reflection, which cost several times the query.
 func (d *DB) findCheckpoints(g *gorm.DB) ([]checkpointRow, error) {
 	rows, err := d.manyRows(g).Model(&checkpointRow{}).Select(checkpointColumns).Rows()
-	return scanRows(rows, err, (*checkpointRow).fields)
+	out, err := scanRows(rows, err, (*checkpointRow).fields)
+	return out, d.classify(err)
 }
 
 // manyRows is g for a read of many rows. On SQLite it drops its context's cancellation:
@@ -66,7 +67,9 @@ func (d *DB) manyRows(g *gorm.DB) *gorm.DB {
 }
 
 // scanRows reads every row of a query's rows (err is the query's error) into a T, through fields:
-// the T's fields to scan into, in the query's column order. It closes rows.
+// the T's fields to scan into, in the query's column order. It closes rows. Its errors are the
+// driver's, not yet classified (gorm translates a query's errors, not those of reading its rows):
+// callers pass them through DB.classify.
 func scanRows[T any](rows *sql.Rows, err error, fields func(*T) []any) ([]T, error) {
 	if err != nil {
 		return nil, err
@@ -180,7 +183,7 @@ func (r *Checkpoints) IDs(ctx context.Context) ([]checkpoint.ID, error) {
 	rows, err := r.db.manyRows(r.db.scoped(ctx)).Model(&checkpointRow{}).Select("id").Rows()
 	ids, err := scanRows(rows, err, func(id *checkpoint.ID) []any { return []any{(*string)(id)} })
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
+		return nil, fmt.Errorf("list checkpoints: %w", r.db.classify(err))
 	}
 	return ids, nil
 }

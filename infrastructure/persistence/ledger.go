@@ -536,7 +536,7 @@ func (d *DB) ledgerRows(ctx context.Context) (known map[string]bool, oldest uint
 	q, err := d.manyRows(d.gorm.WithContext(ctx)).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Rows()
 	rows, err := scanRows(q, err, func(r *row) []any { return []any{&r.seq, &r.name} })
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, d.classify(err)
 	}
 	known = make(map[string]bool, len(rows))
 	for i, r := range rows {
