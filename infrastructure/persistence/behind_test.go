@@ -349,3 +349,27 @@ func TestUnseenComparesNamesNotCounts(t *testing.T) {
 		t.Fatalf("a row whose number cannot be read: %v", err)
 	}
 }
+
+// The listings scanned row by row fail as gorm's did: a handle without a workspace lists nothing
+// (fault.ErrInvalid), and a table that cannot be read is an error, never an empty listing.
+func TestScannedListingsFail(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	any, err := Open(ctx, f.path, false, WithoutWorkspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = any.Close() }()
+	if _, err := NewCheckpoints(any).IDs(ctx); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("IDs without a workspace: %v", err)
+	}
+	if _, err := NewCheckpoints(any).List(ctx); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("List without a workspace: %v", err)
+	}
+	if err := f.db.gorm.Exec(`UPDATE checkpoints SET created_at = 'not a time'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if cps, err := NewCheckpoints(f.db).List(ctx); err == nil || !strings.Contains(err.Error(), "list checkpoints") {
+		t.Fatalf("a row that cannot be read: %v, %v", cps, err)
+	}
+}
