@@ -3,12 +3,12 @@ package application
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/plan"
 )
 
@@ -30,18 +30,18 @@ type scopedName struct {
 	before   bool // the ^ form
 }
 
-var scopedPlan = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
+var scopedPlan = ident.NewPattern("A-Za-z0-9", "A-Za-z0-9._:-", 200) // ^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$
 
 func parseScoped(ref string) (scopedName, bool) {
 	base, before := strings.CutSuffix(ref, "^")
-	if i := strings.LastIndexByte(base, '#'); i > 0 && scopedPlan.MatchString(base[:i]) {
+	if i := strings.LastIndexByte(base, '#'); i > 0 && scopedPlan.Match(base[:i]) {
 		n, err := strconv.Atoi(base[i+1:])
 		if err != nil || n < 1 || base[i+1:] != strconv.Itoa(n) {
 			return scopedName{}, false
 		}
 		return scopedName{plan: base[:i], turn: n, before: before}, true
 	}
-	if i := strings.LastIndexByte(base, '/'); i > 0 && scopedPlan.MatchString(base[:i]) && plan.ValidateDecisionID(base[i+1:]) == nil {
+	if i := strings.LastIndexByte(base, '/'); i > 0 && scopedPlan.Match(base[:i]) && plan.ValidateDecisionID(base[i+1:]) == nil {
 		return scopedName{plan: base[:i], decision: base[i+1:], before: before}, true
 	}
 	return scopedName{}, false

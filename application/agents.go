@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,8 +42,8 @@ const (
 )
 
 var (
-	agentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-	sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	agentName = ident.NewPattern("a-z", "a-z0-9-", 32)             // ^[a-z][a-z0-9-]{0,31}$
+	sessionID = ident.NewPattern("A-Za-z0-9", "A-Za-z0-9._-", 128) // ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$
 )
 
 // sessionSource is the Source of a session's plan: "agent AGENT session ID".
@@ -69,10 +68,10 @@ type Session struct {
 }
 
 func (s Session) validate() error {
-	if !agentName.MatchString(s.Agent) {
+	if !agentName.Match(s.Agent) {
 		return fault.Invalid("agent name %q: want lower-case letters, digits and '-'", s.Agent)
 	}
-	if !sessionID.MatchString(s.ID) {
+	if !sessionID.Match(s.ID) {
 		return fault.Invalid("session ID %q: want 1 to 128 letters, digits, '.', '_' and '-'", s.ID)
 	}
 	return nil

@@ -252,12 +252,27 @@ func (s *CheckpointService) ShortNames(ctx context.Context) (map[checkpoint.ID]s
 	for i, id := range all {
 		ids[i] = string(id)
 	}
+	return shortNamesOf(ids), nil
+}
+
+// ShortNamesOf is ShortNames computed from every checkpoint of the workspace, all, when the caller
+// has just listed them (checkpoint list): the names of the very checkpoints it shows, without
+// reading the IDs a second time.
+func ShortNamesOf(all []*checkpoint.Checkpoint) map[checkpoint.ID]string {
+	ids := make([]string, len(all))
+	for i, c := range all {
+		ids[i] = string(c.ID())
+	}
+	return shortNamesOf(ids)
+}
+
+func shortNamesOf(ids []string) map[checkpoint.ID]string {
 	names := ident.ShortNames(ids)
 	out := make(map[checkpoint.ID]string, len(names))
 	for id, n := range names {
 		out[checkpoint.ID(id)] = n
 	}
-	return out, nil
+	return out
 }
 
 // selector is a name that picks the newest checkpoint matching it: label:KEY=VALUE or note:TEXT.

@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,14 @@ func TestShortNamePrefixAmbiguity(t *testing.T) {
 	names, err := e.cps.ShortNames(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The names computed from a listing of every checkpoint are the same.
+	all, err := e.cps.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if of := ShortNamesOf(all); !maps.Equal(of, names) {
+		t.Fatalf("ShortNamesOf the listing %v, ShortNames %v", of, names)
 	}
 	for _, id := range []string{a, b} {
 		n := names[checkpoint.ID(id)]

@@ -162,6 +162,7 @@ func (h *Harness) InitializeScenario(sc *godog.ScenarioContext) {
 	s.registerAgentSteps(sc)
 	s.registerWatchSteps(sc)
 	s.registerPruneSteps(sc)
+	s.registerFixedSteps(sc)
 }
 
 func (s *scenario) uncheckedError() error {

@@ -28,6 +28,7 @@ func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
+	paceGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.DefaultRunner(cli.Version(version)).Run(ctx, os.Args)
 	stop()

@@ -12,7 +12,6 @@ package checkpoint
 import (
 	"context"
 	"maps"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -222,7 +221,7 @@ const (
 
 // labelKey is a label's key: lower-case letters, digits, '.', '_' and '-', starting with a letter
 // or digit, at most 63 bytes.
-var labelKey = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+var labelKey = ident.NewPattern("a-z0-9", "a-z0-9._-", 63) // ^[a-z0-9][a-z0-9._-]{0,62}$
 
 // ParseLabel splits "KEY=VALUE" and validates both.
 func ParseLabel(s string) (key, value string, err error) {
@@ -239,7 +238,7 @@ func ValidateLabels(labels map[string]string) error {
 		return fault.Invalid("%d labels; at most %d", len(labels), MaxLabels)
 	}
 	for k, v := range labels {
-		if !labelKey.MatchString(k) {
+		if !labelKey.Match(k) {
 			return fault.Invalid("label key %q: use lower-case letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)", k)
 		}
 		if len(v) > MaxLabelValueBytes || !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {

@@ -3,7 +3,8 @@
 //
 // Invariants: a generated ID is exactly Length lower-case hex characters; a reference given by a user
 // is 4 to Length lower-case hex characters (MinPrefix); anything else is invalid input, so an ID can
-// never smuggle a path separator or ".." into a file name built from it.
+// never smuggle a path separator or ".." into a file name built from it. A Pattern matches exactly
+// what its regular expression ^[FIRST][REST]{0,N}$ would, without compiling one at start-up.
 package ident
 
 import (

@@ -2,6 +2,8 @@ package plan_test
 
 import (
 	"errors"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,5 +29,33 @@ func TestFuncCommandRoundTrips(t *testing.T) {
 		if _, _, ok := plan.ParseFuncCommand(run); ok {
 			t.Errorf("%q parsed as a Go function", run)
 		}
+	}
+}
+
+// ParseFuncCommand reads exactly what the regular expression it replaced matched.
+func TestParseFuncCommandMatchesTheRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^go-func:([a-z0-9][a-z0-9_.-]{0,63})@(\S{1,128})$`)
+	parts := []string{"go-func:", "go-func:", "a", "z9", ".", "_", "-", "@", "@", " ", "\t", "\n", "\f", "\r", "\v", "é", "\xff", "H", "x",
+		strings.Repeat("n", 63), strings.Repeat("h", 127), "€"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	try := func(run string) {
+		t.Helper()
+		name, host, ok := plan.ParseFuncCommand(run)
+		m := re.FindStringSubmatch(run)
+		if ok != (m != nil) || (ok && (name != m[1] || host != m[2])) {
+			t.Fatalf("ParseFuncCommand(%q) = %q, %q, %v; the regexp says %q", run, name, host, ok, m)
+		}
+	}
+	try("go-func:" + strings.Repeat("n", 64) + "@h")
+	try("go-func:n@" + strings.Repeat("é", 128))
+	try("go-func:n@" + strings.Repeat("é", 129))
+	for range 50000 {
+		var b strings.Builder
+		b.WriteString("go-func:")
+		for range rng.IntN(8) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		try(b.String())
+		try(strings.TrimPrefix(b.String(), "go-func:"))
 	}
 }

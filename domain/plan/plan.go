@@ -22,14 +22,15 @@ package plan
 import (
 	"context"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -48,15 +49,15 @@ const (
 )
 
 var (
-	runID      = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	decisionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+	runID      = ident.NewPattern("a-z0-9", "a-z0-9_-", 64)        // ^[a-z0-9][a-z0-9_-]{0,63}$
+	decisionID = ident.NewPattern("A-Za-z0-9", "A-Za-z0-9_-", 128) // ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$
 )
 
 // ValidateDecisionID checks a name that may name a decision of either kind: one plan runs
 // (ValidateRunID) or an agent's tool call recorded from outside, whose ID is the agent's own
 // (Claude Code's toolu_01AbC…, Codex's call_…): letters of both cases, digits, '_' and '-'.
 func ValidateDecisionID(id string) error {
-	if !decisionID.MatchString(id) {
+	if !decisionID.Match(id) {
 		return fault.Invalid("decision ID %q must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$", id)
 	}
 	return nil
@@ -64,7 +65,7 @@ func ValidateDecisionID(id string) error {
 
 // ValidateRunID checks the ID of a decision plan runs (a plan file's or `plan exec`'s).
 func ValidateRunID(id string) error {
-	if !runID.MatchString(id) {
+	if !runID.Match(id) {
 		return fault.Invalid("decision ID %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", id)
 	}
 	return nil
@@ -613,14 +614,30 @@ func (p *Plan) Redefine(id, command string) error {
 // given it fails (no such command), so such a decision is never run as a shell command by mistake.
 const funcPrefix = "go-func:"
 
-var funcCommand = regexp.MustCompile(`^go-func:([a-z0-9][a-z0-9_.-]{0,63})@(\S{1,128})$`)
+// funcName is a Go function's name in a decision's command: ^[a-z0-9][a-z0-9_.-]{0,63}$.
+var funcName = ident.NewPattern("a-z0-9", "a-z0-9_.-", 64)
+
+// splitFuncCommand reads ^go-func:(NAME)@(HOST)$, NAME a funcName and HOST 1 to 128 characters
+// none of which is white space (\S: not tab, newline, form feed, carriage return or space; a byte
+// that is not UTF-8 counts as one character).
+func splitFuncCommand(run string) (name, host string, ok bool) {
+	rest, ok := strings.CutPrefix(run, funcPrefix)
+	if !ok {
+		return "", "", false
+	}
+	name, host, ok = strings.Cut(rest, "@") // a name holds no '@'
+	if !ok || !funcName.Match(name) || host == "" || utf8.RuneCountInString(host) > 128 || strings.ContainsAny(host, "\t\n\f\r ") {
+		return "", "", false
+	}
+	return name, host, true
+}
 
 // FuncCommand is the command recorded for a decision that is the Go function called name in the
 // host program host: "go-func:NAME@HOST". Both must be valid (name as a decision ID, plus "."; host
 // without white space, at most 128 bytes).
 func FuncCommand(name, host string) (string, error) {
 	run := funcPrefix + name + "@" + host
-	if !funcCommand.MatchString(run) {
+	if _, _, ok := splitFuncCommand(run); !ok {
 		return "", fault.Invalid("Go function %q of host %q: the name must match ^[a-z0-9][a-z0-9_.-]{0,63}$ and the host name be 1 to 128 bytes without white space", name, host)
 	}
 	return run, nil
@@ -628,9 +645,5 @@ func FuncCommand(name, host string) (string, error) {
 
 // ParseFuncCommand reads a command FuncCommand made; ok is false for any other command.
 func ParseFuncCommand(run string) (name, host string, ok bool) {
-	m := funcCommand.FindStringSubmatch(run)
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
+	return splitFuncCommand(run)
 }

@@ -93,13 +93,13 @@ var PersistenceModule = fx.Module("persistence", fx.Provide(persistenceProviders
 func persistenceProviders() []any {
 	return []any{
 		newDB,
-		fx.Annotate(persistence.NewCheckpoints, fx.As(new(checkpoint.Repository))),
-		fx.Annotate(persistence.NewHistory, fx.As(new(application.History))),
-		fx.Annotate(persistence.NewTransactor, fx.As(new(application.Transactor))),
-		fx.Annotate(persistence.NewPlans, fx.As(new(plan.Repository))),
-		fx.Annotate(persistence.NewCorrections, fx.As(new(correction.Repository))),
-		fx.Annotate(persistence.NewMetrics, fx.As(new(application.Metrics))),
-		fx.Annotate(persistence.NewOperationLog, fx.As(new(application.OperationLog))),
+		func(d *persistence.DB) checkpoint.Repository { return persistence.NewCheckpoints(d) },
+		func(d *persistence.DB) application.History { return persistence.NewHistory(d) },
+		func(d *persistence.DB) application.Transactor { return persistence.NewTransactor(d) },
+		func(d *persistence.DB) plan.Repository { return persistence.NewPlans(d) },
+		func(d *persistence.DB) correction.Repository { return persistence.NewCorrections(d) },
+		func(d *persistence.DB) application.Metrics { return persistence.NewMetrics(d) },
+		func(d *persistence.DB) application.OperationLog { return persistence.NewOperationLog(d) },
 	}
 }
 
@@ -199,10 +199,10 @@ func workspaceProviders() []any {
 		workspace.NewScanner,
 		newRestorer,
 		watch.NewSnapshotter,
-		fx.Annotate(func(s *watch.Snapshotter) application.Snapshotter { return s }),
-		fx.Annotate(func(r *workspace.Restorer) application.Restorer { return r }),
-		fx.Annotate(workspace.NewExporter, fx.As(new(application.Exporter))),
-		fx.Annotate(workspace.NewJournal, fx.As(new(application.Journal))),
+		func(s *watch.Snapshotter) application.Snapshotter { return s },
+		func(r *workspace.Restorer) application.Restorer { return r },
+		func(s *objectstore.Store) application.Exporter { return workspace.NewExporter(s) },
+		func(l workspace.Layout) application.Journal { return workspace.NewJournal(l) },
 		func(l workspace.Layout, cfg Config) *workspace.Locker {
 			lk := workspace.NewLocker(l)
 			if cfg.LockWait > 0 {
@@ -210,14 +210,16 @@ func workspaceProviders() []any {
 			}
 			return lk
 		},
-		fx.Annotate(NewStoreLocker, fx.As(new(application.Locker))),
-		fx.Annotate(workspace.NewGitHead, fx.As(new(application.GitProbe))),
-		fx.Annotate(func(s *objectstore.Store) application.TreeStore { return s }),
-		fx.Annotate(func(s *objectstore.Store) application.TreeWriter { return s }),
-		fx.Annotate(executor.NewShell, fx.As(new(application.Executor))),
-		fx.Annotate(archive.New, fx.As(new(application.Archiver))),
-		fx.Annotate(newHealth, fx.As(new(application.StoreHealth))),
-		fx.Annotate(maintenance.NewSettings, fx.As(new(application.Settings))),
+		func(l *workspace.Locker, s *objectstore.Store) application.Locker { return NewStoreLocker(l, s) },
+		func(l workspace.Layout) application.GitProbe { return workspace.NewGitHead(l) },
+		func(s *objectstore.Store) application.TreeStore { return s },
+		func(s *objectstore.Store) application.TreeWriter { return s },
+		func(l workspace.Layout) application.Executor { return executor.NewShell(l) },
+		func(l workspace.Layout, s *objectstore.Store) application.Archiver { return archive.New(l, s) },
+		func(s *Setup, st *objectstore.Store, r *objectstore.Records, d *persistence.DB) (application.StoreHealth, error) {
+			return newHealth(s, st, r, d)
+		},
+		func(l workspace.Layout) application.Settings { return maintenance.NewSettings(l) },
 	}
 }
 
@@ -228,7 +230,7 @@ var ApplicationModule = fx.Module("application", fx.Provide(applicationProviders
 
 func applicationProviders() []any {
 	return []any{
-		fx.Annotate(func() application.Clock { return systemClock{} }),
+		func() application.Clock { return systemClock{} },
 		NewGuard,
 		NewOperations,
 		application.NewCheckpointService,

@@ -1,12 +1,11 @@
 package bootstrap
 
 import (
-	"regexp"
-
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 )
 
 // Workspace is one workspace's services, as Scoped exports them: all a host needs to work on it,
@@ -22,7 +21,7 @@ type Workspace struct {
 	Read        *application.ReadService
 }
 
-var scopeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var scopeName = ident.NewPattern("A-Za-z0-9_-", "A-Za-z0-9_-", 64) // ^[A-Za-z0-9_-]{1,64}$
 
 // Scoped is Module for one of several workspaces in one fx app: every adapter and service stays
 // private to the module, and the app sees one value only, the *Workspace named name
@@ -38,7 +37,7 @@ var scopeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // name is 1 to 64 letters, digits, "_" or "-". Stopping the app closes every workspace's database
 // and store.
 func Scoped(name string, cfg Config) fx.Option {
-	if !scopeName.MatchString(name) {
+	if !scopeName.Match(name) {
 		return fx.Error(fault.Invalid("bootstrap.Scoped: workspace name %q must be 1 to 64 letters, digits, _ or -", name))
 	}
 	providers := []any{func() Config { return cfg }, Resolve, layoutOf, newResources, newStore}

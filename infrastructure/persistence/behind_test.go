@@ -318,3 +318,58 @@ func TestAWriteFollowsAReplacedFile(t *testing.T) {
 		t.Fatalf("a write after another workspace's database took its place: %v", err)
 	}
 }
+
+// A row that is no committed record (one still pending) does not make up for a record that is no
+// row: Unseen compares names, not counts. A ledger row that cannot be read is an error, never
+// a row skipped.
+func TestUnseenComparesNamesNotCounts(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		f := newLedgerFixtureOn(t, e, 3)
+		committed, _ := f.names(t)
+		lost := committed[1]
+		if err := f.db.gorm.Exec(`DELETE FROM ledger WHERE workspace_id = ? AND name = ?`, f.db.workspace, lost).Error; err != nil {
+			t.Fatal(err)
+		}
+		pending := "00000000000000f0-" + strings.Repeat("a", 64)
+		if err := f.db.gorm.Exec(`INSERT INTO ledger(workspace_id, seq, name, at) VALUES (?, 240, ?, 0)`, f.db.workspace, pending).Error; err != nil {
+			t.Fatal(err)
+		}
+		if unseen, err := f.db.Unseen(ctx, committed); err != nil || !slices.Equal(unseen, []string{lost}) {
+			t.Fatalf("unseen %v, %v; want %v", unseen, err, lost)
+		}
+	})
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	committed, _ := f.names(t)
+	if err := f.db.gorm.Exec(`INSERT INTO ledger(workspace_id, seq, name, at) VALUES (?, 'not a number', 'x', 0)`, f.db.workspace).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Unseen(ctx, committed); err == nil || !strings.Contains(err.Error(), "read the ledger") {
+		t.Fatalf("a row whose number cannot be read: %v", err)
+	}
+}
+
+// The listings scanned row by row fail as gorm's did: a handle without a workspace lists nothing
+// (fault.ErrInvalid), and a table that cannot be read is an error, never an empty listing.
+func TestScannedListingsFail(t *testing.T) {
+	ctx := context.Background()
+	f := newLedgerFixture(t, 1)
+	any, err := Open(ctx, f.path, false, WithoutWorkspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = any.Close() }()
+	if _, err := NewCheckpoints(any).IDs(ctx); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("IDs without a workspace: %v", err)
+	}
+	if _, err := NewCheckpoints(any).List(ctx); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("List without a workspace: %v", err)
+	}
+	if err := f.db.gorm.Exec(`UPDATE checkpoints SET created_at = 'not a time'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if cps, err := NewCheckpoints(f.db).List(ctx); err == nil || !strings.Contains(err.Error(), "list checkpoints") {
+		t.Fatalf("a row that cannot be read: %v, %v", cps, err)
+	}
+}

@@ -116,7 +116,7 @@ func (d *DB) checkOptions() error {
 	switch {
 	case d.anyWorkspace && (d.wantWorkspace != "" || d.ledger != nil):
 		return fault.Invalid("a database opened without a workspace takes neither a workspace ID nor a ledger")
-	case d.wantWorkspace != "" && !workspaceID.MatchString(d.wantWorkspace):
+	case d.wantWorkspace != "" && !workspaceID.Match(d.wantWorkspace):
 		return fault.Invalid("malformed workspace ID %q", d.wantWorkspace)
 	case d.dialect == Postgres && d.wantWorkspace == "" && !d.anyWorkspace:
 		return fault.Invalid("a shared database needs the workspace ID from .plan/config.yaml")
@@ -127,15 +127,20 @@ func (d *DB) checkOptions() error {
 // prepare checks and migrates the schema, chooses the workspace and settles the ledger.
 func (d *DB) prepare(ctx context.Context, create bool) error {
 	endSchema := timing.Span("open.db.schema")
-	if err := d.checkSchema(ctx, create); err != nil {
+	version, err := d.checkSchema(ctx, create)
+	if err != nil {
 		return err
 	}
-	adopt := d.wantWorkspace
-	if adopt == "" {
-		adopt = ident.New(time.Now())
-	}
-	if err := d.migrate(ctx, adopt); err != nil {
-		return err
+	// A database at this binary's schema has nothing to migrate: no write transaction (which
+	// would wait for another process's writer) for a command that may only read.
+	if version != latestSchema() {
+		adopt := d.wantWorkspace
+		if adopt == "" {
+			adopt = ident.New(time.Now())
+		}
+		if err := d.migrate(ctx, adopt); err != nil {
+			return err
+		}
 	}
 	if err := d.chooseWorkspace(ctx, create); err != nil {
 		return err
@@ -145,7 +150,6 @@ func (d *DB) prepare(ctx context.Context, create bool) error {
 		return nil
 	}
 	defer timing.Span("open.db.ledger")()
-	var err error
 	var committed []string
 	if d.seqFloor, committed, err = seqFloorOf(d.ledger); err != nil {
 		return err

@@ -15,7 +15,8 @@
 //     holds the schema's advisory lock and reads the version again under it, so processes opening
 //     one database at once apply it once. A step that replaces tables other tables reference runs
 //     on SQLite with foreign keys off (dropping a parent with them on would delete its children's
-//     rows) and checks them before it commits;
+//     rows) and checks them before it commits. Open runs the steps only when the version it read is
+//     not this binary's: a database at the current schema is opened without a write transaction;
 //   - every row belongs to one workspace (workspace_id; the workspaces table lists them), and a
 //     handle sees one: every repository read filters by its workspace, every insert sets it, every
 //     update and delete names it, and ID-prefix resolution is scoped to it. Uniqueness is per

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/failpoint"
 	"github.com/planhq/plan/infrastructure/timing"
 )
@@ -507,20 +507,9 @@ func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
 	if len(committed) == 0 {
 		return nil, nil
 	}
-	var rows []struct {
-		Seq  uint64
-		Name string
-	}
-	if err := d.gorm.WithContext(ctx).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Scan(&rows).Error; err != nil {
+	known, oldest, err := d.ledgerRows(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("read the ledger: %w", err)
-	}
-	known := make(map[string]bool, len(rows))
-	var oldest uint64
-	for i, r := range rows {
-		known[r.Name] = true
-		if i == 0 || r.Seq < oldest {
-			oldest = r.Seq
-		}
 	}
 	var unseen []string
 	for _, n := range committed {
@@ -528,12 +517,35 @@ func (d *DB) Unseen(ctx context.Context, committed []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if (len(rows) > 0 && seq < oldest) || known[n] {
+		if (len(known) > 0 && seq < oldest) || known[n] {
 			continue
 		}
 		unseen = append(unseen, n)
 	}
 	return unseen, nil
+}
+
+// ledgerRows reads the names the ledger table holds for this workspace, and the oldest number among
+// them. Every command opens through it, so its rows are scanned as they come, not by gorm's
+// reflection (which cost 2 ms for a history of 500 records, four times the query).
+func (d *DB) ledgerRows(ctx context.Context) (known map[string]bool, oldest uint64, err error) {
+	type row struct {
+		seq  uint64
+		name string
+	}
+	q, err := d.manyRows(d.gorm.WithContext(ctx)).Raw(`SELECT seq, name FROM ledger WHERE workspace_id = ?`, d.workspace).Rows()
+	rows, err := scanRows(q, err, func(r *row) []any { return []any{&r.seq, &r.name} })
+	if err != nil {
+		return nil, 0, d.classify(err)
+	}
+	known = make(map[string]bool, len(rows))
+	for i, r := range rows {
+		if i == 0 || r.seq < oldest {
+			oldest = r.seq
+		}
+		known[r.name] = true
+	}
+	return known, oldest, nil
 }
 
 // LostCheckpoints returns the IDs of the checkpoints l's committed records hold that the database
@@ -607,7 +619,9 @@ type RebuildReport struct {
 	Corrections int
 }
 
-var column = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+// column is a column's name in a record: ^[a-z_][a-z0-9_]*$, at most 64 bytes (the longest is far
+// shorter; a name of no table's is refused after this check anyway).
+var column = ident.NewPattern("a-z_", "a-z0-9_", 64)
 
 // Rebuild creates the SQLite database at path, which must not exist, from the committed records
 // of l: every record applied in sequence order, each aggregate replaced by the state its record
@@ -857,7 +871,7 @@ func (d *DB) replay(tx *gorm.DB, cols map[string]map[string]bool, c change) erro
 			vals := make([]any, 0, len(row))
 			for _, k := range slices.Sorted(maps.Keys(row)) {
 				v := row[k]
-				if !column.MatchString(k) || !cols[t.table][k] {
+				if !column.Match(k) || !cols[t.table][k] {
 					return fmt.Errorf("table %s has no column %q", t.table, k)
 				}
 				if n, ok := v.(json.Number); ok {

@@ -714,7 +714,7 @@ func TestRebuildEdges(t *testing.T) {
 		t.Fatalf("rebuild from no records: %+v, %v", rep, err)
 	}
 	db := mustOpen(t, path, false)
-	if !workspaceID.MatchString(db.WorkspaceID()) {
+	if !workspaceID.Match(db.WorkspaceID()) {
 		t.Fatalf("the rebuilt database's workspace is %q", db.WorkspaceID())
 	}
 	if cps, err := NewCheckpoints(db).List(ctx); err != nil || len(cps) != 0 {

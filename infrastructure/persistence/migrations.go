@@ -370,60 +370,60 @@ var replacesTables = map[int]bool{10: true}
 // look as if it lacked a table. So a verdict of damage stands only once the tables, read again,
 // are the ones it was made from; otherwise the check runs again on the new reading (each rerun
 // means a step committed meanwhile, and there are only so many steps). A healthy database costs
-// the two statements it always did.
-func (d *DB) checkSchema(ctx context.Context, fresh bool) error {
+// the two statements it always did. It returns the schema version it read (0: none yet).
+func (d *DB) checkSchema(ctx context.Context, fresh bool) (int, error) {
 	g := d.gorm.WithContext(ctx)
 	names, err := d.tableNames(g)
 	if err != nil {
-		return fmt.Errorf("read the schema: %w", err)
+		return 0, fmt.Errorf("read the schema: %w", err)
 	}
 	for range len(migrations) + 2 {
-		verdict, err := d.judgeSchema(g, names, fresh)
+		current, verdict, err := d.judgeSchema(g, names, fresh)
 		if err != nil || verdict == nil {
-			return err
+			return current, err
 		}
 		again, err := d.tableNames(g)
 		if err != nil {
-			return fmt.Errorf("read the schema: %w", err)
+			return 0, fmt.Errorf("read the schema: %w", err)
 		}
 		if sameNames(names, again) {
-			return verdict
+			return 0, verdict
 		}
 		names = again
 	}
-	return fault.Conflict("the schema of the metadata database %s kept changing while it was read: try again", d.target.shown)
+	return 0, fault.Conflict("the schema of the metadata database %s kept changing while it was read: try again", d.target.shown)
 }
 
-// judgeSchema reads the schema version and returns the damage names (the database's tables) show
-// for it, or nil; err is a failure to read.
-func (d *DB) judgeSchema(g *gorm.DB, names []string, fresh bool) (verdict, err error) {
+// judgeSchema reads the schema version and returns it with the damage names (the database's
+// tables) show for it, or nil; err is a failure to read.
+func (d *DB) judgeSchema(g *gorm.DB, names []string, fresh bool) (current int, verdict, err error) {
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
 		have[n] = true
 	}
 	if foreign, err := d.foreignSchema(g, have, fresh); err != nil || foreign != nil {
-		return foreign, err
+		return 0, foreign, err
 	}
 	if !have["schema_migrations"] {
 		if fresh && len(names) == 0 {
-			return nil, nil
+			return 0, nil, nil
 		}
-		return fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.target.shown), nil
+		return 0, fault.Integrity("the metadata database %s is empty or not plan's (no schema): run `plan doctor --rebuild`", d.target.shown), nil
 	}
-	current, err := schemaVersion(g)
+	current, err = schemaVersion(g)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if current == 0 && !fresh {
-		return fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.target.shown), nil
+		return 0, fault.Integrity("the metadata database %s holds no schema version: run `plan doctor --rebuild`", d.target.shown), nil
 	}
 	for _, t := range tablesAt(current) {
 		if !have[t] {
-			return fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor --rebuild`",
+			return 0, fault.Integrity("the metadata database %s is missing its %s table (schema version %d): run `plan doctor --rebuild`",
 				d.target.shown, t, current), nil
 		}
 	}
-	return nil, nil
+	return current, nil, nil
 }
 
 // foreignSchema says a database holds another application's tables, which plan must neither

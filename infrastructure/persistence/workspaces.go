@@ -3,10 +3,11 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,7 +26,7 @@ func WithWorkspace(id string) Option { return func(d *DB) { d.wantWorkspace = id
 func WithoutWorkspace() Option { return func(d *DB) { d.anyWorkspace = true } }
 
 // workspaceID is what a workspace ID may be: ident.New's, or any short name safe in a message.
-var workspaceID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var workspaceID = ident.NewPattern("A-Za-z0-9", "A-Za-z0-9._-", 64) // ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$
 
 type workspaceRow struct {
 	ID      string `gorm:"primaryKey"`
@@ -186,22 +187,39 @@ func (d *DB) Workspaces(ctx context.Context) ([]WorkspaceSummary, error) {
 	return out, nil
 }
 
-var (
-	ddlCreate = regexp.MustCompile(`^\s*CREATE TABLE (\w+) \(`)
-	ddlColumn = regexp.MustCompile(`(?m)^\s*([a-z_]+) (?:TEXT|INTEGER)\b`)
-	ddlAdd    = regexp.MustCompile(`^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)`)
-	ddlDrop   = regexp.MustCompile(`^\s*DROP TABLE (\w+)\s*$`)
-	ddlRename = regexp.MustCompile(`^\s*ALTER TABLE (\w+) RENAME TO (\w+)\s*$`)
-)
-
 // schemaAt returns the tables of schema version v and their columns, as the migration steps up to
-// v leave them (schema_migrations, which migrate makes, is not among them).
-func schemaAt(v int) map[string][]string {
+// v leave them (schema_migrations, which migrate makes, is not among them). The result is shared:
+// callers MUST NOT change it.
+func schemaAt(v int) map[string][]string { return schemaOf(v).tables }
+
+// tablesAt lists the tables of schema version v, sorted (shared, as schemaAt's).
+func tablesAt(v int) []string { return schemaOf(v).names }
+
+// schemaOf is version v's entry of schemas (the newest for a newer v).
+func schemaOf(v int) schemaInfo {
+	all := schemas()
+	return all[max(0, min(v, len(all)-1))]
+}
+
+// schemaInfo is one schema version's tables and columns, and its tables' names sorted.
+type schemaInfo struct {
+	tables map[string][]string
+	names  []string
+}
+
+// schemas reads the migration steps once, the first time a database is opened (not at start-up:
+// their regular expressions are compiled then), into every version's schema, index = version.
+var schemas = sync.OnceValue(func() []schemaInfo {
+	var (
+		ddlCreate = regexp.MustCompile(`^\s*CREATE TABLE (\w+) \(`)
+		ddlColumn = regexp.MustCompile(`(?m)^\s*([a-z_]+) (?:TEXT|INTEGER)\b`)
+		ddlAdd    = regexp.MustCompile(`^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)`)
+		ddlDrop   = regexp.MustCompile(`^\s*DROP TABLE (\w+)\s*$`)
+		ddlRename = regexp.MustCompile(`^\s*ALTER TABLE (\w+) RENAME TO (\w+)\s*$`)
+	)
+	out := []schemaInfo{{tables: map[string][]string{}}}
 	tables := map[string][]string{}
 	for _, m := range migrations {
-		if m.version > v {
-			break
-		}
 		for _, stmt := range m.sql {
 			if c := ddlCreate.FindStringSubmatch(stmt); c != nil {
 				var cols []string
@@ -210,7 +228,7 @@ func schemaAt(v int) map[string][]string {
 				}
 				tables[c[1]] = cols
 			} else if a := ddlAdd.FindStringSubmatch(stmt); a != nil {
-				tables[a[1]] = append(tables[a[1]], a[2])
+				tables[a[1]] = append(slices.Clip(tables[a[1]]), a[2])
 			} else if dr := ddlDrop.FindStringSubmatch(stmt); dr != nil {
 				delete(tables, dr[1])
 			} else if r := ddlRename.FindStringSubmatch(stmt); r != nil {
@@ -218,20 +236,14 @@ func schemaAt(v int) map[string][]string {
 				delete(tables, r[1])
 			}
 		}
+		for len(out) < m.version {
+			out = append(out, out[len(out)-1]) // a version without a step (none so far) is the one before
+		}
+		snap := maps.Clone(tables)
+		out = append(out, schemaInfo{tables: snap, names: slices.Sorted(maps.Keys(snap))})
 	}
-	return tables
-}
-
-// tablesAt lists the tables of schema version v, sorted.
-func tablesAt(v int) []string {
-	tables := schemaAt(v)
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+	return out
+})
 
 // schemaComplaints checks the schema against the one the recorded version promises: every table
 // and column there, and every row of a scoped table belonging to a workspace the database lists.

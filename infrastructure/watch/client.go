@@ -39,7 +39,8 @@ type Snapshotter struct {
 	*workspace.Scanner
 	layout workspace.Layout
 	// store is the command's own view of the object store: the service writes packs this
-	// process has not loaded, so it is refreshed after every answer.
+	// process has not loaded, so it is refreshed after every answer that stored anything or names
+	// a tree the view does not hold.
 	store *objectstore.Store
 
 	mu sync.Mutex
@@ -125,9 +126,14 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 	if r.Snapshot == nil || r.Snapshot.Root.IsZero() {
 		return application.Snapshot{}, errors.New("an answer without a snapshot")
 	}
-	// What the service stored is in packs this process has not loaded yet.
-	if err := s.store.Refresh(); err != nil {
-		return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
+	// What the service stored is in packs this process has not loaded yet. When it stored nothing
+	// and the tree is one this process's view already holds (no change since a snapshot the view
+	// has seen: the commonest snapshot of all), that view is the store's as it stands: its
+	// refresh, a listing and a stat of every pack, would find nothing new.
+	if r.Snapshot.StoredBytes != 0 || !s.store.Present(r.Snapshot.Root) {
+		if err := s.store.Refresh(); err != nil {
+			return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
+		}
 	}
 	if !s.store.Present(r.Snapshot.Root) {
 		return application.Snapshot{}, fmt.Errorf("the service answered with tree %s, which the store does not hold", r.Snapshot.Root)

@@ -19,6 +19,10 @@
 //     that is not the same user, an answer that is not well-formed, for another workspace, or not
 //     begun within the connect deadline, a silence between keep-alives longer than the idle
 //     deadline, or the connection closed before the answer, and the command walks itself;
+//   - the command's own view of the store holds every object of the tree it is answered with: it
+//     is refreshed after an answer that stored anything, or that names a tree the view does not
+//     hold (an answer that stored nothing, of a tree the view holds, is what the view already
+//     reads: the lock the command holds keeps every other writer out);
 //   - the service stores objects only under the workspace lock: the lock of the command that asks
 //     (which holds it while it waits for the answer), or the service's own for its first walk and
 //     for the comparison before a periodic or idle checkpoint; a store's writers clean up after

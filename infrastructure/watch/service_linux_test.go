@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 )
 
@@ -538,4 +540,50 @@ func shortenSchedule(t *testing.T) {
 	a, k := activeWindow, scheduleTick
 	t.Cleanup(func() { activeWindow, scheduleTick = a, k })
 	activeWindow, scheduleTick = time.Second, 10*time.Millisecond
+}
+
+// A snapshot that stored nothing, of a tree the command's view of the store already holds,
+// answers without refreshing that view (a listing and a stat of every pack, most of a no-change
+// checkpoint's cost through the service); one that stored something refreshes it, and so does an
+// answer naming a tree the view does not hold.
+func TestClientRefreshesItsViewOnlyWhenItMust(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "one")
+	e.start(Options{})
+	first := e.served()
+	if !e.cstore.Present(first) {
+		t.Fatal("the first snapshot's tree is not in the client's view")
+	}
+	// A pack the client's view has not read (written by another handle of the store).
+	elsewhere := []byte("written elsewhere\n")
+	b := openStore(t, e.l).NewBatch()
+	if _, err := b.PutBlob(bytes.NewReader(elsewhere), tree.Sum(elsewhere), int64(len(elsewhere))); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.served(); got != first {
+		t.Fatalf("no change: %s, want %s", got, first)
+	}
+	if e.cstore.Present(tree.Sum(elsewhere)) {
+		t.Fatal("a snapshot that stored nothing refreshed the client's view")
+	}
+	e.write("a.txt", "two")
+	second := e.served()
+	if second == first || !e.cstore.Present(second) || !e.cstore.Present(tree.Sum(elsewhere)) {
+		t.Fatal("a snapshot that stored a change did not refresh the client's view")
+	}
+	// A view that has not read the store (opened lazily, as commands open it) is refreshed even
+	// when the service stored nothing.
+	lazy, err := objectstore.OpenBackendLazy(objectstore.NewDir(e.l.Objects(), false), e.l.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lazy.Close() }()
+	client := NewSnapshotter(workspace.NewScanner(e.l, lazy), e.l, lazy)
+	snap, err := client.ask(context.Background(), nil)
+	if err != nil || snap.Root != second || snap.StoredBytes != 0 || !lazy.Present(second) {
+		t.Fatalf("a lazy view: %+v, %v", snap, err)
+	}
 }

@@ -102,10 +102,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		shorts, err := app.Services.Checkpoints.ShortNames(c.Context)
-		if err != nil {
-			return err
-		}
+		shorts := application.ShortNamesOf(all)
 		cps := all[:0:0]
 		for _, cp := range all {
 			if cp.HasLabels(want) {

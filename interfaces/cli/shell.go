@@ -103,6 +103,13 @@ func manPage(app *ucli.App) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Compiled here, not at start-up: only the man page needs them.
+	var (
+		// flagValue is a flag of the markdown that takes a value: **--store**="": usage.
+		flagValue = regexp.MustCompile(`(\*\*[^*\n]+\*\*(?:, \*\*[^*\n]+\*\*)*)="": ([^\n]*)`)
+		// placeholder is the value's name a flag's usage gives in backquotes.
+		placeholder = regexp.MustCompile("`([^`]+)`")
+	)
 	md = flagValue.ReplaceAllStringFunc(md, func(m string) string {
 		sub := flagValue.FindStringSubmatch(m)
 		value := "VALUE"
@@ -121,13 +128,6 @@ func manPage(app *ucli.App) (string, error) {
 	b.WriteString("See docs/exit-codes.md for every case.\n")
 	return string(md2man.Render([]byte(b.String()))), nil
 }
-
-var (
-	// flagValue is a flag of the markdown that takes a value: **--store**="": usage.
-	flagValue = regexp.MustCompile(`(\*\*[^*\n]+\*\*(?:, \*\*[^*\n]+\*\*)*)="": ([^\n]*)`)
-	// placeholder is the value's name a flag's usage gives in backquotes.
-	placeholder = regexp.MustCompile("`([^`]+)`")
-)
 
 func escapeBrackets(flags []ucli.Flag) {
 	for _, f := range flags {
