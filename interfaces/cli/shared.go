@@ -73,7 +73,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 		return err
 	}
 	if !c.IsSet("store") {
-		return usagef("Required flag \"store\" not set: the shared store's URL (see `plan workspaces --help`)")
+		return usagef("missing --store: the shared store's URL (see `plan workspaces --help`)")
 	}
 	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
