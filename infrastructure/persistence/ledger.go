@@ -471,10 +471,12 @@ func recordSeq(name string) (uint64, error) {
 	return strconv.ParseUint(name[:16], 16, 64)
 }
 
-// defaultCompactAfter bounds the records a rebuild replays: past it, Open compacts (about a
-// quarter of a second of rebuild at 124 ms per 1,000 records). A variable only so that tests can
-// lower it.
-var defaultCompactAfter = 2048
+// defaultCompactAfter bounds the records a rebuild replays and every Open lists (the ledger
+// check): past it, Open compacts. 256 keeps an agent session's thousands of transactions from
+// making each command list thousands of records (the check cost about 1 ms per 500), at the price
+// of a baseline (the whole database) written once per 256 transactions. A variable only so that
+// tests can lower it.
+var defaultCompactAfter = 256
 
 // compactIfLong compacts the ledger when it holds more than compactAfter records, but only when
 // the database has seen every one of them: compacting a database that is behind the store (one
