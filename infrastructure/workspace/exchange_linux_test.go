@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -112,14 +113,14 @@ func TestRetireFailures(t *testing.T) {
 // TestRestoreRenamesWhereItCannotExchange: on a file system without RENAME_EXCHANGE the restore
 // renames over the workspace's files, as it always did.
 func TestRestoreRenamesWhereItCannotExchange(t *testing.T) {
-	calls := 0
+	var calls atomic.Int32 // the restore places files from several goroutines
 	old := renameExchange
-	renameExchange = func(int, string, int, string) error { calls++; return unix.EINVAL }
+	renameExchange = func(int, string, int, string) error { calls.Add(1); return unix.EINVAL }
 	t.Cleanup(func() { renameExchange = old })
 	w := newTestWS(t)
 	w.rollbackOnce("a", "b", "d/c")
-	if calls == 0 || calls > 3 {
-		t.Fatalf("exchange was tried %d times, want at least once and at most once per file", calls)
+	if n := calls.Load(); n == 0 || n > 3 {
+		t.Fatalf("exchange was tried %d times, want at least once and at most once per file", n)
 	}
 	w.requireNoStaging()
 	w.requireNoTrash()
