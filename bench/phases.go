@@ -296,53 +296,9 @@ func (b *bench) rollback(s *subject) error {
 	if last == "" {
 		return errors.New("no checkpoint id to roll back to: checkpoint create printed an empty id")
 	}
-	var ours, git []time.Duration
-	supported := true
-	var notes []string
-	for i := range b.cfg.runs {
-		gen := uint64(200 + i)
-		idx := s.files.pickChanges(s.changed, gen)
-		want, err := hashFiles(s.files, idx)
-		if err != nil {
-			return err
-		}
-		if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
-			return err
-		}
-		if supported {
-			syscall.Sync()
-			m, err := s.plan.rollback(last)
-			switch {
-			case errors.Is(err, errUnsupported):
-				supported = false
-				notes = append(notes, "plan has no usable rollback command yet: "+err.Error())
-			case err != nil:
-				return fmt.Errorf("plan rollback failed: %w", err)
-			default:
-				ours = append(ours, m.wall)
-				if bad, err := differing(s.files, idx, want); err != nil {
-					return err
-				} else if bad > 0 {
-					notes = append(notes, fmt.Sprintf("run %d: plan rollback left %d of %d changed files wrong", i+1, bad, len(idx)))
-				}
-				// The same change again, for git to undo.
-				if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
-					return err
-				}
-			}
-		}
-		syscall.Sync()
-		m, err := s.git.resetHard()
-		if err != nil {
-			return err
-		}
-		git = append(git, m.wall)
-		if bad, err := differing(s.files, idx, want); err != nil {
-			return err
-		} else if bad > 0 {
-			return fmt.Errorf("git reset --hard left %d files wrong: the harness is broken", bad)
-		}
-		b.logf("%srollback run %d: ours %s, git reset --hard %v", s.label, i+1, durText(ours, i), m.wall.Round(time.Millisecond))
+	ours, git, supported, notes, err := b.rollbackRuns(s, last, 200, s.label)
+	if err != nil {
+		return err
 	}
 	id, name := s.row("rollback_vs_git", "rollback, "+b.changeLabel())
 	res := timeResult(id, name, ours, git, "git reset --hard",
@@ -357,6 +313,60 @@ func (b *bench) rollback(s *subject) error {
 	}
 	b.rep.add(res)
 	return nil
+}
+
+// rollbackRuns times -runs rollbacks of a fresh change to checkpoint last, by plan and by
+// `git reset --hard` (the same change made again for git), each checked byte for byte: plan's
+// wrong bytes are notes (the row fails), git's a broken harness. supported is false when plan has
+// no usable rollback command (git is still timed). gen0 seeds the changes; label prefixes the log.
+func (b *bench) rollbackRuns(s *subject, last string, gen0 uint64, label string) (ours, git []time.Duration, supported bool, notes []string, err error) {
+	supported = true
+	for i := range b.cfg.runs {
+		gen := gen0 + uint64(i) // #nosec G115 -- small i
+		idx := s.files.pickChanges(s.changed, gen)
+		want, err := hashFiles(s.files, idx)
+		if err != nil {
+			return nil, nil, false, nil, err
+		}
+		if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
+			return nil, nil, false, nil, err
+		}
+		if supported {
+			syscall.Sync()
+			m, err := s.plan.rollback(last)
+			switch {
+			case errors.Is(err, errUnsupported):
+				supported = false
+				notes = append(notes, "plan has no usable rollback command yet: "+err.Error())
+			case err != nil:
+				return nil, nil, false, nil, fmt.Errorf("plan rollback failed: %w", err)
+			default:
+				ours = append(ours, m.wall)
+				if bad, err := differing(s.files, idx, want); err != nil {
+					return nil, nil, false, nil, err
+				} else if bad > 0 {
+					notes = append(notes, fmt.Sprintf("run %d: plan rollback left %d of %d changed files wrong", i+1, bad, len(idx)))
+				}
+				// The same change again, for git to undo.
+				if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
+					return nil, nil, false, nil, err
+				}
+			}
+		}
+		syscall.Sync()
+		m, err := s.git.resetHard()
+		if err != nil {
+			return nil, nil, false, nil, err
+		}
+		git = append(git, m.wall)
+		if bad, err := differing(s.files, idx, want); err != nil {
+			return nil, nil, false, nil, err
+		} else if bad > 0 {
+			return nil, nil, false, nil, fmt.Errorf("git reset --hard left %d files wrong: the harness is broken", bad)
+		}
+		b.logf("%srollback run %d: ours %s, git reset --hard %v", label, i+1, durText(ours, i), m.wall.Round(time.Millisecond))
+	}
+	return ours, git, supported, notes, nil
 }
 
 func durText(ds []time.Duration, i int) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -96,47 +95,9 @@ func (b *bench) watchService(s *subject) error {
 
 	// Rollback: both go back to the tree both last recorded.
 	last := s.lastID
-	var back, reset []time.Duration
-	var notes []string
-	for i := range b.cfg.runs {
-		gen := uint64(600 + i)
-		idx := s.files.pickChanges(s.changed, gen)
-		want, err := hashFiles(s.files, idx)
-		if err != nil {
-			return err
-		}
-		if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
-			return err
-		}
-		syscall.Sync()
-		m, err := s.plan.rollback(last)
-		if err != nil {
-			if errors.Is(err, errUnsupported) {
-				return err
-			}
-			return fmt.Errorf("plan rollback failed: %w", err)
-		}
-		back = append(back, m.wall)
-		if bad, err := differing(s.files, idx, want); err != nil {
-			return err
-		} else if bad > 0 {
-			notes = append(notes, fmt.Sprintf("run %d: plan rollback left %d of %d changed files wrong", i+1, bad, len(idx)))
-		}
-		if err := s.files.rewrite(b.ctx, idx, gen); err != nil {
-			return err
-		}
-		syscall.Sync()
-		mg, err := s.git.resetHard()
-		if err != nil {
-			return err
-		}
-		reset = append(reset, mg.wall)
-		if bad, err := differing(s.files, idx, want); err != nil {
-			return err
-		} else if bad > 0 {
-			return fmt.Errorf("git reset --hard left %d files wrong: the harness is broken", bad)
-		}
-		b.logf("watch: rollback run %d: ours %v, git reset --hard %v", i+1, m.wall.Round(time.Millisecond), mg.wall.Round(time.Millisecond))
+	back, reset, _, notes, err := b.rollbackRuns(s, last, 600, "watch: ")
+	if err != nil {
+		return err
 	}
 	res := timeResult("watch_rollback_vs_git", "plan watch: rollback, "+b.changeLabel(), back, reset, "git reset --hard",
 		fmt.Sprintf("<= %gx git reset", rollbackGitFactor), func(o, g float64) bool { return o <= rollbackGitFactor*g })
