@@ -1,7 +1,9 @@
 package objectstore
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -186,6 +188,44 @@ func (s *Store) sweep(live LiveFunc, marks []mark, res *SharedGCResult) error {
 	return s.reload()
 }
 
+// dropDanglingIdx removes the idx files whose pack is gone and which name nothing keep holds. Such
+// an idx is left by a writer whose commit was slower than the grace period: a sweep deleted its
+// pack, still young and unreferenced, and the writer then uploaded the idx (its own confirmation
+// copies what it relied on elsewhere). Nothing can be read through it and nothing live is in it:
+// provable garbage. An idx naming a kept object stays, so that verify names what was lost.
+func (s *Store) dropDanglingIdx(keep *gcLive, res *SharedGCResult) error {
+	s.mu.RLock()
+	dangling := map[*packFile]bool{}
+	for _, p := range s.packs {
+		if p.size < 0 {
+			dangling[p] = true
+		}
+	}
+	if len(dangling) > 0 {
+		for h, l := range s.index.all() {
+			if dangling[l.pack] && keep.has(h) {
+				dangling[l.pack] = false
+			}
+		}
+	}
+	s.mu.RUnlock()
+	removed := false
+	for p, garbage := range dangling {
+		if !garbage {
+			continue
+		}
+		if err := s.be.Remove(idxName(p.id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("gc: remove the idx %s, whose pack is gone and holds nothing live: %w", p.id, err)
+		}
+		res.BytesReclaimed += p.idxSize
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	return s.reload()
+}
+
 // keeping is what a shared gc keeps of live set: the set and the base chains of its deltas.
 func (s *Store) keeping(set map[tree.Hash]struct{}) (*gcLive, error) {
 	keep := &gcLive{s: s, live: set, extra: make(map[tree.Hash]struct{})}
@@ -326,6 +366,9 @@ func (s *Store) condemn(live LiveFunc, grace time.Duration, now time.Time, res *
 	keep, err := s.keeping(set)
 	if err != nil {
 		return "", fmt.Errorf("gc (nothing was condemned): %w", err)
+	}
+	if err := s.dropDanglingIdx(keep, res); err != nil {
+		return "", err
 	}
 	drop, rewrite, err := s.plan(keep, eligible, false)
 	if err != nil {

@@ -334,3 +334,35 @@ func TestACondemnedOrphanIsIndexedOnceItsMarkIsGone(t *testing.T) {
 		t.Fatal("the garbage pack is still there")
 	}
 }
+
+// An idx whose pack is gone (a writer slower than the grace period uploaded it after a sweep had
+// deleted its young pack) is removed by the next gc when it names nothing live; one that names a
+// live object stays, so that verify names what was lost.
+func TestSharedGCRemovesADanglingIdxOnlyWhenNothingLiveIsInIt(t *testing.T) {
+	be, w := os2New(t, true)
+	_, dead := os2Put(t, w, text(46, 3000))
+	deadID := os2PackOf(t, w, dead[0])
+	liveRoot, live := os2Put(t, w, text(47, 3000))
+	liveID := os2PackOf(t, w, live[0])
+	for _, id := range []string{deadID, liveID} {
+		if err := os.Remove(filepath.Join(be.Root(), packName(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := os2Open(t, be)
+	keep := func() ([]tree.Hash, []tree.Hash, error) { return nil, []tree.Hash{liveRoot}, nil }
+	res, err := g.SharedGC(keep, 0)
+	if err != nil {
+		t.Fatalf("gc: %v", err)
+	}
+	names := os2Names(t, be, "packs")
+	if slices.Contains(names, deadID+".idx") {
+		t.Fatalf("the idx of a gone pack that holds nothing live is still there: %v (%+v)", names, res)
+	}
+	if !slices.Contains(names, liveID+".idx") {
+		t.Fatalf("the idx naming a live object whose pack is gone was removed: %v", names)
+	}
+	if res.BytesReclaimed <= 0 {
+		t.Fatalf("gc: %+v", res)
+	}
+}
