@@ -116,6 +116,8 @@ Feature: Shared stores
       | the checkpoint is unknown            | --workspace <source> --checkpoint abcdef012345 <outside>/new    | 4    | not found                   |
       | the workspace ID is malformed        | --workspace nope <outside>/new                                  | 3    | malformed workspace ID      |
       | no directory is given                | --workspace <source>                                            | 2    | exactly one argument        |
+      | no source workspace is given         | <outside>/new                                                   | 2    | missing --from              |
+      | the source is given twice            | --from <source> --workspace <source> <outside>/new              | 2    | two forms of the same flag  |
 
   Scenario: gc of a shared store condemns first and deletes after the grace period, keeping what any workspace needs
     Given a workspace
@@ -333,6 +335,18 @@ Feature: Shared stores
     When I run "plan clone --store <store> --workspace <source> ../outside/copy"
     Then it succeeds
     And stdout contains "Cloned checkpoint <one>"
+    And "<outside>/copy" equals the workspace remembered as "one"
+
+  Scenario: clone's --from names the source workspace, never the directory the global --workspace (-C) names
+    Given a workspace
+    And a shared store in a directory
+    And a file "a.txt" containing "alpha"
+    When I run "plan --json init --store <store>"
+    Then it succeeds
+    And I remember the JSON output "workspace_id" as "source"
+    And a checkpoint "one"
+    When I run "plan -C <outside> clone --store <store> --from <source> copy"
+    Then it succeeds
     And "<outside>/copy" equals the workspace remembered as "one"
 
   Scenario: a clone whose content is damaged fails with an integrity error and says how to finish it

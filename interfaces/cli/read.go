@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -49,7 +48,7 @@ func (h *handler) readCommands() []*ucli.Command {
 				"(the copy is built beside it and renamed into place). With PATHs, only those files and directories\n" +
 				"(recursively) are copied, with the directories above them, so the copy keeps the checkpoint's layout.",
 			Flags: []ucli.Flag{
-				&ucli.StringFlag{Name: "target", Usage: "the `DIR` to restore into (relative to the current directory); required"},
+				&ucli.StringFlag{Name: "target", Usage: "the `DIR` to restore into (relative to where the command starts: -C DIR, else the current directory); required"},
 			},
 			Action: h.restoreTo,
 		},
@@ -206,13 +205,7 @@ func (h *handler) restoreTo(c *ucli.Context) error {
 		return usagef("--target needs a directory")
 	}
 	if !filepath.IsAbs(target) {
-		base := h.r.Dir
-		if base == "" {
-			if base, err = os.Getwd(); err != nil {
-				return err
-			}
-		}
-		target = filepath.Join(base, target)
+		target = filepath.Join(h.root, target) // as git -C: relative to where the command starts
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		l := app.Services.Layout

@@ -171,13 +171,29 @@ func TestRestoreRefusesWhatItMustNotWrite(t *testing.T) {
 	if readFile(t, full, "keep.txt") != "mine" {
 		t.Fatal("a refused restore changed the directory")
 	}
-	// A relative target is taken from where the user stands, not from the workspace.
+	// A relative target is taken from where the command starts (as git -C): the current
+	// directory, or -C DIR; never from the workspace root the command found above it.
 	cwd := t.TempDir()
-	if o := invoke(Runner{Dir: cwd}, "-C", dir, "restore", id, "--target", "rel", "--", "a.txt"); o.code != ExitOK {
+	if o := invoke(Runner{Dir: cwd}, "-C", dir, "restore", id, "--target", filepath.Join(cwd, "abs"), "--", "a.txt"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	} else if readFile(t, cwd, "abs/a.txt") != "one\n" {
+		t.Fatal("an absolute target was not used as it is")
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if o := invoke(Runner{Dir: sub}, "restore", id, "--target", "rel", "--", "../a.txt"); o.code != ExitOK {
 		t.Fatalf("%v", o)
 	}
-	if readFile(t, cwd, "rel/a.txt") != "one\n" {
-		t.Fatal("the relative target was not taken from the current directory")
+	if readFile(t, sub, "rel/a.txt") != "one\n" {
+		t.Fatal("the relative target was not taken from the directory the command started in")
+	}
+	if o := invoke(Runner{Dir: cwd}, "-C", sub, "restore", id, "--target", "rel2", "--", "../a.txt"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	if readFile(t, sub, "rel2/a.txt") != "one\n" {
+		t.Fatal("the relative target was not taken from -C DIR")
 	}
 }
 

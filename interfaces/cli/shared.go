@@ -42,7 +42,9 @@ func (h *handler) sharedCommands() []*ucli.Command {
 			Name: "clone", Usage: "materialise a workspace's checkpoint into an empty directory, as a new workspace on the same store",
 			ArgsUsage: "DIR",
 			Flags: []ucli.Flag{storeFlag(), dbFlag(),
-				&ucli.StringFlag{Name: "workspace", Usage: "the workspace `ID` to clone from (see plan workspaces)", Required: true},
+				// --from is the name that cannot be read as the global --workspace/-C (a directory);
+				// --workspace stays, as the contract names it.
+				&ucli.StringFlag{Name: "from", Aliases: []string{"workspace"}, Usage: "the workspace `ID` to clone from (see plan workspaces)", Required: true},
 				&ucli.StringFlag{Name: "checkpoint", Usage: "the checkpoint `ID` to clone (default: the workspace's newest)"},
 			},
 			Action: h.clone,
@@ -147,14 +149,14 @@ func (h *handler) clone(c *ucli.Context) error {
 		return usagef("clone needs exactly one argument: the directory to clone into")
 	}
 	dir := c.Args().First()
-	if !filepath.IsAbs(dir) && h.r.Dir != "" {
-		dir = filepath.Join(h.r.Dir, dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(h.root, dir) // as git -C: relative to where the command starts
 	}
 	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
 	}
-	src, err := s.Checkpoint(c.Context, c.String("workspace"), c.String("checkpoint"))
+	src, err := s.Checkpoint(c.Context, c.String("from"), c.String("checkpoint"))
 	s.Close()
 	if err != nil {
 		return err
