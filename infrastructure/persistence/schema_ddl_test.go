@@ -43,7 +43,7 @@ func TestApplyDDLMatchesRegexps(t *testing.T) {
 		"CREATE TABLE one (a TEXT, b INTEGER)", // columns on the CREATE line are not read
 		"  CREATE TABLE two (\n\tx_y TEXT NOT NULL,\n  z INTEGERS,\n  Upper TEXT,\n  w INTEGER\n  n TEXT_X\n  m TEXT\n)",
 		"CREATE TABLE  bad (\n a TEXT\n)", // two spaces: not the form
-		"CREATE TABLE three(\n a TEXT\n)",  // no space before the parenthesis
+		"CREATE TABLE three(\n a TEXT\n)", // no space before the parenthesis
 		"CREATE TABLE four (\n ab\n cd\tTEXT\n e  INTEGER\n f INTEGER\n)",
 		"ALTER TABLE two ADD COLUMN v TEXT NOT NULL DEFAULT ''",
 		"ALTER TABLE missing ADD COLUMN q INTEGER",
