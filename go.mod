@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/aymanbagabas/go-udiff v0.4.1
-	github.com/cpuguy83/go-md2man/v2 v2.0.7
 	github.com/cucumber/godog v0.15.1
 	github.com/epiclabs-io/diff3 v0.0.0-20260520111523-3b1669897fb1
 	github.com/go-git/go-git/v5 v5.19.3
@@ -32,6 +31,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/cucumber/gherkin/go/v26 v26.2.0 // indirect
 	github.com/cucumber/messages/go/v21 v21.0.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

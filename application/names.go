@@ -141,6 +141,15 @@ func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Check
 
 // newest returns the nth checkpoint before the newest (0: the newest).
 func (o *Operations) newest(ctx context.Context, n int, ref string) (*checkpoint.Checkpoint, error) {
+	if n == 0 {
+		// The newest alone is one row, not the whole history: `@` is what `cat @ FILE` and
+		// `ls @ DIR` name, and listing 500 checkpoints was a fifth of such a command.
+		c, err := o.checkpoints.Latest(ctx)
+		if !errors.Is(err, fault.ErrNotFound) {
+			return c, err
+		}
+		// None: the list says so in the words every other @~N uses.
+	}
 	all, err := o.checkpoints.List(ctx)
 	if err != nil {
 		return nil, err

@@ -191,3 +191,34 @@ func TestCheckpointSelectors(t *testing.T) {
 		}
 	}
 }
+
+// @ reads the newest checkpoint alone; a repository that fails to is the error, and a workspace
+// without checkpoints says how many it has, as @~N does.
+func TestNewestAlone(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ctx := context.Background()
+	if _, err := e.cps.Resolve(ctx, "@"); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "has 0 checkpoints") {
+		t.Fatalf("@ of an empty workspace: %v", err)
+	}
+	e.writes()
+	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a")}); err != nil {
+		t.Fatal(err)
+	}
+	latest, err := e.repo.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := e.cps.Resolve(ctx, "@"); err != nil || cp.ID() != latest.ID() {
+		t.Fatalf("@: %v, %v; want %s", cp, err, latest.ID())
+	}
+	e.repo.latestErr = errors.New("db gone")
+	if _, err := e.cps.Resolve(ctx, "@"); !errors.Is(err, e.repo.latestErr) {
+		t.Fatalf("@ with the newest unreadable: %v", err)
+	}
+	e.repo.latestErr = nil
+	e.repo.listErr = errors.New("list gone")
+	if _, err := e.cps.Resolve(ctx, "@~1"); !errors.Is(err, e.repo.listErr) {
+		t.Fatalf("@~1 with the list unreadable: %v", err)
+	}
+	e.repo.listErr = nil
+}

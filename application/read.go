@@ -89,6 +89,59 @@ type subtreeReader interface {
 	Subtree(root tree.Hash, path string) (entries []tree.Entry, found bool, err error)
 }
 
+// Children is Entries without what lies deeper than path's direct content: the entry at path and,
+// when it is a directory, the entries it holds itself; path "" is the checkpoint's top level, its
+// entries alone. With a store that reads one directory's tree (childrenReader, as the object store
+// does), `plan ls PATH` costs that directory, not everything under it.
+func (s *ReadService) Children(ctx context.Context, ref, path string) (*checkpoint.Checkpoint, []tree.Entry, error) {
+	cr, ok := s.ops.store.(childrenReader)
+	if !ok {
+		cp, all, err := s.Entries(ctx, ref, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cp, direct(all, path), nil
+	}
+	cp, err := s.ops.resolve(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if path != "" {
+		if err := tree.ValidatePath(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	sel, found, err := cr.Children(cp.Root(), path)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("read checkpoint %s: %w", cp.ID(), err)
+	case !found:
+		return nil, nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), path)
+	}
+	return cp, sel, nil
+}
+
+// childrenReader is a TreeStore that lists one directory of a tree alone.
+type childrenReader interface {
+	Children(root tree.Hash, path string) (entries []tree.Entry, found bool, err error)
+}
+
+// direct keeps of entries (path and all under it, as Entries lists them) path itself and what it
+// holds directly.
+func direct(entries []tree.Entry, path string) []tree.Entry {
+	prefix := ""
+	if path != "" {
+		prefix = path + "/"
+	}
+	var out []tree.Entry
+	for _, e := range entries {
+		if e.Path == path || !strings.Contains(strings.TrimPrefix(e.Path, prefix), "/") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // under returns the entry at path and those below it.
 func under(all []tree.Entry, path string) []tree.Entry {
 	var sel []tree.Entry

@@ -20,7 +20,9 @@ import (
 //     and the package init alone (GODEBUG=inittrace=1, summed);
 //   - read-only commands from a new process (checkpoint list, history --limit 10, cat @ FILE,
 //     ls @ DIR) against the target of readOnlyLimitMS, with git's nearest command on the shadow
-//     repository shown as the baseline;
+//     repository shown as the baseline, each split as PLAN_TIMINGS=1 sees it: start-up and exit
+//     (what the process spends outside plan's own measure: runtime and package init, argument
+//     parsing, exit), wiring and configuration, database open, lock, the command's own work;
 //   - the phases of a no-change checkpoint as plan measures them (PLAN_TIMINGS=1): fx graph and
 //     configuration, object store open, database open (schema check, ledger check), lock, the
 //     walk, the commit (its record's durable write inside);
@@ -103,7 +105,7 @@ func (b *bench) startupRows(s *subject, runs int) error {
 	}
 	b.rep.add(timeResult("fixed_startup", "start-up (plan --version)", ours, base, "true", "-", nil))
 	res := timeResult("fixed_package_init", "start-up: package init", inits, nil, "", "-", nil)
-	res.Note = "the sum of GODEBUG=inittrace=1's init clocks (gorm's inflection, minio, cli's man page renderer, cpuid: third-party)"
+	res.Note = "the sum of GODEBUG=inittrace=1's init clocks (mostly third-party: gorm's inflection, minio's s3utils, cpuid, snappy's crc table)"
 	b.rep.add(res)
 	return nil
 }
@@ -142,8 +144,11 @@ func (b *bench) readOnlyRows(s *subject, runs int) error {
 	}
 	for _, row := range rows {
 		var ours, base []time.Duration
+		split := map[string][]time.Duration{}
+		var untimed error
 		for range runs {
-			m, err := b.r.quiet(s.ws, nil, b.planBin, append([]string{"-C", s.ws}, row.ours...)...)
+			args := append([]string{"-C", s.ws}, row.ours...)
+			m, err := b.r.quiet(s.ws, nil, b.planBin, args...)
 			if err != nil {
 				return err
 			}
@@ -154,18 +159,61 @@ func (b *bench) readOnlyRows(s *subject, runs int) error {
 				return err
 			}
 			base = append(base, m.wall)
+			// The same command again, measuring itself: where its milliseconds go.
+			m, err = b.r.quiet(s.ws, []string{"PLAN_TIMINGS=1"}, b.planBin, args...)
+			if err != nil {
+				return err
+			}
+			t, err := parseTimings(m.stderr)
+			if err != nil {
+				untimed = err
+				continue
+			}
+			for k, v := range readOnlySplit(m.wall, t) {
+				split[k] = append(split[k], v)
+			}
 		}
 		res := timeResult(row.id, row.name, ours, base, "git "+strings.Join(row.git[:1], " "),
 			fmt.Sprintf("<= %g ms", readOnlyLimitMS), func(o, _ float64) bool { return o <= readOnlyLimitMS })
 		res.Note = fmt.Sprintf("%d checkpoints; git's baseline on a shadow repository of %d commits", b.cfg.checkpoints, s.git.counter)
 		b.rep.add(res)
+		for _, p := range readOnlyParts {
+			part := timeResult(row.id+"_"+p.key, "  "+p.name, split[p.key], nil, "", "-", nil)
+			if untimed != nil {
+				part.Note = untimed.Error()
+			}
+			b.rep.add(part)
+		}
 	}
 	return nil
 }
 
+// readOnlyParts are the parts a read-only command's time is split into (readOnlySplit).
+var readOnlyParts = []struct{ key, name string }{
+	{"startup", "start-up and exit (runtime, package init, arguments, exit)"},
+	{"wiring", "wiring, configuration, object store open"},
+	{"db", "database open (schema check, ledger check)"},
+	{"lock", "lock (read-only: try-lock and store settle)"},
+	{"work", "the command's own work, close"},
+}
+
+// readOnlySplit splits one PLAN_TIMINGS=1 run of wall time wall by the phases it printed
+// (milliseconds): what the process spent outside plan's own measure ("total") is start-up and
+// exit.
+func readOnlySplit(wall time.Duration, t map[string]float64) map[string]time.Duration {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	return map[string]time.Duration{
+		"startup": max(0, wall-ms(t["total"])),
+		"wiring":  ms(t["open"] - t["open.db"]),
+		"db":      ms(t["open.db"]),
+		"lock":    ms(t["lock"]),
+		"work":    ms(t["total"] - t["open"] - t["lock"]),
+	}
+}
+
 // phases are the PLAN_TIMINGS phases reported as rows, with what each measures.
 var phases = []struct{ key, name string }{
-	{"graph", "fx graph, configuration"},
+	{"graph", "wiring, configuration"},
 	{"open.store", "object store open"},
 	{"open.db.schema", "database open: schema check"},
 	{"open.db.ledger", "database open: ledger check (records vs ledger table)"},

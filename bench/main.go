@@ -334,7 +334,7 @@ func (b *bench) planBinary(ctx context.Context) (string, error) {
 	}
 	bin := filepath.Join(b.base, "plan")
 	b.logf("building ./cmd/plan")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/plan")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/plan") // as make build
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("the plan CLI does not build (go build ./cmd/plan: %w):\n%s", err, out)

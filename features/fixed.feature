@@ -38,3 +38,27 @@ Feature: Opening a workspace costs little and keeps every guarantee
     When I run "plan checkpoint list"
     Then it succeeds
     And stdout contains "<first>"
+
+  Scenario: The manual page is roff made from the command definitions
+    When I run "plan man"
+    Then it succeeds
+    And stdout contains ".TH plan 1"
+    And stdout contains "\fB--store\fP=URL: keep content in a shared store"
+    And stdout contains "s3://bucket[/prefix]"
+    And stdout contains ".SS \"plan checkpoint create [OPTIONS]\""
+    And stdout contains "\fB130\fP: interrupted"
+    When I run "plan man extra"
+    Then the exit code is 2
+
+  Scenario: ls of a directory lists what it holds directly, the newest checkpoint by @
+    Given a file "src/deep/inner/more.go" containing "package inner"
+    And a checkpoint "second"
+    When I run "plan ls @ src"
+    Then it succeeds
+    And stdout contains "src/deep/"
+    And stdout does not contain "main.go"
+    When I run "plan ls -r @ src"
+    Then it succeeds
+    And stdout contains "src/deep/inner/more.go"
+    When I run "plan ls @ src/nope"
+    Then the exit code is 4

@@ -1,11 +1,14 @@
 // Package bootstrap wires plan with uber-go/fx: one module per adapter, and Module, which assembles
 // them for one workspace. A host program embeds plan by adding Module to its own fx graph and asking
 // for the services it needs, or Scoped once per workspace when it has several; the CLI uses Open to
-// start a short-lived app per command.
+// start a short-lived app per command, which builds the same graph by hand (fx's reflection was a
+// fifth of a read-only command).
 //
-// Invariants: constructors stay plain New… functions so everything can also be wired by hand; fx
-// appears in no other package (and the root package plan, which only re-exports); OnStop hooks
-// close the store and the database, so stopping the app releases every file handle; a Scoped
+// Invariants: constructors stay plain New… functions so everything can also be wired by hand; Open
+// (wire) MUST build what Module builds, from the same constructors (TestWireMatchesModule compares
+// the two); fx appears in no other package (and the root package plan, which only re-exports);
+// OnStop hooks (and Open's Close) close the store and the database, so stopping the app releases
+// every file handle; a Scoped
 // module MUST export nothing but its *Workspace (every other provider is fx.Private), so any number
 // of them share one app; the operation log is wired into the shared core (OperationsIn.Log), so
 // whichever service a host asks for logs its operations.
@@ -386,13 +389,14 @@ type Services struct {
 
 // App is a started plan application for one workspace.
 type App struct {
-	fx       *fx.App
+	res      *resources
 	Services Services
 }
 
-// Open builds and starts the application for cfg. When it fails, everything it opened is closed,
-// and a .plan/ that this Open made (cfg.Init in a directory that had none) is removed again: a
-// refused or failed init leaves no half-made workspace behind.
+// Open builds and starts the application for cfg: the graph Module describes, wired by hand (see
+// wire). When it fails, everything it opened is closed, and a .plan/ that this Open made (cfg.Init
+// in a directory that had none) is removed again: a refused or failed init leaves no half-made
+// workspace behind.
 func Open(ctx context.Context, cfg Config) (*App, error) {
 	state := ""
 	if cfg.Init {
@@ -403,17 +407,10 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	defer timing.Span("open")()
-	a := &App{}
 	res := &resources{}
-	a.fx = fx.New(Module(cfg),
-		// Open keeps its own handle on the resources so it can close them if the graph fails;
-		// replacing the module's instance skips its constructor, so the stop hook is added here.
-		fx.Replace(res),
-		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
-		fx.Populate(&a.Services), fx.NopLogger)
-	err := a.fx.Err()
+	services, err := wire(cfg, res)
 	if err == nil {
-		err = a.fx.Start(ctx)
+		err = ctx.Err() // as fx's Start did: a command cancelled while it opened does not run
 	}
 	if err != nil {
 		err = failed(rootCause(err), res)
@@ -422,7 +419,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 		return nil, err
 	}
-	return a, nil
+	return &App{res: res, Services: services}, nil
 }
 
 // failed closes what a failed Open opened and returns its error (joined with a close error only
@@ -437,9 +434,7 @@ func failed(err error, res *resources) error {
 // Close stops the application, closing the store and the database.
 func (a *App) Close() error {
 	defer timing.Span("close")()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return a.fx.Stop(ctx)
+	return a.res.close()
 }
 
 // rootCause strips fx's dependency-graph wrapping when a constructor failed with a classified error,

@@ -77,10 +77,25 @@ func (s *Store) Flatten(root tree.Hash) ([]tree.Entry, error) {
 }
 
 // Subtree returns the entry at path under root and every entry under it, as Flatten lists them,
-// reading only the trees down to path and below it: `plan cat` and `plan ls PATH` cost the depth
-// of the path, not the size of the checkpoint. found is false when root holds nothing at path (a
-// component missing, or one that is not a directory). path is a valid slash path (tree.ValidatePath).
+// reading only the trees down to path and below it: `plan cat` and `plan ls -R PATH` cost the
+// depth of the path, not the size of the checkpoint. found is false when root holds nothing at path
+// (a component missing, or one that is not a directory). path is a valid slash path
+// (tree.ValidatePath).
 func (s *Store) Subtree(root tree.Hash, path string) (entries []tree.Entry, found bool, err error) {
+	return s.subtree(root, path, true)
+}
+
+// Children is Subtree without what lies deeper than path's direct content: the entry at path and,
+// when it is a directory, the entries it holds itself (`plan ls PATH` reads that one directory's
+// tree, not all below it). Path "" is the root: its entries alone.
+func (s *Store) Children(root tree.Hash, path string) (entries []tree.Entry, found bool, err error) {
+	if path == "" {
+		return s.childrenOf("", root, nil)
+	}
+	return s.subtree(root, path, false)
+}
+
+func (s *Store) subtree(root tree.Hash, path string, deep bool) (entries []tree.Entry, found bool, err error) {
 	h, prefix := root, ""
 	rest := path
 	for {
@@ -97,7 +112,11 @@ func (s *Store) Subtree(root tree.Hash, path string) (entries []tree.Entry, foun
 		p := join(prefix, name)
 		if !deeper {
 			out := []tree.Entry{flatEntry(p, e)}
-			if e.Kind == tree.KindDir {
+			switch {
+			case e.Kind != tree.KindDir:
+			case !deep:
+				return s.childrenOf(p, e.Hash, out)
+			default:
 				err := s.walk(p, e.Hash, func(p string, e TreeEntry) error {
 					out = append(out, flatEntry(p, e))
 					return nil
@@ -113,6 +132,18 @@ func (s *Store) Subtree(root tree.Hash, path string) (entries []tree.Entry, foun
 		}
 		h, prefix, rest = e.Hash, p, more
 	}
+}
+
+// childrenOf appends the entries of directory tree h, at path p, to out.
+func (s *Store) childrenOf(p string, h tree.Hash, out []tree.Entry) ([]tree.Entry, bool, error) {
+	t, err := s.ReadTree(h)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, e := range t {
+		out = append(out, flatEntry(join(p, e.Name), e))
+	}
+	return out, true, nil
 }
 
 // DiffTrees returns tree.Diff(Flatten(from), Flatten(to)) without reading the subtrees the two

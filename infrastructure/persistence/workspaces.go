@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -207,34 +206,16 @@ type schemaInfo struct {
 	names  []string
 }
 
-// schemas reads the migration steps once, the first time a database is opened (not at start-up:
-// their regular expressions are compiled then), into every version's schema, index = version.
+// schemas reads the migration steps once, the first time a database is opened, into every
+// version's schema, index = version. Every command's open reads it (the schema check), so the
+// statements are read by plain string matching, not by regular expressions: compiling and running
+// those was two thirds of the schema check (0.4 ms of a 15 ms read-only command).
 var schemas = sync.OnceValue(func() []schemaInfo {
-	var (
-		ddlCreate = regexp.MustCompile(`^\s*CREATE TABLE (\w+) \(`)
-		ddlColumn = regexp.MustCompile(`(?m)^\s*([a-z_]+) (?:TEXT|INTEGER)\b`)
-		ddlAdd    = regexp.MustCompile(`^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)`)
-		ddlDrop   = regexp.MustCompile(`^\s*DROP TABLE (\w+)\s*$`)
-		ddlRename = regexp.MustCompile(`^\s*ALTER TABLE (\w+) RENAME TO (\w+)\s*$`)
-	)
 	out := []schemaInfo{{tables: map[string][]string{}}}
 	tables := map[string][]string{}
 	for _, m := range migrations {
 		for _, stmt := range m.sql {
-			if c := ddlCreate.FindStringSubmatch(stmt); c != nil {
-				var cols []string
-				for _, col := range ddlColumn.FindAllStringSubmatch(stmt, -1) {
-					cols = append(cols, col[1])
-				}
-				tables[c[1]] = cols
-			} else if a := ddlAdd.FindStringSubmatch(stmt); a != nil {
-				tables[a[1]] = append(slices.Clip(tables[a[1]]), a[2])
-			} else if dr := ddlDrop.FindStringSubmatch(stmt); dr != nil {
-				delete(tables, dr[1])
-			} else if r := ddlRename.FindStringSubmatch(stmt); r != nil {
-				tables[r[2]] = tables[r[1]]
-				delete(tables, r[1])
-			}
+			applyDDL(tables, stmt)
 		}
 		for len(out) < m.version {
 			out = append(out, out[len(out)-1]) // a version without a step (none so far) is the one before
@@ -244,6 +225,84 @@ var schemas = sync.OnceValue(func() []schemaInfo {
 	}
 	return out
 })
+
+// applyDDL applies what one migration statement does to the tables and their columns (name →
+// columns): CREATE TABLE name ( with one column a line (a line that starts with a lower-case
+// name and its TEXT or INTEGER type), ALTER TABLE name ADD COLUMN column, DROP TABLE name, ALTER
+// TABLE name RENAME TO new. Other statements (indexes, updates) change no table.
+func applyDDL(tables map[string][]string, stmt string) {
+	s := strings.TrimLeft(stmt, ddlSpace)
+	if rest, ok := strings.CutPrefix(s, "CREATE TABLE "); ok {
+		if name, rest := ddlWord(rest); name != "" && strings.HasPrefix(rest, " (") {
+			tables[name] = ddlColumns(stmt)
+			return
+		}
+	}
+	if rest, ok := strings.CutPrefix(s, "ALTER TABLE "); ok {
+		name, rest := ddlWord(rest)
+		if col, ok := strings.CutPrefix(rest, " ADD COLUMN "); ok && name != "" {
+			if c, _ := ddlWord(col); c != "" {
+				tables[name] = append(slices.Clip(tables[name]), c)
+				return
+			}
+		}
+		if to, ok := strings.CutPrefix(rest, " RENAME TO "); ok && name != "" {
+			if n, tail := ddlWord(to); n != "" && strings.TrimLeft(tail, ddlSpace) == "" {
+				tables[n] = tables[name]
+				delete(tables, name)
+				return
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(s, "DROP TABLE "); ok {
+		if n, tail := ddlWord(rest); n != "" && strings.TrimLeft(tail, ddlSpace) == "" {
+			delete(tables, n)
+		}
+	}
+}
+
+// ddlSpace is the white space SQL statements are laid out with.
+const ddlSpace = " \t\n\f\r"
+
+// ddlWord splits s after its leading name (letters, digits, underscores).
+func ddlWord(s string) (word, rest string) {
+	i := 0
+	for i < len(s) && isWordByte(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// ddlColumns lists the columns of a CREATE TABLE statement: the lines that start (after white
+// space) with a lower-case name, one space and the type TEXT or INTEGER.
+func ddlColumns(stmt string) []string {
+	var cols []string
+	for line := range strings.SplitSeq(stmt, "\n") {
+		line = strings.TrimLeft(line, ddlSpace)
+		i := 0
+		for i < len(line) && (line[i] == '_' || 'a' <= line[i] && line[i] <= 'z') {
+			i++
+		}
+		if i == 0 {
+			continue
+		}
+		typ, ok := strings.CutPrefix(line[i:], " ")
+		if !ok {
+			continue
+		}
+		for _, t := range []string{"TEXT", "INTEGER"} {
+			if rest, ok := strings.CutPrefix(typ, t); ok && (rest == "" || !isWordByte(rest[0])) {
+				cols = append(cols, line[:i])
+				break
+			}
+		}
+	}
+	return cols
+}
 
 // schemaComplaints checks the schema against the one the recorded version promises: every table
 // and column there, and every row of a scoped table belonging to a workspace the database lists.

@@ -129,7 +129,11 @@ func (h *handler) ls(c *ucli.Context) error {
 				return err
 			}
 		}
-		cp, entries, err := app.Services.Read.Entries(c.Context, ref, path)
+		read := app.Services.Read.Children // one directory's tree, not all below it
+		if c.Bool("recursive") {
+			read = app.Services.Read.Entries
+		}
+		cp, entries, err := read(c.Context, ref, path)
 		if err != nil {
 			return err
 		}

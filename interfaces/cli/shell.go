@@ -1,12 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/cpuguy83/go-md2man/v2/md2man"
+	"unicode"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -84,78 +83,137 @@ func (h *handler) man(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	page, err := manPage(c.App)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(h.r.Stdout, page)
+	_, err := fmt.Fprint(h.r.Stdout, manPage(c.App))
 	return err
 }
 
-// manPage renders the app as a roff manual page in section 1, from urfave/cli's markdown with three
-// repairs: brackets in usage texts stay brackets (markdown would take "bucket[/prefix] (endpoint…)"
-// for a link), a flag that takes a value shows its placeholder (--store=URL, not --store=""), and the
-// page ends with EXIT STATUS, as the help pages do.
-func manPage(app *ucli.App) (string, error) {
-	escapeBrackets(app.Flags)
-	escapeCommandBrackets(app.Commands)
-	md, err := app.ToMarkdown()
-	if err != nil {
-		return "", err
-	}
-	// Compiled here, not at start-up: only the man page needs them.
-	var (
-		// flagValue is a flag of the markdown that takes a value: **--store**="": usage.
-		flagValue = regexp.MustCompile(`(\*\*[^*\n]+\*\*(?:, \*\*[^*\n]+\*\*)*)="": ([^\n]*)`)
-		// placeholder is the value's name a flag's usage gives in backquotes.
-		placeholder = regexp.MustCompile("`([^`]+)`")
-	)
-	md = flagValue.ReplaceAllStringFunc(md, func(m string) string {
-		sub := flagValue.FindStringSubmatch(m)
-		value := "VALUE"
-		if p := placeholder.FindStringSubmatch(sub[2]); p != nil {
-			value = p[1]
-		}
-		return sub[1] + "=" + value + ": " + sub[2]
-	})
+// manPage renders the app as a roff manual page in section 1, straight from the command definitions
+// (no markdown on the way, so brackets in usage texts stay brackets and nothing is taken for a
+// link): the global options, every visible command with its options (a flag that takes a value
+// shows its placeholder: --store=URL), and EXIT STATUS, as the help pages end. It is rendered here
+// rather than by urfave/cli's ToMan so that the binary need not link a markdown renderer
+// (blackfriday's start-up tables were paid by every command; the Makefile builds with
+// urfave_cli_no_docs, which leaves urfave/cli's own renderer out).
+func manPage(app *ucli.App) string {
 	var b strings.Builder
-	b.WriteString("% plan 1\n\n") // the title line: name and section
-	b.WriteString(md)
-	b.WriteString("\n# EXIT STATUS\n\n")
-	for _, e := range exitStatuses {
-		fmt.Fprintf(&b, "**%d**: %s\n\n", e.code, e.text)
+	b.WriteString(".nh\n.TH plan 1\n")
+	b.WriteString(".SH NAME\nplan \\- " + roffText(app.Usage) + "\n")
+	b.WriteString(".SH SYNOPSIS\n.B plan\n[GLOBAL OPTIONS] command [COMMAND OPTIONS] [ARGUMENTS...]\n")
+	if app.Description != "" {
+		b.WriteString(".SH DESCRIPTION\n" + roffText(app.Description) + "\n")
 	}
-	b.WriteString("See docs/exit-codes.md for every case.\n")
-	return string(md2man.Render([]byte(b.String()))), nil
+	b.WriteString(".SH GLOBAL OPTIONS\n")
+	manFlags(&b, app.VisibleFlags())
+	b.WriteString(".SH COMMANDS\n")
+	manCommands(&b, "plan", app.VisibleCommands())
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, e := range exitStatuses {
+		fmt.Fprintf(&b, ".PP\n\\fB%d\\fP: %s\n", e.code, roffText(e.text))
+	}
+	b.WriteString(".PP\nSee docs/exit-codes.md for every case.\n")
+	return b.String()
 }
 
-func escapeBrackets(flags []ucli.Flag) {
+// manCommands writes each command under its full name, then its subcommands. urfave/cli's help
+// command and the --help it adds to the running command are left out: no other command lists them.
+func manCommands(b *strings.Builder, parent string, cmds []*ucli.Command) {
+	for _, c := range cmds {
+		if c.Name == "help" {
+			continue
+		}
+		name := parent + " " + c.Name
+		head := name
+		if len(c.Subcommands) == 0 || c.Action != nil {
+			if len(c.VisibleFlags()) > 0 {
+				head += " [OPTIONS]"
+			}
+			if c.ArgsUsage != "" {
+				head += " " + c.ArgsUsage
+			}
+		}
+		fmt.Fprintf(b, ".SS \"%s\"\n", roffQuoted(head))
+		if len(c.Aliases) > 0 {
+			fmt.Fprintf(b, "(also: %s)\n.br\n", roffText(strings.Join(c.Aliases, ", ")))
+		}
+		b.WriteString(roffText(c.Usage) + "\n")
+		if c.Description != "" {
+			b.WriteString(".PP\n" + roffText(c.Description) + "\n")
+		}
+		manFlags(b, slices.DeleteFunc(c.VisibleFlags(), func(f ucli.Flag) bool { return f == ucli.HelpFlag }))
+		manCommands(b, name, c.VisibleCommands())
+	}
+}
+
+// manFlags writes one paragraph a flag: its names in bold, the value's placeholder the usage gives
+// in backquotes (VALUE when it gives none), then its usage and default.
+func manFlags(b *strings.Builder, flags []ucli.Flag) {
 	for _, f := range flags {
-		switch f := f.(type) {
-		case *ucli.StringFlag:
-			f.Usage = bracketEscaper.Replace(f.Usage)
-		case *ucli.BoolFlag:
-			f.Usage = bracketEscaper.Replace(f.Usage)
-		case *ucli.IntFlag:
-			f.Usage = bracketEscaper.Replace(f.Usage)
-		case *ucli.StringSliceFlag:
-			f.Usage = bracketEscaper.Replace(f.Usage)
+		var names []string
+		for _, n := range f.Names() {
+			dash := "--"
+			if len(n) == 1 {
+				dash = "-"
+			}
+			names = append(names, dash+n)
+		}
+		tag := strings.Join(names, ", ")
+		usage, value, def := "", "", ""
+		if d, ok := f.(ucli.DocGenerationFlag); ok {
+			var placeholder string
+			placeholder, usage = unquoteUsage(d.GetUsage())
+			if d.TakesValue() {
+				value = "=" + cmp.Or(placeholder, "VALUE")
+				def = d.GetDefaultText()
+			}
+		}
+		fmt.Fprintf(b, ".PP\n\\fB%s\\fP%s: %s", roffText(tag), roffText(value), roffText(usage))
+		if def != "" && def != `""` {
+			fmt.Fprintf(b, " (default: %s)", roffText(def))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// unquoteUsage takes the first backquoted word of a flag's usage as its value's placeholder and
+// drops the backquotes, as urfave/cli's help does.
+func unquoteUsage(usage string) (placeholder, text string) {
+	before, rest, ok := strings.Cut(usage, "`")
+	if !ok {
+		return "", usage
+	}
+	name, after, ok := strings.Cut(rest, "`")
+	if !ok {
+		return "", usage
+	}
+	return name, before + name + after
+}
+
+// roffText escapes text for a roff line: backslashes print as such, and a line that would start
+// with a control character (. or ') starts with a zero-width \& instead; a character beyond ASCII
+// is named (\[u2026]), which any roff reads whatever its input encoding.
+func roffText(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\e`)
+	if strings.ContainsFunc(s, func(r rune) bool { return r > unicode.MaxASCII }) {
+		var b strings.Builder
+		for _, r := range s {
+			if r > unicode.MaxASCII {
+				fmt.Fprintf(&b, `\[u%04X]`, r) // groff's and mandoc's name for any character
+				continue
+			}
+			b.WriteRune(r)
+		}
+		s = b.String()
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+			lines[i] = `\&` + l
 		}
 	}
+	return strings.Join(lines, "\n")
 }
 
-// escapeCommandBrackets also drops what urfave/cli adds to the running command (man itself) as it
-// runs: its --help flag and help subcommand, which no other command lists in the page.
-func escapeCommandBrackets(cmds []*ucli.Command) {
-	for _, c := range cmds {
-		c.Flags = slices.DeleteFunc(c.Flags, func(f ucli.Flag) bool { return f == ucli.HelpFlag })
-		c.Subcommands = slices.DeleteFunc(c.Subcommands, func(s *ucli.Command) bool { return s.Name == "help" })
-		c.Usage = bracketEscaper.Replace(c.Usage)
-		c.ArgsUsage = bracketEscaper.Replace(c.ArgsUsage)
-		escapeBrackets(c.Flags)
-		escapeCommandBrackets(c.Subcommands)
-	}
+// roffQuoted is text for a quoted macro argument: as roffText, with its double quotes doubled.
+func roffQuoted(s string) string {
+	return strings.ReplaceAll(roffText(strings.ReplaceAll(s, "\n", " ")), `"`, `""`)
 }
-
-// bracketEscaper makes markdown print brackets as they are.
-var bracketEscaper = strings.NewReplacer("[", `\[`, "]", `\]`)
