@@ -1,14 +1,11 @@
 // Package bootstrap wires plan with uber-go/fx: one module per adapter, and Module, which assembles
 // them for one workspace. A host program embeds plan by adding Module to its own fx graph and asking
 // for the services it needs, or Scoped once per workspace when it has several; the CLI uses Open to
-// start a short-lived app per command, which builds the same graph by hand (fx's reflection was a
-// fifth of a read-only command).
+// start a short-lived app per command.
 //
-// Invariants: constructors stay plain New… functions so everything can also be wired by hand; Open
-// (wire) MUST build what Module builds, from the same constructors (TestWireMatchesModule compares
-// the two); fx appears in no other package (and the root package plan, which only re-exports);
-// OnStop hooks (and Open's Close) close the store and the database, so stopping the app releases
-// every file handle; a Scoped
+// Invariants: constructors stay plain New… functions so everything can also be wired by hand; fx
+// appears in no other package (and the root package plan, which only re-exports); OnStop hooks
+// close the store and the database, so stopping the app releases every file handle; a Scoped
 // module MUST export nothing but its *Workspace (every other provider is fx.Private), so any number
 // of them share one app; the operation log is wired into the shared core (OperationsIn.Log), so
 // whichever service a host asks for logs its operations.
@@ -389,14 +386,13 @@ type Services struct {
 
 // App is a started plan application for one workspace.
 type App struct {
-	res      *resources
+	fx       *fx.App
 	Services Services
 }
 
-// Open builds and starts the application for cfg: the graph Module describes, wired by hand (see
-// wire). When it fails, everything it opened is closed, and a .plan/ that this Open made (cfg.Init
-// in a directory that had none) is removed again: a refused or failed init leaves no half-made
-// workspace behind.
+// Open builds and starts the application for cfg. When it fails, everything it opened is closed,
+// and a .plan/ that this Open made (cfg.Init in a directory that had none) is removed again: a
+// refused or failed init leaves no half-made workspace behind.
 func Open(ctx context.Context, cfg Config) (*App, error) {
 	state := ""
 	if cfg.Init {
@@ -407,10 +403,17 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	defer timing.Span("open")()
+	a := &App{}
 	res := &resources{}
-	services, err := wire(cfg, res)
+	a.fx = fx.New(Module(cfg),
+		// Open keeps its own handle on the resources so it can close them if the graph fails;
+		// replacing the module's instance skips its constructor, so the stop hook is added here.
+		fx.Replace(res),
+		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
+		fx.Populate(&a.Services), fx.NopLogger)
+	err := a.fx.Err()
 	if err == nil {
-		err = ctx.Err() // as fx's Start did: a command cancelled while it opened does not run
+		err = a.fx.Start(ctx)
 	}
 	if err != nil {
 		err = failed(rootCause(err), res)
@@ -419,7 +422,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 		return nil, err
 	}
-	return &App{res: res, Services: services}, nil
+	return a, nil
 }
 
 // failed closes what a failed Open opened and returns its error (joined with a close error only
@@ -434,7 +437,9 @@ func failed(err error, res *resources) error {
 // Close stops the application, closing the store and the database.
 func (a *App) Close() error {
 	defer timing.Span("close")()
-	return a.res.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return a.fx.Stop(ctx)
 }
 
 // rootCause strips fx's dependency-graph wrapping when a constructor failed with a classified error,
