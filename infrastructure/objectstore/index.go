@@ -4,17 +4,29 @@ import (
 	"encoding/binary"
 	"iter"
 	"math/bits"
+	"sync"
 
 	"github.com/planhq/plan/domain/tree"
 )
 
-// objIndex maps each object to the copy the store reads: an open-addressing table over compact
-// entries that hold no pointers. Every command that touches objects builds one from the idx files
-// (100,000 objects in a few milliseconds, where a Go map of locations took tens), and the garbage
-// collector never has to scan it. It is guarded by Store.mu.
+// objIndex maps each object to the copy the store reads. It has two parts:
 //
-// An entry keeps its table slot for the life of the index: deleting marks it dead, and setting the
-// same hash again revives it, so lookups never meet a hole in a probe sequence.
+//   - tables, the idx files as loaded (idxTable: sorted, searched by binary search), in the order
+//     load registered them. An object several of them list resolves to the copy better prefers,
+//     weighing the damage and gc marks known when they were loaded (dmg, cond), as if each had
+//     been put in turn: loading builds nothing, so a command pays for the objects it looks up, not
+//     for every object of the store;
+//   - an overlay: an open-addressing table over compact entries that hold no pointers, for what
+//     was set after the load (a batch's new packs, gc's copies). An object in the overlay is
+//     resolved there alone, dead or alive: it shadows the tables.
+//
+// all and len merge both into a full table (materialize), once per change of the index, for the
+// callers that go through everything (gc, verify, stats); the garbage collector never has to
+// scan either part. It is guarded by Store.mu (materialize by its own mutex as well: readers
+// holding Store.mu.RLock may call it at once).
+//
+// An overlay entry keeps its slot for the life of the index: deleting marks it dead, and setting
+// the same hash again revives it, so lookups never meet a hole in a probe sequence.
 type objIndex struct {
 	packs []*packFile // pack number → pack
 	slots map[*packFile]uint32
@@ -22,6 +34,13 @@ type objIndex struct {
 	ents  []ixEntry
 	table []uint32 // 0: free; otherwise an index into ents, plus one
 	live  int
+
+	tables []*idxTable
+	dmg    map[damageKey]struct{}
+	cond   map[string]bool
+
+	matMu sync.Mutex
+	full  *objIndex // tables and overlay merged (nil: not made since the last change)
 }
 
 // ixEntry is location without its pointer.
@@ -82,23 +101,36 @@ func (x *objIndex) get(h tree.Hash) (location, bool) {
 	if x == nil {
 		return location{}, false
 	}
-	e := x.table[x.find(&h)]
-	if e == 0 || x.ents[e-1].dead {
-		return location{}, false
+	if e := x.table[x.find(&h)]; e != 0 {
+		if x.ents[e-1].dead {
+			return location{}, false
+		}
+		return x.location(&x.ents[e-1]), true
 	}
-	return x.location(&x.ents[e-1]), true
+	return x.inTables(&h)
+}
+
+// inTables resolves h in the tables: the copy better prefers, the first registered among equals.
+func (x *objIndex) inTables(h *tree.Hash) (location, bool) {
+	var cur location
+	found := false
+	for _, t := range x.tables {
+		l, ok := t.lookup(h)
+		if ok && (!found || better(*h, cur, l, x.dmg, x.cond)) {
+			cur, found = l, true
+		}
+	}
+	return cur, found
 }
 
 func (x *objIndex) has(h tree.Hash) bool {
-	if x == nil {
-		return false
-	}
-	e := x.table[x.find(&h)]
-	return e != 0 && !x.ents[e-1].dead
+	_, ok := x.get(h)
+	return ok
 }
 
 // set points h at l.
 func (x *objIndex) set(h tree.Hash, l location) {
+	x.full = nil
 	ne := ixEntry{hash: h, offset: l.offset, comp: l.comp, raw: l.raw, pack: x.packNumber(l.pack), kind: l.kind}
 	i := x.find(&h)
 	if e := x.table[i]; e != 0 {
@@ -132,8 +164,16 @@ func (x *objIndex) grow() {
 	}
 }
 
-// dropPacks deletes every entry that points into one of gone.
+// dropPacks deletes every entry that points into one of gone, and the tables of gone.
 func (x *objIndex) dropPacks(gone map[*packFile]bool) {
+	x.full = nil
+	tables := x.tables[:0:0]
+	for _, t := range x.tables {
+		if !gone[t.p] {
+			tables = append(tables, t)
+		}
+	}
+	x.tables = tables
 	for i := range x.ents {
 		e := &x.ents[i]
 		if !e.dead && gone[x.packs[e.pack]] {
@@ -147,7 +187,48 @@ func (x *objIndex) len() int {
 	if x == nil {
 		return 0
 	}
-	return x.live
+	return x.materialize().live
+}
+
+// materialize returns the index as one table without tables: x itself when it has none, else
+// the tables put in turn, as load did before it kept them, then the overlay over them.
+func (x *objIndex) materialize() *objIndex {
+	if len(x.tables) == 0 {
+		return x
+	}
+	x.matMu.Lock()
+	defer x.matMu.Unlock()
+	if x.full != nil {
+		return x.full
+	}
+	n := len(x.ents)
+	for _, t := range x.tables {
+		n += t.n
+	}
+	f := newObjIndex(n)
+	for _, t := range x.tables {
+		for i := range t.n {
+			e := t.entry(i)
+			f.put(e.hash, t.location(&e), func(prev, l location) bool { return better(e.hash, prev, l, x.dmg, x.cond) })
+		}
+	}
+	for i := range x.ents {
+		e := &x.ents[i]
+		f.set(e.hash, x.location(e))
+		if e.dead {
+			f.kill(e.hash)
+		}
+	}
+	x.full = f
+	return f
+}
+
+// kill marks h's entry dead.
+func (x *objIndex) kill(h tree.Hash) {
+	if e := x.table[x.find(&h)]; e != 0 && !x.ents[e-1].dead {
+		x.ents[e-1].dead = true
+		x.live--
+	}
 }
 
 // all yields every indexed object and its location, in no particular order.
@@ -156,6 +237,7 @@ func (x *objIndex) all() iter.Seq2[tree.Hash, location] {
 		if x == nil {
 			return
 		}
+		x := x.materialize()
 		for i := range x.ents {
 			e := &x.ents[i]
 			if !e.dead && !yield(e.hash, x.location(e)) {
