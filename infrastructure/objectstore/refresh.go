@@ -290,6 +290,14 @@ func (s *Store) load(pl packListing, locked bool) error {
 			if !ok {
 				size = -1
 			}
+			// An idx is immutable once it is in packs/ (a pack is renamed in whole, its idx after it,
+			// and a repaired idx lists what the pack holds, as the one it replaces did): the table of
+			// an unchanged pack loaded from its idx is kept, not read and checked again. A command
+			// refreshed after `plan watch` stored a pack reads that pack's idx alone.
+			if p := old[id]; p != nil && p.table != nil && p.idxSize > 0 && pl.hasIdx[id] && p.size == size {
+				reads = append(reads, packEntries{p: p, table: p.table})
+				continue
+			}
 			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -312,17 +320,21 @@ func (s *Store) load(pl packListing, locked bool) error {
 	packs := make(map[string]*packFile, len(reads))
 	for _, r := range reads {
 		p := r.p
-		var t *idxTable
+		t := r.table
 		var err error
-		if r.idx != nil {
+		switch {
+		case t != nil:
+		case r.idx != nil:
 			if t, err = newIdxTable(p, r.idx, r.sumOK); err != nil {
 				return fault.Wrap(fault.ErrIntegrity, err, idxCorrupt, s.be.Location(idxName(p.id)))
 			}
-		} else if t, err = tableOf(p, r.scanned); err != nil {
-			return fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
+		default:
+			if t, err = tableOf(p, r.scanned); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
+			}
 		}
 		index.tables = append(index.tables, t)
-		if p.table == nil && p.deltas == nil { // a pack this process wrote keeps the list it made
+		if p.table == nil {
 			p.table = t
 		}
 		packs[p.id] = p
@@ -366,7 +378,9 @@ type packEntries struct {
 	p   *packFile
 	idx []byte
 	// sumOK says idx's checksum was verified as it was read (see readIdx).
-	sumOK   bool
+	sumOK bool
+	// table is the table of an unchanged pack, kept from the previous load.
+	table   *idxTable
 	scanned []idxEntry
 }
 
