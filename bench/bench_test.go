@@ -226,3 +226,17 @@ func TestParseTimings(t *testing.T) {
 		t.Fatal("a broken timings line parsed")
 	}
 }
+
+// The session row names the phases whose medians changed most between the first and the last calls.
+func TestPhaseGrowthOrdersByChange(t *testing.T) {
+	first := []map[string]float64{{"commit": 5, "index.load": 0.3, "tiny": 0.01}, {"commit": 6, "index.load": 0.4}}
+	last := []map[string]float64{{"commit": 5, "index.load": 2.3}, {"commit": 6, "index.load": 2.4, "new": 1}}
+	got := phaseGrowth(first, last)
+	want := "index.load 0.40 -> 2.40, new 0.00 -> 1.00, commit 6.00 -> 6.00"
+	if got != want {
+		t.Fatalf("phaseGrowth = %q, want %q", got, want)
+	}
+	if phaseGrowth(nil, nil) != "n/a" {
+		t.Fatal("no phases")
+	}
+}
