@@ -47,7 +47,7 @@ func (b *bench) agents(s *subject) error {
 	if err != nil {
 		return err
 	}
-	lat, _, err := b.hookSession(s.ws, "bench-latency", calls, nil, func(i int) error {
+	lat, latPhases, err := b.hookSession(s.ws, "bench-latency", calls, []string{"PLAN_TIMINGS=1"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(9000+i)), uint64(9000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
@@ -78,7 +78,8 @@ func (b *bench) agents(s *subject) error {
 	row95 := timeResult("agent_hook_p95", fmt.Sprintf("agent tool call, pre+post hooks, p95 (%d files)", len(w.files)),
 		[]time.Duration{p95}, base, "no-change checkpoint walking, fresh process", fmt.Sprintf("<= %g ms", hookP95LimitMs),
 		func(o, _ float64) bool { return o <= hookP95LimitMs })
-	row95.Note = "each hook is a fresh process that opens the workspace, takes its lock and asks plan watch for the snapshot"
+	row95.Note = "each hook is a fresh process that opens the workspace, takes its lock and asks plan watch for the snapshot; " +
+		"PLAN_TIMINGS phases (ms, pre+post), median of all calls -> median of the slowest 5%: " + tailPhases(lat, latPhases)
 	b.rep.add(row95)
 	walk := timeResult("agent_hook_walk_p95", fmt.Sprintf("agent tool call without plan watch, p95 (%d files)", len(w.files)),
 		[]time.Duration{wp95}, base, "no-change checkpoint walking, fresh process", "-", nil)
@@ -209,6 +210,22 @@ func (b *bench) hookSession(ws, session string, n int, env []string, change func
 		return nil, nil, err
 	}
 	return out, perCall, nil
+}
+
+// tailPhases compares the phases of all calls with those of the slowest twentieth (by wall time
+// lat): what the p95 pays for.
+func tailPhases(lat []time.Duration, phases []map[string]float64) string {
+	if len(phases) != len(lat) || len(lat) == 0 {
+		return "n/a"
+	}
+	p95 := percentile(lat, 95)
+	var slow []map[string]float64
+	for i, d := range lat {
+		if d >= p95 {
+			slow = append(slow, phases[i])
+		}
+	}
+	return phaseGrowth(phases, slow)
 }
 
 // phaseGrowth names, for the phases of the calls first and last (PLAN_TIMINGS, pre+post of each

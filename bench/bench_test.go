@@ -240,3 +240,15 @@ func TestPhaseGrowthOrdersByChange(t *testing.T) {
 		t.Fatal("no phases")
 	}
 }
+
+// The p95 row names what its slowest calls spend more on than the others.
+func TestTailPhasesComparesTheSlowest(t *testing.T) {
+	lat := []time.Duration{10, 11, 12, 50}
+	phases := []map[string]float64{{"commit": 5}, {"commit": 5}, {"commit": 5}, {"commit": 6, "consolidate": 30}}
+	if got, want := tailPhases(lat, phases), "consolidate 0.00 -> 30.00, commit 5.00 -> 6.00"; got != want {
+		t.Fatalf("tailPhases = %q, want %q", got, want)
+	}
+	if tailPhases(lat, nil) != "n/a" {
+		t.Fatal("calls without phases")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/watch"
 	"github.com/planhq/plan/infrastructure/workspace"
 	"github.com/planhq/plan/interfaces/agenthooks"
@@ -115,8 +116,11 @@ func (h *handler) hook(c *ucli.Context) error {
 	app.Services.Guard.OnRecover = h.reportRecovery
 	reply := h.act(c.Context, app, ev)
 	// Every checkpoint a hook takes is a pack: merged as after any other command, so that a long
-	// session's later calls do not read more index files than its first.
+	// session's later calls do not read more index files than its first. Timed apart
+	// (PLAN_TIMINGS): the hook that merges pays for it.
+	endMerge := timing.Span("consolidate")
 	h.consolidate(c.Context, app)
+	endMerge()
 	return h.reply(reply)
 }
 
