@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
@@ -132,6 +133,7 @@ func TestObjIndexResolvesAcrossTables(t *testing.T) {
 		}),
 		tableFor(t, gone, 3, []idxEntry{{hash: h3, kind: BlobObject, offset: 500, comp: 5, raw: 5}}),
 	}
+	tables := append([]*idxTable(nil), x.tables...)
 	if l := x.at(h1); l.pack != b || l.offset != 300 {
 		t.Errorf("h1 resolves to %+v, want the whole copy in b", l)
 	}
@@ -158,12 +160,56 @@ func TestObjIndexResolvesAcrossTables(t *testing.T) {
 	if len(seen) != 3 || seen[h1] != 300 || seen[h2] != 700 || seen[h4] != 600 {
 		t.Fatalf("all: %v", seen)
 	}
+	// Merged (len and all did), the index drops a pack's entries as the one table did.
 	x.dropPacks(map[*packFile]bool{b: true})
-	if l, ok := x.get(h1); !ok || l.pack != a {
+	if x.has(h1) || x.has(h2) || x.has(h3) || !x.has(h4) {
+		t.Errorf("after b went: h1 %v h2 %v h3 %v h4 %v", x.has(h1), x.has(h2), x.has(h3), x.has(h4))
+	}
+	x.set(h1, location{pack: a, offset: 800, kind: TreeObject})
+	if l := x.at(h1); l.offset != 800 || x.len() != 2 {
+		t.Errorf("set after the merge: %+v, %d entries", l, x.len())
+	}
+	x.del(h1)
+	if x.has(h1) {
+		t.Error("del after the merge")
+	}
+	// Not merged, a dropped pack's table goes, and another copy answers.
+	y := newObjIndex(0)
+	y.tables = tables
+	if l := y.at(h1); l.pack != b {
+		t.Fatalf("h1 resolves to %+v, want the whole copy in b", l)
+	}
+	y.dropPacks(map[*packFile]bool{b: true})
+	if l, ok := y.get(h1); !ok || l.pack != a || len(y.tables) != 2 {
 		t.Errorf("after b went, h1 resolves to %+v %v, want the copy in a", l, ok)
 	}
-	if x.has(h2) || x.has(h3) || !x.has(h4) {
-		t.Errorf("after b went: h2 %v h3 %v h4 %v", x.has(h2), x.has(h3), x.has(h4))
+}
+
+// Enough lookups merge the tables into one table, which answers from then on.
+func TestObjIndexMergesAfterManyLookups(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	p := &packFile{id: "p", size: 1 << 20}
+	var entries []idxEntry
+	for i := range 100 {
+		e := idxEntry{kind: BlobObject, offset: int64(12 + i), comp: 1, raw: 1}
+		fillHash(r, &e.hash)
+		entries = append(entries, e)
+	}
+	x := newObjIndex(0)
+	tb := tableFor(t, p, 3, append([]idxEntry(nil), entries...))
+	x.tables, x.entries = []*idxTable{tb}, tb.n
+	for i := range int(x.fullAfter()) + 1 {
+		if !x.has(entries[i%len(entries)].hash) {
+			t.Fatal("an entry is missing")
+		}
+	}
+	if x.full.Load() == nil {
+		t.Fatal("the tables were not merged after many lookups")
+	}
+	var missing tree.Hash
+	fillHash(r, &missing)
+	if x.has(missing) || !x.has(entries[0].hash) || x.len() != 100 {
+		t.Fatal("the merged index does not answer as the tables did")
 	}
 }
 
@@ -215,5 +261,42 @@ func TestRefreshKeepsUnchangedTables(t *testing.T) {
 	}
 	if !s.Present(h1) || !s.Present(h2) {
 		t.Error("an object is missing after the refresh")
+	}
+}
+
+// Readers looking objects up at once (as a walk's hashers do, under Store.mu.RLock) may merge the
+// tables at once: one merge, every answer right.
+func TestObjIndexMergesOnceUnderConcurrentLookups(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := &packFile{id: "p", size: 1 << 20}
+	var entries []idxEntry
+	for i := range 500 {
+		e := idxEntry{kind: BlobObject, offset: int64(12 + i), comp: 1, raw: 1}
+		fillHash(r, &e.hash)
+		entries = append(entries, e)
+	}
+	x := newObjIndex(0)
+	tb := tableFor(t, p, 3, append([]idxEntry(nil), entries...))
+	x.tables, x.entries = []*idxTable{tb}, tb.n
+	var wg sync.WaitGroup
+	errs := make(chan tree.Hash, len(entries))
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(entries); i += 8 {
+				if l, ok := x.get(entries[i].hash); !ok || l.offset != entries[i].offset {
+					errs <- entries[i].hash
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for h := range errs {
+		t.Errorf("%s was not found at its offset", h)
+	}
+	if x.full.Load() == nil {
+		t.Error("500 lookups did not merge the tables")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/planhq/plan/domain/tree"
 )
@@ -20,10 +21,14 @@ import (
 //     was set after the load (a batch's new packs, gc's copies). An object in the overlay is
 //     resolved there alone, dead or alive: it shadows the tables.
 //
-// all and len merge both into a full table (materialize), once per change of the index, for the
-// callers that go through everything (gc, verify, stats); the garbage collector never has to
-// scan either part. It is guarded by Store.mu (materialize by its own mutex as well: readers
-// holding Store.mu.RLock may call it at once).
+// A binary search in every table costs more than a probe of one hash table: a command that looks
+// up many objects (a checkpoint that walks the workspace confirms every unchanged file Present), or
+// goes through all of them (gc, verify, stats: all, len), merges tables and overlay into one full
+// table (materialize), once, when its lookups pass what the merge costs (fullAfter). From then on
+// the full table is the index: set and dropPacks keep it up to date, as they did the one table
+// every command built before, and a long-lived process (plan watch) never merges again. The
+// garbage collector never has to scan any part. It is guarded by Store.mu; materialize also by its
+// own mutex, since readers holding Store.mu.RLock may call it at once.
 //
 // An overlay entry keeps its slot for the life of the index: deleting marks it dead, and setting
 // the same hash again revives it, so lookups never meet a hole in a probe sequence.
@@ -39,9 +44,15 @@ type objIndex struct {
 	dmg    map[damageKey]struct{}
 	cond   map[string]bool
 
-	matMu sync.Mutex
-	full  *objIndex // tables and overlay merged (nil: not made since the last change)
+	matMu   sync.Mutex
+	full    atomic.Pointer[objIndex] // tables and overlay merged, then kept up to date (nil: not made)
+	lookups atomic.Int64             // lookups that searched the tables
+	entries int                      // the entries of the tables
 }
+
+// fullAfter is how many lookups search the tables before the index merges them into one table: a
+// few dozen binary searches per table cost about what merging 64 entries does.
+func (x *objIndex) fullAfter() int64 { return int64(64 + x.entries/64) }
 
 // ixEntry is location without its pointer.
 type ixEntry struct {
@@ -101,11 +112,20 @@ func (x *objIndex) get(h tree.Hash) (location, bool) {
 	if x == nil {
 		return location{}, false
 	}
+	if f := x.full.Load(); f != nil {
+		return f.get(h)
+	}
 	if e := x.table[x.find(&h)]; e != 0 {
 		if x.ents[e-1].dead {
 			return location{}, false
 		}
 		return x.location(&x.ents[e-1]), true
+	}
+	if len(x.tables) == 0 {
+		return location{}, false
+	}
+	if x.lookups.Add(1) > x.fullAfter() {
+		return x.materialize().get(h)
 	}
 	return x.inTables(&h)
 }
@@ -130,7 +150,10 @@ func (x *objIndex) has(h tree.Hash) bool {
 
 // set points h at l.
 func (x *objIndex) set(h tree.Hash, l location) {
-	x.full = nil
+	if f := x.full.Load(); f != nil {
+		f.set(h, l)
+		return
+	}
 	ne := ixEntry{hash: h, offset: l.offset, comp: l.comp, raw: l.raw, pack: x.packNumber(l.pack), kind: l.kind}
 	i := x.find(&h)
 	if e := x.table[i]; e != 0 {
@@ -166,7 +189,9 @@ func (x *objIndex) grow() {
 
 // dropPacks deletes every entry that points into one of gone, and the tables of gone.
 func (x *objIndex) dropPacks(gone map[*packFile]bool) {
-	x.full = nil
+	if f := x.full.Load(); f != nil {
+		f.dropPacks(gone)
+	}
 	tables := x.tables[:0:0]
 	for _, t := range x.tables {
 		if !gone[t.p] {
@@ -193,19 +218,18 @@ func (x *objIndex) len() int {
 // materialize returns the index as one table without tables: x itself when it has none, else
 // the tables put in turn, as load did before it kept them, then the overlay over them.
 func (x *objIndex) materialize() *objIndex {
+	if f := x.full.Load(); f != nil {
+		return f
+	}
 	if len(x.tables) == 0 {
 		return x
 	}
 	x.matMu.Lock()
 	defer x.matMu.Unlock()
-	if x.full != nil {
-		return x.full
+	if f := x.full.Load(); f != nil {
+		return f
 	}
-	n := len(x.ents)
-	for _, t := range x.tables {
-		n += t.n
-	}
-	f := newObjIndex(n)
+	f := newObjIndex(len(x.ents) + x.entries)
 	for _, t := range x.tables {
 		for i := range t.n {
 			e := t.entry(i)
@@ -219,12 +243,16 @@ func (x *objIndex) materialize() *objIndex {
 			f.kill(e.hash)
 		}
 	}
-	x.full = f
+	x.full.Store(f)
 	return f
 }
 
 // kill marks h's entry dead.
 func (x *objIndex) kill(h tree.Hash) {
+	if f := x.full.Load(); f != nil {
+		f.kill(h)
+		return
+	}
 	if e := x.table[x.find(&h)]; e != 0 && !x.ents[e-1].dead {
 		x.ents[e-1].dead = true
 		x.live--

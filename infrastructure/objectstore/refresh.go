@@ -334,6 +334,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 			}
 		}
 		index.tables = append(index.tables, t)
+		index.entries += t.n
 		if p.table == nil {
 			p.table = t
 		}
