@@ -150,27 +150,30 @@ func (s *AgentService) BeforeTool(ctx context.Context, call ToolCall) (BeforeRes
 		}
 	}
 	labels := map[string]string{LabelAgent: call.Session.Agent, LabelSession: call.Session.ID, LabelTurn: strconv.Itoa(turn), LabelTool: call.Tool}
-	cp, err := s.ops.create(ctx, CreateRequest{
-		Type: checkpoint.PreDecision, DecisionID: call.ID, Labels: labels,
-		Note: plan.Excerpt(fmt.Sprintf("before %s tool call %s (%s session %s, turn %d)", call.Tool, call.ID, call.Session.Agent, call.Session.ID, turn), checkpoint.MaxNoteLength),
-	})
-	if err != nil {
-		return res, fmt.Errorf("checkpoint before tool call %s: %w", call.ID, err)
-	}
-	now := s.ops.clock.Now()
-	if t, ok := p.CurrentTurn(); !ok || t.End != "" {
-		p.OpenTurn("", cp.ID(), now)
-	}
 	summary := plan.Excerpt(call.Summary, maxSummary)
 	if summary == "" {
 		summary = call.Tool
 	}
 	def := plan.Definition{ID: call.ID, Name: call.Tool, Run: summary, Labels: labels}
-	if _, err := p.RecordOutside(def, cp.ID(), now); err != nil {
-		return res, err
-	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
-		return res, err
+	// The checkpoint and the running call it is taken for commit as one durable write: the call
+	// is recorded only with the state before it, and the hook's one commit is what the tool
+	// waits for.
+	cp, err := s.ops.create(ctx, CreateRequest{
+		Type: checkpoint.PreDecision, DecisionID: call.ID, Labels: labels,
+		Note: plan.Excerpt(fmt.Sprintf("before %s tool call %s (%s session %s, turn %d)", call.Tool, call.ID, call.Session.Agent, call.Session.ID, turn), checkpoint.MaxNoteLength),
+		with: func(ctx context.Context, cp *checkpoint.Checkpoint) error {
+			now := s.ops.clock.Now()
+			if t, ok := p.CurrentTurn(); !ok || t.End != "" {
+				p.OpenTurn("", cp.ID(), now)
+			}
+			if _, err := p.RecordOutside(def, cp.ID(), now); err != nil {
+				return err
+			}
+			return s.ops.plans.Save(ctx, p)
+		},
+	})
+	if err != nil {
+		return res, fmt.Errorf("checkpoint before tool call %s: %w", call.ID, err)
 	}
 	res.Turn, res.Checkpoint = turn, cp
 	return res, nil
@@ -185,11 +188,18 @@ type AfterResult struct {
 	Changed []artifact.Artifact
 	// Attempt is the call's attempt as recorded.
 	Attempt plan.Attempt
+	// LogFailed, when not nil, says why the call is missing from the operation log (`plan
+	// history`, `plan undo`): the call itself is recorded.
+	LogFailed error
 }
 
-// AfterTool records how a tool call ended and what it changed since its pre_decision checkpoint.
+// AfterTool records how a tool call ended and what it changed since its pre_decision checkpoint,
+// and puts it in the operation log as a decision, so that `plan history` lists it and `plan undo`
+// undoes it (back to its pre_decision checkpoint) as a decision of `plan run`: both in one durable
+// write. A log that cannot be written leaves the call recorded without its entry (LogFailed).
 // A call BeforeTool never recorded (its hook failed or was not installed) is fault.ErrNotFound.
 func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool) (AfterResult, error) {
+	ended := s.ops.clock.Now() // the tool's end, as near as the hook can tell
 	ctx, release, err := s.enterCall(ctx, &call, false)
 	if err != nil {
 		return AfterResult{}, err
@@ -222,12 +232,44 @@ func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool
 	if err := p.FinishOutside(call.ID, out, s.ops.clock.Now()); err != nil {
 		return res, err
 	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
-		return res, err
-	}
 	res.Changed, res.CallID = out.Artifacts, call.ID
 	res.Attempt, _ = d.Latest()
+	if res.LogFailed, err = s.saveLogged(ctx, p, res, ended); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// saveLogged saves p, whose tool call res ended at ended, with the call's entry in the operation
+// log, in one transaction. When the entry cannot be written (the log first, so that p is saved by
+// neither), p is saved alone and the log's error returned as logErr.
+func (s *AgentService) saveLogged(ctx context.Context, p *plan.Plan, res AfterResult, ended time.Time) (logErr, err error) {
+	if s.ops.oplog == nil {
+		return nil, s.ops.plans.Save(ctx, p)
+	}
+	outcome := string(res.Status)
+	if res.Status == plan.Succeeded {
+		outcome = "ok"
+	}
+	cp := res.Attempt.CheckpointID
+	cps := []checkpoint.ID{}
+	if cp != "" {
+		cps = append(cps, cp)
+	}
+	entry := s.ops.stamp(LoggedOperation{
+		Kind: "decision", Args: []string{res.CallID}, Plan: res.Plan, StartedAt: res.Attempt.StartedAt, FinishedAt: ended,
+		Outcome: outcome, Checkpoints: cps, UndoCheckpoint: cp,
+	})
+	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.ops.oplog.Add(ctx, entry); err != nil {
+			return &foldError{err}
+		}
+		return s.ops.plans.Save(ctx, p)
+	})
+	if fe := (*foldError)(nil); errors.As(err, &fe) {
+		return fe.err, s.ops.plans.Save(ctx, p)
+	}
+	return nil, err
 }
 
 // derivedBatch is how many numbered IDs of a derived call one read looks at.

@@ -66,6 +66,10 @@ type CreateRequest struct {
 	// logged says the checkpoint is the command's last change: its transaction also writes the
 	// command's open operation log entry, if the context carries one (see OpenOperation).
 	logged bool
+	// with, when set, runs in the checkpoint's own transaction, after its row is written: what
+	// must be durable with the checkpoint commits with it, in one durable write (an agent's hook
+	// records its tool call so), and neither stands without the other.
+	with func(ctx context.Context, cp *checkpoint.Checkpoint) error
 }
 
 // SetPinned pins (or unpins) the checkpoint ref names: a pinned checkpoint is never pruned, by

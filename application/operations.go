@@ -183,11 +183,17 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 		if err := o.checkpoints.Add(ctx, cp); err != nil {
 			return fmt.Errorf("record checkpoint: %w", err)
 		}
+		if req.with != nil {
+			return req.with(ctx, cp)
+		}
 		return nil
 	}
-	if req.logged {
+	switch {
+	case req.logged:
 		err = o.commitLogged(ctx, add)
-	} else {
+	case req.with != nil:
+		err = o.tx.Do(ctx, add)
+	default:
 		err = add(ctx)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,13 +41,13 @@ func (b *bench) agents(s *subject) error {
 	calls := max(20, 10*b.cfg.runs)
 	// Without the change-tracking service first (every hook walks the workspace), then as
 	// installed: the session's first prompt starts `plan watch`, which the hooks then ask.
-	walkLat, err := b.hookSession(s.ws, "bench-latency-walk", calls, []string{"PLAN_WATCH=0"}, func(i int) error {
+	walkLat, _, err := b.hookSession(s.ws, "bench-latency-walk", calls, []string{"PLAN_WATCH=0"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(8000+i)), uint64(8000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
 		return err
 	}
-	lat, err := b.hookSession(s.ws, "bench-latency", calls, nil, func(i int) error {
+	lat, latPhases, err := b.hookSession(s.ws, "bench-latency", calls, []string{"PLAN_TIMINGS=1"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(9000+i)), uint64(9000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
@@ -77,7 +78,8 @@ func (b *bench) agents(s *subject) error {
 	row95 := timeResult("agent_hook_p95", fmt.Sprintf("agent tool call, pre+post hooks, p95 (%d files)", len(w.files)),
 		[]time.Duration{p95}, base, "no-change checkpoint walking, fresh process", fmt.Sprintf("<= %g ms", hookP95LimitMs),
 		func(o, _ float64) bool { return o <= hookP95LimitMs })
-	row95.Note = "each hook is a fresh process that opens the workspace, takes its lock and asks plan watch for the snapshot"
+	row95.Note = "each hook is a fresh process that opens the workspace, takes its lock and asks plan watch for the snapshot; " +
+		"PLAN_TIMINGS phases (ms, pre+post), median of all calls -> median of the slowest 5%: " + tailPhases(lat, latPhases)
 	b.rep.add(row95)
 	walk := timeResult("agent_hook_walk_p95", fmt.Sprintf("agent tool call without plan watch, p95 (%d files)", len(w.files)),
 		[]time.Duration{wp95}, base, "no-change checkpoint walking, fresh process", "-", nil)
@@ -104,7 +106,8 @@ func (b *bench) longSession() error {
 		return err
 	}
 	start := time.Now()
-	lat, err := b.hookSession(w.root, "bench-long", n, nil, func(i int) error {
+	// PLAN_TIMINGS=1: the phases of each call, so that what grows is named.
+	lat, phases, err := b.hookSession(w.root, "bench-long", n, []string{"PLAN_TIMINGS=1"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(20000+i)), uint64(20000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
@@ -114,13 +117,15 @@ func (b *bench) longSession() error {
 		return err
 	}
 	first, last := lat[:sessionWindow], lat[len(lat)-sessionWindow:]
-	b.logf("agent session: %d tool calls in %v: first hundred %.1f ms, last hundred %.1f ms (median pre+post)", n,
-		time.Since(start).Round(time.Second), median(millis(first)), median(millis(last)))
+	grew := phaseGrowth(phases[:sessionWindow], phases[len(phases)-sessionWindow:])
+	b.logf("agent session: %d tool calls in %v: first hundred %.1f ms, last hundred %.1f ms (median pre+post); phases, first -> last hundred: %s", n,
+		time.Since(start).Round(time.Second), median(millis(first)), median(millis(last)), grew)
 	res := timeResult("agent_session_tail", fmt.Sprintf("agent session of %d tool calls: its last hundred", n),
 		last, first, "its first hundred", fmt.Sprintf("<= %gx first hundred", sessionTailSlop),
 		func(o, f float64) bool { return o <= sessionTailSlop*f })
 	res.Note = fmt.Sprintf("medians of pre+post hook wall time per call, on a %d-file workspace so the session's own "+
-		"bookkeeping shows; the margin is for noise on a shared machine", sessionFiles)
+		"bookkeeping shows; the margin is for noise on a shared machine. PLAN_TIMINGS phases (ms, pre+post), first -> last hundred: %s",
+		sessionFiles, grew)
 	res.OursSamples, res.BaselineSamples = nil, nil // 200 samples would drown the report
 	b.rep.add(res)
 	return nil
@@ -129,9 +134,12 @@ func (b *bench) longSession() error {
 // hookSession drives one Claude Code session of n mutating tool calls through `plan hook` in ws,
 // with env added to the hooks' environment: a prompt, then per call PreToolUse, change (what the
 // tool does), PostToolUse; last, Stop. When the prompt started `plan watch` (as it does unless env
-// turns it off), the calls wait for its first walk. It returns each call's pre+post wall time.
-func (b *bench) hookSession(ws, session string, n int, env []string, change func(i int) error) ([]time.Duration, error) {
+// turns it off), the calls wait for its first walk. It returns each call's pre+post wall time and,
+// when env sets PLAN_TIMINGS=1, the sum of the two hooks' phases.
+func (b *bench) hookSession(ws, session string, n int, env []string, change func(i int) error) ([]time.Duration, []map[string]float64, error) {
+	timed := slices.Contains(env, "PLAN_TIMINGS=1")
 	base := map[string]any{"session_id": session, "cwd": ws, "transcript_path": filepath.Join(ws, "t.jsonl"), "permission_mode": "default"}
+	var phases map[string]float64
 	send := func(event string, extra map[string]any) (time.Duration, error) {
 		m := map[string]any{"hook_event_name": event}
 		for k, v := range base {
@@ -151,41 +159,123 @@ func (b *bench) hookSession(ws, session string, n int, env []string, change func
 		t := time.Now()
 		err = cmd.Run()
 		d := time.Since(t)
+		if timed && err == nil {
+			ph, perr := parseTimings(stderr.Bytes())
+			if perr != nil {
+				return d, fmt.Errorf("plan hook claude %s: %w", event, perr)
+			}
+			for k, v := range ph {
+				phases[k] += v
+			}
+			stderr.Reset() // the timings line is all it printed
+		}
 		if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
 			return d, fmt.Errorf("plan hook claude %s: %w: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
 		}
 		return d, nil
 	}
+	phases = map[string]float64{}
 	if _, err := send("UserPromptSubmit", map[string]any{"prompt": "benchmark"}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !slices.Contains(env, "PLAN_WATCH=0") {
 		if err := b.awaitWatch(ws); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	out := make([]time.Duration, 0, n)
+	var perCall []map[string]float64
 	for i := range n {
+		phases = map[string]float64{}
 		id := fmt.Sprintf("toolu_bench%06d", i)
 		input := map[string]any{"command": fmt.Sprintf("./edit.sh %d", i)}
 		pre, err := send("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := change(i); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		post, err := send("PostToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
 			"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, pre+post)
+		if timed {
+			perCall = append(perCall, phases)
+		}
 	}
 	if _, err := send("Stop", map[string]any{"stop_hook_active": false}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, perCall, nil
+}
+
+// tailPhases compares the phases of all calls with those of the slowest twentieth (by wall time
+// lat): what the p95 pays for.
+func tailPhases(lat []time.Duration, phases []map[string]float64) string {
+	if len(phases) != len(lat) || len(lat) == 0 {
+		return "n/a"
+	}
+	p95 := percentile(lat, 95)
+	var slow []map[string]float64
+	for i, d := range lat {
+		if d >= p95 {
+			slow = append(slow, phases[i])
+		}
+	}
+	return phaseGrowth(phases, slow)
+}
+
+// phaseGrowth names, for the phases of the calls first and last (PLAN_TIMINGS, pre+post of each
+// call), the median of each in both, largest change first: where a long session's later calls
+// spend more. Phases under 0.05 ms in both are left out.
+func phaseGrowth(first, last []map[string]float64) string {
+	names := map[string]bool{}
+	for _, m := range append(slices.Clone(first), last...) {
+		for k := range m {
+			names[k] = true
+		}
+	}
+	type row struct {
+		name   string
+		f, l   float64
+		change float64
+	}
+	var rows []row
+	for name := range names {
+		med := func(ms []map[string]float64) float64 {
+			v := make([]float64, len(ms))
+			for i, m := range ms {
+				v[i] = m[name]
+			}
+			slices.Sort(v)
+			if len(v) == 0 {
+				return 0
+			}
+			return v[len(v)/2]
+		}
+		f, l := med(first), med(last)
+		if f < 0.05 && l < 0.05 {
+			continue
+		}
+		rows = append(rows, row{name, f, l, l - f})
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		if c := cmp.Compare(b.change, a.change); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = fmt.Sprintf("%s %.2f -> %.2f", r.name, r.f, r.l)
+	}
+	if len(parts) == 0 {
+		return "n/a"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // awaitWatch waits until the `plan watch` a prompt started in ws has taken its first snapshot

@@ -226,3 +226,29 @@ func TestParseTimings(t *testing.T) {
 		t.Fatal("a broken timings line parsed")
 	}
 }
+
+// The session row names the phases whose medians changed most between the first and the last calls.
+func TestPhaseGrowthOrdersByChange(t *testing.T) {
+	first := []map[string]float64{{"commit": 5, "index.load": 0.3, "tiny": 0.01}, {"commit": 6, "index.load": 0.4}}
+	last := []map[string]float64{{"commit": 5, "index.load": 2.3}, {"commit": 6, "index.load": 2.4, "new": 1}}
+	got := phaseGrowth(first, last)
+	want := "index.load 0.40 -> 2.40, new 0.00 -> 1.00, commit 6.00 -> 6.00"
+	if got != want {
+		t.Fatalf("phaseGrowth = %q, want %q", got, want)
+	}
+	if phaseGrowth(nil, nil) != "n/a" {
+		t.Fatal("no phases")
+	}
+}
+
+// The p95 row names what its slowest calls spend more on than the others.
+func TestTailPhasesComparesTheSlowest(t *testing.T) {
+	lat := []time.Duration{10, 11, 12, 50}
+	phases := []map[string]float64{{"commit": 5}, {"commit": 5}, {"commit": 5}, {"commit": 6, "consolidate": 30}}
+	if got, want := tailPhases(lat, phases), "consolidate 0.00 -> 30.00, commit 5.00 -> 6.00"; got != want {
+		t.Fatalf("tailPhases = %q, want %q", got, want)
+	}
+	if tailPhases(lat, nil) != "n/a" {
+		t.Fatal("calls without phases")
+	}
+}

@@ -350,8 +350,8 @@ func idxCount(b []byte) (int, error) {
 	return int(binary.BigEndian.Uint32(b[len(idxMagic):])), nil
 }
 
-// walkIdx checks an idx file whole (magic, checksum, lengths, ranges and order) and calls fn with
-// each entry, in order; it returns the format version of the pack. fn may see entries of a file
+// walkIdx checks an idx file whole (magic, checksum, lengths, ranges and order) and calls fn (if
+// not nil) with each entry, in order; it returns the format version of the pack. fn may see entries of a file
 // that is then refused: the caller discards what it built from them when walkIdx fails.
 func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
 	return walkIdxSummed(b, false, fn)
@@ -410,7 +410,9 @@ func walkIdxSummed(b []byte, summed bool, fn func(e *idxEntry)) (uint32, error) 
 			copy(e.base[:], bases)
 			bases = bases[len(e.base):]
 		}
-		fn(&e)
+		if fn != nil {
+			fn(&e)
+		}
 		prev.hash = e.hash
 	}
 	if len(bases) != 0 {

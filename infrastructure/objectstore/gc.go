@@ -244,8 +244,8 @@ func (s *Store) plan(keep *gcLive, eligible func(*packFile) bool, keepLive bool)
 				continue // a missing pack's records cannot be read, nor rebuilt from their base
 			}
 			rewritable := !keepLive && (eligible == nil || eligible(u.p))
-			for i := range u.p.deltas {
-				base, err := s.recordBase(u.p, &u.p.deltas[i])
+			for i, ds := 0, u.p.deltaRecs(); i < len(ds); i++ {
+				base, err := s.recordBase(u.p, &ds[i])
 				switch {
 				case err == nil && !keep.has(base) && rewritable:
 					forced[u.p] = true

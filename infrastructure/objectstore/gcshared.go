@@ -257,8 +257,8 @@ func (s *Store) dependentsFirst(ids []string) []string {
 			continue
 		}
 		seen := map[string]bool{}
-		for i := range p.deltas {
-			base, err := s.recordBase(p, &p.deltas[i])
+		for i, ds := 0, p.deltaRecs(); i < len(ds); i++ {
+			base, err := s.recordBase(p, &ds[i])
 			if err != nil {
 				continue
 			}

@@ -76,8 +76,8 @@ func TestObjIndexAgreesWithAMap(t *testing.T) {
 
 // del forgets h, as if its idx entry were lost (the store itself only drops whole packs).
 func (x *objIndex) del(h tree.Hash) {
-	if e := x.table[x.find(&h)]; e != 0 && !x.ents[e-1].dead {
-		x.ents[e-1].dead = true
-		x.live--
+	if l, ok := x.get(h); ok {
+		x.set(h, l) // into the overlay, which shadows the tables
+		x.kill(h)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/timing"
 )
 
 // File names under the store directory, beside packs/ and tmp/.
@@ -262,6 +264,7 @@ func (s *Store) matches(pl packListing) bool {
 // (its writer, or a GC, may be working on it). Packs that vanish while they are read are skipped:
 // only a GC deletes packs, and it deletes nothing a checkpoint references without copying it first.
 func (s *Store) load(pl packListing, locked bool) error {
+	defer timing.Span("index.load")()
 	damagedSet, err := s.readDamaged()
 	if err != nil {
 		return err
@@ -274,9 +277,8 @@ func (s *Store) load(pl packListing, locked bool) error {
 	s.mu.RLock()
 	old := s.packs
 	s.mu.RUnlock()
-	// Every idx is read before the index is built, so that it is made at its final size once.
+	// Every idx is read before the index is made.
 	var reads []packEntries
-	total := 0
 	// Packs that exist are registered first so that, for an object also listed by an idx whose pack
 	// is gone, the index keeps the copy that can be read.
 	for _, present := range []bool{true, false} {
@@ -287,6 +289,14 @@ func (s *Store) load(pl packListing, locked bool) error {
 			size, ok := pl.size[id]
 			if !ok {
 				size = -1
+			}
+			// An idx is immutable once it is in packs/ (a pack is renamed in whole, its idx after it,
+			// and a repaired idx lists what the pack holds, as the one it replaces did): the table of
+			// an unchanged pack loaded from its idx is kept, not read and checked again. A command
+			// refreshed after `plan watch` stored a pack reads that pack's idx alone.
+			if p := old[id]; p != nil && p.table != nil && p.idxSize > 0 && pl.hasIdx[id] && p.size == size {
+				reads = append(reads, packEntries{p: p, table: p.table})
+				continue
 			}
 			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -301,33 +311,32 @@ func (s *Store) load(pl packListing, locked bool) error {
 				r.p = p
 			}
 			reads = append(reads, r)
-			total += r.count
 		}
 	}
-	index := newObjIndex(total)
+	// Nothing is built from the idx files but their tables (see objIndex): each is checked whole,
+	// and searched when an object is looked up.
+	index := newObjIndex(0)
+	index.dmg, index.cond = maps.Clone(damagedSet), maps.Clone(cond)
 	packs := make(map[string]*packFile, len(reads))
 	for _, r := range reads {
 		p := r.p
-		var deltas []idxEntry
-		add := func(e *idxEntry) {
-			index.put(e.hash, location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind},
-				func(prev, l location) bool { return better(e.hash, prev, l, damagedSet, cond) })
-			if e.kind.delta() && p.deltas == nil {
-				deltas = append(deltas, *e)
+		t := r.table
+		var err error
+		switch {
+		case t != nil:
+		case r.idx != nil:
+			if t, err = newIdxTable(p, r.idx, r.sumOK); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err, idxCorrupt, s.be.Location(idxName(p.id)))
+			}
+		default:
+			if t, err = tableOf(p, r.scanned); err != nil {
+				return fault.Wrap(fault.ErrIntegrity, err, "pack %s has no idx and cannot be re-indexed", p.path)
 			}
 		}
-		if r.idx != nil {
-			if _, err := walkIdxSummed(r.idx, r.sumOK, add); err != nil {
-				return fault.Wrap(fault.ErrIntegrity, err,
-					idxCorrupt, s.be.Location(idxName(p.id)))
-			}
-		} else {
-			for i := range r.scanned {
-				add(&r.scanned[i])
-			}
-		}
-		if p.deltas == nil {
-			p.setDeltas(deltas)
+		index.tables = append(index.tables, t)
+		index.entries += t.n
+		if p.table == nil {
+			p.table = t
 		}
 		packs[p.id] = p
 	}
@@ -370,9 +379,10 @@ type packEntries struct {
 	p   *packFile
 	idx []byte
 	// sumOK says idx's checksum was verified as it was read (see readIdx).
-	sumOK   bool
+	sumOK bool
+	// table is the table of an unchanged pack, kept from the previous load.
+	table   *idxTable
 	scanned []idxEntry
-	count   int
 }
 
 // readEntries reads the entries of pack id (of size bytes, -1 when missing): its idx, or, when the
@@ -385,12 +395,12 @@ func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEn
 		switch {
 		case err == nil:
 			r.sumOK = sumOK
-			n, cerr := idxCount(b)
+			_, cerr := idxCount(b)
 			if cerr != nil {
 				return r, fault.Wrap(fault.ErrIntegrity, cerr,
 					idxCorrupt, s.be.Location(idxName(id)))
 			}
-			r.idx, r.count = b, n
+			r.idx = b
 			r.p.idxSize = int64(len(b))
 			r.p.version = idxVersion(b)
 			return r, nil
@@ -410,7 +420,6 @@ func (s *Store) readEntries(id string, size int64, haveIdx, locked bool) (packEn
 	} else {
 		r.scanned, err = s.rebuildIdx(r.p)
 	}
-	r.count = len(r.scanned)
 	return r, err
 }
 

@@ -100,8 +100,12 @@ type packFile struct {
 
 	// deltas lists the pack's delta records, sorted by hash, whether or not the index points at
 	// them: GC must know every delta that outlives it, to keep its base, and Present follows the
-	// bases a version 3 idx names without reading the records.
-	deltas []deltaRec
+	// bases a version 3 idx names without reading the records. A pack loaded from its idx has
+	// table instead, and makes the list from it on first use (deltaRecs): a lookup searches the
+	// table.
+	deltas     []deltaRec
+	table      *idxTable
+	deltasOnce sync.Once
 
 	mu sync.Mutex
 	f  File
@@ -143,8 +147,19 @@ type recordKey struct {
 	offset int64
 }
 
+// deltaRecs lists the pack's delta records, sorted by hash (see packFile.deltas).
+func (p *packFile) deltaRecs() []deltaRec {
+	if p.table != nil {
+		p.deltasOnce.Do(func() { p.deltas = p.table.deltaRecs() })
+	}
+	return p.deltas
+}
+
 // delta returns the pack's delta record for h, or nil.
 func (p *packFile) delta(h tree.Hash) *deltaRec {
+	if p.table != nil {
+		return p.table.delta(h)
+	}
 	i, ok := slices.BinarySearchFunc(p.deltas, h, func(d deltaRec, h tree.Hash) int { return bytes.Compare(d.hash[:], h[:]) })
 	if !ok {
 		return nil

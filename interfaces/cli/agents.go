@@ -13,10 +13,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/timing"
 	"github.com/planhq/plan/infrastructure/watch"
 	"github.com/planhq/plan/infrastructure/workspace"
 	"github.com/planhq/plan/interfaces/agenthooks"
@@ -116,8 +116,11 @@ func (h *handler) hook(c *ucli.Context) error {
 	app.Services.Guard.OnRecover = h.reportRecovery
 	reply := h.act(c.Context, app, ev)
 	// Every checkpoint a hook takes is a pack: merged as after any other command, so that a long
-	// session's later calls do not read more index files than its first.
+	// session's later calls do not read more index files than its first. Timed apart
+	// (PLAN_TIMINGS): the hook that merges pays for it.
+	endMerge := timing.Span("consolidate")
 	h.consolidate(c.Context, app)
+	endMerge()
 	return h.reply(reply)
 }
 
@@ -133,12 +136,14 @@ func (h *handler) act(ctx context.Context, app *bootstrap.App, ev agenthooks.Eve
 			return h.hookFailure(root, ev, err)
 		}
 	case agenthooks.AfterTool:
-		started := time.Now()
 		res, err := svc.AfterTool(ctx, call, ev.Failed)
 		if err != nil {
 			return h.hookFailure(root, ev, err)
 		}
-		h.logToolCall(ctx, app, res, started)
+		if res.LogFailed != nil {
+			// The call is recorded; only its entry in `plan history` is missing.
+			_, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: operation log: %v\n", res.LogFailed)
+		}
 	case agenthooks.Prompt:
 		if _, err := svc.Prompt(ctx, sess, ev.Prompt); err != nil {
 			return h.hookFailure(root, ev, err)
@@ -160,24 +165,6 @@ func (h *handler) act(ctx context.Context, app *bootstrap.App, ev agenthooks.Eve
 		}
 	}
 	return agenthooks.Allow()
-}
-
-// logToolCall puts the finished tool call in the operation log as a decision, so `plan history`
-// lists it and `plan undo` undoes it (back to its pre_decision checkpoint), as a decision of
-// `plan run`. A log that cannot be written is a warning on stderr; the call is recorded.
-func (h *handler) logToolCall(ctx context.Context, app *bootstrap.App, res application.AfterResult, started time.Time) {
-	out := string(res.Status)
-	if res.Status == "succeeded" {
-		out = "ok"
-	}
-	cp := res.Attempt.CheckpointID
-	_, err := app.Services.History.Record(context.WithoutCancel(ctx), application.LoggedOperation{
-		Kind: "decision", Args: []string{res.CallID}, Plan: res.Plan, StartedAt: res.Attempt.StartedAt, FinishedAt: started,
-		Outcome: out, Checkpoints: nonNilIDs(cp), UndoCheckpoint: cp,
-	})
-	if err != nil {
-		_, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: operation log: %v\n", err)
-	}
 }
 
 // hookFailure is the answer when plan could not do what ev asked: by default a warning that lets
@@ -473,12 +460,4 @@ func (h *handler) rewind(c *ucli.Context) error {
 			}
 		})
 	})
-}
-
-// nonNilIDs is id as a list: empty, not null, when there is none.
-func nonNilIDs(id checkpoint.ID) []checkpoint.ID {
-	if id == "" {
-		return []checkpoint.ID{}
-	}
-	return []checkpoint.ID{id}
 }
