@@ -180,9 +180,10 @@ func (b *Batch) putObject(kind Kind, h tree.Hash, raw []byte, base tree.Hash) (i
 			data, depth = d, n
 		}
 	}
-	// A delta a sixteenth of the content leaves a whole copy nothing to win: it would need to
-	// compress fourteen-fold and more to save the eighth a blob delta must.
-	if data == nil || kind != BlobObject || 16*len(data) > len(raw) {
+	// A delta a sixteenth of the content leaves a whole copy nothing to win: a blob's would need to
+	// compress fourteen-fold and more to save the eighth a blob delta must, and a tree's is mostly
+	// hashes, which do not compress.
+	if data == nil || 16*len(data) > len(raw) {
 		dst := getBuf(0)
 		defer putBuf(dst)
 		*dst = c.enc.EncodeAll(raw, (*dst)[:0])
@@ -214,29 +215,50 @@ func pays(kind Kind, delta, whole int) bool {
 
 // delta appends to dst the data of a delta record of raw, an object of kind, against base and
 // returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
-// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta).
+// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta). A
+// tree's delta is a tree patch (treepatch.go), a blob's a zstd frame with base as dictionary.
 func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
-	baseRaw, baseDepth, ok := b.recalled(base)
-	if !ok {
-		l, found := b.s.lookup(base)
-		if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
-			return nil, 0, false
-		}
-		var err error
-		// Any failure only costs the saving: the object is then stored whole, independent of base.
-		if baseRaw, baseDepth, err = b.s.readChain(base, l, nil); err != nil {
-			return nil, 0, false
-		}
-	}
-	if baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
+	baseRaw, baseDepth, ok := b.deltaBase(kind, base)
+	if !ok || baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)
-	dst, err := encodeWithDict(raw, baseRaw, dst)
-	if err != nil {
+	var err error
+	if kind == TreeObject {
+		if dst, ok = appendTreePatch(dst, baseRaw, raw); !ok {
+			return nil, 0, false
+		}
+	} else if dst, err = encodeWithDict(raw, baseRaw, dst); err != nil {
 		return nil, 0, false
 	}
 	return dst, baseDepth + 1, true
+}
+
+// deltaBase returns the content of base, an object of kind, and the depth of its record, to make
+// a delta against: from this batch, from the store's tree cache, or read from the store (a tree
+// so read is cached for the next version). ok is false when base cannot serve (see PutBlobDelta).
+func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
+	if raw, depth, ok := b.recalled(base); ok {
+		return raw, depth, true
+	}
+	l, found := b.s.lookup(base)
+	if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
+		return nil, 0, false
+	}
+	if kind == TreeObject && l.kind.object() == TreeObject {
+		if raw, depth, ok := b.s.trees.get(base, l); ok {
+			return raw, depth, true
+		}
+	}
+	// Any failure only costs the saving: the object is then stored whole, independent of base.
+	raw, depth, err := b.s.readChain(base, l, nil)
+	if err != nil {
+		return nil, 0, false
+	}
+	if kind == TreeObject && l.kind.object() == TreeObject {
+		b.s.trees.put(base, raw, depth, l)
+	}
+	return raw, depth, true
 }
 
 // batchTreeMemory bounds the tree encodings a batch keeps to serve as delta bases before they are
@@ -258,6 +280,25 @@ func (b *Batch) remember(h tree.Hash, enc []byte, depth int) {
 	if _, ok := b.trees[h]; !ok {
 		b.trees[h] = batchTree{enc: enc, depth: depth}
 		b.treeBytes += len(enc)
+	}
+}
+
+// keepTrees hands the trees this batch stored, once committed, to the store's tree cache, each
+// for the record the index now locates it at (when that is this batch's own).
+func (b *Batch) keepTrees() {
+	if len(b.trees) == 0 {
+		return
+	}
+	mine := make(map[*packFile]bool, len(b.packs))
+	b.s.mu.RLock()
+	for _, pw := range b.packs {
+		mine[b.s.packs[pw.id]] = true
+	}
+	b.s.mu.RUnlock()
+	for h, t := range b.trees {
+		if l, ok := b.s.lookup(h); ok && mine[l.pack] && l.kind.object() == TreeObject {
+			b.s.trees.put(h, t.enc, t.depth, l)
+		}
 	}
 }
 
@@ -477,6 +518,7 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	b.s.register(b.packs, relocate)
+	b.keepTrees()
 	b.s.Rely(b.relied)
 	b.state = batchCommitted
 	b.cur, b.trees = nil, nil
