@@ -216,19 +216,25 @@ func pays(kind Kind, delta, whole int) bool {
 // delta appends to dst the data of a delta record of raw, an object of kind, against base and
 // returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
 // PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta). A
-// tree's delta is a tree patch (treepatch.go), a blob's a zstd frame with base as dictionary.
+// tree's delta is a patch (patch.go), and so is a blob's that differs from base in one short run;
+// any other blob's is a zstd frame with base as dictionary.
 func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
 	baseRaw, baseDepth, ok := b.deltaBase(kind, base)
 	if !ok || baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)
-	var err error
 	if kind == TreeObject {
 		if dst, ok = appendTreePatch(dst, baseRaw, raw); !ok {
 			return nil, 0, false
 		}
-	} else if dst, err = encodeWithDict(raw, baseRaw, dst); err != nil {
+		return dst, baseDepth + 1, true
+	}
+	if p, ok := appendBlobPatch(dst, baseRaw, raw); ok {
+		return p, baseDepth + 1, true
+	}
+	dst, err := encodeWithDict(raw, baseRaw, dst)
+	if err != nil {
 		return nil, 0, false
 	}
 	return dst, baseDepth + 1, true

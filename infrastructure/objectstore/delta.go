@@ -12,7 +12,7 @@ import (
 // readChain returns the verified content of h and the number of deltas decoded to get it (0 for an
 // object stored whole). A delta is rebuilt from its base, itself read the same way: the chain is
 // followed down to an object stored whole, then each link is decoded with the content below it as
-// dictionary (or, a tree patch, applied to it) and checked against its own hash and size. visit, if not nil, is called with every
+// dictionary (or, a patch, applied to it: see patch.go) and checked against its own hash and size. visit, if not nil, is called with every
 // base on the way down. Any failure on the chain is a failure to read h, and the error names h.
 func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byte, int, error) {
 	type link struct {
@@ -66,8 +66,8 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		k := &chain[i]
 		var out []byte
 		var err error
-		if k.l.kind == TreeDeltaObject && isTreePatch(k.frame) {
-			out, err = applyTreePatch(k.frame, data, k.l.raw, make([]byte, 0, k.l.raw))
+		if isPatch(k.frame) {
+			out, err = applyPatch(k.frame, data, k.l.raw, make([]byte, 0, k.l.raw))
 		} else {
 			out, err = decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
 		}

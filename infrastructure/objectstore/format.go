@@ -85,8 +85,8 @@ func i64(v uint64) (int64, bool) {
 
 const (
 	packMagic = "PLANPACK"
-	// packVersion is the format written: version 2 records, of any kind including blob deltas and
-	// tree deltas held as tree patches (see treepatch.go), indexed by a version 3 idx, which also
+	// packVersion is the format written: version 2 records, of any kind including blob deltas, and
+	// deltas held as patches (see patch.go), indexed by a version 3 idx, which also
 	// names every delta's base. Version 3 packs (every delta a zstd frame), version 2 packs (tree
 	// deltas at most, idx without bases) and version 1 packs (no record trailers either) are still
 	// read, the latter verified by their content hashes.
@@ -338,8 +338,8 @@ func idxVersion(b []byte) uint32 {
 	case idxMagicV2:
 		return 2
 	case idxMagic:
-		// Packs of version 3 and 4 have the same idx; no reader needs to tell them apart (a tree
-		// patch is told from a zstd frame by its magic).
+		// Packs of version 3 and 4 have the same idx; no reader needs to tell them apart (a patch is
+		// told from a zstd frame by its magic).
 		return packVersion
 	}
 	return 0

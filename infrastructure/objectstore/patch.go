@@ -9,23 +9,31 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
-// A tree patch is the data of a tree delta record (after its prefix) that rebuilds a tree's
-// encoding from its base's by copying byte ranges of the base and inserting literal bytes. A
-// directory's listing changes entry by entry, and both encodings are sorted entry lists, so the
-// writer finds the entries the two share by a merge of their names, in time linear in the
-// listing, with no compression at all: unlike a zstd frame with the base as dictionary, it costs
-// neither a dictionary's match table nor a compressor's passes. Only pack format version 4 and
-// later hold tree patches; a reader tells one from a zstd frame by its magic, which no zstd
-// frame (magic 28 B5 2F FD) starts with.
+// A patch is the data of a delta record (after its prefix) that rebuilds an object's content from
+// its base's by copying byte ranges of the base and inserting literal bytes. Only pack format
+// version 4 and later hold patches; a reader tells one from a zstd frame by its magic, which no
+// zstd frame (magic 28 B5 2F FD) starts with.
 //
-// Layout: treePatchMagic, then operations to the end of the data, each a uvarint v: v>>1 is a
-// length (never 0); v&1 == 0 copies that many bytes of the base from the offset that follows (a
-// uvarint), v&1 == 1 inserts that many bytes that follow. The result must be exactly the
-// record's raw size and hash to the record's hash (checked by readChain like any delta).
-const treePatchMagic = "PTP\x01"
+// Every tree delta is a patch: a directory's listing changes entry by entry, and both encodings
+// are sorted entry lists, so the writer finds the entries the two share by a merge of their names,
+// in time linear in the listing, with no compression at all (a zstd frame with the base as
+// dictionary costs a dictionary's match table and a compressor's passes for each tree). A blob
+// delta is a patch when the content differs from its base in one run of at most patchLiteral
+// bytes (an append to a log, a line edited): the common prefix and suffix are copied, the run
+// inserted, which a zstd frame could not store in much fewer bytes.
+//
+// Layout: patchMagic, then operations to the end of the data, each a uvarint v: v>>1 is a length
+// (never 0); v&1 == 0 copies that many bytes of the base from the offset that follows (a uvarint),
+// v&1 == 1 inserts that many bytes that follow. The result must be exactly the record's raw size
+// and hash to the record's hash (checked by readChain like any delta).
+const patchMagic = "PTP\x01"
 
-// isTreePatch reports whether the data of a delta record, after its prefix, is a tree patch.
-func isTreePatch(frame []byte) bool { return bytes.HasPrefix(frame, []byte(treePatchMagic)) }
+// patchLiteral is the longest run of new bytes a blob patch inserts; past it the blob's delta is a
+// zstd frame, which compresses what it inserts.
+const patchLiteral = 256
+
+// isPatch reports whether the data of a delta record, after its prefix, is a patch.
+func isPatch(frame []byte) bool { return bytes.HasPrefix(frame, []byte(patchMagic)) }
 
 // encSpan is one entry of a tree encoding: its name and where its bytes are.
 type encSpan struct {
@@ -151,7 +159,7 @@ func appendTreePatch(dst, base, enc []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	w := patchWriter{out: append(dst, treePatchMagic...), enc: enc}
+	w := patchWriter{out: append(dst, patchMagic...), enc: enc}
 	if bytes.Equal(base[:bh], enc[:eh]) {
 		w.copyBase(0, bh)
 	} else {
@@ -173,27 +181,56 @@ func appendTreePatch(dst, base, enc []byte) ([]byte, bool) {
 	return w.out, true
 }
 
-// applyTreePatch appends to dst (whose capacity is not relied on) the content patch rebuilds from
-// base: at most limit bytes, or an error (the record is then damaged).
-func applyTreePatch(patch, base []byte, limit int64, dst []byte) ([]byte, error) {
-	if !isTreePatch(patch) {
-		return dst, errors.New("not a tree patch")
+// appendBlobPatch appends to dst the patch that rebuilds raw from base when they differ in one run
+// of at most patchLiteral bytes; ok is false otherwise.
+func appendBlobPatch(dst, base, raw []byte) ([]byte, bool) {
+	n := min(len(base), len(raw))
+	pre := 0
+	for pre < n && base[pre] == raw[pre] {
+		pre++
 	}
-	p := patch[len(treePatchMagic):]
+	suf := 0
+	for suf < n-pre && base[len(base)-1-suf] == raw[len(raw)-1-suf] {
+		suf++
+	}
+	if len(raw)-pre-suf > patchLiteral {
+		return dst, false
+	}
+	w := patchWriter{out: append(dst, patchMagic...), enc: raw}
+	if pre > 0 {
+		w.copyBase(0, pre)
+	}
+	if mid := len(raw) - pre - suf; mid > 0 {
+		w.literal(pre, mid)
+	}
+	if suf > 0 {
+		w.copyBase(len(base)-suf, suf)
+	}
+	w.flush()
+	return w.out, true
+}
+
+// applyPatch appends to dst (whose capacity is not relied on) the content patch rebuilds from
+// base: at most limit bytes, or an error (the record is then damaged).
+func applyPatch(patch, base []byte, limit int64, dst []byte) ([]byte, error) {
+	if !isPatch(patch) {
+		return dst, errors.New("not a patch")
+	}
+	p := patch[len(patchMagic):]
 	out := dst
 	for len(p) > 0 {
 		v, n := binary.Uvarint(p)
 		if n <= 0 {
-			return dst, errors.New("tree patch: truncated or overlong operation")
+			return dst, errors.New("patch: truncated or overlong operation")
 		}
 		p = p[n:]
 		size := v >> 1
 		if size == 0 || size > uint64(limit-int64(len(out)-len(dst))) {
-			return dst, fmt.Errorf("tree patch: an operation of %d bytes past the object's size", size)
+			return dst, fmt.Errorf("patch: an operation of %d bytes past the object's size", size)
 		}
 		if v&1 == 1 {
 			if size > uint64(len(p)) {
-				return dst, errors.New("tree patch: literal runs past the end")
+				return dst, errors.New("patch: literal runs past the end")
 			}
 			out = append(out, p[:size]...)
 			p = p[size:]
@@ -201,11 +238,11 @@ func applyTreePatch(patch, base []byte, limit int64, dst []byte) ([]byte, error)
 		}
 		off, n := binary.Uvarint(p)
 		if n <= 0 {
-			return dst, errors.New("tree patch: truncated or overlong offset")
+			return dst, errors.New("patch: truncated or overlong offset")
 		}
 		p = p[n:]
 		if off > uint64(len(base)) || size > uint64(len(base))-off {
-			return dst, fmt.Errorf("tree patch: a copy of %d bytes at %d past the base's %d", size, off, len(base))
+			return dst, fmt.Errorf("patch: a copy of %d bytes at %d past the base's %d", size, off, len(base))
 		}
 		out = append(out, base[off:off+size]...)
 	}

@@ -1,0 +1,212 @@
+package objectstore
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// recordData returns the stored data of h's record (for a delta: prefix, then frame or patch).
+func recordData(t *testing.T, s *Store, h tree.Hash) []byte {
+	t.Helper()
+	l, ok := s.lookup(h)
+	if !ok {
+		t.Fatalf("%s not indexed", h)
+	}
+	buf := getBuf(0)
+	data, err := s.readStored(h, l, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(data)
+}
+
+// mutateTree returns a copy of t with entries changed, removed and added, kept sorted.
+func mutateTree(r *rand.Rand, t Tree, n int) Tree {
+	c := slices.Clone(t)
+	for range n {
+		switch r.IntN(4) {
+		case 0:
+			if len(c) > 1 {
+				i := r.IntN(len(c))
+				c = slices.Delete(c, i, i+1)
+			}
+		case 1:
+			e := TreeEntry{Name: fmt.Sprintf("new_%d.txt", r.IntN(1_000_000)), Kind: tree.KindFile, Mode: 0o644, Size: int64(r.IntN(100))}
+			fillHash(r, &e.Hash)
+			if _, found := slices.BinarySearchFunc(c, e.Name, func(a TreeEntry, n string) int { return strings.Compare(a.Name, n) }); !found {
+				c = append(c, e)
+				slices.SortFunc(c, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+			}
+		case 2:
+			e := TreeEntry{Name: fmt.Sprintf("link_%d", r.IntN(1_000_000)), Kind: tree.KindSymlink, Mode: 0o777, Target: "t/" + fmt.Sprint(r.IntN(9))}
+			if _, found := slices.BinarySearchFunc(c, e.Name, func(a TreeEntry, n string) int { return strings.Compare(a.Name, n) }); !found {
+				c = append(c, e)
+				slices.SortFunc(c, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+			}
+		default:
+			if slices.ContainsFunc(c, func(e TreeEntry) bool { return e.Kind == tree.KindFile }) {
+				c = editOne(r, c)
+			}
+		}
+	}
+	return c
+}
+
+// A tree patch rebuilds the new encoding exactly, whatever changed (entries edited, removed,
+// added, the count and so the header too), and one of a small change is small.
+func TestTreePatchRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		base := randomDirs(r, dirTree(r, 2+r.IntN(120)))
+		next := mutateTree(r, base, 1+r.IntN(6))
+		be, ne := mustEncode(t, base), mustEncode(t, next)
+		p, ok := appendTreePatch([]byte("prefix"), be, ne)
+		if !ok || !bytes.HasPrefix(p, []byte("prefix"+patchMagic)) {
+			t.Fatalf("case %d: no patch (%v)", i, ok)
+		}
+		got, err := applyPatch(p[len("prefix"):], be, int64(len(ne)), nil)
+		if err != nil || !bytes.Equal(got, ne) {
+			t.Fatalf("case %d: applied %v, want the new encoding", i, err)
+		}
+	}
+	base := dirTree(r, 100)
+	be, ne := mustEncode(t, base), mustEncode(t, editOne(r, base))
+	p, _ := appendTreePatch(nil, be, ne)
+	if len(p) > 80 {
+		t.Fatalf("a one-entry change of a 100-entry tree: a patch of %d bytes", len(p))
+	}
+	// The same tree: one copy of everything.
+	if p, _ := appendTreePatch(nil, be, be); len(p) > len(patchMagic)+1+3+1 {
+		t.Fatalf("an unchanged tree: a patch of %d bytes", len(p))
+	}
+}
+
+// appendTreePatch declines what it cannot split into entries, on either side.
+func TestTreePatchRefusesMalformed(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	good := mustEncode(t, dirTree(r, 12))
+	bad := map[string][]byte{
+		"no magic":        []byte("garbage"),
+		"no count":        []byte(treeMagic),
+		"count too large": append([]byte(treeMagic), 0xff, 0x01),
+		"truncated":       good[:len(good)-5],
+		"trailing bytes":  append(bytes.Clone(good), 0),
+		"unknown kind":    append([]byte(treeMagic), 1, 9, 0, 1, 'a'),
+		"no mode":         append([]byte(treeMagic), 1, byte(tree.KindFile)),
+		"no name length":  append([]byte(treeMagic), 1, byte(tree.KindFile), 0),
+		"long name":       append([]byte(treeMagic), 1, byte(tree.KindFile), 0, 40, 'a'),
+		"no size":         append([]byte(treeMagic), 1, byte(tree.KindFile), 0, 1, 'a'),
+		"short hash":      append([]byte(treeMagic), 1, byte(tree.KindDir), 0, 1, 'a', 1, 2),
+		"no target":       append([]byte(treeMagic), 1, byte(tree.KindSymlink), 0, 1, 'a'),
+		"no kind":         append([]byte(treeMagic), 2, byte(tree.KindSymlink), 0, 1, 'a', 1, 'b'),
+	}
+	for name, b := range bad {
+		if _, ok := appendTreePatch(nil, b, good); ok {
+			t.Errorf("%s as base: patched", name)
+		}
+		if _, ok := appendTreePatch(nil, good, b); ok {
+			t.Errorf("%s as the new tree: patched", name)
+		}
+	}
+}
+
+// A blob that differs from its base in one short run is patched (prefix and suffix copied);
+// one that differs in a longer run is not.
+func TestBlobPatch(t *testing.T) {
+	base := []byte(strings.Repeat("a log line of some length\n", 40))
+	cases := map[string][]byte{
+		"append":   append(bytes.Clone(base), "one more line\n"...),
+		"prepend":  append([]byte("header\n"), base...),
+		"edit":     bytes.Replace(base, []byte("some"), []byte("any"), 1),
+		"truncate": base[:len(base)-26],
+		"same":     base,
+		"empty":    {},
+	}
+	for name, raw := range cases {
+		p, ok := appendBlobPatch(nil, base, raw)
+		if !ok {
+			t.Fatalf("%s: no patch", name)
+		}
+		if len(p) > len(patchMagic)+2*6+len(raw)-min(len(raw), len(base))+8 && name != "edit" {
+			t.Errorf("%s: a patch of %d bytes", name, len(p))
+		}
+		got, err := applyPatch(p, base, int64(len(raw)), nil)
+		if err != nil || !bytes.Equal(got, raw) {
+			t.Fatalf("%s: applied %q, %v", name, got, err)
+		}
+	}
+	long := append(bytes.Clone(base), strings.Repeat("x", patchLiteral+1)...)
+	if _, ok := appendBlobPatch(nil, base, long); ok {
+		t.Fatal("a run longer than patchLiteral was patched")
+	}
+}
+
+// applyPatch refuses every malformed patch with an error, never a panic or more than the limit.
+func TestApplyPatchRefusesMalformed(t *testing.T) {
+	base := []byte("0123456789")
+	m := patchMagic
+	bad := map[string]string{
+		"not a patch":       "zstd",
+		"truncated op":      m + "\x80",
+		"zero length":       m + "\x00\x00",
+		"literal past end":  m + "\x0b" + "ab",
+		"copy offset cut":   m + "\x04",
+		"copy past base":    m + "\x08\x08",
+		"offset past base":  m + "\x02\x0b",
+		"past the limit":    m + "\x17" + "0123456789a",
+		"past limit by two": m + "\x14\x00" + "\x03x",
+	}
+	for name, p := range bad {
+		if out, err := applyPatch([]byte(p), base, 10, nil); err == nil {
+			t.Errorf("%s: applied to %q", name, out)
+		}
+	}
+	// A well-formed patch still answers what it makes: readChain checks size and hash.
+	if out, err := applyPatch([]byte(m+"\x06\x02"+"\x03!"), base, 10, nil); err != nil || string(out) != "234!" {
+		t.Fatalf("copy and literal: %q %v", out, err)
+	}
+}
+
+// Trees stored as deltas are patches, read back, verified and checked like any delta; appends to a
+// blob are stored as patches too. A damaged patch is damage.
+func TestPatchesInTheStore(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(9, 9))
+	t0 := dirTree(r, 60)
+	b := s.NewBatch()
+	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
+	blob0 := []byte(strings.Repeat("log line\n", 100))
+	b0, _ := put(t, b, blob0)
+	commit(t, b)
+	t1 := editOne(r, t0)
+	blob1 := append(bytes.Clone(blob0), "appended\n"...)
+	b = s.NewBatch()
+	h1, n := putDelta(t, b, t1, h0)
+	b1, _ := putFrom(t, b, blob1, b0)
+	commit(t, b)
+	if !isDelta(s, h1) || !isDelta(s, b1) || n > 100 {
+		t.Fatalf("tree delta %v (%d bytes), blob delta %v", isDelta(s, h1), n, isDelta(s, b1))
+	}
+	for _, h := range []tree.Hash{h1, b1} {
+		if d := recordData(t, s, h); !isPatch(d[deltaPrefixLen:]) {
+			t.Fatalf("%s: not stored as a patch", h)
+		}
+		if err := s.CheckObject(h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustReadTree(t, s, h1, t1)
+	if got, err := readBlob(s, b1); err != nil || !bytes.Equal(got, blob1) {
+		t.Fatal("the patched blob reads back differently")
+	}
+	// A byte of the patch changed: the record is damaged (its trailer, and the content's hash).
+	flipData(t, s, h1, deltaPrefixLen+len(patchMagic)+1)
+	_, err := s.ReadTree(h1)
+	wantIntegrity(t, err, "a damaged patch")
+}

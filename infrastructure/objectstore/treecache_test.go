@@ -1,0 +1,102 @@
+package objectstore
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/planhq/plan/domain/tree"
+)
+
+// The trees a batch stores are kept, once committed, for the record the index locates them at: the
+// next batch makes its delta against the cached encoding (no chain to read), and a tree read as a
+// base is cached too. An entry is not used for another record of the same tree.
+func TestTreeCacheAcrossBatches(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	t0 := dirTree(r, 40)
+	b := s.NewBatch()
+	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
+	commit(t, b)
+	l0, _ := s.lookup(h0)
+	enc, depth, ok := s.trees.get(h0, l0)
+	if !ok || depth != 0 || !bytes.Equal(enc, mustEncode(t, t0)) {
+		t.Fatalf("a committed tree is not cached: %v %d", ok, depth)
+	}
+	t1 := editOne(r, t0)
+	b = s.NewBatch()
+	h1, _ := putDelta(t, b, t1, h0)
+	commit(t, b)
+	l1, _ := s.lookup(h1)
+	if _, depth, ok := s.trees.get(h1, l1); !ok || depth != 1 {
+		t.Fatalf("the delta is not cached at depth 1: %v %d", ok, depth)
+	}
+	// Another record of h1 (as after a gc rewrote it): no hit.
+	moved := l1
+	moved.offset++
+	if _, _, ok := s.trees.get(h1, moved); ok {
+		t.Fatal("a cached tree served another record")
+	}
+	// A fresh process's cache is empty: the base is read, and cached for the next version.
+	s2, err := Open(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	b = s2.NewBatch()
+	t2 := editOne(r, t1)
+	h2, _ := putDelta(t, b, t2, h1)
+	if _, depth, ok := s2.trees.get(h1, l1WithPack(t, s2, h1)); !ok || depth != 1 {
+		t.Fatalf("a base read from the store is not cached: %v %d", ok, depth)
+	}
+	commit(t, b)
+	mustReadTree(t, s2, h2, t2)
+	if got := recordDepth(t, s2, h2); got != 2 {
+		t.Fatalf("depth %d, want 2", got)
+	}
+}
+
+func l1WithPack(t *testing.T, s *Store, h tree.Hash) location {
+	t.Helper()
+	l, ok := s.lookup(h)
+	if !ok {
+		t.Fatalf("%s not indexed", h)
+	}
+	return l
+}
+
+// The cache keeps at most treeCacheBytes, dropping the oldest first; an encoding too large for it,
+// or a location without a pack, is not kept.
+func TestTreeCacheBounds(t *testing.T) {
+	var c treeCache
+	l := location{pack: &packFile{id: "p"}, offset: 1}
+	if _, _, ok := c.get(tree.Hash{1}, l); ok {
+		t.Fatal("a hit in an empty cache")
+	}
+	c.put(tree.Hash{1}, make([]byte, treeCacheBytes/8+1), 0, l)
+	c.put(tree.Hash{2}, []byte("x"), 0, location{})
+	if len(c.m) != 0 {
+		t.Fatalf("kept %d entries", len(c.m))
+	}
+	chunk := treeCacheBytes / 8
+	for i := range 10 {
+		c.put(tree.Hash{byte(i)}, make([]byte, chunk), i, l)
+	}
+	if c.bytes > treeCacheBytes || len(c.m) != 8 {
+		t.Fatalf("%d bytes in %d entries", c.bytes, len(c.m))
+	}
+	if _, _, ok := c.get(tree.Hash{0}, l); ok {
+		t.Fatal("the oldest entry survived")
+	}
+	if _, d, ok := c.get(tree.Hash{9}, l); !ok || d != 9 {
+		t.Fatal("the newest entry is gone")
+	}
+	// Put again: replaced in place, counted once.
+	c.put(tree.Hash{9}, []byte("y"), 3, l)
+	if enc, d, ok := c.get(tree.Hash{9}, l); !ok || d != 3 || string(enc) != "y" || c.bytes != 7*chunk+1 {
+		t.Fatalf("replaced entry: %q %d %v, %d bytes", enc, d, ok, c.bytes)
+	}
+	if _, _, ok := c.get(tree.Hash{9}, location{}); ok {
+		t.Fatal("a hit without a pack")
+	}
+}
