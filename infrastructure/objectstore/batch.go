@@ -251,18 +251,10 @@ func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
 	if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
 		return nil, 0, false
 	}
-	if kind == TreeObject && l.kind.object() == TreeObject {
-		if raw, depth, ok := b.s.trees.get(base, l); ok {
-			return raw, depth, true
-		}
-	}
 	// Any failure only costs the saving: the object is then stored whole, independent of base.
-	raw, depth, err := b.s.readChain(base, l, nil)
+	raw, depth, err := b.s.readChainFrom(base, l, nil, kind == TreeObject)
 	if err != nil {
 		return nil, 0, false
-	}
-	if kind == TreeObject && l.kind.object() == TreeObject {
-		b.s.trees.put(base, raw, depth, l)
 	}
 	return raw, depth, true
 }

@@ -15,6 +15,15 @@ import (
 // dictionary (or, a patch, applied to it: see patch.go) and checked against its own hash and size. visit, if not nil, is called with every
 // base on the way down. Any failure on the chain is a failure to read h, and the error names h.
 func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byte, int, error) {
+	return s.readChainFrom(h, l, visit, false)
+}
+
+// readChainFrom is readChain that, with cached set (and visit nil), uses the tree cache: a tree met
+// on the way down that the cache holds for the record the index locates it at ends the descent
+// (its content was verified when it was cached), and every tree decoded on the way is cached. Only
+// readers of content use it (delta bases, diffs); verify and gc read every record of a chain. The
+// content returned may then be the cache's own: it must not be modified.
+func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), cached bool) ([]byte, int, error) {
 	type link struct {
 		h     tree.Hash
 		l     location
@@ -28,7 +37,18 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 	}()
 	cur, cl := h, l
-	for cl.kind.delta() {
+	cached = cached && visit == nil
+	var data []byte
+	depth0, hit := 0, false
+	for {
+		if cached && cl.kind.object() == TreeObject {
+			if data, depth0, hit = s.trees.get(cur, cl); hit {
+				break
+			}
+		}
+		if !cl.kind.delta() {
+			break
+		}
 		if len(chain) == maxDeltaChain {
 			return nil, 0, damaged(h, l, "delta chain longer than %d (a cycle?)", maxDeltaChain)
 		}
@@ -37,11 +57,11 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 		k := link{h: cur, l: cl, buf: getBuf(0)}
 		chain = append(chain, k)
-		data, err := s.readStored(cur, cl, k.buf)
+		rec, err := s.readStored(cur, cl, k.buf)
 		if err != nil {
 			return nil, 0, chainErr(h, l, cur, err)
 		}
-		base, _, frame, err := parseDeltaPrefix(data)
+		base, _, frame, err := parseDeltaPrefix(rec)
 		if err != nil {
 			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "%v", err))
 		}
@@ -58,9 +78,14 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 		cur, cl = base, bl
 	}
-	data, err := s.readPlain(cur, cl)
-	if err != nil {
-		return nil, 0, chainErr(h, l, cur, err)
+	if !hit {
+		var err error
+		if data, err = s.readPlain(cur, cl); err != nil {
+			return nil, 0, chainErr(h, l, cur, err)
+		}
+		if cached && cl.kind.object() == TreeObject {
+			s.trees.put(cur, data, 0, cl)
+		}
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		k := &chain[i]
@@ -78,8 +103,11 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
 		}
 		data = out
+		if cached && k.l.kind.object() == TreeObject {
+			s.trees.put(k.h, out, depth0+len(chain)-i, k.l)
+		}
 	}
-	return data, len(chain), nil
+	return data, depth0 + len(chain), nil
 }
 
 // chainErr makes err, met at object at on the delta chain of h, an error about h. It keeps err's

@@ -100,3 +100,49 @@ func TestTreeCacheBounds(t *testing.T) {
 		t.Fatal("a hit without a pack")
 	}
 }
+
+// A content read through the cache (a diff) caches every tree of the chain it decodes at that
+// record's depth, and a later read of any of them stops there; verify still reads the records.
+func TestReadTreeCachedChain(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(3, 3))
+	trees := []Tree{dirTree(r, 30)}
+	hs := []tree.Hash{}
+	prev := tree.ZeroHash
+	for i := range 5 {
+		if i > 0 {
+			trees = append(trees, editOne(r, trees[i-1]))
+		}
+		b := s.NewBatch()
+		h, _ := putDelta(t, b, trees[i], prev)
+		commit(t, b)
+		hs, prev = append(hs, h), h
+	}
+	s2, err := Open(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, err := s2.readTreeCached(hs[4])
+	if err != nil || len(got) != len(trees[4]) {
+		t.Fatalf("readTreeCached: %v", err)
+	}
+	for i, h := range hs {
+		l, _ := s2.lookup(h)
+		if _, depth, ok := s2.trees.get(h, l); !ok || depth != recordDepth(t, s2, h) {
+			t.Fatalf("v%d: cached %v at depth %d, want %d", i, ok, depth, recordDepth(t, s2, h))
+		}
+	}
+	changes, err := s2.DiffTrees(hs[3], hs[4])
+	if err != nil || len(changes) != 1 {
+		t.Fatalf("DiffTrees: %v %v", changes, err)
+	}
+	mustReadTree(t, s2, hs[2], trees[2])
+	// A record damaged after it was cached: a content read answers the content its hash names,
+	// CheckObject reads the record and reports the damage.
+	flipData(t, s2, hs[2], deltaPrefixLen+2)
+	if _, err := s2.readTreeCached(hs[2]); err != nil {
+		t.Fatal(err)
+	}
+	wantIntegrity(t, s2.CheckObject(hs[2], true), "CheckObject of a damaged record")
+}
