@@ -216,8 +216,9 @@ func pays(kind Kind, delta, whole int) bool {
 // delta appends to dst the data of a delta record of raw, an object of kind, against base and
 // returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
 // PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta). A
-// tree's delta is a patch (patch.go), and so is a blob's that differs from base in one short run;
-// any other blob's is a zstd frame with base as dictionary.
+// tree's delta is a patch (patch.go), or a zstd frame with base as dictionary when the patch is
+// over a quarter of the listing and the frame smaller; a blob's is a patch when it differs from
+// base in one short run, a zstd frame otherwise.
 func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
 	baseRaw, baseDepth, ok := b.deltaBase(kind, base)
 	if !ok || baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
@@ -227,6 +228,14 @@ func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte
 	if kind == TreeObject {
 		if dst, ok = appendTreePatch(dst, baseRaw, raw); !ok {
 			return nil, 0, false
+		}
+		// A patch writes out what changed uncompressed: where that is much of the listing, a
+		// zstd frame with the base as dictionary may be smaller (names compress), so the smaller
+		// of the two is stored.
+		if 4*(len(dst)-deltaPrefixLen) > len(raw) {
+			if z, err := encodeWithDict(raw, baseRaw, appendDeltaPrefix(nil, base, baseDepth+1)); err == nil && len(z) < len(dst) {
+				dst = append(dst[:0], z...)
+			}
 		}
 		return dst, baseDepth + 1, true
 	}

@@ -290,3 +290,40 @@ func TestGCReencodesPatches(t *testing.T) {
 		mustRead(t, s, hs[i], v[i])
 	}
 }
+
+// A listing most of whose entries changed is stored as the smallest of its patch, its zstd delta and
+// its whole compressed encoding, and reads back.
+func TestTreeDeltaMostlyChanged(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	t0 := dirTree(r, 300)
+	for i := range t0 {
+		t0[i].Name = fmt.Sprintf("a_rather_long_and_repetitive_source_file_name_%04d.go", i)
+	}
+	t1 := slices.Clone(t0)
+	for i := range t1 {
+		if t1[i].Kind == tree.KindFile {
+			t1[i].Size++
+			fillHash(r, &t1[i].Hash)
+		}
+	}
+	b := s.NewBatch()
+	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
+	commit(t, b)
+	e0, e1 := mustEncode(t, t0), mustEncode(t, t1)
+	p, _ := appendTreePatch(nil, e0, e1)
+	z, err := encodeWithDict(e1, e0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(z) >= len(p) {
+		t.Fatalf("the case does not exercise the choice: zstd delta %d, patch %d", len(z), len(p))
+	}
+	b = s.NewBatch()
+	h1, n := putDelta(t, b, t1, h0)
+	commit(t, b)
+	if n > int64(deltaPrefixLen+len(z)) {
+		t.Fatalf("stored %d bytes, the zstd delta takes %d", n, deltaPrefixLen+len(z))
+	}
+	mustReadTree(t, s, h1, t1)
+}

@@ -146,3 +146,41 @@ func TestReadTreeCachedChain(t *testing.T) {
 	}
 	wantIntegrity(t, s2.CheckObject(hs[2], true), "CheckObject of a damaged record")
 }
+
+// readTreeCached refuses what ReadTree refuses: a blob read as a tree, a tree too large to be one;
+// and a base whose record cannot be read makes the new version whole, not a failure.
+func TestReadTreeCachedRefuses(t *testing.T) {
+	s := TestStore(t)
+	r := rand.New(rand.NewPCG(4, 4))
+	b := s.NewBatch()
+	blob, _ := put(t, b, []byte("not a tree"))
+	t0 := dirTree(r, 20)
+	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
+	commit(t, b)
+	if _, err := s.readTreeCached(blob); err == nil {
+		t.Fatal("a blob read as a tree")
+	}
+	l := s.index.at(h0)
+	big := l
+	big.raw = maxTreeSize + 1
+	s.index.set(h0, big)
+	_, err := s.readTreeCached(h0)
+	wantIntegrity(t, err, "a tree too large")
+	s.index.set(h0, l)
+	if got, err := s.readTreeCached(tree.ZeroHash); err != nil || got != nil {
+		t.Fatalf("the empty tree: %v %v", got, err)
+	}
+	// The base's bytes damaged on disk (not yet known): the next version is stored whole.
+	s2, err := Open(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	flipData(t, s2, h0, 3)
+	b = s2.NewBatch()
+	h1, _ := putDelta(t, b, editOne(r, t0), h0)
+	commit(t, b)
+	if isDelta(s2, h1) {
+		t.Fatal("a delta against an unreadable base")
+	}
+}
