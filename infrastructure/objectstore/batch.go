@@ -221,7 +221,7 @@ func pays(kind Kind, delta, whole int) bool {
 // base in one short run, a zstd frame otherwise.
 func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
 	baseRaw, baseDepth, ok := b.deltaBase(kind, base)
-	if !ok || baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
+	if !ok || baseDepth >= maxDeltaDepth {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)
@@ -239,8 +239,12 @@ func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte
 		}
 		return dst, baseDepth + 1, true
 	}
+	// A patch is found by comparing the two ends; only a blob that is not one is sampled.
 	if p, ok := appendBlobPatch(dst, baseRaw, raw); ok {
 		return p, baseDepth + 1, true
+	}
+	if !worthDelta(raw, baseRaw) {
+		return nil, 0, false
 	}
 	dst, err := encodeWithDict(raw, baseRaw, dst)
 	if err != nil {

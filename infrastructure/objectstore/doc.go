@@ -96,11 +96,11 @@
 //     unreadable, over maxDeltaObject (8 MiB) or at depth maxDeltaDepth (8), when the object itself
 //     is over 8 MiB (a blob that large is streamed into its pack whole), and when the delta does not
 //     pay (a tree delta over a sixteenth of the listing and no smaller than the whole compressed
-//     tree, a blob delta that saves less than an eighth; a blob of 4 KiB or more is only tried when
-//     a quarter of its content-defined samples are found in its base, so a file rewritten from
-//     scratch costs a sampling, not a dictionary encode); a reader holds at most two contents of 8 MiB and the chain's frames, and gives up
-//     past maxDeltaChain (32) links. When the index has a whole copy and a delta of one object, it
-//     uses the whole one;
+//     tree, a blob delta that saves less than an eighth; a blob of 4 KiB or more that is not a
+//     patch is only tried when a quarter of its content-defined samples are found in its base, so
+//     a file rewritten from scratch costs a sampling, not a dictionary encode); a reader holds at
+//     most two contents of 8 MiB and the chain's frames, and gives up past maxDeltaChain (32)
+//     links. When the index has a whole copy and a delta of one object, it uses the whole one;
 //   - the trees a process stored or decoded as delta bases (treecache.go, up to 8 MiB) serve only as
 //     delta bases, and only while the index locates the tree at the record they were cached for:
 //     the depth a new delta records is that record's, and a gc or refresh that moves the tree makes
