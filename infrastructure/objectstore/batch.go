@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -27,8 +28,9 @@ type Batch struct {
 
 	mu        sync.Mutex
 	added     map[tree.Hash]struct{}
-	trees     map[tree.Hash]batchTree // encodings of trees added, to serve as delta bases
+	trees     map[tree.Hash]batchTree // encodings of trees (and small blobs) added, to serve as delta bases
 	treeBytes int
+	blobBytes int           // of the small blobs trees also holds (see rememberBlob)
 	cur       *packWriter   // pack receiving small objects, nil until needed
 	packs     []*packWriter // every pack this batch will install, in creation order
 	err       error         // first write failure; the batch can then only be aborted
@@ -111,7 +113,10 @@ func (b *Batch) PutBlobDelta(r io.Reader, h tree.Hash, size int64, base tree.Has
 	if sha256.Sum256(*buf) != h {
 		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
 	}
-	n, _, err := b.putObject(BlobObject, h, *buf, base)
+	n, depth, err := b.putObject(BlobObject, h, *buf, base)
+	if err == nil && n > 0 && size <= cacheBlobMax {
+		b.rememberBlob(h, *buf, depth)
+	}
 	return n, err
 }
 
@@ -254,8 +259,8 @@ func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte
 }
 
 // deltaBase returns the content of base, an object of kind, and the depth of its record, to make
-// a delta against: from this batch, from the store's tree cache, or read from the store (a tree
-// so read is cached for the next version). ok is false when base cannot serve (see PutBlobDelta).
+// a delta against: from this batch, from the store's tree cache, or read from the store (a tree or
+// small blob so read is cached for the next version). ok is false when base cannot serve (see PutBlobDelta).
 func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
 	if raw, depth, ok := b.recalled(base); ok {
 		return raw, depth, true
@@ -265,7 +270,7 @@ func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	// Any failure only costs the saving: the object is then stored whole, independent of base.
-	raw, depth, err := b.s.readChainFrom(base, l, nil, kind == TreeObject)
+	raw, depth, err := b.s.readChainFrom(base, l, nil, true)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -281,6 +286,20 @@ type batchTree struct {
 	depth int
 }
 
+// rememberBlob keeps a copy of a small blob just added (the next version of a file is made a
+// delta against it), while its own budget lasts: a first walk's many blobs leave the trees theirs.
+func (b *Batch) rememberBlob(h tree.Hash, content []byte, depth int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.trees == nil || b.blobBytes+len(content) > batchTreeMemory {
+		return
+	}
+	if _, ok := b.trees[h]; !ok {
+		b.trees[h] = batchTree{enc: bytes.Clone(content), depth: depth}
+		b.blobBytes += len(content)
+	}
+}
+
 // remember keeps the encoding of a tree just added, while the budget lasts.
 func (b *Batch) remember(h tree.Hash, enc []byte, depth int) {
 	b.mu.Lock()
@@ -294,8 +313,8 @@ func (b *Batch) remember(h tree.Hash, enc []byte, depth int) {
 	}
 }
 
-// keepTrees hands the trees this batch stored, once committed, to the store's tree cache, each
-// for the record the index now locates it at (when that is this batch's own).
+// keepTrees hands the trees (and small blobs) this batch stored, once committed, to the store's
+// tree cache, each for the record the index now locates it at (when that is this batch's own).
 func (b *Batch) keepTrees() {
 	if len(b.trees) == 0 {
 		return
@@ -307,7 +326,7 @@ func (b *Batch) keepTrees() {
 	}
 	b.s.mu.RUnlock()
 	for h, t := range b.trees {
-		if l, ok := b.s.lookup(h); ok && mine[l.pack] && l.kind.object() == TreeObject {
+		if l, ok := b.s.lookup(h); ok && mine[l.pack] {
 			b.s.trees.put(h, t.enc, t.depth, l)
 		}
 	}

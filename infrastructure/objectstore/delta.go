@@ -18,9 +18,10 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 	return s.readChainFrom(h, l, visit, false)
 }
 
-// readChainFrom is readChain that, with cached set (and visit nil), uses the tree cache: a tree met
-// on the way down that the cache holds for the record the index locates it at ends the descent
-// (its content was verified when it was cached), and every tree decoded on the way is cached. Only
+// readChainFrom is readChain that, with cached set (and visit nil), uses the tree cache: a tree (or
+// small blob) met on the way down that the cache holds for the record the index locates it at ends
+// the descent (its content was verified when it was cached), and every one decoded on the way is
+// cached. Only
 // readers of content use it (delta bases, diffs); verify and gc read every record of a chain. The
 // content returned may then be the cache's own: it must not be modified.
 func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), cached bool) ([]byte, int, error) {
@@ -41,7 +42,7 @@ func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), ca
 	var data []byte
 	depth0, hit := 0, false
 	for {
-		if cached && cl.kind.object() == TreeObject {
+		if cached && cacheable(cl) {
 			if data, depth0, hit = s.trees.get(cur, cl); hit {
 				break
 			}
@@ -83,7 +84,7 @@ func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), ca
 		if data, err = s.readPlain(cur, cl); err != nil {
 			return nil, 0, chainErr(h, l, cur, err)
 		}
-		if cached && cl.kind.object() == TreeObject {
+		if cached && cacheable(cl) {
 			s.trees.put(cur, data, 0, cl)
 		}
 	}
@@ -103,7 +104,7 @@ func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), ca
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
 		}
 		data = out
-		if cached && k.l.kind.object() == TreeObject {
+		if cached && cacheable(k.l) {
 			s.trees.put(k.h, out, depth0+len(chain)-i, k.l)
 		}
 	}

@@ -101,10 +101,11 @@
 //     a file rewritten from scratch costs a sampling, not a dictionary encode); a reader holds at
 //     most two contents of 8 MiB and the chain's frames, and gives up past maxDeltaChain (32)
 //     links. When the index has a whole copy and a delta of one object, it uses the whole one;
-//   - the trees a process stored or decoded as delta bases (treecache.go, up to 8 MiB) serve only as
-//     delta bases, and only while the index locates the tree at the record they were cached for:
-//     the depth a new delta records is that record's, and a gc or refresh that moves the tree makes
-//     the next delta read its chain again;
+//   - the trees and small blobs (64 KiB at most) a process stored or decoded (treecache.go, up to
+//     8 MiB) serve only as delta bases and as the trees a diff compares, and only while the index
+//     locates the object at the record they were cached for (and, for a diff, while it is Present):
+//     the depth a new delta records is that record's, and a gc or refresh that moves the object
+//     makes the next read follow its chain again; verify, gc and every other reader read records;
 //   - a delta never outlives its base: Reachable includes the base chain of every reachable tree
 //     and blob, GC keeps the chain of every delta it keeps (live, or dead in a pack it does not
 //     rewrite) even if the live set does not name it, and copies records as they are; a batch

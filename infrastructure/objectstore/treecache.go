@@ -10,9 +10,20 @@ import (
 // treeCacheBytes bounds the tree encodings a Store keeps decoded (see treeCache).
 const treeCacheBytes = 8 << 20
 
-// treeCache keeps the encodings of the trees this process last stored or decoded as delta bases,
-// so that a long-lived process (the watch service, a run's tracker) stores the next version of a
-// directory's tree as a delta against the last one without reading and decoding its chain again.
+// cacheBlobMax is the largest blob the tree cache keeps: a file's small versions (a log appended
+// to, a source file edited) are the bases of its next ones.
+const cacheBlobMax = 64 << 10
+
+// cacheable says whether the object at l is kept by the tree cache: a tree, or a blob of at most
+// cacheBlobMax bytes.
+func cacheable(l location) bool {
+	return l.kind.object() == TreeObject || l.raw <= cacheBlobMax
+}
+
+// treeCache keeps the encodings of the trees this process last stored or decoded as delta bases
+// (and the content of small blobs, see cacheable), so that a long-lived process (the watch
+// service, a run's tracker) stores the next version of a directory's tree, or of a small file, as
+// a delta against the last one without reading and decoding its chain again.
 // An encoding is the content its hash names, whatever record holds it; the depth of the record is
 // not, so an entry is only used while the index still locates the tree at the record it was
 // cached for (a gc that rewrites it, or a refresh that prefers another copy, is a miss). Oldest

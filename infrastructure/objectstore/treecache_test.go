@@ -184,3 +184,45 @@ func TestReadTreeCachedRefuses(t *testing.T) {
 		t.Fatal("a delta against an unreadable base")
 	}
 }
+
+// Small blobs are kept like trees, so that the next version of an appended file is patched against
+// the last one from memory; a blob over cacheBlobMax is not kept, and a batch keeps blobs only
+// within their own budget.
+func TestTreeCacheKeepsSmallBlobs(t *testing.T) {
+	s := TestStore(t)
+	small := bytes.Repeat([]byte("a line of a log\n"), 100)
+	large := bytes.Repeat([]byte("0123456789abcdef"), cacheBlobMax/16+1)
+	b := s.NewBatch()
+	hs, _ := put(t, b, small)
+	hl, _ := put(t, b, large)
+	commit(t, b)
+	ls, _ := s.lookup(hs)
+	if enc, _, ok := s.trees.get(hs, ls); !ok || !bytes.Equal(enc, small) {
+		t.Fatal("a small blob is not cached")
+	}
+	ll, _ := s.lookup(hl)
+	if _, _, ok := s.trees.get(hl, ll); ok {
+		t.Fatal("a large blob is cached")
+	}
+	v := hs
+	content := small
+	for i := range 3 {
+		content = append(bytes.Clone(content), []byte{'x', byte('0' + i), '\n'}...)
+		b = s.NewBatch()
+		v, _ = putFrom(t, b, content, v)
+		commit(t, b)
+		l, _ := s.lookup(v)
+		if _, depth, ok := s.trees.get(v, l); !ok || depth != i+1 || recordDepth(t, s, v) != i+1 {
+			t.Fatalf("version %d: cached %v at depth %d", i+1, ok, depth)
+		}
+	}
+	mustRead(t, s, v, content)
+	// The batch's own budget for blobs.
+	b = s.NewBatch()
+	b.blobBytes = batchTreeMemory
+	h, _ := put(t, b, []byte("one more small blob"))
+	if _, _, ok := b.recalled(h); ok {
+		t.Fatal("a blob kept past the batch's budget")
+	}
+	b.Abort()
+}
