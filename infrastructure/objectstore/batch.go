@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -27,8 +28,9 @@ type Batch struct {
 
 	mu        sync.Mutex
 	added     map[tree.Hash]struct{}
-	trees     map[tree.Hash]batchTree // encodings of trees added, to serve as delta bases
+	trees     map[tree.Hash]batchTree // encodings of trees (and small blobs) added, to serve as delta bases
 	treeBytes int
+	blobBytes int           // of the small blobs trees also holds (see rememberBlob)
 	cur       *packWriter   // pack receiving small objects, nil until needed
 	packs     []*packWriter // every pack this batch will install, in creation order
 	err       error         // first write failure; the batch can then only be aborted
@@ -111,7 +113,10 @@ func (b *Batch) PutBlobDelta(r io.Reader, h tree.Hash, size int64, base tree.Has
 	if sha256.Sum256(*buf) != h {
 		return 0, fmt.Errorf("blob %s: bytes read hash differently: %w", h, ErrContentChanged)
 	}
-	n, _, err := b.putObject(BlobObject, h, *buf, base)
+	n, depth, err := b.putObject(BlobObject, h, *buf, base)
+	if err == nil && n > 0 && size <= cacheBlobMax {
+		b.rememberBlob(h, *buf, depth)
+	}
 	return n, err
 }
 
@@ -180,9 +185,10 @@ func (b *Batch) putObject(kind Kind, h tree.Hash, raw []byte, base tree.Hash) (i
 			data, depth = d, n
 		}
 	}
-	// A delta a sixteenth of the content leaves a whole copy nothing to win: it would need to
-	// compress fourteen-fold and more to save the eighth a blob delta must.
-	if data == nil || kind != BlobObject || 16*len(data) > len(raw) {
+	// A delta a sixteenth of the content leaves a whole copy nothing to win: a blob's would need to
+	// compress fourteen-fold and more to save the eighth a blob delta must, and a tree's is mostly
+	// hashes, which do not compress.
+	if data == nil || 16*len(data) > len(raw) {
 		dst := getBuf(0)
 		defer putBuf(dst)
 		*dst = c.enc.EncodeAll(raw, (*dst)[:0])
@@ -214,29 +220,61 @@ func pays(kind Kind, delta, whole int) bool {
 
 // delta appends to dst the data of a delta record of raw, an object of kind, against base and
 // returns it with its depth; ok is false when no delta can be made (see PutBlobDelta and
-// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta).
+// PutTreeDelta), or, for a blob, when it would not repeat enough of base to pay (worthDelta). A
+// tree's delta is a patch (patch.go), or a zstd frame with base as dictionary when the patch is
+// over a quarter of the listing and the frame smaller; a blob's is a patch when it differs from
+// base in one short run, a zstd frame otherwise.
 func (b *Batch) delta(kind Kind, raw []byte, base tree.Hash, dst []byte) ([]byte, int, bool) {
-	baseRaw, baseDepth, ok := b.recalled(base)
-	if !ok {
-		l, found := b.s.lookup(base)
-		if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
-			return nil, 0, false
-		}
-		var err error
-		// Any failure only costs the saving: the object is then stored whole, independent of base.
-		if baseRaw, baseDepth, err = b.s.readChain(base, l, nil); err != nil {
-			return nil, 0, false
-		}
-	}
-	if baseDepth >= maxDeltaDepth || (kind == BlobObject && !worthDelta(raw, baseRaw)) {
+	baseRaw, baseDepth, ok := b.deltaBase(kind, base)
+	if !ok || baseDepth >= maxDeltaDepth {
 		return nil, 0, false
 	}
 	dst = appendDeltaPrefix(dst, base, baseDepth+1)
+	if kind == TreeObject {
+		if dst, ok = appendTreePatch(dst, baseRaw, raw); !ok {
+			return nil, 0, false
+		}
+		// A patch writes out what changed uncompressed: where that is much of the listing, a
+		// zstd frame with the base as dictionary may be smaller (names compress), so the smaller
+		// of the two is stored.
+		if 4*(len(dst)-deltaPrefixLen) > len(raw) {
+			if z, err := encodeWithDict(raw, baseRaw, appendDeltaPrefix(nil, base, baseDepth+1)); err == nil && len(z) < len(dst) {
+				dst = append(dst[:0], z...)
+			}
+		}
+		return dst, baseDepth + 1, true
+	}
+	// A patch is found by comparing the two ends; only a blob that is not one is sampled.
+	if p, ok := appendBlobPatch(dst, baseRaw, raw); ok {
+		return p, baseDepth + 1, true
+	}
+	if !worthDelta(raw, baseRaw) {
+		return nil, 0, false
+	}
 	dst, err := encodeWithDict(raw, baseRaw, dst)
 	if err != nil {
 		return nil, 0, false
 	}
 	return dst, baseDepth + 1, true
+}
+
+// deltaBase returns the content of base, an object of kind, and the depth of its record, to make
+// a delta against: from this batch, from the store's tree cache, or read from the store (a tree or
+// small blob so read is cached for the next version). ok is false when base cannot serve (see PutBlobDelta).
+func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
+	if raw, depth, ok := b.recalled(base); ok {
+		return raw, depth, true
+	}
+	l, found := b.s.lookup(base)
+	if !found || l.raw > maxDeltaObject || !b.s.Present(base) {
+		return nil, 0, false
+	}
+	// Any failure only costs the saving: the object is then stored whole, independent of base.
+	raw, depth, err := b.s.readChainFrom(base, l, nil, true)
+	if err != nil {
+		return nil, 0, false
+	}
+	return raw, depth, true
 }
 
 // batchTreeMemory bounds the tree encodings a batch keeps to serve as delta bases before they are
@@ -246,6 +284,20 @@ const batchTreeMemory = 4 << 20
 type batchTree struct {
 	enc   []byte
 	depth int
+}
+
+// rememberBlob keeps a copy of a small blob just added (the next version of a file is made a
+// delta against it), while its own budget lasts: a first walk's many blobs leave the trees theirs.
+func (b *Batch) rememberBlob(h tree.Hash, content []byte, depth int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.trees == nil || b.blobBytes+len(content) > batchTreeMemory {
+		return
+	}
+	if _, ok := b.trees[h]; !ok {
+		b.trees[h] = batchTree{enc: bytes.Clone(content), depth: depth}
+		b.blobBytes += len(content)
+	}
 }
 
 // remember keeps the encoding of a tree just added, while the budget lasts.
@@ -258,6 +310,25 @@ func (b *Batch) remember(h tree.Hash, enc []byte, depth int) {
 	if _, ok := b.trees[h]; !ok {
 		b.trees[h] = batchTree{enc: enc, depth: depth}
 		b.treeBytes += len(enc)
+	}
+}
+
+// keepTrees hands the trees (and small blobs) this batch stored, once committed, to the store's
+// tree cache, each for the record the index now locates it at (when that is this batch's own).
+func (b *Batch) keepTrees() {
+	if len(b.trees) == 0 {
+		return
+	}
+	mine := make(map[*packFile]bool, len(b.packs))
+	b.s.mu.RLock()
+	for _, pw := range b.packs {
+		mine[b.s.packs[pw.id]] = true
+	}
+	b.s.mu.RUnlock()
+	for h, t := range b.trees {
+		if l, ok := b.s.lookup(h); ok && mine[l.pack] {
+			b.s.trees.put(h, t.enc, t.depth, l)
+		}
 	}
 }
 
@@ -477,6 +548,7 @@ func (b *Batch) commit(relocate bool) error {
 		}
 	}
 	b.s.register(b.packs, relocate)
+	b.keepTrees()
 	b.s.Rely(b.relied)
 	b.state = batchCommitted
 	b.cur, b.trees = nil, nil

@@ -12,9 +12,19 @@ import (
 // readChain returns the verified content of h and the number of deltas decoded to get it (0 for an
 // object stored whole). A delta is rebuilt from its base, itself read the same way: the chain is
 // followed down to an object stored whole, then each link is decoded with the content below it as
-// dictionary and checked against its own hash and size. visit, if not nil, is called with every
+// dictionary (or, a patch, applied to it: see patch.go) and checked against its own hash and size. visit, if not nil, is called with every
 // base on the way down. Any failure on the chain is a failure to read h, and the error names h.
 func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byte, int, error) {
+	return s.readChainFrom(h, l, visit, false)
+}
+
+// readChainFrom is readChain that, with cached set (and visit nil), uses the tree cache: a tree (or
+// small blob) met on the way down that the cache holds for the record the index locates it at ends
+// the descent (its content was verified when it was cached), and every one decoded on the way is
+// cached. Only
+// readers of content use it (delta bases, diffs); verify and gc read every record of a chain. The
+// content returned may then be the cache's own: it must not be modified.
+func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), cached bool) ([]byte, int, error) {
 	type link struct {
 		h     tree.Hash
 		l     location
@@ -28,7 +38,18 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 	}()
 	cur, cl := h, l
-	for cl.kind.delta() {
+	cached = cached && visit == nil
+	var data []byte
+	depth0, hit := 0, false
+	for {
+		if cached && cacheable(cl) {
+			if data, depth0, hit = s.trees.get(cur, cl); hit {
+				break
+			}
+		}
+		if !cl.kind.delta() {
+			break
+		}
 		if len(chain) == maxDeltaChain {
 			return nil, 0, damaged(h, l, "delta chain longer than %d (a cycle?)", maxDeltaChain)
 		}
@@ -37,11 +58,11 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 		k := link{h: cur, l: cl, buf: getBuf(0)}
 		chain = append(chain, k)
-		data, err := s.readStored(cur, cl, k.buf)
+		rec, err := s.readStored(cur, cl, k.buf)
 		if err != nil {
 			return nil, 0, chainErr(h, l, cur, err)
 		}
-		base, _, frame, err := parseDeltaPrefix(data)
+		base, _, frame, err := parseDeltaPrefix(rec)
 		if err != nil {
 			return nil, 0, chainErr(h, l, cur, damaged(cur, cl, "%v", err))
 		}
@@ -58,13 +79,24 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 		cur, cl = base, bl
 	}
-	data, err := s.readPlain(cur, cl)
-	if err != nil {
-		return nil, 0, chainErr(h, l, cur, err)
+	if !hit {
+		var err error
+		if data, err = s.readPlain(cur, cl); err != nil {
+			return nil, 0, chainErr(h, l, cur, err)
+		}
+		if cached && cacheable(cl) {
+			s.trees.put(cur, data, 0, cl)
+		}
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		k := &chain[i]
-		out, err := decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
+		var out []byte
+		var err error
+		if isPatch(k.frame) {
+			out, err = applyPatch(k.frame, data, k.l.raw, make([]byte, 0, k.l.raw))
+		} else {
+			out, err = decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
+		}
 		if err != nil {
 			return nil, 0, chainErr(h, l, k.h, damagedBy(k.h, k.l, err, "decompress delta"))
 		}
@@ -72,8 +104,11 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
 		}
 		data = out
+		if cached && cacheable(k.l) {
+			s.trees.put(k.h, out, depth0+len(chain)-i, k.l)
+		}
 	}
-	return data, len(chain), nil
+	return data, depth0 + len(chain), nil
 }
 
 // chainErr makes err, met at object at on the delta chain of h, an error about h. It keeps err's

@@ -11,14 +11,18 @@
 // Layout (names relative to the store's root; a shared store keeps records per workspace, under
 // records/<workspace id>/, and has gc/ and damaged.d/ instead of gc-pending and damaged):
 //
-//	packs/<packid>.pack  records: "PLANPACK", u32 version 3, then per object
+//	packs/<packid>.pack  records: "PLANPACK", u32 version 4, then per object
 //	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
 //	                     crc32c(header bytes) u32 | crc32c(data bytes) u32
 //	                     data (compSize bytes) is, by kind:
 //	                       1 blob, 2 tree   a zstd frame of the content
-//	                       3 tree delta,    base [32] | depth u8 | zstd frame of the content,
-//	                       4 blob delta     compressed with the base's content as raw dictionary
-//	                                        (no dictionary id in the frame)
+//	                       3 tree delta,    base [32] | depth u8 | then either a zstd frame of the
+//	                       4 blob delta     content compressed with the base's content as raw
+//	                                        dictionary (no dictionary id in the frame), or a patch:
+//	                                        "PTP\x01", then operations to the end, each a uvarint v,
+//	                                        v>>1 a length > 0: v&1 = 0 copies that many bytes of
+//	                                        the base's content from the uvarint offset that
+//	                                        follows, v&1 = 1 inserts the bytes that follow
 //	packs/<packid>.idx   "PLANIDX3", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
 //	                     then the base [32] of each delta entry, in entry order (zero: unknown),
@@ -35,7 +39,8 @@
 //	                     shared stores: what gc read of every workspace, and retired workspaces
 //	                     (package storeindex owns both; readMarks ignores what is not a mark)
 //
-// Older packs are read as before; nothing writes them any more. Version 2 packs hold the same
+// Older packs are read as before; nothing writes them any more. Version 3 packs hold the same
+// records without patches (every delta a zstd frame), with the same idx. Version 2 packs hold the same
 // records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader
 // that needs one reads it from the record, once per process. Version 1 packs have no record
 // trailers either (their idx starts "PLANIDX1"): they are verified by their content hashes, and GC
@@ -48,11 +53,15 @@
 // memory is compressed straight into its pack, and its compressed size is only known afterwards.
 //
 // A delta stores a new version of an object in what it changed. A tree delta (Batch.PutTreeDelta)
-// takes about 90 bytes for one entry of 35 changed, instead of the ~1.4 KB the compressed listing
-// takes (every entry holds an incompressible hash). A blob delta (Batch.PutBlobDelta, which the
+// is a patch (patch.go): the entries the new listing shares with its base's, found by a merge of
+// their names, are copied, the others inserted; one entry of 35 changed takes about 70 bytes,
+// instead of the ~1.4 KB the compressed listing takes (every entry holds an incompressible hash),
+// and costs no compressor; a patch over a quarter of the listing gives way to a smaller zstd delta. A blob delta is a patch too when the content differs from the base in
+// one run of at most 256 bytes (an append, a line edited), and a zstd frame otherwise. A blob delta (Batch.PutBlobDelta, which the
 // scanner calls with the content a file had at the previous checkpoint) stores an edit of a file in
 // about what the edit adds, as git's deltas and `zstd --patch-from` do. rawSize is the size of the
-// content, as for any record; base names the object whose content is the dictionary, in any pack,
+// content, as for any record; base names the object whose content is the dictionary (or what the
+// patch copies from), in any pack,
 // itself whole or a delta, of any kind; depth is the number of deltas down to an object stored
 // whole (1 when base is stored whole). The idx lists a delta like any object, with its record's
 // kind and sizes, and names its base, so that neither Present nor GC reads a record to follow a
@@ -94,12 +103,17 @@
 //   - chains and memory are bounded: a writer stores an object whole when its base is not Present,
 //     unreadable, over maxDeltaObject (8 MiB) or at depth maxDeltaDepth (8), when the object itself
 //     is over 8 MiB (a blob that large is streamed into its pack whole), and when the delta does not
-//     pay (a tree delta no smaller than the whole compressed tree, a blob delta that saves less than
-//     an eighth; a blob of 4 KiB or more is only tried when a quarter of its content-defined samples
-//     are found in its base, so a file rewritten from scratch costs a sampling, not a dictionary
-//     encode); a reader holds at most two contents of 8 MiB and the chain's frames, and gives up
-//     past maxDeltaChain (32) links. When the index has a whole copy and a delta of one object, it
-//     uses the whole one;
+//     pay (a tree delta over a sixteenth of the listing and no smaller than the whole compressed
+//     tree, a blob delta that saves less than an eighth; a blob of 4 KiB or more that is not a
+//     patch is only tried when a quarter of its content-defined samples are found in its base, so
+//     a file rewritten from scratch costs a sampling, not a dictionary encode); a reader holds at
+//     most two contents of 8 MiB and the chain's frames, and gives up past maxDeltaChain (32)
+//     links. When the index has a whole copy and a delta of one object, it uses the whole one;
+//   - the trees and small blobs (64 KiB at most) a process stored or decoded (treecache.go, up to
+//     8 MiB) serve only as delta bases and as the trees a diff compares, and only while the index
+//     locates the object at the record they were cached for (and, for a diff, while it is Present):
+//     the depth a new delta records is that record's, and a gc or refresh that moves the object
+//     makes the next read follow its chain again; verify, gc and every other reader read records;
 //   - a delta never outlives its base: Reachable includes the base chain of every reachable tree
 //     and blob, GC keeps the chain of every delta it keeps (live, or dead in a pack it does not
 //     rewrite) even if the live set does not name it, and copies records as they are; a batch

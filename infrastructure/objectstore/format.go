@@ -85,11 +85,12 @@ func i64(v uint64) (int64, bool) {
 
 const (
 	packMagic = "PLANPACK"
-	// packVersion is the format written: version 2 records, of any kind including blob deltas,
-	// indexed by a version 3 idx, which also names every delta's base. Version 2 packs (tree
+	// packVersion is the format written: version 2 records, of any kind including blob deltas, and
+	// deltas held as patches (see patch.go), indexed by a version 3 idx, which also
+	// names every delta's base. Version 3 packs (every delta a zstd frame), version 2 packs (tree
 	// deltas at most, idx without bases) and version 1 packs (no record trailers either) are still
 	// read, the latter verified by their content hashes.
-	packVersion   = 3
+	packVersion   = 4
 	packHeaderLen = len(packMagic) + 4
 	idxMagic      = "PLANIDX3"
 	idxMagicV2    = "PLANIDX2"
@@ -337,7 +338,9 @@ func idxVersion(b []byte) uint32 {
 	case idxMagicV2:
 		return 2
 	case idxMagic:
-		return 3
+		// Packs of version 3 and 4 have the same idx; no reader needs to tell them apart (a patch is
+		// told from a zstd frame by its magic).
+		return packVersion
 	}
 	return 0
 }

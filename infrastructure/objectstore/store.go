@@ -67,6 +67,8 @@ type Store struct {
 	stale      []File
 	storeBytes atomic.Bool
 
+	trees treeCache // trees this process stored or decoded, kept as delta bases (see treeCache)
+
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
 

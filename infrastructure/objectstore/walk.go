@@ -161,11 +161,11 @@ func (s *Store) diff(prefix string, from, to tree.Hash, out *[]tree.Change) erro
 	if from == to {
 		return nil
 	}
-	ft, err := s.ReadTree(from)
+	ft, err := s.readTreeCached(from)
 	if err != nil {
 		return err
 	}
-	tt, err := s.ReadTree(to)
+	tt, err := s.readTreeCached(to)
 	if err != nil {
 		return err
 	}

@@ -131,6 +131,7 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 	// has seen: the commonest snapshot of all), that view is the store's as it stands: its
 	// refresh, a listing and a stat of every pack, would find nothing new.
 	if r.Snapshot.StoredBytes != 0 || !s.store.Present(r.Snapshot.Root) {
+		defer timing.Span("snapshot.watch.refresh")()
 		if err := s.store.Refresh(); err != nil {
 			return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
 		}
