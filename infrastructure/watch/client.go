@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/planhq/plan/application"
@@ -47,6 +48,8 @@ type Snapshotter struct {
 	// local, inside the service's own process, takes the snapshot there (its periodic and idle
 	// checkpoints) instead of asking the socket it serves.
 	local func(ctx context.Context, also []tree.Hash) (application.Snapshot, error)
+	// served says a snapshot of this process was the service's answer.
+	served atomic.Bool
 }
 
 var (
@@ -74,6 +77,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, p application.Progress, also
 	}
 	snap, err := s.ask(ctx, also)
 	if err == nil {
+		s.served.Store(true)
 		return snap, nil
 	}
 	walked, werr := s.Scanner.Snapshot(ctx, p, also...)
@@ -82,6 +86,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, p application.Progress, also
 	}
 	return walked, werr
 }
+
+// Served says whether the service answered a snapshot this process asked for: its workspace is
+// served, and the service merges the store's small packs between commands (Options.Merge), so a
+// command on an agent's critical path need not.
+func (s *Snapshotter) Served() bool { return s.served.Load() }
 
 // maxPlaced bounds the files a restore tells the service of: past it, the request would take
 // longer to send and check than what it saves (the next snapshot's stat of every file).

@@ -89,9 +89,11 @@ type Status struct {
 	StopAfter string `json:"stop_after,omitempty"`
 	// Checkpoints counts the periodic and idle checkpoints taken, Skipped those skipped because
 	// nothing had changed; LastError is the last one's failure, if any.
-	Checkpoints int    `json:"checkpoints"`
-	Skipped     int    `json:"skipped"`
-	LastError   string `json:"last_error,omitempty"`
+	Checkpoints int `json:"checkpoints"`
+	Skipped     int `json:"skipped"`
+	// Merged counts the small packs the service merged between commands (Options.Merge).
+	Merged    int    `json:"merged"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // errorf is an error a service answers with.

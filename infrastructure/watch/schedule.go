@@ -30,6 +30,7 @@ func (s *Server) schedule(ctx context.Context) {
 				s.stopBecause(why)
 				return
 			}
+			s.mergeIfQuiet(ctx, now)
 			step := now.Sub(last)
 			last = now
 			lc, ok := s.snap.LastChange()
@@ -88,5 +89,30 @@ func (s *Server) timed(ctx context.Context, typ checkpoint.Type, note string) {
 	s.smu.Unlock()
 	if err != nil {
 		s.log(fmt.Sprintf("%s checkpoint failed: %v", typ, err))
+	}
+}
+
+// mergeQuiet is how long no command must have asked the service before it merges packs: a merge
+// holds the workspace lock, and a command in the middle of a burst (an agent's pre and post hooks)
+// would wait for it.
+var mergeQuiet = 300 * time.Millisecond
+
+// mergeIfQuiet merges the store's small packs (Options.Merge) when a snapshot stored something
+// since the last try and no command has asked for mergeQuiet; a failure is logged and kept as the
+// last error, and the next snapshot that stores something tries again.
+func (s *Server) mergeIfQuiet(ctx context.Context, now time.Time) {
+	if s.opts.Merge == nil || !s.stored.Load() || now.Sub(time.Unix(0, s.lastUse.Load())) < mergeQuiet {
+		return
+	}
+	s.stored.Store(false)
+	n, err := s.opts.Merge(ctx)
+	s.smu.Lock()
+	s.status.Merged += n
+	if err != nil {
+		s.status.LastError = "merging small packs: " + err.Error()
+	}
+	s.smu.Unlock()
+	if err != nil {
+		s.log("merging the store's small packs failed (nothing was lost; the next command or snapshot tries again): " + err.Error())
 	}
 }

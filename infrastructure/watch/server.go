@@ -49,6 +49,12 @@ type Options struct {
 	Ready func(socket string)
 	// Log receives what the service wants its operator to know (failed checkpoints); nil discards.
 	Log func(msg string)
+	// Merge, when set, merges the store's small packs once enough have accumulated (the
+	// maintenance use case's Consolidate: only with the workspace lock free, a no-op when none is
+	// due) and says how many it merged. The service calls it between commands, once a snapshot it
+	// served stored something and no command has asked for mergeQuiet: commands served by the
+	// service (agents' hooks) leave the merging to it, so that none of them pays for it.
+	Merge func(ctx context.Context) (merged int, err error)
 	// StopAfter stops the service once neither a command has asked it for a snapshot nor the
 	// workspace changed for that long (a service an agent's hook started must not outlive the work); zero:
 	// never.
@@ -73,6 +79,7 @@ type Server struct {
 	stopWhy  string // why the service stopped itself; set before stopc closes
 	conns    sync.WaitGroup
 	lastUse  atomic.Int64 // when a command last asked (UnixNano)
+	stored   atomic.Bool  // a snapshot stored something since the last merge was tried
 	state    os.FileInfo  // .plan as it was when the service started
 }
 
@@ -241,6 +248,9 @@ func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Sn
 		return application.Snapshot{}, err
 	}
 	snap, err := s.snap.Scanner.Snapshot(ctx, nil, also...)
+	if err == nil && snap.StoredBytes > 0 {
+		s.stored.Store(true)
+	}
 	st := s.snap.TrackState()
 	s.smu.Lock()
 	s.status.Snapshots++

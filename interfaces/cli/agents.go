@@ -116,11 +116,14 @@ func (h *handler) hook(c *ucli.Context) error {
 	app.Services.Guard.OnRecover = h.reportRecovery
 	reply := h.act(c.Context, app, ev)
 	// Every checkpoint a hook takes is a pack: merged as after any other command, so that a long
-	// session's later calls do not read more index files than its first. Timed apart
-	// (PLAN_TIMINGS): the hook that merges pays for it.
-	endMerge := timing.Span("consolidate")
-	h.consolidate(c.Context, app)
-	endMerge()
+	// session's later calls do not read more index files than its first. A hook that plan watch
+	// served leaves that to the service, which merges between calls (off the agent's critical
+	// path); one that walked merges itself, timed apart (PLAN_TIMINGS).
+	if !app.Services.Watch.Served() {
+		endMerge := timing.Span("consolidate")
+		h.consolidate(c.Context, app)
+		endMerge()
+	}
 	return h.reply(reply)
 }
 

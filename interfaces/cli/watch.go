@@ -173,6 +173,9 @@ func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
 			_, _ = fmt.Fprintf(w, "checkpoints: every %s of work, after %s quiet: %d taken, %d skipped (nothing changed)\n",
 				orNone(st.Every), orNone(st.Quiet), st.Checkpoints, st.Skipped)
 		}
+		if st.Merged > 0 {
+			_, _ = fmt.Fprintf(w, "small packs merged between commands: %d\n", st.Merged)
+		}
 		if st.StopAfter != "" {
 			_, _ = fmt.Fprintf(w, "stops after %s without a request or a change\n", st.StopAfter)
 		}
@@ -261,6 +264,10 @@ func (h *handler) watchForeground(ctx context.Context, opts watch.Options) error
 					Type: typ, Note: note, Labels: map[string]string{"watch": string(typ)}, Warn: h.warn,
 				})
 				return err
+			},
+			Merge: func(ctx context.Context) (int, error) {
+				r, err := sv.Maintenance.Consolidate(ctx)
+				return r.PacksMerged, err
 			},
 			Newest: func(ctx context.Context) (tree.Hash, bool, error) {
 				cp, err := sv.Checkpoints.Resolve(ctx, "@")

@@ -1,0 +1,73 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The service merges packs (Options.Merge) once a snapshot it served stored something and no
+// command has asked for mergeQuiet; never after a snapshot that stored nothing; a failed merge is
+// logged and kept as the last error, and tried again after the next snapshot that stores.
+func TestServiceMergesBetweenCommands(t *testing.T) {
+	shortenSchedule(t)
+	q := mergeQuiet
+	t.Cleanup(func() { mergeQuiet = q })
+	mergeQuiet = 50 * time.Millisecond
+	e := newEnv(t)
+	e.write("a.txt", "one")
+	var calls atomic.Int32
+	var fail atomic.Bool
+	logged := make(chan string, 16)
+	e.start(Options{
+		Merge: func(context.Context) (int, error) {
+			calls.Add(1)
+			if fail.Load() {
+				return 0, errors.New("a pack cannot be read")
+			}
+			return 3, nil
+		},
+		Log: func(msg string) { logged <- msg },
+	})
+	waitFor := func(what string, ok func(Status) bool) Status {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			st, err := Query(context.Background(), e.l)
+			if err == nil && ok(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v %v", what, st, err)
+			}
+		}
+	}
+	// The first walk stored the workspace: merged once things are quiet.
+	waitFor("the first merge", func(st Status) bool { return st.Merged == 3 })
+	e.served() // nothing changed, nothing stored: no merge
+	time.Sleep(200 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d merges after a snapshot that stored nothing, want 1", n)
+	}
+	fail.Store(true)
+	e.write("a.txt", "two")
+	e.served()
+	st := waitFor("a failed merge", func(st Status) bool { return strings.Contains(st.LastError, "a pack cannot be read") })
+	if st.Merged != 3 {
+		t.Fatalf("a failed merge counted: %+v", st)
+	}
+	select {
+	case msg := <-logged:
+		if !strings.Contains(msg, "merging the store's small packs failed") {
+			t.Fatalf("log %q", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failed merge was not logged")
+	}
+	fail.Store(false)
+	e.write("a.txt", "three")
+	e.served()
+	waitFor("the merge after the failure", func(st Status) bool { return st.Merged == 6 })
+}
