@@ -71,3 +71,29 @@ func TestServiceMergesBetweenCommands(t *testing.T) {
 	e.served()
 	waitFor("the merge after the failure", func(st Status) bool { return st.Merged == 6 })
 }
+
+// A session without a pause between its calls still has its packs merged: after mergeBusy
+// snapshots that stored something, without waiting for quiet.
+func TestServiceMergesABusySession(t *testing.T) {
+	shortenSchedule(t)
+	q, b := mergeQuiet, mergeBusy
+	t.Cleanup(func() { mergeQuiet, mergeBusy = q, b })
+	mergeQuiet, mergeBusy = time.Hour, 3
+	e := newEnv(t)
+	e.write("a.txt", "zero")
+	var calls atomic.Int32
+	e.start(Options{Merge: func(context.Context) (int, error) { calls.Add(1); return 1, nil }})
+	e.write("a.txt", "one")
+	e.served() // two stored (the first walk's and this one's): not yet
+	time.Sleep(100 * time.Millisecond)
+	if calls.Load() != 0 {
+		t.Fatal("merged before mergeBusy snapshots stored something, without quiet")
+	}
+	e.write("a.txt", "two")
+	e.served()
+	for deadline := time.Now().Add(10 * time.Second); calls.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a busy session's packs were never merged")
+		}
+	}
+}

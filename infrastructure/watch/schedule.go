@@ -94,17 +94,24 @@ func (s *Server) timed(ctx context.Context, typ checkpoint.Type, note string) {
 
 // mergeQuiet is how long no command must have asked the service before it merges packs: a merge
 // holds the workspace lock, and a command in the middle of a burst (an agent's pre and post hooks)
-// would wait for it.
-var mergeQuiet = 300 * time.Millisecond
+// would wait for it. mergeBusy is how many snapshots that stored something make it merge even
+// without that quiet (a session with no pause between its calls still has its packs merged, a
+// merge in every mergeBusy calls at most).
+var (
+	mergeQuiet       = 300 * time.Millisecond
+	mergeBusy  int32 = 32
+)
 
 // mergeIfQuiet merges the store's small packs (Options.Merge) when a snapshot stored something
-// since the last try and no command has asked for mergeQuiet; a failure is logged and kept as the
-// last error, and the next snapshot that stores something tries again.
+// since the last try and no command has asked for mergeQuiet, or mergeBusy of them did; a failure
+// is logged and kept as the last error, and the next snapshot that stores something tries again.
 func (s *Server) mergeIfQuiet(ctx context.Context, now time.Time) {
-	if s.opts.Merge == nil || !s.stored.Load() || now.Sub(time.Unix(0, s.lastUse.Load())) < mergeQuiet {
+	stored := s.stored.Load()
+	if s.opts.Merge == nil || stored == 0 ||
+		stored < mergeBusy && now.Sub(time.Unix(0, s.lastUse.Load())) < mergeQuiet {
 		return
 	}
-	s.stored.Store(false)
+	s.stored.Add(-stored)
 	n, err := s.opts.Merge(ctx)
 	s.smu.Lock()
 	s.status.Merged += n

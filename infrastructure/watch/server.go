@@ -79,7 +79,7 @@ type Server struct {
 	stopWhy  string // why the service stopped itself; set before stopc closes
 	conns    sync.WaitGroup
 	lastUse  atomic.Int64 // when a command last asked (UnixNano)
-	stored   atomic.Bool  // a snapshot stored something since the last merge was tried
+	stored   atomic.Int32 // snapshots that stored something since the last merge was tried
 	state    os.FileInfo  // .plan as it was when the service started
 }
 
@@ -249,7 +249,7 @@ func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Sn
 	}
 	snap, err := s.snap.Scanner.Snapshot(ctx, nil, also...)
 	if err == nil && snap.StoredBytes > 0 {
-		s.stored.Store(true)
+		s.stored.Add(1)
 	}
 	st := s.snap.TrackState()
 	s.smu.Lock()
