@@ -139,7 +139,10 @@
 //   - a checkpoint MUST NOT reference an object it has not confirmed Present: indexed in a pack that
 //     exists and is long enough to hold the record, not listed as damaged, and, for a delta, the same
 //     all the way down its base chain. Anything else is stored afresh, and the fresh copy replaces the
-//     bad one in the index;
+//     bad one in the index. A process MAY remember what it confirmed (trustmemo.go: a long-lived
+//     process does not follow every unchanged file's chain at each snapshot) only until its view
+//     loses something: a pack dropped or read again, a new damage mark, a newly condemned pack
+//     MUST empty that memory, after the view changed;
 //   - GC deletes a set of packs under a durable intent (gc-pending): written before the first
 //     unlink and removed after the last. Every reader skips the packs it names, so a GC killed half
 //     way can never leave a delta, whose base it already deleted, in anyone's index; the next lock

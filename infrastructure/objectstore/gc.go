@@ -294,6 +294,7 @@ func (s *Store) retire(ps []*packFile) error {
 	}
 	s.index.dropPacks(gone)
 	s.mu.Unlock()
+	s.trust.forget()
 	return s.deletePacks(ids)
 }
 

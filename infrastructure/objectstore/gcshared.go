@@ -318,6 +318,7 @@ func (s *Store) removePacks(ids []string) error {
 	}
 	s.index.dropPacks(gone)
 	s.mu.Unlock()
+	s.trust.forget()
 	for i, id := range ids {
 		for _, name := range []string{idxName(id), packName(id)} {
 			if err := s.be.Remove(name); err != nil {

@@ -346,8 +346,12 @@ func (s *Store) load(pl packListing, locked bool) error {
 			s.retired = append(s.retired, p)
 		}
 	}
+	lost := lostAny(s.packs, packs, s.damaged, damagedSet, s.condemned, cond)
 	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
 	s.mu.Unlock()
+	if lost {
+		s.trust.forget()
+	}
 	s.unloaded.Store(false)
 	s.baseMu.Lock()
 	for k := range s.bases {
@@ -498,6 +502,9 @@ func (s *Store) markDamaged(h tree.Hash, l location) {
 		s.damaged[k] = struct{}{}
 	}
 	s.mu.Unlock()
+	if !known {
+		s.trust.forget()
+	}
 	if known {
 		return
 	}
@@ -569,6 +576,10 @@ func (s *Store) trusted(h tree.Hash, condemned bool) bool {
 	if s.Load() != nil {
 		return false // an index that cannot be read vouches for nothing
 	}
+	if s.trust.has(h) {
+		return true // trusted without condemned copies: so with them too
+	}
+	gen, first := s.trust.generation(), h
 	for range maxDeltaChain + 1 {
 		// One read lock per link: this runs for every unchanged file of every checkpoint.
 		s.mu.RLock()
@@ -579,6 +590,9 @@ func (s *Store) trusted(h tree.Hash, condemned bool) bool {
 			return false
 		}
 		if !l.kind.delta() {
+			if !condemned {
+				s.trust.note(first, gen)
+			}
 			return true
 		}
 		base, err := s.cachedBase(h, l)

@@ -68,6 +68,7 @@ type Store struct {
 	storeBytes atomic.Bool
 
 	trees treeCache // trees this process stored or decoded, kept as delta bases (see treeCache)
+	trust trustMemo // objects found trusted since the view last lost anything (see trustMemo)
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
