@@ -132,6 +132,31 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 	}, nil
 }
 
+// Repack collects (see Collect), then rewrites what is live as compactly as it can (see
+// objectstore.Repack). A shared store is refused before anything is done: its writers hold no lock
+// in common with it, and a repack deletes every pack at once.
+func (h *Health) Repack(roots []tree.Hash) (application.GCReport, error) {
+	if h.store.Shared() {
+		return application.GCReport{}, fault.Invalid("gc --aggressive repacks a private store only: a shared store's writers hold no lock in common with it (nothing was done; run gc without --aggressive)")
+	}
+	rep, err := h.Collect(roots, nil)
+	if err != nil {
+		return rep, err
+	}
+	live, err := h.store.Referenced(roots)
+	if err != nil {
+		return rep, fmt.Errorf("find live objects (nothing was repacked): %w", err)
+	}
+	r, err := h.store.Repack(live, roots)
+	if err != nil {
+		return rep, err
+	}
+	rep.Repack = &application.RepackReport{Objects: r.Objects, Bundles: r.Bundles, Bundled: r.Bundled, Similar: r.Similar,
+		PacksDeleted: r.PacksDeleted, BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter}
+	rep.BytesReclaimed += r.BytesBefore - r.BytesAfter
+	return rep, nil
+}
+
 // rootsCover refuses roots (what the database keeps live) that lack a tree the workspace's own
 // records keep live: the database lost rows its records hold (deleted by hand, or a database the
 // ledger-name comparison cannot see is behind), and a gc from it would delete the content of

@@ -58,13 +58,13 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 		}
 		cur, cl = base, bl
 	}
-	data, err := s.readPlain(cur, cl)
+	data, err := s.readBase(cur, cl, len(chain) > 0 && chain[len(chain)-1].l.kind == BundledBlobObject)
 	if err != nil {
 		return nil, 0, chainErr(h, l, cur, err)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		k := &chain[i]
-		out, err := decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
+		out, err := unpackLink(k.l, k.frame, data)
 		if err != nil {
 			return nil, 0, chainErr(h, l, k.h, damagedBy(k.h, k.l, err, "decompress delta"))
 		}

@@ -79,12 +79,35 @@ func (s *Store) reencode(live map[tree.Hash]struct{}, order []tree.Hash, eligibl
 		}
 	}
 	s.mu.RUnlock()
+	bundles := map[tree.Hash]int64{} // the live content of each bundle
 	for _, it := range deltas {
 		base, err := s.cachedBase(it.h, it.l)
 		if err != nil {
 			return res, err
 		}
+		if it.l.kind == BundledBlobObject {
+			bundles[base] += it.l.raw
+			continue
+		}
 		if _, ok := live[base]; !ok {
+			r.must[it.h] = true
+		}
+	}
+	// A bundle is no checkpoint's object: it lives as long as its blobs. While the live ones hold
+	// half of it, it stays; below, they are stored again (whole, or against their predecessor) so
+	// that it can go.
+	for _, it := range deltas {
+		if it.l.kind != BundledBlobObject {
+			continue
+		}
+		base, err := s.cachedBase(it.h, it.l)
+		if err != nil {
+			return res, err
+		}
+		if _, ok := live[base]; ok {
+			continue
+		}
+		if bl, ok := s.lookup(base); !ok || 2*bundles[base] < bl.raw {
 			r.must[it.h] = true
 		}
 	}

@@ -67,6 +67,9 @@ type Store struct {
 	stale      []File
 	storeBytes atomic.Bool
 
+	// bundles keeps the bundles read last, for the reads of their blobs (see readBase).
+	bundles bundleCache
+
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
 
