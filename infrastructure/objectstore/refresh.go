@@ -308,7 +308,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 	packs := make(map[string]*packFile, len(reads))
 	for _, r := range reads {
 		p := r.p
-		var deltas []idxEntry
+		deltas := make([]idxEntry, 0, idxDeltaCount(r.idx))
 		add := func(e *idxEntry) {
 			index.put(e.hash, location{pack: p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind},
 				func(prev, l location) bool { return better(e.hash, prev, l, damagedSet, cond) })

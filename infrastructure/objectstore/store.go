@@ -132,6 +132,13 @@ func (d *deltaRec) location(p *packFile) location {
 }
 
 func (p *packFile) setDeltas(entries []idxEntry) {
+	n := 0
+	for _, e := range entries {
+		if e.kind.delta() {
+			n++
+		}
+	}
+	p.deltas = make([]deltaRec, 0, n)
 	for _, e := range entries {
 		if e.kind.delta() {
 			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: e.base})
