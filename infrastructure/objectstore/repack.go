@@ -52,6 +52,47 @@ var repackCodec = sync.OnceValues(func() (*zstd.Encoder, error) {
 	return enc, nil
 })
 
+// repackDict compresses a delta with dict as raw dictionary at the repack's level, with the
+// smallest window of dictWindows that holds both (a reader's memory follows the frame's window).
+// Its encoders serve one repack, which writes from one goroutine.
+var repackDictLevel = zstd.SpeedBetterCompression
+
+type repackDict struct {
+	encs [len(dictWindows)]*zstd.Encoder
+}
+
+func (r *repackDict) encode(src, dict, dst []byte) ([]byte, error) {
+	class := len(dictWindows) - 1
+	for i, w := range dictWindows {
+		if len(dict)+len(src) <= w {
+			class = i
+			break
+		}
+	}
+	e := r.encs[class]
+	if e == nil {
+		var err error
+		e, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(repackDictLevel), zstd.WithEncoderCRC(false),
+			zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(dictWindows[class]))
+		if err != nil {
+			return dst, fmt.Errorf("zstd repack delta encoder: %w", err)
+		}
+		r.encs[class] = e
+	}
+	out := appendWriter{b: dst}
+	if err := e.ResetWithOptions(&out, zstd.WithEncoderDictRaw(0, dict)); err != nil {
+		return dst, fmt.Errorf("zstd repack delta encoder: %w", err)
+	}
+	_, err := e.Write(src)
+	if err == nil {
+		err = e.Close()
+	}
+	if err != nil {
+		return dst, fmt.Errorf("zstd repack delta encoder: %w", err)
+	}
+	return out.b, nil
+}
+
 // RepackResult says what Repack did.
 type RepackResult struct {
 	Objects      int   // live objects written to the new packs
@@ -270,6 +311,8 @@ type repacker struct {
 
 	window      []windowed // the last blobs written whole, for similar-blob deltas
 	windowBytes int
+
+	dict repackDict
 }
 
 type bundled struct {
@@ -284,6 +327,9 @@ type windowed struct {
 
 func (w *repacker) put(it repackItem) error {
 	w.res.Objects++
+	if it.l.kind == BlobDeltaObject && it.l.raw <= maxDeltaObject {
+		return w.putDelta(it.h, it.l)
+	}
 	if it.l.kind.copied(it.l) {
 		return w.s.copyRecord(w.b, it.h, it.l)
 	}
@@ -304,6 +350,35 @@ func (w *repacker) put(it repackItem) error {
 	return w.putLarger(it.h, raw)
 }
 
+// putDelta stores a blob delta again against the same base, at the repack's level, when that is
+// smaller than its record; else it copies the record.
+func (w *repacker) putDelta(h tree.Hash, l location) error {
+	base, depth, old, err := w.s.deltaRecord(h, l)
+	if err != nil {
+		return err
+	}
+	bl, ok := w.s.lookup(base)
+	if !ok {
+		return missing(base)
+	}
+	raw, _, err := w.s.readChain(h, l, nil)
+	if err != nil {
+		return err
+	}
+	baseRaw, _, err := w.s.readChain(base, bl, nil)
+	if err != nil {
+		return err
+	}
+	d, err := w.dict.encode(raw, baseRaw, appendDeltaPrefix(nil, base, depth))
+	if err != nil {
+		return err
+	}
+	if len(d) >= old {
+		return w.s.copyRecord(w.b, h, l)
+	}
+	return w.write(idxEntry{hash: h, kind: BlobDeltaObject, raw: int64(len(raw)), base: base}, d)
+}
+
 // putLarger stores a blob above bundleMember: a delta against the most similar blob of the window
 // when that pays, else whole.
 func (w *repacker) putLarger(h tree.Hash, raw []byte) error {
@@ -319,7 +394,7 @@ func (w *repacker) putLarger(h tree.Hash, raw []byte) error {
 		if !worthDelta(raw, c.raw) {
 			continue
 		}
-		d, err := encodeWithDict(raw, c.raw, appendDeltaPrefix(nil, c.h, 1))
+		d, err := w.dict.encode(raw, c.raw, appendDeltaPrefix(nil, c.h, 1))
 		if err != nil {
 			return err
 		}
@@ -391,4 +466,19 @@ func (w *repacker) flush() error {
 		w.res.Bundled++
 	}
 	return nil
+}
+
+// deltaRecord returns the base and depth h's delta record (at l) names, and the record's size.
+func (s *Store) deltaRecord(h tree.Hash, l location) (tree.Hash, int, int, error) {
+	buf := getBuf(0)
+	defer putBuf(buf)
+	data, err := s.readStored(h, l, buf)
+	if err != nil {
+		return tree.Hash{}, 0, 0, err
+	}
+	base, depth, _, err := parseDeltaPrefix(data)
+	if err != nil {
+		return tree.Hash{}, 0, 0, damaged(h, l, "%v", err)
+	}
+	return base, depth, len(data), nil
 }
