@@ -388,3 +388,124 @@ func TestBundleCache(t *testing.T) {
 		t.Fatalf("a bundle over the bound was kept (size %d)", c.size)
 	}
 }
+
+// A lone small file is stored whole, not bundled; more large files than the window holds are
+// compared with the latest ones only; files too different to share a delta stay whole; a zero
+// root is skipped. A root the store cannot read, or a live record whose bytes changed unnoticed,
+// fails the repack before anything is deleted.
+func TestRepackEdgeCases(t *testing.T) {
+	s := TestStore(t)
+	state := map[string][]byte{"f000": text(1, 3000)}
+	for i := 1; i <= repackWindow+2; i++ {
+		state[fmt.Sprintf("f%03d", i)] = noise(uint64(i), 20<<10)
+	}
+	big := text(7, 150<<10)
+	n := repackWindow + 3
+	state[fmt.Sprintf("f%03d", n)] = big
+	state[fmt.Sprintf("f%03d", n+1)] = edit(rand.New(rand.NewPCG(1, 2)), big)
+	root := storeState(t, s, state, nil, tree.ZeroHash)
+	roots := []tree.Hash{tree.ZeroHash, root}
+	live := liveOf(t, s, roots[1:])
+	res, err := s.Repack(live, roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bundles != 0 || res.Similar != 1 {
+		t.Fatalf("repack %+v: want no bundle (one small file) and one similar-file delta", res)
+	}
+	requireStates(t, s, roots[1:], []map[string][]byte{state})
+
+	before := files(t, s.packsDir)
+	if _, err := s.Repack(live, []tree.Hash{tree.Sum([]byte("no such tree"))}); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("repack from a missing root: %v", err)
+	}
+	flip(t, s, tree.Sum(state["f001"]), 0.5)
+	if _, err := s.Repack(live, roots); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("repack of a changed record: %v", err)
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, before) {
+		t.Fatalf("a failed repack changed the packs: %v -> %v", before, got)
+	}
+	if len(files(t, s.tmpDir)) != 0 {
+		t.Fatalf("a failed repack left files in tmp/: %v", files(t, s.tmpDir))
+	}
+}
+
+// Blobs are ordered as git orders its delta window: by extension, file name, directory and size,
+// through nested directories; a directory two checkpoints share is read once. A store of large
+// files only writes no bundle. A repack that cannot write (tmp/ is not a directory) fails before deleting.
+func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
+	s := TestStore(t)
+	b := s.NewBatch()
+	file := func(name string, data []byte) TreeEntry {
+		h, _ := put(t, b, data)
+		return TreeEntry{Name: name, Kind: tree.KindFile, Mode: 0o644, Size: int64(len(data)), Hash: h}
+	}
+	sub, _, err := b.PutTree(Tree{file("a.go", text(1, 900)), file("a.md", text(2, 900)), file("b.go", text(3, 900))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := b.PutTree(Tree{file("a.go", text(4, 900)), file("a.go2", text(4, 901)), file("c.go", text(5, 900))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := func(name string, h tree.Hash) TreeEntry {
+		return TreeEntry{Name: name, Kind: tree.KindDir, Mode: 0o755, Hash: h}
+	}
+	r1, _, err := b.PutTree(Tree{file("a.go", text(6, 900)), dir("x", sub), dir("y", other)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _, err := b.PutTree(Tree{dir("x", sub), dir("z", other)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	roots := []tree.Hash{r1, r2}
+	want, err := s.Flatten(r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Repack(liveOf(t, s, roots), roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bundles != 1 || res.Bundled != 7 {
+		t.Fatalf("repack %+v: want the 7 small files in one bundle", res)
+	}
+	got, err := s.Flatten(r1)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("after the repack: %v, %v", got, err)
+	}
+	for _, e := range got {
+		if _, err := readBlob(s, e.Hash); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	large := TestStore(t)
+	lb := large.NewBatch()
+	lh, _ := put(t, lb, noise(9, 40<<10))
+	commit(t, lb)
+	lres, err := large.Repack(set(lh), nil)
+	if err != nil || lres.Bundles != 0 || lres.Objects != 1 {
+		t.Fatalf("repack of a large file: %+v, %v", lres, err)
+	}
+	mustRead(t, large, lh, noise(9, 40<<10))
+
+	before := files(t, s.packsDir)
+	// tmp/ replaced by a file: nothing can be created in it, whoever runs the test.
+	if err := os.RemoveAll(s.tmpDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.tmpDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.Remove(s.tmpDir); _ = os.Mkdir(s.tmpDir, 0o700) }()
+	if _, err := s.Repack(liveOf(t, s, roots), roots); err == nil {
+		t.Fatal("a repack that cannot write succeeded")
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, before) {
+		t.Fatalf("a failed repack changed the packs: %v -> %v", before, got)
+	}
+}
