@@ -354,26 +354,20 @@ func (w *repacker) put(it repackItem) error {
 // smaller than its record; else it copies the record.
 func (w *repacker) putDelta(h tree.Hash, l location) error {
 	base, depth, old, err := w.s.deltaRecord(h, l)
-	if err != nil {
+	var raw, baseRaw, d []byte
+	if err == nil {
+		raw, _, err = w.s.readChain(h, l, nil)
+	}
+	if err == nil {
+		baseRaw, err = w.s.readContent(base)
+	}
+	if err == nil {
+		d, err = w.dict.encode(raw, baseRaw, appendDeltaPrefix(nil, base, depth))
+	}
+	switch {
+	case err != nil:
 		return err
-	}
-	bl, ok := w.s.lookup(base)
-	if !ok {
-		return missing(base)
-	}
-	raw, _, err := w.s.readChain(h, l, nil)
-	if err != nil {
-		return err
-	}
-	baseRaw, _, err := w.s.readChain(base, bl, nil)
-	if err != nil {
-		return err
-	}
-	d, err := w.dict.encode(raw, baseRaw, appendDeltaPrefix(nil, base, depth))
-	if err != nil {
-		return err
-	}
-	if len(d) >= old {
+	case len(d) >= old:
 		return w.s.copyRecord(w.b, h, l)
 	}
 	return w.write(idxEntry{hash: h, kind: BlobDeltaObject, raw: int64(len(raw)), base: base}, d)
@@ -473,12 +467,22 @@ func (s *Store) deltaRecord(h tree.Hash, l location) (tree.Hash, int, int, error
 	buf := getBuf(0)
 	defer putBuf(buf)
 	data, err := s.readStored(h, l, buf)
-	if err != nil {
-		return tree.Hash{}, 0, 0, err
+	var base tree.Hash
+	var depth int
+	if err == nil {
+		if base, depth, _, err = parseDeltaPrefix(data); err != nil {
+			err = damaged(h, l, "%v", err)
+		}
 	}
-	base, depth, _, err := parseDeltaPrefix(data)
-	if err != nil {
-		return tree.Hash{}, 0, 0, damaged(h, l, "%v", err)
+	return base, depth, len(data), err
+}
+
+// readContent reads the verified content of h, wherever the index has it.
+func (s *Store) readContent(h tree.Hash) ([]byte, error) {
+	l, ok := s.lookup(h)
+	if !ok {
+		return nil, missing(h)
 	}
-	return base, depth, len(data), nil
+	b, _, err := s.readChain(h, l, nil)
+	return b, err
 }
