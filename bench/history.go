@@ -102,8 +102,11 @@ func (b *bench) history() error {
 			Similar int `json:"similar"`
 		} `json:"repack"`
 	}
-	if err := json.Unmarshal(ourGC.stdout, &repack); err != nil || repack.Repack == nil {
-		return fmt.Errorf("plan gc --aggressive printed no repack: %v: %s", err, ourGC.stdout)
+	if err := json.Unmarshal(ourGC.stdout, &repack); err != nil {
+		return fmt.Errorf("plan gc --aggressive printed no JSON: %w: %s", err, ourGC.stdout)
+	}
+	if repack.Repack == nil {
+		return fmt.Errorf("plan gc --aggressive printed no repack: %s", ourGC.stdout)
 	}
 	b.logf("history: plan gc --aggressive %v (%d files in %d bundles, %d deltas against a similar file)", ourGC.wall.Round(time.Millisecond),
 		repack.Repack.Bundled, repack.Repack.Bundles, repack.Repack.Similar)

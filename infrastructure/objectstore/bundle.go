@@ -1,6 +1,8 @@
 package objectstore
 
 import (
+	"crypto/sha256"
+	"slices"
 	"sync"
 
 	"github.com/planhq/plan/domain/tree"
@@ -22,25 +24,41 @@ const (
 	// decodes at most (about 60 µs).
 	bundleTarget = 64 << 10
 	// bundleCacheBytes bounds the bundle contents a store keeps for the reads of their blobs: a
-	// restore reads a directory's files one after the other, and they share bundles.
-	bundleCacheBytes = 16 * bundleTarget
+	// rollback reads a changed file's version twice (the base of its safety checkpoint's delta,
+	// then the content it restores), and a directory's files share bundles.
+	bundleCacheBytes = 128 * bundleTarget
 )
 
-// readBase reads the whole object a delta chain starts from. The bundle of a bundled blob is taken
-// from, and kept in, the store's cache of bundles (verified contents named by their hash), unless
-// the store's own bytes are being read (verify --read-data).
+// readBase reads the whole object a delta chain starts from, verified, except a bundle read for
+// one of its blobs: that blob's own hash is checked, and is what a read must prove, so the bundle's
+// is only computed when the blob's fails (see blame). A bundle is taken from, and kept in, the
+// store's cache of bundles, unless the store's own bytes are being read (verify --read-data).
 func (s *Store) readBase(h tree.Hash, l location, bundle bool) ([]byte, error) {
-	cache := bundle && !s.storeBytes.Load()
+	if !bundle {
+		return s.readPlain(h, l)
+	}
+	cache := !s.storeBytes.Load()
 	if cache {
 		if b, ok := s.bundles.get(h); ok {
 			return b, nil
 		}
 	}
-	b, err := s.readPlain(h, l)
+	out, err := s.readPlainHashed(h, l, false)
 	if err == nil && cache {
-		s.bundles.put(h, b)
+		s.bundles.put(h, out)
 	}
-	return b, err
+	return out, err
+}
+
+// blame is the damage a blob (h at l) read from its bundle (bh at bl, content bundle) did not
+// match its hash: the bundle's, when its content does not match its own hash (it is then dropped
+// from the cache), else the blob's record's.
+func (s *Store) blame(h tree.Hash, l location, bh tree.Hash, bl location, bundle []byte) error {
+	if sha256.Sum256(bundle) != bh {
+		s.bundles.drop(bh)
+		return damaged(bh, bl, "content does not match its hash")
+	}
+	return damaged(h, l, "content does not match its hash")
 }
 
 // unpackLink rebuilds the content of a link of a delta chain (the record at l, whose data after the
@@ -63,6 +81,16 @@ type bundleCache struct {
 	order []tree.Hash
 	data  map[tree.Hash][]byte
 	size  int
+}
+
+func (c *bundleCache) drop(h tree.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.data[h]; ok {
+		c.size -= len(b)
+		delete(c.data, h)
+		c.order = slices.DeleteFunc(c.order, func(o tree.Hash) bool { return o == h })
+	}
 }
 
 func (c *bundleCache) get(h tree.Hash) ([]byte, bool) {

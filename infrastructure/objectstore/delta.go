@@ -69,6 +69,9 @@ func (s *Store) readChain(h tree.Hash, l location, visit func(tree.Hash)) ([]byt
 			return nil, 0, chainErr(h, l, k.h, damagedBy(k.h, k.l, err, "decompress delta"))
 		}
 		if int64(len(out)) != k.l.raw || sha256.Sum256(out) != k.h {
+			if k.l.kind == BundledBlobObject { // its base, the bundle, is at the chain's end
+				return nil, 0, chainErr(h, l, k.h, s.blame(k.h, k.l, cur, cl, data))
+			}
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
 		}
 		data = out

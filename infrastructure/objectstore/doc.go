@@ -118,9 +118,12 @@
 //     base or whole, and MUST commit those copies (pack and idx durable, the index pointing at them;
 //     a shared store: before its mark) before it plans any deletion; a pack it may rewrite that holds
 //     a dead delta whose base nothing else keeps is rewritten without it rather than keep the base;
-//   - a bundle MUST be in the same batch as its blobs' records, written before them; a read of a
-//     bundled blob decodes at most its bundle (bundleTarget) and checks the blob's own hash and
-//     size; a store keeps the verified contents of the bundles read last (bundleCacheBytes), and
+//   - a bundle MUST be committed in the same batch as its blobs' records (a repack writes it just
+//     before them; consolidation copies both); a read of a bundled blob decodes at most its bundle
+//     (bundleTarget) and MUST check the blob's own hash and size, which is what proves the read:
+//     the bundle's hash is only computed when the blob's fails, to say whose bytes are damaged
+//     (the bundle's, or the blob's record pointing at the wrong ones). A store keeps the contents
+//     of the bundles read last (bundleCacheBytes), whose blobs are checked on every read, and
 //     never serves them once ReadStoreBytes asks for the store's own bytes;
 //   - a repack MUST NOT run on a shared store, nor with a missing pack or a live object known
 //     damaged; it MUST commit every new pack (pack and idx durable, the index pointing at the new

@@ -221,8 +221,7 @@ func (s *Store) repackSet(live map[tree.Hash]struct{}, paths map[tree.Hash]strin
 		}
 	}
 	want := map[tree.Hash]repackItem{}
-	var add func(h tree.Hash) error
-	add = func(h tree.Hash) error {
+	add := func(h tree.Hash) error {
 		for range maxDeltaChain {
 			if _, ok := want[h]; ok {
 				return nil

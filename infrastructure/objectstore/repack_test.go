@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -255,8 +256,9 @@ func TestRepackKilledAtEachStep(t *testing.T) {
 	}
 }
 
-// A changed byte in a bundle is damage of every blob read from it, and of no other: reads fail as
-// integrity errors naming the blob, a fresh copy of each (as a checkpoint or a heal stores from the
+// A changed byte in a bundle is damage of the blobs read from it whose content it changes, and of
+// no other: their reads fail as integrity errors (the others still read, their own hashes
+// checked); verify then reports the bundle, and every blob read from it needs a copy, a fresh copy of each (as a checkpoint or a heal stores from the
 // workspace) is read instead, and the bundle, which nothing is read from any more, is then spent:
 // retired with its pack, and verify is clean.
 func TestDamagedBundle(t *testing.T) {
@@ -287,12 +289,19 @@ func TestDamagedBundle(t *testing.T) {
 		t.Fatal("no bundle")
 	}
 	flip(t, s, bundle, 0.5)
+	failed := 0
 	for _, m := range members[bundle] {
-		_, err := readBlob(s, m)
-		wantIntegrity(t, err, "a blob of a damaged bundle")
-		if !s.NeedsCopy(m) {
-			t.Fatalf("a blob of a damaged bundle needs no copy")
+		got, err := readBlob(s, m)
+		switch {
+		case err != nil:
+			wantIntegrity(t, err, "a blob of a damaged bundle")
+			failed++
+		case !bytes.Equal(got, content[m]):
+			t.Fatalf("a blob of a damaged bundle read as other content")
 		}
+	}
+	if failed == 0 {
+		t.Fatal("no blob of the damaged bundle failed its read")
 	}
 	for b, ms := range members {
 		if b != bundle {
@@ -302,6 +311,11 @@ func TestDamagedBundle(t *testing.T) {
 	probs, err := s.ScanPacks()
 	if err != nil || len(probs) == 0 {
 		t.Fatalf("scan of a damaged bundle: %v, %v", probs, err)
+	}
+	for _, m := range members[bundle] {
+		if !s.NeedsCopy(m) {
+			t.Fatalf("a blob of a damaged bundle needs no copy")
+		}
 	}
 	b := s.NewBatch()
 	for _, m := range members[bundle] {
@@ -508,4 +522,83 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 	if got := files(t, s.packsDir); !slices.Equal(got, before) {
 		t.Fatalf("a failed repack changed the packs: %v -> %v", before, got)
 	}
+}
+
+// A bundled blob whose record points at the wrong bytes of an intact bundle is damage of that
+// record, not of the bundle (the bundle's own hash says so), and the other bundled blobs still read.
+func TestBundledRecordDamageIsTheRecords(t *testing.T) {
+	s := TestStore(t)
+	h := repackHistory(t, s)
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+		t.Fatal(err)
+	}
+	var victim, bundle tree.Hash
+	for x, l := range s.index.all() {
+		if l.kind == BundledBlobObject && l.raw > 200 {
+			if b, err := s.cachedBase(x, l); err == nil {
+				victim, bundle = x, b
+				break
+			}
+		}
+	}
+	if victim.IsZero() {
+		t.Fatal("no bundled blob")
+	}
+	flipData(t, s, victim, deltaPrefixLen) // the first byte of its offset
+	_, err := readBlob(s, victim)
+	wantIntegrity(t, err, "a bundled record pointing at the wrong bytes")
+	vl, bl := s.index.at(victim), s.index.at(bundle)
+	s.mu.RLock()
+	_, recordMarked := s.damaged[damageKey{pack: vl.pack.id, hash: victim}]
+	_, bundleMarked := s.damaged[damageKey{pack: bl.pack.id, hash: bundle}]
+	s.mu.RUnlock()
+	if !recordMarked || bundleMarked {
+		t.Fatalf("damage marked on the record: %v, on the bundle: %v", recordMarked, bundleMarked)
+	}
+	for _, st := range h.states {
+		for _, d := range st {
+			if x := tree.Sum(d); x != victim && s.index.at(x).kind == BundledBlobObject {
+				mustRead(t, s, x, d)
+			}
+		}
+	}
+}
+
+// A repacked store's pack is merged by consolidation like any small pack: bundles and their blobs
+// are copied as they are, in one batch, and every checkpoint still reads.
+func TestConsolidationOfARepackedStore(t *testing.T) {
+	s := TestStore(t)
+	h := repackHistory(t, s)
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+		t.Fatal(err)
+	}
+	repacked := files(t, s.packsDir)
+	extra := map[tree.Hash][]byte{}
+	for i := 0; !s.ConsolidationDue(); i++ {
+		d := noise(uint64(5000+i), 60<<10) // packs about the repacked one's size: it joins the run
+		extra[commitOne(t, s, d)] = d
+	}
+	res, err := s.Consolidate()
+	if err != nil {
+		t.Fatalf("consolidate: %+v, %v", res, err)
+	}
+	for _, f := range repacked {
+		if _, err := os.Stat(filepath.Join(s.packsDir, f)); err == nil {
+			t.Fatalf("the repacked pack %s was not merged (%+v)", f, res)
+		}
+	}
+	bundled := 0
+	for _, l := range s.index.all() {
+		if l.kind == BundledBlobObject {
+			bundled++
+		}
+	}
+	if bundled == 0 {
+		t.Fatal("consolidation lost the bundled records")
+	}
+	requireStates(t, s, h.roots, h.states)
+	for x, d := range extra {
+		mustRead(t, s, x, d)
+	}
+	requireClean(t, s)
 }
