@@ -11,7 +11,7 @@
 // Layout (names relative to the store's root; a shared store keeps records per workspace, under
 // records/<workspace id>/, and has gc/ and damaged.d/ instead of gc-pending and damaged):
 //
-//	packs/<packid>.pack  records: "PLANPACK", u32 version 4, then per object
+//	packs/<packid>.pack  records: "PLANPACK", u32 version 5, then per object
 //	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
 //	                     crc32c(header bytes) u32 | crc32c(data bytes) u32
 //	                     data (compSize bytes) is, by kind:
@@ -21,7 +21,7 @@
 //	                                        (no dictionary id in the frame)
 //	                       5 bundled blob   base [32] | depth u8 (1) | offset uvarint: the content
 //	                                        is rawSize bytes at offset in the base's (its bundle's)
-//	packs/<packid>.idx   "PLANIDX4", u32 count, entries sorted by hash
+//	packs/<packid>.idx   "PLANIDX5", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
 //	                     then the base [32] of each delta entry, in entry order (zero: unknown),
 //	                     then the SHA-256 of every preceding byte
@@ -39,8 +39,8 @@
 //
 // Older packs are read as before; nothing writes them any more. Version 3 packs ("PLANIDX3") hold
 // the same records, bundled blobs excepted (an idx or a pack of an older version naming one is
-// damaged); a plan that predates version 4 refuses a version 4 pack rather than misread it. Version
-// 2 packs hold the same
+// damaged); a plan that predates version 5 refuses a version 5 pack rather than misread it. Version
+// 4 is another encoding's, indexed as version 3. Version 2 packs hold the same
 // records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader
 // that needs one reads it from the record, once per process. Version 1 packs have no record
 // trailers either (their idx starts "PLANIDX1"): they are verified by their content hashes, and GC

@@ -93,13 +93,15 @@ func i64(v uint64) (int64, bool) {
 const (
 	packMagic = "PLANPACK"
 	// packVersion is the format written: version 2 records, of any kind including blob deltas and
-	// bundled blobs, indexed by an idx of the same version, which also names every delta's base.
-	// Version 3 packs (no bundled blobs), version 2 packs (tree deltas at most, idx without bases)
-	// and version 1 packs (no record trailers either) are still read, the latter verified by their
-	// content hashes.
-	packVersion   = 4
+	// bundled blobs (bundledSince), indexed by an idx of the same version, which also names every
+	// delta's base. Version 3 packs (no bundled blobs), version 2 packs (tree deltas at most, idx
+	// without bases) and version 1 packs (no record trailers either) are still read, the latter
+	// verified by their content hashes. Version 4 is another encoding's (its packs have version 3
+	// indexes and no bundled blobs).
+	packVersion   = 5
+	bundledSince  = 5
 	packHeaderLen = len(packMagic) + 4
-	idxMagic      = "PLANIDX4"
+	idxMagic      = "PLANIDX5"
 	idxMagicV3    = "PLANIDX3"
 	idxMagicV2    = "PLANIDX2"
 	idxMagicV1    = "PLANIDX1"
@@ -300,7 +302,7 @@ func idxMagicOf(v uint32) string {
 		return idxMagicV1
 	case 2:
 		return idxMagicV2
-	case 3:
+	case 3, 4:
 		return idxMagicV3
 	}
 	return idxMagic
@@ -369,7 +371,7 @@ func idxVersion(b []byte) uint32 {
 	case idxMagicV3:
 		return 3
 	case idxMagic:
-		return 4
+		return packVersion
 	}
 	return 0
 }
@@ -443,7 +445,7 @@ func walkIdxSummed(b []byte, summed bool, fn func(e *idxEntry)) (uint32, error) 
 		// Halved bounds keep offset+comp from overflowing in readers. Blob deltas came with
 		// version 3, bundled blobs with version 4.
 		if !e.kind.valid() || (version < 3 && e.kind == BlobDeltaObject) ||
-			(version < 4 && e.kind == BundledBlobObject) || !ok1 || !ok2 || !ok3 ||
+			(version < bundledSince && e.kind == BundledBlobObject) || !ok1 || !ok2 || !ok3 ||
 			e.offset < int64(packHeaderLen) || e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
 			return 0, fmt.Errorf("idx entry %d is out of range", i)
 		}
@@ -517,7 +519,7 @@ func scanRecords(r io.Reader, size int64) ([]idxEntry, uint32, error) {
 		var ok1, ok2 bool
 		e.raw, ok1 = i64(raw)
 		e.comp, ok2 = i64(comp)
-		if !e.kind.valid() || (version < 4 && e.kind == BundledBlobObject) || !ok1 || !ok2 || e.comp > size-pos-tl {
+		if !e.kind.valid() || (version < bundledSince && e.kind == BundledBlobObject) || !ok1 || !ok2 || e.comp > size-pos-tl {
 			return nil, 0, fmt.Errorf("record at %d: bad header", e.offset)
 		}
 		skip := e.comp + tl

@@ -361,16 +361,18 @@ func TestBundleSliceAndVersions(t *testing.T) {
 		t.Fatal("unpackLink: a slice outside its bundle accepted")
 	}
 	e := []idxEntry{{hash: tree.Sum([]byte("a")), kind: BundledBlobObject, offset: int64(packHeaderLen), comp: 40, raw: 3, base: tree.Sum(bundle)}}
-	if _, _, err := decodeIdx(encodeIdx(e, 3)); err == nil {
-		t.Fatal("a version 3 idx naming a bundled blob accepted")
+	for _, v := range []uint32{3, 4} {
+		if _, _, err := decodeIdx(encodeIdx(e, v)); err == nil {
+			t.Fatalf("a version %d idx naming a bundled blob accepted", v)
+		}
 	}
-	if _, v, err := decodeIdx(encodeIdx(e, 4)); err != nil || v != 4 {
-		t.Fatalf("version 4 idx: %d, %v", v, err)
+	if _, v, err := decodeIdx(encodeIdx(e, 5)); err != nil || v != 5 {
+		t.Fatalf("version 5 idx: %d, %v", v, err)
 	}
-	if n := idxDeltaCount(encodeIdx(e, 4)); n != 1 {
+	if n := idxDeltaCount(encodeIdx(e, 5)); n != 1 {
 		t.Fatalf("idxDeltaCount: %d", n)
 	}
-	for _, b := range [][]byte{nil, encodeIdx(e, 2), encodeIdx(nil, 4)} {
+	for _, b := range [][]byte{nil, encodeIdx(e, 2), encodeIdx(nil, 5)} {
 		if n := idxDeltaCount(b); n != 0 {
 			t.Fatalf("idxDeltaCount of %d bytes: %d", len(b), n)
 		}
