@@ -405,12 +405,22 @@ func (s *Store) Stats() StoreStats {
 	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}
+	st := StoreStats{Packs: len(s.packs)}
+	// A bundle is storage, not anyone's object: its blobs are counted, it is not.
+	bundles := map[tree.Hash]bool{}
 	for _, p := range s.packs {
 		st.StoredBytes += max(p.size, 0)
+		for _, d := range p.deltas {
+			if d.kind == BundledBlobObject {
+				bundles[d.base] = true
+			}
+		}
 	}
-	for _, l := range s.index.all() {
-		st.RawBytes += l.raw
+	for h, l := range s.index.all() {
+		if !bundles[h] {
+			st.Objects++
+			st.RawBytes += l.raw
+		}
 	}
 	return st
 }
