@@ -405,6 +405,31 @@ func TestBundleCache(t *testing.T) {
 	}
 }
 
+// A blob delta whose record's prefix is damaged (its depth) fails the repack before anything is
+// deleted: the repack reads the depth it writes again from the record.
+func TestRepackOfADamagedDeltaPrefix(t *testing.T) {
+	s := TestStore(t)
+	h := repackHistory(t, s)
+	var victim tree.Hash
+	for x, l := range s.index.all() {
+		if l.kind == BlobDeltaObject {
+			victim = x
+			break
+		}
+	}
+	if victim.IsZero() {
+		t.Fatal("no blob delta")
+	}
+	before := files(t, s.packsDir)
+	flipData(t, s, victim, 32)
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("repack of a damaged delta prefix: %v", err)
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, before) {
+		t.Fatalf("a failed repack changed the packs: %v -> %v", before, got)
+	}
+}
+
 // A lone small file is stored whole, not bundled; more large files than the window holds are
 // compared with the latest ones only; files too different to share a delta stay whole; a zero
 // root is skipped. A root the store cannot read, or a live record whose bytes changed unnoticed,
@@ -472,12 +497,16 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, err := b.PutTree(Tree{dir("x", sub), dir("z", other)})
+	r2, _, err := b.PutTree(Tree{file("a.go", text(8, 700)), dir("x", sub), dir("z", other)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, _, err := b.PutTree(Tree{file("a.go", text(9, 900))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	commit(t, b)
-	roots := []tree.Hash{r1, r2}
+	roots := []tree.Hash{r1, r2, r3}
 	want, err := s.Flatten(r1)
 	if err != nil {
 		t.Fatal(err)
@@ -486,8 +515,8 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Bundles != 1 || res.Bundled != 7 {
-		t.Fatalf("repack %+v: want the 7 small files in one bundle", res)
+	if res.Bundles != 1 || res.Bundled != 9 {
+		t.Fatalf("repack %+v: want the 9 small files in one bundle", res)
 	}
 	got, err := s.Flatten(r1)
 	if err != nil || !slices.Equal(got, want) {
