@@ -72,7 +72,7 @@ func unpackLink(l location, rest, base []byte) ([]byte, error) {
 		}
 		return append(make([]byte, 0, len(part)), part...), nil
 	}
-	return decodeWithDict(rest, base, make([]byte, 0, l.raw))
+	return decodeWithDict(rest, base, make([]byte, 0, l.raw+decodeSlack))
 }
 
 // bundleCache keeps the verified contents of the bundles read last, named by their hash.

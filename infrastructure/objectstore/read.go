@@ -129,7 +129,7 @@ func (s *Store) readPlainHashed(h tree.Hash, l location, hashed bool) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.dec.DecodeAll(data, make([]byte, 0, l.raw))
+	out, err := c.dec.DecodeAll(data, make([]byte, 0, l.raw+decodeSlack))
 	if err != nil {
 		return nil, damagedBy(h, l, err, "decompress")
 	}
