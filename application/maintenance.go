@@ -241,6 +241,9 @@ func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport,
 	if err != nil {
 		return GCReport{}, err
 	}
+	if req.Aggressive {
+		return s.store.Repack(roots)
+	}
 	return s.store.Collect(roots, req.Grace)
 }
 

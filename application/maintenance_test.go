@@ -693,3 +693,16 @@ func TestVerifyStopsWhenTheStoreDoesNotAnswer(t *testing.T) {
 		}
 	}
 }
+
+// gc --aggressive hands the same roots to the store's repack instead of its collection.
+func TestGCAggressiveRepacks(t *testing.T) {
+	e := newUseCaseEnv(t)
+	a := e.checkpointAt(t, baseTime.Add(-time.Hour), tree.Sum([]byte("a")), checkpoint.Stats{})
+	r, err := e.ms.GC(context.Background(), GCRequest{Aggressive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.health.repacked != 1 || r.Repack == nil || !slices.Equal(e.health.roots[0], []tree.Hash{a.Root()}) {
+		t.Fatalf("gc --aggressive: %+v, repacked %d, roots %v", r, e.health.repacked, e.health.roots)
+	}
+}

@@ -242,6 +242,16 @@ type GCReport struct {
 	Grace                     time.Duration
 	PacksCondemned, PacksKept int
 	MarksPending              int
+	// Repack is what gc --aggressive did after collecting; nil without it.
+	Repack *RepackReport
+}
+
+// RepackReport says what gc --aggressive wrote: the live objects (Bundled of them in Bundles
+// bundles, Similar as deltas against a similar file) and the store's size before and after.
+type RepackReport struct {
+	Objects, Bundles, Bundled, Similar int
+	PacksDeleted                       int
+	BytesBefore, BytesAfter            int64
 }
 
 // ConsolidationReport says what a consolidation of small packs did: PacksMerged were copied into
@@ -255,6 +265,9 @@ type ConsolidationReport struct {
 // shared store (how long a pack stays condemned before it is deleted); a private store has none.
 type GCRequest struct {
 	Grace *time.Duration
+	// Aggressive also repacks what is live as compactly as it can (bundles of small files, deltas
+	// against similar files, strong compression): off the hot path, as git's gc --aggressive.
+	Aggressive bool
 }
 
 // StoreUsage describes the object store's size.
@@ -291,6 +304,9 @@ type StoreHealth interface {
 	// workspace's records reference, and deletes in two phases (grace, when not nil, overrides the
 	// configured wait between them).
 	Collect(roots []tree.Hash, grace *time.Duration) (GCReport, error)
+	// Repack is Collect followed by a repack of everything live (gc --aggressive); a shared store
+	// is refused before anything is done (fault.ErrInvalid).
+	Repack(roots []tree.Hash) (GCReport, error)
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data,
 	// and reads the store's own bytes, as CheckObject does.

@@ -305,6 +305,7 @@ type fakeHealth struct {
 	checks     map[tree.Hash]int
 	roots      [][]tree.Hash
 	collectErr error
+	repacked   int
 	usage      StoreUsage
 	written    map[string]int64
 	writtenErr error
@@ -375,6 +376,13 @@ func (h *fakeHealth) Collect(roots []tree.Hash, _ *time.Duration) (GCReport, err
 		return GCReport{}, h.collectErr
 	}
 	return GCReport{LiveObjects: len(roots)}, nil
+}
+
+func (h *fakeHealth) Repack(roots []tree.Hash) (GCReport, error) {
+	r, err := h.Collect(roots, nil)
+	h.repacked++
+	r.Repack = &RepackReport{Objects: r.LiveObjects}
+	return r, err
 }
 
 func (h *fakeHealth) Usage() StoreUsage { return h.usage }

@@ -198,6 +198,12 @@ func TestParseFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
 		t.Error("a positional argument accepted")
 	}
+	if _, err := parseFlags([]string{"-only=prune"}, io.Discard); err == nil {
+		t.Error("-only=prune accepted")
+	}
+	if cfg, err := parseFlags([]string{"-only=history"}, io.Discard); err != nil || !historyOnly(cfg.only) || agentsOnly(cfg.only) {
+		t.Errorf("-only=history: %+v %v", cfg, err)
+	}
 	cfg, err := parseFlags([]string{"-files=100000", "-strict", "-json"}, io.Discard)
 	if err != nil || cfg.files != 100000 || !cfg.strict || !cfg.jsonOut || cfg.runs != 3 {
 		t.Errorf("%+v %v", cfg, err)

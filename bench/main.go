@@ -110,7 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.history, "history", true, "also measure the store of 12 releases of "+historyModule+" (downloads them with go mod download)")
 	fs.BoolVar(&cfg.agents, "agents", true, "also measure an AI agent's tool call through plan hook, and a long session")
 	fs.IntVar(&cfg.agentCalls, "agent-calls", 2000, "tool calls of the long agent session")
-	fs.StringVar(&cfg.only, "only", "", "run only this phase: agents")
+	fs.StringVar(&cfg.only, "only", "", "run only this phase: agents, or history (the x/net store against git's)")
 	fs.BoolVar(&cfg.fixed, "fixed", true, "also measure the fixed cost (start-up, read-only commands, a no-change checkpoint's phases and durable writes) on a history of -checkpoints checkpoints")
 	fs.BoolVar(&cfg.fixedOnly, "fixed-only", false, "measure the fixed cost only (on the generated workspace)")
 	fs.IntVar(&cfg.checkpoints, "checkpoints", 500, "checkpoints in the history the fixed cost is measured on")
@@ -136,8 +136,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err := fmt.Errorf("unexpected arguments: %q", fs.Args())
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
-	case cfg.only != "" && !agentsOnly(cfg.only):
-		err := fmt.Errorf("-only: the only phase that runs alone is agents, not %q", cfg.only)
+	case cfg.only != "" && !agentsOnly(cfg.only) && !historyOnly(cfg.only):
+		err := fmt.Errorf("-only: the phases that run alone are agents and history, not %q", cfg.only)
 		fmt.Fprintln(stderr, "bench:", err)
 		return cfg, err
 	case cfg.files < 10 || cfg.runs < 1 || cfg.changePct <= 0 || cfg.changePct > 100 || cfg.checkpoints < 1 || cfg.clones < 1:
@@ -234,6 +234,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 			}
 			b.logf("%s: done in %v", ph.name, time.Since(start).Round(time.Millisecond))
 		}
+		return b.rep, nil
+	}
+	if historyOnly(b.cfg.only) {
+		start := time.Now()
+		if err := b.history(); err != nil {
+			return nil, fmt.Errorf("real history storage: %w", err)
+		}
+		b.logf("real history storage: done in %v", time.Since(start).Round(time.Millisecond))
 		return b.rep, nil
 	}
 	if b.cfg.pruneOnly {

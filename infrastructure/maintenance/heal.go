@@ -44,7 +44,7 @@ func HealStore(ctx context.Context, l workspace.Layout, s *objectstore.Store) (o
 // delta whose base was), and one that still has none is not.
 func healedSince(rep objectstore.HealReport, untrusted []tree.Hash, s *objectstore.Store) objectstore.HealReport {
 	reported := map[tree.Hash]bool{}
-	for _, h := range append(rep.Healed, rep.Unhealed...) {
+	for _, h := range slices.Concat(rep.Healed, rep.Unhealed, rep.Spent) {
 		reported[h] = true
 	}
 	still := map[tree.Hash]bool{}

@@ -116,20 +116,50 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
 	}
+	rep, _, err := h.collectPrivate(roots)
+	return rep, err
+}
+
+// collectPrivate collects a private store and returns what it kept live.
+func (h *Health) collectPrivate(roots []tree.Hash) (application.GCReport, map[tree.Hash]struct{}, error) {
 	// What the checkpoints name, without the delta bases: GC re-encodes a kept object whose base
 	// only pruned checkpoints named, so that base goes with them.
 	live, err := h.store.Referenced(roots)
 	if err != nil {
-		return application.GCReport{}, fmt.Errorf("find live objects (nothing was deleted): %w", err)
+		return application.GCReport{}, nil, fmt.Errorf("find live objects (nothing was deleted): %w", err)
 	}
 	r, err := h.store.GCFrom(live, roots)
 	if err != nil {
-		return application.GCReport{}, err
+		return application.GCReport{}, nil, err
 	}
 	return application.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live), ObjectsReencoded: r.ObjectsReencoded,
-	}, nil
+	}, live, nil
+}
+
+// Repack collects (see Collect), then rewrites what is live as compactly as it can (see
+// objectstore.Repack). A shared store is refused before anything is done: its writers hold no lock
+// in common with it, and a repack deletes every pack at once.
+func (h *Health) Repack(roots []tree.Hash) (application.GCReport, error) {
+	if h.store.Shared() {
+		return application.GCReport{}, fault.Invalid("gc --aggressive repacks a private store only: a shared store's writers hold no lock in common with it (nothing was done; run gc without --aggressive)")
+	}
+	if err := h.rootsCover(roots); err != nil {
+		return application.GCReport{}, err
+	}
+	rep, live, err := h.collectPrivate(roots)
+	if err != nil {
+		return rep, err
+	}
+	r, err := h.store.Repack(live, roots)
+	if err != nil {
+		return rep, err
+	}
+	rep.Repack = &application.RepackReport{Objects: r.Objects, Bundles: r.Bundles, Bundled: r.Bundled, Similar: r.Similar,
+		PacksDeleted: r.PacksDeleted, BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter}
+	rep.BytesReclaimed += r.BytesBefore - r.BytesAfter
+	return rep, nil
 }
 
 // rootsCover refuses roots (what the database keeps live) that lack a tree the workspace's own

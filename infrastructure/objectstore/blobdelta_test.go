@@ -319,9 +319,9 @@ func TestIdxVersions(t *testing.T) {
 		{hash: tree.Hash{2}, kind: BlobDeltaObject, offset: 70, comp: 40, raw: 500, base: base},
 		{hash: tree.Hash{3}, kind: TreeDeltaObject, offset: 200, comp: 40, raw: 500, base: tree.Hash{9}},
 	}
-	// Packs of version 3 and 4 share the idx format: it reads as the version written now.
-	got, v, err := decodeIdx(encodeIdx(e, 3))
-	if err != nil || v != packVersion || len(got) != 3 || got[1] != e[1] || got[2] != e[2] {
+	// Packs of version 3 and 4 share the idx format ("PLANIDX3"): it reads as version 3.
+	got, v, err := decodeIdx(encodeIdx(e, 4))
+	if err != nil || v != 3 || len(got) != 3 || got[1] != e[1] || got[2] != e[2] {
 		t.Fatalf("version 3: %+v %d %v", got, v, err)
 	}
 	old := []idxEntry{e[0], e[2]}

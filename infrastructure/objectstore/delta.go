@@ -80,11 +80,13 @@ func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), ca
 		cur, cl = base, bl
 	}
 	if !hit {
+		// A bundled blob's base is its bundle: read through the bundles' cache, not the trees'.
+		bundled := len(chain) > 0 && chain[len(chain)-1].l.kind == BundledBlobObject
 		var err error
-		if data, err = s.readPlain(cur, cl); err != nil {
+		if data, err = s.readBase(cur, cl, bundled); err != nil {
 			return nil, 0, chainErr(h, l, cur, err)
 		}
-		if cached && cacheable(cl) {
+		if cached && !bundled && cacheable(cl) {
 			s.trees.put(cur, data, 0, cl)
 		}
 	}
@@ -92,15 +94,18 @@ func (s *Store) readChainFrom(h tree.Hash, l location, visit func(tree.Hash), ca
 		k := &chain[i]
 		var out []byte
 		var err error
-		if isPatch(k.frame) {
+		if k.l.kind != BundledBlobObject && isPatch(k.frame) {
 			out, err = applyPatch(k.frame, data, k.l.raw, make([]byte, 0, k.l.raw))
 		} else {
-			out, err = decodeWithDict(k.frame, data, make([]byte, 0, k.l.raw))
+			out, err = unpackLink(k.l, k.frame, data)
 		}
 		if err != nil {
 			return nil, 0, chainErr(h, l, k.h, damagedBy(k.h, k.l, err, "decompress delta"))
 		}
 		if int64(len(out)) != k.l.raw || sha256.Sum256(out) != k.h {
+			if k.l.kind == BundledBlobObject { // its base, the bundle, is at the chain's end
+				return nil, 0, chainErr(h, l, k.h, s.blame(k.h, k.l, cur, cl, data))
+			}
 			return nil, 0, chainErr(h, l, k.h, damaged(k.h, k.l, "content does not match its hash"))
 		}
 		data = out

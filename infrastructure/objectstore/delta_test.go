@@ -744,7 +744,8 @@ func TestDeltaPrefixAndKind(t *testing.T) {
 		}
 	}
 	if TreeDeltaObject.String() != "tree-delta" || !TreeDeltaObject.valid() || BlobDeltaObject.String() != "blob-delta" ||
-		!BlobDeltaObject.valid() || Kind(5).valid() || Kind(0).valid() {
+		!BlobDeltaObject.valid() || BundledBlobObject.String() != "blob-bundled" || !BundledBlobObject.valid() ||
+		Kind(6).valid() || Kind(0).valid() || Kind(6).String() != "kind(6)" {
 		t.Fatal("Kind")
 	}
 }

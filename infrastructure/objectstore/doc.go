@@ -11,7 +11,7 @@
 // Layout (names relative to the store's root; a shared store keeps records per workspace, under
 // records/<workspace id>/, and has gc/ and damaged.d/ instead of gc-pending and damaged):
 //
-//	packs/<packid>.pack  records: "PLANPACK", u32 version 4, then per object
+//	packs/<packid>.pack  records: "PLANPACK", u32 version 5, then per object
 //	                     kind u8 | hash [32] | rawSize uvarint | compSize uvarint | data |
 //	                     crc32c(header bytes) u32 | crc32c(data bytes) u32
 //	                     data (compSize bytes) is, by kind:
@@ -23,7 +23,9 @@
 //	                                        v>>1 a length > 0: v&1 = 0 copies that many bytes of
 //	                                        the base's content from the uvarint offset that
 //	                                        follows, v&1 = 1 inserts the bytes that follow
-//	packs/<packid>.idx   "PLANIDX3", u32 count, entries sorted by hash
+//	                       5 bundled blob   base [32] | depth u8 (1) | offset uvarint: the content
+//	                                        is rawSize bytes at offset in the base's (its bundle's)
+//	packs/<packid>.idx   "PLANIDX5", u32 count, entries sorted by hash
 //	                     (hash [32] | kind u8 | offset u64 | compSize u64 | rawSize u64),
 //	                     then the base [32] of each delta entry, in entry order (zero: unknown),
 //	                     then the SHA-256 of every preceding byte
@@ -39,8 +41,11 @@
 //	                     shared stores: what gc read of every workspace, and retired workspaces
 //	                     (package storeindex owns both; readMarks ignores what is not a mark)
 //
-// Older packs are read as before; nothing writes them any more. Version 3 packs hold the same
-// records without patches (every delta a zstd frame), with the same idx. Version 2 packs hold the same
+// Older packs are read as before; nothing writes them any more. Version 4 packs hold the same
+// records, bundled blobs excepted, with a version 3 idx ("PLANIDX3"); version 3 packs hold them
+// without patches either (every delta a zstd frame); an idx or a pack of a version before 5 naming a
+// bundled blob is damaged, and a plan that predates version 5 refuses a version 5 pack rather than
+// misread it. Version 2 packs hold the same
 // records (blob deltas excepted) and their idx ("PLANIDX2") does not name delta bases: a reader
 // that needs one reads it from the record, once per process. Version 1 packs have no record
 // trailers either (their idx starts "PLANIDX1"): they are verified by their content hashes, and GC
@@ -66,6 +71,17 @@
 // whole (1 when base is stored whole). The idx lists a delta like any object, with its record's
 // kind and sizes, and names its base, so that neither Present nor GC reads a record to follow a
 // chain.
+//
+// Checkpoints write one record per object, compressed fast: the hot path. `plan gc --aggressive`
+// repacks what is live off it (Repack, repack.go), as git's gc --aggressive does: small whole blobs
+// (up to bundleMember, 16 KiB), in git's delta-window order (extension, file name, directory,
+// size), are stored in bundles: a bundle is an ordinary blob, stored whole, whose content is
+// theirs one after the other (at most bundleTarget, 64 KiB), and each of them is a bundled blob
+// record naming it as base, at depth 1. Larger blobs become deltas against the most similar of
+// the repackWindow blobs written whole before them when that pays; blob deltas are encoded again
+// against the same base; whatever is stored whole is compressed at a strong level. A bundled blob
+// is followed, kept, confirmed and checked as a delta is (Kind.delta), so everything below about
+// chains holds for it; only GC's re-encoding treats its bundle differently (see reencode.go).
 //
 // Every process checks the idx files it loads whole (checksum, lengths, every entry's range and
 // order) and keeps them as they are: lookups binary-search their sorted entries (idxTable), and only
@@ -124,6 +140,20 @@
 //     base or whole, and MUST commit those copies (pack and idx durable, the index pointing at them;
 //     a shared store: before its mark) before it plans any deletion; a pack it may rewrite that holds
 //     a dead delta whose base nothing else keeps is rewritten without it rather than keep the base;
+//   - a bundle MUST be committed in the same batch as its blobs' records (a repack writes it just
+//     before them; consolidation copies both); a read of a bundled blob decodes at most its bundle
+//     (bundleTarget) and MUST check the blob's own hash and size, which is what proves the read:
+//     the bundle's hash is only computed when the blob's fails, to say whose bytes are damaged
+//     (the bundle's, or the blob's record pointing at the wrong ones). A store keeps the contents
+//     of the bundles read last (bundleCacheBytes), whose blobs are checked on every read, and
+//     never serves them once ReadStoreBytes asks for the store's own bytes;
+//   - a repack MUST NOT run on a shared store, nor with a missing pack or a live object known
+//     damaged; it MUST commit every new pack (pack and idx durable, the index pointing at the new
+//     copies) before it retires the old packs, all of them under one intent, as GC deletes;
+//   - GC keeps a bundle while the live blobs read from it hold at least half of its content, and
+//     otherwise stores them again (whole, or against their predecessor) before it plans any
+//     deletion, as for any re-encoding; a heal retires a damaged bundle no blob is read from any
+//     more (each has a copy of its own) with its pack, reported as spent, not as lost;
 //   - a delta base an idx names is immutable once its pack is registered; a base read from an older
 //     record is remembered per record (pack and offset), never per object, since two copies of one
 //     object may have different bases;

@@ -18,14 +18,16 @@ import (
 // Kind says what an object holds. The values are part of the pack format; never renumber.
 type Kind uint8
 
-// The object kinds. TreeDeltaObject and BlobDeltaObject are record kinds only: such a record holds a
-// tree encoding or a file's content as a delta against another object (see doc.go), and Info
-// reports the object as a TreeObject or a BlobObject.
+// The object kinds. TreeDeltaObject, BlobDeltaObject and BundledBlobObject are record kinds only:
+// such a record holds a tree encoding or a file's content as a delta against another object, or a
+// file's place in a bundle (see doc.go), and Info reports the object as a TreeObject or a
+// BlobObject.
 const (
-	BlobObject      Kind = 1
-	TreeObject      Kind = 2
-	TreeDeltaObject Kind = 3
-	BlobDeltaObject Kind = 4
+	BlobObject        Kind = 1
+	TreeObject        Kind = 2
+	TreeDeltaObject   Kind = 3
+	BlobDeltaObject   Kind = 4
+	BundledBlobObject Kind = 5
 )
 
 func (k Kind) String() string {
@@ -38,21 +40,26 @@ func (k Kind) String() string {
 		return "tree-delta"
 	case BlobDeltaObject:
 		return "blob-delta"
+	case BundledBlobObject:
+		return "blob-bundled"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= BlobObject && k <= BlobDeltaObject }
+func (k Kind) valid() bool { return k >= BlobObject && k <= BundledBlobObject }
 
-// delta says whether a record of kind k holds a delta against a base object.
-func (k Kind) delta() bool { return k == TreeDeltaObject || k == BlobDeltaObject }
+// delta says whether a record of kind k is read from a base object: a delta against it, or a
+// bundled blob, a slice of its bundle. Both are followed, kept and checked as the same chains.
+func (k Kind) delta() bool {
+	return k == TreeDeltaObject || k == BlobDeltaObject || k == BundledBlobObject
+}
 
 // object is the kind of what a record of kind k holds once rebuilt: a tree or a blob.
 func (k Kind) object() Kind {
 	switch k {
 	case TreeDeltaObject:
 		return TreeObject
-	case BlobDeltaObject:
+	case BlobDeltaObject, BundledBlobObject:
 		return BlobObject
 	}
 	return k
@@ -85,14 +92,18 @@ func i64(v uint64) (int64, bool) {
 
 const (
 	packMagic = "PLANPACK"
-	// packVersion is the format written: version 2 records, of any kind including blob deltas, and
-	// deltas held as patches (see patch.go), indexed by a version 3 idx, which also
-	// names every delta's base. Version 3 packs (every delta a zstd frame), version 2 packs (tree
-	// deltas at most, idx without bases) and version 1 packs (no record trailers either) are still
-	// read, the latter verified by their content hashes.
-	packVersion   = 4
+	// packVersion is the format written: version 2 records, of any kind including blob deltas,
+	// deltas held as patches (see patch.go, since version 4) and bundled blobs (bundledSince),
+	// indexed by an idx of the same version, which also names every delta's base. Version 4 packs
+	// (patches, no bundled blobs, a version 3 idx), version 3 packs (every delta a zstd frame),
+	// version 2 packs (tree deltas at most, idx without bases) and version 1 packs (no record
+	// trailers either) are still read, the latter verified by their content hashes. A patch is told
+	// from a zstd frame by its magic, in a pack of any version.
+	packVersion   = 5
+	bundledSince  = 5
 	packHeaderLen = len(packMagic) + 4
-	idxMagic      = "PLANIDX3"
+	idxMagic      = "PLANIDX5"
+	idxMagicV3    = "PLANIDX3"
 	idxMagicV2    = "PLANIDX2"
 	idxMagicV1    = "PLANIDX1"
 	idxHeaderLen  = len(idxMagic) + 4
@@ -228,6 +239,25 @@ func parseDeltaPrefix(b []byte) (tree.Hash, int, []byte, error) {
 	return base, depth, b[deltaPrefixLen:], nil
 }
 
+// A bundled blob's record (BundledBlobObject) holds, after the delta prefix naming its bundle, only
+// where its content starts in the bundle's: a uvarint offset. Its length is the record's rawSize.
+
+// appendBundleRef appends the offset of a bundled blob's content in its bundle.
+func appendBundleRef(b []byte, off int) []byte { return binary.AppendUvarint(b, u64(int64(off))) }
+
+// bundleSlice returns the raw bytes of a bundled blob from its bundle's content, given what its
+// record holds after the prefix; the bounds are checked against the bundle actually there.
+func bundleSlice(ref []byte, raw int64, bundle []byte) ([]byte, error) {
+	off, n := binary.Uvarint(ref)
+	if n <= 0 || n != len(ref) {
+		return nil, errors.New("bad offset in a bundled blob's record")
+	}
+	if off > uint64(len(bundle)) || raw < 0 || uint64(raw) > uint64(len(bundle))-off {
+		return nil, fmt.Errorf("bundled blob at %d+%d lies outside its bundle of %d bytes", off, raw, len(bundle))
+	}
+	return bundle[off : off+uint64(raw)], nil
+}
+
 // putPaddedUvarint writes v as a uvarint of exactly paddedVarintLen bytes (continuation bits set on
 // the first nine), which binary.Uvarint reads back as v; it lets a size be patched in place.
 func putPaddedUvarint(b []byte, v uint64) {
@@ -273,6 +303,8 @@ func idxMagicOf(v uint32) string {
 		return idxMagicV1
 	case 2:
 		return idxMagicV2
+	case 3, 4:
+		return idxMagicV3
 	}
 	return idxMagic
 }
@@ -337,12 +369,27 @@ func idxVersion(b []byte) uint32 {
 		return 1
 	case idxMagicV2:
 		return 2
+	case idxMagicV3:
+		return 3
 	case idxMagic:
-		// Packs of version 3 and 4 have the same idx; no reader needs to tell them apart (a patch is
-		// told from a zstd frame by its magic).
 		return packVersion
 	}
 	return 0
+}
+
+// idxDeltaCount is how many delta bases an idx file of version 3 or later lists after its entries
+// (its delta entries, when the file is sound; 0 for an older or a malformed one), so that a reader
+// can size what it keeps of them before walking it. walkIdx checks the file.
+func idxDeltaCount(b []byte) int {
+	n, err := idxCount(b)
+	if err != nil || idxVersion(b) < 3 {
+		return 0
+	}
+	rest := len(b) - sha256.Size - idxHeaderLen - n*idxEntryLen
+	if rest <= 0 || n < 0 {
+		return 0
+	}
+	return min(rest/len(tree.Hash{}), n)
 }
 
 // idxCount is the number of entries an idx file announces (checked by walkIdx against its length).
@@ -397,8 +444,9 @@ func walkIdxSummed(b []byte, summed bool, fn func(e *idxEntry)) (uint32, error) 
 		e.comp, ok2 = i64(comp)
 		e.raw, ok3 = i64(raw)
 		// Halved bounds keep offset+comp from overflowing in readers. Blob deltas came with
-		// version 3.
-		if !e.kind.valid() || (version < 3 && e.kind == BlobDeltaObject) || !ok1 || !ok2 || !ok3 ||
+		// version 3, bundled blobs with version 4.
+		if !e.kind.valid() || (version < 3 && e.kind == BlobDeltaObject) ||
+			(version < bundledSince && e.kind == BundledBlobObject) || !ok1 || !ok2 || !ok3 ||
 			e.offset < int64(packHeaderLen) || e.offset > math.MaxInt64/2 || e.comp > math.MaxInt64/2 {
 			return 0, fmt.Errorf("idx entry %d is out of range", i)
 		}
@@ -474,7 +522,7 @@ func scanRecords(r io.Reader, size int64) ([]idxEntry, uint32, error) {
 		var ok1, ok2 bool
 		e.raw, ok1 = i64(raw)
 		e.comp, ok2 = i64(comp)
-		if !e.kind.valid() || !ok1 || !ok2 || e.comp > size-pos-tl {
+		if !e.kind.valid() || (version < bundledSince && e.kind == BundledBlobObject) || !ok1 || !ok2 || e.comp > size-pos-tl {
 			return nil, 0, fmt.Errorf("record at %d: bad header", e.offset)
 		}
 		skip := e.comp + tl

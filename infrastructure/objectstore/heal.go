@@ -17,6 +17,9 @@ type HealReport struct {
 	// Healed are objects whose damaged or missing copy was retired because an intact copy now
 	// exists; Unhealed are damaged or missing objects that still have no intact copy.
 	Healed, Unhealed []tree.Hash
+	// Spent are damaged or missing bundles retired because none of their blobs is read from them
+	// any more (each has a copy of its own): storage, neither healed nor lost.
+	Spent []tree.Hash
 	// PacksRewritten counts packs rewritten without their damaged records; IdxDropped the indexes
 	// of missing packs dropped because every object they listed is stored elsewhere.
 	PacksRewritten, IdxDropped int
@@ -43,6 +46,8 @@ func (s *Store) RetireHealed() (HealReport, error) {
 	healed := map[tree.Hash]bool{}
 	unhealed := map[tree.Hash]bool{}
 	s.mu.RLock()
+	spent := s.spentBundles()
+	spentSeen := map[tree.Hash]bool{}
 	for k := range s.damaged {
 		p := s.packs[k.pack]
 		if p == nil {
@@ -55,6 +60,8 @@ func (s *Store) RetireHealed() (HealReport, error) {
 		}
 		if l, ok := s.index.get(k.hash); ok && l.pack != p && intact(k.hash, l, s.damaged) {
 			st.healed, healed[k.hash] = true, true
+		} else if spent[k.hash] {
+			st.healed, spentSeen[k.hash] = true, true // a bundle nothing is read from any more: it goes
 		} else {
 			st.blocked, unhealed[k.hash] = true, true
 		}
@@ -66,7 +73,7 @@ func (s *Store) RetireHealed() (HealReport, error) {
 		}
 		u := &packUse{p: p}
 		for h, l := range s.index.all() {
-			if l.pack == p {
+			if l.pack == p && !spent[h] {
 				u.live = append(u.live, h)
 			}
 		}
@@ -89,6 +96,10 @@ func (s *Store) RetireHealed() (HealReport, error) {
 		}
 		all := true
 		for _, e := range entries {
+			if spent[e.hash] {
+				spentSeen[e.hash] = true // a bundle nothing is read from any more
+				continue
+			}
 			l, ok := s.lookup(e.hash)
 			if ok && l.pack != p && intact(e.hash, l, nil) {
 				healed[e.hash] = true
@@ -128,10 +139,36 @@ func (s *Store) RetireHealed() (HealReport, error) {
 	for h := range unhealed {
 		rep.Unhealed = append(rep.Unhealed, h)
 	}
+	for h := range spentSeen {
+		rep.Spent = append(rep.Spent, h)
+	}
 	byHash := func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) }
 	slices.SortFunc(rep.Healed, byHash)
 	slices.SortFunc(rep.Unhealed, byHash)
+	slices.SortFunc(rep.Spent, byHash)
 	return rep, nil
+}
+
+// spentBundles are the bundles (objects some bundled blob record names as its bundle) that no
+// blob the index reads is read from any more: every blob of theirs has a copy of its own (a heal
+// stored them afresh). s.mu is held.
+func (s *Store) spentBundles() map[tree.Hash]bool {
+	bundles := map[tree.Hash]bool{}
+	for _, p := range s.packs {
+		for _, d := range p.deltaRecs() {
+			if d.kind == BundledBlobObject {
+				bundles[d.base] = true
+			}
+		}
+	}
+	for h, l := range s.index.all() {
+		if l.kind == BundledBlobObject {
+			if d := l.pack.delta(h); d != nil && d.offset == l.offset {
+				delete(bundles, d.base)
+			}
+		}
+	}
+	return bundles
 }
 
 func (s *Store) readIdxFile(id string) ([]idxEntry, uint32, error) {

@@ -79,13 +79,29 @@ func (s *Store) reencode(live map[tree.Hash]struct{}, order []tree.Hash, eligibl
 		}
 	}
 	s.mu.RUnlock()
+	// A bundle is no checkpoint's object: it lives as long as its blobs. While the live ones hold
+	// half of it, it stays; below, they are stored again (whole, or against their predecessor) so
+	// that it can go. A bundle the index lost counts as empty: its blobs are stored again.
+	type bundledBlob struct{ h, bundle tree.Hash }
+	var bundled []bundledBlob
+	bundles := map[tree.Hash]int64{} // the live content of each bundle
 	for _, it := range deltas {
 		base, err := s.cachedBase(it.h, it.l)
 		if err != nil {
 			return res, err
 		}
+		if it.l.kind == BundledBlobObject {
+			bundles[base] += it.l.raw
+			bundled = append(bundled, bundledBlob{it.h, base})
+			continue
+		}
 		if _, ok := live[base]; !ok {
 			r.must[it.h] = true
+		}
+	}
+	for _, b := range bundled {
+		if bl, _ := s.lookup(b.bundle); 2*bundles[b.bundle] < bl.raw || bl.raw == 0 {
+			r.must[b.h] = true
 		}
 	}
 	if len(r.must) == 0 {

@@ -160,7 +160,8 @@ func (s *Store) retiredDamage(p *packFile, h tree.Hash) bool {
 		return false
 	}
 	l, ok := s.index.get(h)
-	return ok && l.pack.id != p.id && intact(h, l, s.damaged) && !s.condemned[l.pack.id]
+	return ok && l.pack.id != p.id && intact(h, l, s.damaged) && !s.condemned[l.pack.id] ||
+		s.spentBundles()[h] // a bundle nothing is read from any more goes with its pack
 }
 
 // checkRecord decodes and re-hashes one record in memory bounded by the read buffers: small

@@ -69,6 +69,8 @@ type Store struct {
 
 	trees treeCache // trees this process stored or decoded, kept as delta bases (see treeCache)
 	trust trustMemo // objects found trusted since the view last lost anything (see trustMemo)
+	// bundles keeps the bundles read last, for the reads of their blobs (see readBase).
+	bundles bundleCache
 
 	cachedFDs atomic.Int32
 	closed    atomic.Bool
@@ -136,6 +138,13 @@ func (d *deltaRec) location(p *packFile) location {
 }
 
 func (p *packFile) setDeltas(entries []idxEntry) {
+	n := 0
+	for _, e := range entries {
+		if e.kind.delta() {
+			n++
+		}
+	}
+	p.deltas = make([]deltaRec, 0, n)
 	for _, e := range entries {
 		if e.kind.delta() {
 			p.deltas = append(p.deltas, deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: e.base})
@@ -413,12 +422,22 @@ func (s *Store) Stats() StoreStats {
 	_ = s.Load() // an index that cannot be read holds nothing (see OpenBackendLazy)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: s.index.len()}
+	st := StoreStats{Packs: len(s.packs)}
+	// A bundle is storage, not anyone's object: its blobs are counted, it is not.
+	bundles := map[tree.Hash]bool{}
 	for _, p := range s.packs {
 		st.StoredBytes += max(p.size, 0)
+		for _, d := range p.deltaRecs() {
+			if d.kind == BundledBlobObject {
+				bundles[d.base] = true
+			}
+		}
 	}
-	for _, l := range s.index.all() {
-		st.RawBytes += l.raw
+	for h, l := range s.index.all() {
+		if !bundles[h] {
+			st.Objects++
+			st.RawBytes += l.raw
+		}
 	}
 	return st
 }

@@ -33,6 +33,7 @@ func (h *handler) maintenanceCommands() []*ucli.Command {
 			Name: "gc", Usage: "remove objects no checkpoint references",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "grace", Usage: "shared store: how long a pack stays condemned before it is deleted (`DURATION`; default gc.grace in .plan/config.yaml, else 1h)"},
+				&ucli.BoolFlag{Name: "aggressive", Usage: "private store: also repack what is live as compactly as it can (small files bundled, deltas against similar files, strong compression)"},
 			},
 			Action: h.gc,
 		},
@@ -189,7 +190,7 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	var req application.GCRequest
+	req := application.GCRequest{Aggressive: c.Bool("aggressive")}
 	if g := c.String("grace"); c.IsSet("grace") {
 		d, err := time.ParseDuration(g)
 		if err != nil || d < 0 {
@@ -204,6 +205,10 @@ func (h *handler) gc(c *ucli.Context) error {
 		}
 		v := gcView{BytesReclaimed: r.BytesReclaimed, PacksDeleted: r.PacksDeleted,
 			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects, ObjectsReencoded: r.ObjectsReencoded}
+		if p := r.Repack; p != nil {
+			v.Repack = &repackView{Objects: p.Objects, Bundles: p.Bundles, Bundled: p.Bundled, Similar: p.Similar,
+				PacksDeleted: p.PacksDeleted, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter}
+		}
 		if r.Shared {
 			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
 				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
@@ -213,6 +218,10 @@ func (h *handler) gc(c *ucli.Context) error {
 				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
 			if r.ObjectsReencoded > 0 {
 				_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
+			}
+			if p := r.Repack; p != nil {
+				_, _ = fmt.Fprintf(w, "Repacked %d live objects from %s into %s (%d files in %d bundles, %d as deltas against a similar file).\n",
+					p.Objects, humanBytes(p.BytesBefore), humanBytes(p.BytesAfter), p.Bundled, p.Bundles, p.Similar)
 			}
 			if r.Shared {
 				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",

@@ -95,6 +95,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("correction-prune", jsonOut(dir, "correction", "prune", "--keep", "0", "--dry-run"))
 	check("verify", jsonOut(dir, "verify", "--read-data"))
 	check("gc", jsonOut(dir, "gc"))
+	check("gc", jsonOut(dir, "gc", "--aggressive"))
 	check("stats", jsonOut(dir, "stats"))
 	check("doctor", jsonOut(dir, "doctor"))
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))

@@ -208,6 +208,18 @@ type gcView struct {
 	// ObjectsReencoded were stored again so that what only pruned checkpoints held can go.
 	ObjectsReencoded int           `json:"objects_reencoded"`
 	Shared           *sharedGCView `json:"shared,omitempty"`
+	Repack           *repackView   `json:"repack,omitempty"`
+}
+
+// repackView is what gc --aggressive adds: the repack of what is live.
+type repackView struct {
+	Objects      int   `json:"objects"`
+	Bundles      int   `json:"bundles"`
+	Bundled      int   `json:"bundled"`
+	Similar      int   `json:"similar"`
+	PacksDeleted int   `json:"packs_deleted"`
+	BytesBefore  int64 `json:"bytes_before"`
+	BytesAfter   int64 `json:"bytes_after"`
 }
 
 // sharedGCView is what a gc of a shared store adds: its two phases (see docs/store.md).
