@@ -377,21 +377,6 @@ func idxVersion(b []byte) uint32 {
 	return 0
 }
 
-// idxDeltaCount is how many delta bases an idx file of version 3 or later lists after its entries
-// (its delta entries, when the file is sound; 0 for an older or a malformed one), so that a reader
-// can size what it keeps of them before walking it. walkIdx checks the file.
-func idxDeltaCount(b []byte) int {
-	n, err := idxCount(b)
-	if err != nil || idxVersion(b) < 3 {
-		return 0
-	}
-	rest := len(b) - sha256.Size - idxHeaderLen - n*idxEntryLen
-	if rest <= 0 || n < 0 {
-		return 0
-	}
-	return min(rest/len(tree.Hash{}), n)
-}
-
 // idxCount is the number of entries an idx file announces (checked by walkIdx against its length).
 func idxCount(b []byte) (int, error) {
 	if len(b) < idxHeaderLen+sha256.Size {

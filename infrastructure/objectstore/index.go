@@ -208,13 +208,6 @@ func (x *objIndex) dropPacks(gone map[*packFile]bool) {
 	}
 }
 
-func (x *objIndex) len() int {
-	if x == nil {
-		return 0
-	}
-	return x.materialize().live
-}
-
 // materialize returns the index as one table without tables: x itself when it has none, else
 // the tables put in turn, as load did before it kept them, then the overlay over them.
 func (x *objIndex) materialize() *objIndex {

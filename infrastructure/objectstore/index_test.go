@@ -81,3 +81,11 @@ func (x *objIndex) del(h tree.Hash) {
 		x.kill(h)
 	}
 }
+
+// len is how many live objects x indexes (merging its tables, as gc and verify do).
+func (x *objIndex) len() int {
+	if x == nil {
+		return 0
+	}
+	return x.materialize().live
+}

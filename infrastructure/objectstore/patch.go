@@ -74,11 +74,11 @@ func treeSpans(b []byte, spans []encSpan) (int, []encSpan, bool) {
 			return 0, nil, false
 		}
 		nl, ok := uv()
-		if !ok || nl > uint64(len(b)-at) {
+		if !ok || nl > u64(int64(len(b)-at)) {
 			return 0, nil, false
 		}
-		name := b[at : at+int(nl)]
-		at += int(nl)
+		name := b[at : at+int(nl)] // #nosec G115 -- nl is at most len(b)-at, checked above
+		at += int(nl)              // #nosec G115 -- as above
 		var tail uint64
 		switch tree.Kind(kind) {
 		case tree.KindFile: // size, hash
@@ -95,7 +95,7 @@ func treeSpans(b []byte, spans []encSpan) (int, []encSpan, bool) {
 		default:
 			return 0, nil, false
 		}
-		if tail > uint64(len(b)-at) {
+		if tail > u64(int64(len(b)-at)) {
 			return 0, nil, false
 		}
 		at += int(tail)
@@ -139,11 +139,11 @@ func (w *patchWriter) flush() {
 		return
 	}
 	if w.lit {
-		w.out = binary.AppendUvarint(w.out, uint64(w.n)<<1|1)
+		w.out = binary.AppendUvarint(w.out, u64(int64(w.n))<<1|1)
 		w.out = append(w.out, w.enc[w.off:w.off+w.n]...)
 	} else {
-		w.out = binary.AppendUvarint(w.out, uint64(w.n)<<1)
-		w.out = binary.AppendUvarint(w.out, uint64(w.off))
+		w.out = binary.AppendUvarint(w.out, u64(int64(w.n))<<1)
+		w.out = binary.AppendUvarint(w.out, u64(int64(w.off)))
 	}
 	w.n = 0
 }
@@ -225,7 +225,7 @@ func applyPatch(patch, base []byte, limit int64, dst []byte) ([]byte, error) {
 		}
 		p = p[n:]
 		size := v >> 1
-		if size == 0 || size > uint64(limit-int64(len(out)-len(dst))) {
+		if size == 0 || size > u64(limit-int64(len(out)-len(dst))) {
 			return dst, fmt.Errorf("patch: an operation of %d bytes past the object's size", size)
 		}
 		if v&1 == 1 {

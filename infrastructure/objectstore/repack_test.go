@@ -369,14 +369,6 @@ func TestBundleSliceAndVersions(t *testing.T) {
 	if _, v, err := decodeIdx(encodeIdx(e, 5)); err != nil || v != 5 {
 		t.Fatalf("version 5 idx: %d, %v", v, err)
 	}
-	if n := idxDeltaCount(encodeIdx(e, 5)); n != 1 {
-		t.Fatalf("idxDeltaCount: %d", n)
-	}
-	for _, b := range [][]byte{nil, encodeIdx(e, 2), encodeIdx(nil, 5)} {
-		if n := idxDeltaCount(b); n != 0 {
-			t.Fatalf("idxDeltaCount of %d bytes: %d", len(b), n)
-		}
-	}
 }
 
 // The bundle cache keeps the latest bundles up to its bound, dropping the oldest first, and
