@@ -67,7 +67,7 @@ func Open(ctx context.Context, where string, create bool, opts ...Option) (*DB, 
 		return nil, err
 	}
 	if t.dialect == Postgres {
-		db.gorm, err = openPostgres(ctx, t)
+		db.gorm, err = openPostgres(ctx, &db.target)
 	} else if db.gorm, err = openSQLite(t.path, create); err == nil {
 		db.opened, _ = os.Stat(t.path)
 	}

@@ -127,7 +127,10 @@ var answerGrace = 3 * time.Second
 // refused connection, a timeout, an unknown host, a missing database) is fault.ErrUnavailable and
 // credentials it refuses fault.ErrDenied, each naming the server, never the password. Every
 // connection gets the deadlines above.
-func openPostgres(ctx context.Context, t target) (*gorm.DB, error) {
+//
+// It sets t's connect timeout (the DSN's, or DefaultConnectTimeout), which errors name.
+func openPostgres(ctx context.Context, tp *target) (*gorm.DB, error) {
+	t := *tp
 	cfg, err := pgx.ParseConfig(t.dsn)
 	if err != nil {
 		return nil, fault.Invalid("the PostgreSQL URL %s cannot be used: %s", t.shown, parseMessage(err))
@@ -136,6 +139,7 @@ func openPostgres(ctx context.Context, t target) (*gorm.DB, error) {
 		return nil, fault.Wrap(fault.ErrInvalid, err, "the PostgreSQL URL %s cannot be used", t.shown)
 	}
 	t.connectTimeout = cfg.ConnectTimeout
+	tp.connectTimeout = cfg.ConnectTimeout
 	sqlDB := stdlib.OpenDB(*cfg)
 	sqlDB.SetMaxIdleConns(2)
 	sqlDB.SetConnMaxIdleTime(time.Minute)

@@ -484,3 +484,32 @@ func TestPostgresOpenWhenReadsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A connection the server never finishes making (frozen during its start-up) names the connect
+// timeout in force: the DSN's own, as the database was opened with it.
+func TestFrozenConnectNamesItsTimeout(t *testing.T) {
+	dsn := newPostgres(t)
+	u, _ := url.Parse(dsn)
+	fz := newFreezer(t, u.Host)
+	u.Host = fz.addr
+	q := u.Query()
+	q.Set("connect_timeout", "1")
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	db, err := Open(ctx, u.String(), true, WithWorkspace("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	sqlDB, err := db.gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxIdleConns(0) // the next statement connects anew
+	fz.freeze(true)
+	defer fz.freeze(false)
+	_, err = NewCheckpoints(db).List(ctx)
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer within 1s (its connect timeout)") {
+		t.Fatalf("List while connecting to a frozen server = %v", err)
+	}
+}
