@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // The service merges packs (Options.Merge) once a snapshot it served stored something and no
@@ -95,5 +98,37 @@ func TestServiceMergesABusySession(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("a busy session's packs were never merged")
 		}
+	}
+}
+
+// Work done while no service watched (or while its first walk went by, which no event reports)
+// is followed by an idle checkpoint once quiet, as a change made at its start would be; a
+// workspace that holds what the newest checkpoint holds gets none.
+func TestIdleCheckpointOfWhatChangedBeforeTheService(t *testing.T) {
+	shortenSchedule(t)
+	for _, tc := range []struct {
+		name    string
+		newest  func(e *env) (tree.Hash, bool, error)
+		want    int32
+		because string
+	}{
+		{"a changed workspace", func(*env) (tree.Hash, bool, error) { return tree.Sum([]byte("older")), true, nil }, 1, "changed before the service"},
+		{"no checkpoint yet", func(*env) (tree.Hash, bool, error) { return tree.ZeroHash, false, nil }, 1, "never checkpointed"},
+		{"an unchanged workspace", func(e *env) (tree.Hash, bool, error) { return e.walked(), true, nil }, 0, "unchanged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("a.txt", "work done before the service")
+			var taken atomic.Int32
+			e.start(Options{
+				Quiet:      50 * time.Millisecond,
+				Checkpoint: func(context.Context, checkpoint.Type, string) error { taken.Add(1); return nil },
+				Newest:     func(context.Context) (tree.Hash, bool, error) { return tc.newest(e) },
+			})
+			time.Sleep(500 * time.Millisecond)
+			if got := taken.Load(); got != tc.want {
+				t.Fatalf("%s: %d idle checkpoints, want %d", tc.because, got, tc.want)
+			}
+		})
 	}
 }

@@ -6,19 +6,28 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // schedule takes the periodic and idle checkpoints until the service stops. Every tick, the
 // tracker's newest event says whether the workspace is being worked on: a tick within
 // activeWindow of a change counts as active time, and Every of it makes a periodic checkpoint;
-// a change followed by Quiet without one makes an idle checkpoint.
-func (s *Server) schedule(ctx context.Context) {
+// a change followed by Quiet without one makes an idle checkpoint. What changed before the
+// service watched (first, the tree its first walk found, differs from the newest checkpoint's:
+// work done while no service ran, or while its first walk went by, which no event reports)
+// counts as a change made when the schedule starts.
+func (s *Server) schedule(ctx context.Context, first tree.Hash) {
 	t := time.NewTicker(scheduleTick)
 	defer t.Stop()
 	var active time.Duration
 	var seen time.Time // the newest change the schedule has accounted for
 	pending := false   // a change not yet followed by an idle checkpoint
 	last := time.Now()
+	if s.opts.Quiet > 0 && !first.IsZero() {
+		if root, ok, err := s.opts.Newest(ctx); err == nil && (!ok || root != first) {
+			seen, pending = last, true
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -33,14 +42,13 @@ func (s *Server) schedule(ctx context.Context) {
 			s.mergeIfQuiet(ctx, now)
 			step := now.Sub(last)
 			last = now
-			lc, ok := s.snap.LastChange()
-			if !ok {
-				continue
-			}
-			if lc.After(seen) {
+			if lc, ok := s.snap.LastChange(); ok && lc.After(seen) {
 				seen, pending = lc, true
 			}
-			if !seen.IsZero() && now.Sub(seen) <= activeWindow {
+			if seen.IsZero() {
+				continue
+			}
+			if now.Sub(seen) <= activeWindow {
 				active += step
 			}
 			if s.opts.Every > 0 && active >= s.opts.Every {

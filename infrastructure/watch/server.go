@@ -155,8 +155,10 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 	// workspace lock (it stores objects, which only the lock's holder may do); a request that
 	// comes meanwhile (its command holds the lock) is that first walk instead.
 	first := make(chan error, 1)
+	var firstRoot tree.Hash
 	go func() {
-		_, err := s.lockedSnapshot(ctx)
+		snap, err := s.lockedSnapshot(ctx)
+		firstRoot = snap.Root
 		first <- err
 	}()
 	if s.opts.Ready != nil {
@@ -166,7 +168,7 @@ func (s *Server) run(ctx context.Context, ln *net.UnixListener) error {
 	select {
 	case err = <-first:
 		if err == nil {
-			s.schedule(ctx)
+			s.schedule(ctx, firstRoot)
 		} else {
 			s.log("the first snapshot failed: " + err.Error())
 		}
