@@ -13,8 +13,8 @@ import (
 // one's idx. An agent session of a few thousand tool calls would leave thousands of small packs, and
 // each call would cost more than the one before. Consolidation keeps the number of packs
 // logarithmic in the store's size, as git's geometric repack does: when there are consolidateAt or
-// more small packs, the smallest ones are copied into one new pack, as many as form a run in which
-// each next pack is smaller than twice the sum of those before it. Each merge at least doubles what
+// more small packs, the ones below the largest that already form a progression (each at least twice
+// the one below it) are copied into one new pack (see mergeRun). Each merge at least doubles what
 // it writes over its largest input, so every byte is copied O(log n) times over the store's life,
 // and the packs left form a progression where each is larger than twice the ones below it.
 //
@@ -83,19 +83,32 @@ func smallPacks(packs map[string]*packFile) []*packFile {
 	return out
 }
 
-// mergeRun picks the packs to merge from small: the smallest ones, as long as each next pack is
-// smaller than consolidateFactor times the sum of those before it (ties broken by id, so the choice
-// does not depend on map order). Fewer than two is no merge.
+// mergeRun picks the packs to merge from small, as git's geometric repack does: sorted by size,
+// the largest ones that already form a progression (each at least consolidateFactor times the one
+// below it) stay; the packs below them are merged, together with every next one smaller than
+// consolidateFactor times the sum merged so far (ties broken by id, so the choice does not depend
+// on map order). Fewer than two is no merge. Taking the run from the smallest pack upwards instead
+// merged nothing once a tiny pack sat below many of one size (a no-change checkpoint's few hundred
+// bytes under dozens of 1 MB checkpoints): those were never merged, and every command read them all.
 func mergeRun(small []*packFile) []*packFile {
 	slices.SortFunc(small, func(a, b *packFile) int {
 		return cmp.Or(cmp.Compare(a.size+a.idxSize, b.size+b.idxSize), cmp.Compare(a.id, b.id))
 	})
-	if len(small) < 2 {
-		return nil
+	w := func(i int) int64 { return small[i].size + small[i].idxSize }
+	k := len(small) - 1
+	for k > 0 && w(k) >= consolidateFactor*w(k-1) {
+		k--
 	}
-	sum, n := small[0].size+small[0].idxSize, 1
-	for n < len(small) && small[n].size+small[n].idxSize < consolidateFactor*sum {
-		sum += small[n].size + small[n].idxSize
+	if k <= 0 {
+		return nil // one pack, or a progression already
+	}
+	var sum int64
+	for i := range k {
+		sum += w(i)
+	}
+	n := k
+	for n < len(small) && w(n) < consolidateFactor*sum {
+		sum += w(n)
 		n++
 	}
 	if n < 2 {

@@ -154,8 +154,9 @@ func TestConsolidationLeavesWhatItMustNotMerge(t *testing.T) {
 	}
 }
 
-// The run merged is geometric: the smallest packs, as long as each next one is smaller than twice
-// the sum before it; a progression that already doubles is left alone.
+// The run merged is geometric: what lies below the largest packs that already double is merged,
+// with every next one smaller than twice the sum merged; a progression that already doubles is left
+// alone; a tiny pack under many of one size does not keep them from being merged.
 func TestMergeRun(t *testing.T) {
 	ps := func(sizes ...int64) []*packFile {
 		out := make([]*packFile, len(sizes))
@@ -181,6 +182,9 @@ func TestMergeRun(t *testing.T) {
 		{[]int64{9, 1, 1, 2}, "bcd"},
 		{[]int64{1, 3, 7, 15}, ""},
 		{[]int64{5}, ""},
+		{[]int64{1, 100, 300, 310, 320, 1000}, "abcdef"},
+		{[]int64{1, 2, 300, 310, 320, 5000}, "abcde"},
+		{[]int64{300, 310, 320, 2000, 5000}, "abc"},
 	} {
 		if got := ids(mergeRun(ps(c.sizes...))); got != c.want {
 			t.Errorf("mergeRun(%v) = %q, want %q", c.sizes, got, c.want)
