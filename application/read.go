@@ -58,13 +58,7 @@ func (s *ReadService) Entries(ctx context.Context, ref, path string) (*checkpoin
 			return nil, nil, err
 		}
 		sel, found, err := sub.Subtree(cp.Root(), path)
-		switch {
-		case err != nil:
-			return nil, nil, fmt.Errorf("read checkpoint %s: %w", cp.ID(), err)
-		case !found:
-			return nil, nil, fault.NotFound("checkpoint %s has no %s", cp.ID(), path)
-		}
-		return cp, sel, nil
+		return pathEntries(cp, path, sel, found, err)
 	}
 	all, err := s.ops.entries(cp)
 	if err != nil {
@@ -112,6 +106,12 @@ func (s *ReadService) Children(ctx context.Context, ref, path string) (*checkpoi
 		}
 	}
 	sel, found, err := cr.Children(cp.Root(), path)
+	return pathEntries(cp, path, sel, found, err)
+}
+
+// pathEntries is what a store's lookup of path in checkpoint cp gives a caller: its entries, or the
+// error (a path the checkpoint does not hold is not found).
+func pathEntries(cp *checkpoint.Checkpoint, path string, sel []tree.Entry, found bool, err error) (*checkpoint.Checkpoint, []tree.Entry, error) {
 	switch {
 	case err != nil:
 		return nil, nil, fmt.Errorf("read checkpoint %s: %w", cp.ID(), err)

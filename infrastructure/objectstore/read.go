@@ -379,6 +379,18 @@ func (s *Store) ReadTree(h tree.Hash) (Tree, error) {
 
 // readTree is ReadTree calling visit, if not nil, with every delta base read on the way.
 func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
+	return s.treeFrom(h, func(l location) ([]byte, error) {
+		if l.kind.delta() {
+			b, _, err := s.readChain(h, l, visit)
+			return b, err
+		}
+		return s.readPlain(h, l)
+	})
+}
+
+// treeFrom decodes tree h, its content read by read from the record the index locates (again
+// after a GC moved it); the zero hash names the empty tree.
+func (s *Store) treeFrom(h tree.Hash, read func(l location) ([]byte, error)) (Tree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
@@ -388,11 +400,7 @@ func (s *Store) readTree(h tree.Hash, visit func(tree.Hash)) (Tree, error) {
 			return damaged(h, l, "too large for a tree (%d bytes)", l.raw)
 		}
 		var err error
-		if l.kind.delta() {
-			b, _, err = s.readChain(h, l, visit)
-		} else {
-			b, err = s.readPlain(h, l)
-		}
+		b, err = read(l)
 		return err
 	})
 	if err != nil {

@@ -1,7 +1,6 @@
 package objectstore
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/planhq/plan/domain/tree"
@@ -83,26 +82,10 @@ func (c *treeCache) get(h tree.Hash, l location) ([]byte, int, bool) {
 // diff of two versions of a directory reads the chain they share once, and a tree this process
 // stored or read is not read again.
 func (s *Store) readTreeCached(h tree.Hash) (Tree, error) {
-	if h.IsZero() {
-		return nil, nil
-	}
-	var b []byte
-	err := s.retryGone(h, func(l location) error {
-		if l.raw > maxTreeSize || l.comp > maxTreeSize {
-			return damaged(h, l, "too large for a tree (%d bytes)", l.raw)
-		}
+	return s.treeFrom(h, func(l location) ([]byte, error) {
 		// The cache is used only while the index vouches for every link of the chain (Present),
 		// so that a chain the store can no longer rebuild is reported as damage here too.
-		var err error
-		b, _, err = s.readChainFrom(h, l, nil, s.Present(h))
-		return err
+		b, _, err := s.readChainFrom(h, l, nil, s.Present(h))
+		return b, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	t, err := DecodeTree(b)
-	if err != nil {
-		return nil, fmt.Errorf("tree %s: %w", h, err)
-	}
-	return t, nil
 }
