@@ -82,6 +82,20 @@ func (b *Batch) Has(h tree.Hash) bool {
 	return ok
 }
 
+// Epoch is the generation of what this process has confirmed the store holds (its trust memo),
+// and whether the batch may take an object Has found at an earlier epoch as still held while the
+// epoch is the same: every change of the view that can lose an object (a pack dropped or read
+// again, a damage mark, a condemnation, a gc here) starts a new epoch, and objects only ever join
+// a view otherwise. A long-lived scanner uses it to skip the lookups of a subtree it confirmed
+// whole (see workspace's prepare). Not in a shared store, where Has also notes each object for
+// Commit's Confirm, nor when the index cannot be read.
+func (b *Batch) Epoch() (uint64, bool) {
+	if b.relied != nil || b.s.Load() != nil {
+		return 0, false
+	}
+	return b.s.trust.generation(), true
+}
+
 // PutBlob stores the size bytes of r as blob h and returns the compressed size added (0 when h is
 // already present, in which case r is not read). If r does not yield exactly size bytes hashing to
 // h, nothing is stored and the error wraps ErrContentChanged.

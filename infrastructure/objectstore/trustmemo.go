@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/planhq/plan/domain/tree"
 )
@@ -22,6 +23,11 @@ type trustMemo struct {
 	ok  map[tree.Hash]struct{}
 }
 
+// epochs numbers every generation of every memo of the process, so that a generation names one
+// view of one store: a scanner that moves to another store (a test does) never takes a number of
+// the first for one of the second.
+var epochs atomic.Uint64
+
 // trustMemoMax bounds the memo (32 bytes and a map slot per object): past it, it starts again.
 const trustMemoMax = 1 << 20
 
@@ -29,6 +35,9 @@ const trustMemoMax = 1 << 20
 func (m *trustMemo) generation() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.gen == 0 {
+		m.gen = epochs.Add(1)
+	}
 	return m.gen
 }
 
@@ -57,7 +66,7 @@ func (m *trustMemo) note(h tree.Hash, gen uint64) {
 func (m *trustMemo) forget() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.gen++
+	m.gen = epochs.Add(1)
 	m.ok = nil
 }
 

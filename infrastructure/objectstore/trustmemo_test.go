@@ -135,3 +135,52 @@ func TestLostAny(t *testing.T) {
 		}
 	}
 }
+
+// A batch's epoch lasts while the view loses nothing: new packs keep it, a lost object ends it;
+// a store whose batches confirm each object they rely on (shared) offers none.
+func TestBatchEpochEndsWhenTheViewLosesAnObject(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	b := s.NewBatch()
+	gone, _ := put(t, b, noise(1, 5000))
+	commit(t, b)
+	b = s.NewBatch()
+	e1, ok := b.Epoch()
+	if !ok || e1 == 0 {
+		t.Fatalf("a local store's batch has no epoch: %d %v", e1, ok)
+	}
+	put(t, b, noise(2, 5000))
+	commit(t, b)
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := s.NewBatch().Epoch(); e != e1 {
+		t.Fatalf("a new pack ended the epoch: %d, then %d", e1, e)
+	}
+	if _, err := s.GC(set()); err != nil { // keeps nothing: gone's pack goes
+		t.Fatal(err)
+	}
+	if s.Present(gone) {
+		t.Fatal("setup: gc kept the object")
+	}
+	if e, _ := s.NewBatch().Epoch(); e == e1 {
+		t.Fatal("the epoch outlived a gc that dropped an object")
+	}
+	other, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close() }()
+	if e, _ := other.NewBatch().Epoch(); e == e1 {
+		t.Fatal("two stores share an epoch number")
+	}
+	shared := s.NewBatch()
+	shared.relied = map[tree.Hash]struct{}{}
+	if _, ok := shared.Epoch(); ok {
+		t.Fatal("a batch that confirms what it relies on offered an epoch")
+	}
+}

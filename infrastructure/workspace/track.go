@@ -396,6 +396,7 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 		return application.Snapshot{}, err
 	}
 	var linked []*node
+	sc.epoch, sc.epochOK = sc.batch.Epoch()
 	sc.prepare(root, &linked)
 	if err := sc.restatLinked(linked); err != nil {
 		sc.abort()
@@ -756,11 +757,18 @@ func (sc *scan) noteLinked(it *item) {
 // says whether the subtree is clean (nothing in it read again or changed, every file Present), and
 // lists the directories holding files with other hard links. One store lookup per file is the bulk
 // of a snapshot after which nothing changed; lookups from two goroutines measured slower (the
-// store's lock), so it runs in one.
+// store's lock), so it runs in one. A subtree confirmed clean at the store's current epoch, and
+// untouched since, is taken as clean without them (see node.confirmed): the epoch changes whenever
+// the store's view may have lost an object, so that subtree's objects are all still held.
 func (sc *scan) prepare(n *node, linked *[]*node) bool {
 	n.base, n.reused = n.hash, false
+	if sc.epochOK && n.confirmed == sc.epoch+1 && !n.changed && !sc.restatAll && len(sc.linkedSeen) == 0 {
+		n.clean = true
+		return true
+	}
+	n.confirmed = 0
 	clean := !n.changed
-	hasLinks := false
+	hasLinks, subConfirmed := false, true
 	for i := range n.children {
 		it := &n.children[i]
 		switch it.kind {
@@ -787,6 +795,7 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 			if it.dir != nil {
 				it.cached, it.cachedMode = it.dir.hash, it.mode
 				clean = sc.prepare(it.dir, linked) && clean
+				subConfirmed = subConfirmed && it.dir.confirmed == sc.epoch+1
 			}
 		}
 	}
@@ -794,6 +803,9 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 		*linked = append(*linked, n)
 	}
 	n.clean = clean && !n.changed
+	if n.clean && sc.epochOK && !hasLinks && subConfirmed && !sc.restatAll {
+		n.confirmed = sc.epoch + 1
+	}
 	return n.clean
 }
 
