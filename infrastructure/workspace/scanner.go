@@ -145,10 +145,10 @@ type scan struct {
 	linkedSeen map[inode]bool
 	restatAll  bool
 	// epoch, when epochOK, is the store epoch read before prepare's first lookup (see confirmed).
-	epoch   uint64
-	epochOK bool
-	warnings   []string
-	stored     int64
+	epoch    uint64
+	epochOK  bool
+	warnings []string
+	stored   int64
 }
 
 type job struct {
