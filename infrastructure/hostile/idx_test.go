@@ -6,14 +6,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// The index is searched in the idx files as they lie (each checked whole when a command loads it,
-// nothing built from it): damage to one is still refused by every command that reads objects,
-// named with the repair, and `plan doctor --repair` rebuilds it from its pack, after which every
+// The index is searched in the idx files as they lie (each checked whole when a command first
+// finds an object in it, or goes through every object, nothing built from it): damage to one is
+// still refused by every command that reads objects or deletes packs, named with the repair, and `plan doctor --repair` rebuilds it from its pack, after which every
 // checkpoint verifies and restores byte for byte.
 
 // largestIdx is the path of the store's largest idx file (the one most objects are looked up in).
@@ -54,6 +55,16 @@ func TestHostileDamagedIdxIsRefusedThenRepaired(t *testing.T) {
 			}
 			if err := os.WriteFile(idx, spoil(b), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			// An idx is checked whole at its first use, not at open: gc, which weighs every object,
+			// checks every idx first and deletes nothing over a damaged one, whether or not a
+			// command used it before.
+			packs, _ := filepath.Glob(w.path(".plan/objects/packs/*"))
+			if res := w.expect(6, "integrity", "gc", "--grace", "0s"); !strings.Contains(res.stdout+res.stderr, "doctor --repair") {
+				t.Errorf("gc's refusal does not name the repair: %s", res)
+			}
+			if after, _ := filepath.Glob(w.path(".plan/objects/packs/*")); !slices.Equal(packs, after) {
+				t.Fatalf("gc over a damaged idx changed the packs: %v -> %v", packs, after)
 			}
 			w.write("calls/after.txt", "after the damage\n")
 			res := w.expect(6, "integrity", "checkpoint", "create", "--note", "over a damaged idx")

@@ -297,9 +297,10 @@ func (h *Health) Consolidate() (application.ConsolidationReport, error) {
 // WrittenPerDay sums, per UTC day of their modification time, the sizes of the pack and idx files
 // and the records (all written once, never changed).
 func (h *Health) WrittenPerDay() (map[string]int64, error) {
-	// The store may not have read its index yet (it loads on first use); stats reads it here, where
-	// a damaged idx can be reported, before Usage sums it up.
-	if err := h.store.Load(); err != nil {
+	// The store may not have read its index yet (it loads on first use, and checks an idx at its
+	// first use); stats reads and checks it here, where a damaged idx can be reported, before
+	// Usage sums it up.
+	if err := h.store.CheckIndex(); err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}

@@ -410,6 +410,9 @@ func (b *Batch) usable() error {
 	case b.err != nil:
 		return fmt.Errorf("object batch failed earlier: %w", b.err)
 	}
+	if f := b.s.faulty.Load(); f != nil {
+		return *f // a store with a damaged idx commits nothing until it is repaired
+	}
 	return nil
 }
 

@@ -128,7 +128,7 @@ func (s *Store) Consolidate() (Consolidation, error) {
 	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
-	if err := s.Refresh(); err != nil {
+	if err := s.refreshChecked(); err != nil {
 		return res, fmt.Errorf("consolidate packs (nothing was changed): %w", err)
 	}
 	s.mu.RLock()

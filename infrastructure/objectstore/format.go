@@ -385,6 +385,36 @@ func idxCount(b []byte) (int, error) {
 	return int(binary.BigEndian.Uint32(b[len(idxMagic):])), nil
 }
 
+// idxLayout is where an idx file's parts lie: its entries and the delta bases after them.
+type idxLayout struct {
+	count       int
+	version     uint32
+	ents, bases []byte
+}
+
+// idxLayoutOf checks what slicing an idx file relies on (length, magic, the count against the
+// length, whole delta bases) and returns its parts; walkIdx checks the rest.
+func idxLayoutOf(b []byte) (idxLayout, error) {
+	count, err := idxCount(b)
+	if err != nil {
+		return idxLayout{}, err
+	}
+	version := idxVersion(b)
+	if version == 0 {
+		return idxLayout{}, errors.New("bad idx magic")
+	}
+	body := b[:len(b)-sha256.Size]
+	rest := len(body) - idxHeaderLen
+	if count > rest/idxEntryLen || (version < 3 && rest != count*idxEntryLen) {
+		return idxLayout{}, fmt.Errorf("idx length does not match its count %d", count)
+	}
+	bases := body[idxHeaderLen+count*idxEntryLen:]
+	if len(bases)%len(tree.Hash{}) != 0 {
+		return idxLayout{}, fmt.Errorf("idx has %d bytes of delta bases, not a whole number", len(bases))
+	}
+	return idxLayout{count: count, version: version, ents: body[idxHeaderLen : idxHeaderLen+count*idxEntryLen], bases: bases}, nil
+}
+
 // walkIdx checks an idx file whole (magic, checksum, lengths, ranges and order) and calls fn (if
 // not nil) with each entry, in order; it returns the format version of the pack. fn may see entries of a file
 // that is then refused: the caller discards what it built from them when walkIdx fails.
@@ -395,27 +425,14 @@ func walkIdx(b []byte, fn func(e *idxEntry)) (uint32, error) {
 // walkIdxSummed is walkIdx for bytes whose trailing checksum the caller has verified already
 // (summed): it is not computed twice.
 func walkIdxSummed(b []byte, summed bool, fn func(e *idxEntry)) (uint32, error) {
-	count, err := idxCount(b)
+	l, err := idxLayoutOf(b)
 	if err != nil {
 		return 0, err
 	}
-	version := idxVersion(b)
-	if version == 0 {
-		return 0, errors.New("bad idx magic")
-	}
-	body := b[:len(b)-sha256.Size]
 	if !summed && !idxSumOK(b) {
 		return 0, errors.New("idx checksum mismatch")
 	}
-	rest := len(body) - idxHeaderLen
-	if rest < count*idxEntryLen || (version < 3 && rest != count*idxEntryLen) {
-		return 0, fmt.Errorf("idx length does not match its count %d", count)
-	}
-	p := body[idxHeaderLen : idxHeaderLen+count*idxEntryLen]
-	bases := body[idxHeaderLen+count*idxEntryLen:]
-	if len(bases)%len(tree.Hash{}) != 0 {
-		return 0, fmt.Errorf("idx has %d bytes of delta bases, not a whole number", len(bases))
-	}
+	count, version, p, bases := l.count, l.version, l.ents, l.bases
 	var e, prev idxEntry
 	for i := range count {
 		copy(e.hash[:], p[:32])

@@ -89,10 +89,11 @@ func TestIdxWithBasesThatDoNotAddUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			s2, err := Open(dir)
-			if err == nil {
+			if err == nil { // a layout that holds: the idx is checked at its first use
+				err = s2.CheckIndex()
 				s2.Close()
 			}
-			wantIntegrity(t, err, "Open")
+			wantIntegrity(t, err, "the idx's check")
 			if !strings.Contains(err.Error(), ip) {
 				t.Fatalf("the error does not name the idx: %v", err)
 			}

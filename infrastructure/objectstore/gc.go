@@ -151,7 +151,7 @@ func (s *Store) GCFrom(live map[tree.Hash]struct{}, order []tree.Hash) (GCResult
 	var res GCResult
 	// Holding the lock, GC sees the store as it is (not as it was when it was opened), finishes an
 	// interrupted GC and clears what killed writers left in tmp/.
-	if err := s.Refresh(); err != nil {
+	if err := s.refreshChecked(); err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
 	keep := gcLive{s: s, live: live, extra: make(map[tree.Hash]struct{})}

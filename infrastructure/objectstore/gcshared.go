@@ -70,6 +70,9 @@ func (s *Store) SharedGC(live LiveFunc, grace time.Duration) (SharedGCResult, er
 	if err := s.reload(); err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
 	}
+	if err := s.CheckIndex(); err != nil {
+		return res, fmt.Errorf("gc (nothing was deleted): %w", err)
+	}
 	now, err := s.be.Now()
 	if err != nil {
 		return res, fmt.Errorf("gc (nothing was deleted): %w", err)

@@ -36,7 +36,7 @@ func (s *Store) NeedsCopy(h tree.Hash) bool { return s.Has(h) && !s.Present(h) }
 // it is and reported. The caller holds the workspace lock and has stored the fresh copies it could.
 func (s *Store) RetireHealed() (HealReport, error) {
 	var rep HealReport
-	if err := s.Refresh(); err != nil {
+	if err := s.refreshChecked(); err != nil {
 		return rep, err
 	}
 	type packState struct {

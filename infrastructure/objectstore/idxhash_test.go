@@ -18,8 +18,8 @@ func countIdxHashes(t *testing.T) *int {
 }
 
 // Opening a store through local copies (the S3 adapter's cache) hashes each idx once: the
-// checksum that decides whether to read the store's own bytes is the one the load trusts. A
-// local store hashes each once too.
+// checksum that decides whether to read the store's own bytes is the one its check trusts. A
+// local store hashes none at open, and each once when it is first checked.
 func TestOpeningHashesEachIdxOnce(t *testing.T) {
 	f := newFixture(t)
 	idxs := 0
@@ -37,12 +37,23 @@ func TestOpeningHashesEachIdxOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.Close()
-	if *n != idxs {
-		t.Fatalf("local store: %d idx hashes for %d idx files", *n, idxs)
+	if *n != 0 {
+		t.Fatalf("local store: %d idx hashes at open; an idx is checked at its first use", *n)
 	}
+	for range 2 {
+		if err := s.CheckIndex(); err != nil {
+			t.Fatal(err)
+		}
+		if *n != idxs {
+			t.Fatalf("local store: %d idx hashes for %d idx files", *n, idxs)
+		}
+	}
+	_ = s.Close()
 	*n = 0
-	ldOpen(t, f)
+	ls, _ := ldOpen(t, f)
+	if err := ls.CheckIndex(); err != nil {
+		t.Fatal(err)
+	}
 	if *n != idxs {
 		t.Fatalf("through local copies: %d idx hashes for %d idx files", *n, idxs)
 	}

@@ -2,46 +2,102 @@ package objectstore
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"sync"
+	"sync/atomic"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
 // idxTable is one idx file kept as it is stored: its entries, sorted by hash and of fixed width,
-// are looked up by binary search. Loading the index reads and checks each idx file (its checksum
-// and every entry, as walkIdx does) but builds nothing from it, so a command that looks up a few
-// objects pays for neither a table of every object nor the allocations of one: the cost of opening
-// a store no longer grows with a hash table of everything it holds (an agent session's hooks read
-// the same idx files call after call, and look up a handful of objects each).
+// are looked up by binary search. Loading the index reads each idx file and checks only what
+// slicing it relies on; the file is checked whole (its checksum, every entry's ranges and order,
+// the delta bases: walkIdx) the first time the table is used for an answer: a lookup that finds
+// an object in it, or a walk of all its entries (check). So a command pays for the idx files it
+// uses, not for every idx of the store: an agent session's hooks, each a new process looking up a
+// handful of objects, checked every idx of the store at each call, a cost that grew with the
+// session.
+//
+// A miss needs no check: an entry that damage moved or spoilt can only hide an object, and what
+// is not found is stored again, or reported (Store.missing checks every table first, so a read is
+// refused as the damaged idx it is). A table whose check failed answers nothing and makes the
+// store faulty (Store.Load) until a load no longer keeps it; everything that deletes or rewrites
+// packs checks every table first (Store.refreshChecked).
 //
 // A table is immutable, like the file it was read from.
 type idxTable struct {
 	p       *packFile
-	ents    []byte // n entries of idxEntryLen bytes, sorted by hash, checked when the table was made
+	ents    []byte // n entries of idxEntryLen bytes, sorted by hash (once checked)
 	bases   []byte // version 3: the base of each delta entry, in entry order
 	n       int
 	version uint32
+
+	// raw is the idx file, where it is, and whether its checksum was verified on the way in; nil
+	// for a table made from checked entries.
+	raw    []byte
+	where  string
+	summed bool
+	mu     sync.Mutex    // serialises the check
+	state  atomic.Uint32 // tableUnchecked, tableSound or tableDamaged
+	err    error         // the verdict, when damaged (written before state)
 }
 
-// newIdxTable checks the idx file b of pack p whole (walkIdx; summed says its checksum was
-// verified already) and returns its table.
-func newIdxTable(p *packFile, b []byte, summed bool) (*idxTable, error) {
-	version, err := walkIdxSummed(b, summed, nil)
+const (
+	tableUnchecked uint32 = iota
+	tableSound
+	tableDamaged
+)
+
+// newIdxTable returns the table of the idx file b (at where) of pack p, checked as far as its
+// slicing needs; summed says its checksum was verified already.
+func newIdxTable(p *packFile, b []byte, summed bool, where string) (*idxTable, error) {
+	l, err := idxLayoutOf(b)
 	if err != nil {
 		return nil, err
 	}
-	n, _ := idxCount(b) // checked by the walk
-	body := b[:len(b)-sha256.Size]
-	return &idxTable{p: p, n: n, version: version,
-		ents: body[idxHeaderLen : idxHeaderLen+n*idxEntryLen], bases: body[idxHeaderLen+n*idxEntryLen:]}, nil
+	return &idxTable{p: p, n: l.count, version: l.version, ents: l.ents, bases: l.bases, raw: b, where: where, summed: summed}, nil
 }
 
 // tableOf is the table of entries, sorted by hash without repeats (a pack scanned for want of its
-// idx), of pack p: the idx they make, checked as any other.
+// idx), of pack p: the idx they make, checked at once.
 func tableOf(p *packFile, entries []idxEntry) (*idxTable, error) {
-	return newIdxTable(p, encodeIdx(entries, p.version), true)
+	t, err := newIdxTable(p, encodeIdx(entries, p.version), true, p.path)
+	if err != nil {
+		return nil, err
+	}
+	return t, t.check()
+}
+
+// check checks the idx file whole, once, and returns the verdict: an integrity fault naming the
+// repair when it is damaged.
+func (t *idxTable) check() error {
+	if st := t.state.Load(); st != tableUnchecked {
+		return t.failed()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state.Load() != tableUnchecked {
+		return t.failed()
+	}
+	if t.raw != nil {
+		if _, err := walkIdxSummed(t.raw, t.summed, nil); err != nil {
+			t.err = fault.Wrap(fault.ErrIntegrity, err, idxCorrupt, t.where)
+			t.state.Store(tableDamaged)
+			return t.err
+		}
+	}
+	t.state.Store(tableSound)
+	return nil
+}
+
+// failed is the table's fault, when a check found it damaged.
+func (t *idxTable) failed() error {
+	if t.state.Load() == tableDamaged {
+		return t.err
+	}
+	return nil
 }
 
 // hashAt is the hash of entry i.
@@ -64,7 +120,7 @@ func (t *idxTable) search(h *tree.Hash) (int, bool) {
 	return 0, false
 }
 
-// entry decodes entry i (without its base). The walk that made the table checked its ranges.
+// entry decodes entry i (without its base), of a checked table (its ranges are).
 func (t *idxTable) entry(i int) idxEntry {
 	p := t.ents[i*idxEntryLen : (i+1)*idxEntryLen]
 	var e idxEntry
@@ -80,14 +136,18 @@ func (t *idxTable) location(e *idxEntry) location {
 	return location{pack: t.p, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind}
 }
 
-// lookup returns where the table's pack holds h.
-func (t *idxTable) lookup(h *tree.Hash) (location, bool) {
+// lookup returns where the table's pack holds h. A hit is answered from a checked table only: it
+// returns the check's fault instead when the table is damaged.
+func (t *idxTable) lookup(h *tree.Hash) (location, bool, error) {
 	i, ok := t.search(h)
 	if !ok {
-		return location{}, false
+		return location{}, false, nil
+	}
+	if err := t.check(); err != nil {
+		return location{}, false, err
 	}
 	e := t.entry(i)
-	return t.location(&e), true
+	return t.location(&e), true, nil
 }
 
 // base is the base of delta entry i as the idx names it (zero for an idx without bases): the
@@ -113,20 +173,23 @@ func (t *idxTable) base(i int) (tree.Hash, error) {
 // delta returns the delta record of h, or nil when the pack holds h whole or not at all.
 func (t *idxTable) delta(h tree.Hash) *deltaRec {
 	i, ok := t.search(&h)
-	if !ok {
+	if !ok || t.check() != nil {
 		return nil
 	}
 	e := t.entry(i)
 	if !e.kind.delta() {
 		return nil
 	}
-	// The walk that made the table matched the bases to the deltas one for one.
+	// The check matched the bases to the deltas one for one.
 	base, _ := t.base(i)
 	return &deltaRec{hash: e.hash, offset: e.offset, comp: e.comp, raw: e.raw, kind: e.kind, base: base}
 }
 
 // deltaRecs lists the table's delta records, sorted by hash, with the bases the idx names.
 func (t *idxTable) deltaRecs() []deltaRec {
+	if t.check() != nil {
+		return nil
+	}
 	var out []deltaRec
 	rank := 0
 	for i := range t.n {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -41,8 +44,8 @@ func TestIdxTableAnswersAsItsEntries(t *testing.T) {
 		tb := tableFor(t, p, v, append([]idxEntry(nil), entries...))
 		deltas := 0
 		for _, e := range entries {
-			l, ok := tb.lookup(&e.hash)
-			if !ok || l.offset != e.offset || l.kind != e.kind || l.pack != p {
+			l, ok, err := tb.lookup(&e.hash)
+			if err != nil || !ok || l.offset != e.offset || l.kind != e.kind || l.pack != p {
 				t.Fatalf("v%d: lookup %s: %+v %v", v, e.hash, l, ok)
 			}
 			d := tb.delta(e.hash)
@@ -72,7 +75,7 @@ func TestIdxTableAnswersAsItsEntries(t *testing.T) {
 		}
 		var missing tree.Hash
 		fillHash(r, &missing)
-		if _, ok := tb.lookup(&missing); ok || tb.delta(missing) != nil {
+		if _, ok, err := tb.lookup(&missing); err != nil || ok || tb.delta(missing) != nil {
 			t.Fatalf("v%d: an object the table does not list was found", v)
 		}
 	}
@@ -95,18 +98,32 @@ func TestIdxTableBaseRunsShort(t *testing.T) {
 	}
 }
 
-// A damaged idx does not make a table; entries a scan could not have produced do not either.
-func TestNewIdxTableRefusesDamage(t *testing.T) {
-	b := encodeIdx([]idxEntry{{hash: tree.Hash{1}, kind: BlobObject, offset: 12, comp: 5, raw: 5}}, packVersion)
+// A damaged idx answers nothing: one whose layout is wrong makes no table; one damaged elsewhere
+// (its checksum, an entry) makes a table that misses without a check, but is checked at its first
+// hit and then answers with the fault, naming the repair, for that object and every other;
+// entries a scan could not have produced make no table either.
+func TestIdxTableRefusesDamage(t *testing.T) {
+	h := tree.Hash{1}
+	b := encodeIdx([]idxEntry{{hash: h, kind: BlobObject, offset: 12, comp: 5, raw: 5}}, packVersion)
 	bad := bytes.Clone(b)
-	bad[idxHeaderLen] ^= 1
-	if _, err := newIdxTable(&packFile{}, bad, false); err == nil {
-		t.Fatal("an idx failing its checksum made a table")
+	bad[idxHeaderLen+40] ^= 1 // in the entry's offset
+	tb, err := newIdxTable(&packFile{}, bad, false, "packs/x.idx")
+	if err != nil {
+		t.Fatalf("a layout that holds made no table: %v", err)
+	}
+	if _, ok, err := tb.lookup(&tree.Hash{2}); ok || err != nil || tb.failed() != nil {
+		t.Fatalf("a miss was checked or found: %v %v", ok, err)
+	}
+	if _, ok, err := tb.lookup(&h); ok || !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "doctor --repair") || !strings.Contains(err.Error(), "packs/x.idx") {
+		t.Fatalf("a hit in a damaged idx: found %v, %v", ok, err)
+	}
+	if tb.failed() == nil || tb.delta(h) != nil || tb.deltaRecs() != nil || tb.check() == nil {
+		t.Fatal("a table found damaged still answers")
 	}
 	body := bytes.Clone(b[:len(b)-sha256.Size])
 	binary.BigEndian.PutUint32(body[len(idxMagic):], 2)
 	sum := sha256.Sum256(body)
-	if _, err := newIdxTable(&packFile{}, append(body, sum[:]...), false); err == nil {
+	if _, err := newIdxTable(&packFile{}, append(body, sum[:]...), false, ""); err == nil {
 		t.Fatal("an idx whose count disagrees made a table")
 	}
 	p := &packFile{version: packVersion}

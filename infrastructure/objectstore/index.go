@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"iter"
 	"math/bits"
@@ -43,6 +44,9 @@ type objIndex struct {
 	tables []*idxTable
 	dmg    map[damageKey]struct{}
 	cond   map[string]bool
+
+	// onFault hears of a table whose check failed (Store.noteFault): it answers nothing more.
+	onFault func(error)
 
 	matMu   sync.Mutex
 	full    atomic.Pointer[objIndex] // tables and overlay merged, then kept up to date (nil: not made)
@@ -135,12 +139,35 @@ func (x *objIndex) inTables(h *tree.Hash) (location, bool) {
 	var cur location
 	found := false
 	for _, t := range x.tables {
-		l, ok := t.lookup(h)
+		l, ok, err := t.lookup(h)
+		if err != nil {
+			x.fault(err)
+			continue
+		}
 		if ok && (!found || better(*h, cur, l, x.dmg, x.cond)) {
 			cur, found = l, true
 		}
 	}
 	return cur, found
+}
+
+// fault passes on the fault of a damaged table.
+func (x *objIndex) fault(err error) {
+	if x.onFault != nil {
+		x.onFault(err)
+	}
+}
+
+// check checks every table (idxTable.check) and returns the first fault.
+func (x *objIndex) check() error {
+	var first error
+	for _, t := range x.tables {
+		if err := t.check(); err != nil {
+			x.fault(err)
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
 }
 
 func (x *objIndex) has(h tree.Hash) bool {
@@ -224,6 +251,10 @@ func (x *objIndex) materialize() *objIndex {
 	}
 	f := newObjIndex(len(x.ents) + x.entries)
 	for _, t := range x.tables {
+		if err := t.check(); err != nil {
+			x.fault(err) // its entries are left out: the store is faulty until a load drops it
+			continue
+		}
 		for i := range t.n {
 			e := t.entry(i)
 			f.put(e.hash, t.location(&e), func(prev, l location) bool { return better(e.hash, prev, l, x.dmg, x.cond) })

@@ -110,20 +110,27 @@ func TestLazyStoreLoadsOnFirstUse(t *testing.T) {
 	}
 }
 
-// A damaged idx is reported by the first use that returns errors, never taken for an empty
-// store by a writer (nothing is Present), and the load is tried again at the next use.
+// A damaged idx is reported by the first use that returns errors (an idx is checked whole at its
+// first use, see idxTable), never taken for an empty store by a writer (nothing is Present, a
+// batch commits nothing), and every use after it reports it until the idx is repaired.
 func TestLazyStoreReportsADamagedIdx(t *testing.T) {
 	dir, root, content := lazyFixture(t)
 	corruptIdx(t, dir)
 	s := openLazy(t, dir)
-	if err := s.Load(); !errors.Is(err, fault.ErrIntegrity) {
-		t.Fatalf("load: %v", err)
-	}
 	if s.Present(tree.Sum(content)) || s.Has(root) {
 		t.Fatal("a damaged index vouched for an object")
 	}
 	if _, err := s.ReadTree(root); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("read: %v", err)
+	}
+	if err := s.Load(); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("load, once the damage was found: %v", err)
+	}
+	b := s.NewBatch()
+	if _, err := b.PutBlob(bytes.NewReader([]byte("new")), tree.Sum([]byte("new")), 3); err == nil {
+		if err := b.Commit(); !errors.Is(err, fault.ErrIntegrity) {
+			t.Fatalf("a batch committed into a store with a damaged idx: %v", err)
+		}
 	}
 	if _, err := s.ScanPacks(); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("scan: %v", err)

@@ -475,7 +475,7 @@ func (s *Store) checkChain(h tree.Hash) error {
 	for range maxDeltaChain {
 		l, ok := s.lookup(h)
 		if !ok {
-			return missing(h)
+			return s.missing(h)
 		}
 		if !intact(h, l, nil) {
 			return damaged(h, l, "its pack is missing or cut short")

@@ -318,7 +318,7 @@ func (r *reencoder) write(b *Batch, h tree.Hash, l location) (stored bool, err e
 	if !e.base.IsZero() {
 		bl, ok := r.s.lookup(e.base)
 		if !ok {
-			return false, missing(e.base)
+			return false, r.s.missing(e.base)
 		}
 		baseRaw, _, err := r.s.readChain(e.base, bl, nil)
 		if err != nil {

@@ -185,6 +185,9 @@ func (s *Store) Refresh() error {
 		return err
 	}
 	s.unloaded.Store(false)
+	if f := s.faulty.Load(); f != nil {
+		return *f // a damaged idx found since the last load, still there
+	}
 	return nil
 }
 
@@ -295,6 +298,9 @@ func (s *Store) load(pl packListing, locked bool) error {
 			// an unchanged pack loaded from its idx is kept, not read and checked again. A command
 			// refreshed after `plan watch` stored a pack reads that pack's idx alone.
 			if p := old[id]; p != nil && p.table != nil && p.idxSize > 0 && pl.hasIdx[id] && p.size == size {
+				if err := p.table.failed(); err != nil {
+					return err // found damaged: refused as at its first load, until doctor --repair
+				}
 				reads = append(reads, packEntries{p: p, table: p.table})
 				continue
 			}
@@ -313,9 +319,10 @@ func (s *Store) load(pl packListing, locked bool) error {
 			reads = append(reads, r)
 		}
 	}
-	// Nothing is built from the idx files but their tables (see objIndex): each is checked whole,
-	// and searched when an object is looked up.
+	// Nothing is built from the idx files but their tables (see objIndex): each is searched when an
+	// object is looked up, and checked whole when first used (see idxTable).
 	index := newObjIndex(0)
+	index.onFault = s.noteFault
 	index.dmg, index.cond = maps.Clone(damagedSet), maps.Clone(cond)
 	packs := make(map[string]*packFile, len(reads))
 	for _, r := range reads {
@@ -325,7 +332,7 @@ func (s *Store) load(pl packListing, locked bool) error {
 		switch {
 		case t != nil:
 		case r.idx != nil:
-			if t, err = newIdxTable(p, r.idx, r.sumOK); err != nil {
+			if t, err = newIdxTable(p, r.idx, r.sumOK, s.be.Location(idxName(p.id))); err != nil {
 				return fault.Wrap(fault.ErrIntegrity, err, idxCorrupt, s.be.Location(idxName(p.id)))
 			}
 		default:
@@ -348,6 +355,9 @@ func (s *Store) load(pl packListing, locked bool) error {
 	}
 	lost := lostAny(s.packs, packs, s.damaged, damagedSet, s.condemned, cond)
 	s.index, s.packs, s.damaged, s.condemned, s.marks = index, packs, damagedSet, cond, marks
+	// A damaged table is kept by no load (see above): the new index has none, as far as anyone
+	// has looked.
+	s.faulty.Store(nil)
 	s.mu.Unlock()
 	if lost {
 		s.trust.forget()
@@ -669,7 +679,7 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 	}
 	l, ok := s.lookup(h)
 	if !ok {
-		return missing(h)
+		return s.missing(h)
 	}
 	err := read(l)
 	if errors.Is(err, errPackGone) {
@@ -681,7 +691,7 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 			return errors.Join(err, lerr)
 		}
 		if l, ok = s.lookup(h); !ok {
-			return missing(h)
+			return s.missing(h)
 		}
 		err = read(l)
 	}
@@ -695,6 +705,9 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 func (s *Store) Problems() []string {
 	var out []string
 	if err := s.Load(); err != nil {
+		return append(out, err.Error())
+	}
+	if err := s.CheckIndex(); err != nil {
 		return append(out, err.Error())
 	}
 	if pending, err := s.readIntent(); err != nil {

@@ -123,7 +123,7 @@ func (s *Store) Repack(live map[tree.Hash]struct{}, roots []tree.Hash) (RepackRe
 	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
-	if err := s.Refresh(); err != nil {
+	if err := s.refreshChecked(); err != nil {
 		return res, fmt.Errorf("repack (nothing was deleted): %w", err)
 	}
 	paths, err := s.blobPaths(roots)
@@ -228,7 +228,7 @@ func (s *Store) repackSet(live map[tree.Hash]struct{}, paths map[tree.Hash]strin
 			}
 			l, ok := s.lookup(h)
 			if !ok {
-				return missing(h)
+				return s.missing(h)
 			}
 			s.mu.RLock()
 			ok = intact(h, l, s.damaged)
@@ -480,7 +480,7 @@ func (s *Store) deltaRecord(h tree.Hash, l location) (tree.Hash, int, int, error
 func (s *Store) readContent(h tree.Hash) ([]byte, error) {
 	l, ok := s.lookup(h)
 	if !ok {
-		return nil, missing(h)
+		return nil, s.missing(h)
 	}
 	b, _, err := s.readChain(h, l, nil)
 	return b, err

@@ -31,6 +31,9 @@ func (s *Store) ScanPacks() ([]PackProblem, error) {
 	if err := s.Load(); err != nil {
 		return nil, err
 	}
+	if err := s.CheckIndex(); err != nil {
+		return nil, err
+	}
 	s.ReadStoreBytes()
 	s.mu.RLock()
 	packs := make([]*packFile, 0, len(s.packs))

@@ -69,6 +69,9 @@ type Store struct {
 
 	trees treeCache // trees this process stored or decoded, kept as delta bases (see treeCache)
 	trust trustMemo // objects found trusted since the view last lost anything (see trustMemo)
+	// faulty is the fault of an idx the index keeps that a check found damaged (idxTable): the
+	// store vouches for nothing and commits nothing while it holds one (Load).
+	faulty atomic.Pointer[error]
 	// bundles keeps the bundles read last, for the reads of their blobs (see readBase).
 	bundles bundleCache
 
@@ -250,6 +253,9 @@ func OpenBackendLazy(be Backend, work string) (*Store, error) {
 // Load reads the index if it has not been read yet (see OpenBackendLazy), as OpenBackend reads it:
 // without the workspace lock's privileges. A failure is returned, and the next use tries again.
 func (s *Store) Load() error {
+	if f := s.faulty.Load(); f != nil {
+		return *f
+	}
 	if !s.unloaded.Load() {
 		return nil
 	}
@@ -375,6 +381,44 @@ func (s *Store) Has(h tree.Hash) bool {
 	ok := s.index.has(h)
 	s.mu.RUnlock()
 	return ok
+}
+
+// noteFault makes the store faulty with the fault of a damaged idx (see faulty), and forgets what
+// it vouched for.
+func (s *Store) noteFault(err error) {
+	if s.faulty.CompareAndSwap(nil, &err) {
+		s.trust.forget()
+	}
+}
+
+// CheckIndex loads the index if it was not yet, checks every idx it keeps (idxTable.check), and
+// returns the first fault: what deletes or rewrites packs weighs every object of the store, and
+// what reports on the store reports a damaged idx, so both check every idx whole first.
+func (s *Store) CheckIndex() error {
+	if err := s.Load(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	x := s.index
+	s.mu.RUnlock()
+	return x.check()
+}
+
+// refreshChecked is Refresh, then CheckIndex.
+func (s *Store) refreshChecked() error {
+	if err := s.Refresh(); err != nil {
+		return err
+	}
+	return s.CheckIndex()
+}
+
+// missing is the error of an object the index does not hold: the fault of a damaged idx, when
+// one is (a damaged idx can hide an object), else that the object is missing.
+func (s *Store) missing(h tree.Hash) error {
+	if err := s.CheckIndex(); err != nil {
+		return err
+	}
+	return missing(h)
 }
 
 func (s *Store) lookup(h tree.Hash) (location, bool) {
