@@ -90,42 +90,105 @@ func (b *bench) agents(s *subject) error {
 }
 
 // longSession runs -agent-calls tool calls in one session on a small workspace and compares the
-// median cost of its last hundred with its first hundred.
+// cost of its last hundred with the first hundred of a new session on an identical workspace, the
+// two sessions' calls interleaved one for one: both hundreds are measured in the same minute, so
+// that what the machine's load does between the session's start and its end (minutes on a shared
+// machine) is not taken for the session's own growth. The session's own first hundred is reported
+// beside it.
 func (b *bench) longSession() error {
 	n := b.cfg.agentCalls
 	if n < 2*sessionWindow {
 		return fmt.Errorf("-agent-calls must be at least %d", 2*sessionWindow)
 	}
 	dir := filepath.Join(b.base, "agent-session")
-	w := planWorkload(filepath.Join(dir, "ws"), sessionFiles, b.cfg.seed)
-	if err := w.write(b.ctx); err != nil {
-		return err
+	workspace := func(name string) (*workload, error) {
+		w := planWorkload(filepath.Join(dir, name), sessionFiles, b.cfg.seed)
+		if err := w.write(b.ctx); err != nil {
+			return nil, err
+		}
+		p := &planCLI{r: b.r, bin: b.planBin, ws: w.root}
+		return w, p.init()
 	}
-	p := &planCLI{r: b.r, bin: b.planBin, ws: w.root}
-	if err := p.init(); err != nil {
-		return err
-	}
-	start := time.Now()
-	// PLAN_TIMINGS=1: the phases of each call, so that what grows is named.
-	lat, phases, err := b.hookSession(w.root, "bench-long", n, []string{"PLAN_TIMINGS=1"}, func(i int) error {
-		return w.rewrite(b.ctx, w.pickChanges(1, uint64(20000+i)), uint64(20000+i)) // #nosec G115 -- small i
-	})
+	long, err := workspace("ws")
 	if err != nil {
 		return err
 	}
-	if err := b.stopWatch(w.root); err != nil {
+	// PLAN_TIMINGS=1: the phases of each call, so that what grows is named.
+	env := []string{"PLAN_TIMINGS=1"}
+	start := time.Now()
+	ld, err := b.startSession(long.root, "bench-long", env)
+	if err != nil {
 		return err
 	}
+	edit := func(w *workload, i int) func() error {
+		return func() error {
+			return w.rewrite(b.ctx, w.pickChanges(1, uint64(20000+i)), uint64(20000+i)) // #nosec G115 -- small i
+		}
+	}
+	var lat []time.Duration
+	var phases []map[string]float64
+	for i := range n - sessionWindow {
+		d, ph, err := ld.call(i, edit(long, i))
+		if err != nil {
+			return err
+		}
+		lat, phases = append(lat, d), append(phases, ph)
+	}
+	fresh, err := workspace("fresh")
+	if err != nil {
+		return err
+	}
+	fd, err := b.startSession(fresh.root, "bench-fresh", env)
+	if err != nil {
+		return err
+	}
+	var freshLat []time.Duration
+	var freshPhases []map[string]float64
+	for k := range sessionWindow {
+		i := n - sessionWindow + k
+		longCall := func() error {
+			d, ph, err := ld.call(i, edit(long, i))
+			lat, phases = append(lat, d), append(phases, ph)
+			return err
+		}
+		freshCall := func() error {
+			d, ph, err := fd.call(k, edit(fresh, k))
+			freshLat, freshPhases = append(freshLat, d), append(freshPhases, ph)
+			return err
+		}
+		order := []func() error{longCall, freshCall}
+		if k%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, f := range order {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range []*hookDriver{ld, fd} {
+		if err := d.stop(); err != nil {
+			return err
+		}
+	}
+	for _, ws := range []string{long.root, fresh.root} {
+		if err := b.stopWatch(ws); err != nil {
+			return err
+		}
+	}
 	first, last := lat[:sessionWindow], lat[len(lat)-sessionWindow:]
-	grew := phaseGrowth(phases[:sessionWindow], phases[len(phases)-sessionWindow:])
-	b.logf("agent session: %d tool calls in %v: first hundred %.1f ms, last hundred %.1f ms (median pre+post); phases, first -> last hundred: %s", n,
-		time.Since(start).Round(time.Second), median(millis(first)), median(millis(last)), grew)
+	grew := phaseGrowth(freshPhases, phases[len(phases)-sessionWindow:])
+	b.logf("agent session: %d tool calls in %v: its last hundred %.1f ms, a new session's first hundred beside them %.1f ms, "+
+		"its own first hundred %.1f ms (median pre+post); phases, new session -> last hundred: %s", n,
+		time.Since(start).Round(time.Second), median(millis(last)), median(millis(freshLat)), median(millis(first)), grew)
 	res := timeResult("agent_session_tail", fmt.Sprintf("agent session of %d tool calls: its last hundred", n),
-		last, first, "its first hundred", fmt.Sprintf("<= %gx first hundred", sessionTailSlop),
+		last, freshLat, "a new session's first hundred, interleaved", fmt.Sprintf("<= %gx first hundred", sessionTailSlop),
 		func(o, f float64) bool { return o <= sessionTailSlop*f })
 	res.Note = fmt.Sprintf("medians of pre+post hook wall time per call, on a %d-file workspace so the session's own "+
-		"bookkeeping shows; the margin is for noise on a shared machine. PLAN_TIMINGS phases (ms, pre+post), first -> last hundred: %s",
-		sessionFiles, grew)
+		"bookkeeping shows; the baseline is the first hundred calls of a new session on an identical workspace, its calls "+
+		"and the last hundred taken in turn, so that both are measured under the same load (the session's own first hundred, "+
+		"minutes earlier: %.1f ms); the margin is for noise on a shared machine. PLAN_TIMINGS phases (ms, pre+post), "+
+		"new session -> last hundred: %s", sessionFiles, median(millis(first)), grew)
 	res.OursSamples, res.BaselineSamples = nil, nil // 200 samples would drown the report
 	b.rep.add(res)
 	return nil
@@ -137,79 +200,120 @@ func (b *bench) longSession() error {
 // turns it off), the calls wait for its first walk. It returns each call's pre+post wall time and,
 // when env sets PLAN_TIMINGS=1, the sum of the two hooks' phases.
 func (b *bench) hookSession(ws, session string, n int, env []string, change func(i int) error) ([]time.Duration, []map[string]float64, error) {
-	timed := slices.Contains(env, "PLAN_TIMINGS=1")
-	base := map[string]any{"session_id": session, "cwd": ws, "transcript_path": filepath.Join(ws, "t.jsonl"), "permission_mode": "default"}
-	var phases map[string]float64
-	send := func(event string, extra map[string]any) (time.Duration, error) {
-		m := map[string]any{"hook_event_name": event}
-		for k, v := range base {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
-		payload, err := json.Marshal(m)
-		if err != nil {
-			return 0, err
-		}
-		cmd := exec.CommandContext(b.ctx, b.planBin, "hook", "claude", event)
-		cmd.Dir, cmd.Stdin, cmd.Env = ws, bytes.NewReader(payload), append(os.Environ(), env...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		t := time.Now()
-		err = cmd.Run()
-		d := time.Since(t)
-		if timed && err == nil {
-			ph, perr := parseTimings(stderr.Bytes())
-			if perr != nil {
-				return d, fmt.Errorf("plan hook claude %s: %w", event, perr)
-			}
-			for k, v := range ph {
-				phases[k] += v
-			}
-			stderr.Reset() // the timings line is all it printed
-		}
-		if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
-			return d, fmt.Errorf("plan hook claude %s: %w: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
-		}
-		return d, nil
-	}
-	phases = map[string]float64{}
-	if _, err := send("UserPromptSubmit", map[string]any{"prompt": "benchmark"}); err != nil {
+	d, err := b.startSession(ws, session, env)
+	if err != nil {
 		return nil, nil, err
-	}
-	if !slices.Contains(env, "PLAN_WATCH=0") {
-		if err := b.awaitWatch(ws); err != nil {
-			return nil, nil, err
-		}
 	}
 	out := make([]time.Duration, 0, n)
 	var perCall []map[string]float64
 	for i := range n {
-		phases = map[string]float64{}
-		id := fmt.Sprintf("toolu_bench%06d", i)
-		input := map[string]any{"command": fmt.Sprintf("./edit.sh %d", i)}
-		pre, err := send("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id})
+		lat, ph, err := d.call(i, func() error { return change(i) })
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := change(i); err != nil {
-			return nil, nil, err
-		}
-		post, err := send("PostToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
-			"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}})
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, pre+post)
-		if timed {
-			perCall = append(perCall, phases)
+		out = append(out, lat)
+		if d.timed {
+			perCall = append(perCall, ph)
 		}
 	}
-	if _, err := send("Stop", map[string]any{"stop_hook_active": false}); err != nil {
+	if err := d.stop(); err != nil {
 		return nil, nil, err
 	}
 	return out, perCall, nil
+}
+
+// hookDriver is one agent session driven call by call (see hookSession), so that two sessions'
+// calls can be interleaved.
+type hookDriver struct {
+	b     *bench
+	env   []string
+	timed bool
+	base  map[string]any
+	ws    string
+}
+
+// startSession sends the session's first prompt in ws and waits for the `plan watch` it started.
+func (b *bench) startSession(ws, session string, env []string) (*hookDriver, error) {
+	d := &hookDriver{b: b, env: env, timed: slices.Contains(env, "PLAN_TIMINGS=1"), ws: ws,
+		base: map[string]any{"session_id": session, "cwd": ws, "transcript_path": filepath.Join(ws, "t.jsonl"), "permission_mode": "default"}}
+	if _, _, err := d.send("UserPromptSubmit", map[string]any{"prompt": "benchmark"}); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(env, "PLAN_WATCH=0") {
+		if err := b.awaitWatch(ws); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// send runs `plan hook claude event` with the session's payload plus extra, and returns its wall
+// time and, when timed, its phases.
+func (d *hookDriver) send(event string, extra map[string]any) (time.Duration, map[string]float64, error) {
+	m := map[string]any{"hook_event_name": event}
+	for k, v := range d.base {
+		m[k] = v
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	payload, err := json.Marshal(m)
+	if err != nil {
+		return 0, nil, err
+	}
+	cmd := exec.CommandContext(d.b.ctx, d.b.planBin, "hook", "claude", event) // #nosec G204 -- the plan binary under test
+	cmd.Dir, cmd.Stdin, cmd.Env = d.ws, bytes.NewReader(payload), append(os.Environ(), d.env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t := time.Now()
+	err = cmd.Run()
+	lat := time.Since(t)
+	var ph map[string]float64
+	if d.timed && err == nil {
+		if ph, err = parseTimings(stderr.Bytes()); err != nil {
+			return lat, nil, fmt.Errorf("plan hook claude %s: %w", event, err)
+		}
+		stderr.Reset() // the timings line is all it printed
+	}
+	if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
+		return lat, nil, fmt.Errorf("plan hook claude %s: %w: stdout %q stderr %q", event, err, stdout.String(), stderr.String())
+	}
+	return lat, ph, nil
+}
+
+// call is tool call i: its PreToolUse, change, its PostToolUse; it returns the two hooks' wall
+// time and, when timed, the sum of their phases.
+func (d *hookDriver) call(i int, change func() error) (time.Duration, map[string]float64, error) {
+	id := fmt.Sprintf("toolu_bench%06d", i)
+	input := map[string]any{"command": fmt.Sprintf("./edit.sh %d", i)}
+	pre, prePh, err := d.send("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := change(); err != nil {
+		return 0, nil, err
+	}
+	post, postPh, err := d.send("PostToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+		"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}})
+	if err != nil {
+		return 0, nil, err
+	}
+	var ph map[string]float64
+	if d.timed {
+		ph = map[string]float64{}
+		for _, m := range []map[string]float64{prePh, postPh} {
+			for k, v := range m {
+				ph[k] += v
+			}
+		}
+	}
+	return pre + post, ph, nil
+}
+
+// stop ends the session's turn.
+func (d *hookDriver) stop() error {
+	_, _, err := d.send("Stop", map[string]any{"stop_hook_active": false})
+	return err
 }
 
 // tailPhases compares the phases of all calls with those of the slowest twentieth (by wall time
