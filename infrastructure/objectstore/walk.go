@@ -3,6 +3,7 @@ package objectstore
 import (
 	"errors"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -150,76 +151,133 @@ func (s *Store) childrenOf(p string, h tree.Hash, out []tree.Entry) ([]tree.Entr
 // sides share (equal hashes), which makes the diff of two checkpoints cost what changed.
 func (s *Store) DiffTrees(from, to tree.Hash) ([]tree.Change, error) {
 	defer timing.Span("diff")()
-	var out []tree.Change
-	if err := s.diff("", from, to, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	d := &differ{s: s, slots: make(chan struct{}, diffWorkers)}
+	return d.diff("", from, to)
 }
 
-func (s *Store) diff(prefix string, from, to tree.Hash, out *[]tree.Change) error {
+// diffWorkers bounds the goroutines a DiffTrees reads subtrees with, besides its own: reading a
+// tree (a chain of patches, from a pack) waits on the store as much as it computes, and a
+// rollback's diff reads the changed directories of both trees.
+var diffWorkers = max(2, runtime.GOMAXPROCS(0))
+
+// differ is one DiffTrees: the subtrees of changed directories are compared in goroutines while
+// slots are free (in the caller's otherwise), each into its own part, put back in order.
+type differ struct {
+	s     *Store
+	slots chan struct{}
+}
+
+// diffPart is one piece of a directory's changes, in order: what the directory's own entries
+// say, or a subdirectory's changes, computed in a goroutine (done closes when they are).
+type diffPart struct {
+	out  []tree.Change
+	err  error
+	done chan struct{}
+}
+
+func (d *differ) diff(prefix string, from, to tree.Hash) ([]tree.Change, error) {
 	if from == to {
-		return nil
+		return nil, nil
 	}
+	s := d.s
 	ft, err := s.readTreeCached(from)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tt, err := s.readTreeCached(to)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	i, j := 0, 0
-	for i < len(ft) || j < len(tt) {
-		var c int
-		switch {
-		case i == len(ft):
-			c = 1
-		case j == len(tt):
-			c = -1
-		case ft[i].Name < tt[j].Name:
-			c = -1
-		case ft[i].Name > tt[j].Name:
-			c = 1
-		}
-		switch {
-		case c < 0:
-			if err := s.emitAll(prefix, ft[i], tree.Deleted, out); err != nil {
-				return err
-			}
-			i++
-		case c > 0:
-			if err := s.emitAll(prefix, tt[j], tree.Added, out); err != nil {
-				return err
-			}
-			j++
+	cur := &diffPart{}
+	parts := []*diffPart{cur}
+	sub := func(p string, from, to tree.Hash) {
+		child := &diffPart{}
+		select {
+		case d.slots <- struct{}{}:
+			child.done = make(chan struct{})
+			go func() {
+				defer func() { <-d.slots; close(child.done) }()
+				child.out, child.err = d.diff(p, from, to)
+			}()
 		default:
-			p := join(prefix, ft[i].Name)
-			f, t := flatEntry(p, ft[i]), flatEntry(p, tt[j])
+			child.out, child.err = d.diff(p, from, to)
+		}
+		cur = &diffPart{}
+		parts = append(parts, child, cur)
+	}
+	err = func() error {
+		i, j := 0, 0
+		for i < len(ft) || j < len(tt) {
+			var c int
 			switch {
-			case f.Kind != t.Kind:
-				*out = append(*out, tree.Change{Path: p, Type: tree.TypeChanged, From: &f, To: &t})
-				if err := s.emitBelow(p, ft[i], tree.Deleted, out); err != nil {
+			case i == len(ft):
+				c = 1
+			case j == len(tt):
+				c = -1
+			case ft[i].Name < tt[j].Name:
+				c = -1
+			case ft[i].Name > tt[j].Name:
+				c = 1
+			}
+			switch {
+			case c < 0:
+				if err := s.emitAll(prefix, ft[i], tree.Deleted, &cur.out); err != nil {
 					return err
 				}
-				if err := s.emitBelow(p, tt[j], tree.Added, out); err != nil {
+				i++
+			case c > 0:
+				if err := s.emitAll(prefix, tt[j], tree.Added, &cur.out); err != nil {
 					return err
 				}
-			case !f.Same(t):
-				*out = append(*out, tree.Change{Path: p, Type: tree.Modified, From: &f, To: &t})
-				fallthrough
+				j++
 			default:
-				if f.Kind == tree.KindDir {
-					if err := s.diff(p, f.Hash, t.Hash, out); err != nil {
+				p := join(prefix, ft[i].Name)
+				f, t := flatEntry(p, ft[i]), flatEntry(p, tt[j])
+				switch {
+				case f.Kind != t.Kind:
+					cur.out = append(cur.out, tree.Change{Path: p, Type: tree.TypeChanged, From: &f, To: &t})
+					if err := s.emitBelow(p, ft[i], tree.Deleted, &cur.out); err != nil {
 						return err
 					}
+					if err := s.emitBelow(p, tt[j], tree.Added, &cur.out); err != nil {
+						return err
+					}
+				case !f.Same(t):
+					cur.out = append(cur.out, tree.Change{Path: p, Type: tree.Modified, From: &f, To: &t})
+					fallthrough
+				default:
+					if f.Kind == tree.KindDir && f.Hash != t.Hash {
+						sub(p, f.Hash, t.Hash)
+					}
 				}
+				i++
+				j++
 			}
-			i++
-			j++
 		}
+		return nil
+	}()
+	// Every goroutine started is waited for, error or not: none outlives the diff.
+	n := 0
+	for _, part := range parts {
+		if part.done != nil {
+			<-part.done
+		}
+		if err == nil {
+			err = part.err
+		}
+		n += len(part.out)
 	}
-	return nil
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 {
+		return cur.out, nil
+	}
+	out := make([]tree.Change, 0, n)
+	for _, part := range parts {
+		out = append(out, part.out...)
+	}
+	return out, nil
 }
 
 // emitAll reports e and, for a directory, everything below it as added or deleted.
