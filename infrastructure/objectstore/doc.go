@@ -83,16 +83,20 @@
 // is followed, kept, confirmed and checked as a delta is (Kind.delta), so everything below about
 // chains holds for it; only GC's re-encoding treats its bundle differently (see reencode.go).
 //
-// Every process checks the idx files it loads whole (checksum, lengths, every entry's range and
-// order) and keeps them as they are: lookups binary-search their sorted entries (idxTable), and only
-// what the process registers afterwards goes into a table without pointers (objIndex's overlay).
-// Opening 100,000 objects costs about 7 ms, the reading and checksumming of the files; nothing is
-// built per object until a caller goes through all of them (gc, verify, stats) or looks up more
-// objects than merging the files into one table costs (a walk confirms every unchanged file
-// Present): then they are merged once, and that table is the index from then on. A refresh keeps the
-// table of every pack it loaded from its idx and finds unchanged (same id, same size): an idx in
-// packs/ is immutable, RepairIndexes replaces only one that failed its checks (which no table was
-// made of), so a command refreshed after another process added a pack reads that pack's idx alone.
+// Every process reads the idx files it loads and keeps them as they are: lookups binary-search
+// their sorted entries (idxTable), and only what the process registers afterwards goes into a table
+// without pointers (objIndex's overlay). Loading checks an idx's layout; the whole file (checksum,
+// lengths, every entry's range and order, the delta bases) is checked the first time an object is
+// found in it, before that answer is used, and every idx is checked before anything goes through
+// all objects or deletes or rewrites packs (gc, consolidation, repack, heal, verify, doctor, stats);
+// a miss needs no check, and a read that finds nothing checks them all, so damage is named as such.
+// An idx found damaged makes the store faulty (Load reports it): it vouches for nothing and commits
+// nothing until a load no longer keeps that idx. Nothing is built per object until a caller goes
+// through all of them or looks up more objects than merging the files into one table costs (a walk
+// confirms every unchanged file Present): then they are merged once, and that table is the index
+// from then on. A refresh keeps the table of every pack it loaded from its idx and finds unchanged
+// (same id, same size): an idx in packs/ is immutable, RepairIndexes replaces only one that failed
+// its checks, so a command refreshed after another process added a pack reads that pack's idx alone.
 //
 // Invariants:
 //   - an object is immutable and named by the SHA-256 of its raw (uncompressed) content. The kind is a
