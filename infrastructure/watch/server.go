@@ -242,7 +242,8 @@ func (s *Server) outlived(now time.Time) string {
 
 // snapshot is one snapshot of the tracker, the store's view refreshed first (a gc since the last
 // one may have removed what the tracker's tree names: the tracker checks every object it reuses
-// against that view).
+// against that view, each directory it confirmed whole again as soon as the view lost anything;
+// see workspace's prepare and objectstore.Batch.Epoch).
 func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
