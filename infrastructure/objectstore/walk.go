@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"runtime"
@@ -168,116 +169,134 @@ type differ struct {
 }
 
 // diffPart is one piece of a directory's changes, in order: what the directory's own entries
-// say, or a subdirectory's changes, computed in a goroutine (done closes when they are).
+// say, or a subdirectory's changes (sub), computed in a goroutine when done is set (it closes
+// when they are).
 type diffPart struct {
 	out  []tree.Change
 	err  error
+	sub  bool
 	done chan struct{}
+}
+
+// diffParts are a directory's changes as they are made, in order.
+type diffParts []*diffPart
+
+// out is where the directory's own next changes go.
+func (ps *diffParts) out() *[]tree.Change {
+	if n := len(*ps); n == 0 || (*ps)[n-1].sub {
+		*ps = append(*ps, &diffPart{})
+	}
+	return &(*ps)[len(*ps)-1].out
+}
+
+// sub compares subdirectory p (from, to) in a goroutine when d has a slot free, else here.
+func (ps *diffParts) sub(d *differ, p string, from, to tree.Hash) {
+	child := &diffPart{sub: true}
+	*ps = append(*ps, child)
+	select {
+	case d.slots <- struct{}{}:
+		child.done = make(chan struct{})
+		go func() {
+			defer func() { <-d.slots; close(child.done) }()
+			child.out, child.err = d.diff(p, from, to)
+		}()
+	default:
+		child.out, child.err = d.diff(p, from, to)
+	}
+}
+
+// join waits for every goroutine (none outlives the diff, error or not) and returns the changes
+// in order, or the first error: err, the directory's own, before those of the parts.
+func (ps diffParts) join(err error) ([]tree.Change, error) {
+	n := 0
+	for _, part := range ps {
+		if part.done != nil {
+			<-part.done
+		}
+		err = cmp.Or(err, part.err)
+		n += len(part.out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tree.Change, 0, n)
+	for _, part := range ps {
+		out = append(out, part.out...)
+	}
+	return out, nil
 }
 
 func (d *differ) diff(prefix string, from, to tree.Hash) ([]tree.Change, error) {
 	if from == to {
 		return nil, nil
 	}
+	var parts diffParts
+	return parts.join(d.compare(prefix, from, to, &parts))
+}
+
+// compare puts the changes between trees from and to, at prefix, into parts: entries one side
+// lacks, or whose kind or content differ, at once; the subdirectories that differ through sub.
+func (d *differ) compare(prefix string, from, to tree.Hash, parts *diffParts) error {
 	s := d.s
 	ft, err := s.readTreeCached(from)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tt, err := s.readTreeCached(to)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cur := &diffPart{}
-	parts := []*diffPart{cur}
-	sub := func(p string, from, to tree.Hash) {
-		child := &diffPart{}
-		select {
-		case d.slots <- struct{}{}:
-			child.done = make(chan struct{})
-			go func() {
-				defer func() { <-d.slots; close(child.done) }()
-				child.out, child.err = d.diff(p, from, to)
-			}()
+	i, j := 0, 0
+	for i < len(ft) || j < len(tt) {
+		var c int
+		switch {
+		case i == len(ft):
+			c = 1
+		case j == len(tt):
+			c = -1
+		case ft[i].Name < tt[j].Name:
+			c = -1
+		case ft[i].Name > tt[j].Name:
+			c = 1
+		}
+		switch {
+		case c < 0:
+			if err := s.emitAll(prefix, ft[i], tree.Deleted, parts.out()); err != nil {
+				return err
+			}
+			i++
+		case c > 0:
+			if err := s.emitAll(prefix, tt[j], tree.Added, parts.out()); err != nil {
+				return err
+			}
+			j++
 		default:
-			child.out, child.err = d.diff(p, from, to)
-		}
-		cur = &diffPart{}
-		parts = append(parts, child, cur)
-	}
-	err = func() error {
-		i, j := 0, 0
-		for i < len(ft) || j < len(tt) {
-			var c int
+			p := join(prefix, ft[i].Name)
+			f, t := flatEntry(p, ft[i]), flatEntry(p, tt[j])
 			switch {
-			case i == len(ft):
-				c = 1
-			case j == len(tt):
-				c = -1
-			case ft[i].Name < tt[j].Name:
-				c = -1
-			case ft[i].Name > tt[j].Name:
-				c = 1
-			}
-			switch {
-			case c < 0:
-				if err := s.emitAll(prefix, ft[i], tree.Deleted, &cur.out); err != nil {
+			case f.Kind != t.Kind:
+				out := parts.out()
+				*out = append(*out, tree.Change{Path: p, Type: tree.TypeChanged, From: &f, To: &t})
+				if err := s.emitBelow(p, ft[i], tree.Deleted, out); err != nil {
 					return err
 				}
-				i++
-			case c > 0:
-				if err := s.emitAll(prefix, tt[j], tree.Added, &cur.out); err != nil {
+				if err := s.emitBelow(p, tt[j], tree.Added, out); err != nil {
 					return err
 				}
-				j++
+			case !f.Same(t):
+				out := parts.out()
+				*out = append(*out, tree.Change{Path: p, Type: tree.Modified, From: &f, To: &t})
+				fallthrough
 			default:
-				p := join(prefix, ft[i].Name)
-				f, t := flatEntry(p, ft[i]), flatEntry(p, tt[j])
-				switch {
-				case f.Kind != t.Kind:
-					cur.out = append(cur.out, tree.Change{Path: p, Type: tree.TypeChanged, From: &f, To: &t})
-					if err := s.emitBelow(p, ft[i], tree.Deleted, &cur.out); err != nil {
-						return err
-					}
-					if err := s.emitBelow(p, tt[j], tree.Added, &cur.out); err != nil {
-						return err
-					}
-				case !f.Same(t):
-					cur.out = append(cur.out, tree.Change{Path: p, Type: tree.Modified, From: &f, To: &t})
-					fallthrough
-				default:
-					if f.Kind == tree.KindDir && f.Hash != t.Hash {
-						sub(p, f.Hash, t.Hash)
-					}
+				if f.Kind == tree.KindDir && f.Hash != t.Hash {
+					parts.sub(d, p, f.Hash, t.Hash)
 				}
-				i++
-				j++
 			}
+			i++
+			j++
 		}
-		return nil
-	}()
-	// Every goroutine started is waited for, error or not: none outlives the diff.
-	n := 0
-	for _, part := range parts {
-		if part.done != nil {
-			<-part.done
-		}
-		if err == nil {
-			err = part.err
-		}
-		n += len(part.out)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) == 1 {
-		return cur.out, nil
-	}
-	out := make([]tree.Change, 0, n)
-	for _, part := range parts {
-		out = append(out, part.out...)
-	}
-	return out, nil
+	return nil
 }
 
 // emitAll reports e and, for a directory, everything below it as added or deleted.
