@@ -82,7 +82,8 @@ func (b *Batch) Has(h tree.Hash) bool {
 	return ok
 }
 
-// Epoch is the generation of what this process has confirmed the store holds (its trust memo),
+// Epoch is the generation of what this process has confirmed the store holds (its trust memo;
+// never 0),
 // and whether the batch may take an object Has found at an earlier epoch as still held while the
 // epoch is the same: every change of the view that can lose an object (a pack dropped or read
 // again, a damage mark, a condemnation, a gc here) starts a new epoch, and objects only ever join

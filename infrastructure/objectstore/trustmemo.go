@@ -31,7 +31,7 @@ var epochs atomic.Uint64
 // trustMemoMax bounds the memo (32 bytes and a map slot per object): past it, it starts again.
 const trustMemoMax = 1 << 20
 
-// generation is the memo's generation now, read before an object is checked.
+// generation is the memo's generation now (never 0), read before an object is checked.
 func (m *trustMemo) generation() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

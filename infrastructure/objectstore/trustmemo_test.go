@@ -139,12 +139,7 @@ func TestLostAny(t *testing.T) {
 // A batch's epoch lasts while the view loses nothing: new packs keep it, a lost object ends it;
 // a store whose batches confirm each object they rely on (shared) offers none.
 func TestBatchEpochEndsWhenTheViewLosesAnObject(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Close() }()
+	s := TestStore(t)
 	b := s.NewBatch()
 	gone, _ := put(t, b, noise(1, 5000))
 	commit(t, b)
@@ -170,12 +165,7 @@ func TestBatchEpochEndsWhenTheViewLosesAnObject(t *testing.T) {
 	if e, _ := s.NewBatch().Epoch(); e == e1 {
 		t.Fatal("the epoch outlived a gc that dropped an object")
 	}
-	other, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Close() }()
-	if e, _ := other.NewBatch().Epoch(); e == e1 {
+	if e, _ := TestStore(t).NewBatch().Epoch(); e == e1 {
 		t.Fatal("two stores share an epoch number")
 	}
 	shared := s.NewBatch()

@@ -80,8 +80,8 @@ type node struct {
 	walked    bool // new in this snapshot, walked whole
 	// clean says prepare found nothing changed in the subtree and every object it holds Present.
 	clean bool
-	// confirmed is 1 + the store epoch (Batch.Epoch) at which prepare last found the subtree clean
-	// and free of files with other hard links (0: never): while the epoch lasts and no event
+	// confirmed is the store epoch (Batch.Epoch, never 0) at which prepare last found the subtree
+	// clean and free of files with other hard links (0: never): while the epoch lasts and no event
 	// touches it, the next prepare takes it as clean without a lookup per file.
 	confirmed uint64
 	// files and bytes count the files and symlinks of the subtree, as of its last build.

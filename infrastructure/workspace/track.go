@@ -762,7 +762,7 @@ func (sc *scan) noteLinked(it *item) {
 // the store's view may have lost an object, so that subtree's objects are all still held.
 func (sc *scan) prepare(n *node, linked *[]*node) bool {
 	n.base, n.reused = n.hash, false
-	if sc.epochOK && n.confirmed == sc.epoch+1 && !n.changed && !sc.restatAll && len(sc.linkedSeen) == 0 {
+	if sc.epochOK && n.confirmed == sc.epoch && !n.changed && !sc.restatAll && len(sc.linkedSeen) == 0 {
 		n.clean = true
 		return true
 	}
@@ -795,7 +795,7 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 			if it.dir != nil {
 				it.cached, it.cachedMode = it.dir.hash, it.mode
 				clean = sc.prepare(it.dir, linked) && clean
-				subConfirmed = subConfirmed && it.dir.confirmed == sc.epoch+1
+				subConfirmed = subConfirmed && it.dir.confirmed == sc.epoch
 			}
 		}
 	}
@@ -804,7 +804,7 @@ func (sc *scan) prepare(n *node, linked *[]*node) bool {
 	}
 	n.clean = clean && !n.changed
 	if n.clean && sc.epochOK && !hasLinks && subConfirmed && !sc.restatAll {
-		n.confirmed = sc.epoch + 1
+		n.confirmed = sc.epoch
 	}
 	return n.clean
 }
