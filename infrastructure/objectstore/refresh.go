@@ -704,10 +704,7 @@ func (s *Store) retryGone(h tree.Hash, read func(l location) error) error {
 // reads every byte.
 func (s *Store) Problems() []string {
 	var out []string
-	if err := s.Load(); err != nil {
-		return append(out, err.Error())
-	}
-	if err := s.CheckIndex(); err != nil {
+	if err := s.CheckIndex(); err != nil { // loads it first
 		return append(out, err.Error())
 	}
 	if pending, err := s.readIntent(); err != nil {

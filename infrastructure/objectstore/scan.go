@@ -28,10 +28,7 @@ type PackProblem struct {
 // that does not answer, or refuses a read, fails the scan (see noVerdict): nothing is reported or
 // marked.
 func (s *Store) ScanPacks() ([]PackProblem, error) {
-	if err := s.Load(); err != nil {
-		return nil, err
-	}
-	if err := s.CheckIndex(); err != nil {
+	if err := s.CheckIndex(); err != nil { // loads it first
 		return nil, err
 	}
 	s.ReadStoreBytes()
