@@ -129,8 +129,7 @@ var answerGrace = 3 * time.Second
 // connection gets the deadlines above.
 //
 // It sets t's connect timeout (the DSN's, or DefaultConnectTimeout), which errors name.
-func openPostgres(ctx context.Context, tp *target) (*gorm.DB, error) {
-	t := *tp
+func openPostgres(ctx context.Context, t *target) (*gorm.DB, error) {
 	cfg, err := pgx.ParseConfig(t.dsn)
 	if err != nil {
 		return nil, fault.Invalid("the PostgreSQL URL %s cannot be used: %s", t.shown, parseMessage(err))
@@ -139,11 +138,10 @@ func openPostgres(ctx context.Context, tp *target) (*gorm.DB, error) {
 		return nil, fault.Wrap(fault.ErrInvalid, err, "the PostgreSQL URL %s cannot be used", t.shown)
 	}
 	t.connectTimeout = cfg.ConnectTimeout
-	tp.connectTimeout = cfg.ConnectTimeout
 	sqlDB := stdlib.OpenDB(*cfg)
 	sqlDB.SetMaxIdleConns(2)
 	sqlDB.SetConnMaxIdleTime(time.Minute)
-	g, err := gorm.Open(classifyingPG{Dialector: postgres.New(postgres.Config{Conn: sqlDB}), t: t}, gormConfig())
+	g, err := gorm.Open(classifyingPG{Dialector: postgres.New(postgres.Config{Conn: sqlDB}), t: *t}, gormConfig())
 	if err != nil {
 		_ = sqlDB.Close()
 		return nil, err

@@ -171,18 +171,12 @@ func TestDeadlines(t *testing.T) {
 // the statement timeout and its grace: unavailable, naming the server and the wait; a server that
 // answers late, within the wait, is waited for.
 func TestFrozenServerIsUnavailable(t *testing.T) {
-	dsn := newPostgres(t)
-	u, _ := url.Parse(dsn)
-	fz := newFreezer(t, u.Host)
-	u.Host = fz.addr
-	q := u.Query()
-	q.Set("statement_timeout", "300")
-	u.RawQuery = q.Encode()
+	dsn, fz := frozenDSN(t, "statement_timeout", "300")
 	was := answerGrace
 	answerGrace = 200 * time.Millisecond
 	t.Cleanup(func() { answerGrace = was })
 	ctx := context.Background()
-	db, err := Open(ctx, u.String(), true, WithWorkspace("w"))
+	db, err := Open(ctx, dsn, true, WithWorkspace("w"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,15 +482,9 @@ func TestPostgresOpenWhenReadsAreRefused(t *testing.T) {
 // A connection the server never finishes making (frozen during its start-up) names the connect
 // timeout in force: the DSN's own, as the database was opened with it.
 func TestFrozenConnectNamesItsTimeout(t *testing.T) {
-	dsn := newPostgres(t)
-	u, _ := url.Parse(dsn)
-	fz := newFreezer(t, u.Host)
-	u.Host = fz.addr
-	q := u.Query()
-	q.Set("connect_timeout", "1")
-	u.RawQuery = q.Encode()
+	dsn, fz := frozenDSN(t, "connect_timeout", "1")
 	ctx := context.Background()
-	db, err := Open(ctx, u.String(), true, WithWorkspace("w"))
+	db, err := Open(ctx, dsn, true, WithWorkspace("w"))
 	if err != nil {
 		t.Fatal(err)
 	}

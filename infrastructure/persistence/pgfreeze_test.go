@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -23,6 +24,22 @@ type freezer struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	frozen bool
+}
+
+// frozenDSN is the URL of a new test server reached through a freezer, with the query parameter
+// param set to value.
+func frozenDSN(t *testing.T, param, value string) (string, *freezer) {
+	t.Helper()
+	u, err := url.Parse(newPostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fz := newFreezer(t, u.Host)
+	u.Host = fz.addr
+	q := u.Query()
+	q.Set(param, value)
+	u.RawQuery = q.Encode()
+	return u.String(), fz
 }
 
 func newFreezer(t *testing.T, upstream string) *freezer {
