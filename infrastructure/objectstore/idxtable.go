@@ -42,7 +42,16 @@ type idxTable struct {
 	mu     sync.Mutex    // serialises the check
 	state  atomic.Uint32 // tableUnchecked, tableSound or tableDamaged
 	err    error         // the verdict, when damaged (written before state)
+
+	// ranks[k] counts the delta entries among the first k*rankStride entries (version 3, set by
+	// the check before it declares the table sound): a delta's base is found in a stride's scan
+	// instead of a scan of every entry before it, which made each lookup through a large idx
+	// (a first checkpoint's, a consolidated pack's) cost the size of the idx.
+	ranks []uint32
 }
+
+// rankStride is how many entries one rank sample covers.
+const rankStride = 64
 
 const (
 	tableUnchecked uint32 = iota
@@ -88,6 +97,7 @@ func (t *idxTable) check() error {
 			return t.err
 		}
 	}
+	t.ranks = t.countRanks()
 	t.state.Store(tableSound)
 	return nil
 }
@@ -151,14 +161,16 @@ func (t *idxTable) lookup(h *tree.Hash) (location, bool, error) {
 }
 
 // base is the base of delta entry i as the idx names it (zero for an idx without bases): the
-// rank of i among the delta entries, counted from the kind bytes, picks it from the list.
+// rank of i among the delta entries, counted from the kind bytes (from the nearest rank sample
+// the check took: only a checked table is asked), picks it from the list.
 func (t *idxTable) base(i int) (tree.Hash, error) {
 	var h tree.Hash
 	if t.version < 3 {
 		return h, nil
 	}
-	rank := 0
-	for j := range i {
+	k := i / rankStride
+	rank := int(t.ranks[k])
+	for j := k * rankStride; j < i; j++ {
 		if Kind(t.ents[j*idxEntryLen+32]).delta() {
 			rank++
 		}
@@ -168,6 +180,25 @@ func (t *idxTable) base(i int) (tree.Hash, error) {
 	}
 	copy(h[:], t.bases[rank*len(h):])
 	return h, nil
+}
+
+// countRanks samples the delta entries' ranks every rankStride entries (see ranks); nil for an idx
+// without bases.
+func (t *idxTable) countRanks() []uint32 {
+	if t.version < 3 {
+		return nil
+	}
+	ranks := make([]uint32, 0, t.n/rankStride+1)
+	var rank uint32
+	for i := range t.n {
+		if i%rankStride == 0 {
+			ranks = append(ranks, rank)
+		}
+		if Kind(t.ents[i*idxEntryLen+32]).delta() {
+			rank++
+		}
+	}
+	return ranks
 }
 
 // delta returns the delta record of h, or nil when the pack holds h whole or not at all.
