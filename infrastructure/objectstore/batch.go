@@ -285,9 +285,17 @@ func (b *Batch) deltaBase(kind Kind, base tree.Hash) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	// Any failure only costs the saving: the object is then stored whole, independent of base.
-	raw, depth, err := b.s.readChainFrom(base, l, nil, true)
+	raw, depth, hit, err := b.s.readChainFrom(base, l, nil, true)
 	if err != nil {
 		return nil, 0, false
+	}
+	// What the cache gave was verified when it was cached, but the delta will be read from the
+	// records on disk: one damaged since, unseen here, must not become the base of new content.
+	if hit != nil {
+		if err := b.s.recordsIntact(hit.h, hit.l); err != nil {
+			b.s.noteDamage(err)
+			return nil, 0, false
+		}
 	}
 	return raw, depth, true
 }

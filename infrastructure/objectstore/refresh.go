@@ -49,6 +49,7 @@ type packListing struct {
 	hasIdx  map[string]bool
 	size    map[string]int64     // pack sizes (packs that exist)
 	mtime   map[string]time.Time // when each pack was written, by the store's clock
+	idxFile map[string]fileStamp // what each idx file is, as listed
 	pending []string             // packs an interrupted GC was deleting
 	// orphans are the packs of a shared store that have no idx: uploads in flight, or left by a
 	// writer that crashed between its two uploads (nothing references those). They are not
@@ -60,7 +61,8 @@ type packListing struct {
 // the lock: a pack that a concurrent GC deletes is either named by the intent it reads afterwards,
 // or already gone from the listing, or (GC finished) missing when it is opened, which load skips.
 func (s *Store) listPacks() (packListing, error) {
-	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}, mtime: map[string]time.Time{}}
+	pl := packListing{hasPack: map[string]bool{}, hasIdx: map[string]bool{}, size: map[string]int64{}, mtime: map[string]time.Time{},
+		idxFile: map[string]fileStamp{}}
 	files, err := s.be.List("packs")
 	if err != nil {
 		return pl, fmt.Errorf("open object store: %w", err)
@@ -86,6 +88,7 @@ func (s *Store) listPacks() (packListing, error) {
 		}
 		if ext == "idx" {
 			pl.hasIdx[id] = true
+			pl.idxFile[id] = fileStamp{size: fi.Size, mod: fi.ModTime}
 			continue
 		}
 		pl.hasPack[id] = true
@@ -234,9 +237,38 @@ func (s *Store) refresh() error {
 		return err
 	}
 	if s.matches(pl) {
-		return nil
+		// The packs are the ones indexed; what another process may have learnt of them since (a
+		// verify that found a copy damaged, a repair that healed one) is in the damaged-object
+		// list, which a long-lived process (the watch service, a run) must see as a new one would.
+		known, err := s.knowsDamage()
+		if err != nil || known {
+			return err
+		}
 	}
 	return s.load(pl, true)
+}
+
+// fileStamp is what a listing says of a file: enough to see that it was replaced.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// knowsDamage says whether the index knows every copy the damaged-object list names. (It may know
+// more: a copy this process found damaged and could not record stays marked here.)
+func (s *Store) knowsDamage() (bool, error) {
+	dmg, err := s.readDamaged()
+	if err != nil {
+		return false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for k := range dmg {
+		if _, ok := s.damaged[k]; !ok {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // matches reports whether the index was built from exactly the packs pl lists, with their sizes.
@@ -257,6 +289,9 @@ func (s *Store) matches(pl packListing) bool {
 		}
 		if p.size != size {
 			return false
+		}
+		if p.table != nil && p.table.failed() != nil && p.idxFile != pl.idxFile[id] {
+			return false // a damaged idx was replaced (plan doctor --repair): read it again
 		}
 	}
 	return true
@@ -298,11 +333,15 @@ func (s *Store) load(pl packListing, locked bool) error {
 			// an unchanged pack loaded from its idx is kept, not read and checked again. A command
 			// refreshed after `plan watch` stored a pack reads that pack's idx alone.
 			if p := old[id]; p != nil && p.table != nil && p.idxSize > 0 && pl.hasIdx[id] && p.size == size {
-				if err := p.table.failed(); err != nil {
+				err := p.table.failed()
+				if err != nil && p.idxFile == pl.idxFile[id] {
 					return err // found damaged: refused as at its first load, until doctor --repair
 				}
-				reads = append(reads, packEntries{p: p, table: p.table})
-				continue
+				if err == nil {
+					reads = append(reads, packEntries{p: p, table: p.table})
+					continue
+				}
+				// Replaced since it was found damaged: read again, and checked at its first use.
 			}
 			r, err := s.readEntries(id, size, pl.hasIdx[id], locked)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -311,9 +350,11 @@ func (s *Store) load(pl packListing, locked bool) error {
 			if err != nil {
 				return err
 			}
+			r.p.idxFile = pl.idxFile[id]
 			// A pack already loaded, unchanged, keeps its packFile: its open file, and the delta
 			// bases read from its records.
-			if p := old[id]; p != nil && p.size == r.p.size && p.idxSize == r.p.idxSize && p.version == r.p.version {
+			if p := old[id]; p != nil && p.size == r.p.size && p.idxSize == r.p.idxSize && p.version == r.p.version &&
+				(p.table == nil || p.table.failed() == nil) {
 				r.p = p
 			}
 			reads = append(reads, r)

@@ -104,7 +104,8 @@ type packFile struct {
 	path    string
 	size    int64
 	idxSize int64
-	version uint32 // the pack format: 1 (no record trailers) or packVersion
+	idxFile fileStamp // the idx file as listed when it was read (zero for one this process wrote)
+	version uint32    // the pack format: 1 (no record trailers) or packVersion
 
 	// deltas lists the pack's delta records, sorted by hash, whether or not the index points at
 	// them: GC must know every delta that outlives it, to keep its base, and Present follows the

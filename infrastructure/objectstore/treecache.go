@@ -85,7 +85,7 @@ func (s *Store) readTreeCached(h tree.Hash) (Tree, error) {
 	return s.treeFrom(h, func(l location) ([]byte, error) {
 		// The cache is used only while the index vouches for every link of the chain (Present),
 		// so that a chain the store can no longer rebuild is reported as damage here too.
-		b, _, err := s.readChainFrom(h, l, nil, s.Present(h))
+		b, _, _, err := s.readChainFrom(h, l, nil, s.Present(h))
 		return b, err
 	})
 }
