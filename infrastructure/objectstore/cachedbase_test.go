@@ -203,3 +203,20 @@ func TestRefreshTakesARepairedIdx(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A copy an earlier read found damaged fails the check that does not read data too: verify
+// without --read-data never calls a checkpoint sound that an earlier verify found damaged.
+func TestCheckObjectKnowsRecordedDamage(t *testing.T) {
+	s := TestStore(t)
+	b := s.NewBatch()
+	h, _ := put(t, b, []byte("a copy found damaged"))
+	commit(t, b)
+	if err := s.CheckObject(h, false); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.lookup(h)
+	s.markDamaged(h, l)
+	if err := s.CheckObject(h, false); !errors.Is(err, fault.ErrIntegrity) {
+		t.Fatalf("a copy known damaged passed the check: %v", err)
+	}
+}

@@ -414,8 +414,9 @@ func (s *Store) treeFrom(h tree.Hash, read func(l location) ([]byte, error)) (Tr
 }
 
 // CheckObject checks that h is present, that its pack holds the whole record and that the record
-// header matches the idx (and, for a delta, that its base is present); with readData it also
-// decompresses and re-hashes the content, rebuilding a delta from its base chain.
+// header matches the idx (and, for a delta, that its base is present), and, without readData, that
+// no earlier read found the copy damaged; with readData it decompresses and re-hashes the content,
+// rebuilding a delta from its base chain.
 func (s *Store) CheckObject(h tree.Hash, readData bool) error {
 	return s.retryGone(h, func(l location) error { return s.checkObject(h, l, readData) })
 }
@@ -447,6 +448,13 @@ func (s *Store) checkObject(h tree.Hash, l location, readData bool) error {
 		}
 	}
 	if !readData {
+		// Not read here, but known: a copy an earlier read found damaged is not vouched for.
+		s.mu.RLock()
+		_, bad := s.damaged[damageKey{l.pack.id, h}]
+		s.mu.RUnlock()
+		if bad {
+			return damaged(h, l, "found damaged by an earlier read (`plan verify --read-data` reads it again)")
+		}
 		return nil
 	}
 	if l.small() || l.kind.delta() {
