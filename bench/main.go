@@ -263,6 +263,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"agent hooks", (b.cfg.agents && all) || agentsOnly(b.cfg.only), func() error { return b.agents(gen) }},
 		{"watch service", b.cfg.watch && all, func() error { return b.watchService(gen) }},
 		{"fixed cost", (b.cfg.fixed && all) || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
+		{"after gc --aggressive", all, func() error { return b.repacked(gen) }},
 		{"real tree", all && b.cfg.real, b.realTree},
 		{"real history storage", all && b.cfg.history, b.history},
 		{"shared store", all && b.cfg.shared, b.shared},

@@ -225,3 +225,21 @@ func TestHostileServiceTakesARepairedIdx(t *testing.T) {
 	id := checkpointThroughService(w, "after the repair")
 	requireRecorded(t, w, id, "a.txt", "sub/s0", "sub/s1", "sub/s2")
 }
+
+// The same without the service: a walking checkpoint takes the files its stat cache vouches for
+// as present only in the very view of the store the cache was confirmed in; damage a verify
+// recorded since is a new view, and the damaged file is stored again.
+func TestHostileWalkSeesDamageAnotherProcessFound(t *testing.T) {
+	w := newWorkspace(t, []string{"PLAN_WATCH=0"})
+	content := randomContent(t, 8192)
+	w.write("sub/f.bin", content)
+	w.write("top.txt", "keep")
+	w.checkpoint("first")
+	w.checkpoint("no change: the stat cache vouches")
+	flipRecord(w, trackerSum(content))
+	if r := w.run("verify", "--read-data"); r.code != 6 {
+		t.Fatalf("verify did not find the damage: %s", r)
+	}
+	id := w.checkpoint("no change, after the damage was found")
+	requireRestoresFile(w, id, "sub/f.bin", content)
+}

@@ -97,6 +97,20 @@ func (b *Batch) Epoch() (uint64, bool) {
 	return b.s.trust.generation(), true
 }
 
+// ConfirmStamp names the store's view as this process holds it (see Store.ConfirmStamp), with the
+// epoch it was read at: objects Has found in a view are still there in any later view with the
+// same stamp, in any process, and in this process's later views of the same epoch (only packs
+// were added). ok is false where no stamp can vouch: where Epoch cannot either, or when the store
+// has a fault.
+func (b *Batch) ConfirmStamp() (view tree.Hash, epoch uint64, ok bool) {
+	epoch, ok = b.Epoch()
+	if !ok {
+		return tree.Hash{}, 0, false
+	}
+	view, ok = b.s.confirmStamp()
+	return view, epoch, ok
+}
+
 // PutBlob stores the size bytes of r as blob h and returns the compressed size added (0 when h is
 // already present, in which case r is not read). If r does not yield exactly size bytes hashing to
 // h, nothing is stored and the error wraps ErrContentChanged.

@@ -2,6 +2,8 @@ package objectstore
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -252,6 +254,43 @@ func (s *Store) refresh() error {
 type fileStamp struct {
 	size int64
 	mod  time.Time
+}
+
+// confirmStamp names the store's view: the packs the index holds (with the sizes of each pack and
+// of its idx) and the copies it knows damaged. Packs are never changed once written, only added or
+// deleted (pack names are random, never reused), and an idx is only ever replaced by one that
+// lists what its pack holds: so an object found present, whole down its chain, in one view is
+// present in every view with the same stamp, in any process. A store with a fault has none.
+func (s *Store) confirmStamp() (tree.Hash, bool) {
+	if s.faulty.Load() != nil {
+		return tree.Hash{}, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := slices.Sorted(maps.Keys(s.packs))
+	h := sha256.New()
+	var n [8]byte
+	for _, id := range ids {
+		p := s.packs[id]
+		h.Write([]byte(id))
+		binary.BigEndian.PutUint64(n[:], uint64(p.size)) // #nosec G115 -- -1 (missing) encodes as itself
+		h.Write(n[:])
+		binary.BigEndian.PutUint64(n[:], uint64(p.idxSize)) // #nosec G115 -- a size
+		h.Write(n[:])
+	}
+	h.Write([]byte{0})
+	dmg := make([]string, 0, len(s.damaged))
+	for k := range s.damaged {
+		dmg = append(dmg, k.pack+" "+k.hash.String())
+	}
+	slices.Sort(dmg)
+	for _, d := range dmg {
+		h.Write([]byte(d))
+		h.Write([]byte{'\n'})
+	}
+	var out tree.Hash
+	h.Sum(out[:0])
+	return out, true
 }
 
 // knowsDamage says whether the index knows every copy the damaged-object list names. (It may know

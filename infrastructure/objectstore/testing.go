@@ -1,6 +1,11 @@
 package objectstore
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/planhq/plan/domain/tree"
+)
 
 // TestStore opens a store in a fresh t.TempDir() and closes it when the test ends. It lives in a
 // non-test file so that other packages' tests can use it.
@@ -16,4 +21,18 @@ func TestStore(t testing.TB) *Store {
 		}
 	})
 	return s
+}
+
+// MarkDamagedForTest records the copy of h the index points at as damaged, as a read that found it
+// so does (in memory, and in the damaged-object list other processes read).
+func (s *Store) MarkDamagedForTest(h tree.Hash) error {
+	if err := s.Load(); err != nil {
+		return err
+	}
+	l, ok := s.lookup(h)
+	if !ok {
+		return fmt.Errorf("object %s is not in the store", h)
+	}
+	s.markDamaged(h, l)
+	return nil
 }

@@ -69,7 +69,7 @@ func (w *testWS) reusedDirs() (map[string]bool, tree.Hash) {
 		w.t.Fatal(err)
 	}
 	if !root.reused {
-		if err := saveStatCache(w.l.StatCache(), encodeNodes(root, root.files)); err != nil {
+		if err := saveStatCache(w.l.StatCache(), encodeNodes(root, root.files, tree.Hash{})); err != nil {
 			w.t.Fatal(err)
 		}
 	}

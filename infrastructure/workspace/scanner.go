@@ -145,10 +145,16 @@ type scan struct {
 	linkedSeen map[inode]bool
 	restatAll  bool
 	// epoch, when epochOK, is the store epoch read before prepare's first lookup (see confirmed).
-	epoch    uint64
-	epochOK  bool
-	warnings []string
-	stored   int64
+	epoch   uint64
+	epochOK bool
+	// view is the store's ConfirmStamp when the walk's hits were confirmed (or taken from a stat
+	// cache confirmed in that very view), at epoch viewEpoch; viewOK says the store gave one.
+	view      tree.Hash
+	viewEpoch uint64
+	viewOK    bool
+	viewed    bool // the stat cache was confirmed in view: its hits and trees need no lookup
+	warnings  []string
+	stored    int64
 }
 
 type job struct {
@@ -183,9 +189,11 @@ func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error)
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
 	files, bytes := root.files, root.bytes
-	if saveCache && !root.reused {
-		// A root reused means every directory was, so the cache already says all of it.
-		if err := saveStatCache(s.layout.StatCache(), encodeNodes(root, files)); err != nil {
+	stamp := sc.endStamp()
+	if saveCache && (!root.reused || stamp != sc.old.stamp) {
+		// A root reused means every directory was, so the cache already says all of it (but
+		// perhaps not for this view of the store).
+		if err := saveStatCache(s.layout.StatCache(), encodeNodes(root, files, stamp)); err != nil {
 			// The snapshot is durable; a stale cache only costs re-hashing next time.
 			sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
 		}
@@ -242,13 +250,33 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 	}
 	sc.sharedInodes(sc.linked)
 	if sc.store {
-		sc.confirmHits()
+		sc.view, sc.viewEpoch, sc.viewOK = sc.batch.ConfirmStamp()
+		// The stat cache's files and trees were all confirmed present in the view it names: in
+		// the same view they still are, and are not looked up one by one again.
+		sc.viewed = sc.viewOK && !sc.old.stamp.IsZero() && sc.old.stamp == sc.view
+		if !sc.viewed {
+			sc.confirmHits()
+		}
 	}
 	if err := sc.hashAll(ctx, p); err != nil {
 		sc.abort()
 		return nil, nil, err
 	}
 	return sc, root, nil
+}
+
+// endStamp is the view of the store this snapshot's files are all confirmed present in, once it
+// is committed: the view now, when it has lost nothing since the start of the scan (the same epoch:
+// only packs were added, by this process or another), and zero otherwise.
+func (sc *scan) endStamp() tree.Hash {
+	if !sc.viewOK {
+		return tree.Hash{}
+	}
+	view, epoch, ok := sc.batch.ConfirmStamp()
+	if !ok || epoch != sc.viewEpoch {
+		return tree.Hash{}
+	}
+	return view
 }
 
 func (sc *scan) abort() {
@@ -787,7 +815,7 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 // root hash. A directory whose listing matched its exact stat cache record and whose entries all
 // did (files and symlinks unchanged, subdirectories reused) has the tree it had: its recorded hash
 // is taken as it is, neither encoded nor hashed again (when storing, once the store confirms it
-// Present). Any other tree is stored as a delta against the tree the same directory had at the
+// Present, or the stat cache was confirmed in the store's present view). Any other tree is stored as a delta against the tree the same directory had at the
 // last snapshot, which is what keeps a small change in a large tree small in the store.
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	reuse := n.exact && !n.base.IsZero()
@@ -823,7 +851,7 @@ func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 			}
 		}
 	}
-	if reuse && (!sc.store || sc.batch.Has(n.base)) {
+	if reuse && (!sc.store || sc.viewed || sc.batch.Has(n.base)) {
 		n.hash, n.reused = n.base, true
 		return n.base, nil
 	}
@@ -879,9 +907,10 @@ func flattenNode(n *node, prefix string, out *[]tree.Entry) {
 	}
 }
 
-// encodeNodes is the stat cache of a finished snapshot: every directory's record, exact.
-func encodeNodes(root *node, files int64) []byte {
-	w := newCacheWriter(int(files) * 100)
+// encodeNodes is the stat cache of a finished snapshot: every directory's record, exact, with the
+// store view its files were confirmed present in (zero: none).
+func encodeNodes(root *node, files int64, stamp tree.Hash) []byte {
+	w := newCacheWriter(int(files)*100, stamp)
 	var rec func(n *node)
 	rec = func(n *node) {
 		w.beginDir(n.rel, n.hash, true)

@@ -342,7 +342,7 @@ func TestStatCacheDamageMeansReread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(statCacheMagic)+3] ^= 0xff
+	b[len(statCacheMagic)+stampLen+3] ^= 0xff
 	if err := os.WriteFile(w.l.StatCache(), b, 0o600); err != nil {
 		t.Fatal(err)
 	}

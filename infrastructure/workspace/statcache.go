@@ -61,7 +61,8 @@ func racy(k statKey, at time.Time) bool {
 // directories, one record at a time, merging each record's sorted entries with the sorted live
 // names: no per-file map, and nothing is decoded that the walk does not reach.
 //
-// Layout: "PLANSC2\n", uvarint directory count, then per directory
+// Layout: "PLANSC3\n", the store view the entries were confirmed in [32] (zero: none, see
+// confirmStamp), uvarint directory count, then per directory
 //
 //	uvarint len(rel) | rel | flags u8 (1: exact) | tree hash [32] | uvarint entries | u32 len(body) | body
 //
@@ -79,7 +80,16 @@ func racy(k statKey, at time.Time) bool {
 // listing, each subdirectory's entry naming its own record's tree: only then may a walk that finds
 // every entry unchanged reuse the hash without encoding the tree again. A restore patches records
 // in place and clears exact on every directory it touched and on their ancestors.
-const statCacheMagic = "PLANSC2\n"
+//
+// The view stamp is the store's ConfirmStamp after the snapshot that wrote the cache, which had
+// confirmed every file's content present (or stored it): a walk in a store whose view has that
+// stamp still takes the unchanged files as present without looking each one up. Packs are never
+// changed, only added or deleted, so the same stamp means the same objects; a restore's patch and
+// a tracker's save write none.
+const statCacheMagic = "PLANSC3\n"
+
+// stampLen is the length of the view stamp after the magic.
+const stampLen = sha256.Size
 
 const (
 	recordExact = 1 << 0
@@ -108,8 +118,9 @@ type dirRecord struct {
 
 // statCache is a loaded stat cache: the file's bytes and an index of its directories.
 type statCache struct {
-	dirs map[string]dirRecord
-	size int // bytes of the file it was read from
+	dirs  map[string]dirRecord
+	size  int       // bytes of the file it was read from
+	stamp tree.Hash // the store view its files were confirmed present in (zero: none)
 }
 
 func (c *statCache) dir(rel string) (dirRecord, bool) {
@@ -270,9 +281,10 @@ type cacheWriter struct {
 	nAt   int
 }
 
-func newCacheWriter(sizeHint int) *cacheWriter {
-	w := &cacheWriter{b: make([]byte, 0, sizeHint+len(statCacheMagic)+16+sha256.Size)}
+func newCacheWriter(sizeHint int, stamp tree.Hash) *cacheWriter {
+	w := &cacheWriter{b: make([]byte, 0, sizeHint+len(statCacheMagic)+stampLen+16+sha256.Size)}
 	w.b = append(w.b, statCacheMagic...)
+	w.b = append(w.b, stamp[:]...)
 	w.b = append(w.b, 0, 0, 0, 0, 0) // the directory count, patched by finish as a padded uvarint
 	return w
 }
@@ -315,7 +327,8 @@ func (w *cacheWriter) raw(rel string, r dirRecord) {
 }
 
 func (w *cacheWriter) finish() []byte {
-	putPadded(w.b[len(statCacheMagic):len(statCacheMagic)+5], uint64(w.count)) // #nosec G115 -- a count, never negative
+	at := len(statCacheMagic) + stampLen
+	putPadded(w.b[at:at+5], uint64(w.count)) // #nosec G115 -- a count, never negative
 	s := sha256.Sum256(w.b)
 	return append(w.b, s[:]...)
 }
@@ -345,20 +358,22 @@ func loadStatCache(path string) *statCache {
 // decodeStatCache checks the checksum and indexes the directories; entries are decoded as the walk
 // reaches them. b must not change afterwards: names alias it.
 func decodeStatCache(b []byte) (*statCache, error) {
-	if len(b) < len(statCacheMagic)+sha256.Size || string(b[:len(statCacheMagic)]) != statCacheMagic {
+	if len(b) < len(statCacheMagic)+stampLen+sha256.Size || string(b[:len(statCacheMagic)]) != statCacheMagic {
 		return nil, errors.New("bad stat cache header")
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
 	if s := sha256.Sum256(body); !bytes.Equal(s[:], sum) {
 		return nil, errors.New("stat cache checksum mismatch")
 	}
-	r := body[len(statCacheMagic):]
+	var stamp tree.Hash
+	copy(stamp[:], body[len(statCacheMagic):])
+	r := body[len(statCacheMagic)+stampLen:]
 	n, k := binary.Uvarint(r)
 	if k <= 0 || n > uint64(len(r)) {
 		return nil, errors.New("bad stat cache count")
 	}
 	r = r[k:]
-	c := &statCache{dirs: make(map[string]dirRecord, n), size: len(b)}
+	c := &statCache{dirs: make(map[string]dirRecord, n), size: len(b), stamp: stamp}
 	for range n {
 		rel, rest, ok := cutBytes(r)
 		if !ok || len(rest) < 1+sha256.Size {
@@ -439,7 +454,7 @@ func patchStatCache(path string, p cachePatch) {
 		}
 		return false
 	}
-	w := newCacheWriter(c.size + len(p.written)*(keyBytes+sha256.Size+64))
+	w := newCacheWriter(c.size+len(p.written)*(keyBytes+sha256.Size+64), tree.Hash{}) // vouches for no view
 	for rel, rec := range c.dirs {
 		if under(rel) {
 			continue

@@ -51,7 +51,7 @@ func encodeCacheDirs(dirs []cacheDir) []byte {
 	for _, d := range dirs {
 		size += len(d.rel) + 48 + len(d.entries)*(keyBytes+48)
 	}
-	w := newCacheWriter(size)
+	w := newCacheWriter(size, tree.Hash{})
 	for _, d := range dirs {
 		w.beginDir(d.rel, d.hash, d.exact)
 		for i := range d.entries {
@@ -145,7 +145,7 @@ func TestStatCacheCodec(t *testing.T) {
 			t.Fatalf("record %q: more entries than written, or damage (%v)", d.rel, it.err)
 		}
 	}
-	empty, err := decodeStatCache(newCacheWriter(0).finish())
+	empty, err := decodeStatCache(newCacheWriter(0, tree.Hash{}).finish())
 	if err != nil || len(empty.dirs) != 0 {
 		t.Errorf("empty cache: %v, %v", empty, err)
 	}
@@ -179,10 +179,10 @@ func TestStatCacheStructuralDamage(t *testing.T) {
 	body := good[:len(good)-sha256.Size]
 	for name, bad := range map[string][]byte{
 		"trailing":  reseal(append(bytes.Clone(body), 0)),
-		"count":     reseal(append([]byte(statCacheMagic), 0xff, 0xff, 0xff, 0x7f)),
-		"short":     reseal(append([]byte(statCacheMagic), 1, 1, 'a', 1, 2, 3)),
-		"path":      reseal(append([]byte(statCacheMagic), 1, 100, 'a')),
-		"bad magic": reseal(append([]byte("PLANSC1\n"), 0)),
+		"count":     reseal(append(cacheHead(), 0xff, 0xff, 0xff, 0x7f)),
+		"short":     reseal(append(cacheHead(), 1, 1, 'a', 1, 2, 3)),
+		"path":      reseal(append(cacheHead(), 1, 100, 'a')),
+		"bad magic": reseal(append([]byte("PLANSC2\n"), 0)),
 		"duplicate": encodeCacheDirs([]cacheDir{{rel: "a"}, {rel: "a"}}),
 	} {
 		if _, err := decodeStatCache(bad); err == nil {
@@ -344,8 +344,8 @@ func TestStatCacheTruncatedEntries(t *testing.T) {
 // file is refused, and loading such a cache yields an empty one (everything is read again).
 func TestStatCacheDamagedRecordHeader(t *testing.T) {
 	header := func(tail ...byte) []byte {
-		b := append([]byte(statCacheMagic), 1) // one directory
-		b = append(b, 0)                       // rel ""
+		b := append(cacheHead(), 1) // one directory
+		b = append(b, 0)            // rel ""
 		b = append(b, recordExact)
 		b = append(b, make([]byte, sha256.Size)...)
 		b = append(b, tail...)
@@ -382,7 +382,7 @@ func TestPatchStatCacheDamagedRecord(t *testing.T) {
 	kept := cachedEntry{name: "a", kind: tree.KindFile, key: statKey{Size: 1, Mode: unix.S_IFREG | 0o644}, hash: tree.Hash{1}}
 	body := appendEntry(nil, &kept)
 	body = append(body, 1, 'b', byte(tree.KindFile), 1, 2) // "b", cut short
-	w := newCacheWriter(0)
+	w := newCacheWriter(0, tree.Hash{})
 	w.raw("d", dirRecord{hash: tree.Hash{9}, exact: true, count: 2, body: body})
 	if err := saveStatCache(path, w.finish()); err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func TestWriteRecordSortsAndDedups(t *testing.T) {
 	f := func(name string, b byte) cachedEntry {
 		return cachedEntry{name: name, kind: tree.KindFile, key: statKey{Size: int64(b)}, hash: tree.Hash{b}}
 	}
-	w := newCacheWriter(0)
+	w := newCacheWriter(0, tree.Hash{})
 	writeRecord(w, "", tree.ZeroHash, []cachedEntry{f("b", 1), f("a", 2), f("b", 3)})
 	c, err := decodeStatCache(w.finish())
 	if err != nil {
@@ -451,7 +451,7 @@ func TestWalkDistrustsADamagedRecord(t *testing.T) {
 	lie := cachedEntry{name: "f", kind: tree.KindFile, key: k, hash: sha256.Sum256([]byte("other content"))}
 	body := appendEntry(nil, &lie)
 	body = append(body, 1, 'g', byte(tree.KindFile), 1, 2) // "g", cut short
-	cw := newCacheWriter(0)
+	cw := newCacheWriter(0, tree.Hash{})
 	cw.raw("", dirRecord{count: 2, body: body})
 	if err := saveStatCache(w.l.StatCache(), cw.finish()); err != nil {
 		t.Fatal(err)
@@ -461,4 +461,9 @@ func TestWalkDistrustsADamagedRecord(t *testing.T) {
 		t.Fatalf("f recorded as %+v: the damaged record was trusted", e)
 	}
 	w.requireSnapshotExact(snap.Root, nil, "after a damaged record")
+}
+
+// cacheHead is a stat cache's header up to its directory count: the magic and no view stamp.
+func cacheHead() []byte {
+	return append([]byte(statCacheMagic), make([]byte, stampLen)...)
 }

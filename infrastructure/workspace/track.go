@@ -287,7 +287,9 @@ func (s *Scanner) Track() (stop func()) {
 			tr.w = nil
 		}
 		if tr.root != nil && tr.unsaved {
-			_ = saveStatCache(s.layout.StatCache(), encodeNodes(tr.root, tr.root.files)) // a hint: failure costs re-hashing
+			// A hint (failure costs re-hashing), vouching for no view of the store: the tracker's
+			// tree was confirmed piecewise, epoch by epoch.
+			_ = saveStatCache(s.layout.StatCache(), encodeNodes(tr.root, tr.root.files, tree.Hash{}))
 		}
 		tr.root = nil
 		s.tr = nil
