@@ -348,6 +348,12 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		if !send(reply{Wait: true}) {
 			return
 		}
+		// A client hangs up only when it stopped waiting (and walks instead, under the lock it
+		// holds): the snapshot is no one's then, and stops rather than go on writing the store
+		// outside the lock. (Stopped part-way, the tracker walks at its next snapshot.)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go hungUp(c, cancel)
 		done := make(chan struct{})
 		go func() {
 			t := time.NewTicker(keepAlive)
@@ -373,6 +379,19 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		send(reply{Snapshot: &snap})
 	default:
 		send(errorf("unknown request %q", req.Op))
+	}
+}
+
+// hungUp calls cancel when the client closes its end of c, or c is closed. A client sends
+// nothing after its request.
+func hungUp(c *net.UnixConn, cancel context.CancelFunc) {
+	_ = c.SetReadDeadline(time.Time{})
+	var b [1]byte
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			cancel()
+			return
+		}
 	}
 }
 

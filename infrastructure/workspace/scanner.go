@@ -262,6 +262,10 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 		sc.abort()
 		return nil, nil, err
 	}
+	if err := ctx.Err(); err != nil { // cancelled while the last files were stored: commit nothing
+		sc.abort()
+		return nil, nil, err
+	}
 	return sc, root, nil
 }
 

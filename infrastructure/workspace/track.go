@@ -408,6 +408,10 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 		sc.abort()
 		return application.Snapshot{}, err
 	}
+	if err := ctx.Err(); err != nil { // cancelled while the last files were stored: commit nothing
+		sc.abort()
+		return application.Snapshot{}, err
+	}
 	snap, err := sc.finish(root, false)
 	if err != nil {
 		return snap, err
