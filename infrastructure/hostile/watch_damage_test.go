@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The watch service lives for hours; what it keeps in memory must never vouch for what the store
@@ -242,4 +243,47 @@ func TestHostileWalkSeesDamageAnotherProcessFound(t *testing.T) {
 	}
 	id := w.checkpoint("no change, after the damage was found")
 	requireRestoresFile(w, id, "sub/f.bin", content)
+}
+
+// Finding (view stamp): an idx replaced by another valid idx of the same size (one listing other
+// objects) kept the stamp of the store's view, so a walking checkpoint took every unchanged file as
+// present without a lookup and referenced objects the store could not find; a lookup stores them
+// again. The stamp names each idx by its checksum too.
+func TestHostileWalkSeesAnIdxReplaced(t *testing.T) {
+	var ws [2]*workspace
+	for i := range ws {
+		ws[i] = newWorkspace(t, []string{"PLAN_WATCH=0"})
+		ws[i].write("sub/a.bin", randomContent(t, 3000))
+		ws[i].write("top.txt", fmt.Sprint("top of ", i))
+		old := time.Now().Add(-time.Hour) // not racy: the stat cache vouches for them
+		for _, rel := range []string{"sub/a.bin", "top.txt", "sub", "."} {
+			if err := os.Chtimes(ws[i].path(rel), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws[i].checkpoint("first")
+	}
+	w := ws[0]
+	content := w.read("sub/a.bin")
+	w.checkpoint("no change: the stat cache names the view")
+	mine, _ := filepath.Glob(w.path(".plan/objects/packs/*.idx"))
+	theirs, _ := filepath.Glob(ws[1].path(".plan/objects/packs/*.idx"))
+	if len(mine) != 1 || len(theirs) != 1 {
+		t.Fatalf("want one idx each: %v %v", mine, theirs)
+	}
+	b, err := os.ReadFile(theirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(mine[0]); err != nil || fi.Size() != int64(len(b)) {
+		t.Fatalf("the two idx files differ in size: %v", err)
+	}
+	if err := os.Chmod(mine[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine[0], b, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	id := w.checkpoint("no change, over another idx")
+	requireRestoresFile(w, id, "sub/a.bin", content)
 }

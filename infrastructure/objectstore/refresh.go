@@ -257,7 +257,7 @@ type fileStamp struct {
 }
 
 // confirmStamp names the store's view: the packs the index holds (with the sizes of each pack and
-// of its idx) and the copies it knows damaged. Packs are never changed once written, only added or
+// of its idx, and the idx's stored checksum) and the copies it knows damaged. Packs are never changed once written, only added or
 // deleted (pack names are random, never reused), and an idx is only ever replaced by one that
 // lists what its pack holds: so an object found present, whole down its chain, in one view is
 // present in every view with the same stamp, in any process. A store with a fault has none.
@@ -277,6 +277,13 @@ func (s *Store) confirmStamp() (tree.Hash, bool) {
 		h.Write(n[:])
 		binary.BigEndian.PutUint64(n[:], uint64(p.idxSize)) // #nosec G115 -- a size
 		h.Write(n[:])
+		// The idx's own checksum, as stored: another idx of the same size (one that lists other
+		// objects) is another view.
+		var sum [sha256.Size]byte
+		if p.table != nil && len(p.table.raw) >= len(sum) {
+			copy(sum[:], p.table.raw[len(p.table.raw)-len(sum):])
+		}
+		h.Write(sum[:])
 	}
 	h.Write([]byte{0})
 	dmg := make([]string, 0, len(s.damaged))

@@ -256,6 +256,11 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 		sc.viewed = sc.viewOK && !sc.old.stamp.IsZero() && sc.old.stamp == sc.view
 		if !sc.viewed {
 			sc.confirmHits()
+		} else if err := sc.s.store.CheckIndex(); err != nil {
+			// The lookups would have checked every idx they went through: so is each here, once,
+			// and a damaged one refused with its repair as then.
+			sc.abort()
+			return nil, nil, err
 		}
 	}
 	if err := sc.hashAll(ctx, p); err != nil {
