@@ -2,11 +2,14 @@
 // trials, the hostile suite): once per test binary, from this module's own source, into a
 // temporary directory that Main removes when the tests end.
 //
+// It also holds what such tests share: SkipUnderTestLog.
+//
 // Invariants: every test of one test binary runs the same build; nothing is built until a test
 // asks; a build failure fails each test that asks, with the compiler's output.
 package plantest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,4 +59,16 @@ func Main(m *testing.M) int {
 		_ = os.RemoveAll(dir)
 	}
 	return code
+}
+
+// SkipUnderTestLog skips a test that limits the size of the files the process writes
+// (RLIMIT_FSIZE) when go test records the test's file accesses for its result cache
+// (-test.testlogfile, plain `go test` without -count=1): that record is a file of the same
+// process, appended to as the test runs, and past the limit its writes fail and go test reports
+// the package as failed. `make check` runs with -count=1, without the record.
+func SkipUnderTestLog(t testing.TB) {
+	t.Helper()
+	if f := flag.Lookup("test.testlogfile"); f != nil && f.Value.String() != "" {
+		t.Skip("limits the file size of the process, which would fail go test's log of file accesses: run with -count=1")
+	}
 }
