@@ -13,7 +13,6 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
-	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -285,7 +284,10 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	for _, p := range plans {
 		for _, d := range p.Decisions() {
 			for _, a := range d.Attempts() {
-				if a.ResultTree.IsZero() || a.Status == plan.Reverted {
+				// A reverted attempt's result too: `plan undo` of the revert (a rewind, a
+				// correction) gives the attempt its standing back, and with it its result, which
+				// `plan show` and a later revert read. Not provably garbage while it can.
+				if a.ResultTree.IsZero() {
 					continue
 				}
 				roots = append(roots, a.ResultTree)
