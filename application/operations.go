@@ -95,6 +95,7 @@ func NewOperations(p OperationsParams) *Operations {
 	g.Register(kindCorrection, o.finishCorrection)
 	g.Register(kindRevert, o.finishRevert)
 	g.RegisterRecorder(o.recordBeforeRecovery)
+	g.RegisterLogger(o.logRecovered)
 	g.AddRepair(o.closeStaleAttempts)
 	g.AddRepair(func(context.Context) error { return o.archiver.CleanStaged() })
 	g.AddRepair(o.closeStaleCorrections)
@@ -812,6 +813,42 @@ func (o *Operations) plan(ctx context.Context, name string) (*plan.Plan, error) 
 
 // operationPlan names the plan a journaled operation's decisions belong to: a correction's own
 // plan, which need not be the current one; "" (the current plan) for a rollback.
+// loggedKinds are the operation log's kinds of the journaled operations a command logs once it
+// returns.
+var loggedKinds = map[string]string{kindRollback: "rollback", kindCorrection: "correct", kindRevert: "revert"}
+
+// logRecovered enters in the operation log an operation recovery finished for a command a crash
+// stopped before it could log it (a rollback, a correction, a revert), with its safety checkpoint
+// as the undo's: `plan undo` then takes it back as it would have. A step of another operation
+// (undo's, redo's) is logged by its finisher; one without a safety checkpoint (a clone's) has no
+// undo; one logged already is left as it is.
+func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
+	kind, ok := loggedKinds[op.Kind]
+	if !ok || op.BackupCheckpoint == "" || stepOf(op) != nil || o.oplog == nil {
+		return nil
+	}
+	logged, err := o.oplog.List(ctx, 0, "")
+	if err != nil {
+		return err
+	}
+	for _, e := range logged {
+		if e.ID == op.ID {
+			return nil
+		}
+	}
+	var used []checkpoint.ID
+	for _, id := range []checkpoint.ID{op.TargetCheckpoint, op.BackupCheckpoint} {
+		if id != "" {
+			used = append(used, id)
+		}
+	}
+	return o.oplog.Add(ctx, LoggedOperation{
+		ID: op.ID, Kind: kind, Args: []string{"(finished by plan recover)"}, Plan: operationPlan(op),
+		StartedAt: op.StartedAt, FinishedAt: o.clock.Now(), Outcome: "ok", Checkpoints: used,
+		UndoCheckpoint: op.BackupCheckpoint,
+	})
+}
+
 func operationPlan(op Operation) string {
 	if op.Kind != kindCorrection {
 		return ""

@@ -173,3 +173,42 @@ func TestRunUndoWhoseJournalCannotBeCleared(t *testing.T) {
 		t.Errorf("recovery: %+v, %v", res, err)
 	}
 }
+
+// A rollback recovery finished is entered in the operation log once, with its safety checkpoint
+// as the undo's (the command that would have logged it died): `plan undo` then takes it back. A
+// log that cannot be read or written keeps the journal for the next try.
+func TestRecoveryLogsTheRollbackItFinished(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	op, _ := crashedRollback(t, e)
+	if op.BackupCheckpoint == "" {
+		t.Fatal("the crashed rollback journaled no safety checkpoint")
+	}
+	log.listErr = errors.New("db down")
+	if _, err := e.g.Recover(context.Background()); !errors.Is(err, log.listErr) || e.j.op == nil {
+		t.Fatalf("recovery with the log unreadable: %v (journal %+v)", err, e.j.op)
+	}
+	log.listErr = nil
+	if _, err := e.g.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// (The command, failed here rather than killed, logged its failure under its own ID.)
+	entries := len(log.ops)
+	if got := log.ops[0]; got.ID != op.ID || got.Kind != "rollback" || got.UndoCheckpoint != op.BackupCheckpoint || !got.undoable() {
+		t.Fatalf("logged %+v", got)
+	}
+	// Logged once: a recovery run again (the journal left, say) adds nothing.
+	if err := e.ops.logRecovered(context.Background(), op); err != nil || len(log.ops) != entries {
+		t.Fatalf("logged again: %v, %+v", err, log.ops)
+	}
+	// An operation without a safety checkpoint (a clone's) is not logged here.
+	noBackup := op
+	noBackup.ID, noBackup.BackupCheckpoint = "other", ""
+	if err := e.ops.logRecovered(context.Background(), noBackup); err != nil || len(log.ops) != entries {
+		t.Fatalf("an operation without a safety checkpoint was logged: %v", err)
+	}
+	if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
+		t.Fatalf("undo of the recovered rollback: %v", err)
+	}
+}

@@ -28,3 +28,32 @@ func TestHostileUndoneRewindKeepsTheCallsResultThroughGC(t *testing.T) {
 	}
 	w.must("verify", "--read-data")
 }
+
+// Finding: a rollback (or a rewind) killed once its files were placed was finished by `plan
+// recover`, but the command that would have logged it had died: the log held no entry for it, so
+// `plan undo` skipped it and took back an older operation, and the user's work from just before
+// the rollback stayed in a safety checkpoint nothing pointed to. Recovery now logs what it
+// finishes, with its safety checkpoint.
+func TestHostileUndoTakesBackARollbackRecoveryFinished(t *testing.T) {
+	for _, at := range []string{"restore.staged", "restore.removed", "restore.applied"} {
+		t.Run(at, func(t *testing.T) {
+			w := newWorkspace(t, []string{"PLAN_WATCH=0"})
+			w.write("a.txt", "first\n")
+			first := w.checkpoint("first")
+			w.write("a.txt", "the user's edit\n")
+			w.write("u.txt", "work no checkpoint holds\n")
+			r := runPlan(t, w.dir, append(w.env, "PLAN_FAILPOINT="+at+"=kill"), "--yes", "rollback", "--to-checkpoint", first)
+			if !r.killed {
+				t.Fatalf("the rollback was not killed at %s: %s", at, r)
+			}
+			w.must("--yes", "recover")
+			w.must("--yes", "undo")
+			if got := w.read("a.txt"); got != "the user's edit\n" {
+				t.Fatalf("after the undo a.txt holds %q", got)
+			}
+			if got := w.read("u.txt"); got != "work no checkpoint holds\n" {
+				t.Fatalf("after the undo u.txt holds %q", got)
+			}
+		})
+	}
+}
