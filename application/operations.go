@@ -811,8 +811,6 @@ func (o *Operations) plan(ctx context.Context, name string) (*plan.Plan, error) 
 	return o.plans.ByName(ctx, name)
 }
 
-// operationPlan names the plan a journaled operation's decisions belong to: a correction's own
-// plan, which need not be the current one; "" (the current plan) for a rollback.
 // loggedKinds are the operation log's kinds of the journaled operations a command logs once it
 // returns.
 var loggedKinds = map[string]string{kindRollback: "rollback", kindCorrection: "correct", kindRevert: "revert"}
@@ -849,6 +847,8 @@ func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
 	})
 }
 
+// operationPlan names the plan a journaled operation's decisions belong to: a correction's own
+// plan, which need not be the current one; "" (the current plan) for a rollback.
 func operationPlan(op Operation) string {
 	if op.Kind != kindCorrection {
 		return ""
