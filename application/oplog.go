@@ -31,6 +31,13 @@ type LoggedOperation struct {
 	UndoneBy string
 }
 
+// stateOnly says whether op is a rollback that went through and changed decision states only
+// (`--mode state`, `rewind --state`): the one kind of standing rollback without a safety
+// checkpoint.
+func (op LoggedOperation) stateOnly() bool {
+	return op.Kind == "rollback" && op.Outcome == "ok" && op.UndoCheckpoint == "" && op.UndoneBy == ""
+}
+
 // undoable says whether `plan undo` may pick op: a workspace change with a safety checkpoint that
 // went through and was not undone already. Undo entries themselves are not undone (undo walks back
 // through the log, as jj's does).

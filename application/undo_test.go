@@ -459,3 +459,30 @@ func uniquePrefix(ops []LoggedOperation, id string) string {
 	}
 	return id
 }
+
+// Found by the hostile suite: after a rollback of decision states only (rewind --state), which
+// keeps no safety checkpoint, plan undo went past it and undid the operation before it, files and
+// all, while the state rollback stayed. It refuses instead, changing nothing; undo --to, which
+// names what to go back to, is unchanged.
+func TestUndoRefusesToGoPastAStateOnlyRollback(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	p := ranABC(t, e)
+	b, _ := p.Decision("b")
+	live := e.livePaths()
+	entries := len(log.ops)
+	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(latestOf(b).CheckpointID), Mode: RestoreState}); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.ops) != entries+1 || !log.ops[0].stateOnly() {
+		t.Fatalf("the state rollback's log entry: %+v", log.ops[0])
+	}
+	_, err := hs.Undo(context.Background(), UndoRequest{})
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "decision states only") {
+		t.Fatalf("undo past a state rollback: %v", err)
+	}
+	if e.livePaths() != live || decisionStatus(t, e, "c") != plan.Reverted {
+		t.Fatalf("the refused undo changed something: %q, c %s", e.livePaths(), decisionStatus(t, e, "c"))
+	}
+}

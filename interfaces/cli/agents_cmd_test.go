@@ -140,10 +140,23 @@ func TestClaudeSessionIsRecordedAndRewound(t *testing.T) {
 	if s := sessionsOf(t, dir).Sessions[0].Turns[0].ToolCalls[0].Status; s != "reverted" {
 		t.Errorf("--state left the decision %s", s)
 	}
-	mustPlan(t, dir, "--yes", "undo")
-	mustPlan(t, dir, "--yes", "undo")
+	// A rollback of states only keeps no safety checkpoint: undo refuses to go past it (it would
+	// undo the --files rewind instead, and leave the decision reverted); undo --to, naming the
+	// entry to go back to, brings README.md back.
+	if r := inWorkspace(dir, "--yes", "undo"); r.code != 5 || !strings.Contains(r.stderr, "decision states only") {
+		t.Fatalf("undo past rewind --state: %v", r)
+	}
+	var hist []struct {
+		ID   string `json:"id"`
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "history").stdout), &hist); err != nil || len(hist) < 3 {
+		t.Fatalf("history: %v %+v", err, hist)
+	}
+	// Newest first: the state rewind, the files rewind, and the undo before them.
+	mustPlan(t, dir, "--yes", "undo", "--to", hist[2].ID)
 	if readFile(t, dir, "README.md") != "# Project\n" {
-		t.Fatal("two undos did not bring README.md back")
+		t.Fatal("undo --to before the rewinds did not bring README.md back")
 	}
 	// Paths: only README.md goes back to before the turn.
 	mustPlan(t, dir, "--yes", "rewind", "--session", claudeSession, "--turn", "1", "--", "README.md")
