@@ -366,6 +366,10 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		}
 		res, err := s.ops.previewRollback(ctx, target, req.Progress)
 		res.Mode = req.Mode
+		if err == nil && req.Mode != RestoreFiles {
+			// What the rollback would mark reverted, as it would name it.
+			res.RevertedDecisions, err = s.ops.wouldRevert(ctx, target)
+		}
 		return res, err
 	}
 	ctx, done := s.ops.begin(ctx, "rollback", "", append([]string{req.Ref}, req.Paths...)...)

@@ -511,3 +511,31 @@ func TestParseRestoreMode(t *testing.T) {
 		t.Errorf("all: %v", err)
 	}
 }
+
+// Found by the hostile suite (MCP rewind with dry_run): a dry run of a rollback reported no
+// decisions to revert where the rollback then reverted some. It reports what the rollback does.
+func TestRollbackDryRunReportsTheDecisionsItWouldRevert(t *testing.T) {
+	e := newUseCaseEnv(t)
+	p := ranABC(t, e)
+	b, _ := p.Decision("b")
+	ref := string(latestOf(b).CheckpointID)
+	for _, mode := range []RestoreMode{RestoreBoth, RestoreState} {
+		dry, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: ref, Mode: mode, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dry.RevertedDecisions, []string{"b", "c"}) {
+			t.Fatalf("%s: the dry run would revert %v", mode, dry.RevertedDecisions)
+		}
+	}
+	if dry, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: ref, Mode: RestoreFiles, DryRun: true}); err != nil || len(dry.RevertedDecisions) != 0 {
+		t.Fatalf("files only: %v %v", dry.RevertedDecisions, err)
+	}
+	real, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(real.RevertedDecisions, []string{"b", "c"}) {
+		t.Fatalf("the rollback reverted %v", real.RevertedDecisions)
+	}
+}

@@ -596,6 +596,25 @@ func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint,
 	return o.changePlans(ctx, ps, planName, func(p *plan.Plan) []string { return p.RevertStartedSince(cp.CreatedAt(), op) })
 }
 
+// wouldRevert lists what revertAfter(cp, "") would revert, named as it names them, changing
+// nothing: what a dry run reports.
+func (o *Operations) wouldRevert(ctx context.Context, cp *checkpoint.Checkpoint) ([]string, error) {
+	ps, err := o.plans.List(ctx) // the current plan first
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	var ids []string
+	for i := len(ps) - 1; i >= 0; i-- { // in the order changePlans saves them
+		for _, id := range ps[i].StartedSince(cp.CreatedAt()) {
+			if i > 0 {
+				id = ps[i].Name() + "/" + id
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // unrevert gives back the status they had to the attempts operation op reverted, in every plan
 // (the undo of op), and lists the decisions it changed as revertAfter does.
 func (o *Operations) unrevert(ctx context.Context, op string) ([]string, error) {
@@ -778,15 +797,9 @@ func rollbackMode(op Operation) RestoreMode {
 func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkpoint, dry bool) (RollbackResult, error) {
 	res := RollbackResult{Target: target, Mode: RestoreState, DryRun: dry}
 	if dry {
-		p, err := o.plans.Current(ctx)
-		if errors.Is(err, fault.ErrNotFound) {
-			return res, nil
-		}
-		if err != nil {
-			return res, err
-		}
-		res.RevertedDecisions = p.StartedSince(target.CreatedAt())
-		return res, nil
+		var err error
+		res.RevertedDecisions, err = o.wouldRevert(ctx, target)
+		return res, err
 	}
 	id := ident.New(o.clock.Now())
 	err := o.tx.Do(ctx, func(ctx context.Context) error {
