@@ -41,8 +41,8 @@ type Guard struct {
 	finishers map[string]Finisher
 	repairs   []func(ctx context.Context) error
 	recorder  Recorder
-	// logged, when set, enters an operation recovery finished in the operation log.
-	logged Finisher
+	// logger, when set, enters an operation recovery finished in the operation log.
+	logger Finisher
 }
 
 // NewGuard returns a Guard.
@@ -55,7 +55,7 @@ func (g *Guard) Register(kind string, f Finisher) { g.finishers[kind] = f }
 
 // RegisterLogger installs what enters an operation recovery finished in the operation log, as the
 // command a crash stopped would have once it returned (so that `plan undo` takes it back).
-func (g *Guard) RegisterLogger(f Finisher) { g.logged = f }
+func (g *Guard) RegisterLogger(f Finisher) { g.logger = f }
 
 // RegisterRecorder installs what records unrecorded work before recovery; the checkpoint use
 // cases provide it. Without one, recovery refuses to touch a workspace that holds such work.
@@ -207,8 +207,8 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 		if err := fin(ctx, *op); err != nil {
 			return res, fmt.Errorf("finish %s %s: %w", op.Kind, op.ID, err)
 		}
-		if g.logged != nil {
-			if err := g.logged(ctx, *op); err != nil {
+		if g.logger != nil {
+			if err := g.logger(ctx, *op); err != nil {
 				return res, fmt.Errorf("log finished %s %s: %w", op.Kind, op.ID, err)
 			}
 		}

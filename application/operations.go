@@ -596,6 +596,15 @@ func (o *Operations) revertAfter(ctx context.Context, cp *checkpoint.Checkpoint,
 	return o.changePlans(ctx, ps, planName, func(p *plan.Plan) []string { return p.RevertStartedSince(cp.CreatedAt(), op) })
 }
 
+// qualified names decision id of plan p as revertAfter, unrevert and wouldRevert list it: plainly in
+// plan planName, as plan/decision in any other.
+func qualified(p *plan.Plan, planName, id string) string {
+	if p.Name() != planName {
+		return p.Name() + "/" + id
+	}
+	return id
+}
+
 // wouldRevert lists what revertAfter(cp, "") would revert, named as it names them, changing
 // nothing: what a dry run reports.
 func (o *Operations) wouldRevert(ctx context.Context, cp *checkpoint.Checkpoint) ([]string, error) {
@@ -606,10 +615,7 @@ func (o *Operations) wouldRevert(ctx context.Context, cp *checkpoint.Checkpoint)
 	var ids []string
 	for i := len(ps) - 1; i >= 0; i-- { // in the order changePlans saves them
 		for _, id := range ps[i].StartedSince(cp.CreatedAt()) {
-			if i > 0 {
-				id = ps[i].Name() + "/" + id
-			}
-			ids = append(ids, id)
+			ids = append(ids, qualified(ps[i], ps[0].Name(), id))
 		}
 	}
 	return ids, nil
@@ -642,10 +648,7 @@ func (o *Operations) changePlans(ctx context.Context, ps []*plan.Plan, planName 
 		}
 		saved = true
 		for _, id := range changed {
-			if p.Name() != planName {
-				id = p.Name() + "/" + id
-			}
-			ids = append(ids, id)
+			ids = append(ids, qualified(p, planName, id))
 		}
 	}
 	return ids, nil

@@ -257,10 +257,10 @@ type fileStamp struct {
 }
 
 // confirmStamp names the store's view: the packs the index holds (with the sizes of each pack and
-// of its idx, and the idx's stored checksum) and the copies it knows damaged. Packs are never changed once written, only added or
-// deleted (pack names are random, never reused), and an idx is only ever replaced by one that
-// lists what its pack holds: so an object found present, whole down its chain, in one view is
-// present in every view with the same stamp, in any process. A store with a fault has none.
+// of its idx, and the idx's stored checksum) and the copies it knows damaged. Packs are never
+// changed once written, only added or deleted (pack names are random, never reused), and an idx
+// replaced by another is another view: so an object found present, whole down its chain, in one
+// view is present in every view with the same stamp, in any process. A store with a fault has none.
 func (s *Store) confirmStamp() (tree.Hash, bool) {
 	if s.faulty.Load() != nil {
 		return tree.Hash{}, false

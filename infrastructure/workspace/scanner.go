@@ -144,17 +144,17 @@ type scan struct {
 	// says the events left a doubt about links only a stat of every file settles (dirtySet).
 	linkedSeen map[inode]bool
 	restatAll  bool
-	// epoch, when epochOK, is the store epoch read before prepare's first lookup (see confirmed).
+	// epoch, when epochOK, is the store epoch read before prepare's first lookup (see confirmed),
+	// or, in a walk, with the view.
 	epoch   uint64
 	epochOK bool
-	// view is the store's ConfirmStamp when the walk's hits were confirmed (or taken from a stat
-	// cache confirmed in that very view), at epoch viewEpoch; viewOK says the store gave one.
-	view      tree.Hash
-	viewEpoch uint64
-	viewOK    bool
-	viewed    bool // the stat cache was confirmed in view: its hits and trees need no lookup
-	warnings  []string
-	stored    int64
+	// view is the store's ConfirmStamp when a walk's hits were confirmed (or taken from a stat
+	// cache confirmed in that very view), at epoch; viewOK says the store gave one.
+	view     tree.Hash
+	viewOK   bool
+	viewed   bool // the stat cache was confirmed in view: its hits and trees need no lookup
+	warnings []string
+	stored   int64
 }
 
 type job struct {
@@ -250,7 +250,7 @@ func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, a
 	}
 	sc.sharedInodes(sc.linked)
 	if sc.store {
-		sc.view, sc.viewEpoch, sc.viewOK = sc.batch.ConfirmStamp()
+		sc.view, sc.epoch, sc.viewOK = sc.batch.ConfirmStamp()
 		// The stat cache's files and trees were all confirmed present in the view it names: in
 		// the same view they still are, and are not looked up one by one again.
 		sc.viewed = sc.viewOK && !sc.old.stamp.IsZero() && sc.old.stamp == sc.view
@@ -282,7 +282,7 @@ func (sc *scan) endStamp() tree.Hash {
 		return tree.Hash{}
 	}
 	view, epoch, ok := sc.batch.ConfirmStamp()
-	if !ok || epoch != sc.viewEpoch {
+	if !ok || epoch != sc.epoch {
 		return tree.Hash{}
 	}
 	return view
@@ -824,8 +824,9 @@ func readAll(f *os.File, size int64, bufp *[]byte) ([]byte, error) {
 // root hash. A directory whose listing matched its exact stat cache record and whose entries all
 // did (files and symlinks unchanged, subdirectories reused) has the tree it had: its recorded hash
 // is taken as it is, neither encoded nor hashed again (when storing, once the store confirms it
-// Present, or the stat cache was confirmed in the store's present view). Any other tree is stored as a delta against the tree the same directory had at the
-// last snapshot, which is what keeps a small change in a large tree small in the store.
+// Present, or the stat cache was confirmed in the store's present view). Any other tree is stored
+// as a delta against the tree the same directory had at the last snapshot, which is what keeps a
+// small change in a large tree small in the store.
 func (sc *scan) buildTrees(n *node) (tree.Hash, error) {
 	reuse := n.exact && !n.base.IsZero()
 	if sc.incremental {
