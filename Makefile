@@ -210,7 +210,7 @@ security: $(GOSEC_STAMP)
 ## ---- tests -------------------------------------------------------------------------------
 
 # Every test command runs inside `scripts/servers run --`, which starts a throwaway MinIO and
-# PostgreSQL on free ports of 127.0.0.1, exports PLAN_TEST_* (see infrastructure/servertest, whose
+# PostgreSQL on free ports of 127.0.0.1, exports PLAN_TEST_* (see tests/testkit/servertest, whose
 # helpers skip a test without them) with PLAN_TEST_REQUIRE_SERVERS=1 (so under make they fail
 # instead), and stops both and deletes their files when the command ends, fails or is interrupted.
 # It costs a few seconds per target.
@@ -270,21 +270,21 @@ coverage: test bdd
 # loops lengthened. The count is passed to the tests; the shared-store trials run against the same
 # throwaway servers as the tests, with PostgreSQL durable (fsync and synchronous commits on), since
 # a trial judges what a commit that reported success left behind.
-CRASH_PKGS = $(foreach d,infrastructure features,$(if $(wildcard $(d)/*),./$(d)/...))
+CRASH_PKGS = $(foreach d,infrastructure features tests,$(if $(wildcard $(d)/*),./$(d)/...))
 crash: $(MINIO_STAMP)
 	PLAN_SERVERS_PG_DURABLE=1 PLAN_CRASH_TRIALS=$(CRASH_TRIALS) $(SERVERS_RUN) sh -c '\
 		$(GO) test -v -count=1 -run TestCrash -tags crash -timeout 60m $(CRASH_PKGS) && \
-		$(GO) test -v -count=1 -tags crash -timeout 60m ./infrastructure/hostile/' \
+		$(GO) test -v -count=1 -tags crash -timeout 60m ./tests/hostile/' \
 		| grep -E "^(=== RUN|--- |ok|FAIL|PASS)|trials|mixed|MIXED"
 
-# The real agents driven offline by a scripted model server (infrastructure/agente2e): the
+# The real agents driven offline by a scripted model server (tests/agents): the
 # binaries come from the pinned npm installs above; HOME is a temporary directory in every test.
 e2e-agents: build $(CLAUDE_CODE_STAMP) $(CODEX_STAMP) $(GEMINI_CLI_STAMP)
 	PLAN_E2E_REQUIRE=1 PLAN_E2E_PLAN=$(CURDIR)/bin/plan \
 	PLAN_E2E_CLAUDE=$$(ls $(AGENTS_DIR)/claude/node_modules/@anthropic-ai/claude-code-*/claude | head -n 1) \
 	PLAN_E2E_CODEX=$$(ls $(AGENTS_DIR)/codex/node_modules/@openai/codex-*/vendor/*/bin/codex | head -n 1) \
 	PLAN_E2E_GEMINI=$(AGENTS_DIR)/gemini/node_modules/.bin/gemini \
-		$(GO) test -count=1 -v -timeout 5m ./infrastructure/agente2e/
+		$(GO) test -count=1 -v -timeout 5m ./tests/agents/
 
 ## ---- build and run -----------------------------------------------------------------------
 

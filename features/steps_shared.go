@@ -16,7 +16,7 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // Shared stores: a file:// directory of the scenario's own, or a bucket and a database on the real

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cucumber/godog"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 func (s *scenario) registerWorkspaceSteps(sc *godog.ScenarioContext) {

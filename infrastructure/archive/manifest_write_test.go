@@ -11,7 +11,7 @@ import (
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/plantest"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // The manifest is written last; when it cannot be (the disk fills up: here the file size limit,
@@ -29,7 +29,7 @@ func TestStageFailsWhenTheManifestCannotBeWritten(t *testing.T) {
 	items := []application.ArchiveItem{{DecisionID: "gen", Attempt: 1, ResultTree: f.build(t, paths), Artifacts: arts}}
 
 	// Every artifact fits under the limit; the manifest listing forty of them does not.
-	plantest.SkipUnderTestLog(t)
+	testkit.SkipUnderTestLog(t)
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Skipf("getrlimit: %v", err)

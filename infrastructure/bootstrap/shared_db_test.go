@@ -12,7 +12,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/servertest"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 func execSQL(t *testing.T, dsn, stmt string) {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/plantest"
+	"github.com/planhq/plan/tests/testkit"
 	"time"
 
 	"github.com/planhq/plan/application"
@@ -28,7 +28,7 @@ func TestExecuteDoesNotRunWhenTheBannerCannotBeLogged(t *testing.T) {
 	if err := os.WriteFile(log, []byte(strings.Repeat("command output\n", 200)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plantest.SkipUnderTestLog(t)
+	testkit.SkipUnderTestLog(t)
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Skipf("getrlimit: %v", err)

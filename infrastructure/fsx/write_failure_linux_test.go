@@ -7,14 +7,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/plantest"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // limitFileSize makes every write past limit bytes fail with EFBIG, as a full disk fails a write
 // with ENOSPC, for the rest of the test. The limit is the process's: no test here runs in parallel.
 func limitFileSize(t *testing.T, limit uint64) {
 	t.Helper()
-	plantest.SkipUnderTestLog(t)
+	testkit.SkipUnderTestLog(t)
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Skipf("getrlimit: %v", err)

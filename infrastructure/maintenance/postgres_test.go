@@ -15,7 +15,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/maintenance"
-	"github.com/planhq/plan/infrastructure/servertest"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // pgWorkspace makes a workspace on a shared directory store and a fresh PostgreSQL database, with

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/plantest"
+	"github.com/planhq/plan/tests/testkit"
 
 	"github.com/planhq/plan/domain/tree"
 )
@@ -18,7 +18,7 @@ import (
 // test of this package runs in parallel, so only fn's writes meet the limit.
 func os1FileSizeLimit(t *testing.T, limit uint64, fn func()) {
 	t.Helper()
-	plantest.SkipUnderTestLog(t)
+	testkit.SkipUnderTestLog(t)
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Skipf("getrlimit: %v", err)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
-	"github.com/planhq/plan/infrastructure/servertest"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // shortBackoff makes Open give up on a server quickly.

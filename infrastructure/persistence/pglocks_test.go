@@ -11,7 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/servertest"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // pgImpatient returns a new PostgreSQL database whose sessions give up waiting for a lock after a

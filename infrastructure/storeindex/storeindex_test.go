@@ -16,8 +16,8 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/bucket"
 	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/servertest"
 	"github.com/planhq/plan/infrastructure/storeindex"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // store is a shared store the tests make workspaces on: a file:// directory or an S3 bucket.

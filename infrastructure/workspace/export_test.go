@@ -11,7 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // exported builds buildA's tree, snapshots it, and returns its entries as Flatten gives them.

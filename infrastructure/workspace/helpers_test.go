@@ -10,7 +10,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // testWS is a workspace in a temp directory with a real object store, scanner and restorer.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // freshScan scans the workspace with no stat cache at all: every file read, every tree encoded.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // A stat cache that cannot be saved costs only time: the snapshot is durable and correct, and says

@@ -20,7 +20,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 func fileEntry(p, content string, mode uint32) tree.Entry {

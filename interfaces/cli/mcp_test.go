@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/planhq/plan/infrastructure/treetest"
 	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // mcpClient connects the SDK's client to a server on dir, in-process.

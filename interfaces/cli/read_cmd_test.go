@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // readFixture is a workspace with one checkpoint of a small tree (a file, a nested read-only

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 var skipState = map[string]bool{".plan": true}

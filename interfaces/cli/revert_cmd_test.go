@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 const revertBase = "one\ntwo\nthree\nfour\nfive\n"

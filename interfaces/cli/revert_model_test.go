@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // revertModel is a small text tree and the decisions run on it. Every line is unique (file, line,

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/servertest"
 	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // noise is incompressible content, so the store keeps its bytes as they are and a test can find

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/treetest"
+	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 type loggedOp struct {
