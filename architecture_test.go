@@ -35,8 +35,9 @@ var frameworks = []string{
 	"github.com/urfave/cli",
 }
 
-// outerLayers are the module directories that depend on application, never the other way round.
-var outerLayers = []string{"infrastructure", "interfaces", "cmd", "features"}
+// outerLayers are the module directories that depend on application, never the other way round
+// (tests/ holds the black-box suites and the test kits).
+var outerLayers = []string{"infrastructure", "interfaces", "cmd", "features", "tests"}
 
 // importFile is one source file's imports, keyed for reporting.
 type importFile struct {

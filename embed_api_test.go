@@ -6,6 +6,8 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // The root package is the host's short import path: it re-exports application/ and bootstrap, and
@@ -80,5 +83,75 @@ func TestRootPackageRoutes(t *testing.T) {
 		if err := a.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// infrastructureTypes lists the named types of infrastructure/ reachable from the exported API of
+// the given types: their exported fields, elements, function signatures and exported methods.
+func infrastructureTypes(roots ...reflect.Type) []string {
+	seen := map[reflect.Type]bool{}
+	var found []string
+	var walk func(t reflect.Type, via string)
+	walk = func(t reflect.Type, via string) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		if strings.Contains(t.PkgPath(), "/infrastructure/") {
+			found = append(found, t.String()+" (via "+via+")")
+		}
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			walk(t.Elem(), via)
+		case reflect.Map:
+			walk(t.Key(), via)
+			walk(t.Elem(), via)
+		case reflect.Struct:
+			for i := range t.NumField() {
+				if f := t.Field(i); f.IsExported() {
+					walk(f.Type, t.String()+"."+f.Name)
+				}
+			}
+		case reflect.Func:
+			for i := range t.NumIn() {
+				walk(t.In(i), via)
+			}
+			for i := range t.NumOut() {
+				walk(t.Out(i), via)
+			}
+		}
+		// Exported methods (an interface's, or a named type's through its pointer).
+		mt := t
+		if t.Kind() != reflect.Interface && t.Kind() != reflect.Pointer && t.Name() != "" {
+			mt = reflect.PointerTo(t)
+		}
+		for i := range mt.NumMethod() {
+			m := mt.Method(i)
+			walk(m.Type, t.String()+"."+m.Name)
+		}
+	}
+	for _, r := range roots {
+		walk(r, r.String())
+	}
+	slices.Sort(found)
+	return found
+}
+
+// No type of infrastructure/ is reachable from package plan's API: a host compiles against
+// application/ and domain/ only, whatever the adapters become.
+func TestRootPackageReachesNoInfrastructureType(t *testing.T) {
+	api := []reflect.Type{
+		reflect.TypeFor[plan.Config](), reflect.TypeFor[*plan.App](), reflect.TypeFor[plan.Services](),
+		reflect.TypeFor[*plan.Workspace](), reflect.TypeOf(plan.Open), reflect.TypeOf(plan.Module), reflect.TypeOf(plan.Scoped),
+		reflect.TypeFor[plan.ExecRequest](), reflect.TypeFor[plan.RunRequest](), reflect.TypeFor[plan.CorrectRequest](),
+		reflect.TypeFor[plan.UndoRequest](), reflect.TypeFor[plan.LoggedOperation](),
+	}
+	if found := infrastructureTypes(api...); len(found) > 0 {
+		t.Errorf("package plan's API reaches infrastructure types:\n%s", strings.Join(found, "\n"))
+	}
+	// The walk bites: the CLI's App holds the workspace's layout, an adapter's type, two fields down.
+	found := infrastructureTypes(reflect.TypeFor[*bootstrap.App]())
+	if !slices.ContainsFunc(found, func(s string) bool { return strings.HasPrefix(s, "workspace.Layout ") }) {
+		t.Errorf("the walk missed the layout in bootstrap.App: %v", found)
 	}
 }

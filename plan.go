@@ -1,15 +1,16 @@
-// Package plan is the short import path for a Go program that embeds plan: it opens a workspace
-// (Open, or Module / Scoped in an uber-go/fx app) and names the services and requests a host uses,
-// as aliases of the types in application/ and infrastructure/bootstrap (docs/embedding.md).
+// Package plan is the front door for a Go program that embeds plan: it opens a workspace (Open, or
+// Module / Scoped in an uber-go/fx app) and names the services and requests a host uses, as
+// aliases of the types in application/ (docs/embedding.md).
 //
 //	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true})
 //	…
 //	defer app.Close()
 //	res, err := app.Services.Plans.Exec(ctx, plan.ExecRequest{ID: "notes", Func: plan.Func(writeNotes)})
 //
-// Invariants: this package only re-exports (type aliases and one-line wrappers), so the layers'
-// rules (architecture_test.go) hold unchanged; every operation a host runs through these services
-// is in the workspace's operation log (`plan history`, `plan undo`) exactly as the CLI's are.
+// Invariants: no type of infrastructure/ is reachable from this package's exported API (the
+// adapters stay behind the composition root; embed_api_test.go walks the API to keep it so); every
+// operation a host runs through these services is in the workspace's operation log (`plan
+// history`, `plan undo`) exactly as the CLI's are.
 package plan
 
 import (
@@ -24,13 +25,23 @@ import (
 
 // The workspace and how it is opened.
 type (
-	// Config selects (and, with Init, creates) the workspace.
-	Config = bootstrap.Config
-	// App is an opened workspace; App.Services are its services. Close it when done.
-	App = bootstrap.App
+	// Config selects (and, with Init, creates) the workspace: the composition root's
+	// configuration, field for field (see bootstrap.Config for each field).
+	Config bootstrap.Config
+	// Services are an opened workspace's use cases.
+	Services = application.App
 	// Workspace is one workspace's services, as Scoped exports them.
-	Workspace = bootstrap.Workspace
+	Workspace = application.Workspace
 )
+
+// App is an opened workspace; App.Services are its services. Close it when done.
+type App struct {
+	Services Services
+	close    func() error
+}
+
+// Close stops the workspace's services, closing its store and database.
+func (a *App) Close() error { return a.close() }
 
 // The services, as App.Services and Workspace name them. The names are those of package
 // application, so code moves between the two import paths unchanged.
@@ -96,11 +107,18 @@ type (
 
 // Open opens (with Init, creates) the workspace cfg names and starts its services: the simplest
 // route. Close the App when done.
-func Open(ctx context.Context, cfg Config) (*App, error) { return bootstrap.Open(ctx, cfg) }
+func Open(ctx context.Context, cfg Config) (*App, error) {
+	a, err := bootstrap.Open(ctx, bootstrap.Config(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &App{Services: a.Services.App(), close: a.Close}, nil
+}
 
-// Module adds one workspace's adapters and services to a host's fx app (see bootstrap.Module).
-func Module(cfg Config) fx.Option { return bootstrap.Module(cfg) }
+// Module adds one workspace to a host's fx app, sealed: the app sees its services
+// (*CheckpointService, *PlanService, …) and nothing of the adapters behind them (bootstrap.Module).
+func Module(cfg Config) fx.Option { return bootstrap.Module(bootstrap.Config(cfg)) }
 
 // Scoped adds one of several workspaces to a host's fx app, exporting only its *Workspace, named
 // name (see bootstrap.Scoped).
-func Scoped(name string, cfg Config) fx.Option { return bootstrap.Scoped(name, cfg) }
+func Scoped(name string, cfg Config) fx.Option { return bootstrap.Scoped(name, bootstrap.Config(cfg)) }

@@ -290,6 +290,20 @@ type CacheUsage struct {
 	LimitBytes      int64
 }
 
+// HealReport is what healing the store did (verify --repair): damaged or missing copies retired
+// because an intact copy now exists.
+type HealReport struct {
+	// Healed are objects whose damaged or missing copy was retired because an intact copy now
+	// exists; Unhealed are damaged or missing objects that still have no intact copy.
+	Healed, Unhealed []tree.Hash
+	// Spent are damaged or missing bundles retired because none of their blobs is read from them
+	// any more (each has a copy of its own): storage, neither healed nor lost.
+	Spent []tree.Hash
+	// PacksRewritten counts packs rewritten without their damaged records; IdxDropped the indexes
+	// of missing packs dropped because every object they listed is stored elsewhere.
+	PacksRewritten, IdxDropped int
+}
+
 // StoreHealth is what the maintenance use cases need from the object store.
 type StoreHealth interface {
 	// ListTree returns one stored directory's entries (Path holds the bare name).

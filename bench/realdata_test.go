@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/infrastructure/planfile"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 func TestEditLine(t *testing.T) {
@@ -273,7 +273,11 @@ func TestStoreSizes(t *testing.T) {
 func TestPlanFileTextParses(t *testing.T) {
 	cmds := []string{"cp -R " + shellQuote("/tmp/it's: a \"dir\"/.") + " .", "echo '#1' && true"}
 	text := planFileText("bench-inrun", cmds)
-	f, err := planfile.Parse("bench.yaml", text)
+	path := filepath.Join(t.TempDir(), "bench.yaml")
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := bootstrap.LoadPlanFile(path)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}

@@ -31,16 +31,16 @@ import (
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
-	"github.com/planhq/plan/infrastructure/archive"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/executor"
-	"github.com/planhq/plan/infrastructure/failpoint"
-	"github.com/planhq/plan/infrastructure/maintenance"
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/persistence"
-	"github.com/planhq/plan/infrastructure/timing"
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/archive"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/executor"
+	"github.com/planhq/plan/infrastructure/internal/failpoint"
+	"github.com/planhq/plan/infrastructure/internal/maintenance"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/persistence"
+	"github.com/planhq/plan/infrastructure/internal/timing"
+	"github.com/planhq/plan/infrastructure/internal/watch"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // Config selects the workspace.
@@ -73,8 +73,24 @@ type Config struct {
 	Funcs map[string]application.DecisionFunc
 }
 
-// Module assembles every adapter and service for the workspace cfg names.
+// Module is plan for one workspace in a host's fx app, sealed: the host's graph sees the services
+// (CheckpointService, PlanService, CorrectionService, HistoryService, MaintenanceService,
+// ReadService, AgentService) and nothing of the adapters, ports or the guard behind them, which
+// stay private to the module. Scoped is the same for one of several workspaces.
 func Module(cfg Config) fx.Option {
+	private := append([]any{func() Config { return cfg }, Resolve, layoutOf, newResources, newStore}, persistenceProviders()...)
+	private = append(private, workspaceProviders()...)
+	private = append(private, kernelProviders()...)
+	return fx.Module("plan",
+		fx.Provide(append(private, fx.Private)...),
+		fx.Provide(serviceProviders()...),
+	)
+}
+
+// Wiring is the whole graph for the workspace cfg names, every adapter and port in it visible:
+// what Open starts for the CLI, and what the composition root's own tests look into. A host uses
+// Module (or package plan), which exports the services only.
+func Wiring(cfg Config) fx.Option {
 	return fx.Module("plan",
 		fx.Supply(cfg),
 		fx.Provide(Resolve, layoutOf, newResources),
@@ -196,9 +212,9 @@ var WorkspaceModule = fx.Module("workspace", fx.Provide(workspaceProviders()...)
 
 func workspaceProviders() []any {
 	return []any{
-		workspace.NewScanner,
+		newScanner,
 		newRestorer,
-		watch.NewSnapshotter,
+		newSnapshotter,
 		func(s *watch.Snapshotter) application.Snapshotter { return s },
 		func(r *workspace.Restorer) application.Restorer { return r },
 		func(s *objectstore.Store) application.Exporter { return workspace.NewExporter(s) },
@@ -226,13 +242,16 @@ func workspaceProviders() []any {
 // ApplicationModule provides the use cases. Every service depends on the shared core
 // (application.Operations), whose constructor wires all of crash recovery, so a host that asks for
 // one service alone still gets complete recovery; nothing here needs an fx.Invoke.
-var ApplicationModule = fx.Module("application", fx.Provide(applicationProviders()...))
+var ApplicationModule = fx.Module("application", fx.Provide(append(kernelProviders(), serviceProviders()...)...))
 
-func applicationProviders() []any {
+// kernelProviders are what the services share: the clock, the guard and the shared core.
+func kernelProviders() []any {
+	return []any{func() application.Clock { return systemClock{} }, NewGuard, NewOperations}
+}
+
+// serviceProviders are the use cases, what a host's graph sees of plan.
+func serviceProviders() []any {
 	return []any{
-		func() application.Clock { return systemClock{} },
-		NewGuard,
-		NewOperations,
 		application.NewCheckpointService,
 		NewPlanService,
 		application.NewCorrectionService,
@@ -241,6 +260,23 @@ func applicationProviders() []any {
 		application.NewAgentService,
 		NewMaintenanceService,
 	}
+}
+
+// walkOnly says the user turned the change tracking off (PLAN_WATCH=0): every snapshot walks.
+func (s *Setup) walkOnly() bool { return s.getenv("PLAN_WATCH") == "0" }
+
+func newScanner(l workspace.Layout, store *objectstore.Store, s *Setup) *workspace.Scanner {
+	sc := workspace.NewScanner(l, store)
+	if s.walkOnly() {
+		sc.TrackOff("PLAN_WATCH=0")
+	}
+	return sc
+}
+
+func newSnapshotter(sc *workspace.Scanner, l workspace.Layout, store *objectstore.Store, s *Setup) *watch.Snapshotter {
+	sn := watch.NewSnapshotter(sc, l, store)
+	sn.WalkOnly(s.walkOnly())
+	return sn
 }
 
 // newHealth is the store's health adapter, with the gc grace period the configuration sets.
@@ -379,15 +415,30 @@ type Services struct {
 	Read        *application.ReadService
 	Agents      *application.AgentService
 	Guard       *application.Guard
-	DB          *persistence.DB
-	Store       *objectstore.Store
-	Watch       *watch.Snapshotter
+}
+
+// App is the use cases Services holds.
+func (s Services) App() application.App {
+	return application.App{
+		Checkpoints: s.Checkpoints, Plans: s.Plans, Corrections: s.Corrections, Maintenance: s.Maintenance,
+		History: s.History, Read: s.Read, Agents: s.Agents,
+	}
+}
+
+// adapters are the parts of the graph that App's own methods use (edge.go), kept out of Services
+// so that nothing outside infrastructure/ reaches the database, the store or the watch client.
+type adapters struct {
+	fx.In
+	DB    *persistence.DB
+	Store *objectstore.Store
+	Watch *watch.Snapshotter
 }
 
 // App is a started plan application for one workspace.
 type App struct {
-	fx       *fx.App
-	Services Services
+	fx        *fx.App
+	Services  Services
+	internals adapters
 }
 
 // Open builds and starts the application for cfg. When it fails, everything it opened is closed,
@@ -405,12 +456,12 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	defer timing.Span("open")()
 	a := &App{}
 	res := &resources{}
-	a.fx = fx.New(Module(cfg),
+	a.fx = fx.New(Wiring(cfg),
 		// Open keeps its own handle on the resources so it can close them if the graph fails;
 		// replacing the module's instance skips its constructor, so the stop hook is added here.
 		fx.Replace(res),
 		fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.StopHook(res.close)) }),
-		fx.Populate(&a.Services), fx.NopLogger)
+		fx.Populate(&a.Services, &a.internals), fx.NopLogger)
 	err := a.fx.Err()
 	if err == nil {
 		err = a.fx.Start(ctx)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -22,8 +23,35 @@ func TestModuleValidates(t *testing.T) {
 	for _, init := range []bool{false, true} {
 		var svc bootstrap.Services
 		cfg := bootstrap.Config{Root: t.TempDir(), Init: init}
-		if err := fx.ValidateApp(bootstrap.Module(cfg), fx.Populate(&svc), fx.NopLogger); err != nil {
+		if err := fx.ValidateApp(bootstrap.Wiring(cfg), fx.Populate(&svc), fx.NopLogger); err != nil {
 			t.Fatalf("Init=%v: %v", init, err)
+		}
+	}
+}
+
+// Module is sealed: a host's graph gets every service, and none of the ports, repositories or the
+// guard behind them (Wiring, the CLI's graph, has them all).
+func TestModuleExportsServicesOnly(t *testing.T) {
+	cfg := bootstrap.Config{Root: t.TempDir(), Init: true}
+	if err := fx.ValidateApp(bootstrap.Module(cfg), fx.Invoke(func(*application.CheckpointService, *application.PlanService,
+		*application.CorrectionService, *application.HistoryService, *application.MaintenanceService, *application.ReadService,
+		*application.AgentService) {
+	}), fx.NopLogger); err != nil {
+		t.Fatalf("a service is not exported: %v", err)
+	}
+	for what, invoke := range map[string]any{
+		"the guard":                 func(*application.Guard) {},
+		"the shared core":           func(*application.Operations) {},
+		"the journal":               func(application.Journal) {},
+		"the checkpoint repository": func(checkpoint.Repository) {},
+		"the operation log":         func(application.OperationLog) {},
+		"the setup":                 func(*bootstrap.Setup) {},
+	} {
+		if err := fx.ValidateApp(bootstrap.Module(cfg), fx.Invoke(invoke), fx.NopLogger); err == nil || !strings.Contains(err.Error(), "missing type") {
+			t.Errorf("Module exports %s: %v", what, err)
+		}
+		if err := fx.ValidateApp(bootstrap.Wiring(cfg), fx.Invoke(invoke), fx.NopLogger); err != nil {
+			t.Errorf("Wiring lacks %s: %v", what, err)
 		}
 	}
 }
@@ -170,7 +198,11 @@ func TestHostEmbedsModule(t *testing.T) {
 		cps   *application.CheckpointService
 	}
 	var h *host
-	var svc bootstrap.Services
+	var svc struct {
+		fx.In
+		Plans       *application.PlanService
+		Checkpoints *application.CheckpointService
+	}
 	app := fx.New(
 		bootstrap.Module(bootstrap.Config{Root: dir, Init: true}),
 		fx.Provide(func(p *application.PlanService, c *application.CheckpointService) *host {
@@ -189,7 +221,7 @@ func TestHostEmbedsModule(t *testing.T) {
 			_ = app.Stop(ctx)
 		}
 	}()
-	if h.plans != svc.Plans || h.cps != svc.Checkpoints || svc.DB == nil || svc.Store == nil || svc.Guard == nil {
+	if h.plans != svc.Plans || h.cps != svc.Checkpoints {
 		t.Fatal("the host and the Services struct do not share one graph")
 	}
 	res, err := h.plans.Exec(ctx, application.ExecRequest{ID: "write", Command: "echo hi > hi.txt"})

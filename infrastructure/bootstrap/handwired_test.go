@@ -13,13 +13,13 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
-	"github.com/planhq/plan/infrastructure/archive"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/executor"
-	"github.com/planhq/plan/infrastructure/maintenance"
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/persistence"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/archive"
+	"github.com/planhq/plan/infrastructure/internal/executor"
+	"github.com/planhq/plan/infrastructure/internal/maintenance"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/persistence"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 type clock struct{}

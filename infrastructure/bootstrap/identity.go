@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/planhq/plan/domain/fault"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/fsx"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/fsx"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // homeFile, in .plan/, binds the workspace's identity to its directory: the root it was made (or

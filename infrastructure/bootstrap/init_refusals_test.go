@@ -11,8 +11,8 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // immutable makes path immutable (chattr +i) until the test ends, or skips the test where the file
@@ -98,7 +98,7 @@ func TestInitAfterAnInterruptedInit(t *testing.T) {
 		t.Fatalf("the same init again: %v", err)
 	}
 	defer app.Close()
-	if got := app.Services.DB.WorkspaceID(); got != "0123456789abcdef01234567" || app.Services.Setup.File.Store != store {
+	if got := app.WorkspaceID(); got != "0123456789abcdef01234567" || app.Services.Setup.File.Store != store {
 		t.Errorf("the finished init: workspace %s on %q", got, app.Services.Setup.File.Store)
 	}
 }
@@ -215,7 +215,7 @@ func TestAStoreThatCannotBeRead(t *testing.T) {
 		}
 		p := filepath.Join(storeDir, what)
 		if what == "records" {
-			p = filepath.Join(p, app.Services.DB.WorkspaceID())
+			p = filepath.Join(p, app.WorkspaceID())
 		}
 		_ = app.Close()
 		if err := os.RemoveAll(p); err != nil {

@@ -3,9 +3,9 @@ package bootstrap
 import (
 	"context"
 
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/watch"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // newRestorer is the workspace's restorer, which tells the watch service (through the command's

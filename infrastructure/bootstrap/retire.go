@@ -8,10 +8,10 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/storeindex"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/storeindex"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // checkRetired refuses (fault.ErrConflict) to open a workspace retired from its shared store:

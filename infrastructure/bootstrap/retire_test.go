@@ -25,7 +25,7 @@ func TestRetiringAWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := app.Services.DB.WorkspaceID()
+	id := app.WorkspaceID()
 	var cps []string
 	for _, content := range []string{"one", "two"} {
 		if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte(content), 0o600); err != nil {

@@ -8,18 +8,8 @@ import (
 	"github.com/planhq/plan/domain/ident"
 )
 
-// Workspace is one workspace's services, as Scoped exports them: all a host needs to work on it,
-// and nothing of the adapters behind them.
-type Workspace struct {
-	// Name is the name Scoped gave the workspace; Root its directory.
-	Name, Root  string
-	Checkpoints *application.CheckpointService
-	Plans       *application.PlanService
-	Corrections *application.CorrectionService
-	History     *application.HistoryService
-	Maintenance *application.MaintenanceService
-	Read        *application.ReadService
-}
+// Workspace is one workspace's services, as Scoped exports them.
+type Workspace = application.Workspace
 
 var scopeName = ident.NewPattern("A-Za-z0-9_-", "A-Za-z0-9_-", 64) // ^[A-Za-z0-9_-]{1,64}$
 
@@ -43,15 +33,13 @@ func Scoped(name string, cfg Config) fx.Option {
 	providers := []any{func() Config { return cfg }, Resolve, layoutOf, newResources, newStore}
 	providers = append(providers, persistenceProviders()...)
 	providers = append(providers, workspaceProviders()...)
-	providers = append(providers, applicationProviders()...)
+	providers = append(providers, kernelProviders()...)
+	providers = append(providers, serviceProviders()...)
 	providers = append(providers, fx.Private)
 	return fx.Module("plan-"+name,
 		fx.Provide(providers...),
 		fx.Provide(fx.Annotate(func(s Services) *Workspace {
-			return &Workspace{
-				Name: name, Root: s.Layout.Root, Checkpoints: s.Checkpoints, Plans: s.Plans, Corrections: s.Corrections,
-				History: s.History, Maintenance: s.Maintenance, Read: s.Read,
-			}
+			return &Workspace{Name: name, Root: s.Layout.Root, App: s.App()}
 		}, fx.ResultTags(`name:"`+name+`"`))),
 	)
 }

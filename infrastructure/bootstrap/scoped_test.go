@@ -13,7 +13,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/persistence"
+	"github.com/planhq/plan/infrastructure/internal/persistence"
 )
 
 // Two workspaces in one fx app: each Scoped module keeps its adapters to itself and exports its

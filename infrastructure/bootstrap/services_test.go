@@ -183,7 +183,7 @@ func TestStaleCorrectionClosedOnRealAdapters(t *testing.T) {
 
 	// What a process killed during re-execution leaves in the database.
 	var repo correction.Repository
-	fxApp := fx.New(bootstrap.Module(bootstrap.Config{Root: dir}), fx.Populate(&repo), fx.NopLogger)
+	fxApp := fx.New(bootstrap.Wiring(bootstrap.Config{Root: dir}), fx.Populate(&repo), fx.NopLogger)
 	if err := fxApp.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

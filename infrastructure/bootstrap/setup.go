@@ -14,14 +14,14 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
-	"github.com/planhq/plan/infrastructure/bucket"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/failpoint"
-	"github.com/planhq/plan/infrastructure/maintenance"
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/persistence"
-	"github.com/planhq/plan/infrastructure/timing"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/internal/bucket"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/failpoint"
+	"github.com/planhq/plan/infrastructure/internal/maintenance"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/persistence"
+	"github.com/planhq/plan/infrastructure/internal/timing"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
 // Setup is a workspace resolved from its configuration: where it is, who it is, and where its

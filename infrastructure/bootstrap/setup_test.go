@@ -10,7 +10,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/config"
+	"github.com/planhq/plan/infrastructure/internal/config"
 )
 
 // A workspace on a shared directory store: its identity and store are recorded, reopening uses
@@ -23,7 +23,7 @@ func TestResolveSharedWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := app.Services.Setup
-	id := app.Services.DB.WorkspaceID()
+	id := app.WorkspaceID()
 	if !s.Created || !s.Shared() || s.File.Store != store || s.WorkspaceID != id || len(id) != 24 {
 		t.Fatalf("setup of a new shared workspace: %+v (database says %s)", s, id)
 	}
@@ -37,7 +37,7 @@ func TestResolveSharedWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if app.Services.Setup.Created || app.Services.DB.WorkspaceID() != id || !app.Services.Store.Shared() {
+	if app.Services.Setup.Created || app.WorkspaceID() != id || !app.Services.Setup.Shared() {
 		t.Fatal("reopening did not find the workspace as it was made")
 	}
 	_ = app.Close()

@@ -17,11 +17,11 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/bucket"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/objectstore"
-	"github.com/planhq/plan/infrastructure/persistence"
-	"github.com/planhq/plan/infrastructure/storeindex"
+	"github.com/planhq/plan/infrastructure/internal/bucket"
+	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/infrastructure/internal/persistence"
+	"github.com/planhq/plan/infrastructure/internal/storeindex"
 )
 
 // SharedConfig names a shared store (and, optionally, the database its workspaces share) to look
@@ -49,6 +49,10 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedStore, error) {
 	if _, err := config.DBKind(cfg.DB); err != nil {
 		return nil, err
 	}
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	s := &SharedStore{cfg: cfg}
 	switch kind {
 	case "":
@@ -63,16 +67,12 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedStore, error) {
 		if s.cache, err = os.MkdirTemp("", "plan-shared-"); err != nil {
 			return nil, err
 		}
-		b, err := bucket.Open(ctx, bucket.Config{URL: cfg.Store, CacheDir: s.cache, Getenv: cfg.Getenv})
+		b, err := bucket.Open(ctx, bucket.Config{URL: cfg.Store, CacheDir: s.cache, Getenv: getenv})
 		if err != nil {
 			_ = os.RemoveAll(s.cache)
 			return nil, err
 		}
 		s.be = b
-	}
-	getenv := cfg.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
 	}
 	s.cfg.DB = withPassword(cfg.DB, getenv)
 	if cfg.DB != "" {

@@ -36,7 +36,7 @@ func sharedWorkspace(t *testing.T, store, db string, getenv func(string) string,
 		}
 		ids = append(ids, string(cp.ID()))
 	}
-	return app.Services.DB.WorkspaceID(), ids
+	return app.WorkspaceID(), ids
 }
 
 func openShared(t *testing.T, cfg bootstrap.SharedConfig) *bootstrap.SharedStore {

@@ -15,10 +15,6 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/config"
-	"github.com/planhq/plan/infrastructure/timing"
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
 	"github.com/planhq/plan/interfaces/agenthooks"
 )
 
@@ -119,8 +115,8 @@ func (h *handler) hook(c *ucli.Context) error {
 	// session's later calls do not read more index files than its first. A hook that plan watch
 	// served leaves that to the service, which merges between calls (off the agent's critical
 	// path); one that walked merges itself, timed apart (PLAN_TIMINGS).
-	if !app.Services.Watch.Served() {
-		endMerge := timing.Span("consolidate")
+	if !app.WatchServed() {
+		endMerge := bootstrap.Span("consolidate")
 		h.consolidate(c.Context, app)
 		endMerge()
 	}
@@ -196,7 +192,7 @@ func (h *handler) reply(r agenthooks.Reply) error {
 
 // isWorkspace says whether root holds a plan workspace.
 func isWorkspace(root string) bool {
-	l, err := workspace.NewLayout(root)
+	l, err := bootstrap.NewLayout(root)
 	if err != nil {
 		return false
 	}
@@ -213,14 +209,14 @@ const hookWatchStopAfter = time.Hour
 // turn, unless hooks.watch is false, PLAN_WATCH=0 is set, or the system cannot watch. It never
 // waits for the service (its first walk runs under the workspace lock, as any command's would); a
 // service that cannot be started is a warning, and the hooks walk as without it.
-func (h *handler) ensureWatch(ctx context.Context, l workspace.Layout) string {
-	if !h.r.StartWatch || h.getenv("PLAN_WATCH") == "0" || !watch.Supported() || !hookWatch(l) {
+func (h *handler) ensureWatch(ctx context.Context, l bootstrap.Layout) string {
+	if !h.r.StartWatch || h.getenv("PLAN_WATCH") == "0" || !bootstrap.WatchSupported() || !hookWatch(l) {
 		return ""
 	}
-	if _, err := watch.Query(ctx, l); err == nil {
+	if _, err := bootstrap.WatchQuery(ctx, l); err == nil {
 		return ""
 	}
-	cmd, _, err := spawnWatch(l, watchArgs(watch.Options{StopAfter: hookWatchStopAfter}))
+	cmd, _, err := spawnWatch(l, watchArgs(bootstrap.WatchOptions{StopAfter: hookWatchStopAfter}))
 	if err != nil {
 		return "could not start plan watch (the checkpoints walk the workspace): " + err.Error()
 	}
@@ -230,19 +226,19 @@ func (h *handler) ensureWatch(ctx context.Context, l workspace.Layout) string {
 
 // hookWatch reads hooks.watch from the workspace's configuration: true unless it says false (an
 // unreadable configuration starts nothing it did not ask for).
-func hookWatch(l workspace.Layout) bool {
-	f, err := config.Load(config.Path(l.State()))
+func hookWatch(l bootstrap.Layout) bool {
+	f, err := bootstrap.LoadConfig(l.State())
 	return err == nil && (f.Hooks == nil || f.Hooks.Watch == nil || *f.Hooks.Watch)
 }
 
 // failClosed reads hooks.fail_closed from the workspace's configuration: false when it is unset
 // or cannot be read (an unreadable configuration fails open, as everything else does).
 func failClosed(root string) bool {
-	l, err := workspace.NewLayout(root)
+	l, err := bootstrap.NewLayout(root)
 	if err != nil {
 		return false
 	}
-	f, err := config.Load(config.Path(l.State()))
+	f, err := bootstrap.LoadConfig(l.State())
 	return err == nil && f.Hooks != nil && f.Hooks.FailClosed != nil && *f.Hooks.FailClosed
 }
 

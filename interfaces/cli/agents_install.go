@@ -8,9 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/planhq/plan/infrastructure/agents"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // agentInstallCommands are plan agent install, uninstall and status: plan's hooks in the settings of
@@ -41,9 +39,9 @@ func (h *handler) agentInstallCommands() *ucli.Command {
 
 // agentView is the --json output of plan agent install and uninstall.
 type agentView struct {
-	Agent string       `json:"agent"`
-	Scope agents.Scope `json:"scope"`
-	Path  string       `json:"path"`
+	Agent string               `json:"agent"`
+	Scope bootstrap.AgentScope `json:"scope"`
+	Path  string               `json:"path"`
 	// Changed says the settings file was written; Created that it did not exist.
 	Changed bool `json:"changed"`
 	Created bool `json:"created"`
@@ -56,28 +54,28 @@ type agentView struct {
 
 // agentStatusView is the --json output of plan agent status.
 type agentStatusView struct {
-	Project string          `json:"project"`
-	Agents  []agents.Status `json:"agents"`
+	Project string                  `json:"project"`
+	Agents  []bootstrap.AgentStatus `json:"agents"`
 }
 
 // agentTarget reads the agent argument and scope flags and finds the settings file.
-func (h *handler) agentTarget(c *ucli.Context) (agents.Agent, agents.Scope, string, error) {
+func (h *handler) agentTarget(c *ucli.Context) (bootstrap.Agent, bootstrap.AgentScope, string, error) {
 	if c.NArg() != 1 {
 		if c.NArg() == 0 {
-			return agents.Agent{}, "", "", usagef("name the agent: plan %s claude|codex|gemini", commandPath(c))
+			return bootstrap.Agent{}, "", "", usagef("name the agent: plan %s claude|codex|gemini", commandPath(c))
 		}
-		return agents.Agent{}, "", "", noExtraArgs(c, 1)
+		return bootstrap.Agent{}, "", "", noExtraArgs(c, 1)
 	}
-	a, err := agents.Lookup(c.Args().First())
+	a, err := bootstrap.LookupAgent(c.Args().First())
 	if err != nil {
-		return agents.Agent{}, "", "", usagef("%v", err)
+		return bootstrap.Agent{}, "", "", usagef("%v", err)
 	}
-	scope := agents.Project
+	scope := bootstrap.AgentProject
 	switch {
 	case c.Bool("project") && c.Bool("user"):
 		return a, "", "", usagef("--project and --user exclude each other")
 	case c.Bool("user"):
-		scope = agents.User
+		scope = bootstrap.AgentUser
 	}
 	path, err := a.File(scope, h.projectDir(), h.getenv)
 	return a, scope, path, err
@@ -108,7 +106,7 @@ func (h *handler) agentInstall(c *ucli.Context) error {
 		return err
 	}
 	v := agentView{Agent: a.Name, Scope: scope, Path: path, Note: a.Note}
-	if scope == agents.Project {
+	if scope == bootstrap.AgentProject {
 		h.exactRoot = true
 		h.root = filepath.Dir(filepath.Dir(path))
 		err := h.withInit(c.Context, func(app *bootstrap.App, created bool) error {
@@ -162,10 +160,10 @@ func (h *handler) agentStatus(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	v := agentStatusView{Project: h.projectDir(), Agents: []agents.Status{}}
-	for _, name := range agents.Names() {
-		a, _ := agents.Lookup(name)
-		for _, scope := range []agents.Scope{agents.Project, agents.User} {
+	v := agentStatusView{Project: h.projectDir(), Agents: []bootstrap.AgentStatus{}}
+	for _, name := range bootstrap.AgentNames() {
+		a, _ := bootstrap.LookupAgent(name)
+		for _, scope := range []bootstrap.AgentScope{bootstrap.AgentProject, bootstrap.AgentUser} {
 			path, err := a.File(scope, v.Project, h.getenv)
 			if err != nil {
 				return err
@@ -189,7 +187,7 @@ func (h *handler) agentStatus(c *ucli.Context) error {
 
 // discover finds the workspace holding h.root, as every command does.
 func (h *handler) discover() (string, bool, error) {
-	return workspace.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
+	return bootstrap.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
 }
 
 // self is the absolute path of the running plan, its links resolved.

@@ -19,9 +19,8 @@ import (
 	"github.com/xrash/smetrics"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/secret"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/secret"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // Runner runs plan commands against injected streams.
@@ -307,7 +306,7 @@ func (h *handler) workspaceRoot() (string, error) {
 	if h.exactRoot {
 		return h.root, nil
 	}
-	root, _, err := workspace.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
+	root, _, err := bootstrap.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
 	return root, err
 }
 

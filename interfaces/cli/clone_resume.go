@@ -14,7 +14,6 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/fsx"
 )
 
 // cloneMarkerName is the file a clone writes in DIR's state directory before it adopts anything,
@@ -38,7 +37,7 @@ func (m cloneMarker) note() string {
 func writeCloneMarker(state string, m cloneMarker) error {
 	b, err := json.Marshal(m)
 	if err == nil {
-		err = fsx.Replace(filepath.Join(state, cloneMarkerName), b, true)
+		err = bootstrap.ReplaceFile(filepath.Join(state, cloneMarkerName), b, true)
 	}
 	if err != nil {
 		return fmt.Errorf("record the clone in %s: %w", state, err)

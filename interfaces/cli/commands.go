@@ -10,7 +10,6 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/config"
 )
 
 // commands lists every command, one group per file: init here, checkpoints, diff, rollback and
@@ -62,7 +61,7 @@ func (h *handler) initCmd(c *ucli.Context) error {
 	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
 		s := app.Services.Setup
 		l := s.Layout
-		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created, WorkspaceID: app.Services.DB.WorkspaceID(),
+		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created, WorkspaceID: app.WorkspaceID(),
 			Store: s.File.Store, DB: s.File.DB}
 		return h.emit(v, func(w io.Writer) {
 			if created {
@@ -76,7 +75,7 @@ func (h *handler) initCmd(c *ucli.Context) error {
 			if v.DB != "" {
 				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
 			}
-			if created && config.HasPassword(c.String("db")) {
+			if created && bootstrap.DSNHasPassword(c.String("db")) {
 				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD, PGPASSFILE or ~/.pgpass")
 			}
 		})

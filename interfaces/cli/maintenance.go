@@ -15,8 +15,6 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/maintenance"
-	"github.com/planhq/plan/infrastructure/objectstore"
 )
 
 func (h *handler) maintenanceCommands() []*ucli.Command {
@@ -247,9 +245,9 @@ func (h *handler) verify(c *ucli.Context) error {
 		return usagef("--repair needs --read-data: healing starts from reading every stored byte")
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		var heal *objectstore.HealReport
+		var heal *application.HealReport
 		if c.Bool("repair") {
-			rep, err := h.heal(c.Context, app)
+			rep, err := app.Heal(c.Context)
 			if err != nil {
 				return err
 			}
@@ -270,7 +268,7 @@ func (h *handler) verify(c *ucli.Context) error {
 		v := verifyView{OK: len(problems) == 0, CheckedCheckpoints: r.CheckedCheckpoints, CheckedObjects: r.CheckedObjects,
 			Problems: problems, RetriedReads: r.Retried, ReadData: c.Bool("read-data")}
 		if v.ReadData {
-			v.ReadFrom = app.Services.Store.Backend().Location("")
+			v.ReadFrom = app.StoreLocation()
 		}
 		if heal != nil {
 			v.Healed, v.Unhealed = hashStrings(heal.Healed), hashStrings(heal.Unhealed)
@@ -285,7 +283,7 @@ func (h *handler) verify(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
 			if v.ReadData {
 				_, _ = fmt.Fprintf(w, " (content re-hashed, read from %s", v.ReadFrom)
-				if app.Services.Store.ChecksLocalCopies() {
+				if app.StoreChecksLocalCopies() {
 					_, _ = fmt.Fprint(w, ", not the local cache")
 				}
 				_, _ = fmt.Fprint(w, ")")
@@ -390,9 +388,9 @@ func (h *handler) doctor(c *ucli.Context) error {
 		if c.Bool("repair") {
 			return fault.Invalid("--rebuild and --repair are separate steps: rebuild the database first, then run `plan doctor --repair`")
 		}
-		return h.rebuild(c.Context, setup.Target())
+		return h.rebuild(c.Context, setup)
 	}
-	r := maintenance.Doctor(c.Context, setup.Target(), c.Bool("repair"))
+	r := setup.Doctor(c.Context, c.Bool("repair"))
 	if err := h.emit(newDoctorView(r), func(w io.Writer) {
 		for _, f := range r.Findings {
 			mark := "ok  "
@@ -417,16 +415,6 @@ func (h *handler) doctor(c *ucli.Context) error {
 	return nil
 }
 
-// heal runs the store's healing under the workspace lock (see maintenance.HealStore).
-func (h *handler) heal(ctx context.Context, app *bootstrap.App) (objectstore.HealReport, error) {
-	ctx, release, err := app.Services.Guard.Enter(ctx, "verify --repair")
-	if err != nil {
-		return objectstore.HealReport{}, err
-	}
-	defer release()
-	return maintenance.HealStore(ctx, app.Services.Layout, app.Services.Store)
-}
-
 func hashStrings(hs []tree.Hash) []string {
 	out := make([]string, len(hs))
 	for i, x := range hs {
@@ -436,18 +424,18 @@ func hashStrings(hs []tree.Hash) []string {
 }
 
 // rebuild runs doctor --rebuild.
-func (h *handler) rebuild(ctx context.Context, t maintenance.Target) error {
-	res, err := maintenance.Rebuild(ctx, t, time.Now())
+func (h *handler) rebuild(ctx context.Context, t *bootstrap.Setup) error {
+	res, err := t.Rebuild(ctx, time.Now())
 	if err != nil {
 		return err
 	}
 	return h.emit(newRebuildView(res), func(w io.Writer) {
 		if !res.Rebuilt {
-			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.Shown())
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.DatabaseShown())
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
-			t.Shown(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+			t.DatabaseShown(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
 		if res.KeptAside != "" {
 			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
 		}

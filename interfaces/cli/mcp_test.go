@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -426,14 +426,7 @@ func TestMCPCallFailures(t *testing.T) {
 
 func holdWorkspaceLock(t *testing.T, dir string) func() {
 	t.Helper()
-	l, err := workspace.NewLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := workspace.NewLocker(l).Lock(context.Background(), "a test holding the lock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := bootstrap.TestLock(t, dir)
 	return func() {
 		if err := unlock(); err != nil {
 			t.Fatal(err)

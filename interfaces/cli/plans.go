@@ -16,7 +16,6 @@ import (
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/planfile"
 )
 
 func (h *handler) planCommands() []*ucli.Command {
@@ -69,7 +68,7 @@ func (h *handler) run(c *ucli.Context) error {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(h.root, file)
 	}
-	pf, err := planfile.Load(file)
+	pf, err := bootstrap.LoadPlanFile(file)
 	if err != nil {
 		return err
 	}

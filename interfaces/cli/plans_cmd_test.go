@@ -11,7 +11,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // `plan plans` lists every plan of the workspace, the current (last run) one first and marked,
@@ -163,19 +163,13 @@ func TestStatusTellsWhatIsPending(t *testing.T) {
 		t.Errorf("status names the latest checkpoint by its short name: %v", o)
 	}
 	// An operation a crash left in the journal is pending until recovered; status says so.
-	l, err := workspace.NewLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var root tree.Hash
 	if err := root.UnmarshalText([]byte(jsonField(t, mustPlan(t, dir, "--json", "checkpoint", "show", id), "root_tree"))); err != nil {
 		t.Fatal(err)
 	}
 	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: application.Forward,
 		Source: root, Target: root, TargetCheckpoint: checkpoint.ID(id), StartedAt: time.Now()}
-	if err := workspace.NewJournal(l).Write(op); err != nil {
-		t.Fatal(err)
-	}
+	bootstrap.TestJournal(t, dir, op)
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &v); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/planhq/plan/infrastructure/failpoint"
 )
 
 // childEnv makes the test binary run the CLI instead of the tests, so a test can crash a real plan
@@ -29,7 +27,7 @@ func TestMain(m *testing.M) {
 func crash(t *testing.T, failpointName string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...) // #nosec -- the test binary itself
-	cmd.Env = append(os.Environ(), childEnv+"=1", failpoint.EnvVar+"="+failpointName)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "PLAN_FAILPOINT="+failpointName)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {

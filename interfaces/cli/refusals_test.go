@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // Help for a command that does not exist is a usage error, not a silent exit 0 (scripts that
@@ -86,14 +85,7 @@ func TestBusyWorkspaceRefusesChanges(t *testing.T) {
 	writeFile(t, dir, "a.txt", "a\n")
 	createCheckpoint(t, dir)
 	createCheckpoint(t, dir)
-	l, err := workspace.NewLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := workspace.NewLocker(l).Lock(context.Background(), "a test holding the lock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := bootstrap.TestLock(t, dir)
 	t.Run("busy", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"checkpoint", "create"},

@@ -191,14 +191,14 @@ func (h *handler) clone(c *ucli.Context) error {
 			// Nothing was materialised: take the adopted checkpoint back, so that removing .plan
 			// leaves no checkpoint of a workspace that is gone in a shared database.
 			adopted = false
-			h.takeBack(context.WithoutCancel(c.Context), svc.Delete, string(cp.ID()), app.Services.DB.WorkspaceID())
+			h.takeBack(context.WithoutCancel(c.Context), svc.Delete, string(cp.ID()), app.WorkspaceID())
 			return fmt.Errorf("materialise checkpoint %s in %s (nothing was materialised: %s is as it was): %w", src.ID, dir, dir, err)
 		}
 		if err := clearCloneMarker(state); err != nil {
 			return err
 		}
 		setup := app.Services.Setup
-		v := cloneView{WorkspaceID: app.Services.DB.WorkspaceID(), Root: setup.Layout.Root, Store: setup.File.Store, DB: setup.File.DB,
+		v := cloneView{WorkspaceID: app.WorkspaceID(), Root: setup.Layout.Root, Store: setup.File.Store, DB: setup.File.DB,
 			SourceWorkspaceID: src.Workspace, SourceCheckpointID: src.ID, CheckpointID: string(cp.ID()),
 			Files: cp.Stats().Files, Bytes: cp.Stats().Bytes}
 		return h.emit(v, func(w io.Writer) {

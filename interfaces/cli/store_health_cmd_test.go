@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
@@ -167,14 +167,7 @@ func TestVerifyRefusals(t *testing.T) {
 
 	// Healing writes to the store, so it waits for the workspace lock like any change, and gives
 	// up naming the holder.
-	l, err := workspace.NewLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := workspace.NewLocker(l).Lock(context.Background(), "a test holding the lock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := bootstrap.TestLock(t, dir)
 	o := inWorkspace(dir, "verify", "--read-data", "--repair")
 	if err := unlock(); err != nil {
 		t.Fatal(err)

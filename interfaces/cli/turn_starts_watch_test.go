@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // startingHook runs a hook as the plan binary does: allowed to start `plan watch`.
@@ -17,9 +16,9 @@ func startingHook(dir, payload string, getenv func(string) string, args ...strin
 	return invoke(Runner{Stdin: strings.NewReader(payload), Dir: dir, StartWatch: true, Getenv: getenv}, append([]string{"hook"}, args...)...)
 }
 
-func layoutOf(t *testing.T, dir string) workspace.Layout {
+func layoutOf(t *testing.T, dir string) bootstrap.Layout {
 	t.Helper()
-	l, err := workspace.NewLayout(dir)
+	l, err := bootstrap.NewLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +38,10 @@ func TestATurnStartsTheWatchService(t *testing.T) {
 	if o := startingHook(dir, payload, nil, "claude", "UserPromptSubmit"); o.code != 0 || o.stdout != "" || o.stderr != "" {
 		t.Fatalf("%v", o)
 	}
-	var st watch.Status
+	var st bootstrap.WatchStatus
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if st, err = watch.Query(context.Background(), l); err == nil {
+		if st, err = bootstrap.WatchQuery(context.Background(), l); err == nil {
 			break
 		}
 	}
@@ -52,7 +51,7 @@ func TestATurnStartsTheWatchService(t *testing.T) {
 	if o := startingHook(dir, payload, nil, "claude", "UserPromptSubmit"); o.code != 0 || o.stderr != "" {
 		t.Fatalf("%v", o)
 	}
-	if again, err := watch.Query(context.Background(), l); err != nil || again.PID != st.PID {
+	if again, err := bootstrap.WatchQuery(context.Background(), l); err != nil || again.PID != st.PID {
 		t.Fatalf("the second turn replaced the service: %+v, %v (was pid %d)", again, err, st.PID)
 	}
 }
@@ -87,7 +86,7 @@ func TestATurnStartsNoServiceWhenToldNot(t *testing.T) {
 				t.Fatalf("%v", o)
 			}
 			time.Sleep(300 * time.Millisecond)
-			if _, err := watch.Query(context.Background(), layoutOf(t, dir)); err == nil {
+			if _, err := bootstrap.WatchQuery(context.Background(), layoutOf(t, dir)); err == nil {
 				t.Fatal("a service was started")
 			}
 			if _, err := os.Stat(filepath.Join(dir, ".plan", "logs", "watch.log")); err == nil {

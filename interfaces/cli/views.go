@@ -6,7 +6,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
-	"github.com/planhq/plan/infrastructure/maintenance"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // checkpointView is the checkpoint object of the contract.
@@ -307,7 +307,7 @@ type doctorView struct {
 	Findings []findingView `json:"findings"`
 }
 
-func newDoctorView(r maintenance.Report) doctorView {
+func newDoctorView(r bootstrap.DoctorReport) doctorView {
 	v := doctorView{OK: r.OK, Findings: make([]findingView, 0, len(r.Findings))}
 	for _, f := range r.Findings {
 		v.Findings = append(v.Findings, findingView{Check: f.Check, OK: f.OK, Problem: f.Problem, Repair: f.Repair, Repaired: f.Repaired})
@@ -326,7 +326,7 @@ type rebuildView struct {
 	KeptAside   string `json:"kept_aside"`
 }
 
-func newRebuildView(r maintenance.RebuildResult) rebuildView {
+func newRebuildView(r bootstrap.RebuildResult) rebuildView {
 	return rebuildView{Rebuilt: r.Rebuilt, Checkpoints: r.Checkpoints, Plans: r.Plans, Decisions: r.Decisions,
 		Corrections: r.Corrections, Records: r.Records, KeptAside: r.KeptAside}
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
 )
 
 // daemonWait bounds how long `plan watch --daemon` waits for the service it started to answer.
@@ -46,7 +44,7 @@ func (h *handler) watchCommand() *ucli.Command {
 }
 
 // watchSub is the action of `plan watch stop|status`: fn on the workspace's layout.
-func (h *handler) watchSub(fn func(context.Context, workspace.Layout) error) ucli.ActionFunc {
+func (h *handler) watchSub(fn func(context.Context, bootstrap.Layout) error) ucli.ActionFunc {
 	return func(c *ucli.Context) error {
 		if err := noExtraArgs(c, 0); err != nil {
 			return err
@@ -60,14 +58,14 @@ func (h *handler) watchSub(fn func(context.Context, workspace.Layout) error) ucl
 }
 
 // watchLayout is the layout of the initialised workspace the command runs in.
-func (h *handler) watchLayout() (workspace.Layout, error) {
+func (h *handler) watchLayout() (bootstrap.Layout, error) {
 	root, err := h.workspaceRoot()
 	if err != nil {
-		return workspace.Layout{}, err
+		return bootstrap.Layout{}, err
 	}
-	l, err := workspace.NewLayout(root)
+	l, err := bootstrap.NewLayout(root)
 	if err != nil {
-		return workspace.Layout{}, err
+		return bootstrap.Layout{}, err
 	}
 	return l, l.RequireInitialized()
 }
@@ -88,7 +86,7 @@ func (h *handler) watchCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := watch.Options{Every: every, Quiet: quiet, StopAfter: stopAfter}
+	opts := bootstrap.WatchOptions{Every: every, Quiet: quiet, StopAfter: stopAfter}
 	l, err := h.watchLayout()
 	if err != nil {
 		return err
@@ -100,7 +98,7 @@ func (h *handler) watchCmd(c *ucli.Context) error {
 }
 
 // watchArgs are the arguments of a `plan watch` in the background with opts.
-func watchArgs(opts watch.Options) []string {
+func watchArgs(opts bootstrap.WatchOptions) []string {
 	args := []string{"watch"}
 	for _, o := range []struct {
 		flag string
@@ -115,7 +113,7 @@ func watchArgs(opts watch.Options) []string {
 
 // spawnWatch starts `plan watch` with args for workspace l as a process of its own session, its
 // output appended to .plan/logs/watch.log, and returns it without waiting.
-func spawnWatch(l workspace.Layout, args []string) (*exec.Cmd, string, error) {
+func spawnWatch(l bootstrap.Layout, args []string) (*exec.Cmd, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, "", fmt.Errorf("find the plan binary: %w", err)
@@ -152,14 +150,14 @@ func watchDuration(c *ucli.Context, name string) (time.Duration, error) {
 	return d, nil
 }
 
-func (h *handler) watchStatus(ctx context.Context, l workspace.Layout) error {
-	st, err := watch.Query(ctx, l)
+func (h *handler) watchStatus(ctx context.Context, l bootstrap.Layout) error {
+	st, err := bootstrap.WatchQuery(ctx, l)
 	switch {
-	case errors.Is(err, watch.ErrNotRunning):
-		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+	case errors.Is(err, bootstrap.ErrWatchNotRunning):
+		st = bootstrap.WatchStatus{Workspace: l.Root, Socket: bootstrap.WatchSocket(l)}
 	case err != nil:
-		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch stop` removes it", watch.SocketPath(l), err))
-		st = watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+		h.warn(fmt.Sprintf("a socket is at %s but no service answers on it (%v): `plan watch stop` removes it", bootstrap.WatchSocket(l), err))
+		st = bootstrap.WatchStatus{Workspace: l.Root, Socket: bootstrap.WatchSocket(l)}
 	}
 	return h.emit(st, func(w io.Writer) {
 		if !st.Running {
@@ -192,12 +190,12 @@ func orNone(s string) string {
 	return s
 }
 
-func (h *handler) watchStop(ctx context.Context, l workspace.Layout) error {
-	was, err := watch.Stop(ctx, l, 10*time.Second)
+func (h *handler) watchStop(ctx context.Context, l bootstrap.Layout) error {
+	was, err := bootstrap.WatchStop(ctx, l, 10*time.Second)
 	if err != nil {
 		return err
 	}
-	st := watch.Status{Workspace: l.Root, Socket: watch.SocketPath(l)}
+	st := bootstrap.WatchStatus{Workspace: l.Root, Socket: bootstrap.WatchSocket(l)}
 	return h.emit(st, func(w io.Writer) {
 		if was {
 			_, _ = fmt.Fprintf(w, "Stopped plan watch for %s\n", l.Root)
@@ -209,8 +207,8 @@ func (h *handler) watchStop(ctx context.Context, l workspace.Layout) error {
 
 // watchDaemon starts `plan watch` as a process of its own session (its output in
 // .plan/logs/watch.log) and waits until it answers.
-func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, opts watch.Options) error {
-	if st, err := watch.Query(c.Context, l); err == nil {
+func (h *handler) watchDaemon(c *ucli.Context, l bootstrap.Layout, opts bootstrap.WatchOptions) error {
+	if st, err := bootstrap.WatchQuery(c.Context, l); err == nil {
 		return fault.Conflict("plan watch already runs for this workspace (pid %d)", st.PID)
 	}
 	cmd, logPath, err := spawnWatch(l, watchArgs(opts))
@@ -221,7 +219,7 @@ func (h *handler) watchDaemon(c *ucli.Context, l workspace.Layout, opts watch.Op
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(daemonWait)
 	for {
-		if st, err := watch.Query(c.Context, l); err == nil && st.PID == cmd.Process.Pid {
+		if st, err := bootstrap.WatchQuery(c.Context, l); err == nil && st.PID == cmd.Process.Pid {
 			return h.emit(st, func(w io.Writer) {
 				_, _ = fmt.Fprintf(w, "Started plan watch for %s (pid %d) on %s; its log is %s\n", l.Root, st.PID, st.Socket, logPath)
 			})
@@ -254,10 +252,10 @@ func lastLine(s string) string {
 }
 
 // watchForeground runs the service until interrupted or stopped.
-func (h *handler) watchForeground(ctx context.Context, opts watch.Options) error {
+func (h *handler) watchForeground(ctx context.Context, opts bootstrap.WatchOptions) error {
 	return h.with(ctx, false, func(app *bootstrap.App) error {
 		sv := app.Services
-		opts := watch.Options{
+		opts := bootstrap.WatchOptions{
 			Every: opts.Every, Quiet: opts.Quiet, StopAfter: opts.StopAfter,
 			Checkpoint: func(ctx context.Context, typ checkpoint.Type, note string) error {
 				_, err := sv.Checkpoints.Create(ctx, application.CreateRequest{
@@ -286,7 +284,7 @@ func (h *handler) watchForeground(ctx context.Context, opts watch.Options) error
 			},
 			Log: h.warn,
 		}
-		err := watch.Serve(ctx, sv.Watch, sv.Store, opts)
+		err := app.ServeWatch(ctx, opts)
 		if err != nil || h.json {
 			return err
 		}

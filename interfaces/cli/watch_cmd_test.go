@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // startWatch runs `plan watch args…` in this process until the test ends, and waits until it
@@ -26,12 +25,12 @@ func startWatch(t *testing.T, dir string, args ...string) (wait func() outcome) 
 		code := r.Run(ctx, append([]string{"plan", "-C", dir, "watch"}, args...))
 		done <- outcome{args: args, code: code, stdout: out.String(), stderr: errOut.String()}
 	}()
-	l, err := workspace.NewLayout(dir)
+	l, err := bootstrap.NewLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := watch.Query(context.Background(), l); err == nil {
+		if _, err := bootstrap.WatchQuery(context.Background(), l); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -120,11 +119,11 @@ func TestWatchRefusals(t *testing.T) {
 		t.Errorf("outside a workspace: %v", o)
 	}
 	// A socket nobody answers on: status says so, stop removes it.
-	l, err := workspace.NewLayout(dir)
+	l, err := bootstrap.NewLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(watch.SocketPath(l), nil, 0o600); err != nil {
+	if err := os.WriteFile(bootstrap.WatchSocket(l), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if o := mustPlan(t, dir, "watch", "status"); !strings.Contains(o.stderr, "no service answers") {
@@ -141,7 +140,7 @@ func TestWatchDaemon(t *testing.T) {
 	t.Setenv(childEnv, "1")
 	dir := newWorkspace(t)
 	o := mustPlan(t, dir, "--json", "watch", "--daemon", "--quiet", "1h", "--every", "2h")
-	var st watch.Status
+	var st bootstrap.WatchStatus
 	if err := json.Unmarshal([]byte(o.stdout), &st); err != nil || !st.Running || st.PID == os.Getpid() || st.Quiet != "1h0m0s" {
 		t.Fatalf("--daemon: %v %+v", err, st)
 	}

@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/infrastructure/watch"
-	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // An agent's hooks that plan watch serves never merge packs themselves (a merge is the slowest
@@ -20,7 +19,7 @@ func TestHooksLeaveMergingToTheWatchService(t *testing.T) {
 	writeFile(t, dir, "base.txt", "base\n")
 	mustPlan(t, dir, "checkpoint", "create")
 	startWatch(t, dir)
-	l, err := workspace.NewLayout(dir)
+	l, err := bootstrap.NewLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func TestHooksLeaveMergingToTheWatchService(t *testing.T) {
 	}
 	// Had the hooks merged, 24 calls' packs would never have reached 16 (the service merges only
 	// between calls, after a quiet time the hooks mostly do not leave it).
-	st, err := watch.Query(context.Background(), l)
+	st, err := bootstrap.WatchQuery(context.Background(), l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func TestHooksLeaveMergingToTheWatchService(t *testing.T) {
 		t.Fatalf("the packs never passed %d and the service merged none: the hooks merged themselves", maxPacks)
 	}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st, err = watch.Query(context.Background(), l); err != nil {
+		if st, err = bootstrap.WatchQuery(context.Background(), l); err != nil {
 			t.Fatal(err)
 		}
 		if st.Merged > 0 && packFiles(t, dir) < 16 {

@@ -1,0 +1,39 @@
+package bootstrap
+
+import (
+	"context"
+	"testing"
+
+	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/infrastructure/internal/workspace"
+)
+
+// Test helpers for the CLI's tests, which cannot reach the adapters: another process's hold on the
+// workspace lock, and the journal a crash leaves behind.
+
+// TestLock takes the lock of the workspace at root as another plan process would, and returns what
+// releases it.
+func TestLock(t testing.TB, root string) (unlock func() error) {
+	t.Helper()
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err = workspace.NewLocker(l).Lock(context.Background(), "a test holding the lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return unlock
+}
+
+// TestJournal writes op as the journal of the workspace at root: an operation a crash interrupted.
+func TestJournal(t testing.TB, root string, op application.Operation) {
+	t.Helper()
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := workspace.NewJournal(l).Write(op); err != nil {
+		t.Fatal(err)
+	}
+}
