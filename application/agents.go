@@ -249,7 +249,7 @@ func (s *AgentService) saveLogged(ctx context.Context, p *plan.Plan, res AfterRe
 	}
 	outcome := string(res.Status)
 	if res.Status == plan.Succeeded {
-		outcome = "ok"
+		outcome = OutcomeOK
 	}
 	cp := res.Attempt.CheckpointID
 	cps := []checkpoint.ID{}

@@ -70,7 +70,7 @@ func (o *Operations) logStep(ctx context.Context, op Operation) error {
 	e := step.Entry
 	out := stepOutcome{entry: LoggedOperation{
 		ID: op.ID, Kind: e.Kind, Args: e.Args, Plan: e.Plan, StartedAt: e.StartedAt, FinishedAt: o.clock.Now(),
-		Outcome: "ok", Checkpoints: []checkpoint.ID{op.TargetCheckpoint, op.BackupCheckpoint},
+		Outcome: OutcomeOK, Checkpoints: []checkpoint.ID{op.TargetCheckpoint, op.BackupCheckpoint},
 	}}
 	var err error
 	if step.Redo != "" {

@@ -858,7 +858,7 @@ func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
 	}
 	return o.oplog.Add(ctx, LoggedOperation{
 		ID: op.ID, Kind: kind, Args: []string{"(finished by plan recover)"}, Plan: operationPlan(op),
-		StartedAt: op.StartedAt, FinishedAt: o.clock.Now(), Outcome: "ok", Checkpoints: used,
+		StartedAt: op.StartedAt, FinishedAt: o.clock.Now(), Outcome: OutcomeOK, Checkpoints: used,
 		UndoCheckpoint: op.BackupCheckpoint,
 	})
 }

@@ -20,7 +20,8 @@ type LoggedOperation struct {
 	// Plan names the plan the operation worked on ("" for none).
 	Plan                  string
 	StartedAt, FinishedAt time.Time
-	// Outcome is "ok", or the error kind it failed with ("conflict", "integrity", …).
+	// Outcome is OutcomeOK, or how it failed: Outcome's name for its error ("conflict",
+	// "integrity", …) or its caller's (OutcomeUsage); a decision entry's is its attempt's status.
 	Outcome string
 	// Checkpoints are the checkpoints it created or used.
 	Checkpoints []checkpoint.ID
@@ -35,7 +36,7 @@ type LoggedOperation struct {
 // (`--mode state`, `rewind --state`): the one kind of standing rollback without a safety
 // checkpoint.
 func (op LoggedOperation) stateOnly() bool {
-	return op.Kind == "rollback" && op.Outcome == "ok" && op.UndoCheckpoint == "" && op.UndoneBy == ""
+	return op.Kind == "rollback" && op.Outcome == OutcomeOK && op.UndoCheckpoint == "" && op.UndoneBy == ""
 }
 
 // undoable says whether `plan undo` may pick op: a workspace change with a safety checkpoint that

@@ -41,7 +41,7 @@ func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.C
 		if err := change(ctx); err != nil {
 			return err
 		}
-		e, _, err := o.entryAsEnded(ctx, entry, "ok")
+		e, _, err := o.entryAsEnded(ctx, entry, OutcomeOK)
 		if err != nil {
 			return &foldError{err}
 		}

@@ -130,39 +130,54 @@ func (o *Operations) begin(ctx context.Context, kind, planName string, args ...s
 	}
 }
 
-// Outcome names how an operation ended for the log: "ok", or the kind of error it failed with.
+// The names of how an operation ended (LoggedOperation.Outcome), besides a fault kind's
+// (fault.Name). They are stored and printed (`plan history`, the CLI's JSON kinds): never rename
+// one. A decision attempt's own entry names its status instead ("failed", "reverted", …).
+const (
+	OutcomeOK          = "ok"
+	OutcomeInterrupted = "interrupted"
+	// OutcomeValidationFailed: a check failed, after a restore that stands (ValidationFailedError)
+	// or before a checkpoint it refused (NotValidError).
+	OutcomeValidationFailed = "validation_failed"
+	OutcomeDecisionFailed   = "decision_failed"
+	OutcomeInternal         = "internal"
+	// OutcomeUsage is a caller's, never Outcome's: the CLI's, for a command line it refused.
+	OutcomeUsage = "usage"
+)
+
+// Outcome names how an operation ended for the log: OutcomeOK, or how it failed (the kind of its
+// error, see Outcomes). It is the one classifier of an error into such a name: the CLI's exit
+// codes and JSON kinds follow it.
 func Outcome(err error) string {
 	var vf *ValidationFailedError
+	var nv *NotValidError
 	var df *DecisionFailedError
+	name := fault.Name(err)
 	switch {
 	case err == nil:
-		return "ok"
+		return OutcomeOK
 	case errors.Is(err, context.Canceled):
-		return "interrupted"
-	}
-	if k := fault.Kind(err); k != nil {
-		for _, x := range []struct {
-			kind error
-			name string
-		}{
-			{fault.ErrIntegrity, "integrity"}, {fault.ErrInvalid, "invalid"}, {fault.ErrNotFound, "not_found"},
-			{fault.ErrConflict, "conflict"}, {fault.ErrDenied, "denied"}, {fault.ErrUnavailable, "unavailable"},
-		} {
-			if errors.Is(k, x.kind) {
-				return x.name
-			}
-		}
-	}
-	switch {
-	case errors.As(err, &vf):
-		return "validation_failed"
+		return OutcomeInterrupted
+	case name != "":
+		return name
+	case errors.As(err, &vf), errors.As(err, &nv):
+		return OutcomeValidationFailed
 	case errors.As(err, &df):
-		return "decision_failed"
+		return OutcomeDecisionFailed
 	}
-	return "internal"
+	return OutcomeInternal
 }
 
-// Finish writes r, which ended with outcome (Outcome's names, or the caller's own such as "usage"),
+// Outcomes are the names Outcome returns, each once.
+func Outcomes() []string {
+	out := []string{OutcomeOK, OutcomeInterrupted}
+	for _, k := range fault.Kinds() {
+		out = append(out, fault.Name(k))
+	}
+	return append(out, OutcomeValidationFailed, OutcomeDecisionFailed, OutcomeInternal)
+}
+
+// Finish writes r, which ended with outcome (Outcome's names, or the caller's own such as OutcomeUsage),
 // to the log: its entry, then one entry per decision attempt it started. An operation refused
 // before it changed anything (bad input, nothing found, a busy workspace) is not logged: the log
 // would only fill with noise. Finishing r twice writes it once.
@@ -229,7 +244,7 @@ func (o *Operations) entryAsEnded(ctx context.Context, entry LoggedOperation, ou
 		}
 	}
 	switch outcome {
-	case "usage", "invalid", "not_found", "conflict", "validation_failed":
+	case OutcomeUsage, fault.Name(fault.ErrInvalid), fault.Name(fault.ErrNotFound), fault.Name(fault.ErrConflict), OutcomeValidationFailed:
 		if made == 0 && entry.UndoCheckpoint == "" {
 			return entry, true, nil
 		}
@@ -250,7 +265,7 @@ func attemptsSince(p *plan.Plan, start time.Time) []LoggedOperation {
 			}
 			outcome := string(a.Status)
 			if a.Status == plan.Succeeded {
-				outcome = "ok"
+				outcome = OutcomeOK
 			}
 			cps := []checkpoint.ID{}
 			if a.CheckpointID != "" {

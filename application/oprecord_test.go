@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 
 func TestOutcomeNamesHowAnOperationEnded(t *testing.T) {
 	code := 2
-	for err, want := range map[error]string{
+	cases := map[error]string{
 		nil:                    "ok",
 		context.Canceled:       "interrupted",
 		fault.Integrity("x"):   "integrity",
@@ -25,11 +26,32 @@ func TestOutcomeNamesHowAnOperationEnded(t *testing.T) {
 		fault.Unavailable("x"): "unavailable",
 		errors.New("disk"):     "internal",
 		fmt.Errorf("w: %w", &ValidationFailedError{Command: "t", ExitCode: &code}): "validation_failed",
+		fmt.Errorf("w: %w", &NotValidError{}):                                      "validation_failed",
 		&DecisionFailedError{DecisionID: "d", Status: plan.Failed}:                 "decision_failed",
-	} {
-		if got := Outcome(err); got != want {
+		// The kind of a classified error wins over what else it carries; an interruption over both.
+		errors.Join(&NotValidError{}, fault.Conflict("busy")):                         "conflict",
+		errors.Join(&DecisionFailedError{DecisionID: "d"}, fault.Integrity("x")):      "integrity",
+		errors.Join(fault.Unavailable("down"), fault.Integrity("x")):                  "integrity",
+		fmt.Errorf("%w: %w", &DecisionFailedError{DecisionID: "d"}, context.Canceled): "interrupted",
+	}
+	produced := map[string]bool{}
+	for err, want := range cases {
+		got := Outcome(err)
+		if got != want {
 			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
 		}
+		produced[got] = true
+	}
+	// Outcomes lists exactly the names Outcome returns, each once.
+	listed := map[string]bool{}
+	for _, name := range Outcomes() {
+		if listed[name] {
+			t.Errorf("Outcomes() lists %q twice", name)
+		}
+		listed[name] = true
+	}
+	if !maps.Equal(listed, produced) {
+		t.Errorf("Outcomes() = %v, but Outcome returns %v", Outcomes(), slices.Sorted(maps.Keys(produced)))
 	}
 }
 
@@ -126,6 +148,32 @@ func TestRefusedOperationsAreNotLogged(t *testing.T) {
 		t.Fatal("the failing decision succeeded")
 	}
 	if kinds(log.ops) != "decision(f) exec(exec -- false)" || log.ops[0].Outcome != "failed" || log.ops[1].Outcome != "decision_failed" {
+		t.Errorf("log: %+v", log.ops)
+	}
+}
+
+// A host's checkpoint that validation refuses (CreateRequest.Check) changed nothing: it is not
+// logged, as the CLI's `checkpoint create --validate` is not. It once was, as outcome "internal".
+func TestCheckpointRefusedByValidationIsNotLogged(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log, _ := withLog(e)
+	e.setFile("a.txt", "a")
+	ctx := context.Background()
+	e.exec.results[""] = ExecResult{ExitCode: 1}
+	_, err := e.cps.Create(ctx, CreateRequest{Note: "n", Check: &CheckRequest{Command: "false"}})
+	var nv *NotValidError
+	if !errors.As(err, &nv) || len(e.repo.cps) != 0 {
+		t.Fatalf("err = %v, %d checkpoints", err, len(e.repo.cps))
+	}
+	if len(log.ops) != 0 {
+		t.Fatalf("the refused checkpoint was logged: %+v", log.ops)
+	}
+	// The same checkpoint once the check passes is.
+	e.exec.results[""] = ExecResult{}
+	if _, err := e.cps.Create(ctx, CreateRequest{Note: "n", Check: &CheckRequest{Command: "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if kinds(log.ops) != "checkpoint(checkpoint)" || log.ops[0].Outcome != "ok" {
 		t.Errorf("log: %+v", log.ops)
 	}
 }

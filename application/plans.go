@@ -190,7 +190,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			// The rollback stands on its own in the log: plan undo walks back through the re-run.
 			noteAlso(ctx, LoggedOperation{
 				ID: rb.OperationID, Kind: "rollback", Args: []string{"--rerun-changed", changed[0].ID}, Plan: p.Name(),
-				StartedAt: rb.Backup.CreatedAt(), FinishedAt: rb.Backup.CreatedAt(), Outcome: "ok",
+				StartedAt: rb.Backup.CreatedAt(), FinishedAt: rb.Backup.CreatedAt(), Outcome: OutcomeOK,
 				Checkpoints: []checkpoint.ID{rb.Target.ID(), rb.Backup.ID()}, UndoCheckpoint: rb.Backup.ID(),
 			})
 		}

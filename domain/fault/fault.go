@@ -47,16 +47,59 @@ func (e *Error) Is(target error) bool { return target == e.kind }
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.err }
 
+// kinds are the kinds with their names, in precedence order: when an error carries several
+// (errors.Join), integrity wins, then invalid input, not found, conflict, denied and unavailable:
+// damage must never be reported as something milder. The names are the CLI's JSON kinds and the
+// operation log's outcomes: never rename one.
+var kinds = []struct {
+	kind error
+	name string
+}{
+	{ErrIntegrity, "integrity"},
+	{ErrInvalid, "invalid"},
+	{ErrNotFound, "not_found"},
+	{ErrConflict, "conflict"},
+	{ErrDenied, "denied"},
+	{ErrUnavailable, "unavailable"},
+}
+
+// Kinds returns the kind sentinels, in precedence order (see Kind).
+func Kinds() []error {
+	out := make([]error, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.kind
+	}
+	return out
+}
+
+// find is the index in kinds of err's kind, or -1 when it carries none.
+func find(err error) int {
+	for i, k := range kinds {
+		if errors.Is(err, k.kind) {
+			return i
+		}
+	}
+	return -1
+}
+
 // Kind returns the kind sentinel of err, or nil when err carries none. When an error carries
 // several (errors.Join), integrity wins, then invalid input, not found, conflict, denied and
 // unavailable: damage must never be reported as something milder.
 func Kind(err error) error {
-	for _, k := range []error{ErrIntegrity, ErrInvalid, ErrNotFound, ErrConflict, ErrDenied, ErrUnavailable} {
-		if errors.Is(err, k) {
-			return k
-		}
+	if i := find(err); i >= 0 {
+		return kinds[i].kind
 	}
 	return nil
+}
+
+// Name returns the name of err's kind (Kind's precedence): "integrity", "invalid", "not_found",
+// "conflict", "denied" or "unavailable", or "" when err carries none. A kind sentinel's name is
+// Name(sentinel).
+func Name(err error) string {
+	if i := find(err); i >= 0 {
+		return kinds[i].name
+	}
+	return ""
 }
 
 func newf(kind error, format string, args ...any) error {

@@ -69,3 +69,54 @@ func isJoin(err error) bool {
 	_, ok := err.(interface{ Unwrap() []error })
 	return ok
 }
+
+// Each kind has exactly one name, and the names are those the CLI prints and the operation log
+// stores: a rename would change both.
+func TestEveryKindHasOneName(t *testing.T) {
+	want := map[error]string{
+		ErrIntegrity: "integrity", ErrInvalid: "invalid", ErrNotFound: "not_found",
+		ErrConflict: "conflict", ErrDenied: "denied", ErrUnavailable: "unavailable",
+	}
+	ks := Kinds()
+	if len(ks) != len(want) {
+		t.Fatalf("Kinds() = %v, want the %d kinds", ks, len(want))
+	}
+	seen := map[string]error{}
+	for _, k := range ks {
+		name := Name(k)
+		if name != want[k] {
+			t.Errorf("Name(%v) = %q, want %q", k, name, want[k])
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("%v and %v are both named %q", other, k, name)
+		}
+		seen[name] = k
+		if got := Name(Wrap(k, io.EOF, "wrapped")); got != name {
+			t.Errorf("Name of an error of kind %v = %q, want %q", k, got, name)
+		}
+	}
+	for _, err := range []error{nil, errors.New("plain"), io.EOF} {
+		if got := Name(err); got != "" {
+			t.Errorf("Name(%v) = %q, want none", err, got)
+		}
+	}
+	// Kinds is a copy: changing it changes no classification.
+	ks[0] = io.EOF
+	if Kind(Integrity("x")) != ErrIntegrity || Kinds()[0] != ErrIntegrity {
+		t.Error("Kinds() shares its table")
+	}
+}
+
+// Kinds lists the kinds in Kind's precedence: of any two joined, the earlier one is the kind, and
+// the name.
+func TestKindsAreInPrecedenceOrder(t *testing.T) {
+	ks := Kinds()
+	for i, hi := range ks {
+		for _, lo := range ks[i+1:] {
+			err := errors.Join(Wrap(lo, nil, "milder"), Wrap(hi, nil, "graver"))
+			if Kind(err) != hi || Name(err) != Name(hi) {
+				t.Errorf("%v joined with %v: Kind %v, Name %q; want %v", lo, hi, Kind(err), Name(err), hi)
+			}
+		}
+	}
+}

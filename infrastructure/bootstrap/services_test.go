@@ -203,3 +203,32 @@ func TestStaleCorrectionClosedOnRealAdapters(t *testing.T) {
 		t.Errorf("stale correction after recovery: %v %v", c, err)
 	}
 }
+
+// A host's checkpoint that its check refuses changed nothing, so `plan history` has no entry for
+// it (it once had one, outcome "internal"); the one taken once the check passes is there.
+func TestHostCheckpointRefusedByValidationIsNotInHistory(t *testing.T) {
+	app, _ := openWorkspace(t)
+	defer closeApp(t, app)
+	ctx := context.Background()
+	svc := app.Services
+	_, err := svc.Checkpoints.Create(ctx, application.CreateRequest{Note: "checked", Check: &application.CheckRequest{Command: "exit 3"}})
+	var nv *application.NotValidError
+	if !errors.As(err, &nv) || nv.Validation.ExitCode == nil || *nv.Validation.ExitCode != 3 {
+		t.Fatalf("create: %v, want a *NotValidError with exit code 3", err)
+	}
+	if cps, err := svc.Checkpoints.List(ctx); err != nil || len(cps) != 0 {
+		t.Fatalf("checkpoints %v, %v: want none", cps, err)
+	}
+	ops, err := svc.History.List(ctx, 0, "")
+	if err != nil || len(ops) != 0 {
+		t.Fatalf("history %+v, %v: want no entry for the refused checkpoint", ops, err)
+	}
+	cp, err := svc.Checkpoints.Create(ctx, application.CreateRequest{Note: "checked", Check: &application.CheckRequest{Command: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err = svc.History.List(ctx, 0, "")
+	if err != nil || len(ops) != 1 || ops[0].Kind != "checkpoint" || ops[0].Outcome != "ok" || !slices.Equal(ops[0].Checkpoints, []checkpoint.ID{cp.ID()}) {
+		t.Errorf("history %+v, %v: want the one checkpoint", ops, err)
+	}
+}

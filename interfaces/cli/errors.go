@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -42,51 +41,35 @@ type declinedError struct{ what string }
 
 func (e *declinedError) Error() string { return e.what + " cancelled: nothing was changed" }
 
-// exitCode maps an error to the contract's exit code and the kind name printed with --json.
+// exitCode maps an error to the contract's exit code and the kind name printed with --json: the
+// CLI's own errors here, any other by the name application.Outcome gives it (outcomeCodes).
 func exitCode(err error) (int, string) {
-	var ue *usageError
-	var df *application.DecisionFailedError
 	switch {
 	case err == nil:
 		return ExitOK, ""
-	case errors.As(err, &ue):
-		return ExitUsage, "usage"
+	case errors.As(err, new(*usageError)):
+		return ExitUsage, application.OutcomeUsage
 	case errors.As(err, new(*declinedError)):
 		return ExitDeclined, "declined"
-	case errors.Is(err, context.Canceled):
-		return ExitInterrupted, "interrupted"
 	}
-	if k := fault.Kind(err); k != nil {
-		for _, x := range kindCodes {
-			if errors.Is(k, x.kind) {
-				return x.code, x.name
-			}
-		}
-	}
-	var vf *application.ValidationFailedError
-	var nv *application.NotValidError
-	if errors.As(err, &vf) || errors.As(err, &nv) {
-		return ExitInternal, "validation_failed"
-	}
-	if errors.As(err, &df) {
-		return ExitInternal, "decision_failed"
-	}
-	return ExitInternal, "internal"
+	name := application.Outcome(err)
+	return outcomeCodes[name], name
 }
 
-// kindCodes maps each fault kind to its exit code and JSON name.
-var kindCodes = []struct {
-	kind error
-	code int
-	name string
-}{
-	{fault.ErrIntegrity, ExitIntegrity, "integrity"},
-	{fault.ErrInvalid, ExitInvalid, "invalid"},
-	{fault.ErrNotFound, ExitNotFound, "not_found"},
-	{fault.ErrConflict, ExitConflict, "conflict"},
+// outcomeCodes maps each name application.Outcome returns (application.Outcomes) to its exit code.
+var outcomeCodes = map[string]int{
+	application.OutcomeOK:          ExitOK,
+	application.OutcomeInterrupted: ExitInterrupted,
+	fault.Name(fault.ErrIntegrity): ExitIntegrity,
+	fault.Name(fault.ErrInvalid):   ExitInvalid,
+	fault.Name(fault.ErrNotFound):  ExitNotFound,
+	fault.Name(fault.ErrConflict):  ExitConflict,
 	// The server refused the credentials or a permission: retrying cannot help, so not exit 1.
-	{fault.ErrDenied, ExitDenied, "denied"},
+	fault.Name(fault.ErrDenied): ExitDenied,
 	// A shared store or database out of reach: exit 1 like any failure the user cannot fix by
 	// changing the request, with its own kind so scripts can retry.
-	{fault.ErrUnavailable, ExitInternal, "unavailable"},
+	fault.Name(fault.ErrUnavailable):    ExitInternal,
+	application.OutcomeValidationFailed: ExitInternal,
+	application.OutcomeDecisionFailed:   ExitInternal,
+	application.OutcomeInternal:         ExitInternal,
 }

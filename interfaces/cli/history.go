@@ -53,7 +53,7 @@ func (h *handler) recordOp(ctx context.Context, app *bootstrap.App, err error) {
 		return
 	}
 	h.op = nil
-	outcome := "ok"
+	outcome := application.OutcomeOK
 	if err != nil {
 		_, outcome = exitCode(err)
 	}

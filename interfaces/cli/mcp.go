@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 )
 
@@ -196,7 +197,7 @@ func (f *mcpFailure) Error() string { return f.view.Error.Kind + ": " + f.view.E
 
 func usageFailure(format string, args ...any) *mcpFailure {
 	var v errorView
-	v.Error.Kind, v.Error.Message, v.Code = "usage", fmt.Sprintf(format, args...), ExitUsage
+	v.Error.Kind, v.Error.Message, v.Code = application.OutcomeUsage, fmt.Sprintf(format, args...), ExitUsage
 	return &mcpFailure{view: v}
 }
 
@@ -285,7 +286,7 @@ func failureResult(err error) *mcp.CallToolResult {
 func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string, error) {
 	if !t.begin() {
 		var v errorView
-		v.Error.Kind, v.Error.Message, v.Code = "interrupted", "plan mcp is shutting down: its client left", ExitInterrupted
+		v.Error.Kind, v.Error.Message, v.Code = application.OutcomeInterrupted, "plan mcp is shutting down: its client left", ExitInterrupted
 		return nil, &mcpFailure{view: v}
 	}
 	defer t.end()
@@ -307,7 +308,7 @@ func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string,
 	if code != ExitOK {
 		if failure == nil {
 			v := errorView{Code: code}
-			v.Error.Kind, v.Error.Message = "internal", fmt.Sprintf("plan %s exited %d: %s", args[0], code, strings.Join(notes, "; "))
+			v.Error.Kind, v.Error.Message = application.OutcomeInternal, fmt.Sprintf("plan %s exited %d: %s", args[0], code, strings.Join(notes, "; "))
 			failure = &v
 		}
 		return nil, &mcpFailure{view: *failure}

@@ -240,6 +240,10 @@ func TestExitCode(t *testing.T) {
 		{"decision failed joined with a classified error", errors.Join(failed, fault.Conflict("busy")), ExitConflict, "conflict"},
 		{"unavailable", fmt.Errorf("open store: %w", fault.Unavailable("s3://b: connection refused")), ExitInternal, "unavailable"},
 		{"denied", fmt.Errorf("open store: %w", fault.Denied("s3://b: the credentials were refused (AccessDenied)")), ExitDenied, "denied"},
+		{"validation failed", fmt.Errorf("rollback: %w", &application.ValidationFailedError{Command: "make test", ExitCode: &code1}), ExitInternal, "validation_failed"},
+		{"not valid", &application.NotValidError{}, ExitInternal, "validation_failed"},
+		{"not valid joined with a classified error", errors.Join(&application.NotValidError{}, fault.Conflict("busy")), ExitConflict, "conflict"},
+		{"declined", &declinedError{what: "rollback"}, ExitDeclined, "declined"},
 		{"plain", errors.New("boom"), ExitInternal, "internal"},
 	}
 	for _, c := range cases {
