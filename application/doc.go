@@ -1,65 +1,26 @@
 // Package application holds plan's use cases and the ports they drive.
 //
-// The services are thin: CheckpointService (create, list, show, delete, diff, rollback), PlanService
-// (run, exec, status, log), CorrectionService (RevertDecisions, ApplyCorrection, RevertDecision — the
-// surgical revert of one decision, merged with what changed since —, list, show) and
-// MaintenanceService (prune, gc, verify, stats, validate); HistoryService (the operation log, undo, undo
-// --to, redo). What they share lives in one place, Operations:
+// The services are thin: CheckpointService, PlanService, CorrectionService, MaintenanceService,
+// HistoryService and AgentService. What they share lives in one place, Operations (operations.go):
 // recording the workspace as a checkpoint, the journaled rollback against a backup checkpoint and
 // its recording, running one attempt of a decision, and the checkpoints something still needs. No
-// service reaches into another. The correction flow starts at CorrectionService.RevertDecisions.
+// service reaches into another. `plan correct` enters at CorrectionService.Correct, which runs
+// RevertDecisions (the journaled revert step) and then ApplyCorrection (the re-execution).
 //
-// Guard serialises mutating use cases (the workspace lock) and recovers interrupted operations.
-// NewOperations wires all of recovery into it, in one fixed order, so any graph that builds a
-// service has all of it.
+// Guard (guard.go) serialises mutating use cases (the workspace lock) and recovers interrupted
+// operations; NewOperations wires all of recovery into it, in one fixed order. The layer knows
+// nothing of gorm, fx, urfave/cli or the filesystem layout: adapters in infrastructure implement
+// the ports (ports.go).
 //
-// AgentService records AI coding agents' sessions from their hooks in the same model: a session
-// is a plan, a tool call a decision of kind plan.Outside (recorded, never run: a correction that
-// would re-execute one is refused), a prompt opens a turn. A hook MUST read and write only the
-// session's row and the tool call it concerns (plan.Repository.Partial), never the whole session,
-// so a call costs the same at any point of a long session.
+// Its two invariants:
+//   - every mutating use case runs under the workspace lock and first recovers any operation a
+//     crash left behind, and recovery never destroys what it did not record;
+//   - a workspace change that spans several files is journaled before the first file is touched,
+//     and the journal is removed only after the database agrees with the workspace.
 //
-// The layer knows nothing of gorm, fx, urfave/cli or the filesystem layout; adapters in
-// infrastructure implement the ports. Invariants the services keep:
-//   - every mutating use case runs under the workspace lock and first recovers any operation a crash
-//     left behind, so no command ever acts on a half-applied workspace; read-only use cases never
-//     recover (recovery changes the workspace): they report the pending operation;
-//   - recovery never destroys what it did not record: work found in neither tree of the interrupted
-//     operation is recorded as a pre_recover checkpoint before the workspace is touched;
-//   - a rollback records the current state as a pre_rollback checkpoint before it touches anything, so
-//     nothing it removes is lost;
-//   - a workspace change that spans several files is journaled (Journal) before the first file is
-//     touched and the journal is removed only after the database agrees with the workspace; a
-//     failed change is undone (the journal turned Backward) unless it was asked never to be
-//     (RollbackRequest.NeverUndo, a clone's materialisation into an empty directory): that one
-//     keeps its Forward journal, which recovery finishes;
-//   - under on_failure rollback, a decision never runs again on top of an attempt that was
-//     interrupted: that attempt is first rolled back to its own pre_decision checkpoint;
-//   - database changes that belong together (a rollback's count, reverted decisions and history) are
-//     committed in one unit of work (Transactor);
-//   - every use case that changes the workspace or its store MUST log its own operation (begin, and
-//     note what it made, used and can undo) unless its context carries a Recording, which it adds
-//     to instead; a dry run or a call refused before it changed anything logs nothing. So a host's
-//     calls and the CLI's commands reach `plan history` and `plan undo` alike, each once;
-//   - a decision that is a Go function (DecisionFunc, command go-func:NAME@HOST) runs through the same
-//     execute as a shell decision; a program that does not have the function MUST refuse to run it
-//     before its pre_decision checkpoint, and a correction that would re-execute it before it
-//     reverts anything.
-//   - a use case whose last change is one transaction (checkpoint create) MUST write the entry of
-//     the operation its context records in that transaction, as the entry will stand if the
-//     operation ends well: the change and its entry are one durable write, so a kill at any point
-//     leaves both or neither. Finishing the recording then writes nothing more when the operation
-//     ended so, and replaces the entry when it did not.
-//   - undo, undo --to and redo MUST go through the journaled rollback (their own pre_rollback
-//     checkpoint first) and MUST mark the log entries they undid or redid in the same unit of work
-//     as the decision states they changed; a redo MUST refuse when anything that changes the
-//     workspace or the decision states was logged after the undo it takes back;
-//   - prune (by hand, by policy, by calendar) MUST NOT delete what the next undo or redo rolls back
-//     to, and MUST list the operations whose safety checkpoint it deletes (PruneResult.UndoLost);
-//   - plan resolve MUST NOT write the workspace, and MUST refuse a file that still holds conflict
-//     markers unless forced; a checkpoint asked to validate (CreateRequest.Check) MUST run the
-//     checks under the lock it records with, and record nothing when they fail;
-//   - a succeeded decision whose definition the plan file changed MUST keep the definition it ran
-//     with until it is re-executed; run --rerun-changed MUST restore its pre_decision checkpoint
-//     through the journaled rollback, keeping the plan file it runs.
+// The rest of the services' MUST list (safety checkpoints, units of work, the operation log, Go
+// function decisions, undo and redo, prune, resolve, rerun) is in docs/design.md.
+//
+// Invariants and write order: docs/design.md#application;
+// the journal's format: docs/format.md#journal.
 package application

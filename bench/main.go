@@ -1,29 +1,14 @@
 // Command bench measures plan's checkpoints and rollback against what users otherwise reach for:
 // a shadow git repository beside the workspace, and a full copy.
 //
-// It builds ./cmd/plan and measures, as the median of -runs repetitions, on two workspaces: a
-// generated one of -files files (~9 KB each on average: many small source files, some mid-sized, a
-// few large ones, 3 directory levels deep), and a real tree, a copy of `go env GOROOT` (-real=false
-// skips it):
-//
-//   - the first checkpoint          vs `git add -A && git commit` into a fresh repo, and `cp -a`;
-//   - a checkpoint after 1% change  vs the same two;
-//   - a checkpoint with no change   vs a bare `find -printf` stat walk, and `git status --porcelain`;
-//   - a rollback of a 1% change     vs `git reset --hard`;
-//   - the store after `checkpoint prune --keep N` + `gc` vs a fresh store of the N kept checkpoints,
-//     for files appended to, rewritten in place, and a mix (-prune-only measures only these);
-//
-// and reports the bytes the incremental checkpoint stored against zstd of the changed files, and
-// the peak RSS of the checkpoint processes. On the generated workspace it then times the
-// pre_decision checkpoints inside a `plan run` whose decisions each change 1% of the files, from
-// the duration_ms plan records, against the no-change checkpoint. Last, it checkpoints 12
-// consecutive releases of golang.org/x/net (from the module proxy; -history=false skips it) and
-// compares plan's store with the same history in git after `git gc --aggressive`. The fixed cost
-// (fixed.go: start-up, read-only commands and a no-change checkpoint's phases and durable writes, on
-// a history of -checkpoints checkpoints) is measured on the generated workspace; -fixed-only
-// measures nothing else. On a shared store (MinIO and PostgreSQL, started by `make bench`) it times
-// the first checkpoint, a 1% change and a clone, and gc and `plan workspaces` once -clones clones
-// have used the store, against a fresh store (-shared-only measures only these).
+// It builds ./cmd/plan and measures, as the median of -runs repetitions, on a generated workspace
+// of -files files and on a copy of `go env GOROOT` (-real=false skips it): the first checkpoint, a
+// checkpoint after 1% change and with no change, a rollback of a 1% change, and the store after
+// `checkpoint prune --keep N` + `gc`, each against git or cp; then the pre_decision checkpoints
+// inside a `plan run`, the history of 12 releases of golang.org/x/net against `git gc
+// --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), and a shared
+// store on MinIO and PostgreSQL (-shared-only). The full list of rows and flags is in
+// docs/design.md#bench; results and targets in docs/performance.md.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.

@@ -3,32 +3,18 @@
 //
 // A store URL is s3://bucket[/prefix]. The endpoint and credentials come only from the standard
 // AWS environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
-// AWS_REGION), never from a flag or a file, so a workspace's configuration holds no secret.
+// AWS_REGION), never from a flag or a file, so a workspace's configuration holds no secret. Reads
+// and PUTs of new names are retried with backoff (they are idempotent); nothing else is.
 //
-// Invariants:
-//   - a file appears whole or not at all: each is one PUT (a single request, or a multipart
-//     upload, which S3 makes visible only when it completes), so an interrupted upload is never
-//     visible; Create is a conditional PUT (If-None-Match: *) and never replaces;
-//   - nothing is read-modify-written in place: every name the object store writes to a shared
-//     store is new (packs and records are named by random ids or their content, gc marks and
-//     damage markers by time and random bits), so many writers need no lock;
-//   - the local cache holds only copies of immutable files (packs, their indexes, committed
-//     records, gc marks), keyed by name and checked against the listed size where it is known;
-//     it is an optimisation: deleting it at any time loses nothing. It is bounded (CacheMax):
-//     past the bound, the least recently used packs go;
-//   - every request has deadlines: a connection within 5 s, no more than Stall without a byte
-//     either way, a response within 2 minutes, the whole within Timeout;
-//   - an unreachable endpoint, a server error that outlasts the retries or a request past its
-//     deadline is fault.ErrUnavailable, refused credentials or a refused permission
-//     fault.ErrDenied, whose messages name the store but never a secret; a missing bucket is
-//     fault.ErrNotFound; a file that changed since it was opened (found shorter, or of another
-//     size when fetched whole, and listed so by the bucket) is fault.ErrIntegrity, while a body cut
-//     short on the way (a connection reset, a short read of a file whose size did not change) is
-//     fault.ErrUnavailable: a transport error says nothing about the stored bytes;
-//   - a cached copy is not the store: the object store drops a copy in which it found damage
-//     (DropLocal) and reads the bucket's own bytes before calling anything damaged.
+// Its two invariants:
+//   - a file appears whole or not at all (one PUT; Create is a conditional PUT that never
+//     replaces), and nothing is read-modify-written in place, so many writers need no lock;
+//   - the local cache holds only copies of immutable files and is not the store: deleting it loses
+//     nothing, and damage found in a copy is read again from the bucket before it counts.
 //
-// Reads and PUTs of new names are retried with backoff (they are idempotent); nothing else is.
+// The rest (deadlines, and which failure is which fault kind) is in docs/design.md.
+//
+// Invariants: docs/design.md#bucket; the files it holds: docs/format.md#object-store-layout.
 package bucket
 
 import (

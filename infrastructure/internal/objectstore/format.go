@@ -20,7 +20,7 @@ type Kind uint8
 
 // The object kinds. TreeDeltaObject, BlobDeltaObject and BundledBlobObject are record kinds only:
 // such a record holds a tree encoding or a file's content as a delta against another object, or a
-// file's place in a bundle (see doc.go), and Info reports the object as a TreeObject or a
+// file's place in a bundle (docs/format.md#packs), and Info reports the object as a TreeObject or a
 // BlobObject.
 const (
 	BlobObject        Kind = 1

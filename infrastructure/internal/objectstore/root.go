@@ -8,7 +8,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 )
 
-// storeDirs are the top-level directories a shared store holds (see the package documentation):
+// storeDirs are the top-level directories a shared store holds (docs/format.md#object-store-layout):
 // nothing else is ever written there.
 var storeDirs = []string{"packs", "records", "workspaces", marksDir, damagedDir, "tmp"}
 

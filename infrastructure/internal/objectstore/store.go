@@ -217,7 +217,7 @@ func Open(dir string) (*Store, error) {
 // OpenBackend opens the store be holds, with work as its local work directory (where packs are
 // written before they are installed). A Dir backend's work directory is always its root, since its
 // packs are installed by renaming them out of tmp/. Shared stores are used without any lock in
-// common with other workspaces (see the package documentation).
+// common with other workspaces (docs/design.md#objectstore-shared-stores).
 func OpenBackend(be Backend, work string) (*Store, error) {
 	s, err := openBackend(be, work)
 	if err != nil {

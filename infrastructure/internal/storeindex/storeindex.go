@@ -109,7 +109,7 @@ type listing struct {
 }
 
 // Read reads every workspace of the shared store be: from the newest usable summary what its
-// entries prove unchanged, and the rest from their files (see the package documentation). It only
+// entries prove unchanged, and the rest from their files (docs/design.md#storeindex). It only
 // reads, needs no lock, and tolerates workspaces writing at the same time.
 func Read(be objectstore.Backend) (*View, error) { return read(be, true) }
 
