@@ -5,11 +5,20 @@ import (
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/plan/plantest"
 )
 
 // The gorm checkpoint repository meets the contract the use cases' fake is held to, on each engine.
 func TestCheckpointRepositoryContract(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		checkpointtest.Repository(t, func(t *testing.T) checkpoint.Repository { return NewCheckpoints(e.open(t)) })
+	})
+}
+
+// The gorm plan repository meets the contract the use cases' fake is held to, on each engine.
+func TestPlanRepositoryContract(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		plantest.Repository(t, func(t *testing.T) plan.Repository { return NewPlans(e.open(t)) })
 	})
 }
