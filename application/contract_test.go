@@ -5,6 +5,8 @@ import (
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/correction/correctiontest"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/plan/plantest"
 )
@@ -17,4 +19,9 @@ func TestFakeCheckpointRepositoryContract(t *testing.T) {
 // The in-memory plan repository behaves as the real one does.
 func TestFakePlanRepositoryContract(t *testing.T) {
 	plantest.Repository(t, func(*testing.T) plan.Repository { return newFakePlans() })
+}
+
+// The in-memory correction repository behaves as the real one does.
+func TestFakeCorrectionRepositoryContract(t *testing.T) {
+	correctiontest.Repository(t, func(*testing.T) correction.Repository { return newFakeCorrections() })
 }

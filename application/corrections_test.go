@@ -456,14 +456,11 @@ func TestCloseStaleCorrections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := rev.Correction
-	if err := c.StartReexecution(); err != nil { // as a killed `plan correct` left it
-		t.Fatal(err)
-	}
+	startReexecution(t, e, rev.Correction.ID()) // as a killed `plan correct` left it
 	if _, err := e.g.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if c.Status() != correction.Failed || c.FinishedAt().IsZero() {
+	if c, _ := e.corrections.Get(context.Background(), rev.Correction.ID()); c.Status() != correction.Failed || c.FinishedAt().IsZero() {
 		t.Errorf("stale correction is %s", c.Status())
 	}
 
@@ -488,5 +485,14 @@ func TestCloseStaleCorrections(t *testing.T) {
 	e.archiver.cleanErr = boom
 	if _, err := e.g.Recover(context.Background()); !errors.Is(err, boom) {
 		t.Errorf("archive clean-up failing: %v", err)
+	}
+}
+
+// startReexecution moves the stored correction id to reexecuting, as a `plan correct` killed while
+// re-executing left it.
+func startReexecution(t *testing.T, e *useCaseEnv, id string) {
+	t.Helper()
+	if err := e.corrections.Update(context.Background(), id, (*correction.Correction).StartReexecution); err != nil {
+		t.Fatal(err)
 	}
 }

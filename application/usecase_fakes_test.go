@@ -185,6 +185,9 @@ func (r *fakePlans) Save(_ context.Context, p *plan.Plan) error {
 	return nil
 }
 
+// fakeCorrections keeps a copy of each correction, as a database does: a change reaches it through
+// Update alone, and only when the update succeeds (domain/correction/correctiontest holds it and
+// the gorm adapter to that).
 type fakeCorrections struct {
 	cs        map[string]*correction.Correction
 	listErr   error
@@ -196,6 +199,29 @@ func newFakeCorrections() *fakeCorrections {
 	return &fakeCorrections{cs: map[string]*correction.Correction{}}
 }
 
+// copyCorrection is a copy of c sharing nothing with it, its times in UTC as a database gives them.
+func copyCorrection(c *correction.Correction) *correction.Correction {
+	p := c.Params()
+	p.CreatedAt = p.CreatedAt.UTC()
+	p.Scope = slices.Clone(p.Scope)
+	for i := range p.Scope {
+		p.Scope[i].StartedAt = p.Scope[i].StartedAt.UTC()
+		p.Scope[i].Artifacts = slices.Clone(p.Scope[i].Artifacts)
+	}
+	p.Conflicts = slices.Clone(p.Conflicts)
+	for i := range p.Conflicts {
+		if !p.Conflicts[i].ResolvedAt.IsZero() {
+			p.Conflicts[i].ResolvedAt = p.Conflicts[i].ResolvedAt.UTC()
+		}
+	}
+	p.Kind = c.Kind()
+	finished := c.FinishedAt()
+	if !finished.IsZero() {
+		finished = finished.UTC()
+	}
+	return correction.Rehydrate(p, c.Status(), slices.Clone(c.Reexecuted()), finished)
+}
+
 func (r *fakeCorrections) Add(_ context.Context, c *correction.Correction) error {
 	if r.addErr != nil {
 		return r.addErr
@@ -203,7 +229,7 @@ func (r *fakeCorrections) Add(_ context.Context, c *correction.Correction) error
 	if _, dup := r.cs[c.ID()]; dup {
 		return fault.Conflict("duplicate correction %s", c.ID())
 	}
-	r.cs[c.ID()] = c
+	r.cs[c.ID()] = copyCorrection(c)
 	return nil
 }
 
@@ -212,7 +238,7 @@ func (r *fakeCorrections) Get(_ context.Context, id string) (*correction.Correct
 	if !ok {
 		return nil, fault.NotFound("correction %s not found", id)
 	}
-	return c, nil
+	return copyCorrection(c), nil
 }
 
 func (r *fakeCorrections) Resolve(ctx context.Context, ref string) (*correction.Correction, error) {
@@ -231,18 +257,26 @@ func (r *fakeCorrections) Resolve(ctx context.Context, ref string) (*correction.
 	return nil, fault.Invalid("ambiguous correction %s", ref)
 }
 
+// List returns the corrections newest first (by creation, then ID), as the gorm adapter does.
 func (r *fakeCorrections) List(context.Context) ([]*correction.Correction, error) {
 	if r.listErr != nil {
 		return nil, r.listErr
 	}
 	out := make([]*correction.Correction, 0, len(r.cs))
 	for _, c := range r.cs {
-		out = append(out, c)
+		out = append(out, copyCorrection(c))
 	}
-	slices.SortFunc(out, func(a, b *correction.Correction) int { return strings.Compare(b.ID(), a.ID()) })
+	slices.SortFunc(out, func(a, b *correction.Correction) int {
+		if c := b.Params().CreatedAt.Compare(a.Params().CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID(), a.ID())
+	})
 	return out, nil
 }
 
+// Update changes a copy and keeps it only when fn succeeds, as the database adapter's transaction
+// does.
 func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correction.Correction) error) error {
 	if r.updateErr != nil {
 		return r.updateErr
@@ -251,7 +285,11 @@ func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correc
 	if err != nil {
 		return err
 	}
-	return fn(c)
+	if err := fn(c); err != nil {
+		return err
+	}
+	r.cs[id] = c
+	return nil
 }
 
 // fakeExecutor "runs" a decision by calling run (which may change the fake workspace) and returning

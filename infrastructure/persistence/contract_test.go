@@ -5,6 +5,8 @@ import (
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
+	"github.com/planhq/plan/domain/correction"
+	"github.com/planhq/plan/domain/correction/correctiontest"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/plan/plantest"
 )
@@ -20,5 +22,12 @@ func TestCheckpointRepositoryContract(t *testing.T) {
 func TestPlanRepositoryContract(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		plantest.Repository(t, func(t *testing.T) plan.Repository { return NewPlans(e.open(t)) })
+	})
+}
+
+// The gorm correction repository meets the contract the use cases' fake is held to, on each engine.
+func TestCorrectionRepositoryContract(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		correctiontest.Repository(t, func(t *testing.T) correction.Repository { return NewCorrections(e.open(t)) })
 	})
 }
