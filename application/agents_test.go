@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -344,8 +345,9 @@ func TestAgentServiceDatabaseFailures(t *testing.T) {
 	if _, err := svc.BeforeTool(ctx, callOf("toolu_3")); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("repeat without its checkpoint: %v", err)
 	}
-	// The turn still closes; the call is interrupted, with no list of changes.
-	if res, err := svc.EndTurn(ctx, testSession); err != nil || len(res.Interrupted) != 1 {
+	// The turn still closes; the call is interrupted, with no list of changes, and so is toolu_1,
+	// whose end was never saved.
+	if res, err := svc.EndTurn(ctx, testSession); err != nil || !slices.Equal(res.Interrupted, []string{"toolu_1", "toolu_3"}) {
 		t.Errorf("end: %+v %v", res, err)
 	}
 }

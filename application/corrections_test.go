@@ -141,6 +141,7 @@ func TestCorrectWithoutReexecution(t *testing.T) {
 	if len(items) != 2 || items[0].DecisionID != "b" || items[0].ResultTree.IsZero() || len(items[0].Artifacts) != 1 || !e.archiver.published[c.ID()] {
 		t.Errorf("archive: %+v, published %v", items, e.archiver.published[c.ID()])
 	}
+	p = e.stored(t, p.Name())
 	for _, id := range []string{"b", "c"} {
 		d, _ := p.Decision(id)
 		if d.Status() != plan.Reverted || latestOf(d).RevertedBy != c.ID() {
@@ -190,7 +191,7 @@ func TestCorrectReexecutes(t *testing.T) {
 	if c.Status() != correction.Succeeded || !slices.Equal(res.Reexecuted, []string{"b", "c"}) || !slices.Equal(c.Reexecuted(), []string{"b", "c"}) || c.FinishedAt().IsZero() {
 		t.Fatalf("correction %+v / %s", res, c.Status())
 	}
-	b, _ := p.Decision("b")
+	b, _ := e.stored(t, p.Name()).Decision("b")
 	if b.Status() != plan.Succeeded || len(b.Attempts()) != 2 || latestOf(b).Command != "fixed b" || b.Definition().Run != "fixed b" {
 		t.Errorf("b: %s, %d attempts, command %q", b.Status(), len(b.Attempts()), latestOf(b).Command)
 	}
@@ -217,7 +218,7 @@ func TestCorrectReexecutionFails(t *testing.T) {
 	if res.Correction == nil || res.Correction.Status() != correction.Failed || !slices.Equal(res.Reexecuted, []string{"b"}) {
 		t.Errorf("correction %+v", res)
 	}
-	c, _ := p.Decision("c")
+	c, _ := e.stored(t, p.Name()).Decision("c")
 	if c.Status() != plan.Reverted {
 		t.Errorf("c is %s: a failed re-execution must not run it", c.Status())
 	}
@@ -455,14 +456,11 @@ func TestCloseStaleCorrections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := rev.Correction
-	if err := c.StartReexecution(); err != nil { // as a killed `plan correct` left it
-		t.Fatal(err)
-	}
+	startReexecution(t, e, rev.Correction.ID()) // as a killed `plan correct` left it
 	if _, err := e.g.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if c.Status() != correction.Failed || c.FinishedAt().IsZero() {
+	if c, _ := e.corrections.Get(context.Background(), rev.Correction.ID()); c.Status() != correction.Failed || c.FinishedAt().IsZero() {
 		t.Errorf("stale correction is %s", c.Status())
 	}
 
@@ -487,5 +485,14 @@ func TestCloseStaleCorrections(t *testing.T) {
 	e.archiver.cleanErr = boom
 	if _, err := e.g.Recover(context.Background()); !errors.Is(err, boom) {
 		t.Errorf("archive clean-up failing: %v", err)
+	}
+}
+
+// startReexecution moves the stored correction id to reexecuting, as a `plan correct` killed while
+// re-executing left it.
+func startReexecution(t *testing.T, e *useCaseEnv, id string) {
+	t.Helper()
+	if err := e.corrections.Update(context.Background(), id, (*correction.Correction).StartReexecution); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package application
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -453,13 +452,17 @@ type fakeHistory struct {
 	recordErr error
 }
 
+// Record keeps a copy of r, its times in UTC, as the database adapter does (application/oplogtest
+// holds both to that).
 func (h *fakeHistory) Record(_ context.Context, r HistoryRecord) error {
 	if h.recordErr != nil {
 		return h.recordErr
 	}
 	if _, dup := h.recs[r.ID]; dup {
-		return errors.New("duplicate history record " + r.ID)
+		return fault.Conflict("history record %s already exists", r.ID)
 	}
+	r.StartedAt, r.FinishedAt = r.StartedAt.UTC(), r.FinishedAt.UTC()
+	r.Reverted = slices.Clone(r.Reverted)
 	h.recs[r.ID] = r
 	return nil
 }
@@ -474,14 +477,23 @@ func (h *fakeHistory) Get(_ context.Context, id string) (HistoryRecord, error) {
 	if !ok {
 		return r, fault.NotFound("operation %s not found", id)
 	}
+	r.Reverted = slices.Clone(r.Reverted)
 	return r, nil
 }
 
+// List returns the history oldest first (by start, then ID), as the database adapter does.
 func (h *fakeHistory) List(context.Context) ([]HistoryRecord, error) {
 	out := make([]HistoryRecord, 0, len(h.recs))
 	for _, r := range h.recs {
+		r.Reverted = slices.Clone(r.Reverted)
 		out = append(out, r)
 	}
+	slices.SortFunc(out, func(a, b HistoryRecord) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	return out, nil
 }
 

@@ -156,9 +156,7 @@ func TestPruneProtects(t *testing.T) {
 	}
 
 	// A correction re-executing protects too (while the process re-executing it holds the lock).
-	if err := unfinished.StartReexecution(); err != nil {
-		t.Fatal(err)
-	}
+	startReexecution(t, e, unfinished.ID())
 	prot, err := e.ops.protected(context.Background())
 	if err != nil || !strings.HasPrefix(prot[cps[1].ID()], "rollback checkpoint of unfinished") {
 		t.Errorf("re-executing correction: %v %v", prot, err)
@@ -166,7 +164,7 @@ func TestPruneProtects(t *testing.T) {
 	// Found re-executing by a later command, it was killed: recovery closes it as failed, and its
 	// checkpoints are no longer protected.
 	res, err = e.ms.Prune(context.Background(), PruneRequest{Keep: 0, DryRun: true})
-	if err != nil || unfinished.Status() != correction.Failed || res.Reasons[cps[1].ID()] != "" {
+	if unfinished, _ = e.corrections.Get(context.Background(), unfinished.ID()); err != nil || unfinished.Status() != correction.Failed || res.Reasons[cps[1].ID()] != "" {
 		t.Errorf("stale re-executing correction: status %s, %+v %v", unfinished.Status(), res, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,13 +27,8 @@ func (l *replacingLog) Replace(_ context.Context, op LoggedOperation) error {
 	}
 	l.replaces++
 	l.inTx = append(l.inTx, l.tx.calls)
-	for i := range l.ops {
-		if l.ops[i].ID == op.ID {
-			l.ops[i] = op
-			return nil
-		}
-	}
-	l.ops = append([]LoggedOperation{op}, l.ops...)
+	l.ops = slices.DeleteFunc(l.ops, func(x LoggedOperation) bool { return x.ID == op.ID })
+	l.put(op)
 	return nil
 }
 

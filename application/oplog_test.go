@@ -12,7 +12,8 @@ import (
 	"github.com/planhq/plan/domain/plan"
 )
 
-// fakeOpLog is an in-memory OperationLog, newest entry first.
+// fakeOpLog is an in-memory OperationLog: copies of its entries, in UTC, newest first by start,
+// then ID, as the database adapter keeps them (application/oplogtest holds both to that).
 type fakeOpLog struct {
 	ops     []LoggedOperation
 	listErr error
@@ -24,8 +25,29 @@ func (l *fakeOpLog) Add(_ context.Context, op LoggedOperation) error {
 	if l.addErr != nil {
 		return l.addErr
 	}
-	l.ops = append([]LoggedOperation{op}, l.ops...)
+	if slices.ContainsFunc(l.ops, func(x LoggedOperation) bool { return x.ID == op.ID }) {
+		return fault.Conflict("operation %s already exists", op.ID)
+	}
+	l.put(op)
 	return nil
+}
+
+// put stores a copy of op in its place in the log.
+func (l *fakeOpLog) put(op LoggedOperation) {
+	op = copyOp(op)
+	op.StartedAt, op.FinishedAt = op.StartedAt.UTC(), op.FinishedAt.UTC()
+	i, _ := slices.BinarySearchFunc(l.ops, op, func(x, op LoggedOperation) int {
+		if c := op.StartedAt.Compare(x.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(op.ID, x.ID)
+	})
+	l.ops = slices.Insert(l.ops, i, op)
+}
+
+func copyOp(op LoggedOperation) LoggedOperation {
+	op.Args, op.Checkpoints = slices.Clone(op.Args), slices.Clone(op.Checkpoints)
+	return op
 }
 
 func (l *fakeOpLog) List(_ context.Context, limit int, planName string) ([]LoggedOperation, error) {
@@ -35,7 +57,7 @@ func (l *fakeOpLog) List(_ context.Context, limit int, planName string) ([]Logge
 	var out []LoggedOperation
 	for _, op := range l.ops {
 		if planName == "" || op.Plan == planName {
-			out = append(out, op)
+			out = append(out, copyOp(op))
 		}
 	}
 	if limit > 0 && len(out) > limit {

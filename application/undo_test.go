@@ -169,14 +169,14 @@ func TestRedoRefusesAfterANewOperation(t *testing.T) {
 	// A checkpoint changes nothing, a run whose decisions were all skipped logged none: redo may
 	// cross them; a decision may not.
 	for _, kind := range []string{"checkpoint", "run"} {
-		if _, err := hs.Record(context.Background(), LoggedOperation{Kind: kind, Outcome: "ok"}); err != nil {
+		if _, err := hs.Record(context.Background(), LoggedOperation{Kind: kind, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := hs.Redo(context.Background(), RedoRequest{DryRun: true}); err != nil {
 		t.Fatalf("redo across a checkpoint and an empty run: %v", err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "zzz", Kind: "decision", Outcome: "ok", UndoCheckpoint: "x"}); err != nil {
+	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "zzz", Kind: "decision", Outcome: "ok", UndoCheckpoint: "x", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.livePaths()
@@ -274,14 +274,14 @@ func TestUndoToRefusals(t *testing.T) {
 	if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "undo", Args: []string{"decision", ops[0].ID}, Outcome: "ok"}); err != nil {
+	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "undo", Args: []string{"decision", ops[0].ID}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID}); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "came before it") {
 		t.Errorf("undo across an undo of an earlier entry: %v", err)
 	}
 	log.ops = log.ops[1:]
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "redo", Args: []string{"undo", "unknown"}, Outcome: "ok"}); err != nil {
+	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "redo", Args: []string{"undo", "unknown"}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID}); !errors.Is(err, fault.ErrNotFound) {
@@ -325,8 +325,9 @@ func TestUndoToAcrossARollbackOfEarlierDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: rb.OperationID, Kind: "rollback", Plan: "p", Outcome: "ok", UndoCheckpoint: rb.Backup.ID()}); err != nil {
-		t.Fatal(err)
+	// The rollback logged itself, its safety checkpoint as its undo point.
+	if l, err := log.List(context.Background(), 1, ""); err != nil || len(l) != 1 || l[0].ID != rb.OperationID || l[0].UndoCheckpoint != rb.Backup.ID() {
+		t.Fatalf("the rollback's entry: %+v, %v", l, err)
 	}
 	wantStatuses(t, e, map[string]plan.Status{"a": plan.Reverted, "b": plan.Reverted, "c": plan.Reverted})
 	res, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID})

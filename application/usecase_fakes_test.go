@@ -2,9 +2,11 @@ package application
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -21,8 +23,13 @@ import (
 // More fakes, for the plan, correction and maintenance use cases. Like those in fakes_test.go they
 // keep state in memory and record calls.
 
+// fakePlans keeps a copy of each saved plan, as a database does: a plan a use case changed but did
+// not save is not stored, and Partial and Save read and write only the decisions asked for
+// (plan.Changes), as the gorm adapter does (domain/plan/plantest holds both to that).
 type fakePlans struct {
 	byName     map[string]*plan.Plan
+	seq        map[string]int // the save that made each plan current last: List's order
+	saved      int
 	current    string
 	currentErr error
 	byNameErr  error
@@ -31,7 +38,31 @@ type fakePlans struct {
 	saves      int
 }
 
-func newFakePlans() *fakePlans { return &fakePlans{byName: map[string]*plan.Plan{}} }
+func newFakePlans() *fakePlans {
+	return &fakePlans{byName: map[string]*plan.Plan{}, seq: map[string]int{}}
+}
+
+// copyPlan is a copy of p sharing nothing with it, whole (not partial) and with no changes to save.
+func copyPlan(p *plan.Plan) *plan.Plan {
+	c := plan.Rehydrate(p.ID(), p.Name(), p.Source(), p.Checkpoints(), p.CreatedAt(), statesOf(p.Decisions()))
+	c.SetTurns(p.Turns())
+	c.Saved()
+	return c
+}
+
+// statesOf is ds as they would be stored: copies of their definitions and attempts.
+func statesOf(ds []*plan.Decision) []plan.DecisionState {
+	out := make([]plan.DecisionState, 0, len(ds))
+	for _, d := range ds {
+		attempts := d.Attempts()
+		ptrs := make([]*plan.Attempt, len(attempts))
+		for i := range attempts {
+			ptrs[i] = &attempts[i]
+		}
+		out = append(out, plan.DecisionState{Def: d.Definition(), Skipped: d.Status() == plan.Skipped, Attempts: ptrs})
+	}
+	return out
+}
 
 func (r *fakePlans) Current(context.Context) (*plan.Plan, error) {
 	if r.currentErr != nil {
@@ -40,7 +71,7 @@ func (r *fakePlans) Current(context.Context) (*plan.Plan, error) {
 	if r.current == "" {
 		return nil, fault.NotFound("no plan yet")
 	}
-	return r.byName[r.current], nil
+	return copyPlan(r.byName[r.current]), nil
 }
 
 func (r *fakePlans) ByName(_ context.Context, name string) (*plan.Plan, error) {
@@ -51,34 +82,50 @@ func (r *fakePlans) ByName(_ context.Context, name string) (*plan.Plan, error) {
 	if !ok {
 		return nil, fault.NotFound("plan %q not found", name)
 	}
-	return p, nil
+	return copyPlan(p), nil
 }
 
+// List returns every plan, most recently saved first (plans a test put in byName directly, never
+// saved, after those, by name).
 func (r *fakePlans) List(context.Context) ([]*plan.Plan, error) {
 	if r.currentErr != nil {
 		return nil, r.currentErr
 	}
-	var out []*plan.Plan
-	if p, ok := r.byName[r.current]; ok {
-		out = append(out, p)
-	}
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
-		if n != r.current {
-			names = append(names, n)
+	names := slices.Collect(maps.Keys(r.byName))
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(r.seq[b], r.seq[a]); c != 0 {
+			return c
 		}
+		return strings.Compare(a, b)
+	})
+	if i := slices.Index(names, r.current); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, r.current)
 	}
-	slices.Sort(names)
+	out := make([]*plan.Plan, 0, len(names))
 	for _, n := range names {
-		out = append(out, r.byName[n])
+		out = append(out, copyPlan(r.byName[n]))
 	}
 	return out, nil
 }
 
-// Partial returns the whole stored plan: the fake keeps plans by pointer, so a partial copy saved
-// back would lose the rest.
-func (r *fakePlans) Partial(ctx context.Context, name string, _ []string) (*plan.Plan, error) {
-	return r.ByName(ctx, name)
+// Partial returns the stored plan with only those of ids it has, in plan order, and its turns.
+func (r *fakePlans) Partial(_ context.Context, name string, ids []string) (*plan.Plan, error) {
+	if r.byNameErr != nil {
+		return nil, r.byNameErr
+	}
+	p, ok := r.byName[name]
+	if !ok {
+		return nil, fault.NotFound("plan %q not found", name)
+	}
+	var ds []*plan.Decision
+	for _, d := range p.Decisions() {
+		if slices.Contains(ids, d.ID()) {
+			ds = append(ds, d)
+		}
+	}
+	c := plan.RehydratePartial(p.ID(), p.Name(), p.Source(), p.Checkpoints(), p.CreatedAt(), statesOf(ds), p.Turns())
+	c.Saved()
+	return c, nil
 }
 
 func (r *fakePlans) RunningExecuted(context.Context) ([]string, error) {
@@ -95,16 +142,52 @@ func (r *fakePlans) RunningExecuted(context.Context) ([]string, error) {
 	return names, nil
 }
 
+// Save stores a copy of p: all of it when its list of decisions changed or it is new, else its own
+// fields and the decisions that changed, as the gorm adapter does.
 func (r *fakePlans) Save(_ context.Context, p *plan.Plan) error {
 	r.saves++
 	if r.saveErr != nil && r.saves >= r.failSaveAt {
 		return r.saveErr
 	}
-	r.byName[p.Name()] = p
+	whole, changed := p.Changes()
+	stored, ok := r.byName[p.Name()]
+	switch {
+	case !ok && p.Partial():
+		return fault.Conflict("plan %s was loaded with some of its decisions but is not stored: nothing to add them to", p.Name())
+	case whole || !ok:
+		if p.Partial() {
+			return fault.Conflict("plan %s was loaded with some of its decisions: it cannot be rewritten whole", p.Name())
+		}
+		r.byName[p.Name()] = copyPlan(p)
+	default:
+		states := statesOf(stored.Decisions())
+		for _, id := range changed {
+			d, err := p.Decision(id)
+			if err != nil {
+				return err
+			}
+			s := statesOf([]*plan.Decision{d})[0]
+			if i := slices.IndexFunc(states, func(x plan.DecisionState) bool { return x.Def.ID == id }); i >= 0 {
+				states[i] = s
+			} else {
+				states = append(states, s)
+			}
+		}
+		c := plan.Rehydrate(p.ID(), p.Name(), p.Source(), p.Checkpoints(), p.CreatedAt(), states)
+		c.SetTurns(p.Turns())
+		c.Saved()
+		r.byName[p.Name()] = c
+	}
+	p.Saved()
+	r.saved++
+	r.seq[p.Name()] = r.saved
 	r.current = p.Name()
 	return nil
 }
 
+// fakeCorrections keeps a copy of each correction, as a database does: a change reaches it through
+// Update alone, and only when the update succeeds (domain/correction/correctiontest holds it and
+// the gorm adapter to that).
 type fakeCorrections struct {
 	cs        map[string]*correction.Correction
 	listErr   error
@@ -116,6 +199,29 @@ func newFakeCorrections() *fakeCorrections {
 	return &fakeCorrections{cs: map[string]*correction.Correction{}}
 }
 
+// copyCorrection is a copy of c sharing nothing with it, its times in UTC as a database gives them.
+func copyCorrection(c *correction.Correction) *correction.Correction {
+	p := c.Params()
+	p.CreatedAt = p.CreatedAt.UTC()
+	p.Scope = slices.Clone(p.Scope)
+	for i := range p.Scope {
+		p.Scope[i].StartedAt = p.Scope[i].StartedAt.UTC()
+		p.Scope[i].Artifacts = slices.Clone(p.Scope[i].Artifacts)
+	}
+	p.Conflicts = slices.Clone(p.Conflicts)
+	for i := range p.Conflicts {
+		if !p.Conflicts[i].ResolvedAt.IsZero() {
+			p.Conflicts[i].ResolvedAt = p.Conflicts[i].ResolvedAt.UTC()
+		}
+	}
+	p.Kind = c.Kind()
+	finished := c.FinishedAt()
+	if !finished.IsZero() {
+		finished = finished.UTC()
+	}
+	return correction.Rehydrate(p, c.Status(), slices.Clone(c.Reexecuted()), finished)
+}
+
 func (r *fakeCorrections) Add(_ context.Context, c *correction.Correction) error {
 	if r.addErr != nil {
 		return r.addErr
@@ -123,7 +229,7 @@ func (r *fakeCorrections) Add(_ context.Context, c *correction.Correction) error
 	if _, dup := r.cs[c.ID()]; dup {
 		return fault.Conflict("duplicate correction %s", c.ID())
 	}
-	r.cs[c.ID()] = c
+	r.cs[c.ID()] = copyCorrection(c)
 	return nil
 }
 
@@ -132,7 +238,7 @@ func (r *fakeCorrections) Get(_ context.Context, id string) (*correction.Correct
 	if !ok {
 		return nil, fault.NotFound("correction %s not found", id)
 	}
-	return c, nil
+	return copyCorrection(c), nil
 }
 
 func (r *fakeCorrections) Resolve(ctx context.Context, ref string) (*correction.Correction, error) {
@@ -151,18 +257,26 @@ func (r *fakeCorrections) Resolve(ctx context.Context, ref string) (*correction.
 	return nil, fault.Invalid("ambiguous correction %s", ref)
 }
 
+// List returns the corrections newest first (by creation, then ID), as the gorm adapter does.
 func (r *fakeCorrections) List(context.Context) ([]*correction.Correction, error) {
 	if r.listErr != nil {
 		return nil, r.listErr
 	}
 	out := make([]*correction.Correction, 0, len(r.cs))
 	for _, c := range r.cs {
-		out = append(out, c)
+		out = append(out, copyCorrection(c))
 	}
-	slices.SortFunc(out, func(a, b *correction.Correction) int { return strings.Compare(b.ID(), a.ID()) })
+	slices.SortFunc(out, func(a, b *correction.Correction) int {
+		if c := b.Params().CreatedAt.Compare(a.Params().CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID(), a.ID())
+	})
 	return out, nil
 }
 
+// Update changes a copy and keeps it only when fn succeeds, as the database adapter's transaction
+// does.
 func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correction.Correction) error) error {
 	if r.updateErr != nil {
 		return r.updateErr
@@ -171,7 +285,11 @@ func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correc
 	if err != nil {
 		return err
 	}
-	return fn(c)
+	if err := fn(c); err != nil {
+		return err
+	}
+	r.cs[id] = c
+	return nil
 }
 
 // fakeExecutor "runs" a decision by calling run (which may change the fake workspace) and returning
@@ -535,4 +653,15 @@ func (h *fakeHealth) ConsolidationDue() bool { return h.consolidateDue }
 func (h *fakeHealth) Consolidate() (ConsolidationReport, error) {
 	h.consolidations++
 	return h.consolidation, h.consolidateErr
+}
+
+// stored is plan name as the repository has it now: a plan a use case returned or loaded earlier
+// is a copy, which later use cases do not change.
+func (e *useCaseEnv) stored(t *testing.T, name string) *plan.Plan {
+	t.Helper()
+	p, err := e.plans.ByName(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -161,6 +161,16 @@ func TestChangesAndPartialPlans(t *testing.T) {
 	if _, ids := p.Changes(); !slices.Equal(ids, []string{"a", "b"}) {
 		t.Fatalf("changes after reverts: %v", ids)
 	}
+	// A redo's re-revert is a change to save too (it was not reported, so a repository that saves
+	// only the changes kept the decisions as the undo had left them).
+	p.Unrevert("op2")
+	p.Saved()
+	if got := p.Rerevert([]string{"b"}, t0.Add(time.Second), "op3"); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("rerevert: %v", got)
+	}
+	if whole, ids := p.Changes(); whole || !slices.Equal(ids, []string{"b"}) {
+		t.Fatalf("changes after a rerevert: %v %v", whole, ids)
+	}
 	d, _ := p.Decision("a")
 	q := plan.RehydratePartial("p1", "n", "", true, t0, []plan.DecisionState{{Def: d.Definition(), Attempts: nil}},
 		[]plan.Turn{{Number: 1, Start: "s"}})

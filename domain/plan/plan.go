@@ -518,6 +518,7 @@ func (p *Plan) Rerevert(ids []string, before time.Time, op string) []string {
 			switch a.Status {
 			case Succeeded, Failed, Interrupted:
 				a.Status, a.RevertedBy, a.RevertedFrom = Reverted, op, a.Status
+				p.mark(id)
 				changed = append(changed, id)
 			}
 			break

@@ -1,0 +1,13 @@
+package application
+
+// The fakes the contract suites of application/oplogtest run against, for the external test
+// package (oplogtest imports application, so application's own tests cannot import it).
+
+// NewFakeHistory returns the use case tests' in-memory History.
+func NewFakeHistory() History { return &fakeHistory{recs: map[string]HistoryRecord{}} }
+
+// NewFakeOperationLog returns the use case tests' in-memory OperationLog.
+func NewFakeOperationLog() OperationLog { return &fakeOpLog{} }
+
+// NewFakeReplacingOperationLog returns the in-memory OperationLog that also replaces entries.
+func NewFakeReplacingOperationLog() OperationLog { return &replacingLog{tx: &fakeTx{}} }
