@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -40,11 +42,11 @@ func TestDeltaChainThroughAMissingPack(t *testing.T) {
 	}
 	defer s.Close()
 	_, err = s.ReadTree(hs[2])
-	wantIntegrity(t, err, "ReadTree through a missing pack")
+	faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree through a missing pack")
 	if !strings.Contains(err.Error(), hs[2].String()) {
 		t.Fatalf("the error does not name the object read: %v", err)
 	}
-	wantIntegrity(t, s.CheckObject(hs[2], true), "CheckObject through a missing pack")
+	faulttest.Require(t, s.CheckObject(hs[2], true), fault.ErrIntegrity, "CheckObject through a missing pack")
 	if s.Present(hs[2]) {
 		t.Fatal("a delta whose chain runs through a missing pack is Present")
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -207,7 +209,7 @@ func TestGCRefusesToCopyDamagedRecord(t *testing.T) {
 	defer s.Close()
 	flip(t, s, f.live, 0.5)
 	_, err = s.GC(set(f.live))
-	wantIntegrity(t, err, "GC copying a damaged record")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC copying a damaged record")
 	for _, p := range f.packs {
 		if _, err := os.Stat(filepath.Join(s.packsDir, p)); err != nil {
 			t.Fatalf("GC deleted a pack after failing: %v", err)
@@ -217,5 +219,5 @@ func TestGCRefusesToCopyDamagedRecord(t *testing.T) {
 		t.Fatalf("a failed GC left new packs: %v (had %v)", got, f.packs)
 	}
 	_, err = readBlob(s, f.live)
-	wantIntegrity(t, err, "read of the damaged record after GC")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read of the damaged record after GC")
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -149,7 +151,7 @@ func TestGCDamagedLiveObject(t *testing.T) {
 	os.Chmod(l.pack.path, 0o600)
 	os.Truncate(l.pack.path, l.offset+10)
 	_, err := s.GC(set(a))
-	wantIntegrity(t, err, "GC of a damaged live object")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC of a damaged live object")
 	if _, err := os.Stat(l.pack.path); err != nil {
 		t.Fatal("GC deleted a pack after failing")
 	}
@@ -201,7 +203,7 @@ func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 	}
 	before := files(t, s.packsDir)
 	_, err := s.GC(set(root, hs[0], hs[1]))
-	wantIntegrity(t, err, "GC with live objects in a pack cut short")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC with live objects in a pack cut short")
 	first := slices.MinFunc([]tree.Hash{root, hs[0], hs[1]}, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
 	if !strings.Contains(err.Error(), "3 live object(s)") || !strings.Contains(err.Error(), first.String()) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("GC error: %v (want 3 objects counted and %s named)", err, first)
@@ -223,7 +225,7 @@ func TestOS2GCRewriteOfADamagedRecordHeader(t *testing.T) {
 	flip(t, s, live, -1)
 	before := files(t, s.packsDir)
 	_, err := s.GC(set(live))
-	wantIntegrity(t, err, "GC copying a record whose header is damaged")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC copying a record whose header is damaged")
 	if !strings.Contains(err.Error(), "rewrite pack") {
 		t.Fatalf("GC error: %v", err)
 	}

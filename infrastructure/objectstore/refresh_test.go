@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -242,7 +243,7 @@ func TestDamagedIntentIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(dir)
-	wantIntegrity(t, err, "damaged gc intent")
+	faulttest.Require(t, err, fault.ErrIntegrity, "damaged gc intent")
 }
 
 // Refresh removes what a killed writer left in tmp/ (the caller holds the lock), and a torn line in
@@ -809,7 +810,7 @@ func TestReadOfAnObjectAGCDropped(t *testing.T) {
 				}
 			}
 			_, err = readBlob(s, hs[1])
-			wantIntegrity(t, err, "read")
+			faulttest.Require(t, err, fault.ErrIntegrity, "read")
 			if !obstruct && !strings.Contains(err.Error(), "missing") {
 				t.Fatalf("read = %v, want the object missing", err)
 			}
@@ -845,7 +846,7 @@ func TestRefreshCannotRebuildAnIdx(t *testing.T) {
 		writeAt(packs[1].path, 0, 'X')
 		before, _ := os.ReadFile(packs[1].path)
 		err = s.Refresh()
-		wantIntegrity(t, err, "Refresh")
+		faulttest.Require(t, err, fault.ErrIntegrity, "Refresh")
 		if !strings.Contains(err.Error(), packs[1].id) {
 			t.Fatalf("the error does not name the pack: %v", err)
 		}
@@ -934,7 +935,7 @@ func TestVersion2ChainWithADamagedMiddleDelta(t *testing.T) {
 		t.Fatal("the damaged delta was not recorded")
 	}
 	err = s.CheckObject(hs[2], false)
-	wantIntegrity(t, err, "CheckObject")
+	faulttest.Require(t, err, fault.ErrIntegrity, "CheckObject")
 	if !strings.Contains(err.Error(), hs[1].String()) {
 		t.Fatalf("CheckObject does not name the damaged base: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -294,7 +295,7 @@ func TestDamagedBundle(t *testing.T) {
 		got, err := readBlob(s, m)
 		switch {
 		case err != nil:
-			wantIntegrity(t, err, "a blob of a damaged bundle")
+			faulttest.Require(t, err, fault.ErrIntegrity, "a blob of a damaged bundle")
 			failed++
 		case !bytes.Equal(got, content[m]):
 			t.Fatalf("a blob of a damaged bundle read as other content")
@@ -569,7 +570,7 @@ func TestBundledRecordDamageIsTheRecords(t *testing.T) {
 	}
 	flipData(t, s, victim, deltaPrefixLen) // the first byte of its offset
 	_, err := readBlob(s, victim)
-	wantIntegrity(t, err, "a bundled record pointing at the wrong bytes")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a bundled record pointing at the wrong bytes")
 	vl, bl := s.index.at(victim), s.index.at(bundle)
 	s.mu.RLock()
 	_, recordMarked := s.damaged[damageKey{pack: vl.pack.id, hash: victim}]

@@ -80,16 +80,6 @@ func mustRead(t testing.TB, s *Store, h tree.Hash, want []byte) {
 	}
 }
 
-func wantIntegrity(t testing.TB, err error, what string) {
-	t.Helper()
-	if !errors.Is(err, fault.ErrIntegrity) {
-		t.Fatalf("%s: want an integrity error, got %v", what, err)
-	}
-	if k := fault.Kind(err); k != fault.ErrIntegrity {
-		t.Fatalf("%s: error has kind %v", what, k)
-	}
-}
-
 func files(t testing.TB, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
