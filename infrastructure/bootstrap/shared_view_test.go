@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // sharedWorkspace makes a workspace on the shared store (and database, if db is set) with n
@@ -206,7 +207,7 @@ func TestCloneDirectories(t *testing.T) {
 		t.Fatalf("an empty directory: %v", err)
 	}
 	frozen := t.TempDir()
-	immutable(t, frozen)
+	testkit.Immutable(t, frozen)
 	if err := bootstrap.EmptyDir(filepath.Join(frozen, "copy")); err == nil || !strings.Contains(err.Error(), "create") {
 		t.Errorf("below a directory that cannot be written: %v", err)
 	}

@@ -5,26 +5,18 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/maintenance"
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// immutable makes path immutable (chattr +i): the tests run as root, whom chmod does not stop.
-func immutable(t *testing.T, path string) {
-	t.Helper()
-	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", path, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
-}
 
 // damageRecord flips a byte of the workspace's first committed record and returns its name.
 func damageRecord(t *testing.T, l workspace.Layout) (name string, damaged []byte) {
@@ -179,7 +171,7 @@ func TestRebuildAndDoctorInAReadOnlyState(t *testing.T) {
 	if err := os.Truncate(l.Database(), 0); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, l.State())
+	testkit.Immutable(t, l.State())
 	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable") {
 		t.Fatalf("rebuild in a read-only state: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // openDirStore opens a private store in a fresh directory, closed when the test ends.
@@ -235,7 +236,7 @@ func TestConsolidationRefusesDamage(t *testing.T) {
 	data := map[tree.Hash][]byte{}
 	var victim tree.Hash
 	for i := range consolidateAt {
-		d := noise(uint64(300+i), 3000)
+		d := testkit.Noise(uint64(300+i), 3000)
 		h := commitOne(t, s, d)
 		data[h] = d
 		if i == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 var errCrash = errors.New("crash injected")
@@ -100,7 +101,7 @@ type gcFixture struct {
 
 func newGCFixture(t *testing.T) gcFixture {
 	t.Helper()
-	f := gcFixture{dir: t.TempDir(), liveD: noise(31, 10_000)}
+	f := gcFixture{dir: t.TempDir(), liveD: testkit.Noise(31, 10_000)}
 	s, err := Open(f.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +109,10 @@ func newGCFixture(t *testing.T) gcFixture {
 	defer s.Close()
 	b := s.NewBatch()
 	f.live, _ = put(t, b, f.liveD)
-	f.dead1, _ = put(t, b, noise(32, 200_000))
+	f.dead1, _ = put(t, b, testkit.Noise(32, 200_000))
 	commit(t, b)
 	b = s.NewBatch()
-	f.dead2, _ = put(t, b, noise(33, 5000))
+	f.dead2, _ = put(t, b, testkit.Noise(33, 5000))
 	commit(t, b)
 	f.packs = files(t, s.packsDir)
 	return f

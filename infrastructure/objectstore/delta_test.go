@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // dirTree returns a source-like directory listing of n entries: files with random content hashes,
@@ -303,7 +304,7 @@ func TestDeltaFallsBackToWhole(t *testing.T) {
 	b := s.NewBatch()
 	bigD := text(5, maxDeltaObject+1)
 	big, _ := put(t, b, bigD)
-	unrelatedD := noise(6, 3000)
+	unrelatedD := testkit.Noise(6, 3000)
 	unrelated, _ := put(t, b, unrelatedD)
 	commit(t, b)
 	cases := map[string]tree.Hash{
@@ -525,7 +526,7 @@ func TestGCKeepsDeltaBase(t *testing.T) {
 	// a base: would be dropped). Pack 3: the live delta.
 	b := s.NewBatch()
 	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
-	put(t, b, noise(1, 100_000))
+	put(t, b, testkit.Noise(1, 100_000))
 	commit(t, b)
 	b = s.NewBatch()
 	h1, _ := putDelta(t, b, t1, h0)

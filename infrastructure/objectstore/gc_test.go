@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 func set(hs ...tree.Hash) map[tree.Hash]struct{} {
@@ -32,20 +33,20 @@ func TestGC(t *testing.T) {
 	defer func() { s.Close() }()
 	// Pack 1: a small live blob next to a big dead one -> rewritten.
 	b := s.NewBatch()
-	aD := noise(1, 10_000)
+	aD := testkit.Noise(1, 10_000)
 	a, _ := put(t, b, aD)
-	dead1, _ := put(t, b, noise(2, 200_000))
+	dead1, _ := put(t, b, testkit.Noise(2, 200_000))
 	commit(t, b)
 	// Pack 2: only dead -> deleted.
 	b = s.NewBatch()
-	dead2, _ := put(t, b, noise(3, 5000))
+	dead2, _ := put(t, b, testkit.Noise(3, 5000))
 	commit(t, b)
 	// Pack 3: mostly live -> kept as is. A live large blob in its own pack -> kept.
 	b = s.NewBatch()
-	eD := noise(4, 100_000)
+	eD := testkit.Noise(4, 100_000)
 	e, _ := put(t, b, eD)
-	dead3, _ := put(t, b, noise(5, 10_000))
-	bigD := noise(6, largeBlob+1)
+	dead3, _ := put(t, b, testkit.Noise(5, 10_000))
+	bigD := testkit.Noise(6, largeBlob+1)
 	big, _ := put(t, b, bigD)
 	commit(t, b)
 	before := s.Stats()
@@ -145,7 +146,7 @@ func TestGCDamagedLiveObject(t *testing.T) {
 	b := s.NewBatch()
 	aD := text(2, 3000)
 	a, _ := put(t, b, aD)
-	put(t, b, noise(3, 100_000))
+	put(t, b, testkit.Noise(3, 100_000))
 	commit(t, b)
 	l := s.index.at(a)
 	os.Chmod(l.pack.path, 0o600)
@@ -192,7 +193,7 @@ func TestReaderClose(t *testing.T) {
 func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 	s := TestStore(t)
 	root, hs := os2Put(t, s, text(60, 3000), text(61, 3000))
-	os2Put(t, s, noise(62, 5000)) // dead, in a pack of its own
+	os2Put(t, s, testkit.Noise(62, 5000)) // dead, in a pack of its own
 	pack := os2PackOf(t, s, hs[0])
 	p := filepath.Join(s.packsDir, pack+".pack")
 	if err := os.Chmod(p, 0o600); err != nil {
@@ -218,7 +219,7 @@ func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 func TestOS2GCRewriteOfADamagedRecordHeader(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
-	liveD, deadD := text(63, 2000), noise(64, 60_000)
+	liveD, deadD := text(63, 2000), testkit.Noise(64, 60_000)
 	live, _ := put(t, b, liveD)
 	dead, _ := put(t, b, deadD)
 	commit(t, b)

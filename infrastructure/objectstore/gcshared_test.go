@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // os2MarkJSON is what a gc of this version writes as a mark created at at, condemning ids.
@@ -406,7 +407,7 @@ func TestOS2SharedGCRewritesASparsePack(t *testing.T) {
 		defer b.Abort()
 		liveD := text(12, 2000)
 		live, _ := put(t, b, liveD)
-		dead, _ := put(t, b, noise(13, 60_000))
+		dead, _ := put(t, b, testkit.Noise(13, 60_000))
 		root, _, err := b.PutTree(Tree{{Name: "f", Kind: tree.KindFile, Mode: 0o644, Size: int64(len(liveD)), Hash: live}})
 		if err != nil {
 			t.Fatal(err)

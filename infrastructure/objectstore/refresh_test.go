@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A store opened before a GC of another process deleted a pack must not deduplicate onto the
@@ -57,7 +58,7 @@ func TestRefreshSeesAConcurrentGC(t *testing.T) {
 // survived), and a read that meets a vanished pack re-reads the directory and finds the new copy.
 func TestPresentRefusesMissingAndCutShortPacks(t *testing.T) {
 	s := TestStore(t)
-	d1, d2 := text(2, 9000), noise(3, 50_000)
+	d1, d2 := text(2, 9000), testkit.Noise(3, 50_000)
 	b := s.NewBatch()
 	h1, _ := put(t, b, d1)
 	h2, _ := put(t, b, d2)
@@ -296,7 +297,7 @@ func TestProblems(t *testing.T) {
 	commit(t, b)
 	b = s.NewBatch()
 	nh, _ := putDelta(t, b, editOne(r, base), bh)
-	blob, _ := put(t, b, noise(8, 40_000))
+	blob, _ := put(t, b, testkit.Noise(8, 40_000))
 	commit(t, b)
 	if len(s.Problems()) != 0 {
 		t.Fatalf("healthy store: %v", s.Problems())
@@ -391,7 +392,7 @@ func TestReadAfterConcurrentRewrite(t *testing.T) {
 	d := text(3, 2000)
 	b := reader.NewBatch()
 	h, _ := put(t, b, d)
-	put(t, b, noise(4, 300_000)) // garbage that makes gc rewrite the pack
+	put(t, b, testkit.Noise(4, 300_000)) // garbage that makes gc rewrite the pack
 	commit(t, b)
 	gc, err := Open(dir)
 	if err != nil {
@@ -406,7 +407,7 @@ func TestReadAfterConcurrentRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An object the rewrite dropped is reported missing, not as damage of the old copy.
-	gone := tree.Sum(noise(4, 300_000))
+	gone := tree.Sum(testkit.Noise(4, 300_000))
 	if _, err := readBlob(reader, gone); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("dropped object: %v", err)
 	}
@@ -461,7 +462,7 @@ func TestVersion1PacksStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, large, garbage := text(1, 3000), noise(2, 3<<20), noise(3, 200_000)
+	small, large, garbage := text(1, 3000), testkit.Noise(2, 3<<20), testkit.Noise(3, 200_000)
 	b := s.NewBatch()
 	hs, _ := put(t, b, small)
 	hl, _ := put(t, b, large)
@@ -536,7 +537,7 @@ func TestTrailerCatchesWhatContentHashesCannot(t *testing.T) {
 	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Problem, "checksum") {
 		t.Fatalf("ScanPacks: %v, %v", problems, err)
 	}
-	put(t, s.NewBatch(), noise(6, 300_000)) // garbage for a rewrite
+	put(t, s.NewBatch(), testkit.Noise(6, 300_000)) // garbage for a rewrite
 	if _, err := s.GC(set(h)); err == nil {
 		// Either the pack was kept as is, or the copy refused: it must not bless the damage.
 		for _, p := range s.packs {
