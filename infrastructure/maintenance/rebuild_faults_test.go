@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/infrastructure/objectstore"
 	"github.com/planhq/plan/infrastructure/workspace"
 	"github.com/planhq/plan/tests/testkit"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // damageRecord flips a byte of the workspace's first committed record and returns its name.
@@ -256,7 +257,7 @@ func TestRebuildInPlaceStopsAtADamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Behind the store: the ledger forgot every record.
-	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
+	servertest.Exec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	res, err := maintenance.Rebuild(ctx, target, rebuildTime)
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), names[len(names)-1]) || res.Rebuilt {
 		t.Fatalf("rebuild in place past a damaged record: %+v, %v", res, err)
@@ -298,7 +299,7 @@ func TestRebuildInPlaceCannotOpenWithTheRecords(t *testing.T) {
 	target.OpenRecords = func(context.Context) (*objectstore.Records, error) {
 		return objectstore.NewRecords(be, rel), nil
 	}
-	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
+	servertest.Exec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	res, err := maintenance.Rebuild(ctx, target, rebuildTime)
 	if !errors.Is(err, errListing) || res.Rebuilt {
 		t.Fatalf("rebuild in place: %+v, %v", res, err)

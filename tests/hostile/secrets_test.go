@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
@@ -129,20 +128,6 @@ func TestSecretsDSNPasswordKeptNowhere(t *testing.T) {
 	w.env = s.Env
 	if r := w.run("--json", "checkpoint", "create"); r.code == 0 {
 		t.Fatalf("a command authenticated without PGPASSWORD: the password was kept somewhere\n%s", r)
-	}
-}
-
-// secretsExec runs statements on the database (the simple protocol: several at once).
-func secretsExec(t *testing.T, dsn, stmts string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.PgConn().Exec(ctx, stmts).ReadAll(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -342,7 +327,7 @@ func TestSecretsForeignDatabase(t *testing.T) {
 			base, password := secretsDSN(t)
 			full := *base
 			full.User = url.UserPassword(base.User.Username(), password)
-			secretsExec(t, full.String(), ddl)
+			servertest.Exec(t, full.String(), ddl)
 			r := runPlan(t, t.TempDir(), []string{"PGPASSWORD=" + password}, "--json", "init", "--db", base.String())
 			if r.code != 3 || r.errorKind() != "invalid" || !strings.Contains(r.stderr, "another application's") {
 				t.Fatalf("%s", r)
