@@ -18,8 +18,10 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
-// More fakes, for the plan, correction and maintenance use cases. Like those in fakes_test.go they
-// keep state in memory and record calls.
+// The use cases' test environment: useCaseEnv wires every service on fakes that share one clock,
+// and the fakes below stand in for the adapters of the plan, correction and maintenance use cases
+// (plans, corrections, the executor, the archive, store health, settings and metrics; those of
+// checkpoints are in fakes_test.go). Like those, they keep state in memory and record calls.
 
 type fakePlans struct {
 	byName     map[string]*plan.Plan
