@@ -3,7 +3,6 @@ package bootstrap_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,21 +242,9 @@ func TestOpenSharedFailures(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", tmp)
 
-	closed := closedPort(t)
+	closed := testkit.ClosedPort(t)
 	_, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file://" + t.TempDir(), DB: "postgres://plan@" + closed + "/plan?connect_timeout=2"})
 	if !errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("a database that does not answer: %v", err)
 	}
-}
-
-// closedPort is a host:port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
@@ -30,24 +31,12 @@ func shortBackoff(t *testing.T) {
 	t.Cleanup(func() { connectBackoff, connectBudget = was, budget })
 }
 
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // A server that cannot be reached is fault.ErrUnavailable, quickly, naming the server and never
 // the password, whether the URL holds it as user info or as a parameter.
 func TestUnreachableServerIsUnavailable(t *testing.T) {
 	shortBackoff(t)
 	ctx := context.Background()
-	addr := closedPort(t)
+	addr := testkit.ClosedPort(t)
 	for name, dsn := range map[string]string{
 		"refused":          "postgres://plan:s3cret-pw@" + addr + "/plan?sslmode=disable",
 		"password in URL":  "postgresql://plan@" + addr + "/plan?sslmode=disable&password=s3cret-pw",

@@ -3,7 +3,6 @@ package hostile
 import (
 	"context"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
@@ -148,12 +148,7 @@ func workspaceID(t *testing.T, w *workspace) string {
 // where it occurs, and a DSN without a password is shown without one.
 // Finding: redaction-reveals-password.sh.
 func TestSecretsRedactionParsesTheDSN(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testkit.ClosedPort(t)
 	for _, pw := range []string{"x", "e", "plan", "postgres"} {
 		dir := t.TempDir()
 		r := runPlanWithin(t, 30*time.Second, dir, []string{"PGPASSWORD=" + pw}, "--json", "init", "--db", "postgres://plan@"+addr+"/postgres?sslmode=disable")
