@@ -248,19 +248,9 @@ func TestConsolidationRefusesDamage(t *testing.T) {
 		t.Fatal("no info")
 	}
 	p := filepath.Join(dir, "packs", info.Pack+".pack")
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.Chmod(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, raw, 0o400); err != nil {
-		t.Fatal(err)
-	}
+	testkit.FlipMiddleByte(t, p)
 	before := packCount(t, dir)
-	_, err = s.Consolidate()
+	_, err := s.Consolidate()
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "nothing was removed") {
 		t.Fatalf("consolidate over damage: %v", err)
 	}

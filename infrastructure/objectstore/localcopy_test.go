@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // ldCopies is a store seen through local copies of its packs and indexes, as the S3 adapter's
@@ -722,15 +723,8 @@ func TestLocalCopyOfADamagedIdx(t *testing.T) {
 	id := s.index.at(f.small).pack.id
 	s.Close()
 	lp := filepath.Join(be.local, "packs", id+".idx")
-	b, err := os.ReadFile(lp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0xff
-	if err := os.WriteFile(lp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err = OpenBackend(be, f.dir)
+	testkit.FlipMiddleByte(t, lp)
+	s, err := OpenBackend(be, f.dir)
 	if err != nil {
 		t.Fatalf("open with a damaged local copy of an idx: %v", err)
 	}

@@ -60,3 +60,24 @@ func DamageStored(t testing.TB, packDir string, content []byte) {
 	}
 	t.Fatalf("no pack of the %d in %s holds the content", len(packs), packDir)
 }
+
+// FlipMiddleByte inverts the byte in the middle of the file at path, the way a failing disk would:
+// the file keeps its size. A read-only file (a pack, a cached copy) is made writable (0600) for
+// the write, and stays so.
+func FlipMiddleByte(t testing.TB, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path) // #nosec G304 -- a file of the test's own
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		t.Fatalf("%s is empty: no byte to flip", path)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,5 +22,17 @@ func TestImmutableAndMutable(t *testing.T) {
 	testkit.Mutable(t, p)
 	if err := os.WriteFile(p, []byte("b"), 0o600); err != nil {
 		t.Fatalf("write once mutable: %v", err)
+	}
+}
+
+// FlipMiddleByte changes the middle byte of a read-only file and nothing else.
+func TestFlipMiddleByte(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("abcde"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	testkit.FlipMiddleByte(t, p)
+	if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, []byte{'a', 'b', 'c' ^ 0xff, 'd', 'e'}) {
+		t.Fatalf("after the flip: %q, %v", b, err)
 	}
 }
