@@ -28,7 +28,7 @@ func Require(t TB, err, kind error, what string) {
 		t.Fatalf("%s: error %q is not %v", what, err, kind)
 		return
 	}
-	if k := fault.Kind(err); k != kind {
+	if k := fault.Kind(err); !errors.Is(k, kind) { // k is a sentinel: the same one, or another
 		t.Fatalf("%s: fault.Kind = %v, want %v (error %q)", what, k, kind, err)
 	}
 }
