@@ -6,7 +6,8 @@ package plan_test
 //   - domain/ imports only the standard library and domain/ itself (in non-test files; its tests may
 //     use test libraries, but never the outer layers or the frameworks);
 //   - application/ never imports the frameworks (gorm, the sqlite driver, fx/dig, urfave/cli) nor the
-//     outer layers (infrastructure/, interfaces/, cmd/, features/), in any file.
+//     outer layers (infrastructure/, interfaces/, cmd/, features/, and tests/ with its test kits), in
+//     any file.
 //
 // Imports are read with go/parser (imports only), not go/packages or `go list`, so the test needs no
 // build, sees files behind every build tag, and passes on layers that have no files yet.
@@ -35,8 +36,7 @@ var frameworks = []string{
 	"github.com/urfave/cli",
 }
 
-// outerLayers are the module directories that depend on application, never the other way round
-// (tests/ holds the black-box suites and the test kits).
+// outerLayers are the module directories that depend on application, never the other way round.
 var outerLayers = []string{"infrastructure", "interfaces", "cmd", "features", "tests"}
 
 // importFile is one source file's imports, keyed for reporting.
@@ -95,6 +95,8 @@ func TestArchitectureCatchesViolations(t *testing.T) {
 		{"domain", "github.com/google/go-cmp/cmp", true, false}, // a test library in a test
 		{"domain", mod + "/application", true, true},
 		{"domain", mod + "/infrastructure/objectstore", true, true},
+		{"domain", mod + "/tests/testkit", true, true}, // a test kit of the outer layers, in a test
+		{"domain", mod + "/domain/fault/faulttest", true, false},
 		{"domain", "gorm.io/gorm", true, true},
 		{"application", "context", false, false},
 		{"application", mod + "/domain/checkpoint", false, false},
@@ -113,6 +115,7 @@ func TestArchitectureCatchesViolations(t *testing.T) {
 		{"application", mod + "/interfaces/cli", false, true},
 		{"application", mod + "/cmd/plan", false, true},
 		{"application", mod + "/features", true, true},
+		{"application", mod + "/tests/testkit", true, true},
 		{"application", "gorm.io/gorm", true, true},
 	}
 	for _, c := range cases {

@@ -1,7 +1,6 @@
 package correction_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -20,16 +20,6 @@ var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
 const corrID = "0123456789abcdef01234567"
-
-func requireKind(t *testing.T, err, kind error, what string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want %v", what, kind)
-	}
-	if !errors.Is(err, kind) || fault.Kind(err) != kind {
-		t.Fatalf("%s: error %q is not %v", what, err, kind)
-	}
-}
 
 func newPlan(t *testing.T, ids ...string) *plan.Plan {
 	t.Helper()
@@ -76,18 +66,18 @@ func scopeIDs(items []correction.Item) []string {
 func TestScopeRefusals(t *testing.T) {
 	t.Run("not found", func(t *testing.T) {
 		_, err := correction.Scope(newPlan(t, "a"), "zz")
-		requireKind(t, err, fault.ErrNotFound, "unknown decision")
+		faulttest.Require(t, err, fault.ErrNotFound, "unknown decision")
 	})
 	t.Run("not executed", func(t *testing.T) {
 		_, err := correction.Scope(newPlan(t, "a"), "a")
-		requireKind(t, err, fault.ErrConflict, "pending decision")
+		faulttest.Require(t, err, fault.ErrConflict, "pending decision")
 	})
 	t.Run("reverted", func(t *testing.T) {
 		p := newPlan(t, "a")
 		exec(t, p, "a", plan.Succeeded, 0)
 		p.RevertStartedSince(at(0), "rb1")
 		_, err := correction.Scope(p, "a")
-		requireKind(t, err, fault.ErrConflict, "reverted decision")
+		faulttest.Require(t, err, fault.ErrConflict, "reverted decision")
 		if !strings.Contains(err.Error(), "rb1") {
 			t.Fatalf("message should name the reverting operation: %v", err)
 		}
@@ -98,13 +88,13 @@ func TestScopeRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := correction.Scope(p, "a")
-		requireKind(t, err, fault.ErrConflict, "running decision")
+		faulttest.Require(t, err, fault.ErrConflict, "running decision")
 	})
 	t.Run("no checkpoint", func(t *testing.T) {
 		p := newPlan(t, "a")
 		execCP(t, p, "a", "", plan.Succeeded, 0)
 		_, err := correction.Scope(p, "a")
-		requireKind(t, err, fault.ErrConflict, "no checkpoint")
+		faulttest.Require(t, err, fault.ErrConflict, "no checkpoint")
 		if !strings.Contains(err.Error(), "--no-checkpoints") {
 			t.Fatalf("message should explain the missing checkpoint: %v", err)
 		}
@@ -237,7 +227,7 @@ func TestNewValidation(t *testing.T) {
 			p := validParams()
 			mod(&p)
 			c, err := correction.New(p)
-			requireKind(t, err, fault.ErrInvalid, name)
+			faulttest.Require(t, err, fault.ErrInvalid, name)
 			if c != nil {
 				t.Fatal("New returned a correction with its error")
 			}
@@ -246,10 +236,10 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestValidateReason(t *testing.T) {
-	requireKind(t, correction.ValidateReason(""), fault.ErrInvalid, "empty")
-	requireKind(t, correction.ValidateReason("   \t"), fault.ErrInvalid, "blank")
+	faulttest.Require(t, correction.ValidateReason(""), fault.ErrInvalid, "empty")
+	faulttest.Require(t, correction.ValidateReason("   \t"), fault.ErrInvalid, "blank")
 	err := correction.ValidateReason(strings.Repeat("x", correction.MaxReason+1))
-	requireKind(t, err, fault.ErrInvalid, "too long")
+	faulttest.Require(t, err, fault.ErrInvalid, "too long")
 	if !strings.Contains(err.Error(), "4097") {
 		t.Fatalf("message should give the length: %v", err)
 	}
@@ -267,7 +257,7 @@ func TestStateMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireKind(t, c.Finish(ok, at(1)), fault.ErrConflict, "finish before re-execution")
+		faulttest.Require(t, c.Finish(ok, at(1)), fault.ErrConflict, "finish before re-execution")
 		if c.Status() != correction.Reverted || !c.FinishedAt().IsZero() {
 			t.Fatal("a refused Finish changed the correction")
 		}
@@ -277,7 +267,7 @@ func TestStateMachine(t *testing.T) {
 		if c.Status() != correction.Reexecuting {
 			t.Fatalf("status %s", c.Status())
 		}
-		requireKind(t, c.StartReexecution(), fault.ErrConflict, "start twice")
+		faulttest.Require(t, c.StartReexecution(), fault.ErrConflict, "start twice")
 		c.RecordReexecuted("a")
 		c.RecordReexecuted("b")
 		if got := c.Reexecuted(); !slices.Equal(got, []string{"a", "b"}) {
@@ -296,8 +286,8 @@ func TestStateMachine(t *testing.T) {
 		if !c.FinishedAt().Equal(at(9)) || c.FinishedAt().Location() != time.UTC {
 			t.Fatalf("finished at %v", c.FinishedAt())
 		}
-		requireKind(t, c.Finish(true, at(10)), fault.ErrConflict, "finish twice")
-		requireKind(t, c.StartReexecution(), fault.ErrConflict, "restart a finished correction")
+		faulttest.Require(t, c.Finish(true, at(10)), fault.ErrConflict, "finish twice")
+		faulttest.Require(t, c.StartReexecution(), fault.ErrConflict, "restart a finished correction")
 		if c.Status() != want {
 			t.Fatal("a refused transition changed a finished correction")
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 )
 
 // A surgical correction with conflicts needs attention until every one is resolved; its shown
@@ -23,8 +24,8 @@ func TestResolveConflicts(t *testing.T) {
 	if err := c.Resolve("a", at(6)); err != nil {
 		t.Fatal(err)
 	}
-	requireKind(t, c.Resolve("a", at(7)), fault.ErrNotFound, "resolving a resolved conflict")
-	requireKind(t, c.Resolve("zzz", at(7)), fault.ErrNotFound, "resolving a path without conflict")
+	faulttest.Require(t, c.Resolve("a", at(7)), fault.ErrNotFound, "resolving a resolved conflict")
+	faulttest.Require(t, c.Resolve("zzz", at(7)), fault.ErrNotFound, "resolving a path without conflict")
 	if !c.NeedsAttention() || len(c.Unresolved()) != 1 || c.Unresolved()[0].Path != "b" || !c.Params().Conflicts[0].ResolvedAt.Equal(at(6)) {
 		t.Fatalf("after a: %+v", c.Params().Conflicts)
 	}

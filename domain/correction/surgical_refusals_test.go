@@ -5,6 +5,7 @@ import (
 
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 )
 
 // A surgical correction is held to every rule a full one is (its kind and conflicts aside): one
@@ -24,7 +25,7 @@ func TestNewSurgicalRefusesWhatNewRefuses(t *testing.T) {
 			p.Conflicts = []correction.Conflict{{Path: "cfg", Why: "overlap", Written: "cfg"}}
 			spoil(&p)
 			c, err := correction.NewSurgical(p, at(5))
-			requireKind(t, err, fault.ErrInvalid, name)
+			faulttest.Require(t, err, fault.ErrInvalid, name)
 			if c != nil {
 				t.Fatalf("%s: a correction was returned with the error", name)
 			}

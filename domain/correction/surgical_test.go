@@ -5,6 +5,7 @@ import (
 
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 )
 
 func TestNewSurgical(t *testing.T) {
@@ -19,7 +20,7 @@ func TestNewSurgical(t *testing.T) {
 		t.Fatalf("surgical: %s %s %v %v", c.Kind(), c.Status(), c.FinishedAt(), c.NeedsAttention())
 	}
 	// Already finished: nothing re-executes it.
-	requireKind(t, c.StartReexecution(), fault.ErrConflict, "re-executing a finished surgical correction")
+	faulttest.Require(t, c.StartReexecution(), fault.ErrConflict, "re-executing a finished surgical correction")
 
 	p.Command = "make fix"
 	c, err = correction.NewSurgical(p, at(5))
@@ -32,18 +33,18 @@ func TestNewSurgical(t *testing.T) {
 
 	p = validParams() // two attempts: not surgical
 	_, err = correction.NewSurgical(p, at(5))
-	requireKind(t, err, fault.ErrInvalid, "a surgical correction of two attempts")
+	faulttest.Require(t, err, fault.ErrInvalid, "a surgical correction of two attempts")
 }
 
 func TestNewRefusesSurgicalFields(t *testing.T) {
 	p := validParams()
 	p.Kind = correction.Surgical
 	_, err := correction.New(p)
-	requireKind(t, err, fault.ErrInvalid, "New with kind surgical")
+	faulttest.Require(t, err, fault.ErrInvalid, "New with kind surgical")
 	p = validParams()
 	p.Conflicts = []correction.Conflict{{Path: "x", Why: "y"}}
 	_, err = correction.New(p)
-	requireKind(t, err, fault.ErrInvalid, "New with conflicts")
+	faulttest.Require(t, err, fault.ErrInvalid, "New with conflicts")
 	c, err := correction.New(validParams())
 	if err != nil || c.Kind() != correction.Full || c.NeedsAttention() {
 		t.Fatalf("full: %v %v", c, err)

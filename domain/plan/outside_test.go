@@ -8,6 +8,7 @@ import (
 
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/plan"
 )
 
@@ -54,21 +55,21 @@ func TestOutsideDecisions(t *testing.T) {
 		t.Fatalf("finished: %+v", l)
 	}
 	// What plan refuses of them.
-	requireKind(t, p.FinishOutside("toolu_01A", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrConflict, "finish twice")
-	requireKind(t, p.FinishOutside("toolu_01B", plan.Outcome{Status: plan.Running}, t0), fault.ErrInvalid, "finish as running")
-	requireKind(t, p.FinishOutside("build", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrConflict, "finish an executed one")
-	requireKind(t, p.FinishOutside("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "finish an unknown one")
+	faulttest.Require(t, p.FinishOutside("toolu_01A", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrConflict, "finish twice")
+	faulttest.Require(t, p.FinishOutside("toolu_01B", plan.Outcome{Status: plan.Running}, t0), fault.ErrInvalid, "finish as running")
+	faulttest.Require(t, p.FinishOutside("build", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrConflict, "finish an executed one")
+	faulttest.Require(t, p.FinishOutside("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "finish an unknown one")
 	_, err = p.RecordOutside(outsideDef("toolu_01A"), "cp9", t0)
-	requireKind(t, err, fault.ErrConflict, "record a finished call again")
+	faulttest.Require(t, err, fault.ErrConflict, "record a finished call again")
 	_, err = p.RecordOutside(outsideDef("build"), "cp9", t0)
-	requireKind(t, err, fault.ErrConflict, "record over an executed decision")
+	faulttest.Require(t, err, fault.ErrConflict, "record over an executed decision")
 	_, err = p.Start("toolu_01A", "cp", "", t0)
-	requireKind(t, err, fault.ErrConflict, "start a tool call")
-	requireKind(t, p.Redefine("toolu_01A", "x"), fault.ErrConflict, "redefine a tool call")
+	faulttest.Require(t, err, fault.ErrConflict, "start a tool call")
+	faulttest.Require(t, p.Redefine("toolu_01A", "x"), fault.ErrConflict, "redefine a tool call")
 	_, err = p.Append(plan.Definition{ID: "toolu_01A", Run: "x"})
-	requireKind(t, err, fault.ErrInvalid, "append over a tool call (an invalid run ID)")
+	faulttest.Require(t, err, fault.ErrInvalid, "append over a tool call (an invalid run ID)")
 	_, err = p.Append(plan.Definition{ID: "toolu_01x", Kind: plan.Outside, Run: "x"})
-	requireKind(t, err, fault.ErrInvalid, "append an outside decision")
+	faulttest.Require(t, err, fault.ErrInvalid, "append an outside decision")
 	if _, err := p.Reexecution("toolu_01A"); err == nil || !strings.Contains(err.Error(), "cannot run it again") {
 		t.Errorf("reexecution over tool calls: %v", err)
 	}
@@ -80,7 +81,7 @@ func TestAppendOverAToolCallIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := p.Append(plan.Definition{ID: "call1", Run: "x"})
-	requireKind(t, err, fault.ErrConflict, "append over a tool call")
+	faulttest.Require(t, err, fault.ErrConflict, "append over a tool call")
 }
 
 func TestOutsideDefinitionRules(t *testing.T) {
@@ -94,9 +95,9 @@ func TestOutsideDefinitionRules(t *testing.T) {
 		{ID: "x", Run: "r", Env: map[string]string{"A": "b"}},
 	} {
 		_, err := p.RecordOutside(def, "cp", t0)
-		requireKind(t, err, fault.ErrInvalid, "definition "+def.ID+" "+def.Run[:1])
+		faulttest.Require(t, err, fault.ErrInvalid, "definition "+def.ID+" "+def.Run[:1])
 	}
-	requireKind(t, p.Define([]plan.Definition{{ID: "a", Run: "x", Kind: "weird"}}), fault.ErrInvalid, "unknown kind")
+	faulttest.Require(t, p.Define([]plan.Definition{{ID: "a", Run: "x", Kind: "weird"}}), fault.ErrInvalid, "unknown kind")
 }
 
 func TestTurns(t *testing.T) {
@@ -121,9 +122,9 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("current: %+v", cur)
 	}
 	_, err := p.Turn(3)
-	requireKind(t, err, fault.ErrNotFound, "turn 3")
+	faulttest.Require(t, err, fault.ErrNotFound, "turn 3")
 	_, err = p.Turn(0)
-	requireKind(t, err, fault.ErrNotFound, "turn 0")
+	faulttest.Require(t, err, fault.ErrNotFound, "turn 0")
 	if plan.Excerpt("a  b", 10) != "a b" {
 		t.Error("excerpt")
 	}
@@ -180,9 +181,9 @@ func TestChangesAndPartialPlans(t *testing.T) {
 	if q.SetTurns(nil); len(q.Turns()) != 0 {
 		t.Fatal("partial")
 	}
-	requireKind(t, q.Define(nil), fault.ErrConflict, "redefine a partial plan")
+	faulttest.Require(t, q.Define(nil), fault.ErrConflict, "redefine a partial plan")
 	_, err := q.Append(plan.Definition{ID: "x", Run: "y"})
-	requireKind(t, err, fault.ErrConflict, "append to a partial plan")
+	faulttest.Require(t, err, fault.ErrConflict, "append to a partial plan")
 	if whole, _ := plan.Rehydrate("p", "n", "", true, t0, nil).Changes(); !whole {
 		t.Error("a plan rebuilt from elsewhere is saved whole")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -23,19 +24,6 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 func def(id string) plan.Definition { return plan.Definition{ID: id, Run: "echo " + id} }
 
 func code(n int) *int { return &n }
-
-func requireKind(t *testing.T, err, kind error, what string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want %v", what, kind)
-	}
-	if !errors.Is(err, kind) {
-		t.Fatalf("%s: error %q is not %v", what, err, kind)
-	}
-	if k := fault.Kind(err); k != kind {
-		t.Fatalf("%s: fault.Kind = %v, want %v", what, k, kind)
-	}
-}
 
 func newPlan(t *testing.T, ids ...string) *plan.Plan {
 	t.Helper()
@@ -130,7 +118,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, name := range []string{"", "   ", "\t\n"} {
 		_, err := plan.New("id1", name, "", false, t0)
-		requireKind(t, err, fault.ErrInvalid, "New with name "+strconv.Quote(name))
+		faulttest.Require(t, err, fault.ErrInvalid, "New with name "+strconv.Quote(name))
 	}
 }
 
@@ -141,7 +129,7 @@ func TestValidateDecisionID(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", "A", "-a", "_a", "a b", "a/b", "a.b", "Ab", strings.Repeat("a", 65), "..", "é"} {
-		requireKind(t, plan.ValidateRunID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
+		faulttest.Require(t, plan.ValidateRunID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
 	}
 	// Any decision's name: an agent's tool-call IDs keep their capitals.
 	for _, id := range []string{"a", "toolu_01AbCdEf", "call_X9", strings.Repeat("A", 128)} {
@@ -150,18 +138,18 @@ func TestValidateDecisionID(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", "-a", "_a", "a b", "a/b", "a.b", strings.Repeat("a", 129), "..", "é"} {
-		requireKind(t, plan.ValidateDecisionID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
+		faulttest.Require(t, plan.ValidateDecisionID(id), fault.ErrInvalid, "ID "+strconv.Quote(id))
 	}
 }
 
 func TestDecisionNotFound(t *testing.T) {
 	p := newPlan(t, "a")
 	_, err := p.Decision("nope")
-	requireKind(t, err, fault.ErrNotFound, "Decision")
+	faulttest.Require(t, err, fault.ErrNotFound, "Decision")
 	_, err = p.Start("nope", "", "", t0)
-	requireKind(t, err, fault.ErrNotFound, "Start")
-	requireKind(t, p.Finish("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "Finish")
-	requireKind(t, p.Redefine("nope", "true"), fault.ErrNotFound, "Redefine")
+	faulttest.Require(t, err, fault.ErrNotFound, "Start")
+	faulttest.Require(t, p.Finish("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "Finish")
+	faulttest.Require(t, p.Redefine("nope", "true"), fault.ErrNotFound, "Redefine")
 }
 
 func TestDefinitionReturnsCopyOfEnv(t *testing.T) {
@@ -239,7 +227,7 @@ func TestDefineRefusesReordering(t *testing.T) {
 	run(t, p, "a", plan.Succeeded, 0)
 	run(t, p, "b", plan.Succeeded, 2)
 	err := p.Define([]plan.Definition{def("b"), def("a")})
-	requireKind(t, err, fault.ErrConflict, "reordered")
+	faulttest.Require(t, err, fault.ErrConflict, "reordered")
 	if !strings.Contains(err.Error(), `"a"`) {
 		t.Fatalf("message should name the moved decision: %v", err)
 	}
@@ -275,7 +263,7 @@ func TestDefineRefusesSwappingDecisionsThatRan(t *testing.T) {
 	run(t, p, "a", plan.Succeeded, 0)
 	run(t, p, "b", plan.Failed, 1)
 	err := p.Define([]plan.Definition{def("b"), def("a")})
-	requireKind(t, err, fault.ErrConflict, "swapping decisions that ran")
+	faulttest.Require(t, err, fault.ErrConflict, "swapping decisions that ran")
 }
 
 func TestDefineKeepsDroppedDecisionsAfterTheirNeighbour(t *testing.T) {
@@ -300,7 +288,7 @@ func TestDefineValidation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := newPlan(t, "z")
-			requireKind(t, p.Define(defs), fault.ErrInvalid, name)
+			faulttest.Require(t, p.Define(defs), fault.ErrInvalid, name)
 			if got := ids(p.Decisions()); !slices.Equal(got, []string{"z"}) {
 				t.Fatalf("a refused Define changed the plan: %v", got)
 			}
@@ -324,9 +312,9 @@ func TestAppend(t *testing.T) {
 		t.Fatalf("decisions %v", got)
 	}
 	_, err = p.Append(plan.Definition{ID: "BAD", Run: "true"})
-	requireKind(t, err, fault.ErrInvalid, "invalid ID")
+	faulttest.Require(t, err, fault.ErrInvalid, "invalid ID")
 	_, err = p.Append(plan.Definition{ID: "z"})
-	requireKind(t, err, fault.ErrInvalid, "no run")
+	faulttest.Require(t, err, fault.ErrInvalid, "no run")
 	if len(p.Decisions()) != 2 {
 		t.Fatal("a refused Append added a decision")
 	}
@@ -358,7 +346,7 @@ func TestAppendExistingSucceededIsConflict(t *testing.T) {
 	p := newPlan(t, "x")
 	run(t, p, "x", plan.Succeeded, 0)
 	_, err := p.Append(plan.Definition{ID: "x", Run: "other"})
-	requireKind(t, err, fault.ErrConflict, "append succeeded")
+	faulttest.Require(t, err, fault.ErrConflict, "append succeeded")
 	if !strings.Contains(err.Error(), "plan correct --decision x") {
 		t.Fatalf("message should point at plan correct: %v", err)
 	}
@@ -407,7 +395,7 @@ func TestStartFromEachStatus(t *testing.T) {
 			before := len(b.Attempts())
 			a, err := p.Start("b", "cp", "logs/b.log", at(10))
 			if !c.ok {
-				requireKind(t, err, fault.ErrConflict, "start from "+string(c.from))
+				faulttest.Require(t, err, fault.ErrConflict, "start from "+string(c.from))
 				if len(b.Attempts()) != before {
 					t.Fatal("a refused Start added an attempt")
 				}
@@ -450,7 +438,7 @@ func TestStartWhileAnotherRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := p.Start("b", "", "", at(1))
-	requireKind(t, err, fault.ErrConflict, "second running")
+	faulttest.Require(t, err, fault.ErrConflict, "second running")
 	if !strings.Contains(err.Error(), `"a"`) {
 		t.Fatalf("message should name the running decision: %v", err)
 	}
@@ -487,9 +475,9 @@ func TestFinish(t *testing.T) {
 
 func TestFinishWithoutRunningAttempt(t *testing.T) {
 	p := newPlan(t, "a")
-	requireKind(t, p.Finish("a", plan.Outcome{Status: plan.Succeeded}, at(0)), fault.ErrConflict, "never started")
+	faulttest.Require(t, p.Finish("a", plan.Outcome{Status: plan.Succeeded}, at(0)), fault.ErrConflict, "never started")
 	run(t, p, "a", plan.Failed, 0)
-	requireKind(t, p.Finish("a", plan.Outcome{Status: plan.Succeeded}, at(5)), fault.ErrConflict, "already finished")
+	faulttest.Require(t, p.Finish("a", plan.Outcome{Status: plan.Succeeded}, at(5)), fault.ErrConflict, "already finished")
 	if decision(t, p, "a").Status() != plan.Failed {
 		t.Fatal("a refused Finish changed the status")
 	}
@@ -501,7 +489,7 @@ func TestFinishIllegalStatus(t *testing.T) {
 		if _, err := p.Start("a", "", "", at(0)); err != nil {
 			t.Fatal(err)
 		}
-		requireKind(t, p.Finish("a", plan.Outcome{Status: st}, at(1)), fault.ErrInvalid, "finish as "+string(st))
+		faulttest.Require(t, p.Finish("a", plan.Outcome{Status: st}, at(1)), fault.ErrInvalid, "finish as "+string(st))
 		if decision(t, p, "a").Status() != plan.Running {
 			t.Fatalf("finish as %q changed the attempt", st)
 		}
@@ -616,7 +604,7 @@ func TestRedefine(t *testing.T) {
 	if latest(t, decision(t, p, "a")).Command != "echo a" {
 		t.Fatal("Redefine rewrote history")
 	}
-	requireKind(t, p.Redefine("a", "  "), fault.ErrInvalid, "blank command")
+	faulttest.Require(t, p.Redefine("a", "  "), fault.ErrInvalid, "blank command")
 	if got := decision(t, p, "a").Definition().Run; got != "new cmd" {
 		t.Fatalf("a refused Redefine changed run to %q", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/plan"
 )
 
@@ -26,10 +27,10 @@ func TestRevertOne(t *testing.T) {
 	if err := p.RevertOne("b", "op1"); err != nil {
 		t.Fatalf("again by the same operation (recovery): %v", err)
 	}
-	requireKind(t, p.RevertOne("b", "op2"), fault.ErrConflict, "reverting a reverted decision")
+	faulttest.Require(t, p.RevertOne("b", "op2"), fault.ErrConflict, "reverting a reverted decision")
 	p2 := newPlan(t, "x")
-	requireKind(t, p2.RevertOne("x", "op"), fault.ErrConflict, "reverting a decision that never ran")
-	requireKind(t, p2.RevertOne("nope", "op"), fault.ErrNotFound, "reverting an unknown decision")
+	faulttest.Require(t, p2.RevertOne("x", "op"), fault.ErrConflict, "reverting a decision that never ran")
+	faulttest.Require(t, p2.RevertOne("nope", "op"), fault.ErrNotFound, "reverting an unknown decision")
 }
 
 // A redo marks again what an undone operation had reverted: each named decision's latest attempt

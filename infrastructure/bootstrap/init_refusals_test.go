@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,17 +12,8 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/config"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// immutable makes path immutable (chattr +i) until the test ends, or skips the test where the file
-// system or the user cannot.
-func immutable(t *testing.T, path string) {
-	t.Helper()
-	if out, err := osexec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i not possible here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = osexec.Command("chattr", "-i", path).Run() })
-}
 
 // writeConfig writes .plan/config.yaml under root, as an init interrupted after it (or a user)
 // left it.
@@ -109,7 +99,7 @@ func TestInitAfterAnInterruptedInit(t *testing.T) {
 func TestInitBlockedByTheFileSystem(t *testing.T) {
 	ctx := context.Background()
 	ro := t.TempDir()
-	immutable(t, ro)
+	testkit.Immutable(t, ro)
 	if _, err := bootstrap.Open(ctx, bootstrap.Config{Root: ro, Init: true}); err == nil || !strings.Contains(err.Error(), ".plan") {
 		t.Errorf("init in a root that cannot be written: %v", err)
 	}
@@ -124,7 +114,7 @@ func TestInitBlockedByTheFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := l.State()
-	immutable(t, state)
+	testkit.Immutable(t, state)
 	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: frozen, Init: true})
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "cannot write to "+state) {
 		t.Errorf("init with a state directory that cannot be written: %v", err)
@@ -147,7 +137,7 @@ func TestInitBlockedByTheFileSystem(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(storeDir, "workspaces"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, filepath.Join(storeDir, "workspaces"))
+	testkit.Immutable(t, filepath.Join(storeDir, "workspaces"))
 	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true, Store: "file://" + storeDir})
 	if err == nil || !strings.Contains(err.Error(), "describe the workspace in the store") {
 		t.Errorf("a store whose workspaces/ cannot be written: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // initialised returns a workspace plan init made, closed again.
@@ -53,10 +53,7 @@ func TestOpenReadOnlyStateIsAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{state, objects} {
-		if out, err := osexec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
-			t.Skipf("chattr +i not possible here: %v %s", err, out)
-		}
-		t.Cleanup(func() { _ = osexec.Command("chattr", "-i", p).Run() })
+		testkit.Immutable(t, p)
 	}
 	_, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: dir})
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "make it writable") {

@@ -8,25 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
-
-func execSQL(t *testing.T, dsn, stmt string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.Exec(ctx, stmt); err != nil {
-		t.Fatalf("%s: %v", stmt, err)
-	}
-}
 
 // Two stores share one database. Each store's view lists its own workspaces, with the database's
 // counts (and its record of where a workspace lives when the store's descriptor is gone), and
@@ -87,7 +72,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 	}
 
 	// A database that lost its tables cannot list: an error, not an empty list.
-	execSQL(t, db, "DROP TABLE workspaces CASCADE")
+	servertest.Exec(t, db, "DROP TABLE workspaces CASCADE")
 	if ws, err := s.Workspaces(ctx, false); err == nil {
 		t.Errorf("the workspaces of a database without its tables: %+v", ws)
 	}

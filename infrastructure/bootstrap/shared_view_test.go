@@ -3,7 +3,6 @@ package bootstrap_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // sharedWorkspace makes a workspace on the shared store (and database, if db is set) with n
@@ -206,7 +206,7 @@ func TestCloneDirectories(t *testing.T) {
 		t.Fatalf("an empty directory: %v", err)
 	}
 	frozen := t.TempDir()
-	immutable(t, frozen)
+	testkit.Immutable(t, frozen)
 	if err := bootstrap.EmptyDir(filepath.Join(frozen, "copy")); err == nil || !strings.Contains(err.Error(), "create") {
 		t.Errorf("below a directory that cannot be written: %v", err)
 	}
@@ -242,21 +242,9 @@ func TestOpenSharedFailures(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", tmp)
 
-	closed := closedPort(t)
+	closed := testkit.ClosedPort(t)
 	_, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file://" + t.TempDir(), DB: "postgres://plan@" + closed + "/plan?connect_timeout=2"})
 	if !errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("a database that does not answer: %v", err)
 	}
-}
-
-// closedPort is a host:port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

@@ -5,23 +5,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// immutable makes p immutable (chattr +i: even root cannot change it) until the test ends.
-func immutable(t *testing.T, p string) {
-	t.Helper()
-	if out, err := exec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i %s: %v %s (needs e2fsprogs and a file system that has the attribute)", p, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", p).Run() })
-}
 
 // A clone that adopted its checkpoint but failed before materialising anything (here the safety
 // checkpoint of the empty directory cannot be stored) takes back what it made: DIR is as it was
@@ -37,7 +28,7 @@ func TestCloneThatMaterialisedNothingLeavesDIRAsFound(t *testing.T) {
 	if err := os.Mkdir(empty, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, filepath.Join(store, "packs"))
+	testkit.Immutable(t, filepath.Join(store, "packs"))
 	for _, dir := range []string{filepath.Join(base, "new"), empty} {
 		o := invoke(Runner{}, "clone", "--store", "file://"+store, "--workspace", ws, dir)
 		if o.code == ExitOK || !strings.Contains(o.stderr, "nothing was materialised: "+dir+" is as it was") {
@@ -53,9 +44,7 @@ func TestCloneThatMaterialisedNothingLeavesDIRAsFound(t *testing.T) {
 	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
 		t.Errorf("the empty directory holds %v (%v)", entries, err)
 	}
-	if err := exec.Command("chattr", "-i", filepath.Join(store, "packs")).Run(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mutable(t, filepath.Join(store, "packs"))
 	if o := invoke(Runner{}, "clone", "--store", "file://"+store, "--workspace", ws, empty); o.code != ExitOK {
 		t.Fatalf("the next attempt: %v", o)
 	}
@@ -192,13 +181,11 @@ func TestCloneRecoverRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	packs := filepath.Join(store, "packs")
-	immutable(t, packs)
+	testkit.Immutable(t, packs)
 	if o := inWorkspace(dir, "recover"); o.code == ExitOK || !strings.Contains(o.stderr, "finish the clone of checkpoint c2 of workspace "+ws) {
 		t.Errorf("a failing rollback: %v", o)
 	}
-	if err := exec.Command("chattr", "-i", packs).Run(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mutable(t, packs)
 	if o := mustPlan(t, dir, "recover"); !strings.Contains(o.stdout, "Finished the interrupted clone of checkpoint c2") || readFile(t, dir, "a.txt") != "alpha\n" {
 		t.Errorf("recover once the cause is gone: %v", o)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/tests/testkit"
 )
 
 func packFiles(t *testing.T, dir string) int {
@@ -54,16 +56,16 @@ func TestCommandsConsolidateSmallPacks(t *testing.T) {
 // asked for succeeds, warns, and loses nothing; verify names the damage.
 func TestConsolidationOverDamageWarnsAndChangesNothing(t *testing.T) {
 	dir := newWorkspace(t)
-	first := noise(41)[:2048]
+	first := string(testkit.Noise(41, 2048))
 	writeFile(t, dir, "first.bin", first)
 	mustPlan(t, dir, "checkpoint", "create")
-	damageStored(t, dir, first)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(first))
 	for i := range 14 {
-		writeFile(t, dir, fmt.Sprintf("f%02d.txt", i), noise(uint64(50 + i))[:2048])
+		writeFile(t, dir, fmt.Sprintf("f%02d.txt", i), string(testkit.Noise(uint64(50+i), 2048)))
 		mustPlan(t, dir, "checkpoint", "create")
 	}
 	before := packFiles(t, dir)
-	writeFile(t, dir, "last.bin", noise(70)[:2048])
+	writeFile(t, dir, "last.bin", string(testkit.Noise(70, 2048)))
 	o := inWorkspace(dir, "checkpoint", "create")
 	if o.code != ExitOK || !strings.Contains(o.stderr, "could not merge the store's small packs") {
 		t.Fatalf("%v", o)

@@ -5,19 +5,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // diff --patch reads the stored content; when that is damaged it fails with exit 6 instead of
 // printing a patch of wrong bytes. Without --patch the change list needs no content and still works.
 func TestDiffPatchOfDamagedContent(t *testing.T) {
 	dir := newWorkspace(t)
-	big := noise(4)
+	big := string(testkit.Noise(4, 64<<10))
 	writeFile(t, dir, "big.bin", "first\n")
 	first := createCheckpoint(t, dir)
 	writeFile(t, dir, "big.bin", big)
 	second := createCheckpoint(t, dir)
 	writeFile(t, dir, "big.bin", "third\n")
-	damageStored(t, dir, big)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
 
 	for _, c := range []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -239,10 +240,10 @@ func TestDiffStatNameOnlyAndExitCode(t *testing.T) {
 // lists (it reads trees only), restore --target leaves no copy behind.
 func TestReadingDamagedContentIsAnIntegrityError(t *testing.T) {
 	dir := newWorkspace(t)
-	big := noise(7)
+	big := string(testkit.Noise(7, 64<<10))
 	writeFile(t, dir, "big.bin", big)
 	id := createCheckpoint(t, dir)
-	damageStored(t, dir, big)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
 	if o := inWorkspace(dir, "cat", id, "big.bin"); o.code != ExitIntegrity {
 		t.Fatalf("cat of damaged content: %v", o)
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,53 +13,13 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
-
-// noise is incompressible content, so the store keeps its bytes as they are and a test can find
-// them in a pack.
-func noise(seed uint64) string {
-	r := rand.New(rand.NewPCG(seed, seed))
-	b := make([]byte, 64<<10)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return string(b)
-}
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// damageStored flips one byte inside the stored copy of content, in whichever pack holds it, the
-// way a failing disk would: the pack's size and every other object stay as they were.
-func damageStored(t *testing.T, dir, content string) {
-	t.Helper()
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe := []byte(content[len(content)/2 : len(content)/2+64])
-	for _, p := range packs {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(raw, probe)
-		if i < 0 {
-			continue
-		}
-		raw[i] ^= 0xff
-		if err := os.Chmod(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, raw, 0o400); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("no pack of %d holds the content", len(packs))
 }
 
 func decodeVerify(t *testing.T, o outcome) verifyView {
@@ -76,10 +35,10 @@ func decodeVerify(t *testing.T, o outcome) verifyView {
 // afterwards verify is clean and a rollback to the checkpoint restores the file exactly.
 func TestVerifyRepairHealsFromTheWorkspace(t *testing.T) {
 	dir := newWorkspace(t)
-	big := noise(1)
+	big := string(testkit.Noise(1, 64<<10))
 	writeFile(t, dir, "big.bin", big)
 	id := createCheckpoint(t, dir)
-	damageStored(t, dir, big)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
 
 	if o := inWorkspace(dir, "verify", "--read-data"); o.code != ExitIntegrity || !strings.Contains(o.stdout, "  "+id+" big.bin: ") {
 		t.Fatalf("verify --read-data of the damaged object: want exit 6 naming big.bin\n%v", o)
@@ -103,14 +62,14 @@ func TestVerifyRepairHealsFromTheWorkspace(t *testing.T) {
 // which, verify still fails with exit 6, and nothing else is touched.
 func TestVerifyRepairNamesWhatItCannotHeal(t *testing.T) {
 	dir := newWorkspace(t)
-	big := noise(2)
+	big := string(testkit.Noise(2, 64<<10))
 	writeFile(t, dir, "big.bin", big)
 	writeFile(t, dir, "small.txt", "small\n")
 	id := createCheckpoint(t, dir)
 	if err := os.Remove(filepath.Join(dir, "big.bin")); err != nil {
 		t.Fatal(err)
 	}
-	damageStored(t, dir, big)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
 
 	o := inWorkspace(dir, "verify", "--read-data", "--repair")
 	if o.code != ExitIntegrity || !strings.Contains(o.stderr, "problems in 1 checkpoints") ||
@@ -132,7 +91,7 @@ func TestVerifyRepairNamesWhatItCannotHeal(t *testing.T) {
 // correction heals from the archive, and undoing the correction brings the file back whole.
 func TestVerifyRepairHealsFromACorrectionArchive(t *testing.T) {
 	dir := newWorkspace(t)
-	big := noise(3)
+	big := string(testkit.Noise(3, 64<<10))
 	writeFile(t, dir, "seed.bin", big)
 	mustPlan(t, dir, "exec", "--id", "copy", "--", "sh", "-c", "cp seed.bin big.bin && rm seed.bin")
 	safety := jsonField(t, mustPlan(t, dir, "--json", "--yes", "correct", "--decision", "copy", "--reason", "wrong",
@@ -143,7 +102,7 @@ func TestVerifyRepairHealsFromACorrectionArchive(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "seed.bin")); err != nil {
 		t.Fatal(err)
 	}
-	damageStored(t, dir, big)
+	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
 
 	v := decodeVerify(t, mustPlan(t, dir, "--json", "verify", "--read-data", "--repair"))
 	if !v.OK || !slices.Equal(v.Healed, []string{sha256Hex(big)}) || len(v.Unhealed) != 0 {

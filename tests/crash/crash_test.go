@@ -416,10 +416,7 @@ func TestCrashImmutableFileFailsCleanly(t *testing.T) {
 		if _, err := os.Stat(target); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("chattr", "+i", target).CombinedOutput(); err != nil {
-			t.Skipf("chattr +i not possible here: %v %s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("chattr", "-i", target).Run() })
+		testkit.Immutable(t, target)
 		if err := os.WriteFile(target, []byte("x"), 0o644); err == nil {
 			t.Skip("chattr +i does not stop writes here")
 		}
@@ -434,9 +431,7 @@ func TestCrashImmutableFileFailsCleanly(t *testing.T) {
 	}
 	// Fixed: the rollback succeeds.
 	for _, p := range immutable {
-		if out, err := exec.Command("chattr", "-i", filepath.Join(ws, p)).CombinedOutput(); err != nil {
-			t.Fatalf("chattr -i: %v %s", err, out)
-		}
+		testkit.Mutable(t, filepath.Join(ws, p))
 	}
 	mustPlan(t, ws, f.rollbackTo("B")...)
 	requireSame(t, ws, f.wantB, "after the rollback once the file is writable")

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // Local damage is local (issue 21): damage of the local cache, or a download cut on its way, is
@@ -56,22 +58,6 @@ func localdamageKeys(t *testing.T, c *minio.Client, st s3Store, dir string) []st
 	return out
 }
 
-// localdamageFlip inverts one byte, in the middle, of the file at p (a cached copy is read-only).
-func localdamageFlip(t *testing.T, p string) {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0xff
-	if err := os.Chmod(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o400); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // localdamageCachedPacks returns the cached copies of the store's packs.
 func localdamageCachedPacks(t *testing.T, w *workspace) []string {
 	t.Helper()
@@ -109,7 +95,7 @@ type localdamageVerify struct {
 func TestLocalDamageCacheCopyIsNotTheStore(t *testing.T) {
 	w, st, c, id, files := localdamageS3(t, 30, 20000)
 	for _, p := range localdamageCachedPacks(t, w) {
-		localdamageFlip(t, p)
+		testkit.FlipMiddleByte(t, p)
 	}
 	localdamageRollback(t, w, id, files)
 
@@ -119,7 +105,7 @@ func TestLocalDamageCacheCopyIsNotTheStore(t *testing.T) {
 		t.Fatalf("no cached index (%v)", err)
 	}
 	for _, p := range append(localdamageCachedPacks(t, w), idxs...) {
-		localdamageFlip(t, p)
+		testkit.FlipMiddleByte(t, p)
 	}
 	var v localdamageVerify
 	w.mustJSON(&v, "verify", "--read-data")

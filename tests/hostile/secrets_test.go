@@ -3,7 +3,6 @@ package hostile
 import (
 	"context"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
@@ -132,20 +131,6 @@ func TestSecretsDSNPasswordKeptNowhere(t *testing.T) {
 	}
 }
 
-// secretsExec runs statements on the database (the simple protocol: several at once).
-func secretsExec(t *testing.T, dsn, stmts string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.PgConn().Exec(ctx, stmts).ReadAll(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // workspaceID reads the workspace_id line of the workspace's config.yaml.
 func workspaceID(t *testing.T, w *workspace) string {
 	t.Helper()
@@ -163,12 +148,7 @@ func workspaceID(t *testing.T, w *workspace) string {
 // where it occurs, and a DSN without a password is shown without one.
 // Finding: redaction-reveals-password.sh.
 func TestSecretsRedactionParsesTheDSN(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testkit.ClosedPort(t)
 	for _, pw := range []string{"x", "e", "plan", "postgres"} {
 		dir := t.TempDir()
 		r := runPlanWithin(t, 30*time.Second, dir, []string{"PGPASSWORD=" + pw}, "--json", "init", "--db", "postgres://plan@"+addr+"/postgres?sslmode=disable")
@@ -342,7 +322,7 @@ func TestSecretsForeignDatabase(t *testing.T) {
 			base, password := secretsDSN(t)
 			full := *base
 			full.User = url.UserPassword(base.User.Username(), password)
-			secretsExec(t, full.String(), ddl)
+			servertest.Exec(t, full.String(), ddl)
 			r := runPlan(t, t.TempDir(), []string{"PGPASSWORD=" + password}, "--json", "init", "--db", base.String())
 			if r.code != 3 || r.errorKind() != "invalid" || !strings.Contains(r.stderr, "another application's") {
 				t.Fatalf("%s", r)

@@ -2,7 +2,11 @@
 // trials, the hostile suite): once per test binary, from this module's own source, into a
 // temporary directory that Main removes when the tests end.
 //
-// It also holds what such tests share: SkipUnderTestLog.
+// It also holds what tests across the module share, each once: SkipUnderTestLog (binary.go),
+// Immutable, Mutable, DamageStored and FlipMiddleByte (files.go), Noise (content.go) and
+// ClosedPort (net.go). It imports only the standard library, so any package's tests may use it (the
+// tests of domain/ aside, which keep to domain/: their shared helpers live there, as
+// domain/fault/faulttest).
 //
 // Invariants: every test of one test binary runs the same build; nothing is built until a test
 // asks; a build failure fails each test that asks, with the compiler's output.

@@ -4,23 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// immutable makes path immutable (chattr +i): the tests run as root, whom chmod does not stop.
-func immutable(t *testing.T, path string) {
-	t.Helper()
-	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", path, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
-}
 
 // An empty directory a decision created is archived as a directory (no content, no hash) and the
 // manifest says it is one, so a restore from the archive can make it again.
@@ -69,7 +60,7 @@ func TestRemovalFailuresAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	staged := f.staging(id1)
-	immutable(t, staged)
+	testkit.Immutable(t, staged)
 	if err := f.arch.CleanStaged(); err == nil {
 		t.Fatal("CleanStaged succeeded with an archive it could not remove")
 	}
@@ -79,7 +70,7 @@ func TestRemovalFailuresAreReported(t *testing.T) {
 
 	f.publish(t, id2, f.items(t))
 	published := filepath.Join(f.layout.Archive(), id2)
-	immutable(t, published)
+	testkit.Immutable(t, published)
 	if n, err := f.arch.Remove(id2); err == nil || n != 0 {
 		t.Fatalf("Remove of an immutable archive: %d, %v", n, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/archive"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
@@ -120,13 +121,6 @@ func (f fixture) staging(id string) string { return filepath.Join(f.layout.Archi
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-func requireKind(t *testing.T, err, kind error, what string) {
-	t.Helper()
-	if !errors.Is(err, kind) || fault.Kind(err) != kind {
-		t.Fatalf("%s: got %v, want %v", what, err, kind)
-	}
 }
 
 // items builds the archive of two reverted decisions.
@@ -333,7 +327,7 @@ func TestPublish(t *testing.T) {
 func TestPublishWithoutStage(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.arch.Publish(id2)
-	requireKind(t, err, fault.ErrIntegrity, "publish unstaged")
+	faulttest.Require(t, err, fault.ErrIntegrity, "publish unstaged")
 	if exists(f.arch.Dir(id2)) {
 		t.Fatal("Publish created an archive out of nothing")
 	}
@@ -390,7 +384,7 @@ func TestUnpublishThenCleanStaged(t *testing.T) {
 		t.Fatalf("archive dir holds %d entries after CleanStaged, want only the published one", len(entries))
 	}
 	_, err = f.arch.Publish(id1)
-	requireKind(t, err, fault.ErrIntegrity, "publish after CleanStaged")
+	faulttest.Require(t, err, fault.ErrIntegrity, "publish after CleanStaged")
 }
 
 func TestCleanStagedWithoutArchiveDir(t *testing.T) {
@@ -419,17 +413,17 @@ func TestDiscard(t *testing.T) {
 		t.Fatalf("Discard of nothing: %v", err)
 	}
 	_, err := f.arch.Publish(id1)
-	requireKind(t, err, fault.ErrIntegrity, "publish discarded")
+	faulttest.Require(t, err, fault.ErrIntegrity, "publish discarded")
 }
 
 func TestInvalidCorrectionIDs(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"", "../x", "0123", "0123456789abcdef0123456/", "0123456789ABCDEF01234567", "0123456789abcdef012345678", "../../../../../../../tmp"} {
-		requireKind(t, f.arch.Stage(context.Background(), id, nil), fault.ErrInvalid, "Stage "+id)
+		faulttest.Require(t, f.arch.Stage(context.Background(), id, nil), fault.ErrInvalid, "Stage "+id)
 		_, err := f.arch.Publish(id)
-		requireKind(t, err, fault.ErrInvalid, "Publish "+id)
-		requireKind(t, f.arch.Unpublish(id), fault.ErrInvalid, "Unpublish "+id)
-		requireKind(t, f.arch.Discard(id), fault.ErrInvalid, "Discard "+id)
+		faulttest.Require(t, err, fault.ErrInvalid, "Publish "+id)
+		faulttest.Require(t, f.arch.Unpublish(id), fault.ErrInvalid, "Unpublish "+id)
+		faulttest.Require(t, f.arch.Discard(id), fault.ErrInvalid, "Discard "+id)
 	}
 	entries, err := os.ReadDir(f.layout.Archive())
 	if err != nil {
@@ -464,7 +458,7 @@ func TestStageIntegrityErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
 			err := f.arch.Stage(context.Background(), id1, items)
-			requireKind(t, err, fault.ErrIntegrity, name)
+			faulttest.Require(t, err, fault.ErrIntegrity, name)
 			if exists(filepath.Join(f.layout.State(), "outside")) || exists(filepath.Join(f.layout.Archive(), "outside")) {
 				t.Fatal("a refused path was written outside the archive")
 			}
@@ -477,7 +471,7 @@ func TestStageMissingObjects(t *testing.T) {
 	// A result tree that was never stored.
 	items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: tree.Sum([]byte("no such tree")),
 		Artifacts: []artifact.Artifact{art("a", tree.Added, "x")}}}
-	requireKind(t, f.arch.Stage(context.Background(), id1, items), fault.ErrIntegrity, "missing tree")
+	faulttest.Require(t, f.arch.Stage(context.Background(), id1, items), fault.ErrIntegrity, "missing tree")
 
 	// A tree whose blob is missing: built in a batch that stores the tree only.
 	b := f.store.NewBatch()
@@ -489,7 +483,7 @@ func TestStageMissingObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	items[0].ResultTree = h
-	requireKind(t, f.arch.Stage(context.Background(), id1, items), fault.ErrIntegrity, "missing blob")
+	faulttest.Require(t, f.arch.Stage(context.Background(), id1, items), fault.ErrIntegrity, "missing blob")
 }
 
 func TestStageInvalidDecisionID(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/tests/testkit"
 )
@@ -51,5 +52,5 @@ func TestStageFailsWhenTheManifestCannotBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.arch.Publish(id1)
-	requireKind(t, err, fault.ErrIntegrity, "publish after a failed stage")
+	faulttest.Require(t, err, fault.ErrIntegrity, "publish after a failed stage")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/archive"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
@@ -77,7 +78,7 @@ func TestUsageAndRemove(t *testing.T) {
 	}
 	for _, id := range []string{"", "../x", id1 + "/.."} {
 		_, err := f.arch.Remove(id)
-		requireKind(t, err, fault.ErrInvalid, "Remove "+id)
+		faulttest.Require(t, err, fault.ErrInvalid, "Remove "+id)
 	}
 }
 
@@ -130,7 +131,7 @@ func TestStageRefusesContentThatDoesNotMatchTheRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
 			err := f.arch.Stage(context.Background(), id1, items)
-			requireKind(t, err, fault.ErrIntegrity, name)
+			faulttest.Require(t, err, fault.ErrIntegrity, name)
 			if exists(filepath.Join(f.staging(id1), archive.ManifestName)) {
 				t.Fatal("a refused archive has a manifest")
 			}

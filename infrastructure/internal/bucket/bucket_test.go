@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,6 +24,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/objectstore/storetest"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // s3env is the MinIO the tests run against (make test starts one), or a skip.
@@ -126,15 +126,10 @@ func TestEndpointOf(t *testing.T) {
 // A server that does not answer is "unavailable", quickly, one that refuses the credentials
 // "denied", and the message names the store but no secret.
 func TestUnavailable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	_ = l.Close()
+	closed := testkit.ClosedPort(t)
 	env := map[string]string{"AWS_ENDPOINT_URL": "http://" + closed, "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "sekrit-value"}
 	start := time.Now()
-	_, err = Open(context.Background(), Config{URL: "s3://bkt", CacheDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	_, err := Open(context.Background(), Config{URL: "s3://bkt", CacheDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
 	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "s3://bkt") || strings.Contains(err.Error(), "sekrit") {
 		t.Fatalf("closed port: %v", err)
 	}

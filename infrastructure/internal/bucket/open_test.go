@@ -3,31 +3,18 @@ package bucket
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// closedEndpoint is an endpoint nothing listens on: an Open that reached the network there would
-// be "unavailable", so any other answer was decided before a request was made.
-func closedEndpoint(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return "http://" + addr
-}
 
 // A store URL, bucket name or endpoint that can never work is invalid input, said before any
 // request: not "the service does not answer", which would send the user to look at the network.
 func TestOpenRefusesWhatCanNeverWork(t *testing.T) {
-	env := map[string]string{"AWS_ENDPOINT_URL": closedEndpoint(t), "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}
+	env := map[string]string{"AWS_ENDPOINT_URL": "http://" + testkit.ClosedPort(t), "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}
 	getenv := func(k string) string { return env[k] }
 	for _, raw := range []string{
 		"file:///x",                       // not s3

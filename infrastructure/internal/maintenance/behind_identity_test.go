@@ -17,6 +17,7 @@ import (
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/persistence"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
 // addCheckpoint makes one more checkpoint through the application.
@@ -216,7 +217,7 @@ func TestRebuildInPlaceWhoseFinalOpenFails(t *testing.T) {
 	target.OpenRecords = func(context.Context) (*objectstore.Records, error) {
 		return objectstore.NewRecords(be, rel), nil
 	}
-	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
+	servertest.Exec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	if res, err := maintenance.Rebuild(ctx, target, rebuildTime); !errors.Is(err, errListing) || res.Rebuilt {
 		t.Fatalf("rebuild in place: %+v, %v", res, err)
 	}

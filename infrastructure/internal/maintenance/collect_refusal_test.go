@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // packsOf lists the store's pack files.
@@ -52,7 +53,7 @@ func commitOne(t *testing.T, s *objectstore.Store, put func(*objectstore.Batch))
 func TestCollectRefusesWhenALiveObjectIsCutShort(t *testing.T) {
 	s := objectstore.TestStore(t)
 	h := maintenance.NewHealth(s, nil)
-	content := noise(11)
+	content := testkit.Noise(11, 64<<10)
 	blob := tree.Sum(content)
 	var root tree.Hash
 	blobPack := commitOne(t, s, func(b *objectstore.Batch) { putBlob(t, b, content) })

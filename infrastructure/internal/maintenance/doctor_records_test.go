@@ -19,6 +19,7 @@ import (
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/persistence"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A damaged record beside a database that is damaged too cannot be compacted away: doctor names
@@ -65,7 +66,7 @@ func TestDoctorRecordRepairFailures(t *testing.T) {
 		name, damaged := damageRecord(t, l)
 		recs, _ := objectstore.OpenRecords(l.Objects())
 		before, _ := recs.Committed()
-		immutable(t, filepath.Join(recs.Dir(), "pending"))
+		testkit.Immutable(t, filepath.Join(recs.Dir(), "pending"))
 		r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 		f := finding(t, r, "records")
 		if f.OK || f.Repaired || !strings.HasPrefix(f.Repair, "compaction failed: ") {

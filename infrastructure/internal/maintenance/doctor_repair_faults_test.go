@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // When doctor --repair cannot bring the store up to date (here objects/tmp holds a leftover it may
@@ -25,7 +25,7 @@ func TestDoctorRepairReportsAStoreItCannotRefresh(t *testing.T) {
 	if err := os.WriteFile(leftover, []byte("half a pack"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, tmp)
+	testkit.Immutable(t, tmp)
 
 	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store")
@@ -43,9 +43,7 @@ func TestDoctorRepairReportsAStoreItCannotRefresh(t *testing.T) {
 	}
 
 	// Once the directory is writable again, the same repair succeeds and leaves nothing behind.
-	if out, err := exec.Command("chattr", "-i", tmp).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v %s", err, out)
-	}
+	testkit.Mutable(t, tmp)
 	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); !r.OK {
 		t.Fatalf("repair once writable: %+v", r.Findings)
 	}
@@ -59,7 +57,7 @@ func TestDoctorRepairReportsAStoreItCannotRefresh(t *testing.T) {
 // Once the store is writable, the same repair heals it byte for byte.
 func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 	ctx := context.Background()
-	content := noise(7)
+	content := testkit.Noise(7, 64<<10)
 	l := correctedAway(t, content, "big.bin")
 	// A checkpoint of the workspace as it now is, so reading it for intact copies stores nothing:
 	// the archive is what the heal has to store from.
@@ -73,9 +71,9 @@ func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	damageStored(t, l, content)
+	testkit.DamageStored(t, filepath.Join(l.Objects(), "packs"), content)
 	tmp := filepath.Join(l.Objects(), "tmp")
-	immutable(t, tmp)
+	testkit.Immutable(t, tmp)
 
 	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
@@ -86,9 +84,7 @@ func TestDoctorRepairReportsAHealItCannotStore(t *testing.T) {
 		t.Fatal("the damaged object reads back whole although nothing could be stored")
 	}
 
-	if out, err := exec.Command("chattr", "-i", tmp).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v %s", err, out)
-	}
+	testkit.Mutable(t, tmp)
 	r = maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	if f := finding(t, r, "store healing"); !r.OK || !f.Repaired {
 		t.Fatalf("repair once writable: %+v", r.Findings)
@@ -107,7 +103,7 @@ func TestDoctorRepairReportsAnIndexItCannotRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	packs := filepath.Join(l.Objects(), "packs")
-	immutable(t, packs)
+	testkit.Immutable(t, packs)
 
 	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "pack indexes")
@@ -118,9 +114,7 @@ func TestDoctorRepairReportsAnIndexItCannotRemove(t *testing.T) {
 		t.Fatalf("the index changed: %v, %v", fi, err)
 	}
 
-	if out, err := exec.Command("chattr", "-i", packs).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v %s", err, out)
-	}
+	testkit.Mutable(t, packs)
 	if r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true); !r.OK {
 		t.Fatalf("repair once writable: %+v", r.Findings)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A file stored as a delta of its previous version whose base is then damaged: doctor --repair
@@ -20,7 +21,7 @@ import (
 // version, which nothing intact holds any more, cannot be healed; the newer checkpoint reads back.
 func TestDoctorRepairHealsADeltaWhoseBaseIsDamaged(t *testing.T) {
 	dir := t.TempDir()
-	v1 := noise(7)
+	v1 := testkit.Noise(7, 64<<10)
 	v2 := bytes.Clone(v1)
 	copy(v2[1000:], "an edit of the second version")
 	ctx := context.Background()
@@ -50,7 +51,7 @@ func TestDoctorRepairHealsADeltaWhoseBaseIsDamaged(t *testing.T) {
 	if !ok || !info.Delta || info.StoredSize > 1000 {
 		t.Fatalf("the second version is stored as %+v, want a small delta", info)
 	}
-	damageStored(t, l, v1)
+	testkit.DamageStored(t, filepath.Join(l.Objects(), "packs"), v1)
 	if _, err := storedContent(t, l, tree.Sum(v2)); err == nil {
 		t.Fatal("the delta still reads with its base damaged")
 	}
@@ -71,7 +72,7 @@ func TestDoctorRepairHealsADeltaWhoseBaseIsDamaged(t *testing.T) {
 // first as having no intact copy, though only the first's record is damaged.
 func TestDoctorRepairNamesADeltaItCannotHeal(t *testing.T) {
 	dir := t.TempDir()
-	v1 := noise(8)
+	v1 := testkit.Noise(8, 64<<10)
 	v2 := bytes.Clone(v1)
 	copy(v2[1000:], "an edit of the second version")
 	v3 := bytes.Clone(v2)
@@ -94,7 +95,7 @@ func TestDoctorRepairNamesADeltaItCannotHeal(t *testing.T) {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	damageStored(t, l, v1)
+	testkit.DamageStored(t, filepath.Join(l.Objects(), "packs"), v1)
 	r := maintenance.Doctor(ctx, maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")
 	if !strings.Contains(f.Problem, "1 object(s) healed; 2 have no intact copy anywhere") {

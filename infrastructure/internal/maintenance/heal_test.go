@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,43 +16,8 @@ import (
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
+	"github.com/planhq/plan/tests/testkit"
 )
-
-// noise is incompressible content: the store keeps its bytes as they are, so a test finds them in
-// a pack.
-func noise(seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed))
-	b := make([]byte, 64<<10)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// damageStored flips one byte inside the stored copy of content, as a failing disk would.
-func damageStored(t *testing.T, l workspace.Layout, content []byte) {
-	t.Helper()
-	probe := content[len(content)/2 : len(content)/2+64]
-	for _, p := range packFiles(t, l, "pack") {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(raw, probe)
-		if i < 0 {
-			continue
-		}
-		raw[i] ^= 0xff
-		if err := os.Chmod(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, raw, 0o400); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatal("no pack holds the content")
-}
 
 // storedContent reads object h from the workspace's store.
 func storedContent(t *testing.T, l workspace.Layout, h tree.Hash) ([]byte, error) {
@@ -108,16 +72,16 @@ func correctedAway(t *testing.T, content []byte, path string) workspace.Layout {
 // An object damaged after a correction heals from the correction's archive: the wrong outputs a
 // correction keeps are intact copies like any other.
 func TestDoctorRepairHealsFromTheArchive(t *testing.T) {
-	t.Run("big.bin", func(t *testing.T) { testHealFromTheArchive(t, noise(1), "big.bin") })
+	t.Run("big.bin", func(t *testing.T) { testHealFromTheArchive(t, testkit.Noise(1, 64<<10), "big.bin") })
 	// An artifact that shares the archive manifest's name is an intact copy too (healing skipped
 	// every file whose name ended in manifest.json).
-	t.Run("public/manifest.json", func(t *testing.T) { testHealFromTheArchive(t, noise(3), "public/manifest.json") })
-	t.Run("app-manifest.json", func(t *testing.T) { testHealFromTheArchive(t, noise(4), "app-manifest.json") })
+	t.Run("public/manifest.json", func(t *testing.T) { testHealFromTheArchive(t, testkit.Noise(3, 64<<10), "public/manifest.json") })
+	t.Run("app-manifest.json", func(t *testing.T) { testHealFromTheArchive(t, testkit.Noise(4, 64<<10), "app-manifest.json") })
 }
 
 func testHealFromTheArchive(t *testing.T, content []byte, path string) {
 	l := correctedAway(t, content, path)
-	damageStored(t, l, content)
+	testkit.DamageStored(t, filepath.Join(l.Objects(), "packs"), content)
 	if _, err := storedContent(t, l, tree.Sum(content)); err == nil {
 		t.Fatal("the damage went unnoticed: the test damaged the wrong bytes")
 	}
@@ -138,12 +102,12 @@ func testHealFromTheArchive(t *testing.T, content []byte, path string) {
 
 // Damage with no intact copy anywhere is reported as such, with what to do, and fails the report.
 func TestDoctorRepairReportsWhatItCannotHeal(t *testing.T) {
-	content := noise(2)
+	content := testkit.Noise(2, 64<<10)
 	l := correctedAway(t, content, "big.bin")
 	if err := os.RemoveAll(l.Archive()); err != nil {
 		t.Fatal(err)
 	}
-	damageStored(t, l, content)
+	testkit.DamageStored(t, filepath.Join(l.Objects(), "packs"), content)
 
 	r := maintenance.Doctor(context.Background(), maintenance.PrivateTarget(l), true)
 	f := finding(t, r, "store healing")

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -66,19 +64,6 @@ func password(t *testing.T, dsn string) string {
 	return pw
 }
 
-func pgExec(t *testing.T, dsn, stmt string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.Exec(ctx, stmt); err != nil {
-		t.Fatalf("%s: %v", stmt, err)
-	}
-}
-
 // A healthy workspace on PostgreSQL is left alone by a rebuild; one whose configuration lost its
 // workspace ID cannot be rebuilt in a shared database (it would not know its rows).
 func TestRebuildInPlaceRefusals(t *testing.T) {
@@ -104,7 +89,7 @@ func TestDoctorChecksThePostgresSchema(t *testing.T) {
 	if r := maintenance.Doctor(ctx, s.Target(), false); !r.OK {
 		t.Fatalf("doctor of a healthy workspace: %+v", r)
 	}
-	pgExec(t, dsn, "INSERT INTO checkpoint_failures (workspace_id, id, at, reason) VALUES ('fedcba9876543210fedcba98', 1, 0, 'x')")
+	servertest.Exec(t, dsn, "INSERT INTO checkpoint_failures (workspace_id, id, at, reason) VALUES ('fedcba9876543210fedcba98', 1, 0, 'x')")
 	r := maintenance.Doctor(ctx, s.Target(), false)
 	var db *maintenance.Finding
 	for i, f := range r.Findings {
@@ -164,7 +149,7 @@ func TestAWorkspaceMissingFromItsDatabase(t *testing.T) {
 		if table == "workspaces" {
 			column = "id"
 		}
-		pgExec(t, dsn, "DELETE FROM "+table+" WHERE "+column+" = '"+s.WorkspaceID+"'")
+		servertest.Exec(t, dsn, "DELETE FROM "+table+" WHERE "+column+" = '"+s.WorkspaceID+"'")
 	}
 	r := maintenance.Doctor(ctx, s.Target(), false)
 	if r.OK || r.Findings[0].Check != "database" || r.Findings[0].OK {

@@ -5,26 +5,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
+	"github.com/planhq/plan/tests/testkit"
+	"github.com/planhq/plan/tests/testkit/servertest"
 )
-
-// immutable makes path immutable (chattr +i): the tests run as root, whom chmod does not stop.
-func immutable(t *testing.T, path string) {
-	t.Helper()
-	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", path, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
-}
 
 // damageRecord flips a byte of the workspace's first committed record and returns its name.
 func damageRecord(t *testing.T, l workspace.Layout) (name string, damaged []byte) {
@@ -179,7 +172,7 @@ func TestRebuildAndDoctorInAReadOnlyState(t *testing.T) {
 	if err := os.Truncate(l.Database(), 0); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, l.State())
+	testkit.Immutable(t, l.State())
 	if _, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable") {
 		t.Fatalf("rebuild in a read-only state: %v", err)
 	}
@@ -264,7 +257,7 @@ func TestRebuildInPlaceStopsAtADamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Behind the store: the ledger forgot every record.
-	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
+	servertest.Exec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	res, err := maintenance.Rebuild(ctx, target, rebuildTime)
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), names[len(names)-1]) || res.Rebuilt {
 		t.Fatalf("rebuild in place past a damaged record: %+v, %v", res, err)
@@ -306,7 +299,7 @@ func TestRebuildInPlaceCannotOpenWithTheRecords(t *testing.T) {
 	target.OpenRecords = func(context.Context) (*objectstore.Records, error) {
 		return objectstore.NewRecords(be, rel), nil
 	}
-	pgExec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
+	servertest.Exec(t, dsn, "DELETE FROM ledger WHERE workspace_id = '"+s.WorkspaceID+"'")
 	res, err := maintenance.Rebuild(ctx, target, rebuildTime)
 	if !errors.Is(err, errListing) || res.Rebuilt {
 		t.Fatalf("rebuild in place: %+v, %v", res, err)

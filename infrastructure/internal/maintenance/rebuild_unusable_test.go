@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A plan.db that cannot be opened for a reason other than damage (a directory stands there) is not
@@ -63,7 +63,7 @@ func TestRebuildStopsAtAStrayWALItCannotRemove(t *testing.T) {
 	if err := os.WriteFile(wal, []byte("a stray write-ahead log"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	immutable(t, wal)
+	testkit.Immutable(t, wal)
 
 	if res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime); err == nil || res.Rebuilt {
 		t.Fatalf("rebuild beside a stray wal it cannot remove: %+v, %v", res, err)
@@ -73,9 +73,7 @@ func TestRebuildStopsAtAStrayWALItCannotRemove(t *testing.T) {
 	}
 	unchanged(t, wal, []byte("a stray write-ahead log"))
 
-	if out, err := exec.Command("chattr", "-i", wal).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v %s", err, out)
-	}
+	testkit.Mutable(t, wal)
 	res, err := maintenance.Rebuild(ctx, maintenance.PrivateTarget(l), rebuildTime)
 	if err != nil || !res.Rebuilt || res.KeptAside != "" || res.Checkpoints != 1 {
 		t.Fatalf("rebuild once the wal can go: %+v, %v", res, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // os1TailReader yields data, then fails with err instead of io.EOF.
@@ -138,7 +139,7 @@ func TestRolloverFailurePoisonsTheBatch(t *testing.T) {
 func TestLargeBlobPackThatCannotBeFinished(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
-	big := noise(316, largeBlob+1)
+	big := testkit.Noise(316, largeBlob+1)
 	h := tree.Sum(big)
 	r := &os1AtEOF{r: bytes.NewReader(big), at: func() { os1BlockIdx(t, s, os1Temp(t, s)) }}
 	_, err := b.PutBlob(r, h, int64(len(big)))
@@ -165,7 +166,7 @@ func TestLargeBlobIntoACommittedBatch(t *testing.T) {
 	small := text(318, 1000)
 	hs, _ := put(t, b, small)
 	commit(t, b)
-	big := noise(319, largeBlob+1)
+	big := testkit.Noise(319, largeBlob+1)
 	h := tree.Sum(big)
 	if _, err := b.PutBlob(bytes.NewReader(big), h, int64(len(big))); err == nil || !strings.Contains(err.Error(), "already committed") {
 		t.Fatalf("PutBlob into a committed batch: %v", err)
@@ -204,7 +205,7 @@ func (g *os1Gate) Read(p []byte) (int, error) {
 func TestConcurrentLargeDuplicateStoredOnce(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
-	big := noise(320, largeBlob+1)
+	big := testkit.Noise(320, largeBlob+1)
 	h := tree.Sum(big)
 	gate := &os1Gate{r: bytes.NewReader(big), started: make(chan struct{}), released: make(chan struct{})}
 	type result struct {
@@ -247,7 +248,7 @@ func TestSharedLargeBlobIsRelied(t *testing.T) {
 	}
 	defer s.Close()
 	b := s.NewBatch()
-	big := noise(321, largeBlob+1)
+	big := testkit.Noise(321, largeBlob+1)
 	h := tree.Sum(big)
 	if _, err := b.PutBlob(bytes.NewReader(big), h, int64(len(big))); err != nil {
 		t.Fatal(err)

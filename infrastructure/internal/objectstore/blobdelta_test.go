@@ -12,6 +12,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // edit returns data with a few lines replaced and one inserted, as an edit of a source file.
@@ -98,7 +99,7 @@ func TestBlobDeltaFallsBackToWhole(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
 	big, _ := put(t, b, text(31, maxDeltaObject+1))
-	unrelated, _ := put(t, b, noise(32, 8000))
+	unrelated, _ := put(t, b, testkit.Noise(32, 8000))
 	damagedD := text(33, 8000)
 	damagedBase, _ := put(t, b, damagedD)
 	commit(t, b)
@@ -190,12 +191,12 @@ func TestGCKeepsBlobDeltaBase(t *testing.T) {
 	b := s.NewBatch()
 	h0, _ := put(t, b, v0)
 	g0, _ := put(t, b, w0)
-	junk, _ := put(t, b, noise(53, 200_000)) // garbage, so the pack is rewritten
+	junk, _ := put(t, b, testkit.Noise(53, 200_000)) // garbage, so the pack is rewritten
 	commit(t, b)
 	b = s.NewBatch()
 	h1, _ := putFrom(t, b, v1, h0)
 	g1, _ := putFrom(t, b, w1, g0) // dead, but in the pack that stays
-	big, _ := put(t, b, noise(54, 100_000))
+	big, _ := put(t, b, testkit.Noise(54, 100_000))
 	commit(t, b)
 	if !isDelta(s, h1) || !isDelta(s, g1) {
 		t.Fatal("setup: not deltas")
@@ -359,7 +360,7 @@ func TestVersion2PacksStillRead(t *testing.T) {
 	b := s.NewBatch()
 	th0, _ := putDelta(t, b, t0, tree.ZeroHash)
 	hb, _ := put(t, b, blob)
-	put(t, b, noise(82, 300_000))
+	put(t, b, testkit.Noise(82, 300_000))
 	commit(t, b)
 	b = s.NewBatch()
 	th1, _ := putDelta(t, b, t1, th0)

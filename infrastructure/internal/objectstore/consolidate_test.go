@@ -10,6 +10,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // openDirStore opens a private store in a fresh directory, closed when the test ends.
@@ -235,7 +236,7 @@ func TestConsolidationRefusesDamage(t *testing.T) {
 	data := map[tree.Hash][]byte{}
 	var victim tree.Hash
 	for i := range consolidateAt {
-		d := noise(uint64(300+i), 3000)
+		d := testkit.Noise(uint64(300+i), 3000)
 		h := commitOne(t, s, d)
 		data[h] = d
 		if i == 0 {
@@ -247,19 +248,9 @@ func TestConsolidationRefusesDamage(t *testing.T) {
 		t.Fatal("no info")
 	}
 	p := filepath.Join(dir, "packs", info.Pack+".pack")
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.Chmod(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, raw, 0o400); err != nil {
-		t.Fatal(err)
-	}
+	testkit.FlipMiddleByte(t, p)
 	before := packCount(t, dir)
-	_, err = s.Consolidate()
+	_, err := s.Consolidate()
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "nothing was removed") {
 		t.Fatalf("consolidate over damage: %v", err)
 	}

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 var errCrash = errors.New("crash injected")
@@ -98,7 +101,7 @@ type gcFixture struct {
 
 func newGCFixture(t *testing.T) gcFixture {
 	t.Helper()
-	f := gcFixture{dir: t.TempDir(), liveD: noise(31, 10_000)}
+	f := gcFixture{dir: t.TempDir(), liveD: testkit.Noise(31, 10_000)}
 	s, err := Open(f.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +109,10 @@ func newGCFixture(t *testing.T) gcFixture {
 	defer s.Close()
 	b := s.NewBatch()
 	f.live, _ = put(t, b, f.liveD)
-	f.dead1, _ = put(t, b, noise(32, 200_000))
+	f.dead1, _ = put(t, b, testkit.Noise(32, 200_000))
 	commit(t, b)
 	b = s.NewBatch()
-	f.dead2, _ = put(t, b, noise(33, 5000))
+	f.dead2, _ = put(t, b, testkit.Noise(33, 5000))
 	commit(t, b)
 	f.packs = files(t, s.packsDir)
 	return f
@@ -207,7 +210,7 @@ func TestGCRefusesToCopyDamagedRecord(t *testing.T) {
 	defer s.Close()
 	flip(t, s, f.live, 0.5)
 	_, err = s.GC(set(f.live))
-	wantIntegrity(t, err, "GC copying a damaged record")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC copying a damaged record")
 	for _, p := range f.packs {
 		if _, err := os.Stat(filepath.Join(s.packsDir, p)); err != nil {
 			t.Fatalf("GC deleted a pack after failing: %v", err)
@@ -217,5 +220,5 @@ func TestGCRefusesToCopyDamagedRecord(t *testing.T) {
 		t.Fatalf("a failed GC left new packs: %v (had %v)", got, f.packs)
 	}
 	_, err = readBlob(s, f.live)
-	wantIntegrity(t, err, "read of the damaged record after GC")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read of the damaged record after GC")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -128,15 +129,15 @@ func TestFlippedByte(t *testing.T) {
 		}
 		for _, h := range []tree.Hash{f.small, f.large} {
 			_, err := readBlob(s, h)
-			wantIntegrity(t, err, "read flipped blob")
-			wantIntegrity(t, s.CheckObject(h, true), "CheckObject flipped blob")
+			faulttest.Require(t, err, fault.ErrIntegrity, "read flipped blob")
+			faulttest.Require(t, s.CheckObject(h, true), fault.ErrIntegrity, "CheckObject flipped blob")
 		}
 		_, err := s.ReadTree(f.tr)
-		wantIntegrity(t, err, "ReadTree flipped")
+		faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree flipped")
 		_, err = s.Flatten(f.tr)
-		wantIntegrity(t, err, "Flatten flipped")
+		faulttest.Require(t, err, fault.ErrIntegrity, "Flatten flipped")
 		if frac < 0 {
-			wantIntegrity(t, s.CheckObject(f.small, false), "CheckObject header")
+			faulttest.Require(t, s.CheckObject(f.small, false), fault.ErrIntegrity, "CheckObject header")
 		}
 	}
 }
@@ -151,7 +152,7 @@ func TestLargeBlobDamageSurfacesFromRead(t *testing.T) {
 	}
 	defer r.Close()
 	_, err = io.ReadAll(r)
-	wantIntegrity(t, err, "Read")
+	faulttest.Require(t, err, fault.ErrIntegrity, "Read")
 	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("error not sticky: %v", err)
 	}
@@ -168,8 +169,8 @@ func TestTruncatedPack(t *testing.T) {
 	}
 	s := f.open(t)
 	_, err := readBlob(s, f.large)
-	wantIntegrity(t, err, "read truncated large")
-	wantIntegrity(t, s.CheckObject(f.large, false), "CheckObject truncated large")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read truncated large")
+	faulttest.Require(t, s.CheckObject(f.large, false), fault.ErrIntegrity, "CheckObject truncated large")
 	// The small pack's last record is the one cut.
 	var last tree.Hash
 	for h, l := range s.index.all() {
@@ -177,17 +178,17 @@ func TestTruncatedPack(t *testing.T) {
 			last = h
 		}
 	}
-	wantIntegrity(t, s.CheckObject(last, false), "CheckObject truncated small")
+	faulttest.Require(t, s.CheckObject(last, false), fault.ErrIntegrity, "CheckObject truncated small")
 	if last == f.tr {
 		_, err = s.ReadTree(last)
 	} else {
 		_, err = readBlob(s, last)
 	}
-	wantIntegrity(t, err, "read truncated small")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read truncated small")
 	// Zero-length pack: damage, not an empty pack.
 	os.Truncate(f.smallPack, 0)
 	s2 := f.open(t)
-	wantIntegrity(t, s2.CheckObject(f.small, false), "zero-length pack")
+	faulttest.Require(t, s2.CheckObject(f.small, false), fault.ErrIntegrity, "zero-length pack")
 }
 
 func TestDeletedPack(t *testing.T) {
@@ -199,24 +200,24 @@ func TestDeletedPack(t *testing.T) {
 		t.Fatal("an idx whose pack is gone must still list its objects, so verify can name them")
 	}
 	_, err := readBlob(s, f.small)
-	wantIntegrity(t, err, "read from deleted pack")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read from deleted pack")
 	_, err = s.OpenBlob(f.large)
-	wantIntegrity(t, err, "OpenBlob from deleted pack")
+	faulttest.Require(t, err, fault.ErrIntegrity, "OpenBlob from deleted pack")
 	_, err = s.ReadTree(f.tr)
-	wantIntegrity(t, err, "ReadTree from deleted pack")
-	wantIntegrity(t, s.CheckObject(f.small, false), "CheckObject")
+	faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree from deleted pack")
+	faulttest.Require(t, s.CheckObject(f.small, false), fault.ErrIntegrity, "CheckObject")
 	if !strings.Contains(s.CheckObject(f.small, false).Error(), "missing") {
 		t.Fatal("message should say the pack is missing")
 	}
 	// Missing objects.
 	_, err = readBlob(s, tree.Sum([]byte("nope")))
-	wantIntegrity(t, err, "missing object")
+	faulttest.Require(t, err, fault.ErrIntegrity, "missing object")
 	if !strings.Contains(err.Error(), "object "+tree.Sum([]byte("nope")).String()+" is missing") {
 		t.Fatalf("message: %v", err)
 	}
 	_, err = s.ReadTree(tree.Sum([]byte("nope")))
-	wantIntegrity(t, err, "missing tree")
-	wantIntegrity(t, s.CheckObject(tree.Sum([]byte("nope")), false), "missing CheckObject")
+	faulttest.Require(t, err, fault.ErrIntegrity, "missing tree")
+	faulttest.Require(t, s.CheckObject(tree.Sum([]byte("nope")), false), fault.ErrIntegrity, "missing CheckObject")
 	// GC keeps idx entries of a missing pack that still hold live objects, drops the dead ones.
 	res, err := s.GC(map[tree.Hash]struct{}{f.small: {}})
 	if err != nil || res.PacksDeleted != 1 || res.PacksRewritten != 0 {
@@ -248,7 +249,7 @@ func TestCorruptIdx(t *testing.T) {
 				}
 				_ = s.Close()
 			}
-			wantIntegrity(t, err, "a read through a corrupt idx")
+			faulttest.Require(t, err, fault.ErrIntegrity, "a read through a corrupt idx")
 			if !strings.Contains(err.Error(), idx) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
@@ -309,7 +310,7 @@ func TestRebuildOfDamagedPackFails(t *testing.T) {
 			os.Chmod(f.smallPack, 0o600)
 			mutate(f.smallPack)
 			_, err := Open(f.dir)
-			wantIntegrity(t, err, "Open")
+			faulttest.Require(t, err, fault.ErrIntegrity, "Open")
 			if !strings.Contains(err.Error(), f.smallPack) {
 				t.Fatalf("error does not name the pack: %v", err)
 			}

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // dirTree returns a source-like directory listing of n entries: files with random content hashes,
@@ -302,7 +304,7 @@ func TestDeltaFallsBackToWhole(t *testing.T) {
 	b := s.NewBatch()
 	bigD := text(5, maxDeltaObject+1)
 	big, _ := put(t, b, bigD)
-	unrelatedD := noise(6, 3000)
+	unrelatedD := testkit.Noise(6, 3000)
 	unrelated, _ := put(t, b, unrelatedD)
 	commit(t, b)
 	cases := map[string]tree.Hash{
@@ -352,7 +354,7 @@ func TestDeltaDamagedBase(t *testing.T) {
 		"Flatten":     func() error { _, err := s.Flatten(h1); return err }(),
 		"Reachable":   func() error { _, err := s.Reachable([]tree.Hash{h1}); return err }(),
 	} {
-		wantIntegrity(t, err, name)
+		faulttest.Require(t, err, fault.ErrIntegrity, name)
 		if !strings.Contains(err.Error(), h1.String()) || !strings.Contains(err.Error(), h0.String()) {
 			t.Errorf("%s: error names neither the delta nor its base: %v", name, err)
 		}
@@ -394,7 +396,7 @@ func TestDeltaMissingBase(t *testing.T) {
 		"DiffTrees":     func() error { _, err := s.DiffTrees(tree.ZeroHash, h1); return err }(),
 		"GC":            func() error { _, err := s.GC(set(h1)); return err }(),
 	} {
-		wantIntegrity(t, err, name)
+		faulttest.Require(t, err, fault.ErrIntegrity, name)
 		if !strings.Contains(err.Error(), h1.String()) || !strings.Contains(err.Error(), "missing") {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -427,7 +429,7 @@ func TestDeltaDamagedRecord(t *testing.T) {
 	flip(t, s, hs[1], 0.8)
 	for _, h := range hs[1:] {
 		_, err := s.ReadTree(h)
-		wantIntegrity(t, err, "ReadTree over a damaged delta")
+		faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree over a damaged delta")
 	}
 	if _, err := s.ReadTree(hs[0]); err != nil {
 		t.Fatal(err)
@@ -443,18 +445,18 @@ func TestDeltaDamagedRecord(t *testing.T) {
 		commit(t, b)
 		flipData(t, s2, g1, off)
 		_, err := s2.ReadTree(g1)
-		wantIntegrity(t, err, "damaged prefix")
-		wantIntegrity(t, s2.CheckObject(g1, false), "CheckObject of a damaged prefix")
+		faulttest.Require(t, err, fault.ErrIntegrity, "damaged prefix")
+		faulttest.Require(t, s2.CheckObject(g1, false), fault.ErrIntegrity, "CheckObject of a damaged prefix")
 	}
 	// Sizes out of range, in the index (as a crafted idx would have them).
 	l := s.index.at(hs[2])
 	l.raw = maxDeltaObject + 1
 	_, _, err := s.readChain(hs[2], l, nil)
-	wantIntegrity(t, err, "huge delta")
+	faulttest.Require(t, err, fault.ErrIntegrity, "huge delta")
 	bl := s.index.at(hs[1])
 	s.index.set(hs[1], location{pack: bl.pack, offset: bl.offset, comp: bl.comp, raw: maxDeltaObject + 1, kind: bl.kind})
 	_, err = s.ReadTree(hs[2])
-	wantIntegrity(t, err, "huge base")
+	faulttest.Require(t, err, fault.ErrIntegrity, "huge base")
 	s.index.set(hs[1], bl)
 }
 
@@ -501,7 +503,7 @@ func TestDeltaCycle(t *testing.T) {
 	s.index.set(x, py.delta(x).location(py))
 	s.index.set(y, px.delta(y).location(px))
 	_, err := s.ReadTree(x)
-	wantIntegrity(t, err, "cycle")
+	faulttest.Require(t, err, fault.ErrIntegrity, "cycle")
 	if !strings.Contains(err.Error(), "chain longer") {
 		t.Fatalf("cycle: %v", err)
 	}
@@ -524,7 +526,7 @@ func TestGCKeepsDeltaBase(t *testing.T) {
 	// a base: would be dropped). Pack 3: the live delta.
 	b := s.NewBatch()
 	h0, _ := putDelta(t, b, t0, tree.ZeroHash)
-	put(t, b, noise(1, 100_000))
+	put(t, b, testkit.Noise(1, 100_000))
 	commit(t, b)
 	b = s.NewBatch()
 	h1, _ := putDelta(t, b, t1, h0)
@@ -644,7 +646,7 @@ func TestGCDamagedDelta(t *testing.T) {
 	s.index.at(h1).pack.deltas[0].base = tree.ZeroHash // as after a reopen
 	flip(t, s, h1, -1)                                 // the record header
 	_, err := s.GC(set(keep, h1))
-	wantIntegrity(t, err, "GC of a live damaged delta")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC of a live damaged delta")
 	if !s.Has(h0) {
 		t.Fatal("GC deleted after failing")
 	}

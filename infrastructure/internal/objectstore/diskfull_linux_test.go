@@ -51,7 +51,7 @@ func TestDiskFullAtCommit(t *testing.T) {
 	var blobs [][]byte
 	var hs []tree.Hash
 	for i := range 3 {
-		d := noise(uint64(332+i), 100<<10)
+		d := testkit.Noise(uint64(332+i), 100<<10)
 		h, _ := put(t, b, d) // held in the pack's write buffer
 		blobs, hs = append(blobs, d), append(hs, h)
 	}
@@ -85,7 +85,7 @@ func TestDiskFullAtCommit(t *testing.T) {
 // as changed content (which the caller would re-hash and retry), and leaves nothing in tmp/ or
 // packs/; the batch goes on storing the rest.
 func TestDiskFullWhileStreamingALargeBlob(t *testing.T) {
-	big := noise(335, largeBlob+1)
+	big := testkit.Noise(335, largeBlob+1)
 	h := tree.Sum(big)
 	// The size of the blob's pack, from a store with room.
 	ref := TestStore(t)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // Write failures (here: tmp/ vanished) must fail the put, poison the batch, and leave nothing
@@ -18,7 +19,7 @@ func TestWriteFailures(t *testing.T) {
 	if _, err := b.PutBlob(bytes.NewReader(d), tree.Sum(d), 4); err == nil {
 		t.Fatal("PutBlob without tmp/ succeeded")
 	}
-	big := noise(1, largeBlob+1)
+	big := testkit.Noise(1, largeBlob+1)
 	if _, err := b.PutBlob(bytes.NewReader(big), tree.Sum(big), int64(len(big))); err == nil {
 		t.Fatal("large PutBlob without tmp/ succeeded")
 	}

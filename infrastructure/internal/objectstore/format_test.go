@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -93,7 +94,7 @@ func TestIdxWithBasesThatDoNotAddUp(t *testing.T) {
 				err = s2.CheckIndex()
 				s2.Close()
 			}
-			wantIntegrity(t, err, "the idx's check")
+			faulttest.Require(t, err, fault.ErrIntegrity, "the idx's check")
 			if !strings.Contains(err.Error(), ip) {
 				t.Fatalf("the error does not name the idx: %v", err)
 			}
@@ -138,7 +139,7 @@ func TestTreeEncodingWithFewerEntriesThanAnnounced(t *testing.T) {
 	h, _ := put(t, b, enc)
 	commit(t, b)
 	_, err = s.ReadTree(h)
-	wantIntegrity(t, err, "ReadTree")
+	faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree")
 }
 
 // Ranging over the index stops when the loop does (the range-over-func contract: an iterator that

@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 func set(hs ...tree.Hash) map[tree.Hash]struct{} {
@@ -30,20 +33,20 @@ func TestGC(t *testing.T) {
 	defer func() { s.Close() }()
 	// Pack 1: a small live blob next to a big dead one -> rewritten.
 	b := s.NewBatch()
-	aD := noise(1, 10_000)
+	aD := testkit.Noise(1, 10_000)
 	a, _ := put(t, b, aD)
-	dead1, _ := put(t, b, noise(2, 200_000))
+	dead1, _ := put(t, b, testkit.Noise(2, 200_000))
 	commit(t, b)
 	// Pack 2: only dead -> deleted.
 	b = s.NewBatch()
-	dead2, _ := put(t, b, noise(3, 5000))
+	dead2, _ := put(t, b, testkit.Noise(3, 5000))
 	commit(t, b)
 	// Pack 3: mostly live -> kept as is. A live large blob in its own pack -> kept.
 	b = s.NewBatch()
-	eD := noise(4, 100_000)
+	eD := testkit.Noise(4, 100_000)
 	e, _ := put(t, b, eD)
-	dead3, _ := put(t, b, noise(5, 10_000))
-	bigD := noise(6, largeBlob+1)
+	dead3, _ := put(t, b, testkit.Noise(5, 10_000))
+	bigD := testkit.Noise(6, largeBlob+1)
 	big, _ := put(t, b, bigD)
 	commit(t, b)
 	before := s.Stats()
@@ -143,13 +146,13 @@ func TestGCDamagedLiveObject(t *testing.T) {
 	b := s.NewBatch()
 	aD := text(2, 3000)
 	a, _ := put(t, b, aD)
-	put(t, b, noise(3, 100_000))
+	put(t, b, testkit.Noise(3, 100_000))
 	commit(t, b)
 	l := s.index.at(a)
 	os.Chmod(l.pack.path, 0o600)
 	os.Truncate(l.pack.path, l.offset+10)
 	_, err := s.GC(set(a))
-	wantIntegrity(t, err, "GC of a damaged live object")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC of a damaged live object")
 	if _, err := os.Stat(l.pack.path); err != nil {
 		t.Fatal("GC deleted a pack after failing")
 	}
@@ -190,7 +193,7 @@ func TestReaderClose(t *testing.T) {
 func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 	s := TestStore(t)
 	root, hs := os2Put(t, s, text(60, 3000), text(61, 3000))
-	os2Put(t, s, noise(62, 5000)) // dead, in a pack of its own
+	os2Put(t, s, testkit.Noise(62, 5000)) // dead, in a pack of its own
 	pack := os2PackOf(t, s, hs[0])
 	p := filepath.Join(s.packsDir, pack+".pack")
 	if err := os.Chmod(p, 0o600); err != nil {
@@ -201,7 +204,7 @@ func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 	}
 	before := files(t, s.packsDir)
 	_, err := s.GC(set(root, hs[0], hs[1]))
-	wantIntegrity(t, err, "GC with live objects in a pack cut short")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC with live objects in a pack cut short")
 	first := slices.MinFunc([]tree.Hash{root, hs[0], hs[1]}, func(a, b tree.Hash) int { return bytes.Compare(a[:], b[:]) })
 	if !strings.Contains(err.Error(), "3 live object(s)") || !strings.Contains(err.Error(), first.String()) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("GC error: %v (want 3 objects counted and %s named)", err, first)
@@ -216,14 +219,14 @@ func TestOS2GCRefusesLiveObjectsInAPackCutShort(t *testing.T) {
 func TestOS2GCRewriteOfADamagedRecordHeader(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
-	liveD, deadD := text(63, 2000), noise(64, 60_000)
+	liveD, deadD := text(63, 2000), testkit.Noise(64, 60_000)
 	live, _ := put(t, b, liveD)
 	dead, _ := put(t, b, deadD)
 	commit(t, b)
 	flip(t, s, live, -1)
 	before := files(t, s.packsDir)
 	_, err := s.GC(set(live))
-	wantIntegrity(t, err, "GC copying a record whose header is damaged")
+	faulttest.Require(t, err, fault.ErrIntegrity, "GC copying a record whose header is damaged")
 	if !strings.Contains(err.Error(), "rewrite pack") {
 		t.Fatalf("GC error: %v", err)
 	}

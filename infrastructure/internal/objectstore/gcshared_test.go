@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // os2MarkJSON is what a gc of this version writes as a mark created at at, condemning ids.
@@ -86,12 +88,12 @@ func TestOS2DamagedMarkIsRefusedByEveryone(t *testing.T) {
 			loc := be.Location(marksDir + "/" + mark)
 
 			_, err := s.SharedGC(os2Live(), 0)
-			wantIntegrity(t, err, "gc with a damaged mark")
+			faulttest.Require(t, err, fault.ErrIntegrity, "gc with a damaged mark")
 			if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), "nothing was deleted") {
 				t.Fatalf("gc error: %v (want the mark named, and that nothing was deleted)", err)
 			}
 			err = s.Confirm()
-			wantIntegrity(t, err, "confirm with a damaged mark")
+			faulttest.Require(t, err, fault.ErrIntegrity, "confirm with a damaged mark")
 			if !strings.Contains(err.Error(), "check the objects this change references") || !strings.Contains(err.Error(), loc) {
 				t.Fatalf("confirm error: %v", err)
 			}
@@ -265,7 +267,7 @@ func TestOS2GCStopsWhenTheLiveSetCannotBeComputed(t *testing.T) {
 			return nil, nil, nil
 		}
 		_, err := s.SharedGC(live, 0)
-		wantIntegrity(t, err, "gc reading a damaged mark after the records")
+		faulttest.Require(t, err, fault.ErrIntegrity, "gc reading a damaged mark after the records")
 		if !strings.Contains(err.Error(), "nothing was condemned") {
 			t.Fatalf("gc error: %v", err)
 		}
@@ -405,7 +407,7 @@ func TestOS2SharedGCRewritesASparsePack(t *testing.T) {
 		defer b.Abort()
 		liveD := text(12, 2000)
 		live, _ := put(t, b, liveD)
-		dead, _ := put(t, b, noise(13, 60_000))
+		dead, _ := put(t, b, testkit.Noise(13, 60_000))
 		root, _, err := b.PutTree(Tree{{Name: "f", Kind: tree.KindFile, Mode: 0o644, Size: int64(len(liveD)), Hash: live}})
 		if err != nil {
 			t.Fatal(err)
@@ -464,7 +466,7 @@ func TestOS2SharedGCRewritesASparsePack(t *testing.T) {
 		packs := os2Names(t, be, "packs")
 		flipData(t, s, live, 10)
 		_, err := s.SharedGC(os2Live(root), 0)
-		wantIntegrity(t, err, "gc copying a damaged live record")
+		faulttest.Require(t, err, fault.ErrIntegrity, "gc copying a damaged live record")
 		if got := os2Names(t, be, "packs"); !slices.Equal(got, packs) {
 			t.Fatalf("packs: %v, want %v (no copy, nothing deleted)", got, packs)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -117,6 +119,6 @@ func TestPackReplacedByADirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := readBlob(s, f.small)
-	wantIntegrity(t, err, "read from a pack that is a directory")
-	wantIntegrity(t, s.CheckObject(f.small, false), "CheckObject of a pack that is a directory")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read from a pack that is a directory")
+	faulttest.Require(t, s.CheckObject(f.small, false), fault.ErrIntegrity, "CheckObject of a pack that is a directory")
 }

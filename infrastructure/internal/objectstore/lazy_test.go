@@ -11,6 +11,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // lazyFixture is a store in dir holding a small tree, closed; root is its tree.
@@ -57,17 +58,7 @@ func corruptIdx(t *testing.T, dir string) {
 		t.Fatal("no idx")
 	}
 	for _, p := range idxs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b[len(b)/2] ^= 0xff
-		if err := os.Chmod(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.FlipMiddleByte(t, p)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // ldCopies is a store seen through local copies of its packs and indexes, as the S3 adapter's
@@ -167,7 +169,7 @@ func TestLocalCopyDamageOfTheStoreIsMarked(t *testing.T) {
 	ldFlip(t, s, f.large, f.largePack, 0.5)
 	for _, h := range []tree.Hash{f.small, f.large} {
 		_, err := readBlob(s, h)
-		wantIntegrity(t, err, "read damaged in the store")
+		faulttest.Require(t, err, fault.ErrIntegrity, "read damaged in the store")
 		if _, ok := s.damaged[damageKey{s.index.at(h).pack.id, h}]; !ok {
 			t.Fatalf("damage of the store was not marked: %v", s.damaged)
 		}
@@ -217,7 +219,7 @@ func TestReadStoreBytesBypassesLocalCopies(t *testing.T) {
 		t.Fatalf("the local copy was damaged too: %v", err)
 	}
 	s.ReadStoreBytes()
-	wantIntegrity(t, s.CheckObject(f.small, true), "CheckObject of the store's bytes")
+	faulttest.Require(t, s.CheckObject(f.small, true), fault.ErrIntegrity, "CheckObject of the store's bytes")
 	ps, err := s.ScanPacks()
 	if err != nil || len(ps) == 0 {
 		t.Fatalf("ScanPacks of a damaged store: %v %v", ps, err)
@@ -338,7 +340,7 @@ func TestChainDamageMarksTheDamagedLink(t *testing.T) {
 	}
 	flip(t, s, hb, 0.5)
 	_, err := readBlob(s, hd)
-	wantIntegrity(t, err, "read the delta")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read the delta")
 	if _, ok := s.damaged[damageKey{s.index.at(hb).pack.id, hb}]; !ok {
 		t.Fatal("the damaged base is not marked")
 	}
@@ -405,7 +407,7 @@ func TestLocalCopyResumeFromABadStore(t *testing.T) {
 			ldFlip(t, s, f.large, ldLocalPack(be, s, f.large), 0.9)
 			c.spoil(t, s, f)
 			_, err = io.ReadAll(rc)
-			wantIntegrity(t, err, "read on from a bad store")
+			faulttest.Require(t, err, fault.ErrIntegrity, "read on from a bad store")
 			if _, ok := s.damaged[damageKey{s.index.at(f.large).pack.id, f.large}]; ok != c.marked {
 				t.Fatalf("marked %v, want %v (%v)", ok, c.marked, err)
 			}
@@ -721,15 +723,8 @@ func TestLocalCopyOfADamagedIdx(t *testing.T) {
 	id := s.index.at(f.small).pack.id
 	s.Close()
 	lp := filepath.Join(be.local, "packs", id+".idx")
-	b, err := os.ReadFile(lp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0xff
-	if err := os.WriteFile(lp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err = OpenBackend(be, f.dir)
+	testkit.FlipMiddleByte(t, lp)
+	s, err := OpenBackend(be, f.dir)
 	if err != nil {
 		t.Fatalf("open with a damaged local copy of an idx: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -209,7 +211,7 @@ func TestPatchesInTheStore(t *testing.T) {
 	// A byte of the patch changed: the record is damaged (its trailer, and the content's hash).
 	flipData(t, s, h1, deltaPrefixLen+len(patchMagic)+1)
 	_, err := s.ReadTree(h1)
-	wantIntegrity(t, err, "a damaged patch")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a damaged patch")
 }
 
 // A store of older packs reads on: a patch whose base is a tree delta stored as a zstd frame (as a

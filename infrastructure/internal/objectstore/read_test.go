@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -155,7 +156,7 @@ func TestReachableThroughABrokenBlobDelta(t *testing.T) {
 			}
 			defer s.Close()
 			_, err = s.Reachable([]tree.Hash{root})
-			wantIntegrity(t, err, "Reachable")
+			faulttest.Require(t, err, fault.ErrIntegrity, "Reachable")
 			if !strings.Contains(err.Error(), h1.String()) {
 				t.Fatalf("the error does not name the delta: %v", err)
 			}
@@ -200,11 +201,11 @@ func TestLargeBlobOfTheWrongLength(t *testing.T) {
 			os1SetLargeRaw(t, f, int64(len(f.largeD))+delta)
 			s := f.open(t)
 			got, err := readBlob(s, f.large)
-			wantIntegrity(t, err, "read")
+			faulttest.Require(t, err, fault.ErrIntegrity, "read")
 			if int64(len(got)) > int64(len(f.largeD))+delta {
 				t.Fatalf("read handed out %d bytes, past the recorded size", len(got))
 			}
-			wantIntegrity(t, s.CheckObject(f.large, true), "CheckObject")
+			faulttest.Require(t, s.CheckObject(f.large, true), fault.ErrIntegrity, "CheckObject")
 			if s.Present(f.large) {
 				t.Fatal("a damaged large blob is still Present")
 			}
@@ -225,7 +226,7 @@ func TestTreeClaimingAHugeSize(t *testing.T) {
 	})
 	s := f.open(t)
 	_, err := s.ReadTree(f.tr)
-	wantIntegrity(t, err, "ReadTree")
+	faulttest.Require(t, err, fault.ErrIntegrity, "ReadTree")
 	if !strings.Contains(err.Error(), "too large for a tree") {
 		t.Fatalf("ReadTree = %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 )
 
 func TestRecordsLifecycle(t *testing.T) {
@@ -263,7 +264,7 @@ func TestOS2ReadPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = r.ReadPending(damaged)
-	wantIntegrity(t, err, "a damaged pending record")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a damaged pending record")
 	if !strings.Contains(err.Error(), p) {
 		t.Fatalf("the error does not name %s: %v", p, err)
 	}
@@ -271,5 +272,5 @@ func TestOS2ReadPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = r.ReadPending("not-a-record")
-	wantIntegrity(t, err, "a pending file that is no record")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a pending file that is no record")
 }

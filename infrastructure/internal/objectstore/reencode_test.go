@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // history is a workspace's checkpoints as a writer stores them: each file against its content at
@@ -227,7 +228,7 @@ func TestGCReencodesAgainstALiveBaseDownTheChain(t *testing.T) {
 // predecessor whose encoding leads back to the object (two roots that swap contents) is not used.
 func TestGCReencodeKeepsWholeWhenADeltaDoesNotPay(t *testing.T) {
 	s := TestStore(t)
-	a, c := noise(81, 30_000), noise(82, 30_000) // nothing in common
+	a, c := testkit.Noise(81, 30_000), testkit.Noise(82, 30_000) // nothing in common
 	base := text(83, 10_000)
 	shared := edit(randFor(84), base)
 	b := s.NewBatch()
@@ -450,7 +451,7 @@ func TestGCDoesNotReencodeFromAMissingPack(t *testing.T) {
 	h1, _ := putFrom(t, b, v1, h0)
 	commit(t, b)
 	b = s.NewBatch()
-	junk, _ := put(t, b, noise(96, 5000))
+	junk, _ := put(t, b, testkit.Noise(96, 5000))
 	commit(t, b)
 	p1 := s.index.at(h1).pack.id
 	if err := s.Close(); err != nil {

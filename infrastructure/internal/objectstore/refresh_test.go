@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A store opened before a GC of another process deleted a pack must not deduplicate onto the
@@ -56,7 +58,7 @@ func TestRefreshSeesAConcurrentGC(t *testing.T) {
 // survived), and a read that meets a vanished pack re-reads the directory and finds the new copy.
 func TestPresentRefusesMissingAndCutShortPacks(t *testing.T) {
 	s := TestStore(t)
-	d1, d2 := text(2, 9000), noise(3, 50_000)
+	d1, d2 := text(2, 9000), testkit.Noise(3, 50_000)
 	b := s.NewBatch()
 	h1, _ := put(t, b, d1)
 	h2, _ := put(t, b, d2)
@@ -242,7 +244,7 @@ func TestDamagedIntentIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(dir)
-	wantIntegrity(t, err, "damaged gc intent")
+	faulttest.Require(t, err, fault.ErrIntegrity, "damaged gc intent")
 }
 
 // Refresh removes what a killed writer left in tmp/ (the caller holds the lock), and a torn line in
@@ -295,7 +297,7 @@ func TestProblems(t *testing.T) {
 	commit(t, b)
 	b = s.NewBatch()
 	nh, _ := putDelta(t, b, editOne(r, base), bh)
-	blob, _ := put(t, b, noise(8, 40_000))
+	blob, _ := put(t, b, testkit.Noise(8, 40_000))
 	commit(t, b)
 	if len(s.Problems()) != 0 {
 		t.Fatalf("healthy store: %v", s.Problems())
@@ -390,7 +392,7 @@ func TestReadAfterConcurrentRewrite(t *testing.T) {
 	d := text(3, 2000)
 	b := reader.NewBatch()
 	h, _ := put(t, b, d)
-	put(t, b, noise(4, 300_000)) // garbage that makes gc rewrite the pack
+	put(t, b, testkit.Noise(4, 300_000)) // garbage that makes gc rewrite the pack
 	commit(t, b)
 	gc, err := Open(dir)
 	if err != nil {
@@ -405,7 +407,7 @@ func TestReadAfterConcurrentRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An object the rewrite dropped is reported missing, not as damage of the old copy.
-	gone := tree.Sum(noise(4, 300_000))
+	gone := tree.Sum(testkit.Noise(4, 300_000))
 	if _, err := readBlob(reader, gone); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("dropped object: %v", err)
 	}
@@ -460,7 +462,7 @@ func TestVersion1PacksStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, large, garbage := text(1, 3000), noise(2, 3<<20), noise(3, 200_000)
+	small, large, garbage := text(1, 3000), testkit.Noise(2, 3<<20), testkit.Noise(3, 200_000)
 	b := s.NewBatch()
 	hs, _ := put(t, b, small)
 	hl, _ := put(t, b, large)
@@ -535,7 +537,7 @@ func TestTrailerCatchesWhatContentHashesCannot(t *testing.T) {
 	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Problem, "checksum") {
 		t.Fatalf("ScanPacks: %v, %v", problems, err)
 	}
-	put(t, s.NewBatch(), noise(6, 300_000)) // garbage for a rewrite
+	put(t, s.NewBatch(), testkit.Noise(6, 300_000)) // garbage for a rewrite
 	if _, err := s.GC(set(h)); err == nil {
 		// Either the pack was kept as is, or the copy refused: it must not bless the damage.
 		for _, p := range s.packs {
@@ -809,7 +811,7 @@ func TestReadOfAnObjectAGCDropped(t *testing.T) {
 				}
 			}
 			_, err = readBlob(s, hs[1])
-			wantIntegrity(t, err, "read")
+			faulttest.Require(t, err, fault.ErrIntegrity, "read")
 			if !obstruct && !strings.Contains(err.Error(), "missing") {
 				t.Fatalf("read = %v, want the object missing", err)
 			}
@@ -845,7 +847,7 @@ func TestRefreshCannotRebuildAnIdx(t *testing.T) {
 		writeAt(packs[1].path, 0, 'X')
 		before, _ := os.ReadFile(packs[1].path)
 		err = s.Refresh()
-		wantIntegrity(t, err, "Refresh")
+		faulttest.Require(t, err, fault.ErrIntegrity, "Refresh")
 		if !strings.Contains(err.Error(), packs[1].id) {
 			t.Fatalf("the error does not name the pack: %v", err)
 		}
@@ -934,7 +936,7 @@ func TestVersion2ChainWithADamagedMiddleDelta(t *testing.T) {
 		t.Fatal("the damaged delta was not recorded")
 	}
 	err = s.CheckObject(hs[2], false)
-	wantIntegrity(t, err, "CheckObject")
+	faulttest.Require(t, err, fault.ErrIntegrity, "CheckObject")
 	if !strings.Contains(err.Error(), hs[1].String()) {
 		t.Fatalf("CheckObject does not name the damaged base: %v", err)
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // repackHistory stores 4 checkpoints of 40 small files (appended to, edited, left alone) and two
@@ -192,7 +194,7 @@ func TestRepackRefusals(t *testing.T) {
 	s2 := TestStore(t)
 	h2 := repackHistory(t, s2)
 	b := s2.NewBatch()
-	lone, _ := put(t, b, noise(5, 3000))
+	lone, _ := put(t, b, testkit.Noise(5, 3000))
 	commit(t, b)
 	if err := os.Remove(s2.index.at(lone).pack.path); err != nil {
 		t.Fatal(err)
@@ -294,7 +296,7 @@ func TestDamagedBundle(t *testing.T) {
 		got, err := readBlob(s, m)
 		switch {
 		case err != nil:
-			wantIntegrity(t, err, "a blob of a damaged bundle")
+			faulttest.Require(t, err, fault.ErrIntegrity, "a blob of a damaged bundle")
 			failed++
 		case !bytes.Equal(got, content[m]):
 			t.Fatalf("a blob of a damaged bundle read as other content")
@@ -430,7 +432,7 @@ func TestRepackEdgeCases(t *testing.T) {
 	s := TestStore(t)
 	state := map[string][]byte{"f000": text(1, 3000)}
 	for i := 1; i <= repackWindow+2; i++ {
-		state[fmt.Sprintf("f%03d", i)] = noise(uint64(i), 20<<10)
+		state[fmt.Sprintf("f%03d", i)] = testkit.Noise(uint64(i), 20<<10)
 	}
 	big := text(7, 150<<10)
 	n := repackWindow + 3
@@ -522,13 +524,13 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 
 	large := TestStore(t)
 	lb := large.NewBatch()
-	lh, _ := put(t, lb, noise(9, 40<<10))
+	lh, _ := put(t, lb, testkit.Noise(9, 40<<10))
 	commit(t, lb)
 	lres, err := large.Repack(set(lh), nil)
 	if err != nil || lres.Bundles != 0 || lres.Objects != 1 {
 		t.Fatalf("repack of a large file: %+v, %v", lres, err)
 	}
-	mustRead(t, large, lh, noise(9, 40<<10))
+	mustRead(t, large, lh, testkit.Noise(9, 40<<10))
 
 	before := files(t, s.packsDir)
 	// tmp/ replaced by a file: nothing can be created in it, whoever runs the test.
@@ -569,7 +571,7 @@ func TestBundledRecordDamageIsTheRecords(t *testing.T) {
 	}
 	flipData(t, s, victim, deltaPrefixLen) // the first byte of its offset
 	_, err := readBlob(s, victim)
-	wantIntegrity(t, err, "a bundled record pointing at the wrong bytes")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a bundled record pointing at the wrong bytes")
 	vl, bl := s.index.at(victim), s.index.at(bundle)
 	s.mu.RLock()
 	_, recordMarked := s.damaged[damageKey{pack: vl.pack.id, hash: victim}]
@@ -598,7 +600,7 @@ func TestConsolidationOfARepackedStore(t *testing.T) {
 	repacked := files(t, s.packsDir)
 	extra := map[tree.Hash][]byte{}
 	for i := 0; !s.ConsolidationDue(); i++ {
-		d := noise(uint64(5000+i), 60<<10) // packs about the repacked one's size: it joins the run
+		d := testkit.Noise(uint64(5000+i), 60<<10) // packs about the repacked one's size: it joins the run
 		extra[commitOne(t, s, d)] = d
 	}
 	res, err := s.Consolidate()

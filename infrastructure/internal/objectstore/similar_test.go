@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // worthDelta passes edits anywhere in a file, and a file rewritten from scratch with the same
@@ -20,7 +22,7 @@ func TestWorthDelta(t *testing.T) {
 		"half rewritten":    {append(bytes.Clone(base[:10_000]), text(2, 10_000)...), true},
 		"appended to":       {append(bytes.Clone(base), text(3, 5_000)...), true},
 		"rewritten":         {text(4, 20_000), false},
-		"random":            {noise(5, 20_000), false},
+		"random":            {testkit.Noise(5, 20_000), false},
 		"small and new":     {text(6, smallDelta-1), true},
 		"one byte repeated": {bytes.Repeat([]byte{'x'}, 10_000), true},
 		"a tenth kept":      {append(bytes.Clone(base[:2_000]), text(7, 18_000)...), false},

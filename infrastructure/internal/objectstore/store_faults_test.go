@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -89,7 +91,7 @@ func TestDamageRememberedWhenTheListCannotBeWritten(t *testing.T) {
 	}
 	flipData(t, s, h, 10)
 	_, err := readBlob(s, h)
-	wantIntegrity(t, err, "read of a flipped blob")
+	faulttest.Require(t, err, fault.ErrIntegrity, "read of a flipped blob")
 	if s.Present(h) {
 		t.Fatal("a copy found damaged is still Present")
 	}
@@ -130,7 +132,7 @@ func TestCheckObjectFollowsTheWholeChain(t *testing.T) {
 	}
 	s.index.del(h0)
 	err := s.CheckObject(h2, false)
-	wantIntegrity(t, err, "CheckObject with a base missing two links down")
+	faulttest.Require(t, err, fault.ErrIntegrity, "CheckObject with a base missing two links down")
 	if !strings.Contains(err.Error(), h2.String()) || !strings.Contains(err.Error(), h0.String()) {
 		t.Fatalf("the error names neither the object nor the missing base: %v", err)
 	}

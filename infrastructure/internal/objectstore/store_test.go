@@ -15,6 +15,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // text returns n bytes of compressible, source-like content that depends on seed.
@@ -31,16 +32,6 @@ func text(seed uint64, n int) []byte {
 		}
 	}
 	return b.Bytes()[:n]
-}
-
-// noise returns n incompressible bytes.
-func noise(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	var s [32]byte
-	s[0] = byte(seed)
-	s[1] = byte(seed >> 8)
-	rand.NewChaCha8(s).Read(b)
-	return b
 }
 
 func put(t testing.TB, b *Batch, data []byte) (tree.Hash, int64) {
@@ -77,16 +68,6 @@ func mustRead(t testing.TB, s *Store, h tree.Hash, want []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("read %s: got %d bytes, want %d (content differs)", h, len(got), len(want))
-	}
-}
-
-func wantIntegrity(t testing.TB, err error, what string) {
-	t.Helper()
-	if !errors.Is(err, fault.ErrIntegrity) {
-		t.Fatalf("%s: want an integrity error, got %v", what, err)
-	}
-	if k := fault.Kind(err); k != fault.ErrIntegrity {
-		t.Fatalf("%s: error has kind %v", what, k)
 	}
 }
 
@@ -143,7 +124,7 @@ func TestBlobRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobs := [][]byte{{}, []byte("x"), text(1, 5000), noise(2, 70000), text(3, 3<<20), noise(4, largeBlob)}
+	blobs := [][]byte{{}, []byte("x"), text(1, 5000), testkit.Noise(2, 70000), text(3, 3<<20), testkit.Noise(4, largeBlob)}
 	b := s.NewBatch()
 	var hs []tree.Hash
 	for _, d := range blobs {
@@ -362,7 +343,7 @@ func TestAbortAndCleanTemp(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
 	h, _ := put(t, b, text(7, 1000))
-	put(t, b, noise(8, largeBlob+10))
+	put(t, b, testkit.Noise(8, largeBlob+10))
 	if len(files(t, s.tmpDir)) != 3 {
 		t.Fatalf("tmp = %v", files(t, s.tmpDir))
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -144,7 +146,7 @@ func TestReadTreeCachedChain(t *testing.T) {
 	if _, err := s2.readTreeCached(hs[2]); err != nil {
 		t.Fatal(err)
 	}
-	wantIntegrity(t, s2.CheckObject(hs[2], true), "CheckObject of a damaged record")
+	faulttest.Require(t, s2.CheckObject(hs[2], true), fault.ErrIntegrity, "CheckObject of a damaged record")
 }
 
 // readTreeCached refuses what ReadTree refuses: a blob read as a tree, a tree too large to be one;
@@ -165,7 +167,7 @@ func TestReadTreeCachedRefuses(t *testing.T) {
 	big.raw = maxTreeSize + 1
 	s.index.set(h0, big)
 	_, err := s.readTreeCached(h0)
-	wantIntegrity(t, err, "a tree too large")
+	faulttest.Require(t, err, fault.ErrIntegrity, "a tree too large")
 	s.index.set(h0, l)
 	if got, err := s.readTreeCached(tree.ZeroHash); err != nil || got != nil {
 		t.Fatalf("the empty tree: %v %v", got, err)

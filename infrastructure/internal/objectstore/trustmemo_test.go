@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // What a process once found present stays so only until its view loses something: the memo that
@@ -19,16 +20,16 @@ func TestTrustMemoNeverOutlivesWhatItSaw(t *testing.T) {
 	}
 	defer func() { _ = s.Close() }()
 	b := s.NewBatch()
-	keep, _ := put(t, b, noise(1, 5000))
+	keep, _ := put(t, b, testkit.Noise(1, 5000))
 	commit(t, b)
 	b = s.NewBatch()
-	dropped, _ := put(t, b, noise(2, 5000))
+	dropped, _ := put(t, b, testkit.Noise(2, 5000))
 	commit(t, b)
 	b = s.NewBatch()
-	damaged, _ := put(t, b, noise(3, 5000))
+	damaged, _ := put(t, b, testkit.Noise(3, 5000))
 	commit(t, b)
 	b = s.NewBatch()
-	removed, _ := put(t, b, noise(4, 5000))
+	removed, _ := put(t, b, testkit.Noise(4, 5000))
 	commit(t, b)
 	for _, h := range []tree.Hash{keep, dropped, damaged, removed} {
 		if !s.Present(h) || !s.trust.has(h) {
@@ -37,7 +38,7 @@ func TestTrustMemoNeverOutlivesWhatItSaw(t *testing.T) {
 	}
 	// New packs keep the memo.
 	b = s.NewBatch()
-	put(t, b, noise(5, 5000))
+	put(t, b, testkit.Noise(5, 5000))
 	commit(t, b)
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)
@@ -141,14 +142,14 @@ func TestLostAny(t *testing.T) {
 func TestBatchEpochEndsWhenTheViewLosesAnObject(t *testing.T) {
 	s := TestStore(t)
 	b := s.NewBatch()
-	gone, _ := put(t, b, noise(1, 5000))
+	gone, _ := put(t, b, testkit.Noise(1, 5000))
 	commit(t, b)
 	b = s.NewBatch()
 	e1, ok := b.Epoch()
 	if !ok || e1 == 0 {
 		t.Fatalf("a local store's batch has no epoch: %d %v", e1, ok)
 	}
-	put(t, b, noise(2, 5000))
+	put(t, b, testkit.Noise(2, 5000))
 	commit(t, b)
 	if err := s.Refresh(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package objectstore
 import (
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -36,11 +38,11 @@ func TestMissingSubtreeFailsEveryWalk(t *testing.T) {
 	withBad := putTree(Tree{{Name: "a", Kind: tree.KindFile, Mode: 0o644, Size: 200, Hash: fileH}, badDir})
 	commit(t, b)
 
-	wantIntegrity(t, s.Walk(withBad, func(string, TreeEntry) error { return nil }), "Walk")
+	faulttest.Require(t, s.Walk(withBad, func(string, TreeEntry) error { return nil }), fault.ErrIntegrity, "Walk")
 	_, err = s.Flatten(withBad)
-	wantIntegrity(t, err, "Flatten")
+	faulttest.Require(t, err, fault.ErrIntegrity, "Flatten")
 	_, err = s.Reachable([]tree.Hash{withOK, withBad})
-	wantIntegrity(t, err, "Reachable")
+	faulttest.Require(t, err, fault.ErrIntegrity, "Reachable")
 	for name, pair := range map[string][2]tree.Hash{
 		"added":             {empty, withBad},
 		"deleted":           {withBad, empty},
@@ -50,7 +52,7 @@ func TestMissingSubtreeFailsEveryWalk(t *testing.T) {
 		"dir changed back":  {withBad, withOK},
 	} {
 		_, err := s.DiffTrees(pair[0], pair[1])
-		wantIntegrity(t, err, "DiffTrees, "+name)
+		faulttest.Require(t, err, fault.ErrIntegrity, "DiffTrees, "+name)
 	}
 	// The healthy pairs diff fine, and a kind change lists what is below the directory.
 	changes, err := s.DiffTrees(withFile, withOK)

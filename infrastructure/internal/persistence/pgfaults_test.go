@@ -19,6 +19,7 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
 
@@ -30,24 +31,12 @@ func shortBackoff(t *testing.T) {
 	t.Cleanup(func() { connectBackoff, connectBudget = was, budget })
 }
 
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // A server that cannot be reached is fault.ErrUnavailable, quickly, naming the server and never
 // the password, whether the URL holds it as user info or as a parameter.
 func TestUnreachableServerIsUnavailable(t *testing.T) {
 	shortBackoff(t)
 	ctx := context.Background()
-	addr := closedPort(t)
+	addr := testkit.ClosedPort(t)
 	for name, dsn := range map[string]string{
 		"refused":          "postgres://plan:s3cret-pw@" + addr + "/plan?sslmode=disable",
 		"password in URL":  "postgresql://plan@" + addr + "/plan?sslmode=disable&password=s3cret-pw",
@@ -242,7 +231,7 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 		if err := u.tx.Raw(`SELECT pg_backend_pid()`).Scan(&pid).Error; err != nil {
 			return err
 		}
-		pgExec(t, dsn, fmt.Sprintf(`SELECT pg_terminate_backend(%d)`, pid))
+		servertest.Exec(t, dsn, fmt.Sprintf(`SELECT pg_terminate_backend(%d)`, pid))
 		return cps.Add(ctx, newCP(t, id2, time.Unix(2, 0)))
 	})
 	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1") {
@@ -354,7 +343,7 @@ func TestPostgresOpenRefusals(t *testing.T) {
 	if _, err := Open(ctx, dsn, false, WithWorkspace("other")); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("an unknown workspace: %v", err)
 	}
-	pgExec(t, dsn, `DROP TABLE attempts`)
+	servertest.Exec(t, dsn, `DROP TABLE attempts`)
 	if _, err := Open(ctx, dsn, false, WithWorkspace("w")); !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("a dropped table: %v", err)
 	}
@@ -400,7 +389,7 @@ func TestPostgresIntegrityCheckWithoutTheWorkspacesTable(t *testing.T) {
 	if err := NewCheckpoints(db).Add(ctx, newCP(t, id1, time.Unix(1, 0))); err != nil {
 		t.Fatal(err)
 	}
-	pgExec(t, dsn, `DROP TABLE workspaces CASCADE`)
+	servertest.Exec(t, dsn, `DROP TABLE workspaces CASCADE`)
 	complaints, err := db.IntegrityCheck(ctx)
 	if err == nil || !strings.Contains(err.Error(), "workspaces") {
 		t.Fatalf("integrity check without the workspaces table: complaints %v, error %v", complaints, err)
@@ -424,8 +413,8 @@ func limitedRole(t *testing.T, dsn string, revoke ...string) string {
 	for _, r := range revoke {
 		stmts = append(stmts, `REVOKE `+r+` FROM `+role)
 	}
-	pgExec(t, dsn, stmts...)
-	t.Cleanup(func() { pgExec(t, dsn, `DROP OWNED BY `+role, `DROP ROLE `+role) })
+	servertest.Exec(t, dsn, stmts...)
+	t.Cleanup(func() { servertest.Exec(t, dsn, `DROP OWNED BY `+role, `DROP ROLE `+role) })
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

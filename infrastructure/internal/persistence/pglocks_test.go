@@ -24,7 +24,7 @@ func pgImpatient(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgExec(t, dsn, `ALTER DATABASE `+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+` SET lock_timeout = '100ms'`)
+	servertest.Exec(t, dsn, `ALTER DATABASE `+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+` SET lock_timeout = '100ms'`)
 	return dsn
 }
 

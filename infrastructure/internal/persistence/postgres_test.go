@@ -3,7 +3,6 @@ package persistence
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"net/url"
 	"os"
@@ -56,21 +55,6 @@ func newPostgres(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
-}
-
-// pgExec runs statements on the database at dsn outside plan's handles (a second client).
-func pgExec(t testing.TB, dsn string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
 }
 
 // engine is one database engine the tests run on: new makes the target of a new, empty database

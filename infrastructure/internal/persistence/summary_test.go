@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // dbRoots is what the workspace's own gc keeps, read from the database.
@@ -181,27 +181,13 @@ func TestSummarizeLedgerRefusesDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := recs.Committed()
-	corrupt(t, filepath.Join(dir, "objects", "records", names[0]))
+	testkit.FlipMiddleByte(t, filepath.Join(dir, "objects", "records", names[0]))
 	if _, err := SummarizeLedger(recs); err == nil || !isIntegrity(err) {
 		t.Fatalf("a damaged record: %v", err)
 	}
 }
 
 func isIntegrity(err error) bool { return fault.Kind(err) == fault.ErrIntegrity }
-
-// corrupt flips one byte in the middle of the file at p.
-func corrupt(t *testing.T, p string) {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x55
-	_ = os.Chmod(p, 0o600)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // newRecords opens an empty record directory.
 func newRecords(t *testing.T) *objectstore.Records {

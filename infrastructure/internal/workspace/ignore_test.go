@@ -91,3 +91,19 @@ func TestGitHeadRefMissingFromPackedRefs(t *testing.T) {
 		t.Fatalf("a packed branch: %q %v", got, ok)
 	}
 }
+
+// A symlink .planignore matches is not recorded, like an ignored file.
+func TestSnapshotHonoursPlanignoreForSymlinks(t *testing.T) {
+	w := newTestWS(t)
+	w.write(IgnoreFile, "secret-link\n", 0o644)
+	w.write("f", "x", 0o644)
+	w.symlink("secret-link", "f")
+	w.symlink("link", "f")
+	var paths []string
+	for _, e := range w.flatten(w.snapshot().Root) {
+		paths = append(paths, e.Path)
+	}
+	if strings.Join(paths, ",") != IgnoreFile+",f,link" {
+		t.Fatalf("snapshot holds %v", paths)
+	}
+}

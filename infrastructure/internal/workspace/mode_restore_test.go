@@ -3,11 +3,11 @@ package workspace
 import (
 	"errors"
 	"io/fs"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A restore that only changes modes fails when the path is gone or cannot be changed, and then
@@ -35,8 +35,7 @@ func TestModeOnlyRestoreFailuresPutTheSourceBack(t *testing.T) {
 		"immutable file": {
 			build: func(w *testWS, mode uint32) { w.write("f", "content", mode) },
 			damage: func(t *testing.T, w *testWS) {
-				chattr(t, "+i", w.abs("f"))
-				t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.abs("f")).Run() })
+				testkit.Immutable(t, w.abs("f"))
 			},
 			want: fs.ErrPermission,
 		},
@@ -46,8 +45,7 @@ func TestModeOnlyRestoreFailuresPutTheSourceBack(t *testing.T) {
 				w.mkdir("d", mode)
 			},
 			damage: func(t *testing.T, w *testWS) {
-				chattr(t, "+i", w.abs("d"))
-				t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.abs("d")).Run() })
+				testkit.Immutable(t, w.abs("d"))
 			},
 			want: fs.ErrPermission,
 		},

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A restore never deletes or creates through a parent that became a symlink (to a directory outside
@@ -73,13 +73,12 @@ func TestRestoreThatCannotDeleteRollsBack(t *testing.T) {
 	w.clear()
 	w.write("d/gone", "to be deleted", 0o644)
 	w.write("d/mod", "v1", 0o644)
-	chattr(t, "+i", w.abs("d"))
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.abs("d")).Run() })
+	testkit.Immutable(t, w.abs("d"))
 	_, err := w.r.Apply(t.Context(), from.Root, to.Root, nil)
 	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), `remove "d/gone"`) {
 		t.Fatalf("Apply = %v", err)
 	}
-	chattr(t, "-i", w.abs("d"))
+	testkit.Mutable(t, w.abs("d"))
 	w.requireTree(want, "after a restore that could not delete")
 }
 
@@ -95,8 +94,7 @@ func TestRestoreWithoutStagingTouchesNothing(t *testing.T) {
 	to := w.snapshot()
 	w.clear()
 	w.write("a", "v1", 0o644)
-	chattr(t, "+i", w.l.State())
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.l.State()).Run() })
+	testkit.Immutable(t, w.l.State())
 	if _, err := w.r.Apply(t.Context(), from.Root, to.Root, nil); err == nil || !strings.Contains(err.Error(), "staging") {
 		t.Fatalf("Apply without staging: %v", err)
 	}
@@ -133,12 +131,11 @@ func TestRestoreWithUnclearableStagingTouchesNothing(t *testing.T) {
 	w.write("a", "v1", 0o644)
 	staging := filepath.Join(w.root, filepath.FromSlash(w.l.Staging()))
 	w.write(w.l.Staging()+"/left-over", "from a crash", 0o644)
-	chattr(t, "+i", staging)
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", staging).Run() })
+	testkit.Immutable(t, staging)
 	if _, err := w.r.Apply(t.Context(), from.Root, to.Root, nil); err == nil || !strings.Contains(err.Error(), "clear staging") {
 		t.Fatalf("Apply with staging that cannot be cleared: %v", err)
 	}
-	chattr(t, "-i", staging)
+	testkit.Mutable(t, staging)
 	w.remove(w.l.Staging())
 	w.requireTree(want, "after a restore that could not clear staging")
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -503,14 +503,6 @@ func TestApplyFailureRestoresSource(t *testing.T) {
 	}
 }
 
-// chattr runs chattr with args, skipping the test where the file system or the user cannot.
-func chattr(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("chattr", args...).CombinedOutput(); err != nil {
-		t.Skipf("chattr %v not possible here: %v %s", args, err, out)
-	}
-}
-
 func TestApplyIncompleteUndo(t *testing.T) {
 	w, a, b, _, wantB := twoTrees(t)
 	// Once the forward pass has removed what A does not have, make the workspace root immutable:
@@ -519,12 +511,11 @@ func TestApplyIncompleteUndo(t *testing.T) {
 	w.r.Failpoint = func(name string) error {
 		if name == "restore.removed" && !armed {
 			armed = true
-			chattr(t, "+i", w.root)
+			testkit.Immutable(t, w.root)
 			return errors.New("injected failure after removals")
 		}
 		return nil
 	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", w.root).Run() })
 	_, err := w.r.Apply(t.Context(), b.Root, a.Root, nil)
 	var ie *application.IncompleteUndoError
 	if !errors.As(err, &ie) {
@@ -534,7 +525,7 @@ func TestApplyIncompleteUndo(t *testing.T) {
 		t.Errorf("causes: %+v", ie)
 	}
 	// Once the cause is gone, recovery (Reconcile to the source) completes the undo.
-	chattr(t, "-i", w.root)
+	testkit.Mutable(t, w.root)
 	if _, err := w.r.Reconcile(t.Context(), b.Root); err != nil {
 		t.Fatal(err)
 	}
@@ -579,10 +570,7 @@ func TestApplyCancelledBeforeTouching(t *testing.T) {
 func TestApplyImmutableFileRollsBack(t *testing.T) {
 	w, a, b, _, wantB := twoTrees(t)
 	target := w.abs("mod.txt") // B→A rewrites it
-	if out, err := exec.Command("chattr", "+i", target).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i not available here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", target).Run() })
+	testkit.Immutable(t, target)
 	_, err := w.r.Apply(t.Context(), b.Root, a.Root, nil)
 	if err == nil || !errors.Is(err, fs.ErrPermission) {
 		t.Fatalf("Apply over an immutable file = %v, want a permission error", err)

@@ -3,7 +3,6 @@ package workspace
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // CheckWritable passes, leaving nothing behind, when .plan/ can be written, and otherwise names the
@@ -39,11 +39,7 @@ func TestCheckWritable(t *testing.T) {
 	if err := os.Remove(filepath.Join(l.State(), ".gitignore")); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("chattr", "+i", l.State()).CombinedOutput(); err != nil {
-		t.Logf("chattr +i not possible here, immutable case not run: %v %s", err, out)
-		return
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", l.State()).Run() })
+	testkit.Immutable(t, l.State()) // skips the immutable case, the rest having passed, where it cannot
 	err = l.CheckWritable()
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "make it writable") {
 		t.Fatalf("CheckWritable on an immutable .plan: %v", err)

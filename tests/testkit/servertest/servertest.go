@@ -113,6 +113,25 @@ func Postgres(t testing.TB) string {
 	return u.String()
 }
 
+// Exec runs stmts on the database of dsn, one after the other on one connection, failing t at the
+// first that fails. Each is sent as a simple query, so one may hold several statements separated
+// by semicolons (run as one implicit transaction) and none takes parameters.
+func Exec(t testing.TB, dsn string, stmts ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("servertest: connecting to run %q: %v", stmts, err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	for _, s := range stmts {
+		if _, err := conn.PgConn().Exec(ctx, s).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
 // adminExec runs one statement on the server's maintenance database. CREATE and DROP DATABASE take
 // no parameters, so the statement carries its identifier, quoted by pgx.Identifier.
 func adminExec(dsn, stmt string) error {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/fault/faulttest"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -94,7 +96,7 @@ func TestRetireHealedRefusesADamagedIdxOfAMissingPack(t *testing.T) {
 	}
 	writeAt(filepath.Join(s.packsDir, p.id+".idx"), 20, 0xff)
 	_, err := s.RetireHealed()
-	wantIntegrity(t, err, "RetireHealed with a damaged idx")
+	faulttest.Require(t, err, fault.ErrIntegrity, "RetireHealed with a damaged idx")
 	if !strings.Contains(err.Error(), p.id+".idx") {
 		t.Fatalf("the error does not name the idx: %v", err)
 	}

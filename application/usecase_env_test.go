@@ -20,8 +20,10 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
-// More fakes, for the plan, correction and maintenance use cases. Like those in fakes_test.go they
-// keep state in memory and record calls.
+// The use cases' test environment: useCaseEnv wires every service on fakes that share one clock,
+// and the fakes below stand in for the adapters of the plan, correction and maintenance use cases
+// (plans, corrections, the executor, the archive, store health, settings and metrics; those of
+// checkpoints are in fakes_test.go). Like those, they keep state in memory and record calls.
 
 // fakePlans keeps a copy of each saved plan, as a database does: a plan a use case changed but did
 // not save is not stored, and Partial and Save read and write only the decisions asked for

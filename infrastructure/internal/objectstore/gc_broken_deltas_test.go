@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 )
 
 // A dead delta in a pack GC keeps, whose base is gone from the store altogether (pack and idx
@@ -27,7 +28,7 @@ func TestGCWithADeadDeltaWhoseBaseIsGone(t *testing.T) {
 	basePack := s.index.at(h0).pack
 	b = s.NewBatch()
 	h1, _ := putDelta(t, b, editOne(r, t0), h0)
-	liveD := noise(11, 50_000)
+	liveD := testkit.Noise(11, 50_000)
 	live, _ := put(t, b, liveD)
 	commit(t, b)
 	if !isDelta(s, h1) {

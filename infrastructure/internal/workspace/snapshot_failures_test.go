@@ -10,22 +10,6 @@ import (
 	"github.com/planhq/plan/domain/fault"
 )
 
-// A symlink .planignore matches is not recorded, like an ignored file.
-func TestSnapshotHonoursPlanignoreForSymlinks(t *testing.T) {
-	w := newTestWS(t)
-	w.write(IgnoreFile, "secret-link\n", 0o644)
-	w.write("f", "x", 0o644)
-	w.symlink("secret-link", "f")
-	w.symlink("link", "f")
-	var paths []string
-	for _, e := range w.flatten(w.snapshot().Root) {
-		paths = append(paths, e.Path)
-	}
-	if strings.Join(paths, ",") != IgnoreFile+",f,link" {
-		t.Fatalf("snapshot holds %v", paths)
-	}
-}
-
 // A snapshot that fails leaves nothing behind in the store's tmp/: neither when the scan cannot
 // start (a symlinked .planignore) nor when storing fails half way (tmp/ taken away once the
 // listing is done).
