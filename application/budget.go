@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/planhq/plan/domain/checkpoint"
-	"github.com/planhq/plan/domain/tree"
 )
 
 // A disk budget bounds the store: past it, the oldest checkpoints nothing needs are pruned and gc
@@ -25,20 +24,6 @@ const budgetWarnPercent = 80
 
 // sharedHeld is why a budget does not prune on a shared store.
 const sharedHeld = "a shared store is not pruned by store.max_bytes (its gc frees space only after the grace period, and other workspaces' checkpoints count too): set store.workspace_max_bytes, or prune with `plan checkpoint prune`, then `plan gc`"
-
-// BudgetSettings is the optional part of Settings that reads the disk budget.
-type BudgetSettings interface {
-	// StoreBudget returns the store's budget in bytes (0: none).
-	StoreBudget() (int64, error)
-	// WorkspaceQuota returns, for a shared store, this workspace's quota in bytes (0: none).
-	WorkspaceQuota() (int64, error)
-}
-
-// WorkspaceUsage is the optional part of StoreHealth that measures a workspace's share of a
-// shared store: the stored bytes of every object its roots reach (delta bases included).
-type WorkspaceUsage interface {
-	WorkspaceBytes(roots []tree.Hash) (int64, error)
-}
 
 // BudgetStatus is the store's size against its budget.
 type BudgetStatus struct {

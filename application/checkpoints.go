@@ -15,29 +15,6 @@ import (
 	"github.com/planhq/plan/domain/tree"
 )
 
-// HistoryRecord is one finished workspace operation (a rollback or a correction's revert step).
-type HistoryRecord struct {
-	ID               string
-	Kind             string
-	TargetCheckpoint checkpoint.ID
-	BackupCheckpoint checkpoint.ID
-	StartedAt        time.Time
-	FinishedAt       time.Time
-	Added            int
-	Modified         int
-	Deleted          int
-	Reverted         []string
-}
-
-// History records finished operations. Has makes finishers idempotent.
-type History interface {
-	Record(ctx context.Context, r HistoryRecord) error
-	Has(ctx context.Context, id string) (bool, error)
-	// Get returns one record; fault.ErrNotFound when there is none.
-	Get(ctx context.Context, id string) (HistoryRecord, error)
-	List(ctx context.Context) ([]HistoryRecord, error)
-}
-
 // CheckpointService is the checkpoint use cases: create, list, show, delete, diff and rollback.
 type CheckpointService struct {
 	ops *Operations
@@ -357,7 +334,7 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 			return RollbackResult{}, err
 		}
 		if req.Mode == RestoreState {
-			return s.ops.restoreState(ctx, target, true)
+			return s.ops.restore(ctx, restoreSpec{target: target, req: req})
 		}
 		if len(req.Paths) > 0 {
 			res, err := s.ops.previewPaths(ctx, target, req)
@@ -401,19 +378,14 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		return RollbackResult{}, err
 	}
 	if req.Mode == RestoreState {
-		return s.ops.restoreState(ctx, target, false)
+		return s.ops.restore(ctx, restoreSpec{target: target, req: req})
 	}
 	detail, err := json.Marshal(rollbackDetail{Mode: req.Mode, Paths: req.Paths})
 	if err != nil {
 		return RollbackResult{}, err
 	}
 	op := &Operation{Kind: kindRollback, Detail: detail}
-	var res RollbackResult
-	if len(req.Paths) > 0 {
-		res, err = s.ops.rollbackPaths(ctx, target, req, op)
-	} else {
-		res, err = s.ops.rollback(ctx, target, req, op)
-	}
+	res, err := s.ops.restore(ctx, restoreSpec{target: target, req: req, op: op})
 	res.Mode = req.Mode
 	if err != nil || req.Validate == "" {
 		return res, err

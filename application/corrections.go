@@ -205,7 +205,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, errors.Join(err, s.ops.archiver.Discard(id))
 	}
 	op := &Operation{ID: id, Kind: kindCorrection, Detail: detail}
-	rb, err := s.ops.rollbackWithBackup(ctx, target, RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op, safety)
+	rb, err := s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op: op, backup: safety})
 	if err != nil {
 		// A journal still pending means recovery will finish (and publish) or undo the operation;
 		// otherwise the workspace is back as it was and the staged archive must go.
@@ -341,6 +341,74 @@ func refuseOutside(p *plan.Plan, scope []correction.Item) error {
 			return fault.Conflict("decision %q is a tool call an agent ran (recorded from outside): `plan correct` re-executes "+
 				"what it reverts, and plan cannot run an agent's tool call again; undo it with `plan revert --decision %s` "+
 				"(that call alone) or `plan rewind --tool-call %s` (it and everything after it)", it.DecisionID, it.DecisionID, it.DecisionID)
+		}
+	}
+	return nil
+}
+
+// finish is the database side of a correction's revert step; recovery calls it too. It publishes
+// the staged archive, then records the rollback (marking the decisions reverted) and the correction
+// in one transaction. Every step is idempotent.
+func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
+	var d correctionDetail
+	return o.finishArchived(ctx, op, &d, "correction", func(ctx context.Context, dir string) error {
+		if err := o.recordRollback(ctx, op); err != nil {
+			return err
+		}
+		c, err := correction.New(correction.Params{
+			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
+			SafetyCheckpointID: string(op.BackupCheckpoint), RollbackCheckpointID: string(op.TargetCheckpoint),
+			ArchiveDir: dir, CreatedAt: op.StartedAt,
+		})
+		if err != nil {
+			return err
+		}
+		return o.corrections.Add(ctx, c)
+	})
+}
+
+// finishArchived is the database side shared by the operations that archive what they revert (a
+// correction, a surgical revert): it reads the journal's detail into detail, publishes the staged
+// archive, and runs record in one transaction unless the history already has op (every step is
+// idempotent, as recovery needs). When record fails, the archive is unpublished: the guard puts the
+// workspace back, and an archive must not outlive the record it belongs to.
+func (o *Operations) finishArchived(ctx context.Context, op Operation, detail any, what string, record func(ctx context.Context, dir string) error) error {
+	if err := json.Unmarshal(op.Detail, detail); err != nil {
+		return fault.Wrap(fault.ErrIntegrity, err, "the journal's %s record is damaged", what)
+	}
+	dir, err := o.archiver.Publish(op.ID)
+	if err != nil {
+		return fmt.Errorf("publish archive: %w", err)
+	}
+	err = o.tx.Do(ctx, func(ctx context.Context) error {
+		done, err := o.history.Has(ctx, op.ID)
+		if err != nil || done {
+			return err
+		}
+		return record(ctx, dir)
+	})
+	if err != nil {
+		return errors.Join(err, o.archiver.Unpublish(op.ID))
+	}
+	return nil
+}
+
+// closeStale marks corrections whose re-execution a killed plan left "reexecuting" as failed: no
+// process holds the lock, so none of them is still re-executing. The plan repair runs first and
+// records the interrupted attempt.
+func (o *Operations) closeStaleCorrections(ctx context.Context) error {
+	cs, err := o.corrections.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Status() != correction.Reexecuting {
+			continue
+		}
+		if err := o.corrections.Update(ctx, c.ID(), func(x *correction.Correction) error {
+			return x.Finish(false, o.clock.Now())
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -259,32 +259,23 @@ func summarizePaths(paths []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:show], ", "), len(paths)-show)
 }
 
-// run journals op, applies the workspace change from→to, runs the finisher and clears the journal.
-// changes, when not nil, is the comparison of the two trees the caller made already.
-//
-// The finisher's transaction is the commit point. Before it, any failure puts the source tree back
-// (the journal turned Backward while that happens), so a failed operation leaves the workspace as it
-// was. After it, the operation has succeeded: a journal that cannot be cleared is harmless, because
-// the next command's recovery finds the workspace at the target and the finisher already recorded.
-func (g *Guard) run(ctx context.Context, op Operation, changes []tree.Change, p Progress) (ApplyStats, error) {
-	return g.apply(ctx, op, changes, p, false)
-}
-
-// runToFinish is run for an operation that is finished, never undone: a clone's materialisation
-// into the empty directory it made, where there is nothing to put back and undoing would only
-// leave a half-made workspace. Any failure once the journal is written leaves it Forward, so
-// `plan recover` (or the next mutating command) finishes the operation once the cause (a store or
-// database out of reach) is gone; the error says so.
-func (g *Guard) runToFinish(ctx context.Context, op Operation, changes []tree.Change, p Progress) (ApplyStats, error) {
-	return g.apply(ctx, op, changes, p, true)
-}
-
-// unfinished is the error of a runToFinish operation left journaled.
+// unfinished is the error of a finishLater change left journaled.
 func unfinished(op Operation, err error) error {
 	return fmt.Errorf("%w; the %s stays journaled: `plan recover` finishes it", err, op.Kind)
 }
 
-func (g *Guard) apply(ctx context.Context, op Operation, changes []tree.Change, p Progress, finishLater bool) (ApplyStats, error) {
+// change is the journaled change: journal op (Forward), take the workspace from op.Source to
+// op.Target (changes, when the caller compared the trees already), run op's kind's finisher (the
+// database side), then remove the journal. The finisher's transaction is the commit point of every
+// rollback, correction and revert. Before it, any failure puts the source tree back (the journal
+// turned Backward while that happens), so a failed operation leaves the workspace as it was. After
+// it, the operation has succeeded: a journal that cannot be cleared is harmless, because the next
+// command's recovery finds the workspace at the target and the finisher already recorded. Unless
+// finishLater: an operation that is finished, never undone (a clone's materialisation
+// into the empty directory it made, where undoing would only leave a half-made workspace), whose
+// failure once journaled leaves it Forward, so `plan recover` (or the next mutating command)
+// finishes it once the cause (a store or database out of reach) is gone; the error says so.
+func (g *Guard) change(ctx context.Context, op Operation, changes []tree.Change, p Progress, finishLater bool) (ApplyStats, error) {
 	from, to := op.Source, op.Target
 	op.Direction = Forward
 	if err := g.journal.Write(op); err != nil {

@@ -25,9 +25,9 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newGuardEnv()
 			setup(e)
-			_, err := e.g.runToFinish(context.Background(), runOp(), nil, nil)
+			_, err := e.g.change(context.Background(), runOp(), nil, nil, true)
 			if err == nil || !strings.HasSuffix(err.Error(), "; the rollback stays journaled: `plan recover` finishes it") {
-				t.Fatalf("runToFinish = %v", err)
+				t.Fatalf("change (finishLater) = %v", err)
 			}
 			if e.j.op == nil || e.j.op.Direction != Forward || len(e.j.writes) != 1 || e.j.clears != 0 {
 				t.Fatalf("journal %+v (%d writes, %d clears), want the one Forward write kept", e.j.op, len(e.j.writes), e.j.clears)
@@ -47,7 +47,7 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 	}
 	// Success is run's.
 	e := newGuardEnv()
-	if _, err := e.g.runToFinish(context.Background(), runOp(), nil, nil); err != nil || e.j.op != nil || len(e.fins) != 1 {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, true); err != nil || e.j.op != nil || len(e.fins) != 1 {
 		t.Errorf("success: %v, journal %+v, %d finisher calls", err, e.j.op, len(e.fins))
 	}
 }

@@ -378,7 +378,7 @@ func runOp() Operation {
 
 func TestRunSuccess(t *testing.T) {
 	e := newGuardEnv()
-	stats, err := e.g.run(context.Background(), runOp(), nil, nil)
+	stats, err := e.g.change(context.Background(), runOp(), nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestRunSuccess(t *testing.T) {
 func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 	e := newGuardEnv()
 	e.r.applyErr = &IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
-	_, err := e.g.run(context.Background(), runOp(), nil, nil)
+	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
 	var ie *IncompleteUndoError
 	if !errors.As(err, &ie) {
 		t.Fatalf("run = %v, want the IncompleteUndoError", err)
@@ -440,7 +440,7 @@ func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); err == nil || !strings.Contains(err.Error(), "journal EIO") || !errors.As(err, &ie) {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "journal EIO") || !errors.As(err, &ie) {
 		t.Errorf("run = %v", err)
 	}
 }
@@ -449,7 +449,7 @@ func TestRunPlainApplyErrorClearsJournal(t *testing.T) {
 	e := newGuardEnv()
 	boom := errors.New("permission denied")
 	e.r.applyErr = boom
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); !errors.Is(err, boom) {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) {
 		t.Fatalf("run = %v", err)
 	}
 	if e.j.op != nil || e.j.clears != 1 {
@@ -459,7 +459,7 @@ func TestRunPlainApplyErrorClearsJournal(t *testing.T) {
 		t.Errorf("finisher %v or failpoints %v after a failed apply", e.fins, e.hits)
 	}
 	e.j.clearErr = errors.New("EIO")
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); !errors.Is(err, boom) || !strings.Contains(err.Error(), "EIO") {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) || !strings.Contains(err.Error(), "EIO") {
 		t.Errorf("run with failing Clear = %v", err)
 	}
 }
@@ -481,7 +481,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newGuardEnv()
 			setup(e)
-			_, err := e.g.run(context.Background(), runOp(), nil, nil)
+			_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
@@ -504,7 +504,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 	e := newGuardEnv()
 	e.finErr = errors.New("database is locked")
 	e.r.reconcileErr = errors.New("EPERM")
-	_, err := e.g.run(context.Background(), runOp(), nil, nil)
+	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
 	var ie *IncompleteUndoError
 	if !errors.As(err, &ie) || !errors.Is(err, e.finErr) {
 		t.Fatalf("run = %v, want an IncompleteUndoError carrying the finisher's error", err)
@@ -530,7 +530,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); !errors.Is(err, e.finErr) || !strings.Contains(err.Error(), "journal EIO") {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, e.finErr) || !strings.Contains(err.Error(), "journal EIO") {
 		t.Errorf("run = %v", err)
 	}
 	if len(e.r.reconciles) != 0 {
@@ -548,7 +548,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); err != nil {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err != nil {
 		t.Fatalf("run = %v, want success past the commit point", err)
 	}
 	if len(e.fins) != 1 || e.j.op == nil || e.j.op.Direction != Forward {
@@ -564,13 +564,13 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 	}
 	e = newGuardEnv()
 	e.j.clearErr = errors.New("EIO")
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); err != nil {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err != nil {
 		t.Errorf("a journal that cannot be cleared after the commit point failed the operation: %v", err)
 	}
 	e = newGuardEnv()
 	op := runOp()
 	op.Kind = "unregistered"
-	if _, err := e.g.run(context.Background(), op, nil, nil); err == nil || !strings.Contains(err.Error(), "no finisher") {
+	if _, err := e.g.change(context.Background(), op, nil, nil, false); err == nil || !strings.Contains(err.Error(), "no finisher") {
 		t.Errorf("unregistered kind: %v", err)
 	}
 	if e.j.op != nil || !slices.Equal(e.r.reconciles, []tree.Hash{srcTree}) {
@@ -581,7 +581,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 func TestRunRefusesBadInput(t *testing.T) {
 	e := newGuardEnv()
 	e.j.writeErr = func(int, Operation) error { return errors.New("ENOSPC") }
-	if _, err := e.g.run(context.Background(), runOp(), nil, nil); err == nil || !strings.Contains(err.Error(), "ENOSPC") {
+	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "ENOSPC") {
 		t.Errorf("journal write failure: %v", err)
 	}
 	if len(e.r.applies) != 0 {

@@ -58,14 +58,6 @@ func (op LoggedOperation) undoable() bool {
 	}
 }
 
-// OperationLog stores the operation log.
-type OperationLog interface {
-	Add(ctx context.Context, op LoggedOperation) error
-	// List returns operations newest first; limit 0 is all; plan "" is every plan's.
-	List(ctx context.Context, limit int, plan string) ([]LoggedOperation, error)
-	MarkUndone(ctx context.Context, id, by string) error
-}
-
 // HistoryService keeps the operation log and undoes operations from it.
 type HistoryService struct {
 	ops *Operations

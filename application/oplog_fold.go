@@ -6,13 +6,6 @@ import (
 	"slices"
 )
 
-// OperationReplacer is an OperationLog that can also write an entry whole under its ID, inserting
-// it or replacing the one there. A log that has it lets an operation fold its entry into its own
-// last transaction (see commitLogged); a log without it gets each entry in a write of its own.
-type OperationReplacer interface {
-	Replace(ctx context.Context, op LoggedOperation) error
-}
-
 // foldError is a failure to write the folded entry: the change it rode along with is then made
 // without it, and the entry is written when the operation finishes, as a log without Replace gets it.
 type foldError struct{ err error }

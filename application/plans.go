@@ -235,7 +235,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 		// failed attempt is reverted by that rollback).
 		for n := 0; r.failure(d.ID()) != nil && r.Attempt.Status != plan.Interrupted && n < def.Retries; n++ {
 			if a := r.Attempt; a.CheckpointID != "" {
-				if _, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn}); err != nil {
+				if _, err := s.ops.restore(ctx, restoreSpec{id: a.CheckpointID, req: RollbackRequest{Warn: req.Warn}}); err != nil {
 					return res, errors.Join(r.failure(d.ID()), fmt.Errorf("restore %q's pre_decision checkpoint to retry it: %w", d.ID(), err))
 				}
 				if p, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
@@ -271,7 +271,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			return res, failure
 		}
 		if policy == RollbackOnFailure && a.CheckpointID != "" {
-			rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
+			rb, err := s.ops.restore(ctx, restoreSpec{id: a.CheckpointID, req: RollbackRequest{Warn: req.Warn}})
 			if err != nil {
 				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
 			}
@@ -305,7 +305,7 @@ func (s *PlanService) undoInterrupted(ctx context.Context, p *plan.Plan, d *plan
 	if !ok || a.Status != plan.Interrupted || a.CheckpointID == "" {
 		return p, nil
 	}
-	rb, err := s.ops.rollbackToID(ctx, a.CheckpointID, RollbackRequest{Warn: req.Warn})
+	rb, err := s.ops.restore(ctx, restoreSpec{id: a.CheckpointID, req: RollbackRequest{Warn: req.Warn}})
 	if err != nil {
 		return p, fmt.Errorf("decision %q: undo its interrupted attempt %d (on_failure rollback) from its pre_decision checkpoint %s before running it again: %w",
 			d.ID(), a.Number, a.CheckpointID, err)

@@ -408,3 +408,87 @@ type Metrics interface {
 	RecordCheckpointFailure(ctx context.Context, at time.Time, reason string) error
 	CheckpointFailures(ctx context.Context) (int, error)
 }
+
+// HistoryRecord is one finished workspace operation (a rollback or a correction's revert step).
+type HistoryRecord struct {
+	ID               string
+	Kind             string
+	TargetCheckpoint checkpoint.ID
+	BackupCheckpoint checkpoint.ID
+	StartedAt        time.Time
+	FinishedAt       time.Time
+	Added            int
+	Modified         int
+	Deleted          int
+	Reverted         []string
+}
+
+// History records finished operations. Has makes finishers idempotent.
+type History interface {
+	Record(ctx context.Context, r HistoryRecord) error
+	Has(ctx context.Context, id string) (bool, error)
+	// Get returns one record; fault.ErrNotFound when there is none.
+	Get(ctx context.Context, id string) (HistoryRecord, error)
+	List(ctx context.Context) ([]HistoryRecord, error)
+}
+
+// OperationLog stores the operation log.
+type OperationLog interface {
+	Add(ctx context.Context, op LoggedOperation) error
+	// List returns operations newest first; limit 0 is all; plan "" is every plan's.
+	List(ctx context.Context, limit int, plan string) ([]LoggedOperation, error)
+	MarkUndone(ctx context.Context, id, by string) error
+}
+
+// OperationReplacer is an OperationLog that can also write an entry whole under its ID, inserting
+// it or replacing the one there. A log that has it lets an operation fold its entry into its own
+// last transaction (see commitLogged); a log without it gets each entry in a write of its own.
+type OperationReplacer interface {
+	Replace(ctx context.Context, op LoggedOperation) error
+}
+
+// Exporter writes stored entries into a directory that is not the workspace.
+type Exporter interface {
+	// Export materialises entries (ordered as a tree's Flatten orders them: every directory before
+	// what it holds) into target, which must not exist or be an empty directory. Nothing is written
+	// to target itself until everything is: the copy is built beside it and renamed into place, so
+	// target ends up either as it was or complete. It never writes through a symlink.
+	Export(ctx context.Context, entries []tree.Entry, target string, p Progress) (ExportStats, error)
+}
+
+// ExportStats counts what an export wrote.
+type ExportStats struct {
+	Files    int   // regular files
+	Symlinks int   // symbolic links
+	Dirs     int   // directories
+	Bytes    int64 // content of the regular files
+}
+
+// TreeWriter stores a workspace tree that no snapshot recorded: a surgical revert's target, which is
+// the live tree with one decision's changes taken out, or a tree another workspace recorded in a
+// shared store, which a clone adopts.
+type TreeWriter interface {
+	// StoreEntries stores the tree entries describes (Flatten's form; directory hashes are
+	// recomputed) and returns its root, durable when it returns. blobs holds the contents that are
+	// new; every other file entry must name content the store holds.
+	StoreEntries(entries []tree.Entry, blobs map[tree.Hash][]byte) (tree.Hash, error)
+	// Adopt checks that every object under root is held (a copy that can be read, not known
+	// damaged), so that a checkpoint may reference root, and counts its files and their bytes. In a
+	// shared store it also notes that the next record depends on each of them (see the store's
+	// gc protocol). Anything missing is a fault.ErrIntegrity error.
+	Adopt(root tree.Hash) (files, bytes int64, err error)
+}
+
+// BudgetSettings is the optional part of Settings that reads the disk budget.
+type BudgetSettings interface {
+	// StoreBudget returns the store's budget in bytes (0: none).
+	StoreBudget() (int64, error)
+	// WorkspaceQuota returns, for a shared store, this workspace's quota in bytes (0: none).
+	WorkspaceQuota() (int64, error)
+}
+
+// WorkspaceUsage is the optional part of StoreHealth that measures a workspace's share of a
+// shared store: the stored bytes of every object its roots reach (delta bases included).
+type WorkspaceUsage interface {
+	WorkspaceBytes(roots []tree.Hash) (int64, error)
+}

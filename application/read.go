@@ -18,23 +18,6 @@ import (
 // None of these touches the workspace, its decisions or its history; they read the store only, as
 // diff does, so they take no lock.
 
-// Exporter writes stored entries into a directory that is not the workspace.
-type Exporter interface {
-	// Export materialises entries (ordered as a tree's Flatten orders them: every directory before
-	// what it holds) into target, which must not exist or be an empty directory. Nothing is written
-	// to target itself until everything is: the copy is built beside it and renamed into place, so
-	// target ends up either as it was or complete. It never writes through a symlink.
-	Export(ctx context.Context, entries []tree.Entry, target string, p Progress) (ExportStats, error)
-}
-
-// ExportStats counts what an export wrote.
-type ExportStats struct {
-	Files    int   // regular files
-	Symlinks int   // symbolic links
-	Dirs     int   // directories
-	Bytes    int64 // content of the regular files
-}
-
 // ReadService reads checkpoints without restoring them.
 type ReadService struct {
 	ops *Operations

@@ -160,7 +160,7 @@ func TestRunUndoWhoseJournalCannotBeCleared(t *testing.T) {
 	e := newGuardEnv()
 	e.finErr = errors.New("database locked")
 	e.j.clearErr = errors.New("EIO")
-	_, err := e.g.run(context.Background(), *pendingOp(Forward), nil, nil)
+	_, err := e.g.change(context.Background(), *pendingOp(Forward), nil, nil, false)
 	if !errors.Is(err, e.finErr) || !errors.Is(err, e.j.clearErr) || !strings.Contains(err.Error(), "clear journal") {
 		t.Fatalf("err = %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -79,44 +78,6 @@ func keepRan(p *plan.Plan, defs []plan.Definition, changed []ChangedDecision) []
 	return out
 }
 
-// rollbackKeeping rolls back to target (as rollback does, with a pre_rollback safety checkpoint)
-// except for the paths keep, which stay as they are live: the plan file being run, whose edit the
-// checkpoint predates. The caller holds the guard.
-func (o *Operations) rollbackKeeping(ctx context.Context, target *checkpoint.Checkpoint, keep []string, req RollbackRequest) (RollbackResult, error) {
-	for _, p := range keep {
-		if err := tree.ValidatePath(p); err != nil {
-			return RollbackResult{}, err
-		}
-	}
-	if len(keep) == 0 || o.trees == nil {
-		return o.rollback(ctx, target, req, nil)
-	}
-	backup, err := o.create(ctx, CreateRequest{
-		Type: checkpoint.PreRollback, Warn: req.Warn, AlsoExclude: target.Root(),
-		Note: fmt.Sprintf("before rollback to %s (keeping %s)", target.ID(), strings.Join(keep, ", ")),
-	})
-	if err != nil {
-		return RollbackResult{}, fmt.Errorf("record the current state before rolling back: %w", err)
-	}
-	live, err := o.entries(backup)
-	if err != nil {
-		return RollbackResult{}, err
-	}
-	want, err := o.entries(target)
-	if err != nil {
-		return RollbackResult{}, err
-	}
-	merged, err := tree.Graft(want, live, present(keep, want, live))
-	if err != nil {
-		return RollbackResult{}, err
-	}
-	root, err := o.trees.StoreEntries(merged, nil)
-	if err != nil {
-		return RollbackResult{Backup: backup}, fmt.Errorf("store the restored tree: %w", err)
-	}
-	return o.rollbackTo(ctx, target, root, req, nil, backup)
-}
-
 // present returns the paths of keep that either tree holds (a plan file .planignore excludes is in
 // neither: nothing to keep).
 func present(keep []string, a, b []tree.Entry) []string {
@@ -155,7 +116,7 @@ func (s *PlanService) rerunFrom(ctx context.Context, p *plan.Plan, id string, re
 	if err != nil {
 		return RollbackResult{}, fmt.Errorf("the pre_decision checkpoint of %q: %w", id, err)
 	}
-	rb, err := s.ops.rollbackKeeping(ctx, target, req.Keep, RollbackRequest{Mode: RestoreBoth, Warn: req.Warn})
+	rb, err := s.ops.restore(ctx, restoreSpec{target: target, keep: req.Keep, req: RollbackRequest{Mode: RestoreBoth, Warn: req.Warn}})
 	if err != nil {
 		return rb, fmt.Errorf("restore %q's pre_decision checkpoint to re-run it: %w", id, err)
 	}

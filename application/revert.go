@@ -19,21 +19,6 @@ import (
 // kindRevert is the journal and history kind of a surgical revert.
 const kindRevert = "revert"
 
-// TreeWriter stores a workspace tree that no snapshot recorded: a surgical revert's target, which is
-// the live tree with one decision's changes taken out, or a tree another workspace recorded in a
-// shared store, which a clone adopts.
-type TreeWriter interface {
-	// StoreEntries stores the tree entries describes (Flatten's form; directory hashes are
-	// recomputed) and returns its root, durable when it returns. blobs holds the contents that are
-	// new; every other file entry must name content the store holds.
-	StoreEntries(entries []tree.Entry, blobs map[tree.Hash][]byte) (tree.Hash, error)
-	// Adopt checks that every object under root is held (a copy that can be read, not known
-	// damaged), so that a checkpoint may reference root, and counts its files and their bytes. In a
-	// shared store it also notes that the next record depends on each of them (see the store's
-	// gc protocol). Anything missing is a fault.ErrIntegrity error.
-	Adopt(root tree.Hash) (files, bytes int64, err error)
-}
-
 // ConflictMode says what a surgical revert does with paths it cannot merge cleanly.
 type ConflictMode string
 
@@ -211,7 +196,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.ops.clock.Now(),
 		Counts: res.Counts, Detail: detail,
 	}
-	if _, err := s.ops.guard.run(ctx, op, nil, req.Progress); err != nil {
+	if _, err := s.ops.guard.change(ctx, op, nil, req.Progress, false); err != nil {
 		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
 			err = errors.Join(err, s.ops.archiver.Discard(id))
 		}

@@ -2,12 +2,13 @@ package application
 
 import (
 	"context"
-	"github.com/planhq/plan/domain/checkpoint"
-	"github.com/planhq/plan/domain/plan"
-	"github.com/planhq/plan/domain/tree"
 	"io"
 	"slices"
 	"testing"
+
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/tree"
 )
 
 // TestDecisionCommandsTrackTheWorkspace: the commands that run decisions (run, exec, a

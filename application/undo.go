@@ -253,8 +253,8 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 	}
 	// The log step (the undo's entry, what it marks undone, the decision states it gives back)
 	// commits with the rollback: see logstep.go.
-	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: detail})
+	res.Rollback, err = s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
+		op: &Operation{ID: id, Kind: kindRollback, Detail: detail}})
 	if err != nil {
 		return res, fmt.Errorf("undo %s %s: %w", res.Undone.Kind, res.Undone.ID, err)
 	}
@@ -378,8 +378,8 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 	if err != nil {
 		return res, err
 	}
-	res.Rollback, err = s.ops.rollback(ctx, target, RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		&Operation{ID: id, Kind: kindRollback, Detail: detail})
+	res.Rollback, err = s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
+		op: &Operation{ID: id, Kind: kindRollback, Detail: detail}})
 	if err != nil {
 		return res, fmt.Errorf("redo undo %s: %w", u.ID, err)
 	}
