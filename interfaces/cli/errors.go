@@ -56,20 +56,34 @@ func exitCode(err error) (int, string) {
 	return outcomeCodes[name], name
 }
 
-// outcomeCodes maps each name application.Outcome returns (application.Outcomes) to its exit code.
-var outcomeCodes = map[string]int{
-	application.OutcomeOK:          ExitOK,
-	application.OutcomeInterrupted: ExitInterrupted,
-	fault.Name(fault.ErrIntegrity): ExitIntegrity,
-	fault.Name(fault.ErrInvalid):   ExitInvalid,
-	fault.Name(fault.ErrNotFound):  ExitNotFound,
-	fault.Name(fault.ErrConflict):  ExitConflict,
+// outcomeCodes maps each name application.Outcome returns (application.Outcomes) to its exit
+// code: a fault kind's own (kindCodes), 0 and 130 for ok and interrupted, 1 for every other (a
+// validation or a decision that failed, an internal error).
+var outcomeCodes = outcomeTable()
+
+// kindCodes are the fault kinds with an exit code of their own. A shared store or database out of
+// reach (fault.ErrUnavailable) has none: exit 1 like any failure the user cannot fix by changing
+// the request, with its own kind name so scripts can retry.
+var kindCodes = map[error]int{
+	fault.ErrIntegrity: ExitIntegrity,
+	fault.ErrInvalid:   ExitInvalid,
+	fault.ErrNotFound:  ExitNotFound,
+	fault.ErrConflict:  ExitConflict,
 	// The server refused the credentials or a permission: retrying cannot help, so not exit 1.
-	fault.Name(fault.ErrDenied): ExitDenied,
-	// A shared store or database out of reach: exit 1 like any failure the user cannot fix by
-	// changing the request, with its own kind so scripts can retry.
-	fault.Name(fault.ErrUnavailable):    ExitInternal,
-	application.OutcomeValidationFailed: ExitInternal,
-	application.OutcomeDecisionFailed:   ExitInternal,
-	application.OutcomeInternal:         ExitInternal,
+	fault.ErrDenied: ExitDenied,
+}
+
+func outcomeTable() map[string]int {
+	codes := map[string]int{}
+	for _, name := range application.Outcomes() {
+		codes[name] = ExitInternal
+	}
+	for _, k := range fault.Kinds() {
+		if code, ok := kindCodes[k]; ok {
+			codes[fault.Name(k)] = code
+		}
+	}
+	codes[application.OutcomeOK] = ExitOK
+	codes[application.OutcomeInterrupted] = ExitInterrupted
+	return codes
 }
