@@ -18,7 +18,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -141,16 +140,7 @@ func TestWalls(t *testing.T) {
 // TestWallsCatchViolations proves each rule bites, on a synthetic module.
 func TestWallsCatchViolations(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := fileWriter(t, root)
 	write("interfaces/cli/ok.go", "package cli\n\nimport _ \"github.com/planhq/plan/infrastructure/bootstrap\"\n")
 	write("interfaces/cli/bad.go", "package cli\n\nimport _ \"github.com/planhq/plan/infrastructure/objectstore\"\n")
 	write("infrastructure/bootstrap/ok.go", "package bootstrap\n\nimport _ \"github.com/planhq/plan/infrastructure/internal/objectstore\"\n")

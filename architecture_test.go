@@ -131,16 +131,7 @@ func TestArchitectureCatchesViolations(t *testing.T) {
 // import, skip what the go tool skips, and accept a layer with no files.
 func TestArchitectureScansTree(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := fileWriter(t, root)
 	write("go.mod", "// a comment\nmodule \"example.com/m\"\n\ngo 1.26\n")
 	write("domain/ok/ok.go", "package ok\n\nimport (\n\t\"fmt\"\n\t\"example.com/m/domain/fault\"\n)\n")
 	write("domain/bad/bad.go", "//go:build ignore\n\npackage bad\n\nimport _ \"gorm.io/gorm\"\n")
@@ -291,4 +282,18 @@ func modulePath(path string) (string, error) {
 		return "", err
 	}
 	return "", fmt.Errorf("%s: no module directive", path)
+}
+
+// fileWriter returns what writes a file of a synthetic module under root (the rule tests' trees).
+func fileWriter(t *testing.T, root string) func(rel, src string) {
+	return func(rel, src string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

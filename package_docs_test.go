@@ -13,7 +13,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,16 +45,7 @@ func TestPackageDocs(t *testing.T) {
 // parse is an error.
 func TestPackageDocsCatchesLongDoc(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := fileWriter(t, root)
 	doc := func(pkg string, n int) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "// Package %s is a package.\n", pkg)
