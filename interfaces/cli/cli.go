@@ -21,6 +21,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/secret"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // Runner runs plan commands against injected streams.
@@ -120,7 +121,7 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	}
 	code, kind := exitCode(err)
 	if h.json {
-		var v errorView
+		var v view.Error
 		v.Error.Kind, v.Error.Message, v.Code = kind, err.Error(), code
 		b, _ := json.Marshal(v)
 		_, _ = fmt.Fprintln(r.Stderr, string(b))

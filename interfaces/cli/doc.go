@@ -8,7 +8,8 @@
 //   - except `plan hook`, which answers in its agent's hook protocol (interfaces/agenthooks): its exit
 //     code is the protocol's (0 go on, 2 block a tool call, 1 a wrong invocation), never plan's, and
 //     its stdout holds nothing but what the agent reads there;
-//   - --json output is built from the view structs in views.go, never by marshalling domain types;
+//   - --json output is built from the view structs (views.go, and interfaces/view for the documents
+//     plan mcp also returns), never by marshalling domain types;
 //   - rollback, rewind and correction change nothing without consent: --yes, or "y" at the prompt on a
 //     terminal (plan mcp passes --yes: its client asks the user, as the tools' destructiveHint tells it);
 //   - `plan mcp` tools (mcp.go) MUST run the command of the same name through a Runner in-process

@@ -19,6 +19,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // mcpCommand is `plan mcp`: plan's undo tools for an AI agent, as an MCP server on stdin/stdout.
@@ -191,12 +192,12 @@ func enum(s *jsonschema.Schema, name string, values ...string) {
 }
 
 // mcpFailure is a tool call plan refused or failed: the kind and exit code of docs/exit-codes.md.
-type mcpFailure struct{ view errorView }
+type mcpFailure struct{ view view.Error }
 
 func (f *mcpFailure) Error() string { return f.view.Error.Kind + ": " + f.view.Error.Message }
 
 func usageFailure(format string, args ...any) *mcpFailure {
-	var v errorView
+	var v view.Error
 	v.Error.Kind, v.Error.Message, v.Code = application.OutcomeUsage, fmt.Sprintf(format, args...), ExitUsage
 	return &mcpFailure{view: v}
 }
@@ -268,7 +269,7 @@ func decodeInput[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In
 func failureResult(err error) *mcp.CallToolResult {
 	var f *mcpFailure
 	if !errors.As(err, &f) {
-		var v errorView
+		var v view.Error
 		v.Code, v.Error.Kind = exitCode(err)
 		v.Error.Message = err.Error()
 		f = &mcpFailure{view: v}
@@ -285,7 +286,7 @@ func failureResult(err error) *mcp.CallToolResult {
 // an *mcpFailure with plan's kind and exit code.
 func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string, error) {
 	if !t.begin() {
-		var v errorView
+		var v view.Error
 		v.Error.Kind, v.Error.Message, v.Code = application.OutcomeInterrupted, "plan mcp is shutting down: its client left", ExitInterrupted
 		return nil, &mcpFailure{view: v}
 	}
@@ -294,9 +295,9 @@ func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string,
 	r := &Runner{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""), Version: t.r.Version, Dir: t.root, Getenv: t.r.Getenv}
 	code := r.Run(ctx, append([]string{"plan", "--json"}, args...))
 	var notes []string
-	var failure *errorView
+	var failure *view.Error
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		var v errorView
+		var v view.Error
 		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &v) == nil && v.Error.Kind != "" {
 			failure = &v
 			continue
@@ -307,7 +308,7 @@ func (t *mcpTools) call(ctx context.Context, out any, args ...string) ([]string,
 	}
 	if code != ExitOK {
 		if failure == nil {
-			v := errorView{Code: code}
+			v := view.Error{Code: code}
 			v.Error.Kind, v.Error.Message = application.OutcomeInternal, fmt.Sprintf("plan %s exited %d: %s", args[0], code, strings.Join(notes, "; "))
 			failure = &v
 		}
@@ -340,8 +341,8 @@ type mcpCheckpointIn struct {
 	Labels map[string]string `json:"labels,omitempty" jsonschema:"labels to tag the checkpoint with: lower-case keys, printable values"`
 }
 
-func (t *mcpTools) checkpoint(ctx context.Context, in mcpCheckpointIn) (checkpointView, []string, error) {
-	var v checkpointView
+func (t *mcpTools) checkpoint(ctx context.Context, in mcpCheckpointIn) (view.Checkpoint, []string, error) {
+	var v view.Checkpoint
 	labels, err := labelFlags(in.Labels)
 	if err != nil {
 		return v, nil, err
@@ -357,11 +358,11 @@ type mcpListIn struct {
 }
 
 type mcpListOut struct {
-	Checkpoints []checkpointView `json:"checkpoints" jsonschema:"the checkpoints, newest first"`
+	Checkpoints []view.Checkpoint `json:"checkpoints" jsonschema:"the checkpoints, newest first"`
 }
 
 func (t *mcpTools) list(ctx context.Context, in mcpListIn) (mcpListOut, []string, error) {
-	out := mcpListOut{Checkpoints: []checkpointView{}}
+	out := mcpListOut{Checkpoints: []view.Checkpoint{}}
 	labels, err := labelFlags(in.Labels)
 	if err != nil {
 		return out, nil, err
@@ -379,8 +380,8 @@ type mcpDiffIn struct {
 	Patch    bool   `json:"patch,omitempty" jsonschema:"add a unified diff for each text file"`
 }
 
-func (t *mcpTools) diff(ctx context.Context, in mcpDiffIn) (diffView, []string, error) {
-	var v diffView
+func (t *mcpTools) diff(ctx context.Context, in mcpDiffIn) (view.Diff, []string, error) {
+	var v view.Diff
 	args := []string{"diff"}
 	if in.NameOnly {
 		args = append(args, "--name-only")
@@ -414,8 +415,8 @@ type mcpRestoreIn struct {
 	DryRun     bool     `json:"dry_run,omitempty" jsonschema:"list what would change; change nothing"`
 }
 
-func (t *mcpTools) restore(ctx context.Context, in mcpRestoreIn) (rollbackView, []string, error) {
-	var v rollbackView
+func (t *mcpTools) restore(ctx context.Context, in mcpRestoreIn) (view.Rollback, []string, error) {
+	var v view.Rollback
 	switch {
 	case in.Checkpoint != "" && in.At != "":
 		return v, nil, usageFailure("give checkpoint or at, not both")
@@ -447,8 +448,8 @@ type mcpRevertIn struct {
 	DryRun    bool   `json:"dry_run,omitempty" jsonschema:"show the per-path plan (restore, merge, conflict); change nothing"`
 }
 
-func (t *mcpTools) revert(ctx context.Context, in mcpRevertIn) (revertView, []string, error) {
-	var v revertView
+func (t *mcpTools) revert(ctx context.Context, in mcpRevertIn) (view.Revert, []string, error) {
+	var v view.Revert
 	if in.Decision == "" {
 		return v, nil, usageFailure("give the decision to revert")
 	}
@@ -470,8 +471,8 @@ type mcpUndoIn struct {
 	DryRun bool `json:"dry_run,omitempty" jsonschema:"say what would be undone; change nothing"`
 }
 
-func (t *mcpTools) undo(ctx context.Context, in mcpUndoIn) (undoView, []string, error) {
-	var v undoView
+func (t *mcpTools) undo(ctx context.Context, in mcpUndoIn) (view.Undo, []string, error) {
+	var v view.Undo
 	args := []string{"--yes", "undo"}
 	if in.DryRun {
 		args = append(args, "--dry-run")
@@ -484,8 +485,8 @@ type mcpStatusIn struct {
 	Plan string `json:"plan,omitempty" jsonschema:"the plan to show (default: the current plan)"`
 }
 
-func (t *mcpTools) status(ctx context.Context, in mcpStatusIn) (workspaceStatusView, []string, error) {
-	var v workspaceStatusView
+func (t *mcpTools) status(ctx context.Context, in mcpStatusIn) (view.WorkspaceStatus, []string, error) {
+	var v view.WorkspaceStatus
 	args := []string{"status"}
 	if in.Plan != "" {
 		args = append(args, flag("plan", in.Plan))
@@ -498,8 +499,8 @@ type mcpSessionsIn struct {
 	Session string `json:"session,omitempty" jsonschema:"only this session: its plan name (claude-SESSION_ID) or its ID"`
 }
 
-func (t *mcpTools) sessions(ctx context.Context, in mcpSessionsIn) (sessionsView, []string, error) {
-	var v sessionsView
+func (t *mcpTools) sessions(ctx context.Context, in mcpSessionsIn) (view.Sessions, []string, error) {
+	var v view.Sessions
 	args := []string{"sessions"}
 	if in.Session != "" {
 		args = append(args, "--", in.Session)
@@ -517,8 +518,8 @@ type mcpRewindIn struct {
 	DryRun   bool     `json:"dry_run,omitempty" jsonschema:"list what would change; change nothing"`
 }
 
-func (t *mcpTools) rewind(ctx context.Context, in mcpRewindIn) (rewindView, []string, error) {
-	var v rewindView
+func (t *mcpTools) rewind(ctx context.Context, in mcpRewindIn) (view.Rewind, []string, error) {
+	var v view.Rewind
 	if in.Session == "" {
 		return v, nil, usageFailure("give the session to rewind (sessions lists them)")
 	}

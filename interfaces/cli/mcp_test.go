@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -99,14 +100,14 @@ func requireOutputSchema(t *testing.T, cs *mcp.ClientSession, name string, out [
 }
 
 // mcpFails calls a tool that must fail and returns plan's error document from it.
-func mcpFails(t *testing.T, cs *mcp.ClientSession, name string, args any, kind string, code int) errorView {
+func mcpFails(t *testing.T, cs *mcp.ClientSession, name string, args any, kind string, code int) view.Error {
 	t.Helper()
 	res := callTool(t, cs, name, args)
 	texts := contentTexts(res)
 	if !res.IsError {
 		t.Fatalf("%s %v succeeded: %v", name, args, texts)
 	}
-	var v errorView
+	var v view.Error
 	if len(texts) != 2 || res.StructuredContent != nil {
 		t.Fatalf("%s: an error result is two texts and no structured content: %v %v", name, texts, res.StructuredContent)
 	}
@@ -188,7 +189,7 @@ func TestMCPCheckpointAndList(t *testing.T) {
 	dir := newWorkspace(t)
 	cs := mcpClient(t, dir)
 	writeFile(t, dir, "a.txt", "one\n")
-	var first, second checkpointView
+	var first, second view.Checkpoint
 	mcpOK(t, cs, "checkpoint", map[string]any{"note": "-before the edit", "labels": map[string]string{"agent": "claude", "turn": "1"}}, &first)
 	if first.Note != "-before the edit" || first.Labels["agent"] != "claude" || first.Labels["turn"] != "1" || first.Files != 1 || first.ShortID == "" {
 		t.Fatalf("checkpoint: %+v", first)
@@ -249,7 +250,7 @@ func TestMCPDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var v diffView
+	var v view.Diff
 	mcpOK(t, cs, "diff", map[string]any{"from": from, "to": to}, &v)
 	if v.From != from || v.To == nil || *v.To != to || len(v.Changes) != 2 || v.Stat != nil || v.Changes[0].Patch != "" {
 		t.Fatalf("diff: %+v", v)
@@ -295,7 +296,7 @@ func TestMCPRestore(t *testing.T) {
 	writeFile(t, dir, "junk.txt", "junk\n")
 
 	// A dry run changes nothing and says what would change.
-	var v rollbackView
+	var v view.Rollback
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base, "dry_run": true}, &v)
 	if !v.DryRun || v.Added != 1 || v.Modified != 1 || v.Deleted != 1 || readFile(t, dir, "a.txt") != "edited\n" {
 		t.Fatalf("dry run: %+v", v)
@@ -327,7 +328,7 @@ func TestMCPRestore(t *testing.T) {
 func TestMCPRevertUndoStatus(t *testing.T) {
 	dir := newWorkspace(t)
 	cs := mcpClient(t, dir)
-	var st workspaceStatusView
+	var st view.WorkspaceStatus
 	mcpOK(t, cs, "status", nil, &st)
 	if st.Plan != nil || st.Workspace.LatestCheckpoint != nil || st.Workspace.Root == "" {
 		t.Fatalf("status of a new workspace: %+v", st)
@@ -343,7 +344,7 @@ func TestMCPRevertUndoStatus(t *testing.T) {
 	mcpOK(t, cs, "status", map[string]any{"plan": st.Plan.Name}, &st)
 	mcpFails(t, cs, "status", map[string]any{"plan": "no-such-plan"}, "not_found", ExitNotFound)
 
-	var rv revertView
+	var rv view.Revert
 	mcpOK(t, cs, "revert", map[string]any{"decision": "one", "reason": "r", "dry_run": true}, &rv)
 	if !rv.DryRun || readFile(t, dir, "one.txt") != "1\n" {
 		t.Fatalf("revert dry run: %+v", rv)
@@ -360,7 +361,7 @@ func TestMCPRevertUndoStatus(t *testing.T) {
 	mcpFails(t, cs, "revert", map[string]any{"decision": "three", "reason": "r"}, "not_found", ExitNotFound)
 	mcpFails(t, cs, "revert", map[string]any{"decision": "two", "reason": "r", "conflicts": "ours"}, "usage", ExitUsage)
 
-	var uv undoView
+	var uv view.Undo
 	mcpOK(t, cs, "undo", map[string]any{"dry_run": true}, &uv)
 	if !uv.DryRun || uv.Undone.Kind != "revert" || uv.Operation != nil {
 		t.Fatalf("undo dry run: %+v", uv)
@@ -388,7 +389,7 @@ func TestMCPSharesTheWorkspaceLock(t *testing.T) {
 		t.Fatal("a restore refused for a busy workspace changed it")
 	}
 	release()
-	var v rollbackView
+	var v view.Rollback
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base}, &v)
 	if readFile(t, dir, "a.txt") != "one\n" {
 		t.Fatal("restore after the lock was released")
@@ -403,7 +404,7 @@ func TestMCPCallFailures(t *testing.T) {
 	createCheckpoint(t, dir)
 	writeFile(t, dir, "a.txt", "two\n")
 	tools := newMCPTools(&Runner{}, dir)
-	var v diffView
+	var v view.Diff
 	_, err := tools.call(context.Background(), &v, "diff", "--exit-code", "@")
 	var f *mcpFailure
 	if !asFailure(err, &f) || f.view.Error.Kind != "internal" || f.view.Code != ExitInternal || !strings.Contains(f.Error(), "exited 1") {
@@ -462,7 +463,7 @@ func TestMCPCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v rollbackView
+	var v view.Rollback
 	// Started in a subdirectory: the workspace above is found, and paths are the workspace root's.
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{"sub/a.txt"}}, &v)
 	if readFile(t, dir, "sub/a.txt") != "one\n" {
@@ -490,7 +491,7 @@ func TestMCPWarningsFollowTheOutput(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var v checkpointView
+	var v view.Checkpoint
 	texts := mcpOK(t, mcpClient(t, dir), "checkpoint", map[string]any{"note": "with a fifo"}, &v)
 	if len(texts) != 2 || !strings.Contains(texts[1], "warning") || !strings.Contains(texts[1], "pipe") {
 		t.Fatalf("texts: %q", texts)
@@ -515,7 +516,7 @@ func TestMCPInputEdges(t *testing.T) {
 	bare := mcp.NewServer(&mcp.Implementation{Name: "x"}, nil)
 	mustPanic(t, "input schema", func() {
 		addMCPTool(bare, &mcp.Tool{Name: "bad"}, func(s *jsonschema.Schema) { s.Properties["dry_run"].Pattern = "(" },
-			func(context.Context, mcpUndoIn) (undoView, []string, error) { return undoView{}, nil, nil })
+			func(context.Context, mcpUndoIn) (view.Undo, []string, error) { return view.Undo{}, nil, nil })
 	})
 }
 
@@ -594,7 +595,7 @@ func checkMCPOutputs(t *testing.T, check func(name, doc string)) {
 func TestMCPSessionsAndRewind(t *testing.T) {
 	dir := claudeTurn(t)
 	cs := mcpClient(t, dir)
-	var all, one sessionsView
+	var all, one view.Sessions
 	mcpOK(t, cs, "sessions", nil, &all)
 	if len(all.Sessions) != 1 || all.Sessions[0].Plan != claudeSession || len(all.Sessions[0].Turns[0].ToolCalls) != 2 {
 		t.Fatalf("sessions: %+v", all)
@@ -609,7 +610,7 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	}
 
 	bash := "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"
-	var rv rewindView
+	var rv view.Rewind
 	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": bash, "dry_run": true}, &rv)
 	if !rv.DryRun || rv.Added != 1 || rv.ToolCall == nil || *rv.ToolCall != bash {
 		t.Fatalf("rewind dry run: %+v", rv)
@@ -619,7 +620,7 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	if readFile(t, dir, "build/a.o") != "object" || readFile(t, dir, "README.md") != "# Project\n" || rv.Session != claudeSession {
 		t.Fatalf("rewind to before the rm: %+v", rv)
 	}
-	var uv undoView
+	var uv view.Undo
 	mcpOK(t, cs, "undo", nil, &uv)
 	requireTree(t, dir, after, "after undoing the rewind")
 
@@ -674,7 +675,7 @@ func TestMCPClientLeavingMidCallLeavesNothingHalfDone(t *testing.T) {
 	if code := r.Run(context.Background(), []string{"plan", "mcp"}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var st workspaceStatusView
+	var st view.WorkspaceStatus
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -692,7 +693,7 @@ func TestMCPClientLeavingMidCallLeavesNothingHalfDone(t *testing.T) {
 	// Once closing, a call that still arrives is refused as interrupted.
 	tools := newMCPTools(&Runner{}, dir)
 	tools.drain()
-	var v workspaceStatusView
+	var v view.WorkspaceStatus
 	_, err = tools.call(context.Background(), &v, "status")
 	var f *mcpFailure
 	if !asFailure(err, &f) || f.view.Error.Kind != "interrupted" || f.view.Code != ExitInterrupted {
@@ -710,7 +711,7 @@ func TestMCPDrainWaitsForTheCallUnderWay(t *testing.T) {
 	tools := newMCPTools(&Runner{}, dir)
 	done := make(chan error, 1)
 	go func() {
-		var v rollbackView
+		var v view.Rollback
 		_, err := tools.call(context.Background(), &v, "--yes", "rollback", "--to-checkpoint="+base)
 		done <- err
 	}()
