@@ -49,6 +49,10 @@ type Runner struct {
 	// Runner inside another program (a host, a test binary) leaves it off, since its executable
 	// is not plan.
 	StartWatch bool
+	// MCP serves `plan mcp` once the command has found the workspace, root: interfaces/mcp.Serve,
+	// which cmd/plan sets (that package imports this one, so DefaultRunner cannot). nil makes
+	// `plan mcp` fail (exit 1) saying so.
+	MCP func(ctx context.Context, r *Runner, root string) error
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
