@@ -18,6 +18,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/planhq/plan/interfaces/cli"
+	"github.com/planhq/plan/interfaces/mcp"
 )
 
 // commandTimeout bounds one command, so a hang fails its scenario instead of the whole test binary.
@@ -172,7 +173,8 @@ func (s *scenario) run(command string, opt runOptions) error {
 // runInProcess runs args through cli.Runner with the workspace as its directory, as the binary run
 // there would. The process's working directory is never changed, so scenarios run concurrently.
 func (s *scenario) runInProcess(args []string, stdin string, interactive bool, out, errOut io.Writer) (int, error) {
-	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive, Dir: s.ws, Getenv: s.getenv}
+	r := cli.Runner{Stdout: out, Stderr: errOut, Stdin: strings.NewReader(stdin), Interactive: interactive, Dir: s.ws, Getenv: s.getenv,
+		MCP: mcp.Serve}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	return r.Run(ctx, args), nil

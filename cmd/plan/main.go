@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/planhq/plan/interfaces/cli"
+	"github.com/planhq/plan/interfaces/mcp"
 )
 
 // version, when set at build time with -ldflags "-X main.version=…", overrides what the binary
@@ -30,7 +31,9 @@ func main() {
 	}
 	paceGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.DefaultRunner(cli.Version(version)).Run(ctx, os.Args)
+	r := cli.DefaultRunner(cli.Version(version))
+	r.MCP = mcp.Serve // plan mcp's server: interfaces/mcp imports the CLI, so the CLI cannot name it
+	code := r.Run(ctx, os.Args)
 	stop()
 	os.Exit(code)
 }

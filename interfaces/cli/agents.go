@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/agenthooks"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // HookLockWait is how long `plan hook` waits for the workspace lock: an agent's parallel tool
@@ -242,44 +243,6 @@ func failClosed(root string) bool {
 	return err == nil && f.Hooks != nil && f.Hooks.FailClosed != nil && *f.Hooks.FailClosed
 }
 
-type sessionsView struct {
-	Sessions []sessionView `json:"sessions"`
-}
-
-type sessionView struct {
-	Plan      string     `json:"plan"`
-	Agent     string     `json:"agent"`
-	Session   string     `json:"session"`
-	CreatedAt time.Time  `json:"created_at"`
-	Turns     []turnView `json:"turns"`
-}
-
-type turnView struct {
-	Number          int            `json:"number"`
-	Prompt          string         `json:"prompt"`
-	StartCheckpoint *string        `json:"start_checkpoint"`
-	EndCheckpoint   *string        `json:"end_checkpoint"`
-	StartedAt       *time.Time     `json:"started_at"`
-	EndedAt         *time.Time     `json:"ended_at"`
-	ToolCalls       []toolCallView `json:"tool_calls"`
-}
-
-type toolCallView struct {
-	ID         string       `json:"id"`
-	Tool       string       `json:"tool"`
-	Summary    string       `json:"summary"`
-	Status     string       `json:"status"`
-	Checkpoint *string      `json:"checkpoint"`
-	StartedAt  time.Time    `json:"started_at"`
-	FinishedAt *time.Time   `json:"finished_at"`
-	Files      []changeFile `json:"files"`
-}
-
-type changeFile struct {
-	Path   string `json:"path"`
-	Change string `json:"change"`
-}
-
 func optTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -288,20 +251,20 @@ func optTime(t time.Time) *time.Time {
 	return &u
 }
 
-func newSessionView(s application.SessionView) sessionView {
-	v := sessionView{Plan: s.Plan, Agent: s.Agent, Session: s.ID, CreatedAt: s.CreatedAt.UTC(), Turns: []turnView{}}
+func newSessionView(s application.SessionView) view.Session {
+	v := view.Session{Plan: s.Plan, Agent: s.Agent, Session: s.ID, CreatedAt: s.CreatedAt.UTC(), Turns: []view.Turn{}}
 	for _, t := range s.Turns {
-		tv := turnView{
+		tv := view.Turn{
 			Number: t.Number, Prompt: t.Prompt, StartCheckpoint: optional(string(t.Start)), EndCheckpoint: optional(string(t.End)),
-			StartedAt: optTime(t.StartedAt), EndedAt: optTime(t.EndedAt), ToolCalls: []toolCallView{},
+			StartedAt: optTime(t.StartedAt), EndedAt: optTime(t.EndedAt), ToolCalls: []view.ToolCall{},
 		}
 		for _, c := range t.Calls {
-			cv := toolCallView{
+			cv := view.ToolCall{
 				ID: c.ID, Tool: c.Tool, Summary: c.Summary, Status: string(c.Status), Checkpoint: optional(string(c.Checkpoint)),
-				StartedAt: c.StartedAt.UTC(), FinishedAt: optTime(c.FinishedAt), Files: []changeFile{},
+				StartedAt: c.StartedAt.UTC(), FinishedAt: optTime(c.FinishedAt), Files: []view.ChangeFile{},
 			}
 			for _, a := range c.Changed {
-				cv.Files = append(cv.Files, changeFile{Path: a.Path, Change: string(a.Change)})
+				cv.Files = append(cv.Files, view.ChangeFile{Path: a.Path, Change: string(a.Change)})
 			}
 			tv.ToolCalls = append(tv.ToolCalls, cv)
 		}
@@ -319,7 +282,7 @@ func (h *handler) sessions(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := sessionsView{Sessions: []sessionView{}}
+		v := view.Sessions{Sessions: []view.Session{}}
 		for _, s := range ss {
 			v.Sessions = append(v.Sessions, newSessionView(s))
 		}
@@ -327,7 +290,7 @@ func (h *handler) sessions(c *ucli.Context) error {
 	})
 }
 
-func writeSessions(w io.Writer, v sessionsView) {
+func writeSessions(w io.Writer, v view.Sessions) {
 	if len(v.Sessions) == 0 {
 		_, _ = fmt.Fprintln(w, "No agent session is recorded (see docs/agents.md to install the hooks).")
 		return
@@ -363,13 +326,6 @@ func writeSessions(w io.Writer, v sessionsView) {
 			}
 		}
 	}
-}
-
-type rewindView struct {
-	rollbackView
-	Session  string  `json:"session"`
-	Turn     *int    `json:"turn"`
-	ToolCall *string `json:"tool_call"`
 }
 
 func (h *handler) rewind(c *ucli.Context) error {
@@ -427,7 +383,7 @@ func (h *handler) rewind(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := rewindView{rollbackView: newRollbackView(res, res.Kept), Session: sv.Plan}
+		v := view.Rewind{Rollback: newRollbackView(res, res.Kept), Session: sv.Plan}
 		v.Paths = paths
 		what := ""
 		if n > 0 {

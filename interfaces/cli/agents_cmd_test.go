@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/interfaces/view"
 )
 
 const claudeSession = "claude-7f3c1c2e-5b1a-4d7e-9c1e-2a4b6d8f0a12"
@@ -53,10 +55,10 @@ func claudeTurn(t *testing.T) string {
 	return dir
 }
 
-func sessionsOf(t *testing.T, dir string, args ...string) sessionsView {
+func sessionsOf(t *testing.T, dir string, args ...string) view.Sessions {
 	t.Helper()
 	o := mustPlan(t, dir, append([]string{"--json", "sessions"}, args...)...)
-	var v sessionsView
+	var v view.Sessions
 	if err := json.Unmarshal([]byte(o.stdout), &v); err != nil {
 		t.Fatalf("%v: %v", o, err)
 	}
@@ -111,7 +113,7 @@ func TestClaudeSessionIsRecordedAndRewound(t *testing.T) {
 		t.Fatal("a dry run restored build/")
 	}
 	o := mustPlan(t, dir, "--yes", "--json", "rewind", "--session", claudeSession, "--tool-call", "toolu_01Q2pZr8VbN5mKc3tYxE7wJd")
-	var rv rewindView
+	var rv view.Rewind
 	if err := json.Unmarshal([]byte(o.stdout), &rv); err != nil || rv.ToolCall == nil || rv.Session != claudeSession || rv.Added != 1 {
 		t.Fatalf("rewind: %v (%v)", o, err)
 	}
@@ -251,7 +253,7 @@ func TestCodexAndGeminiSessions(t *testing.T) {
 	if len(v.Sessions) != 2 {
 		t.Fatalf("sessions: %+v", v)
 	}
-	var gemini, codex sessionView
+	var gemini, codex view.Session
 	for _, s := range v.Sessions {
 		if s.Agent == "gemini" {
 			gemini = s

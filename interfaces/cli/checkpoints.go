@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 func (h *handler) checkpointCommands() []*ucli.Command {
@@ -112,7 +113,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		if cps, err = limited(c, cps); err != nil {
 			return err
 		}
-		views := make([]checkpointView, 0, len(cps))
+		views := make([]view.Checkpoint, 0, len(cps))
 		for _, cp := range cps {
 			views = append(views, newCheckpointView(cp, shorts[cp.ID()]))
 		}
@@ -188,7 +189,7 @@ func (h *handler) checkpointShow(c *ucli.Context) error {
 	})
 }
 
-func printCheckpoint(w io.Writer, v checkpointView) {
+func printCheckpoint(w io.Writer, v view.Checkpoint) {
 	or := func(s *string, none string) string {
 		if s == nil {
 			return none

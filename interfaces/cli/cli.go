@@ -21,6 +21,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/secret"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // Runner runs plan commands against injected streams.
@@ -48,6 +49,10 @@ type Runner struct {
 	// Runner inside another program (a host, a test binary) leaves it off, since its executable
 	// is not plan.
 	StartWatch bool
+	// MCP serves `plan mcp` once the command has found the workspace, root: interfaces/mcp.Serve,
+	// which cmd/plan sets (that package imports this one, so DefaultRunner cannot). nil makes
+	// `plan mcp` fail (exit 1) saying so.
+	MCP func(ctx context.Context, r *Runner, root string) error
 }
 
 // handler holds one invocation's state; a Runner creates a fresh one per Run.
@@ -120,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 	}
 	code, kind := exitCode(err)
 	if h.json {
-		var v errorView
+		var v view.Error
 		v.Error.Kind, v.Error.Message, v.Code = kind, err.Error(), code
 		b, _ := json.Marshal(v)
 		_, _ = fmt.Fprintln(r.Stderr, string(b))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit"
 )
 
@@ -27,7 +28,7 @@ func TestCommandsConsolidateSmallPacks(t *testing.T) {
 	for i := range 20 {
 		writeFile(t, dir, fmt.Sprintf("f%02d.txt", i), fmt.Sprintf("version %d\n", i))
 		o := mustPlan(t, dir, "--json", "checkpoint", "create")
-		var v checkpointView
+		var v view.Checkpoint
 		if err := json.Unmarshal([]byte(o.stdout), &v); err != nil {
 			t.Fatal(err)
 		}

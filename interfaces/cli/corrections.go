@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 func (h *handler) correctionCommands() []*ucli.Command {
@@ -80,24 +81,24 @@ type conflictView struct {
 }
 
 type scopeItemView struct {
-	DecisionID string         `json:"decision_id"`
-	Attempt    int            `json:"attempt"`
-	Artifacts  []artifactView `json:"artifacts"`
+	DecisionID string          `json:"decision_id"`
+	Attempt    int             `json:"attempt"`
+	Artifacts  []view.Artifact `json:"artifacts"`
 }
 
 type rollbackCounts struct {
-	Added    int          `json:"added"`
-	Modified int          `json:"modified"`
-	Deleted  int          `json:"deleted"`
-	Changes  []changeView `json:"changes"`
+	Added    int           `json:"added"`
+	Modified int           `json:"modified"`
+	Deleted  int           `json:"deleted"`
+	Changes  []view.Change `json:"changes"`
 }
 
 func newScopeViews(items []correction.Item) []scopeItemView {
 	out := make([]scopeItemView, 0, len(items))
 	for _, it := range items {
-		v := scopeItemView{DecisionID: it.DecisionID, Attempt: it.Attempt, Artifacts: []artifactView{}}
+		v := scopeItemView{DecisionID: it.DecisionID, Attempt: it.Attempt, Artifacts: []view.Artifact{}}
 		for _, a := range it.Artifacts {
-			v.Artifacts = append(v.Artifacts, artifactView{Path: a.Path, Change: string(a.Change), Size: a.Size, SHA256: a.SHA256})
+			v.Artifacts = append(v.Artifacts, view.Artifact{Path: a.Path, Change: string(a.Change), Size: a.Size, SHA256: a.SHA256})
 		}
 		out = append(out, v)
 	}

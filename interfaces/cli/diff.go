@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // maxPatchBytes bounds the files --patch renders; larger ones are reported as binary-like.
@@ -51,7 +52,7 @@ func (h *handler) diff(c *ucli.Context) error {
 			return err
 		}
 		differs = len(res.Changes) > 0
-		v := diffView{From: string(res.From.ID()), Changes: newChangeViews(res.Changes)}
+		v := view.Diff{From: string(res.From.ID()), Changes: newChangeViews(res.Changes)}
 		if res.To != nil {
 			v.To = optional(string(res.To.ID()))
 		}
@@ -68,11 +69,11 @@ func (h *handler) diff(c *ucli.Context) error {
 
 // addPatches fills in views (one per change) with each change's patch (withPatch) and line counts
 // (withStat, which also returns the totals). live says the new side is the workspace.
-func addPatches(svc *application.CheckpointService, changes []tree.Change, views []changeView, live, withPatch, withStat bool) (*diffStat, error) {
+func addPatches(svc *application.CheckpointService, changes []tree.Change, views []view.Change, live, withPatch, withStat bool) (*view.DiffStat, error) {
 	if !withPatch && !withStat {
 		return nil, nil
 	}
-	var total diffStat
+	var total view.DiffStat
 	for i, ch := range changes {
 		p, err := patch(svc, ch, live)
 		if err != nil {
@@ -97,7 +98,7 @@ func addPatches(svc *application.CheckpointService, changes []tree.Change, views
 
 // writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
 // line each; then the patches, if any.
-func writeChanges(w io.Writer, p palette, changes []changeView, stat *diffStat, nameOnly bool) {
+func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.DiffStat, nameOnly bool) {
 	switch {
 	case nameOnly:
 		for _, ch := range changes {
@@ -117,7 +118,7 @@ func writeChanges(w io.Writer, p palette, changes []changeView, stat *diffStat, 
 
 // writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
 // binary or large file), then the totals.
-func writeStat(w io.Writer, p palette, changes []changeView, s *diffStat) {
+func writeStat(w io.Writer, p palette, changes []view.Change, s *view.DiffStat) {
 	width := 0
 	for _, ch := range changes {
 		width = max(width, len(ch.Path))

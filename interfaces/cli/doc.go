@@ -8,14 +8,13 @@
 //   - except `plan hook`, which answers in its agent's hook protocol (interfaces/agenthooks): its exit
 //     code is the protocol's (0 go on, 2 block a tool call, 1 a wrong invocation), never plan's, and
 //     its stdout holds nothing but what the agent reads there;
-//   - --json output is built from the view structs in views.go, never by marshalling domain types;
+//   - --json output is built from the view structs (views.go, and interfaces/view for the documents
+//     plan mcp also returns), never by marshalling domain types;
 //   - rollback, rewind and correction change nothing without consent: --yes, or "y" at the prompt on a
 //     terminal (plan mcp passes --yes: its client asks the user, as the tools' destructiveHint tells it);
-//   - `plan mcp` tools (mcp.go) MUST run the command of the same name through a Runner in-process
-//     (never a parallel code path, never the binary), so that services, locks, names, recovery,
-//     the operation log and the JSON are the command line's; a failure MUST be a tool error
-//     carrying the error document of --json (kind and exit code), never structured content; and
-//     plan mcp MUST NOT exit while a tool call's command is still running;
+//   - `plan mcp` is served by interfaces/mcp, which imports this package and runs its tools' commands
+//     through a Runner in-process; the command (mcp.go) finds the workspace, then calls Runner.MCP
+//     (cmd/plan sets it to mcp.Serve), so nothing here imports the server;
 //   - the operation log records the command line with every URL in it stripped of its credentials
 //     (secret.Args): the log is shared by a database's workspaces and recorded in the store;
 //   - a command the log keeps MUST run its services under one application.Recording (startOp puts

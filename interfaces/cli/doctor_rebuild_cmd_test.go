@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // A record a crash left prepared but never committed is not history: doctor --rebuild leaves it
@@ -32,7 +34,7 @@ func TestDoctorRebuildLeavesOutWhatACrashCutShort(t *testing.T) {
 	if !want.MatchString(o.stdout) {
 		t.Fatalf("%v", o)
 	}
-	var list []checkpointView
+	var list []view.Checkpoint
 	o = mustPlan(t, dir, "--json", "checkpoint", "list")
 	if err := json.Unmarshal([]byte(o.stdout), &list); err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("after the rebuild: %v (%v)", o, err)

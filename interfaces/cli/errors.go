@@ -56,6 +56,10 @@ func exitCode(err error) (int, string) {
 	return outcomeCodes[name], name
 }
 
+// ExitCode is the exit code a command failing with err exits with, and the kind its --json error
+// document names: what an in-process caller (plan mcp) reports for a failure it finds itself.
+func ExitCode(err error) (code int, kind string) { return exitCode(err) }
+
 // outcomeCodes maps each name application.Outcome returns (application.Outcomes) to its exit
 // code: a fault kind's own (kindCodes), 0 and 130 for ok and interrupted, 1 for every other (a
 // validation or a decision that failed, an internal error).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // Every name application.Outcome can give an error has exactly one exit code, the contract's
@@ -38,7 +39,7 @@ func TestEveryOutcomeHasOneExitCode(t *testing.T) {
 			t.Errorf("outcome %q exits %d, the contract says %d (known: %v)", name, code, want, known)
 		case name != application.OutcomeOK:
 			// What --json prints for it is documented.
-			var v errorView
+			var v view.Error
 			v.Error.Kind, v.Error.Message, v.Code = name, "m", code
 			b, _ := json.Marshal(v)
 			doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))

@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // loggedKinds maps the commands that change the workspace or its store to their kind in the
@@ -75,21 +76,8 @@ func (h *handler) historyCommands() []*ucli.Command {
 	}
 }
 
-type operationView struct {
-	ID             string   `json:"id"`
-	Kind           string   `json:"kind"`
-	StartedAt      string   `json:"started_at"`
-	FinishedAt     string   `json:"finished_at"`
-	Args           []string `json:"args"`
-	Outcome        string   `json:"outcome"`
-	Checkpoints    []string `json:"checkpoints"`
-	Plan           *string  `json:"plan"`
-	UndoCheckpoint *string  `json:"undo_checkpoint"`
-	UndoneBy       *string  `json:"undone_by"`
-}
-
-func newOperationView(op application.LoggedOperation) operationView {
-	v := operationView{ID: op.ID, Kind: op.Kind, StartedAt: op.StartedAt.UTC().Format(time.RFC3339), FinishedAt: op.FinishedAt.UTC().Format(time.RFC3339),
+func newOperationView(op application.LoggedOperation) view.Operation {
+	v := view.Operation{ID: op.ID, Kind: op.Kind, StartedAt: op.StartedAt.UTC().Format(time.RFC3339), FinishedAt: op.FinishedAt.UTC().Format(time.RFC3339),
 		Args: append([]string{}, op.Args...), Outcome: op.Outcome, Checkpoints: []string{}, Plan: optional(op.Plan),
 		UndoCheckpoint: optional(string(op.UndoCheckpoint)), UndoneBy: optional(op.UndoneBy)}
 	for _, c := range op.Checkpoints {
@@ -111,7 +99,7 @@ func (h *handler) history(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		vs := make([]operationView, 0, len(ops))
+		vs := make([]view.Operation, 0, len(ops))
 		for _, op := range ops {
 			vs = append(vs, newOperationView(op))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // pendingCommands are what is left to do before the workspace is worth checkpointing: conflicts,
@@ -40,19 +41,10 @@ func (h *handler) pendingCommands() []*ucli.Command {
 	}
 }
 
-type openConflictView struct {
-	Path         string  `json:"path"`
-	Why          string  `json:"why"`
-	Written      *string `json:"written"`
-	CorrectionID string  `json:"correction_id"`
-	DecisionID   string  `json:"decision_id"`
-	ResolvedAt   *string `json:"resolved_at"`
-}
-
-func newOpenConflictViews(cs []application.OpenConflict) []openConflictView {
-	out := make([]openConflictView, 0, len(cs))
+func newOpenConflictViews(cs []application.OpenConflict) []view.OpenConflict {
+	out := make([]view.OpenConflict, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, openConflictView{Path: c.Conflict.Path, Why: c.Conflict.Why, Written: optional(c.Conflict.Written),
+		out = append(out, view.OpenConflict{Path: c.Conflict.Path, Why: c.Conflict.Why, Written: optional(c.Conflict.Written),
 			CorrectionID: c.CorrectionID, DecisionID: c.DecisionID, ResolvedAt: timeString(c.Conflict.ResolvedAt)})
 	}
 	return out
@@ -115,11 +107,11 @@ func (h *handler) resolve(c *ucli.Context) error {
 }
 
 type validationView struct {
-	OK               bool               `json:"ok"`
-	Problems         []string           `json:"problems"`
-	PendingOperation *pendingView       `json:"pending_operation"`
-	Conflicts        []openConflictView `json:"conflicts"`
-	Check            *checkView         `json:"check"`
+	OK               bool                `json:"ok"`
+	Problems         []string            `json:"problems"`
+	PendingOperation *view.Pending       `json:"pending_operation"`
+	Conflicts        []view.OpenConflict `json:"conflicts"`
+	Check            *checkView          `json:"check"`
 }
 
 // checkView is the configured check command and how it went (ran false: it was not run, because
@@ -135,7 +127,7 @@ type checkView struct {
 func newValidationView(v application.Validation) validationView {
 	out := validationView{OK: v.OK(), Problems: nonNil(v.Problems()), Conflicts: newOpenConflictViews(v.Conflicts)}
 	if op := v.Pending; op != nil {
-		out.PendingOperation = &pendingView{Kind: op.Kind, ID: op.ID}
+		out.PendingOperation = &view.Pending{Kind: op.Kind, ID: op.ID}
 	}
 	if v.Command != "" {
 		out.Check = &checkView{Command: v.Command, Ran: v.Ran, ExitCode: v.ExitCode, Error: optional(v.CommandError)}
@@ -191,30 +183,20 @@ func (h *handler) checkFor(c *ucli.Context, app *bootstrap.App) (*application.Ch
 	return &application.CheckRequest{Command: strings.TrimSpace(cmd), Live: h.live()}, nil
 }
 
-// storeHealthView is the store's health as status tells it in one line.
-type storeHealthView struct {
-	OK          bool    `json:"ok"`
-	Problem     *string `json:"problem"`
-	Location    *string `json:"location"`
-	Packs       int     `json:"packs"`
-	Objects     int     `json:"objects"`
-	StoredBytes int64   `json:"stored_bytes"`
-}
-
 // addPending fills in what status tells beyond the changes: unresolved conflicts and the store.
-func (h *handler) addPending(ctx context.Context, app *bootstrap.App, latest *checkpoint.Checkpoint, v *workspaceStateView) error {
+func (h *handler) addPending(ctx context.Context, app *bootstrap.App, latest *checkpoint.Checkpoint, v *view.WorkspaceState) error {
 	cs, err := app.Services.Corrections.Conflicts(ctx)
 	if err != nil {
 		return err
 	}
 	v.Conflicts = newOpenConflictViews(cs)
 	sum := app.Services.Maintenance.Summary(ctx, latest)
-	v.Store = storeHealthView{OK: sum.Problem == "", Problem: optional(sum.Problem), Location: optional(sum.Usage.Location),
+	v.Store = view.StoreHealth{OK: sum.Problem == "", Problem: optional(sum.Problem), Location: optional(sum.Usage.Location),
 		Packs: sum.Usage.Packs, Objects: sum.Usage.Objects, StoredBytes: sum.Usage.StoredBytes}
 	return nil
 }
 
-func printPending(w io.Writer, ws workspaceStateView) {
+func printPending(w io.Writer, ws view.WorkspaceState) {
 	if n := len(ws.Conflicts); n > 0 {
 		paths := make([]string, 0, n)
 		for _, c := range ws.Conflicts {

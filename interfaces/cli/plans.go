@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 func (h *handler) planCommands() []*ucli.Command {
@@ -195,7 +196,7 @@ func (h *handler) status(c *ucli.Context) error {
 		return err
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		v := workspaceStatusView{Decisions: []decisionView{}}
+		v := view.WorkspaceStatus{Decisions: []view.Decision{}}
 		p, err := app.Services.Plans.StatusOf(c.Context, c.String("plan"))
 		switch {
 		case err == nil:
@@ -220,38 +221,8 @@ func (h *handler) status(c *ucli.Context) error {
 	})
 }
 
-// workspaceStatusView is `plan status`: the workspace's state, then its plan's (null, with no
-// decisions, when no plan has run).
-type workspaceStatusView struct {
-	Plan      *planView          `json:"plan"`
-	Decisions []decisionView     `json:"decisions"`
-	Workspace workspaceStateView `json:"workspace"`
-}
-
-type workspaceStateView struct {
-	Root             string  `json:"root"`
-	LatestCheckpoint *string `json:"latest_checkpoint"`
-	LatestShortID    *string `json:"latest_short_id"`
-	// Changes counts what changed since the latest checkpoint (everything is added without one).
-	Changes struct {
-		Added    int `json:"added"`
-		Modified int `json:"modified"`
-		Deleted  int `json:"deleted"`
-	} `json:"changes"`
-	// PendingOperation is an operation a crash interrupted, which `plan recover` finishes.
-	PendingOperation *pendingView `json:"pending_operation"`
-	// Conflicts are those `revert --conflicts markers` left unresolved; Store the store's health.
-	Conflicts []openConflictView `json:"conflicts"`
-	Store     storeHealthView    `json:"store"`
-}
-
-type pendingView struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-}
-
-func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *application.Operation) workspaceStateView {
-	v := workspaceStateView{Root: app.Services.Layout.Root}
+func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *application.Operation) view.WorkspaceState {
+	v := view.WorkspaceState{Root: app.Services.Layout.Root}
 	if p.Latest != nil {
 		v.LatestCheckpoint = optional(string(p.Latest.ID()))
 	}
@@ -266,12 +237,12 @@ func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *applic
 		}
 	}
 	if op != nil {
-		v.PendingOperation = &pendingView{Kind: op.Kind, ID: op.ID}
+		v.PendingOperation = &view.Pending{Kind: op.Kind, ID: op.ID}
 	}
 	return v
 }
 
-func printWorkspaceStatus(w io.Writer, v workspaceStatusView) {
+func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	ws := v.Workspace
 	_, _ = fmt.Fprintf(w, "workspace %s\n", ws.Root)
 	if ws.LatestCheckpoint == nil {
@@ -352,57 +323,16 @@ type logView struct {
 	Output   string `json:"output"`
 }
 
-type planView struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Source      string `json:"source"`
-	Checkpoints bool   `json:"checkpoints"`
-	CreatedAt   string `json:"created_at"`
-}
-
-type artifactView struct {
-	Path   string `json:"path"`
-	Change string `json:"change"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
-type attemptView struct {
-	Attempt      int            `json:"attempt"`
-	Status       string         `json:"status"`
-	Command      string         `json:"command"`
-	CheckpointID *string        `json:"checkpoint_id"`
-	ExitCode     *int           `json:"exit_code"`
-	StartedAt    *string        `json:"started_at"`
-	FinishedAt   *string        `json:"finished_at"`
-	RevertedBy   *string        `json:"reverted_by,omitempty"`
-	Artifacts    []artifactView `json:"artifacts"`
-}
-
-type decisionView struct {
-	ID           string         `json:"id"`
-	Name         string         `json:"name"`
-	Status       string         `json:"status"`
-	Attempt      int            `json:"attempt"`
-	Command      string         `json:"command"`
-	CheckpointID *string        `json:"checkpoint_id"`
-	ExitCode     *int           `json:"exit_code"`
-	StartedAt    *string        `json:"started_at"`
-	FinishedAt   *string        `json:"finished_at"`
-	Artifacts    []artifactView `json:"artifacts"`
-	Attempts     []attemptView  `json:"attempts"`
-}
-
 type statusView struct {
-	Plan      planView       `json:"plan"`
-	Decisions []decisionView `json:"decisions"`
+	Plan      view.Plan       `json:"plan"`
+	Decisions []view.Decision `json:"decisions"`
 }
 
 type runView struct {
 	statusView
-	Ran      []string      `json:"ran"`
-	Skipped  []string      `json:"skipped"`
-	Rollback *rollbackView `json:"rollback,omitempty"`
+	Ran      []string       `json:"ran"`
+	Skipped  []string       `json:"skipped"`
+	Rollback *view.Rollback `json:"rollback,omitempty"`
 	// EndCheckpointID is the post_run checkpoint of the state the run ended in (null when none was
 	// taken).
 	EndCheckpointID *string `json:"end_checkpoint_id"`
@@ -420,28 +350,28 @@ func timeString(t time.Time) *string {
 	return &s
 }
 
-func newAttemptView(a plan.Attempt) attemptView {
-	v := attemptView{
+func newAttemptView(a plan.Attempt) view.Attempt {
+	v := view.Attempt{
 		Attempt: a.Number, Status: string(a.Status), Command: a.Command, CheckpointID: optional(string(a.CheckpointID)),
 		ExitCode: a.ExitCode, StartedAt: timeString(a.StartedAt), FinishedAt: timeString(a.FinishedAt),
-		RevertedBy: optional(a.RevertedBy), Artifacts: []artifactView{},
+		RevertedBy: optional(a.RevertedBy), Artifacts: []view.Artifact{},
 	}
 	for _, x := range a.Artifacts {
-		v.Artifacts = append(v.Artifacts, artifactView{Path: x.Path, Change: string(x.Change), Size: x.Size, SHA256: x.SHA256})
+		v.Artifacts = append(v.Artifacts, view.Artifact{Path: x.Path, Change: string(x.Change), Size: x.Size, SHA256: x.SHA256})
 	}
 	return v
 }
 
 func newStatusView(p *plan.Plan) statusView {
 	v := statusView{
-		Plan: planView{ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
+		Plan: view.Plan{ID: p.ID(), Name: p.Name(), Source: p.Source(), Checkpoints: p.Checkpoints(),
 			CreatedAt: p.CreatedAt().UTC().Format(time.RFC3339)},
-		Decisions: []decisionView{},
+		Decisions: []view.Decision{},
 	}
 	for _, d := range p.Decisions() {
 		def := d.Definition()
-		dv := decisionView{ID: d.ID(), Name: def.Name, Status: string(d.Status()), Command: def.Run,
-			Artifacts: []artifactView{}, Attempts: []attemptView{}}
+		dv := view.Decision{ID: d.ID(), Name: def.Name, Status: string(d.Status()), Command: def.Run,
+			Artifacts: []view.Artifact{}, Attempts: []view.Attempt{}}
 		for _, a := range d.Attempts() {
 			dv.Attempts = append(dv.Attempts, newAttemptView(a))
 		}

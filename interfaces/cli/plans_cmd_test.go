@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // `plan plans` lists every plan of the workspace, the current (last run) one first and marked,
@@ -150,7 +151,7 @@ func TestStatusTellsWhatIsPending(t *testing.T) {
 	id := createCheckpoint(t, dir)
 	writeFile(t, dir, "sub/a.txt", "changed\n")
 	writeFile(t, dir, "b.txt", "b\n")
-	var v workspaceStatusView
+	var v view.WorkspaceStatus
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &v); err != nil {
 		t.Fatal(err)
 	}

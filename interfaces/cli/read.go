@@ -13,6 +13,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // readCommands read a checkpoint without restoring it: cat, ls, and restore into another
@@ -58,7 +59,7 @@ func (h *handler) readCommands() []*ucli.Command {
 // catView is the entry cat printed, with the file's content.
 type catView struct {
 	Checkpoint string `json:"checkpoint"`
-	entryView
+	view.Entry
 	ContentBase64 *string `json:"content_base64,omitempty"`
 }
 
@@ -83,7 +84,7 @@ func (h *handler) cat(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := catView{Checkpoint: string(cp.ID()), entryView: newEntryViews([]tree.Entry{e})[0]}
+		v := catView{Checkpoint: string(cp.ID()), Entry: newEntryViews([]tree.Entry{e})[0]}
 		if rc == nil { // a symlink
 			if h.json {
 				return h.emit(v, nil)
@@ -109,9 +110,9 @@ func (h *handler) cat(c *ucli.Context) error {
 }
 
 type lsView struct {
-	Checkpoint string      `json:"checkpoint"`
-	Path       string      `json:"path"`
-	Entries    []entryView `json:"entries"`
+	Checkpoint string       `json:"checkpoint"`
+	Path       string       `json:"path"`
+	Entries    []view.Entry `json:"entries"`
 }
 
 func (h *handler) ls(c *ucli.Context) error {
@@ -246,14 +247,14 @@ func afterDashes(args []string) []string {
 }
 
 type showView struct {
-	Plan         string       `json:"plan"`
-	Decision     string       `json:"decision"`
-	Attempt      int          `json:"attempt"`
-	Status       string       `json:"status"`
-	Command      string       `json:"command"`
-	CheckpointID string       `json:"checkpoint_id"`
-	Changes      []changeView `json:"changes"`
-	Stat         *diffStat    `json:"stat,omitempty"`
+	Plan         string         `json:"plan"`
+	Decision     string         `json:"decision"`
+	Attempt      int            `json:"attempt"`
+	Status       string         `json:"status"`
+	Command      string         `json:"command"`
+	CheckpointID string         `json:"checkpoint_id"`
+	Changes      []view.Change  `json:"changes"`
+	Stat         *view.DiffStat `json:"stat,omitempty"`
 }
 
 func (h *handler) show(c *ucli.Context) error {

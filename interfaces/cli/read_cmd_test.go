@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
@@ -219,7 +220,7 @@ func TestDiffStatNameOnlyAndExitCode(t *testing.T) {
 		t.Errorf("--name-only with --stat: %v", o)
 	}
 	writeFile(t, dir, "big.bin", "\x00binary")
-	var v diffView
+	var v view.Diff
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "diff", id, "--stat").stdout), &v); err != nil || v.Stat == nil {
 		t.Fatalf("diff --json --stat: %v", err)
 	}

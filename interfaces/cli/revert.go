@@ -10,6 +10,7 @@ import (
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 func (h *handler) revertCommand() *ucli.Command {
@@ -34,45 +35,15 @@ func (h *handler) revertCommand() *ucli.Command {
 	}
 }
 
-type revertPathView struct {
-	Path    string  `json:"path"`
-	Action  string  `json:"action"`
-	Why     *string `json:"why"`
-	Written *string `json:"written"`
-}
-
-type revertView struct {
-	CorrectionID       *string          `json:"correction_id"`
-	Kind               string           `json:"kind"`
-	DecisionID         string           `json:"decision_id"`
-	Attempt            int              `json:"attempt"`
-	Reason             string           `json:"reason"`
-	Status             string           `json:"status"`
-	ConflictMode       string           `json:"conflict_mode"`
-	DryRun             bool             `json:"dry_run"`
-	Refused            bool             `json:"refused"`
-	NeedsAttention     bool             `json:"needs_attention"`
-	SafetyCheckpointID *string          `json:"safety_checkpoint_id"`
-	ArchiveDir         *string          `json:"archive_dir"`
-	Added              int              `json:"added"`
-	Modified           int              `json:"modified"`
-	Deleted            int              `json:"deleted"`
-	Paths              []revertPathView `json:"paths"`
-	Conflicts          []revertPathView `json:"conflicts"`
-	// Command is the replacement run with --run; ReexecutedDecisions names the decision when it ran.
-	Command             *string  `json:"command"`
-	ReexecutedDecisions []string `json:"reexecuted_decisions"`
-}
-
-func newRevertView(req application.RevertRequest, res application.RevertResult) revertView {
-	v := revertView{
+func newRevertView(req application.RevertRequest, res application.RevertResult) view.Revert {
+	v := view.Revert{
 		Kind: string(correction.Surgical), DecisionID: req.DecisionID, Attempt: res.Item.Attempt, Reason: req.Reason,
 		ConflictMode: string(req.Conflicts), DryRun: res.DryRun, Refused: res.Refused,
 		Added: res.Counts.Added, Modified: res.Counts.Modified, Deleted: res.Counts.Deleted,
-		Paths: []revertPathView{}, Conflicts: []revertPathView{}, Command: optional(req.Run), ReexecutedDecisions: []string{},
+		Paths: []view.RevertPath{}, Conflicts: []view.RevertPath{}, Command: optional(req.Run), ReexecutedDecisions: []string{},
 	}
 	for _, p := range res.Paths {
-		pv := revertPathView{Path: p.Path, Action: string(p.Action), Why: optional(p.Why), Written: optional(p.Written)}
+		pv := view.RevertPath{Path: p.Path, Action: string(p.Action), Why: optional(p.Why), Written: optional(p.Written)}
 		v.Paths = append(v.Paths, pv)
 		if p.Action == application.RevertConflict {
 			v.Conflicts = append(v.Conflicts, pv)
@@ -148,7 +119,7 @@ func (h *handler) revert(c *ucli.Context) error {
 }
 
 // revertSummary is what the confirmation shows.
-func revertSummary(v revertView) string {
+func revertSummary(v view.Revert) string {
 	var b strings.Builder
 	_, _ = fmt.Fprintf(&b, "Reverting %s (attempt %d) alone would change %d path(s):\n", v.DecisionID, v.Attempt, len(v.Paths))
 	writeRevertPaths(&b, v.Paths)
@@ -161,7 +132,7 @@ func revertSummary(v revertView) string {
 	return b.String()
 }
 
-func writeRevertPaths(w io.Writer, paths []revertPathView) {
+func writeRevertPaths(w io.Writer, paths []view.RevertPath) {
 	for _, p := range paths {
 		line := fmt.Sprintf("  %-8s %s", p.Action, p.Path)
 		if p.Why != nil {
@@ -174,7 +145,7 @@ func writeRevertPaths(w io.Writer, paths []revertPathView) {
 	}
 }
 
-func printRevert(w io.Writer, v revertView) {
+func printRevert(w io.Writer, v view.Revert) {
 	// A dry run shows the whole per-path plan even when the real revert would be refused (its status
 	// is then "refused"), and says how to go ahead.
 	switch {

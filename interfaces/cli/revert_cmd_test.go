@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -53,9 +54,9 @@ func correctionCount(t *testing.T, dir string) int {
 	return len(cs)
 }
 
-func decodeRevert(t *testing.T, o outcome) revertView {
+func decodeRevert(t *testing.T, o outcome) view.Revert {
 	t.Helper()
-	var v revertView
+	var v view.Revert
 	if err := json.Unmarshal([]byte(o.stdout), &v); err != nil {
 		t.Fatalf("stdout is not a revert document: %v\n%v", err, o)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -186,7 +187,7 @@ func TestRevertModel(t *testing.T) {
 		}
 		treetest.RequireSame(t, dir, nil, before, context+": a refused revert changed the workspace")
 		out := mustPlan(t, dir, "--json", "--yes", "revert", "--decision", id, "--reason", "model", "--conflicts", "markers").stdout
-		var v revertView
+		var v view.Revert
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}

@@ -110,13 +110,14 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("error", o.stderr)
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
-	checkMCPOutputs(t, check)
 	checkAgentOutputs(t, check)
 	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
 	checkWatchOutputs(t, check)
 	for name := range schemas {
-		if !validated[name] {
+		// The schemas only plan mcp produces are checked by interfaces/mcp's
+		// TestMCPOutputsMatchTheirSchemas, which also checks its tools' outputs against the others.
+		if !validated[name] && !strings.HasPrefix(name, "mcp-") {
 			t.Errorf("docs/schema/%s.json is checked by no output", name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // undoCommands are undo (plain, --to ENTRY) and redo, and what is pending before a checkpoint
@@ -39,21 +40,8 @@ func (h *handler) undoCommands() []*ucli.Command {
 	}, h.pendingCommands()...)
 }
 
-type undoView struct {
-	// Undone is the oldest operation undone (the one whose safety checkpoint the workspace went back
-	// to); All every one undone, newest first; Skipped those whose safety checkpoint was gone.
-	Undone    operationView   `json:"undone"`
-	All       []operationView `json:"undone_all"`
-	Skipped   []string        `json:"skipped"`
-	Operation *operationView  `json:"operation"`
-	Rollback  rollbackView    `json:"rollback"`
-	// Restored are the decisions the undone operations had reverted, back as they were.
-	Restored []string `json:"restored_decisions"`
-	DryRun   bool     `json:"dry_run"`
-}
-
-func newUndoView(res application.UndoResult, dry bool) undoView {
-	v := undoView{Undone: newOperationView(res.Undone), All: []operationView{}, Skipped: []string{},
+func newUndoView(res application.UndoResult, dry bool) view.Undo {
+	v := view.Undo{Undone: newOperationView(res.Undone), All: []view.Operation{}, Skipped: []string{},
 		Rollback: newRollbackView(res.Rollback, res.Rollback.Kept), Restored: nonNil(res.Restored), DryRun: dry}
 	for _, op := range res.All {
 		v.All = append(v.All, newOperationView(op))
@@ -129,13 +117,13 @@ func undoSummary(r application.UndoResult) string {
 }
 
 type redoView struct {
-	Undo      operationView   `json:"undo"`
-	Redone    []operationView `json:"redone"`
-	Operation *operationView  `json:"operation"`
-	Rollback  rollbackView    `json:"rollback"`
-	Reverted  []string        `json:"reverted_decisions"`
-	Restored  []string        `json:"restored_decisions"`
-	DryRun    bool            `json:"dry_run"`
+	Undo      view.Operation   `json:"undo"`
+	Redone    []view.Operation `json:"redone"`
+	Operation *view.Operation  `json:"operation"`
+	Rollback  view.Rollback    `json:"rollback"`
+	Reverted  []string         `json:"reverted_decisions"`
+	Restored  []string         `json:"restored_decisions"`
+	DryRun    bool             `json:"dry_run"`
 }
 
 func (h *handler) redo(c *ucli.Context) error {
@@ -158,7 +146,7 @@ func (h *handler) redo(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		v := redoView{Undo: newOperationView(res.Undo), Redone: []operationView{}, Rollback: newRollbackView(res.Rollback, res.Rollback.Kept),
+		v := redoView{Undo: newOperationView(res.Undo), Redone: []view.Operation{}, Rollback: newRollbackView(res.Rollback, res.Rollback.Kept),
 			Reverted: nonNil(res.Reverted), Restored: nonNil(res.Restored), DryRun: dry}
 		for _, op := range res.Redone {
 			v.Redone = append(v.Redone, newOperationView(op))

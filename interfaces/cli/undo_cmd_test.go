@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/interfaces/view"
 )
 
 // checkUndoOutputs drives undo --to, redo (dry and real) and a prune that takes undo's safety
@@ -356,7 +358,7 @@ func TestStatusStoreLine(t *testing.T) {
 	// earlier: it compares the workspace with that checkpoint).
 	var b strings.Builder
 	problem := "the newest checkpoint x: object missing (plan doctor, plan verify)"
-	printPending(&b, workspaceStateView{Store: storeHealthView{Problem: &problem}})
+	printPending(&b, view.WorkspaceState{Store: view.StoreHealth{Problem: &problem}})
 	if b.String() != "store: PROBLEM: "+problem+"\n" {
 		t.Errorf("%q", b.String())
 	}

@@ -7,37 +7,8 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/view"
 )
-
-// checkpointView is the checkpoint object of the contract.
-type checkpointView struct {
-	ID            string            `json:"id"`
-	ShortID       string            `json:"short_id"`
-	Type          string            `json:"type"`
-	CreatedAt     string            `json:"created_at"`
-	Note          string            `json:"note"`
-	DecisionID    *string           `json:"decision_id"`
-	ParentID      *string           `json:"parent_id"`
-	GitCommit     *string           `json:"git_commit"`
-	Files         int64             `json:"files"`
-	Bytes         int64             `json:"bytes"`
-	StoredBytes   int64             `json:"stored_bytes"`
-	DurationMs    float64           `json:"duration_ms"`
-	RollbackCount int               `json:"rollback_count"`
-	RootTree      string            `json:"root_tree"`
-	Labels        map[string]string `json:"labels"`
-	Pinned        bool              `json:"pinned"`
-	Entries       *[]entryView      `json:"entries,omitempty"`
-}
-
-type entryView struct {
-	Path   string  `json:"path"`
-	Kind   string  `json:"kind"`
-	Mode   string  `json:"mode"`
-	Size   int64   `json:"size"`
-	SHA256 *string `json:"sha256"`
-	Target *string `json:"target,omitempty"`
-}
 
 func optional(s string) *string {
 	if s == "" {
@@ -47,9 +18,9 @@ func optional(s string) *string {
 }
 
 // newCheckpointView is c's object; short is its short name (CheckpointService.ShortNames).
-func newCheckpointView(c *checkpoint.Checkpoint, short string) checkpointView {
+func newCheckpointView(c *checkpoint.Checkpoint, short string) view.Checkpoint {
 	st := c.Stats()
-	return checkpointView{
+	return view.Checkpoint{
 		ID: string(c.ID()), ShortID: short, Type: string(c.Type()), CreatedAt: c.CreatedAt().UTC().Format(time.RFC3339),
 		Note: c.Note(), DecisionID: optional(c.DecisionID()), ParentID: optional(string(c.ParentID())),
 		GitCommit: optional(c.GitCommit()), Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes,
@@ -58,10 +29,10 @@ func newCheckpointView(c *checkpoint.Checkpoint, short string) checkpointView {
 	}
 }
 
-func newEntryViews(entries []tree.Entry) []entryView {
-	out := make([]entryView, 0, len(entries))
+func newEntryViews(entries []tree.Entry) []view.Entry {
+	out := make([]view.Entry, 0, len(entries))
 	for _, e := range entries {
-		v := entryView{Path: e.Path, Kind: e.Kind.String(), Mode: modeString(e.Mode), Size: e.Size}
+		v := view.Entry{Path: e.Path, Kind: e.Kind.String(), Mode: modeString(e.Mode), Size: e.Size}
 		switch e.Kind {
 		case tree.KindFile:
 			h := e.Hash.String()
@@ -98,21 +69,8 @@ func formatOctal(m uint32) string {
 	return string(b[i:])
 }
 
-type changeView struct {
-	Path   string `json:"path"`
-	Change string `json:"change"`
-	Size   int64  `json:"size"`
-	Kind   string `json:"kind"`
-	Patch  string `json:"patch,omitempty"`
-	// Insertions and Deletions are the lines a text file gained and lost (with --stat).
-	Insertions *int `json:"insertions,omitempty"`
-	Deletions  *int `json:"deletions,omitempty"`
-	// Binary says a --stat change has no line counts: a binary or large file.
-	Binary bool `json:"binary,omitempty"`
-}
-
-func newChangeViews(changes []tree.Change) []changeView {
-	out := make([]changeView, 0, len(changes))
+func newChangeViews(changes []tree.Change) []view.Change {
+	out := make([]view.Change, 0, len(changes))
 	for _, c := range changes {
 		kind := ""
 		if c.To != nil {
@@ -124,42 +82,13 @@ func newChangeViews(changes []tree.Change) []changeView {
 		if kind == "dir" {
 			size = 0
 		}
-		out = append(out, changeView{Path: c.Path, Change: string(c.Type), Size: size, Kind: kind})
+		out = append(out, view.Change{Path: c.Path, Change: string(c.Type), Size: size, Kind: kind})
 	}
 	return out
 }
 
-type diffView struct {
-	From    string       `json:"from"`
-	To      *string      `json:"to"`
-	Changes []changeView `json:"changes"`
-	Stat    *diffStat    `json:"stat,omitempty"`
-}
-
-// diffStat totals a --stat diff.
-type diffStat struct {
-	Files      int `json:"files"`
-	Insertions int `json:"insertions"`
-	Deletions  int `json:"deletions"`
-}
-
-type rollbackView struct {
-	CheckpointID       string       `json:"checkpoint_id"`
-	BackupCheckpointID *string      `json:"backup_checkpoint_id"`
-	Added              int          `json:"added"`
-	Modified           int          `json:"modified"`
-	Deleted            int          `json:"deleted"`
-	RevertedDecisions  []string     `json:"reverted_decisions"`
-	DryRun             bool         `json:"dry_run"`
-	Changes            []changeView `json:"changes"`
-	Kept               []string     `json:"kept,omitempty"`
-	Mode               string       `json:"mode"`
-	// Paths are the workspace-relative paths a per-path restore was limited to.
-	Paths []string `json:"paths,omitempty"`
-}
-
-func newRollbackView(r application.RollbackResult, kept []string) rollbackView {
-	v := rollbackView{
+func newRollbackView(r application.RollbackResult, kept []string) view.Rollback {
+	v := view.Rollback{
 		CheckpointID: string(r.Target.ID()), Added: r.Counts.Added, Modified: r.Counts.Modified,
 		Deleted: r.Counts.Deleted, RevertedDecisions: append([]string{}, r.RevertedDecisions...),
 		DryRun: r.DryRun, Changes: newChangeViews(r.Changes), Kept: kept, Mode: string(r.Mode),
@@ -181,14 +110,6 @@ type recoverView struct {
 	// Recorded is the pre_recover checkpoint holding Unrecorded, the paths changed since the crash.
 	Recorded   *string  `json:"recorded_checkpoint_id,omitempty"`
 	Unrecorded []string `json:"unrecorded_paths,omitempty"`
-}
-
-type errorView struct {
-	Error struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	} `json:"error"`
-	Code int `json:"code"`
 }
 
 type initView struct {

@@ -1,4 +1,4 @@
-package cli
+package mcp
 
 import (
 	"context"
@@ -15,23 +15,25 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/interfaces/cli"
+	"github.com/planhq/plan/interfaces/view"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
 // mcpClient connects the SDK's client to a server on dir, in-process.
-func mcpClient(t *testing.T, dir string) *mcp.ClientSession {
+func mcpClient(t *testing.T, dir string) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	srv, _ := newMCPServer(&Runner{Version: "test"}, dir)
+	st, ct := sdk.NewInMemoryTransports()
+	srv, _ := newMCPServer(&cli.Runner{Version: "test"}, dir)
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "plan-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "plan-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +41,9 @@ func mcpClient(t *testing.T, dir string) *mcp.ClientSession {
 	return cs
 }
 
-func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.CallToolResult {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -50,7 +52,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.C
 
 // mcpOK calls a tool that must succeed and decodes its structured output into out; it returns the
 // text content.
-func mcpOK(t *testing.T, cs *mcp.ClientSession, name string, args, out any) []string {
+func mcpOK(t *testing.T, cs *sdk.ClientSession, name string, args, out any) []string {
 	t.Helper()
 	res := callTool(t, cs, name, args)
 	texts := contentTexts(res)
@@ -73,13 +75,13 @@ func mcpOK(t *testing.T, cs *mcp.ClientSession, name string, args, out any) []st
 
 // requireOutputSchema checks a tool's structured output against the output schema it lists, as
 // clients do (the TypeScript SDK's among them).
-func requireOutputSchema(t *testing.T, cs *mcp.ClientSession, name string, out []byte) {
+func requireOutputSchema(t *testing.T, cs *sdk.ClientSession, name string, out []byte) {
 	t.Helper()
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == name })
+	i := slices.IndexFunc(tools.Tools, func(x *sdk.Tool) bool { return x.Name == name })
 	raw, _ := json.Marshal(tools.Tools[i].OutputSchema)
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -99,14 +101,14 @@ func requireOutputSchema(t *testing.T, cs *mcp.ClientSession, name string, out [
 }
 
 // mcpFails calls a tool that must fail and returns plan's error document from it.
-func mcpFails(t *testing.T, cs *mcp.ClientSession, name string, args any, kind string, code int) errorView {
+func mcpFails(t *testing.T, cs *sdk.ClientSession, name string, args any, kind string, code int) view.Error {
 	t.Helper()
 	res := callTool(t, cs, name, args)
 	texts := contentTexts(res)
 	if !res.IsError {
 		t.Fatalf("%s %v succeeded: %v", name, args, texts)
 	}
-	var v errorView
+	var v view.Error
 	if len(texts) != 2 || res.StructuredContent != nil {
 		t.Fatalf("%s: an error result is two texts and no structured content: %v %v", name, texts, res.StructuredContent)
 	}
@@ -122,10 +124,10 @@ func mcpFails(t *testing.T, cs *mcp.ClientSession, name string, args any, kind s
 	return v
 }
 
-func contentTexts(res *mcp.CallToolResult) []string {
+func contentTexts(res *sdk.CallToolResult) []string {
 	var out []string
 	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
+		if tc, ok := c.(*sdk.TextContent); ok {
 			out = append(out, tc.Text)
 		}
 	}
@@ -173,7 +175,7 @@ func TestMCPToolsAreDescribed(t *testing.T) {
 	if strings.Join(names, " ") != "checkpoint diff list restore revert rewind sessions status undo" {
 		t.Fatalf("tools %v", names)
 	}
-	restore := res.Tools[slices.IndexFunc(res.Tools, func(x *mcp.Tool) bool { return x.Name == "restore" })]
+	restore := res.Tools[slices.IndexFunc(res.Tools, func(x *sdk.Tool) bool { return x.Name == "restore" })]
 	mode := restore.InputSchema.(map[string]any)["properties"].(map[string]any)["mode"].(map[string]any)
 	if got, _ := json.Marshal(mode["enum"]); string(got) != `["both","files","state"]` || mode["default"] != "both" {
 		t.Fatalf("restore's mode: %v", mode)
@@ -188,7 +190,7 @@ func TestMCPCheckpointAndList(t *testing.T) {
 	dir := newWorkspace(t)
 	cs := mcpClient(t, dir)
 	writeFile(t, dir, "a.txt", "one\n")
-	var first, second checkpointView
+	var first, second view.Checkpoint
 	mcpOK(t, cs, "checkpoint", map[string]any{"note": "-before the edit", "labels": map[string]string{"agent": "claude", "turn": "1"}}, &first)
 	if first.Note != "-before the edit" || first.Labels["agent"] != "claude" || first.Labels["turn"] != "1" || first.Files != 1 || first.ShortID == "" {
 		t.Fatalf("checkpoint: %+v", first)
@@ -216,15 +218,15 @@ func TestMCPCheckpointAndList(t *testing.T) {
 	}
 
 	// Bad input: refused with plan's kind, and no checkpoint taken.
-	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"Bad Key": "x"}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"a=b": "c"}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"ok": "bad\x01value"}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "list", map[string]any{"labels": map[string]string{"Bad": "x"}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "list", map[string]any{"limit": -1}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "list", map[string]any{"limit": "3"}, "usage", ExitUsage)
-	mcpFails(t, cs, "list", map[string]any{"limit": 1e30}, "usage", ExitUsage)
-	mcpFails(t, cs, "checkpoint", map[string]any{"nope": true}, "usage", ExitUsage)
-	mcpFails(t, cs, "checkpoint", map[string]any{"note": 3}, "usage", ExitUsage)
+	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"Bad Key": "x"}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"a=b": "c"}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "checkpoint", map[string]any{"labels": map[string]string{"ok": "bad\x01value"}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "list", map[string]any{"labels": map[string]string{"Bad": "x"}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "list", map[string]any{"limit": -1}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "list", map[string]any{"limit": "3"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "list", map[string]any{"limit": 1e30}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "checkpoint", map[string]any{"nope": true}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "checkpoint", map[string]any{"note": 3}, "usage", cli.ExitUsage)
 	mcpOK(t, cs, "list", nil, &all)
 	if len(all.Checkpoints) != 2 {
 		t.Fatalf("a refused call took a checkpoint: %+v", all)
@@ -249,7 +251,7 @@ func TestMCPDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var v diffView
+	var v view.Diff
 	mcpOK(t, cs, "diff", map[string]any{"from": from, "to": to}, &v)
 	if v.From != from || v.To == nil || *v.To != to || len(v.Changes) != 2 || v.Stat != nil || v.Changes[0].Patch != "" {
 		t.Fatalf("diff: %+v", v)
@@ -272,10 +274,10 @@ func TestMCPDiff(t *testing.T) {
 		t.Fatalf("diff @~1 @: %+v", v)
 	}
 
-	mcpFails(t, cs, "diff", map[string]any{"from": from, "name_only": true, "stat": true}, "usage", ExitUsage)
-	mcpFails(t, cs, "diff", map[string]any{}, "usage", ExitUsage)
-	mcpFails(t, cs, "diff", map[string]any{"from": "ffffffffffff"}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "diff", map[string]any{"from": "--patch"}, "invalid", ExitInvalid)
+	mcpFails(t, cs, "diff", map[string]any{"from": from, "name_only": true, "stat": true}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "diff", map[string]any{}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "diff", map[string]any{"from": "ffffffffffff"}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "diff", map[string]any{"from": "--patch"}, "invalid", cli.ExitInvalid)
 }
 
 func TestMCPRestore(t *testing.T) {
@@ -295,7 +297,7 @@ func TestMCPRestore(t *testing.T) {
 	writeFile(t, dir, "junk.txt", "junk\n")
 
 	// A dry run changes nothing and says what would change.
-	var v rollbackView
+	var v view.Rollback
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base, "dry_run": true}, &v)
 	if !v.DryRun || v.Added != 1 || v.Modified != 1 || v.Deleted != 1 || readFile(t, dir, "a.txt") != "edited\n" {
 		t.Fatalf("dry run: %+v", v)
@@ -314,25 +316,25 @@ func TestMCPRestore(t *testing.T) {
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base, "mode": "files"}, &v)
 	requireTree(t, dir, saved, "after restoring the whole workspace")
 
-	mcpFails(t, cs, "restore", map[string]any{}, "usage", ExitUsage)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "at": "2h"}, "usage", ExitUsage)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "mode": "all"}, "usage", ExitUsage)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": "nothing-by-that-name"}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{"../outside"}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{""}}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "restore", map[string]any{"at": "not a time"}, "invalid", ExitInvalid)
+	mcpFails(t, cs, "restore", map[string]any{}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "at": "2h"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "mode": "all"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": "nothing-by-that-name"}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{"../outside"}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{""}}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "restore", map[string]any{"at": "not a time"}, "invalid", cli.ExitInvalid)
 	requireTree(t, dir, saved, "after the refused restores")
 }
 
 func TestMCPRevertUndoStatus(t *testing.T) {
 	dir := newWorkspace(t)
 	cs := mcpClient(t, dir)
-	var st workspaceStatusView
+	var st view.WorkspaceStatus
 	mcpOK(t, cs, "status", nil, &st)
 	if st.Plan != nil || st.Workspace.LatestCheckpoint != nil || st.Workspace.Root == "" {
 		t.Fatalf("status of a new workspace: %+v", st)
 	}
-	mcpFails(t, cs, "undo", nil, "not_found", ExitNotFound)
+	mcpFails(t, cs, "undo", nil, "not_found", cli.ExitNotFound)
 
 	mustPlan(t, dir, "exec", "--id", "one", "--", "sh", "-c", "echo 1 > one.txt")
 	mustPlan(t, dir, "exec", "--id", "two", "--", "sh", "-c", "echo 2 > two.txt")
@@ -341,9 +343,9 @@ func TestMCPRevertUndoStatus(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 	mcpOK(t, cs, "status", map[string]any{"plan": st.Plan.Name}, &st)
-	mcpFails(t, cs, "status", map[string]any{"plan": "no-such-plan"}, "not_found", ExitNotFound)
+	mcpFails(t, cs, "status", map[string]any{"plan": "no-such-plan"}, "not_found", cli.ExitNotFound)
 
-	var rv revertView
+	var rv view.Revert
 	mcpOK(t, cs, "revert", map[string]any{"decision": "one", "reason": "r", "dry_run": true}, &rv)
 	if !rv.DryRun || readFile(t, dir, "one.txt") != "1\n" {
 		t.Fatalf("revert dry run: %+v", rv)
@@ -353,14 +355,14 @@ func TestMCPRevertUndoStatus(t *testing.T) {
 		rv.Reason != "wrong file" || rv.SafetyCheckpointID == nil {
 		t.Fatalf("revert: %+v (%v)", rv, err)
 	}
-	mcpFails(t, cs, "revert", map[string]any{}, "usage", ExitUsage)
-	mcpFails(t, cs, "revert", map[string]any{"decision": "two"}, "usage", ExitUsage)
-	mcpFails(t, cs, "revert", map[string]any{"decision": "", "reason": "r"}, "usage", ExitUsage)
-	mcpFails(t, cs, "revert", map[string]any{"decision": "two", "reason": ""}, "usage", ExitUsage)
-	mcpFails(t, cs, "revert", map[string]any{"decision": "three", "reason": "r"}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "revert", map[string]any{"decision": "two", "reason": "r", "conflicts": "ours"}, "usage", ExitUsage)
+	mcpFails(t, cs, "revert", map[string]any{}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "revert", map[string]any{"decision": "two"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "revert", map[string]any{"decision": "", "reason": "r"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "revert", map[string]any{"decision": "two", "reason": ""}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "revert", map[string]any{"decision": "three", "reason": "r"}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "revert", map[string]any{"decision": "two", "reason": "r", "conflicts": "ours"}, "usage", cli.ExitUsage)
 
-	var uv undoView
+	var uv view.Undo
 	mcpOK(t, cs, "undo", map[string]any{"dry_run": true}, &uv)
 	if !uv.DryRun || uv.Undone.Kind != "revert" || uv.Operation != nil {
 		t.Fatalf("undo dry run: %+v", uv)
@@ -372,7 +374,7 @@ func TestMCPRevertUndoStatus(t *testing.T) {
 	if uv.DryRun || uv.Operation == nil || readFile(t, dir, "one.txt") != "1\n" || readFile(t, dir, "two.txt") != "2\n" {
 		t.Fatalf("undo: %+v", uv)
 	}
-	mcpFails(t, cs, "undo", map[string]any{"dry_run": "yes"}, "usage", ExitUsage)
+	mcpFails(t, cs, "undo", map[string]any{"dry_run": "yes"}, "usage", cli.ExitUsage)
 }
 
 // A tool call sees the workspace busy as the CLI does: the same lock.
@@ -383,12 +385,12 @@ func TestMCPSharesTheWorkspaceLock(t *testing.T) {
 	base := createCheckpoint(t, dir)
 	writeFile(t, dir, "a.txt", "two\n")
 	release := holdWorkspaceLock(t, dir)
-	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base}, "conflict", ExitConflict)
+	mcpFails(t, cs, "restore", map[string]any{"checkpoint": base}, "conflict", cli.ExitConflict)
 	if readFile(t, dir, "a.txt") != "two\n" {
 		t.Fatal("a restore refused for a busy workspace changed it")
 	}
 	release()
-	var v rollbackView
+	var v view.Rollback
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base}, &v)
 	if readFile(t, dir, "a.txt") != "one\n" {
 		t.Fatal("restore after the lock was released")
@@ -402,11 +404,11 @@ func TestMCPCallFailures(t *testing.T) {
 	writeFile(t, dir, "a.txt", "one\n")
 	createCheckpoint(t, dir)
 	writeFile(t, dir, "a.txt", "two\n")
-	tools := newMCPTools(&Runner{}, dir)
-	var v diffView
+	tools := newMCPTools(&cli.Runner{}, dir)
+	var v view.Diff
 	_, err := tools.call(context.Background(), &v, "diff", "--exit-code", "@")
 	var f *mcpFailure
-	if !asFailure(err, &f) || f.view.Error.Kind != "internal" || f.view.Code != ExitInternal || !strings.Contains(f.Error(), "exited 1") {
+	if !asFailure(err, &f) || f.view.Error.Kind != "internal" || f.view.Code != cli.ExitInternal || !strings.Contains(f.Error(), "exited 1") {
 		t.Fatalf("silent exit 1: %v", err)
 	}
 	var n int
@@ -418,7 +420,7 @@ func TestMCPCallFailures(t *testing.T) {
 		t.Fatalf("a plain error: %+v", res)
 	}
 	cs := mcpClient(t, dir)
-	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: json.RawMessage(`[1]`)})
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "status", Arguments: json.RawMessage(`[1]`)})
 	if err != nil || !res.IsError || !strings.Contains(contentTexts(res)[0], "not a JSON object") {
 		t.Fatalf("arguments that are not an object: %v %v", res, err)
 	}
@@ -452,17 +454,17 @@ func TestMCPCommand(t *testing.T) {
 	done := make(chan outcome, 1)
 	go func() {
 		var errOut strings.Builder
-		r := Runner{Stdin: inR, Stdout: outW, Stderr: &errOut, Dir: filepath.Join(dir, "sub"), Version: "test"}
+		r := cli.Runner{Stdin: inR, Stdout: outW, Stderr: &errOut, Dir: filepath.Join(dir, "sub"), Version: "test", MCP: Serve}
 		code := r.Run(context.Background(), []string{"plan", "mcp"})
 		_ = outW.Close()
 		done <- outcome{args: []string{"mcp"}, code: code, stderr: errOut.String()}
 	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "plan-test", Version: "v0"}, nil).
-		Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "plan-test", Version: "v0"}, nil).
+		Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v rollbackView
+	var v view.Rollback
 	// Started in a subdirectory: the workspace above is found, and paths are the workspace root's.
 	mcpOK(t, cs, "restore", map[string]any{"checkpoint": base, "paths": []string{"sub/a.txt"}}, &v)
 	if readFile(t, dir, "sub/a.txt") != "one\n" {
@@ -470,16 +472,16 @@ func TestMCPCommand(t *testing.T) {
 	}
 	_ = cs.Close()
 	o := <-done
-	if o.code != ExitOK || o.stderr != "" {
+	if o.code != cli.ExitOK || o.stderr != "" {
 		t.Fatalf("plan mcp after its client left: %v", o)
 	}
 
 	outside := t.TempDir()
 	o = inWorkspace(outside, "--json", "mcp")
-	if o.code != ExitNotFound || !strings.Contains(o.stderr, "plan init") {
+	if o.code != cli.ExitNotFound || !strings.Contains(o.stderr, "plan init") {
 		t.Fatalf("plan mcp outside a workspace: %v", o)
 	}
-	if o := inWorkspace(dir, "mcp", "extra"); o.code != ExitUsage {
+	if o := inWorkspace(dir, "mcp", "extra"); o.code != cli.ExitUsage {
 		t.Fatalf("plan mcp extra: %v", o)
 	}
 }
@@ -490,7 +492,7 @@ func TestMCPWarningsFollowTheOutput(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var v checkpointView
+	var v view.Checkpoint
 	texts := mcpOK(t, mcpClient(t, dir), "checkpoint", map[string]any{"note": "with a fifo"}, &v)
 	if len(texts) != 2 || !strings.Contains(texts[1], "warning") || !strings.Contains(texts[1], "pipe") {
 		t.Fatalf("texts: %q", texts)
@@ -512,10 +514,10 @@ func TestMCPInputEdges(t *testing.T) {
 		}
 	}
 	mustPanic(t, "schema of chan int", func() { mustSchema[chan int]() })
-	bare := mcp.NewServer(&mcp.Implementation{Name: "x"}, nil)
+	bare := sdk.NewServer(&sdk.Implementation{Name: "x"}, nil)
 	mustPanic(t, "input schema", func() {
-		addMCPTool(bare, &mcp.Tool{Name: "bad"}, func(s *jsonschema.Schema) { s.Properties["dry_run"].Pattern = "(" },
-			func(context.Context, mcpUndoIn) (undoView, []string, error) { return undoView{}, nil, nil })
+		addMCPTool(bare, &sdk.Tool{Name: "bad"}, func(s *jsonschema.Schema) { s.Properties["dry_run"].Pattern = "(" },
+			func(context.Context, mcpUndoIn) (view.Undo, []string, error) { return view.Undo{}, nil, nil })
 	})
 }
 
@@ -538,12 +540,12 @@ func TestMCPCommandInterrupted(t *testing.T) {
 	done := make(chan int, 1)
 	var errOut strings.Builder
 	go func() {
-		r := Runner{Stdin: inR, Stdout: io.Discard, Stderr: &errOut, Dir: dir}
+		r := cli.Runner{Stdin: inR, Stdout: io.Discard, Stderr: &errOut, Dir: dir, MCP: Serve}
 		done <- r.Run(ctx, []string{"plan", "mcp"})
 	}()
 	time.Sleep(200 * time.Millisecond)
 	cancel()
-	if code := <-done; code != ExitInterrupted {
+	if code := <-done; code != cli.ExitInterrupted {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 }
@@ -594,7 +596,7 @@ func checkMCPOutputs(t *testing.T, check func(name, doc string)) {
 func TestMCPSessionsAndRewind(t *testing.T) {
 	dir := claudeTurn(t)
 	cs := mcpClient(t, dir)
-	var all, one sessionsView
+	var all, one view.Sessions
 	mcpOK(t, cs, "sessions", nil, &all)
 	if len(all.Sessions) != 1 || all.Sessions[0].Plan != claudeSession || len(all.Sessions[0].Turns[0].ToolCalls) != 2 {
 		t.Fatalf("sessions: %+v", all)
@@ -609,7 +611,7 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	}
 
 	bash := "toolu_01Q2pZr8VbN5mKc3tYxE7wJd"
-	var rv rewindView
+	var rv view.Rewind
 	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": bash, "dry_run": true}, &rv)
 	if !rv.DryRun || rv.Added != 1 || rv.ToolCall == nil || *rv.ToolCall != bash {
 		t.Fatalf("rewind dry run: %+v", rv)
@@ -619,7 +621,7 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	if readFile(t, dir, "build/a.o") != "object" || readFile(t, dir, "README.md") != "# Project\n" || rv.Session != claudeSession {
 		t.Fatalf("rewind to before the rm: %+v", rv)
 	}
-	var uv undoView
+	var uv view.Undo
 	mcpOK(t, cs, "undo", nil, &uv)
 	requireTree(t, dir, after, "after undoing the rewind")
 
@@ -633,16 +635,16 @@ func TestMCPSessionsAndRewind(t *testing.T) {
 	}
 	mcpOK(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "both"}, &rv)
 
-	mcpFails(t, cs, "sessions", map[string]any{"session": "nope"}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "rewind", map[string]any{"turn": 1}, "usage", ExitUsage)
-	mcpFails(t, cs, "rewind", map[string]any{"session": ""}, "usage", ExitUsage)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession}, "usage", ExitUsage)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "tool_call": bash}, "usage", ExitUsage)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 0}, "invalid", ExitInvalid)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 7}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": "toolu_nope"}, "not_found", ExitNotFound)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "some"}, "usage", ExitUsage)
-	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "paths": []string{"../x"}}, "invalid", ExitInvalid)
+	mcpFails(t, cs, "sessions", map[string]any{"session": "nope"}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"turn": 1}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": ""}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "tool_call": bash}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 0}, "invalid", cli.ExitInvalid)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 7}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "tool_call": "toolu_nope"}, "not_found", cli.ExitNotFound)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "mode": "some"}, "usage", cli.ExitUsage)
+	mcpFails(t, cs, "rewind", map[string]any{"session": claudeSession, "turn": 1, "paths": []string{"../x"}}, "invalid", cli.ExitInvalid)
 }
 
 // A client that sends a restore and leaves at once: plan mcp ends only once the restore has ended,
@@ -670,11 +672,11 @@ func TestMCPClientLeavingMidCallLeavesNothingHalfDone(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"restore","arguments":{"checkpoint":"` + base + `"}}}`,
 	}, "\n") + "\n"
 	var out, errOut strings.Builder
-	r := Runner{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errOut, Dir: dir}
-	if code := r.Run(context.Background(), []string{"plan", "mcp"}); code != ExitOK {
+	r := cli.Runner{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errOut, Dir: dir, MCP: Serve}
+	if code := r.Run(context.Background(), []string{"plan", "mcp"}); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var st workspaceStatusView
+	var st view.WorkspaceStatus
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -690,12 +692,12 @@ func TestMCPClientLeavingMidCallLeavesNothingHalfDone(t *testing.T) {
 	}
 
 	// Once closing, a call that still arrives is refused as interrupted.
-	tools := newMCPTools(&Runner{}, dir)
+	tools := newMCPTools(&cli.Runner{}, dir)
 	tools.drain()
-	var v workspaceStatusView
+	var v view.WorkspaceStatus
 	_, err = tools.call(context.Background(), &v, "status")
 	var f *mcpFailure
-	if !asFailure(err, &f) || f.view.Error.Kind != "interrupted" || f.view.Code != ExitInterrupted {
+	if !asFailure(err, &f) || f.view.Error.Kind != "interrupted" || f.view.Code != cli.ExitInterrupted {
 		t.Fatalf("a call after drain: %v", err)
 	}
 }
@@ -707,10 +709,10 @@ func TestMCPDrainWaitsForTheCallUnderWay(t *testing.T) {
 	base := createCheckpoint(t, dir)
 	release := holdWorkspaceLock(t, dir)
 	defer release()
-	tools := newMCPTools(&Runner{}, dir)
+	tools := newMCPTools(&cli.Runner{}, dir)
 	done := make(chan error, 1)
 	go func() {
-		var v rollbackView
+		var v view.Rollback
 		_, err := tools.call(context.Background(), &v, "--yes", "rollback", "--to-checkpoint="+base)
 		done <- err
 	}()
