@@ -8,7 +8,7 @@ package plan_test
 //     compiler refuses the rest; this rule also covers a new adapter put beside bootstrap);
 //   - each framework lives in one place: gorm in the persistence adapter, fx and dig in the
 //     composition root (and the root package and the fx example, which hand fx options to hosts),
-//     urfave/cli in the CLI;
+//     urfave/cli in the CLI, the MCP SDK in the MCP server;
 //   - the environment is read at the edges only: cmd/, interfaces/, the composition root, and
 //     what tests and tools run; in domain/, application/ and the adapters, no os.Getenv,
 //     os.LookupEnv or os.Environ outside two named exceptions.
@@ -33,6 +33,7 @@ var frameworkHomes = map[string][]string{
 	"go.uber.org/fx":           {".", "infrastructure/bootstrap", "examples/fx"},
 	"go.uber.org/dig":          {"infrastructure/bootstrap"},
 	"github.com/urfave/cli/v2": {"interfaces/cli"},
+	"github.com/modelcontextprotocol/go-sdk/": {"interfaces/mcp"},
 }
 
 // envExceptions may read the environment, each for a reason inherent to what it does.
