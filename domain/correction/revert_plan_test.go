@@ -42,7 +42,7 @@ func TestMerge3(t *testing.T) {
 	for _, c := range cases {
 		got, conflicted := Merge3(testDiff3, []byte(c.base), []byte(c.ours), []byte(c.theirs), labels)
 		if string(got) != c.want || conflicted != c.conflicted {
-			t.Errorf("%s: merge3 = %q, %v; want %q, %v", c.name, got, conflicted, c.want, c.conflicted)
+			t.Errorf("%s: Merge3 = %q, %v; want %q, %v", c.name, got, conflicted, c.want, c.conflicted)
 		}
 	}
 }
