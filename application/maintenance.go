@@ -75,7 +75,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 	if req.OlderThan < 0 {
 		return PruneResult{}, fault.Invalid("--older-than must be positive")
 	}
-	if err := req.Calendar.validate(); err != nil {
+	if err := req.Calendar.Validate(); err != nil {
 		return PruneResult{}, err
 	}
 	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint prune")
@@ -100,7 +100,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		}
 		return protected[cp.ID()]
 	}
-	cal := req.Calendar.keeper()
+	cal := req.Calendar.Keeper()
 	restTotal := 0 // the checkpoints no class decides for: the oldest of them is the calendar's oldest
 	for _, cp := range all {
 		if _, ok := firstClass(req.Classes, cp); !ok {
@@ -126,7 +126,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		}
 		i := rest
 		rest++
-		bucket := cal.keep(cp.CreatedAt(), rest == restTotal)
+		bucket := cal.Keep(cp.CreatedAt(), rest == restTotal)
 		switch {
 		case i < req.Keep:
 			res.Kept = append(res.Kept, cp.ID())

@@ -5,82 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
-	"github.com/planhq/plan/domain/plan"
+	"github.com/planhq/plan/domain/ref"
 	"github.com/planhq/plan/domain/tree"
 )
 
-// Names for checkpoints, accepted everywhere a checkpoint is:
-//   - a full ID or a unique prefix of it (at least ident.MinPrefix hex characters);
-//   - a unique prefix of its short form (ident.Short: letters k..z), as `checkpoint list` shows it;
-//   - `@` (or `latest`), the newest checkpoint, and `@~N`, the Nth before it;
-//   - `DECISION^`, the pre_decision checkpoint of the latest attempt of a decision of the current
-//     plan, and `DECISION`, a checkpoint of the state that attempt left (the next decision's
-//     pre_decision checkpoint, or the run's end);
-//   - `PLAN/DECISION^`, `PLAN/DECISION`, `PLAN#N^` and `PLAN#N`: a decision, or a turn of an agent
-//     session, of a named plan (agentnames.go);
-//   - `label:KEY=VALUE`, the newest checkpoint carrying that label, and `note:TEXT`, the newest one
-//     whose note contains TEXT.
-//
-// A name two readings match (a decision called like a checkpoint prefix) is ambiguous: invalid
-// input listing both, never a guess.
+// The names of checkpoints (IDs and their prefixes, short names, @, @~N, DECISION^, DECISION,
+// PLAN/DECISION[^], PLAN#N[^], label:KEY=VALUE, note:TEXT) are read by domain/ref; here they are
+// resolved against the repositories.
 
-// checkName refuses a name that has none of the forms above, before any lookup (and before a
-// command waits for the workspace lock).
-func checkName(ref string) error {
-	base := strings.TrimSuffix(ref, "^")
-	if sel, ok := selectorOf(ref); ok {
-		return sel.err
-	}
-	switch {
-	case ref == "@" || ref == "latest" || strings.HasPrefix(ref, "@~"):
-		return nil // @~N's number is checked when it is resolved
-	case isScoped(ref):
-		return nil
-	case ident.ValidateRef("checkpoint", ref) == nil, ident.IsShortRef(ref), plan.ValidateDecisionID(base) == nil:
-		return nil
-	case strings.Trim(ref, "0123456789abcdef") == "":
-		return ident.ValidateRef("checkpoint", ref)
-	}
-	return fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-		"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^], PLAN#TURN[^], label:KEY=VALUE or note:TEXT", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
-}
+// checkName refuses a name that has none of the forms of the grammar, before any lookup (and before
+// a command waits for the workspace lock).
+func checkName(name string) error { return ref.Parse(name).Check() }
 
-// resolve finds the checkpoint ref names.
-func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Checkpoint, error) {
-	if sel, ok := selectorOf(ref); ok {
-		return o.newestMatching(ctx, sel, ref)
-	}
-	if n, ok := parseScoped(ref); ok {
-		return o.resolveScoped(ctx, n, ref)
-	}
-	switch {
-	case ref == "@" || ref == "latest":
-		return o.newest(ctx, 0, ref)
-	case strings.HasPrefix(ref, "@~"):
-		n, err := strconv.Atoi(ref[2:])
-		if err != nil || n < 0 || ref[2:] != strconv.Itoa(n) {
-			return nil, fault.Invalid("malformed checkpoint name %q: @~N wants a whole number N >= 0", ref)
+// resolve finds the checkpoint name names.
+func (o *Operations) resolve(ctx context.Context, name string) (*checkpoint.Checkpoint, error) {
+	r := ref.Parse(name)
+	switch r.Kind {
+	case ref.Selector:
+		return o.newestMatching(ctx, r)
+	case ref.Scoped:
+		return o.resolveScoped(ctx, r)
+	case ref.Newest:
+		n, err := r.Back()
+		if err != nil {
+			return nil, err
 		}
-		return o.newest(ctx, n, ref)
-	case strings.HasSuffix(ref, "^") && len(ref) > 1:
-		return o.beforeDecision(ctx, strings.TrimSuffix(ref, "^"))
+		return o.newest(ctx, n, name)
+	case ref.Before:
+		return o.beforeDecision(ctx, r.Decision)
 	}
 	type reading struct {
 		what string
 		cp   *checkpoint.Checkpoint
 	}
 	var found []reading
-	readable := false
-	if ident.ValidateRef("checkpoint", ref) == nil {
-		readable = true
-		cp, err := o.checkpoints.Resolve(ctx, ref)
+	if r.IsID() {
+		cp, err := o.checkpoints.Resolve(ctx, name)
 		switch {
 		case err == nil:
 			found = append(found, reading{"checkpoint " + string(cp.ID()), cp})
@@ -88,32 +54,29 @@ func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Check
 			return nil, err // ambiguous, or the database failed
 		}
 	}
-	if ident.IsShortRef(ref) {
-		readable = true
-		cp, err := o.byShortName(ctx, ref)
+	if r.IsShort() {
+		cp, err := o.byShortName(ctx, name)
 		switch {
 		case err == nil:
-			found = append(found, reading{"checkpoint " + string(cp.ID()) + " (short name " + ref + ")", cp})
+			found = append(found, reading{"checkpoint " + string(cp.ID()) + " (short name " + name + ")", cp})
 		case !errors.Is(err, fault.ErrNotFound):
 			return nil, err
 		}
 	}
 	var afterErr error
-	// A full ID is no decision's name in practice, and looking the plan up costs a read of all its
-	// decisions: only shorter names are also tried as decisions.
-	if len(ref) == ident.Length && len(found) == 1 {
+	// Looking the plan up costs a read of all its decisions: a full ID is tried as nothing else.
+	if r.IsFullID() && len(found) == 1 {
 		return found[0].cp, nil
 	}
-	if plan.ValidateDecisionID(ref) == nil {
-		readable = true // a name a decision could have
-		d, ok, err := o.currentDecision(ctx, ref)
+	if r.IsDecision() {
+		d, ok, err := o.currentDecision(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			cp, err := o.afterDecision(ctx, d)
 			if err == nil {
-				found = append(found, reading{"the state decision " + ref + " left", cp})
+				found = append(found, reading{"the state decision " + name + " left", cp})
 			}
 			afterErr = err
 		}
@@ -126,17 +89,11 @@ func (o *Operations) resolve(ctx context.Context, ref string) (*checkpoint.Check
 		for i, f := range found {
 			whats[i] = f.what
 		}
-		return nil, fault.Invalid("%q is ambiguous: it names %s", ref, strings.Join(whats, " and "))
+		return nil, fault.Invalid("%q is ambiguous: it names %s", name, strings.Join(whats, " and "))
 	case afterErr != nil:
 		return nil, afterErr
-	case ident.ValidateRef("checkpoint", ref) != nil && strings.Trim(ref, "0123456789abcdef") == "":
-		// Hex of the wrong length: a mistyped ID, far likelier than a decision so named.
-		return nil, ident.ValidateRef("checkpoint", ref)
-	case !readable:
-		return nil, fault.Invalid("malformed checkpoint name %q: want an ID or its prefix (%d to %d hex characters), "+
-			"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^], PLAN#TURN[^], label:KEY=VALUE or note:TEXT", ref, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 	}
-	return nil, fault.NotFound("no checkpoint %s (nor a decision of the current plan by that name)", ref)
+	return nil, r.Unmatched()
 }
 
 // newest returns the nth checkpoint before the newest (0: the newest).
@@ -284,48 +241,19 @@ func shortNamesOf(ids []string) map[checkpoint.ID]string {
 	return out
 }
 
-// selector is a name that picks the newest checkpoint matching it: label:KEY=VALUE or note:TEXT.
-type selector struct {
-	match func(*checkpoint.Checkpoint) bool
-	what  string
-	err   error // a malformed selector
-}
-
-// selectorOf reads ref as a selector; ok is false when it is none.
-func selectorOf(ref string) (sel selector, ok bool) {
-	if l, ok := strings.CutPrefix(ref, "label:"); ok {
-		k, v, err := checkpoint.ParseLabel(l)
-		if err != nil {
-			return selector{err: fault.Invalid("malformed checkpoint name %q: label:KEY=VALUE (%v)", ref, err)}, true
-		}
-		return selector{what: "carries the label " + l, match: func(c *checkpoint.Checkpoint) bool {
-			return c.HasLabels(map[string]string{k: v})
-		}}, true
-	}
-	if text, ok := strings.CutPrefix(ref, "note:"); ok {
-		if text == "" {
-			return selector{err: fault.Invalid("malformed checkpoint name %q: note:TEXT wants some text", ref)}, true
-		}
-		return selector{what: "has a note containing " + strconv.Quote(text), match: func(c *checkpoint.Checkpoint) bool {
-			return strings.Contains(c.Note(), text)
-		}}, true
-	}
-	return selector{}, false
-}
-
-// newestMatching returns the newest checkpoint sel matches.
-func (o *Operations) newestMatching(ctx context.Context, sel selector, ref string) (*checkpoint.Checkpoint, error) {
-	if sel.err != nil {
-		return nil, sel.err
+// newestMatching returns the newest checkpoint a selector matches.
+func (o *Operations) newestMatching(ctx context.Context, sel ref.Ref) (*checkpoint.Checkpoint, error) {
+	if err := sel.Check(); err != nil {
+		return nil, err
 	}
 	all, err := o.checkpoints.List(ctx) // newest first
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range all {
-		if sel.match(c) {
+		if sel.Matches(c) {
 			return c, nil
 		}
 	}
-	return nil, fault.NotFound("no checkpoint %s (%s)", sel.what, ref)
+	return nil, fault.NotFound("no checkpoint %s (%s)", sel.What(), sel.Text)
 }

@@ -303,3 +303,10 @@ func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint,
 	}
 	return tree.Diff(old, live), nil
 }
+
+func parentOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}

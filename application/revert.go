@@ -124,13 +124,13 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if err != nil {
 		return res, fmt.Errorf("scan the workspace: %w", err)
 	}
-	in := revertInput{
-		decision: req.DecisionID, changes: changes, live: live, pre: preEntries,
-		readLive: func(e tree.Entry) ([]byte, error) { return slurp(s.ops.snap.OpenLive(e.Path)) },
-		readOld:  func(e tree.Entry) ([]byte, error) { return slurp(s.ops.store.OpenBlob(e.Hash)) },
-		markers:  req.Conflicts == ConflictMarkers,
+	in := correction.RevertInput{
+		Decision: req.DecisionID, Changes: changes, Live: live, Pre: preEntries,
+		ReadLive: func(e tree.Entry) ([]byte, error) { return slurp(s.ops.snap.OpenLive(e.Path)) },
+		ReadOld:  func(e tree.Entry) ([]byte, error) { return slurp(s.ops.store.OpenBlob(e.Hash)) },
+		Markers:  req.Conflicts == ConflictMarkers, Diff3: diff3Merge,
 	}
-	first, err := planRevert(in)
+	first, err := correction.PlanRevert(in)
 	if err != nil {
 		return res, err
 	}
@@ -157,15 +157,15 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	res.Backup = safety
 	// Planned again from what the safety checkpoint recorded, which is what the journal goes from:
 	// the workspace may have changed since the scan.
-	if in.live, err = s.ops.entries(safety); err != nil {
+	if in.Live, err = s.ops.entries(safety); err != nil {
 		return res, err
 	}
-	in.readLive = in.readOld
-	final, err := planRevert(in)
+	in.ReadLive = in.ReadOld
+	final, err := correction.PlanRevert(in)
 	if err != nil {
 		return res, err
 	}
-	res.Paths, res.Counts = final.Paths, Count(tree.Diff(in.live, final.Target))
+	res.Paths, res.Counts = final.Paths, Count(tree.Diff(in.Live, final.Target))
 	conflicts := final.Conflicts()
 	if len(conflicts) > 0 && req.Conflicts == ConflictRefuse {
 		res.Refused = true

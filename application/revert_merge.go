@@ -1,68 +1,21 @@
 package application
 
 import (
-	"bytes"
-	"strings"
-
 	"github.com/epiclabs-io/diff3"
+
+	"github.com/planhq/plan/domain/correction"
 )
 
-// maxMergeBytes bounds the files a surgical revert merges line by line; a larger one is a conflict
-// (the merge holds all three versions in memory, and files that large are rarely hand-written text).
-const maxMergeBytes = 8 << 20
-
-// isText reports whether b can be merged line by line: no NUL byte (git's test for binary content)
-// and within maxMergeBytes.
-func isText(b []byte) bool {
-	return len(b) <= maxMergeBytes && bytes.IndexByte(b, 0) < 0
-}
-
-// splitLines cuts b after every "\n", keeping the terminators, so joining the lines gives b back
-// exactly, a last line without a newline included.
-func splitLines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
-	}
-	lines := strings.SplitAfter(string(b), "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
-// mergeLabels name the three sides in conflict markers.
-type mergeLabels struct{ Ours, Base, Theirs string }
-
-// merge3 merges line-wise the change base → theirs into ours (diff3: base is the common
-// ancestor). Where both sides changed overlapping or adjacent lines differently it writes diff3-style
-// markers (ours, base, theirs) and reports conflicted; identical changes on both sides are not a
-// conflict. The diff and the merge regions come from github.com/epiclabs-io/diff3 (Hunt–McIlroy
-// LCS and the Khanna–Kunal–Pierce diff3 formulation); only the rendering is ours.
-func merge3(base, ours, theirs []byte, l mergeLabels) (merged []byte, conflicted bool) {
-	var out bytes.Buffer
-	section := func(lines []string) {
-		for _, s := range lines {
-			out.WriteString(s)
-		}
-		if n := len(lines); n > 0 && !strings.HasSuffix(lines[n-1], "\n") {
-			out.WriteByte('\n') // a marker must start its own line
+// diff3Merge is the line diff of a surgical revert's merges (correction.Diff3):
+// github.com/epiclabs-io/diff3's regions, false conflicts excluded.
+func diff3Merge(ours, base, theirs []string) []correction.MergeRegion {
+	rs := diff3.Diff3Merge(ours, base, theirs, true)
+	out := make([]correction.MergeRegion, len(rs))
+	for i, r := range rs {
+		out[i].Ok = r.Ok
+		if c := r.Conflict; c != nil {
+			out[i].Conflict = &correction.MergeConflict{Ours: c.A, Base: c.O, Theirs: c.B}
 		}
 	}
-	for _, r := range diff3.Diff3Merge(splitLines(ours), splitLines(base), splitLines(theirs), true) {
-		if r.Conflict == nil {
-			for _, s := range r.Ok {
-				out.WriteString(s)
-			}
-			continue
-		}
-		conflicted = true
-		out.WriteString("<<<<<<< " + l.Ours + "\n")
-		section(r.Conflict.A)
-		out.WriteString("||||||| " + l.Base + "\n")
-		section(r.Conflict.O)
-		out.WriteString("=======\n")
-		section(r.Conflict.B)
-		out.WriteString(">>>>>>> " + l.Theirs + "\n")
-	}
-	return out.Bytes(), conflicted
+	return out
 }

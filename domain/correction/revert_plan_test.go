@@ -1,4 +1,4 @@
-package application
+package correction
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestMerge3(t *testing.T) {
-	labels := mergeLabels{Ours: "live", Base: "after d", Theirs: "before d"}
+	labels := MergeLabels{Ours: "live", Base: "after d", Theirs: "before d"}
 	cases := []struct {
 		name               string
 		base, ours, theirs string
@@ -40,9 +40,9 @@ func TestMerge3(t *testing.T) {
 		{"add/add from empty", "", "new\n", "old\n", "<<<<<<< live\nnew\n||||||| after d\n=======\nold\n>>>>>>> before d\n", true},
 	}
 	for _, c := range cases {
-		got, conflicted := merge3([]byte(c.base), []byte(c.ours), []byte(c.theirs), labels)
+		got, conflicted := Merge3(testDiff3, []byte(c.base), []byte(c.ours), []byte(c.theirs), labels)
 		if string(got) != c.want || conflicted != c.conflicted {
-			t.Errorf("%s: merge3 = %q, %v; want %q, %v", c.name, got, conflicted, c.want, c.conflicted)
+			t.Errorf("%s: Merge3 = %q, %v; want %q, %v", c.name, got, conflicted, c.want, c.conflicted)
 		}
 	}
 }
@@ -79,7 +79,7 @@ func sorted(es ...tree.Entry) []tree.Entry {
 	return out
 }
 
-func (f *revertFixture) plan(t *testing.T, markers bool) revertPlan {
+func (f *revertFixture) plan(t *testing.T, markers bool) RevertPlan {
 	t.Helper()
 	read := func(e tree.Entry) ([]byte, error) {
 		b, ok := f.blobs[e.Hash]
@@ -88,9 +88,9 @@ func (f *revertFixture) plan(t *testing.T, markers bool) revertPlan {
 		}
 		return b, nil
 	}
-	p, err := planRevert(revertInput{
-		decision: "d", changes: tree.Diff(sorted(f.before...), sorted(f.result...)), live: sorted(f.live...),
-		readLive: read, readOld: read, markers: markers, pre: sorted(f.before...),
+	p, err := PlanRevert(RevertInput{
+		Decision: "d", Changes: tree.Diff(sorted(f.before...), sorted(f.result...)), Live: sorted(f.live...),
+		ReadLive: read, ReadOld: read, Markers: markers, Pre: sorted(f.before...), Diff3: testDiff3,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func (f *revertFixture) plan(t *testing.T, markers bool) revertPlan {
 	return p
 }
 
-func (f *revertFixture) content(t *testing.T, p revertPlan, path string) (string, bool) {
+func (f *revertFixture) content(t *testing.T, p RevertPlan, path string) (string, bool) {
 	t.Helper()
 	for _, e := range p.Target {
 		if e.Path != path {
@@ -119,7 +119,7 @@ func (f *revertFixture) content(t *testing.T, p revertPlan, path string) (string
 	return "", false
 }
 
-func actions(p revertPlan) map[string]RevertAction {
+func actions(p RevertPlan) map[string]RevertAction {
 	out := map[string]RevertAction{}
 	for _, x := range p.Paths {
 		out[x.Path] = x.Action
@@ -449,7 +449,7 @@ func TestMerge3Property(t *testing.T) {
 			}
 		}
 		b := strings.Join(base, "")
-		got, conflicted := merge3([]byte(b), []byte(apply(ours)), []byte(apply(theirs)), mergeLabels{"o", "b", "t"})
+		got, conflicted := Merge3(testDiff3, []byte(b), []byte(apply(ours)), []byte(apply(theirs)), MergeLabels{"o", "b", "t"})
 		if touching {
 			conflicts++
 			if !conflicted && string(got) != apply(ours, theirs) {

@@ -1,4 +1,4 @@
-package application
+package correction
 
 import (
 	"errors"
@@ -52,10 +52,10 @@ func TestPlanRevertReadFailures(t *testing.T) {
 	before := f.file("f", "1\n2\n3\n", 0o644)
 	result := f.file("f", "1\n2\nTHREE\n", 0o644)
 	live := f.file("f", "ONE\n2\nTHREE\n", 0o644)
-	in := func(readOld, readLive func(tree.Entry) ([]byte, error)) revertInput {
-		return revertInput{
-			decision: "d", changes: tree.Diff([]tree.Entry{before}, []tree.Entry{result}), live: []tree.Entry{live},
-			pre: []tree.Entry{before}, readOld: readOld, readLive: readLive,
+	in := func(readOld, readLive func(tree.Entry) ([]byte, error)) RevertInput {
+		return RevertInput{
+			Decision: "d", Changes: tree.Diff([]tree.Entry{before}, []tree.Entry{result}), Live: []tree.Entry{live},
+			Pre: []tree.Entry{before}, ReadOld: readOld, ReadLive: readLive, Diff3: testDiff3,
 		}
 	}
 	gone := errors.New("gone")
@@ -70,20 +70,20 @@ func TestPlanRevertReadFailures(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		in   revertInput
+		in   RevertInput
 		want string
 	}{
 		{"before", in(oldBut(before.Hash), read), `read "f" as it was before the decision`},
 		{"result", in(oldBut(result.Hash), read), `read "f" as the decision left it`},
 		{"live", in(read, func(tree.Entry) ([]byte, error) { return nil, gone }), `read "f": gone`},
 	} {
-		_, err := planRevert(c.in)
+		_, err := PlanRevert(c.in)
 		if !errors.Is(err, gone) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
 	}
 	// Readable, the same input merges.
-	p, err := planRevert(in(read, read))
+	p, err := PlanRevert(in(read, read))
 	if err != nil || actions(p)["f"] != RevertMerge {
 		t.Fatalf("%v %v", p.Paths, err)
 	}
