@@ -49,7 +49,7 @@ func TestRetiringAWorkspace(t *testing.T) {
 		t.Fatalf("an unknown ID: %v", err)
 	}
 	r, err := s.RetireCheck(id)
-	if err != nil || r.Liveness != bootstrap.Live || r.Already || r.Root == "" {
+	if err != nil || r.Liveness != application.Live || r.Already || r.Root == "" {
 		t.Fatalf("a live workspace: %+v, %v", r, err)
 	}
 	if r, err = s.Retire(ctx, r); err != nil || r.Already || r.RetiredAt.IsZero() {
@@ -77,7 +77,7 @@ func TestRetiringAWorkspace(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, ".plan")); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.RetireCheck(id); err != nil || r.Liveness != bootstrap.Gone {
+	if r, err := s.RetireCheck(id); err != nil || r.Liveness != application.Gone {
 		t.Fatalf("a workspace whose directory no longer holds it: %+v, %v", r, err)
 	}
 	// A damaged retirement is refused, by the check and by the workspace's own open.
@@ -103,7 +103,7 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openShared(t, bootstrap.SharedConfig{Store: store})
-	if r, err := s.RetireCheck(id); err != nil || r.Liveness != bootstrap.Unknown || r.Host != "elsewhere" {
+	if r, err := s.RetireCheck(id); err != nil || r.Liveness != application.Unknown || r.Host != "elsewhere" {
 		t.Fatalf("another machine's workspace: %+v, %v", r, err)
 	}
 	if err := os.WriteFile(desc, []byte("not json"), 0o600); err != nil {
@@ -116,7 +116,7 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := s.RetireCheck(id)
-	if err != nil || r.Liveness != bootstrap.Unknown || r.Root != "" {
+	if err != nil || r.Liveness != application.Unknown || r.Root != "" {
 		t.Fatalf("a workspace without a descriptor: %+v, %v", r, err)
 	}
 	if _, err := s.Retire(context.Background(), r); err != nil {

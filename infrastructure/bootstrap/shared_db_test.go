@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/servertest"
@@ -50,7 +51,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bootstrap.WorkspaceSummary{}
+	got := map[string]application.WorkspaceSummary{}
 	for _, w := range ws {
 		got[w.ID] = w
 	}
