@@ -126,3 +126,41 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 		t.Fatalf("a retired workspace without a pinned checkpoint: %v", err)
 	}
 }
+
+// What the store adapters cannot read is an error, never a guess: a descriptor or a retirement
+// that is not a file. A directory that is gone altogether no longer holds its workspace.
+func TestRetireThroughAStoreThatCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := "file://" + dir
+	id, _ := sharedWorkspace(t, store, "", nil, 1)
+	host, _ := os.Hostname()
+	desc := filepath.Join(dir, "workspaces", id+".json")
+	_ = os.Chmod(desc, 0o600)
+	if err := os.WriteFile(desc, []byte(`{"workspace_id":"`+id+`","root":"`+filepath.Join(dir, "gone")+`","host":"`+host+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openShared(t, bootstrap.SharedConfig{Store: store})
+	r, err := s.RetireCheck(id)
+	if err != nil || r.Liveness != application.Gone {
+		t.Fatalf("a workspace whose directory is gone: %+v, %v", r, err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "workspaces", id+".retired"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Retire(ctx, r); err == nil {
+		t.Error("a retirement marker that cannot be read: retired anyway")
+	}
+	if err := os.Remove(desc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(desc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "workspaces", id+".retired")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetireCheck(id); err == nil || errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("a descriptor that cannot be read: %v", err)
+	}
+}
