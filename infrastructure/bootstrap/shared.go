@@ -142,8 +142,8 @@ func (s sharedStore) Descriptor(id string) (application.WorkspaceDescriptor, boo
 		return application.WorkspaceDescriptor{}, false, err
 	}
 	var d Descriptor
-	if err := json.Unmarshal(b, &d); err != nil {
-		return application.WorkspaceDescriptor{}, true, nil // names no workspace: damaged
+	if json.Unmarshal(b, &d) != nil {
+		d = Descriptor{} // one that does not parse names no workspace: damaged
 	}
 	return application.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}, true, nil
 }
@@ -233,7 +233,7 @@ func (localMachine) Hostname() string {
 func (localMachine) ConfiguredWorkspace(root string) (string, error) {
 	l, err := workspace.NewLayout(root)
 	if err != nil {
-		return "", nil // no directory a workspace can be in
+		return "", nil //nolint:nilerr // no directory a workspace can be in, so none it is configured for
 	}
 	f, err := config.Load(config.Path(l.State()))
 	return f.WorkspaceID, err
