@@ -108,6 +108,8 @@ func (s sharedStore) DescriptorLocation(id string) string {
 	return s.be.Location(descriptorName(id))
 }
 
+// descriptorName is where a shared store keeps workspace id's descriptor (storeindex.Descriptor),
+// which says where the workspace was made, so `plan workspaces` can name it without any database.
 func descriptorName(id string) string { return "workspaces/" + id + ".json" }
 
 func (s sharedStore) Workspaces() ([]application.StoredWorkspace, error) {
@@ -141,9 +143,9 @@ func (s sharedStore) Descriptor(id string) (application.WorkspaceDescriptor, boo
 	if err != nil {
 		return application.WorkspaceDescriptor{}, false, err
 	}
-	var d Descriptor
+	var d storeindex.Descriptor
 	if json.Unmarshal(b, &d) != nil {
-		d = Descriptor{} // one that does not parse names no workspace: damaged
+		d = storeindex.Descriptor{} // one that does not parse names no workspace: damaged
 	}
 	return application.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}, true, nil
 }
