@@ -49,7 +49,7 @@ func TestRetiringAWorkspace(t *testing.T) {
 		t.Fatalf("an unknown ID: %v", err)
 	}
 	r, err := s.RetireCheck(id)
-	if err != nil || r.Liveness != bootstrap.Live || r.Already || r.Root == "" {
+	if err != nil || r.Liveness != application.Live || r.Already || r.Root == "" {
 		t.Fatalf("a live workspace: %+v, %v", r, err)
 	}
 	if r, err = s.Retire(ctx, r); err != nil || r.Already || r.RetiredAt.IsZero() {
@@ -77,7 +77,7 @@ func TestRetiringAWorkspace(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, ".plan")); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.RetireCheck(id); err != nil || r.Liveness != bootstrap.Gone {
+	if r, err := s.RetireCheck(id); err != nil || r.Liveness != application.Gone {
 		t.Fatalf("a workspace whose directory no longer holds it: %+v, %v", r, err)
 	}
 	// A damaged retirement is refused, by the check and by the workspace's own open.
@@ -103,7 +103,7 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openShared(t, bootstrap.SharedConfig{Store: store})
-	if r, err := s.RetireCheck(id); err != nil || r.Liveness != bootstrap.Unknown || r.Host != "elsewhere" {
+	if r, err := s.RetireCheck(id); err != nil || r.Liveness != application.Unknown || r.Host != "elsewhere" {
 		t.Fatalf("another machine's workspace: %+v, %v", r, err)
 	}
 	if err := os.WriteFile(desc, []byte("not json"), 0o600); err != nil {
@@ -116,7 +116,7 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := s.RetireCheck(id)
-	if err != nil || r.Liveness != bootstrap.Unknown || r.Root != "" {
+	if err != nil || r.Liveness != application.Unknown || r.Root != "" {
 		t.Fatalf("a workspace without a descriptor: %+v, %v", r, err)
 	}
 	if _, err := s.Retire(context.Background(), r); err != nil {
@@ -124,5 +124,43 @@ func TestRetireCheckOfOtherMachines(t *testing.T) {
 	}
 	if _, err := s.Checkpoint(context.Background(), id, ""); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "it has none") {
 		t.Fatalf("a retired workspace without a pinned checkpoint: %v", err)
+	}
+}
+
+// What the store adapters cannot read is an error, never a guess: a descriptor or a retirement
+// that is not a file. A directory that is gone altogether no longer holds its workspace.
+func TestRetireThroughAStoreThatCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := "file://" + dir
+	id, _ := sharedWorkspace(t, store, "", nil, 1)
+	host, _ := os.Hostname()
+	desc := filepath.Join(dir, "workspaces", id+".json")
+	_ = os.Chmod(desc, 0o600)
+	if err := os.WriteFile(desc, []byte(`{"workspace_id":"`+id+`","root":"`+filepath.Join(dir, "gone")+`","host":"`+host+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openShared(t, bootstrap.SharedConfig{Store: store})
+	r, err := s.RetireCheck(id)
+	if err != nil || r.Liveness != application.Gone {
+		t.Fatalf("a workspace whose directory is gone: %+v, %v", r, err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "workspaces", id+".retired"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Retire(ctx, r); err == nil {
+		t.Error("a retirement marker that cannot be read: retired anyway")
+	}
+	if err := os.Remove(desc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(desc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "workspaces", id+".retired")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetireCheck(id); err == nil || errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("a descriptor that cannot be read: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/persistence"
+	"github.com/planhq/plan/infrastructure/internal/storeindex"
 	"github.com/planhq/plan/infrastructure/internal/timing"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
@@ -321,25 +322,16 @@ func closeBackend(be objectstore.Backend) {
 	}
 }
 
-// Descriptor is what a shared store says of each workspace that uses it (workspaces/<id>.json),
-// so `plan workspaces` can name them without any database.
-type Descriptor struct {
-	WorkspaceID string    `json:"workspace_id"`
-	Root        string    `json:"root"`
-	Host        string    `json:"host"`
-	CreatedAt   time.Time `json:"created_at"`
-}
-
 // describe writes the workspace's descriptor into the shared store once, after its first record
 // is committed: a descriptor says the workspace has a history there, so a gc that finds none
 // (records deleted, or lost) knows it cannot tell what the workspace keeps, and deletes nothing.
 func (s *Setup) describe(be objectstore.Backend) error {
 	host, _ := os.Hostname()
-	b, err := json.Marshal(Descriptor{WorkspaceID: s.WorkspaceID, Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()})
+	b, err := json.Marshal(storeindex.Descriptor{WorkspaceID: s.WorkspaceID, Root: s.Layout.Root, Host: host, CreatedAt: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
-	if err := be.Create("workspaces/"+s.WorkspaceID+".json", b, 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := be.Create(descriptorName(s.WorkspaceID), b, 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("describe the workspace in the store: %w", err)
 	}
 	return nil

@@ -149,21 +149,21 @@ func TestResolveRefusals(t *testing.T) {
 // cannot look at.
 func TestOpenShared(t *testing.T) {
 	ctx := context.Background()
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{}); !errors.Is(err, fault.ErrInvalid) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("no store: %v", err)
 	}
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file:///no/such/store"}); !errors.Is(err, fault.ErrNotFound) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file:///no/such/store"}); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("a store that is not there: %v", err)
 	}
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file:///tmp", DB: "mysql://x"}); !errors.Is(err, fault.ErrInvalid) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file:///tmp", DB: "mysql://x"}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("a bad DSN: %v", err)
 	}
 	store := "file://" + t.TempDir()
-	s, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: store})
+	s, closeStore, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeStore()
 	if ws, err := s.Workspaces(ctx, false); err != nil || len(ws) != 0 {
 		t.Fatalf("an empty store lists %v, %v", ws, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/servertest"
@@ -35,7 +36,7 @@ func TestAStoreViewedThroughItsDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bootstrap.WorkspaceSummary{}
+	got := map[string]application.WorkspaceSummary{}
 	for _, w := range ws {
 		got[w.ID] = w
 	}

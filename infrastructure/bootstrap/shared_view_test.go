@@ -39,13 +39,13 @@ func sharedWorkspace(t *testing.T, store, db string, getenv func(string) string,
 	return app.WorkspaceID(), ids
 }
 
-func openShared(t *testing.T, cfg bootstrap.SharedConfig) *bootstrap.SharedStore {
+func openShared(t *testing.T, cfg bootstrap.SharedConfig) *application.SharedStoreService {
 	t.Helper()
-	s, err := bootstrap.OpenShared(context.Background(), cfg)
+	s, closeStore, err := bootstrap.OpenShared(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(closeStore)
 	return s
 }
 
@@ -76,7 +76,7 @@ func TestTheWorkspacesOfAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bootstrap.WorkspaceSummary{}
+	got := map[string]application.WorkspaceSummary{}
 	for _, w := range ws {
 		got[w.ID] = w
 	}
@@ -224,26 +224,26 @@ func TestCloneDirectories(t *testing.T) {
 // directory behind.
 func TestOpenSharedFailures(t *testing.T) {
 	ctx := context.Background()
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "ftp://x"}); !errors.Is(err, fault.ErrInvalid) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "ftp://x"}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("an unusable store URL: %v", err)
 	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	noCreds := func(string) string { return "" }
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "s3://plan-nowhere", Getenv: noCreds}); !errors.Is(err, fault.ErrUnavailable) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "s3://plan-nowhere", Getenv: noCreds}); !errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("a bucket without credentials: %v", err)
 	}
 	if des, _ := os.ReadDir(tmp); len(des) != 0 {
 		t.Errorf("a failed open left %d temporary entries", len(des))
 	}
 	t.Setenv("TMPDIR", filepath.Join(tmp, "gone"))
-	if _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "s3://plan-nowhere", Getenv: noCreds}); err == nil || errors.Is(err, fault.ErrUnavailable) {
+	if _, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "s3://plan-nowhere", Getenv: noCreds}); err == nil || errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("no temporary directory for the cache: %v", err)
 	}
 	t.Setenv("TMPDIR", tmp)
 
 	closed := testkit.ClosedPort(t)
-	_, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file://" + t.TempDir(), DB: "postgres://plan@" + closed + "/plan?connect_timeout=2"})
+	_, _, err := bootstrap.OpenShared(ctx, bootstrap.SharedConfig{Store: "file://" + t.TempDir(), DB: "postgres://plan@" + closed + "/plan?connect_timeout=2"})
 	if !errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("a database that does not answer: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -40,7 +41,7 @@ type retireView struct {
 	Directory string `json:"directory"`
 }
 
-var livenessNames = map[bootstrap.Liveness]string{bootstrap.Gone: "gone", bootstrap.Live: "live", bootstrap.Unknown: "unknown"}
+var livenessNames = map[application.Liveness]string{application.Gone: "gone", application.Live: "live", application.Unknown: "unknown"}
 
 // retire retires a workspace. One whose directory still holds it on this machine, or whose
 // directory is on another machine (plan cannot tell), is retired only with consent: the global
@@ -50,11 +51,11 @@ func (h *handler) retire(c *ucli.Context) error {
 		return usagef("workspaces retire needs exactly one argument: the workspace ID (see `plan workspaces`)")
 	}
 	id := c.Args().First()
-	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
+	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer closeStore()
 	r, err := s.RetireCheck(id)
 	if err != nil {
 		return err
@@ -63,11 +64,11 @@ func (h *handler) retire(c *ucli.Context) error {
 		what := "retiring workspace " + id
 		after := "Once retired, every plan command there refuses to run, and gc collects every checkpoint of it that is not pinned and that no other workspace keeps.\n"
 		switch r.Liveness {
-		case bootstrap.Live:
+		case application.Live:
 			if err := h.confirm(what, fmt.Sprintf("Workspace %s is still in use in %s.\n%s", id, r.Root, after)); err != nil {
 				return err
 			}
-		case bootstrap.Unknown:
+		case application.Unknown:
 			where := "a directory the store does not name"
 			if r.Root != "" {
 				where = fmt.Sprintf("%s on %s, another machine", r.Root, orDash(r.Host))

@@ -77,11 +77,11 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	if !c.IsSet("store") {
 		return usagef("missing --store: the shared store's URL (see `plan workspaces --help`)")
 	}
-	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
+	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer closeStore()
 	ws, err := s.Workspaces(c.Context, c.Bool("all"))
 	if err != nil {
 		return err
@@ -152,12 +152,12 @@ func (h *handler) clone(c *ucli.Context) error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(h.root, dir) // as git -C: relative to where the command starts
 	}
-	s, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
+	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
 	}
 	src, err := s.Checkpoint(c.Context, c.String("from"), c.String("checkpoint"))
-	s.Close()
+	closeStore()
 	if err != nil {
 		return err
 	}
