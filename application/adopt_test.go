@@ -64,6 +64,7 @@ func TestAdoptRefusals(t *testing.T) {
 	}
 	e.l.err = nil
 	e.ops.trees = nil
+	e.rewire()
 	if _, err := e.cps.Adopt(context.Background(), AdoptRequest{Root: root}); err == nil {
 		t.Fatal("adopted without a TreeWriter")
 	}

@@ -28,10 +28,19 @@ import (
 // turns and the one tool call it concerns (plan.Repository.Partial), never the whole session.
 type AgentService struct {
 	ops *Operations
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	plans       plan.Repository
+	store       TreeStore
+	tx          Transactor
 }
 
 // NewAgentService returns the service.
-func NewAgentService(ops *Operations) *AgentService { return &AgentService{ops: ops} }
+func NewAgentService(ops *Operations) *AgentService {
+	return &AgentService{ops: ops, guard: ops.guard, clock: ops.clock, checkpoints: ops.checkpoints, plans: ops.plans, store: ops.store, tx: ops.tx}
+}
 
 // The labels agent records carry.
 const (
@@ -136,7 +145,7 @@ func (s *AgentService) BeforeTool(ctx context.Context, call ToolCall) (BeforeRes
 		if a, ran := d.Latest(); ran && a.Status == plan.Running && d.Kind() == plan.Outside {
 			res.Repeated = true
 			res.Turn, _ = strconv.Atoi(d.Definition().Labels[LabelTurn])
-			if res.Checkpoint, err = s.ops.checkpoints.Get(ctx, a.CheckpointID); err != nil {
+			if res.Checkpoint, err = s.checkpoints.Get(ctx, a.CheckpointID); err != nil {
 				return res, err
 			}
 			return res, nil
@@ -162,14 +171,14 @@ func (s *AgentService) BeforeTool(ctx context.Context, call ToolCall) (BeforeRes
 		Type: checkpoint.PreDecision, DecisionID: call.ID, Labels: labels,
 		Note: plan.Excerpt(fmt.Sprintf("before %s tool call %s (%s session %s, turn %d)", call.Tool, call.ID, call.Session.Agent, call.Session.ID, turn), checkpoint.MaxNoteLength),
 		with: func(ctx context.Context, cp *checkpoint.Checkpoint) error {
-			now := s.ops.clock.Now()
+			now := s.clock.Now()
 			if t, ok := p.CurrentTurn(); !ok || t.End != "" {
 				p.OpenTurn("", cp.ID(), now)
 			}
 			if _, err := p.RecordOutside(def, cp.ID(), now); err != nil {
 				return err
 			}
-			return s.ops.plans.Save(ctx, p)
+			return s.plans.Save(ctx, p)
 		},
 	})
 	if err != nil {
@@ -199,13 +208,13 @@ type AfterResult struct {
 // write. A log that cannot be written leaves the call recorded without its entry (LogFailed).
 // A call BeforeTool never recorded (its hook failed or was not installed) is fault.ErrNotFound.
 func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool) (AfterResult, error) {
-	ended := s.ops.clock.Now() // the tool's end, as near as the hook can tell
+	ended := s.clock.Now() // the tool's end, as near as the hook can tell
 	ctx, release, err := s.enterCall(ctx, &call, false)
 	if err != nil {
 		return AfterResult{}, err
 	}
 	defer release()
-	p, err := s.ops.plans.Partial(ctx, call.Session.plan(), []string{call.ID})
+	p, err := s.plans.Partial(ctx, call.Session.plan(), []string{call.ID})
 	if errors.Is(err, fault.ErrNotFound) {
 		return AfterResult{}, fault.NotFound("no %s session %s is recorded: tool call %s was not checkpointed before it ran", call.Session.Agent, call.Session.ID, call.ID)
 	}
@@ -222,14 +231,14 @@ func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool
 		res.Status = plan.Failed
 	}
 	out := plan.Outcome{Status: res.Status}
-	pre, err := s.ops.checkpoints.Get(ctx, a.CheckpointID)
+	pre, err := s.checkpoints.Get(ctx, a.CheckpointID)
 	if err != nil {
 		return res, fmt.Errorf("the checkpoint before tool call %s: %w", call.ID, err)
 	}
 	if out.ResultTree, out.Artifacts, err = s.ops.changesSince(ctx, pre); err != nil {
 		return res, fmt.Errorf("record what tool call %s changed: %w", call.ID, err)
 	}
-	if err := p.FinishOutside(call.ID, out, s.ops.clock.Now()); err != nil {
+	if err := p.FinishOutside(call.ID, out, s.clock.Now()); err != nil {
 		return res, err
 	}
 	res.Changed, res.CallID = out.Artifacts, call.ID
@@ -245,7 +254,7 @@ func (s *AgentService) AfterTool(ctx context.Context, call ToolCall, failed bool
 // neither), p is saved alone and the log's error returned as logErr.
 func (s *AgentService) saveLogged(ctx context.Context, p *plan.Plan, res AfterResult, ended time.Time) (logErr, err error) {
 	if s.ops.oplog == nil {
-		return nil, s.ops.plans.Save(ctx, p)
+		return nil, s.plans.Save(ctx, p)
 	}
 	outcome := string(res.Status)
 	if res.Status == plan.Succeeded {
@@ -260,14 +269,14 @@ func (s *AgentService) saveLogged(ctx context.Context, p *plan.Plan, res AfterRe
 		Kind: "decision", Args: []string{res.CallID}, Plan: res.Plan, StartedAt: res.Attempt.StartedAt, FinishedAt: ended,
 		Outcome: outcome, Checkpoints: cps, UndoCheckpoint: cp,
 	})
-	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
+	err = s.tx.Do(ctx, func(ctx context.Context) error {
 		if err := s.ops.oplog.Add(ctx, entry); err != nil {
 			return &foldError{err}
 		}
-		return s.ops.plans.Save(ctx, p)
+		return s.plans.Save(ctx, p)
 	})
 	if fe := (*foldError)(nil); errors.As(err, &fe) {
-		return fe.err, s.ops.plans.Save(ctx, p)
+		return fe.err, s.plans.Save(ctx, p)
 	}
 	return nil, err
 }
@@ -285,7 +294,7 @@ func (s *AgentService) enterCall(ctx context.Context, call *ToolCall, before boo
 	if err := call.validate(); err != nil {
 		return ctx, nil, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	ctx, release, err := s.guard.Enter(ctx, "hook")
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -305,7 +314,7 @@ func (s *AgentService) derivedCall(ctx context.Context, sess Session, base strin
 		for i := range ids {
 			ids[i] = derivedName(base, from+i)
 		}
-		p, err := s.ops.plans.Partial(ctx, sess.plan(), ids)
+		p, err := s.plans.Partial(ctx, sess.plan(), ids)
 		if errors.Is(err, fault.ErrNotFound) {
 			return base, nil
 		}
@@ -353,7 +362,7 @@ func (s *AgentService) Prompt(ctx context.Context, sess Session, prompt string) 
 	if err := sess.validate(); err != nil {
 		return TurnResult{}, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	ctx, release, err := s.guard.Enter(ctx, "hook")
 	if err != nil {
 		return TurnResult{}, err
 	}
@@ -370,8 +379,8 @@ func (s *AgentService) Prompt(ctx context.Context, sess Session, prompt string) 
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("checkpoint at the start of turn %d: %w", n, err)
 	}
-	t := p.OpenTurn(prompt, cp.ID(), s.ops.clock.Now())
-	if err := s.ops.plans.Save(ctx, p); err != nil {
+	t := p.OpenTurn(prompt, cp.ID(), s.clock.Now())
+	if err := s.plans.Save(ctx, p); err != nil {
 		return TurnResult{}, err
 	}
 	return TurnResult{Plan: p.Name(), Turn: t.Number, Checkpoint: cp}, nil
@@ -384,14 +393,14 @@ func (s *AgentService) EndTurn(ctx context.Context, sess Session) (TurnResult, e
 	if err := sess.validate(); err != nil {
 		return TurnResult{}, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "hook")
+	ctx, release, err := s.guard.Enter(ctx, "hook")
 	if err != nil {
 		return TurnResult{}, err
 	}
 	defer release()
 	// The whole session: its running calls are found by status. A turn's end is once per prompt,
 	// not once per tool call.
-	p, err := s.ops.plans.ByName(ctx, sess.plan())
+	p, err := s.plans.ByName(ctx, sess.plan())
 	if errors.Is(err, fault.ErrNotFound) {
 		return TurnResult{}, fault.NotFound("no %s session %s is recorded", sess.Agent, sess.ID)
 	}
@@ -416,12 +425,12 @@ func (s *AgentService) EndTurn(ctx context.Context, sess Session) (TurnResult, e
 	if err != nil {
 		return res, fmt.Errorf("checkpoint at the end of turn %d: %w", n, err)
 	}
-	now := s.ops.clock.Now()
+	now := s.clock.Now()
 	for _, d := range running {
 		a, _ := d.Latest()
 		out := plan.Outcome{Status: plan.Interrupted, ResultTree: cp.Root()}
-		if pre, err := s.ops.checkpoints.Get(ctx, a.CheckpointID); err == nil {
-			changes, err := s.ops.store.DiffTrees(pre.Root(), cp.Root())
+		if pre, err := s.checkpoints.Get(ctx, a.CheckpointID); err == nil {
+			changes, err := s.store.DiffTrees(pre.Root(), cp.Root())
 			if err != nil {
 				return res, fmt.Errorf("record what tool call %s changed: %w", d.ID(), err)
 			}
@@ -435,7 +444,7 @@ func (s *AgentService) EndTurn(ctx context.Context, sess Session) (TurnResult, e
 	if open {
 		p.CloseTurn(cp.ID(), now)
 	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
+	if err := s.plans.Save(ctx, p); err != nil {
 		return res, err
 	}
 	res.Turn, res.Checkpoint = n, cp
@@ -444,7 +453,7 @@ func (s *AgentService) EndTurn(ctx context.Context, sess Session) (TurnResult, e
 
 // session loads the session's plan with decisions ids, starting it when it does not exist yet.
 func (s *AgentService) session(ctx context.Context, sess Session, ids ...string) (*plan.Plan, error) {
-	p, err := s.ops.plans.Partial(ctx, sess.plan(), ids)
+	p, err := s.plans.Partial(ctx, sess.plan(), ids)
 	if err == nil {
 		if a, id, ok := SessionOf(p); !ok || a != sess.Agent || id != sess.ID {
 			return nil, fault.Conflict("plan %q exists and is not the record of %s session %s", p.Name(), sess.Agent, sess.ID)
@@ -454,15 +463,15 @@ func (s *AgentService) session(ctx context.Context, sess Session, ids ...string)
 	if !errors.Is(err, fault.ErrNotFound) {
 		return nil, err
 	}
-	now := s.ops.clock.Now()
+	now := s.clock.Now()
 	p, err = plan.New(ident.New(now), sess.plan(), fmt.Sprintf(sessionSource, sess.Agent, sess.ID), true, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
+	if err := s.plans.Save(ctx, p); err != nil {
 		return nil, err
 	}
-	return s.ops.plans.Partial(ctx, sess.plan(), ids)
+	return s.plans.Partial(ctx, sess.plan(), ids)
 }
 
 // SessionView is one recorded agent session, for `plan sessions`.
@@ -495,7 +504,7 @@ type CallView struct {
 // Sessions lists the recorded agent sessions, the most recently active first, with their turns
 // and tool calls. session, when not "", picks one (its plan name or its session ID).
 func (s *AgentService) Sessions(ctx context.Context, session string) ([]SessionView, error) {
-	ps, err := s.ops.plans.List(ctx)
+	ps, err := s.plans.List(ctx)
 	if err != nil {
 		return nil, err
 	}

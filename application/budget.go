@@ -135,7 +135,7 @@ func (s *MaintenanceService) BudgetReport(ctx context.Context) (BudgetStatus, er
 		st.Held = sharedHeld
 		return st, nil
 	}
-	all, err := s.ops.checkpoints.List(ctx)
+	all, err := s.checkpoints.List(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -169,12 +169,12 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 		st.Held = sharedHeld
 		return st, nil
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "budget")
+	ctx, release, err := s.guard.Enter(ctx, "budget")
 	if err != nil {
 		return st, err
 	}
 	defer release()
-	all, err := s.ops.checkpoints.List(ctx) // newest first
+	all, err := s.checkpoints.List(ctx) // newest first
 	if err != nil {
 		return st, err
 	}
@@ -191,7 +191,7 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 	for batch := 1; st.Over() && len(candidates) > 0; batch *= 2 {
 		n := min(batch, len(candidates))
 		for _, cp := range candidates[:n] {
-			if err := s.ops.checkpoints.Delete(ctx, cp.ID()); err != nil {
+			if err := s.checkpoints.Delete(ctx, cp.ID()); err != nil {
 				return st, fmt.Errorf("budget: prune %s: %w", cp.ID(), err)
 			}
 			st.Pruned = append(st.Pruned, cp.ID())

@@ -18,10 +18,19 @@ import (
 // CheckpointService is the checkpoint use cases: create, list, show, delete, diff and rollback.
 type CheckpointService struct {
 	ops *Operations
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	store       TreeStore
+	snap        Snapshotter
+	trees       TreeWriter
 }
 
 // NewCheckpointService returns the service.
-func NewCheckpointService(ops *Operations) *CheckpointService { return &CheckpointService{ops: ops} }
+func NewCheckpointService(ops *Operations) *CheckpointService {
+	return &CheckpointService{ops: ops, guard: ops.guard, clock: ops.clock, checkpoints: ops.checkpoints, store: ops.store, snap: ops.snap, trees: ops.trees}
+}
 
 // CreateRequest describes a checkpoint to take.
 type CreateRequest struct {
@@ -61,7 +70,7 @@ func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bo
 	if err := checkName(ref); err != nil {
 		return nil, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint pin")
+	ctx, release, err := s.guard.Enter(ctx, "checkpoint pin")
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +80,7 @@ func (s *CheckpointService) SetPinned(ctx context.Context, ref string, pinned bo
 		return nil, err
 	}
 	var out *checkpoint.Checkpoint
-	err = s.ops.checkpoints.Update(ctx, cp.ID(), func(c *checkpoint.Checkpoint) error {
+	err = s.checkpoints.Update(ctx, cp.ID(), func(c *checkpoint.Checkpoint) error {
 		c.SetPinned(pinned)
 		out = c
 		return nil
@@ -86,7 +95,7 @@ func (s *CheckpointService) Create(ctx context.Context, req CreateRequest) (_ *c
 	if err := checkpoint.ValidateLabels(req.Labels); err != nil {
 		return nil, err // refused before waiting for the lock or reading the workspace
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint create")
+	ctx, release, err := s.guard.Enter(ctx, "checkpoint create")
 	if err != nil {
 		return nil, err
 	}
@@ -108,27 +117,27 @@ type AdoptRequest struct {
 // type clone of this workspace, without touching the live workspace: the start of a clone's
 // history, which a rollback to it then materialises. The tree must be held whole.
 func (s *CheckpointService) Adopt(ctx context.Context, req AdoptRequest) (*checkpoint.Checkpoint, error) {
-	if s.ops.trees == nil {
+	if s.trees == nil {
 		return nil, errors.New("adopting a tree is not wired: Operations has no TreeWriter")
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "clone")
+	ctx, release, err := s.guard.Enter(ctx, "clone")
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	began := s.ops.clock.Now()
-	files, bytes, err := s.ops.trees.Adopt(req.Root)
+	began := s.clock.Now()
+	files, bytes, err := s.trees.Adopt(req.Root)
 	if err != nil {
 		return nil, fmt.Errorf("the checkpoint to clone: %w", err)
 	}
 	var parent checkpoint.ID
-	switch latest, err := s.ops.checkpoints.Latest(ctx); {
+	switch latest, err := s.checkpoints.Latest(ctx); {
 	case err == nil:
 		parent = latest.ID()
 	case !errors.Is(err, fault.ErrNotFound):
 		return nil, err
 	}
-	now := s.ops.clock.Now()
+	now := s.clock.Now()
 	cp, err := checkpoint.New(checkpoint.Params{
 		ID: ident.New(now), Type: checkpoint.Clone, CreatedAt: now, Note: req.Note, ParentID: parent, Root: req.Root,
 		Stats: checkpoint.Stats{Files: files, Bytes: bytes, Duration: now.Sub(began)},
@@ -136,7 +145,7 @@ func (s *CheckpointService) Adopt(ctx context.Context, req AdoptRequest) (*check
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ops.checkpoints.Add(ctx, cp); err != nil {
+	if err := s.checkpoints.Add(ctx, cp); err != nil {
 		return nil, fmt.Errorf("record checkpoint: %w", err)
 	}
 	return cp, nil
@@ -144,7 +153,7 @@ func (s *CheckpointService) Adopt(ctx context.Context, req AdoptRequest) (*check
 
 // List returns every checkpoint, newest first.
 func (s *CheckpointService) List(ctx context.Context) ([]*checkpoint.Checkpoint, error) {
-	return s.ops.checkpoints.List(ctx)
+	return s.checkpoints.List(ctx)
 }
 
 // Resolve finds a checkpoint by full ID or unique prefix.
@@ -163,7 +172,7 @@ func (s *CheckpointService) Entries(_ context.Context, cp *checkpoint.Checkpoint
 func (s *CheckpointService) Delete(ctx context.Context, ref string, force bool) (_ *checkpoint.Checkpoint, err error) {
 	ctx, done := s.ops.begin(ctx, "delete", "", ref)
 	defer done(&err)
-	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint delete")
+	ctx, release, err := s.guard.Enter(ctx, "checkpoint delete")
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +190,7 @@ func (s *CheckpointService) Delete(ctx context.Context, ref string, force bool) 
 			return nil, fault.Conflict("checkpoint %s is the %s; pass --force to delete it anyway", cp.ID(), why)
 		}
 	}
-	if err := s.ops.checkpoints.Delete(ctx, cp.ID()); err != nil {
+	if err := s.checkpoints.Delete(ctx, cp.ID()); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -205,7 +214,7 @@ func (s *CheckpointService) Diff(ctx context.Context, fromRef, toRef string, p P
 		if res.To, err = s.Resolve(ctx, toRef); err != nil {
 			return DiffResult{}, err
 		}
-		res.Changes, err = s.ops.store.DiffTrees(from.Root(), res.To.Root())
+		res.Changes, err = s.store.DiffTrees(from.Root(), res.To.Root())
 		return res, err
 	}
 	res.Changes, err = s.ops.liveChanges(ctx, from, p)
@@ -366,7 +375,7 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 		})
 		done(&err)
 	}()
-	ctx, release, err := s.ops.guard.Enter(ctx, "rollback")
+	ctx, release, err := s.guard.Enter(ctx, "rollback")
 	if err != nil {
 		return RollbackResult{}, err
 	}
@@ -411,7 +420,7 @@ func (s *CheckpointService) target(ctx context.Context, req RollbackRequest) (*c
 	if req.At == nil {
 		return s.Resolve(ctx, req.Ref)
 	}
-	cps, err := s.ops.checkpoints.List(ctx) // newest first
+	cps, err := s.checkpoints.List(ctx) // newest first
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +439,7 @@ func (s *CheckpointService) OpenContent(e tree.Entry, live bool) (io.ReadCloser,
 		return nil, fault.Invalid("%q is not a regular file", e.Path)
 	}
 	if live {
-		return s.ops.snap.OpenLive(e.Path)
+		return s.snap.OpenLive(e.Path)
 	}
-	return s.ops.store.OpenBlob(e.Hash)
+	return s.store.OpenBlob(e.Hash)
 }

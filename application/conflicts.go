@@ -25,7 +25,7 @@ type OpenConflict struct {
 
 // Conflicts lists every unresolved conflict, newest correction first.
 func (s *CorrectionService) Conflicts(ctx context.Context) ([]OpenConflict, error) {
-	cs, err := s.ops.corrections.List(ctx)
+	cs, err := s.corrections.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *CorrectionService) Resolve(ctx context.Context, req ResolveRequest) ([]
 			return nil, err
 		}
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "resolve")
+	ctx, release, err := s.guard.Enter(ctx, "resolve")
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +87,10 @@ func (s *CorrectionService) Resolve(ctx context.Context, req ResolveRequest) ([]
 			return nil, fault.NotFound("no unresolved conflict at %s (plan conflicts lists them)", p)
 		}
 	}
-	now := s.ops.clock.Now()
-	err = s.ops.tx.Do(ctx, func(ctx context.Context) error {
+	now := s.clock.Now()
+	err = s.tx.Do(ctx, func(ctx context.Context) error {
 		for _, c := range chosen {
-			if err := s.ops.corrections.Update(ctx, c.CorrectionID, func(x *correction.Correction) error {
+			if err := s.corrections.Update(ctx, c.CorrectionID, func(x *correction.Correction) error {
 				return x.Resolve(c.Conflict.Path, now)
 			}); err != nil {
 				return err
@@ -110,7 +110,7 @@ func (s *CorrectionService) Resolve(ctx context.Context, req ResolveRequest) ([]
 // markerLine returns the first line of the live file at path that is a conflict marker, 0 when
 // none is (or the file is gone, or is no longer a regular file: the user resolved it so).
 func (s *CorrectionService) markerLine(path string) (int, error) {
-	f, err := s.ops.snap.OpenLive(path)
+	f, err := s.snap.OpenLive(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, fault.ErrInvalid):
 		return 0, nil

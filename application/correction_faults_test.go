@@ -94,6 +94,7 @@ func TestCorrectRefusesWhenSurgicalRevertsCannotBeChecked(t *testing.T) {
 		}
 		return nil
 	}}
+	e.rewire()
 	snaps := e.snap.snaps
 	_, err := correctB(e, nil)
 	if !errors.Is(err, boom) || listings != 2 {
@@ -140,6 +141,7 @@ func TestCorrectRecordedButNotReadBack(t *testing.T) {
 	ranABC(t, e)
 	boom := errors.New("database is locked")
 	e.ops.corrections = correctionsFailingGet{fakeCorrections: e.corrections, err: boom}
+	e.rewire()
 	res, err := correctB(e, func(r *CorrectRequest) { r.NoReexecute = true })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "is recorded") || res.Correction != nil {
 		t.Fatalf("err = %v, correction %+v", err, res.Correction)

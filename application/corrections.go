@@ -26,10 +26,23 @@ const kindCorrection = "correction"
 // its revert step, with archive and database in agreement.
 type CorrectionService struct {
 	ops *Operations
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	plans       plan.Repository
+	corrections correction.Repository
+	store       TreeStore
+	snap        Snapshotter
+	trees       TreeWriter
+	tx          Transactor
+	archiver    Archiver
 }
 
 // NewCorrectionService returns the service.
-func NewCorrectionService(ops *Operations) *CorrectionService { return &CorrectionService{ops: ops} }
+func NewCorrectionService(ops *Operations) *CorrectionService {
+	return &CorrectionService{ops: ops, guard: ops.guard, clock: ops.clock, checkpoints: ops.checkpoints, plans: ops.plans, corrections: ops.corrections, store: ops.store, snap: ops.snap, trees: ops.trees, tx: ops.tx, archiver: ops.archiver}
+}
 
 // CorrectRequest describes `plan correct`.
 type CorrectRequest struct {
@@ -66,7 +79,7 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ 
 		ctx, done = s.ops.begin(ctx, "correct", req.Plan, correctArgs(req)...)
 		defer done(&err)
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
+	ctx, release, err := s.guard.Enter(ctx, "correct")
 	if err != nil {
 		return CorrectResult{}, err
 	}
@@ -148,7 +161,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err := plan.ValidateDecisionID(req.DecisionID); err != nil {
 		return CorrectResult{}, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
+	ctx, release, err := s.guard.Enter(ctx, "correct")
 	if err != nil {
 		return CorrectResult{}, err
 	}
@@ -170,7 +183,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err := refuseOutside(p, scope); err != nil {
 		return CorrectResult{}, err
 	}
-	target, err := s.ops.checkpoints.Get(ctx, scope[0].CheckpointID)
+	target, err := s.checkpoints.Get(ctx, scope[0].CheckpointID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return CorrectResult{}, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be corrected", scope[0].CheckpointID, req.DecisionID)
 	}
@@ -185,7 +198,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{Scope: scope, Rollback: rb, DryRun: true}, err
 	}
 
-	id := ident.New(s.ops.clock.Now())
+	id := ident.New(s.clock.Now())
 	safety, err := s.ops.create(ctx, CreateRequest{
 		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn, AlsoExclude: target.Root(),
 		Note: fmt.Sprintf("before correction %s of %s: %s", id, req.DecisionID, req.Reason),
@@ -197,20 +210,20 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, err
 	}
-	if err := s.ops.archiver.Stage(ctx, id, items); err != nil {
-		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.ops.archiver.Discard(id))
+	if err := s.archiver.Stage(ctx, id, items); err != nil {
+		return CorrectResult{}, errors.Join(fmt.Errorf("archive the reverted decisions' artifacts: %w", err), s.archiver.Discard(id))
 	}
 	detail, err := json.Marshal(correctionDetail{DecisionID: req.DecisionID, Reason: req.Reason, Command: req.Run, Scope: scope, Plan: req.Plan})
 	if err != nil {
-		return CorrectResult{}, errors.Join(err, s.ops.archiver.Discard(id))
+		return CorrectResult{}, errors.Join(err, s.archiver.Discard(id))
 	}
 	op := &Operation{ID: id, Kind: kindCorrection, Detail: detail}
 	rb, err := s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op: op, backup: safety})
 	if err != nil {
 		// A journal still pending means recovery will finish (and publish) or undo the operation;
 		// otherwise the workspace is back as it was and the staged archive must go.
-		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
-			err = errors.Join(err, s.ops.archiver.Discard(id))
+		if pending, perr := s.guard.Pending(); perr == nil && pending == nil {
+			err = errors.Join(err, s.archiver.Discard(id))
 		}
 		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
 	}
@@ -224,7 +237,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 			op.Plan = req.Plan
 		}
 	})
-	c, err := s.ops.corrections.Get(ctx, id)
+	c, err := s.corrections.Get(ctx, id)
 	if err != nil {
 		return CorrectResult{}, fmt.Errorf("correction %s is recorded, but reading it back failed: %w", id, err)
 	}
@@ -252,7 +265,7 @@ func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, er
 func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, err error) {
 	ctx, done := s.ops.begin(ctx, "correct", req.Plan, "--apply", id)
 	defer done(&err)
-	ctx, release, err := s.ops.guard.Enter(ctx, "correct")
+	ctx, release, err := s.guard.Enter(ctx, "correct")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,7 +273,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	// Everything that can refuse the re-execution is checked before the correction moves to
 	// reexecuting: a refused call leaves it reverted, so it can be re-executed once the request is
 	// right (a correction left reexecuting is closed as failed by the next command's recovery).
-	c, err := s.ops.corrections.Get(ctx, id)
+	c, err := s.corrections.Get(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +294,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	if err := s.ops.funcsReady(p, ids, req.Funcs); err != nil {
 		return c, nil, err
 	}
-	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
+	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
@@ -301,18 +314,18 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		}
 		if runErr = r.failure(id); runErr != nil {
 			p.SkipPending(id)
-			if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+			if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 				runErr = errors.Join(runErr, err)
 			}
 			break
 		}
 	}
-	err = s.ops.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
+	err = s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
 		for _, r := range reexecuted {
 			x.RecordReexecuted(r)
 		}
 		c = x
-		return x.Finish(runErr == nil, s.ops.clock.Now())
+		return x.Finish(runErr == nil, s.clock.Now())
 	})
 	if runErr != nil {
 		return c, reexecuted, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
@@ -322,7 +335,7 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 
 // List returns the corrections, newest first.
 func (s *CorrectionService) List(ctx context.Context) ([]*correction.Correction, error) {
-	return s.ops.corrections.List(ctx)
+	return s.corrections.List(ctx)
 }
 
 // Show finds a correction by ID or unique prefix.
@@ -330,7 +343,7 @@ func (s *CorrectionService) Show(ctx context.Context, ref string) (*correction.C
 	if err := ident.ValidateRef("correction", ref); err != nil {
 		return nil, err
 	}
-	return s.ops.corrections.Resolve(ctx, ref)
+	return s.corrections.Resolve(ctx, ref)
 }
 
 // refuseOutside refuses a correction whose scope holds a decision recorded from outside (an agent's

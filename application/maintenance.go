@@ -13,13 +13,23 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
 )
 
 // MaintenanceService keeps the store healthy for months of use: retention (prune), garbage
 // collection, verification and statistics.
 type MaintenanceService struct {
-	ops      *Operations
+	ops *Operations
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	plans       plan.Repository
+	corrections correction.Repository
+	archiver    Archiver
+	metrics     Metrics
+	// Its own collaborators.
 	store    StoreHealth
 	settings Settings
 	log      OperationLog // nil: the budget knows no undo to keep a safety checkpoint for
@@ -36,7 +46,7 @@ type MaintenanceParams struct {
 
 // NewMaintenanceService returns the service.
 func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
-	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings, log: p.Log}
+	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings, log: p.Log, guard: p.Ops.guard, clock: p.Ops.clock, checkpoints: p.Ops.checkpoints, plans: p.Ops.plans, corrections: p.Ops.corrections, archiver: p.Ops.archiver, metrics: p.Ops.metrics}
 }
 
 // PruneRequest describes `plan checkpoint prune`.
@@ -78,12 +88,12 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 	if err := req.Calendar.Validate(); err != nil {
 		return PruneResult{}, err
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "checkpoint prune")
+	ctx, release, err := s.guard.Enter(ctx, "checkpoint prune")
 	if err != nil {
 		return PruneResult{}, err
 	}
 	defer release()
-	all, err := s.ops.checkpoints.List(ctx)
+	all, err := s.checkpoints.List(ctx)
 	if err != nil {
 		return PruneResult{}, err
 	}
@@ -92,7 +102,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		return PruneResult{}, err
 	}
 	res := PruneResult{Reasons: map[checkpoint.ID]string{}}
-	cutoff := s.ops.clock.Now().Add(-req.OlderThan)
+	cutoff := s.clock.Now().Add(-req.OlderThan)
 	rest := 0 // the index among the checkpoints no class decides for
 	keepWhy := func(cp *checkpoint.Checkpoint) string {
 		if cp.Pinned() {
@@ -116,7 +126,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 			case class.Forever:
 				res.Kept = append(res.Kept, cp.ID())
 				res.Reasons[cp.ID()] = "retention class " + class.String() + ": kept forever"
-			case cp.CreatedAt().After(s.ops.clock.Now().Add(-class.OlderThan)):
+			case cp.CreatedAt().After(s.clock.Now().Add(-class.OlderThan)):
 				res.Kept = append(res.Kept, cp.ID())
 				res.Reasons[cp.ID()] = fmt.Sprintf("retention class %s: younger than %s", class, class.OlderThan)
 			default:
@@ -150,7 +160,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		return res, nil
 	}
 	for _, id := range res.Deleted {
-		if err := s.ops.checkpoints.Delete(ctx, id); err != nil {
+		if err := s.checkpoints.Delete(ctx, id); err != nil {
 			return res, fmt.Errorf("prune %s: %w", id, err)
 		}
 	}
@@ -231,7 +241,7 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport, err error) {
 	ctx, done := s.ops.begin(ctx, "gc", "")
 	defer done(&err)
-	ctx, release, err := s.ops.guard.Enter(ctx, "gc")
+	ctx, release, err := s.guard.Enter(ctx, "gc")
 	if err != nil {
 		return GCReport{}, err
 	}
@@ -255,7 +265,7 @@ func (s *MaintenanceService) Consolidate(ctx context.Context) (ConsolidationRepo
 	if !s.store.ConsolidationDue() {
 		return ConsolidationReport{}, nil
 	}
-	_, release, ok, err := s.ops.guard.EnterIfFree(ctx, "consolidate")
+	_, release, ok, err := s.guard.EnterIfFree(ctx, "consolidate")
 	if err != nil || !ok {
 		return ConsolidationReport{}, err
 	}
@@ -267,7 +277,7 @@ func (s *MaintenanceService) Consolidate(ctx context.Context) (ConsolidationRepo
 // correction could archive, in every plan (`plan correct --plan NAME` archives from any of them,
 // not only the plan run last).
 func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
-	cps, err := s.ops.checkpoints.List(ctx)
+	cps, err := s.checkpoints.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +287,7 @@ func (s *MaintenanceService) roots(ctx context.Context) ([]tree.Hash, error) {
 	for i := len(cps) - 1; i >= 0; i-- {
 		roots = append(roots, cps[i].Root())
 	}
-	plans, err := s.ops.plans.List(ctx)
+	plans, err := s.plans.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +327,7 @@ type VerifyResult struct {
 // and their damage reported for every checkpoint that references them.
 func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bool) (VerifyResult, error) {
 	// Under the lock: a gc or prune running meanwhile would otherwise show as damage.
-	ctx, release, err := s.ops.guard.Enter(ctx, "verify")
+	ctx, release, err := s.guard.Enter(ctx, "verify")
 	if err != nil {
 		return VerifyResult{}, err
 	}
@@ -331,7 +341,7 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 		cps = []*checkpoint.Checkpoint{cp}
 	} else {
 		var err error
-		if cps, err = s.ops.checkpoints.List(ctx); err != nil {
+		if cps, err = s.checkpoints.List(ctx); err != nil {
 			return VerifyResult{}, err
 		}
 	}
@@ -500,15 +510,15 @@ type DayGrowth struct {
 
 // Stats gathers the store and checkpoint figures.
 func (s *MaintenanceService) Stats(ctx context.Context) (Stats, error) {
-	cps, err := s.ops.checkpoints.List(ctx)
+	cps, err := s.checkpoints.List(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
-	failures, err := s.ops.metrics.CheckpointFailures(ctx)
+	failures, err := s.metrics.CheckpointFailures(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
-	archive, err := s.ops.archiver.Usage()
+	archive, err := s.archiver.Usage()
 	if err != nil {
 		return Stats{}, err
 	}
@@ -581,21 +591,21 @@ func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest
 	if req.OlderThan < 0 {
 		return ArchivePruneResult{}, fault.Invalid("--older-than must be positive")
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "correction prune")
+	ctx, release, err := s.guard.Enter(ctx, "correction prune")
 	if err != nil {
 		return ArchivePruneResult{}, err
 	}
 	defer release()
-	cs, err := s.ops.corrections.List(ctx)
+	cs, err := s.corrections.List(ctx)
 	if err != nil {
 		return ArchivePruneResult{}, err
 	}
 	res := ArchivePruneResult{Reasons: map[string]string{}}
-	cutoff := s.ops.clock.Now().Add(-req.OlderThan)
+	cutoff := s.clock.Now().Add(-req.OlderThan)
 	finished := 0
 	for _, c := range cs { // newest first
 		id := c.ID()
-		has, err := s.ops.archiver.Has(id)
+		has, err := s.archiver.Has(id)
 		if err != nil {
 			return res, err
 		}
@@ -619,7 +629,7 @@ func (s *MaintenanceService) PruneArchives(ctx context.Context, req PruneRequest
 		if req.DryRun {
 			continue
 		}
-		n, err := s.ops.archiver.Remove(id)
+		n, err := s.archiver.Remove(id)
 		if err != nil {
 			return res, fmt.Errorf("remove the archive of correction %s: %w", id, err)
 		}

@@ -211,6 +211,7 @@ func TestMaintenanceListErrors(t *testing.T) {
 	boom := errors.New("checkpoints table gone")
 	e := newUseCaseEnv(t)
 	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, listErr: boom}
+	e.rewire()
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) {
 		t.Errorf("prune: %v", err)
 	}
@@ -260,6 +261,7 @@ func TestPruneErrors(t *testing.T) {
 	e = newUseCaseEnv(t)
 	cps := fiveCheckpoints(t, e)
 	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, deleteErr: boom}
+	e.rewire()
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) ||
 		!strings.Contains(err.Error(), "prune "+string(cps[1].ID())) {
 		t.Errorf("delete failing: %v", err)

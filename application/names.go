@@ -210,7 +210,7 @@ func (o *Operations) afterDecision(ctx context.Context, a attemptRef) (*checkpoi
 // short form (at least ident.MinPrefix letters) that names it alone, as `checkpoint list` shows it.
 // Names grow only when a new checkpoint's short form shares their prefix.
 func (s *CheckpointService) ShortNames(ctx context.Context) (map[checkpoint.ID]string, error) {
-	all, err := s.ops.checkpoints.IDs(ctx)
+	all, err := s.checkpoints.IDs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,12 @@ func (op LoggedOperation) undoable() bool {
 // HistoryService keeps the operation log and undoes operations from it.
 type HistoryService struct {
 	ops *Operations
-	log OperationLog
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	history     History
+	log         OperationLog
 }
 
 // NewHistoryService returns the service. When ops was built without an operation log
@@ -70,7 +75,7 @@ func NewHistoryService(ops *Operations, log OperationLog) *HistoryService {
 	if ops.oplog == nil {
 		ops.oplog = log
 	}
-	return &HistoryService{ops: ops, log: log}
+	return &HistoryService{ops: ops, log: log, guard: ops.guard, clock: ops.clock, checkpoints: ops.checkpoints, history: ops.history}
 }
 
 // Record appends op to the log, giving it an ID when it has none.

@@ -77,6 +77,7 @@ func foldEnv(t *testing.T) (*useCaseEnv, *replacingLog, *countingRepo, *HistoryS
 	repo := &countingRepo{fakeRepo: e.repo, tx: e.tx}
 	e.ops.checkpoints = repo
 	e.ops.tx = rollbackTx{fakeTx: e.tx, repo: e.repo}
+	e.rewire()
 	log := &replacingLog{tx: e.tx}
 	return e, log, repo, NewHistoryService(e.ops, log)
 }

@@ -69,10 +69,18 @@ func (e *DecisionFailedError) Error() string {
 // what each one changed.
 type PlanService struct {
 	ops *Operations
+	// The parts of the shared core this service uses, taken from it when it is built.
+	guard       *Guard
+	clock       Clock
+	checkpoints checkpoint.Repository
+	plans       plan.Repository
+	exec        Executor
 }
 
 // NewPlanService returns the service.
-func NewPlanService(ops *Operations) *PlanService { return &PlanService{ops: ops} }
+func NewPlanService(ops *Operations) *PlanService {
+	return &PlanService{ops: ops, guard: ops.guard, clock: ops.clock, checkpoints: ops.checkpoints, plans: ops.plans, exec: ops.exec}
+}
 
 // Event narrates a run for the user.
 type Event struct {
@@ -137,16 +145,16 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			}
 		}
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "run")
+	ctx, release, err := s.guard.Enter(ctx, "run")
 	if err != nil {
 		return RunResult{}, err
 	}
 	defer release()
 	defer s.ops.track()()
-	p, err := s.ops.plans.ByName(ctx, req.Name)
+	p, err := s.plans.ByName(ctx, req.Name)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		if p, err = plan.New(ident.New(s.ops.clock.Now()), req.Name, req.Source, !req.NoCheckpoints, s.ops.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.clock.Now()), req.Name, req.Source, !req.NoCheckpoints, s.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -175,7 +183,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 	if err := s.ops.funcsReady(p, due, req.Funcs); err != nil {
 		return RunResult{}, err
 	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
+	if err := s.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
 	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
@@ -194,13 +202,13 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 				Checkpoints: []checkpoint.ID{rb.Target.ID(), rb.Backup.ID()}, UndoCheckpoint: rb.Backup.ID(),
 			})
 		}
-		if p, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
+		if p, err = s.plans.ByName(ctx, req.Name); err != nil {
 			return res, err
 		}
 		if err := p.Define(req.Decisions); err != nil {
 			return res, err
 		}
-		if err := s.ops.plans.Save(ctx, p); err != nil {
+		if err := s.plans.Save(ctx, p); err != nil {
 			return res, err
 		}
 		res.Plan = p
@@ -238,7 +246,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 				if _, err := s.ops.restore(ctx, restoreSpec{id: a.CheckpointID, req: RollbackRequest{Warn: req.Warn}}); err != nil {
 					return res, errors.Join(r.failure(d.ID()), fmt.Errorf("restore %q's pre_decision checkpoint to retry it: %w", d.ID(), err))
 				}
-				if p, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
+				if p, err = s.plans.ByName(ctx, req.Name); err != nil {
 					return res, err
 				}
 				res.Plan = p
@@ -264,7 +272,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			continue
 		}
 		p.SkipPending(d.ID())
-		if err := s.ops.plans.Save(context.WithoutCancel(ctx), p); err != nil {
+		if err := s.plans.Save(context.WithoutCancel(ctx), p); err != nil {
 			return res, err
 		}
 		if a.Status == plan.Interrupted {
@@ -276,7 +284,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 				return res, errors.Join(failure, fmt.Errorf("roll back after the failure: %w", err))
 			}
 			res.Rollback = &rb
-			if res.Plan, err = s.ops.plans.ByName(ctx, req.Name); err != nil {
+			if res.Plan, err = s.plans.ByName(ctx, req.Name); err != nil {
 				return res, err
 			}
 			return res, failure
@@ -314,7 +322,7 @@ func (s *PlanService) undoInterrupted(ctx context.Context, p *plan.Plan, d *plan
 		req.Warn(fmt.Sprintf("decision %q: its attempt %d was interrupted; on_failure rollback restored its pre_decision checkpoint %s before running it again (the workspace as it was is checkpoint %s)",
 			d.ID(), a.Number, a.CheckpointID, rb.Backup.ID()))
 	}
-	return s.ops.plans.ByName(ctx, p.Name())
+	return s.plans.ByName(ctx, p.Name())
 }
 
 func emit(fn func(Event), e Event) {
@@ -371,7 +379,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	}
 	ctx, done := s.ops.begin(ctx, "exec", req.Plan, args...)
 	defer done(&err)
-	ctx, release, err := s.ops.guard.Enter(ctx, "exec")
+	ctx, release, err := s.guard.Enter(ctx, "exec")
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -390,7 +398,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 		if name == "" {
 			name = AdhocPlan
 		}
-		if p, err = plan.New(ident.New(s.ops.clock.Now()), name, "", true, s.ops.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.clock.Now()), name, "", true, s.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -424,7 +432,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	if err := s.ops.funcsReady(p, []string{req.ID}, funcs); err != nil {
 		return RunResult{}, err
 	}
-	if err := s.ops.plans.Save(ctx, p); err != nil {
+	if err := s.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
 	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
@@ -497,7 +505,7 @@ type PlanSummary struct {
 
 // Plans lists every plan of the workspace, the current one first.
 func (s *PlanService) Plans(ctx context.Context) ([]PlanSummary, error) {
-	ps, err := s.ops.plans.List(ctx)
+	ps, err := s.plans.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +541,7 @@ func (s *PlanService) LogOf(ctx context.Context, planName, id string, attempt in
 	if strings.TrimSpace(a.LogPath) == "" {
 		return nil, a, fault.NotFound("attempt %d of %q has no log", a.Number, id)
 	}
-	rc, err := s.ops.exec.OpenLog(a.LogPath)
+	rc, err := s.exec.OpenLog(a.LogPath)
 	return rc, a, err
 }
 

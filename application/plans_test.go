@@ -565,10 +565,12 @@ func TestCheckpointServiceErrors(t *testing.T) {
 	}
 	e.repo.latestErr = nil
 	e.ops.checkpoints = failingRepo{fakeRepo: e.repo, deleteErr: boom}
+	e.rewire()
 	if _, err := e.cps.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, boom) {
 		t.Errorf("delete failing: %v", err)
 	}
 	e.ops.checkpoints = e.repo
+	e.rewire()
 	e.l.err = fault.Conflict("busy")
 	if _, err := e.cps.Create(context.Background(), CreateRequest{}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("create while busy: %v", err)

@@ -21,12 +21,15 @@ import (
 // ReadService reads checkpoints without restoring them.
 type ReadService struct {
 	ops *Operations
-	exp Exporter
+	// The parts of the shared core this service uses, taken from it when it is built.
+	checkpoints checkpoint.Repository
+	store       TreeStore
+	exp         Exporter
 }
 
 // NewReadService returns the service.
 func NewReadService(ops *Operations, exp Exporter) *ReadService {
-	return &ReadService{ops: ops, exp: exp}
+	return &ReadService{ops: ops, exp: exp, checkpoints: ops.checkpoints, store: ops.store}
 }
 
 // Entries returns checkpoint ref's entry at path and everything under it, in tree order; path ""
@@ -36,7 +39,7 @@ func (s *ReadService) Entries(ctx context.Context, ref, path string) (*checkpoin
 	if err != nil {
 		return nil, nil, err
 	}
-	if sub, ok := s.ops.store.(subtreeReader); ok && path != "" {
+	if sub, ok := s.store.(subtreeReader); ok && path != "" {
 		if err := tree.ValidatePath(path); err != nil {
 			return nil, nil, err
 		}
@@ -71,7 +74,7 @@ type subtreeReader interface {
 // entries alone. With a store that reads one directory's tree (childrenReader, as the object store
 // does), `plan ls PATH` costs that directory, not everything under it.
 func (s *ReadService) Children(ctx context.Context, ref, path string) (*checkpoint.Checkpoint, []tree.Entry, error) {
-	cr, ok := s.ops.store.(childrenReader)
+	cr, ok := s.store.(childrenReader)
 	if !ok {
 		cp, all, err := s.Entries(ctx, ref, path)
 		if err != nil {
@@ -154,7 +157,7 @@ func (s *ReadService) Open(ctx context.Context, ref, path string) (*checkpoint.C
 	case tree.KindSymlink:
 		return cp, e, nil, nil
 	}
-	rc, err := s.ops.store.OpenBlob(e.Hash)
+	rc, err := s.store.OpenBlob(e.Hash)
 	if err != nil {
 		return nil, tree.Entry{}, nil, fmt.Errorf("read %s of checkpoint %s: %w", path, cp.ID(), err)
 	}
@@ -254,11 +257,11 @@ func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt
 	if a.ResultTree.IsZero() {
 		return DecisionChanges{}, fault.NotFound("the state attempt %d of decision %q left was not recorded (it is running, or it was interrupted)", a.Number, id)
 	}
-	before, err := s.ops.checkpoints.Get(ctx, a.CheckpointID)
+	before, err := s.checkpoints.Get(ctx, a.CheckpointID)
 	if err != nil {
 		return DecisionChanges{}, fmt.Errorf("the checkpoint before decision %q: %w", id, err)
 	}
-	changes, err := s.ops.store.DiffTrees(before.Root(), a.ResultTree)
+	changes, err := s.store.DiffTrees(before.Root(), a.ResultTree)
 	if err != nil {
 		return DecisionChanges{}, err
 	}
@@ -276,7 +279,7 @@ type Pending struct {
 // Pending compares the live workspace with its newest checkpoint (a walk of the workspace, as a
 // checkpoint takes; nothing is stored).
 func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) {
-	latest, err := s.ops.checkpoints.Latest(ctx)
+	latest, err := s.checkpoints.Latest(ctx)
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return Pending{}, err
 	}

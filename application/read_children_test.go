@@ -65,6 +65,7 @@ func TestChildrenOfAPath(t *testing.T) {
 
 	st := &childrenStore{subtreeStore: &subtreeStore{fakeStore: e.store}}
 	e.ops.store = st
+	e.rewire()
 	rs := NewReadService(e.ops, nil)
 	for path, w := range want {
 		if _, got, err := rs.Children(ctx, "@", path); err != nil || entryPaths(got) != w {

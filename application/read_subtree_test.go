@@ -45,6 +45,7 @@ func TestEntriesOfAPathReadOnlyThatPath(t *testing.T) {
 	}
 	st := &subtreeStore{fakeStore: e.store}
 	e.ops.store = st
+	e.rewire()
 	rs := NewReadService(e.ops, nil)
 	_, ent, rc, err := rs.Open(ctx, "@", "a.txt")
 	if err != nil {

@@ -112,7 +112,7 @@ func (s *PlanService) rerunFrom(ctx context.Context, p *plan.Plan, id string, re
 	if a.CheckpointID == "" {
 		return RollbackResult{}, fault.Conflict("cannot re-run %q from its pre_decision checkpoint: it ran without one (--no-checkpoints); nothing was changed", id)
 	}
-	target, err := s.ops.checkpoints.Get(ctx, a.CheckpointID)
+	target, err := s.checkpoints.Get(ctx, a.CheckpointID)
 	if err != nil {
 		return RollbackResult{}, fmt.Errorf("the pre_decision checkpoint of %q: %w", id, err)
 	}

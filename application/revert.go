@@ -99,10 +99,10 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	default:
 		return RevertResult{}, fault.Invalid("--conflicts %q: want refuse or markers", req.Conflicts)
 	}
-	if s.ops.trees == nil {
+	if s.trees == nil {
 		return RevertResult{}, errors.New("surgical revert is not wired: Operations has no TreeWriter")
 	}
-	ctx, release, err := s.ops.guard.Enter(ctx, "revert")
+	ctx, release, err := s.guard.Enter(ctx, "revert")
 	if err != nil {
 		return RevertResult{}, err
 	}
@@ -112,7 +112,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return RevertResult{}, err
 	}
 	res := RevertResult{Item: item, DryRun: req.DryRun}
-	changes, err := s.ops.store.DiffTrees(pre.Root(), item.ResultTree)
+	changes, err := s.store.DiffTrees(pre.Root(), item.ResultTree)
 	if err != nil {
 		return res, fmt.Errorf("read what %s changed: %w", req.DecisionID, err)
 	}
@@ -120,14 +120,14 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if err != nil {
 		return res, err
 	}
-	live, err := s.ops.snap.Scan(ctx, req.Progress)
+	live, err := s.snap.Scan(ctx, req.Progress)
 	if err != nil {
 		return res, fmt.Errorf("scan the workspace: %w", err)
 	}
 	in := correction.RevertInput{
 		Decision: req.DecisionID, Changes: changes, Live: live, Pre: preEntries,
-		ReadLive: func(e tree.Entry) ([]byte, error) { return slurp(s.ops.snap.OpenLive(e.Path)) },
-		ReadOld:  func(e tree.Entry) ([]byte, error) { return slurp(s.ops.store.OpenBlob(e.Hash)) },
+		ReadLive: func(e tree.Entry) ([]byte, error) { return slurp(s.snap.OpenLive(e.Path)) },
+		ReadOld:  func(e tree.Entry) ([]byte, error) { return slurp(s.store.OpenBlob(e.Hash)) },
 		Markers:  req.Conflicts == ConflictMarkers, Diff3: diff3Merge,
 	}
 	first, err := correction.PlanRevert(in)
@@ -146,7 +146,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return res, nil
 	}
 
-	id := ident.New(s.ops.clock.Now())
+	id := ident.New(s.clock.Now())
 	safety, err := s.ops.create(ctx, CreateRequest{
 		Type: checkpoint.PreCorrection, Progress: req.Progress, Warn: req.Warn, AlsoExclude: pre.Root(),
 		Note: fmt.Sprintf("before surgical revert %s of %s: %s", id, req.DecisionID, req.Reason),
@@ -171,7 +171,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		res.Refused = true
 		return res, refusal(req.DecisionID, conflicts)
 	}
-	target, err := s.ops.trees.StoreEntries(final.Target, final.Blobs)
+	target, err := s.trees.StoreEntries(final.Target, final.Blobs)
 	if err != nil {
 		return res, fmt.Errorf("store the reverted tree: %w", err)
 	}
@@ -180,8 +180,8 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if err != nil {
 		return res, err
 	}
-	if err := s.ops.archiver.Stage(ctx, id, items); err != nil {
-		return res, errors.Join(fmt.Errorf("archive the decision's artifacts: %w", err), s.ops.archiver.Discard(id))
+	if err := s.archiver.Stage(ctx, id, items); err != nil {
+		return res, errors.Join(fmt.Errorf("archive the decision's artifacts: %w", err), s.archiver.Discard(id))
 	}
 	d := revertDetail{DecisionID: req.DecisionID, Reason: req.Reason, Plan: req.Plan, Scope: scope, Command: req.Run}
 	for _, c := range conflicts {
@@ -189,16 +189,16 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	}
 	detail, err := json.Marshal(d)
 	if err != nil {
-		return res, errors.Join(err, s.ops.archiver.Discard(id))
+		return res, errors.Join(err, s.archiver.Discard(id))
 	}
 	op := Operation{
 		ID: id, Kind: kindRevert, Source: safety.Root(), Target: target,
-		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.ops.clock.Now(),
+		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.clock.Now(),
 		Counts: res.Counts, Detail: detail,
 	}
-	if _, err := s.ops.guard.change(ctx, op, nil, req.Progress, false); err != nil {
-		if pending, perr := s.ops.guard.Pending(); perr == nil && pending == nil {
-			err = errors.Join(err, s.ops.archiver.Discard(id))
+	if _, err := s.guard.change(ctx, op, nil, req.Progress, false); err != nil {
+		if pending, perr := s.guard.Pending(); perr == nil && pending == nil {
+			err = errors.Join(err, s.archiver.Discard(id))
 		}
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
@@ -211,7 +211,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 			op.Plan = req.Plan
 		}
 	})
-	if res.Correction, err = s.ops.corrections.Get(ctx, id); err != nil {
+	if res.Correction, err = s.corrections.Get(ctx, id); err != nil {
 		return res, fmt.Errorf("revert %s is recorded, but reading it back failed: %w", id, err)
 	}
 	if req.Run == "" {
@@ -225,7 +225,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 // went on the correction (reexecuting → succeeded | failed).
 func (s *CorrectionService) runReplacement(ctx context.Context, id string, req RevertRequest) (*correction.Correction, bool, error) {
 	var c *correction.Correction
-	if err := s.ops.corrections.Update(ctx, id, func(x *correction.Correction) error {
+	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
@@ -245,12 +245,12 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 			err = r.failure(req.DecisionID)
 		}
 	}
-	uerr := s.ops.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
+	uerr := s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
 		if ran {
 			x.RecordReexecuted(req.DecisionID)
 		}
 		c = x
-		return x.Finish(err == nil, s.ops.clock.Now())
+		return x.Finish(err == nil, s.clock.Now())
 	})
 	if err != nil {
 		return c, ran, fmt.Errorf("revert %s is recorded, but its replacement did not succeed: %w", id, err)
@@ -277,7 +277,7 @@ func (s *CorrectionService) revertTarget(ctx context.Context, req RevertRequest)
 	if item.ResultTree.IsZero() {
 		return item, nil, fault.Conflict("what decision %q changed was not recorded (no result tree); `plan correct` can still revert it with everything after it", req.DecisionID)
 	}
-	pre, err := s.ops.checkpoints.Get(ctx, item.CheckpointID)
+	pre, err := s.checkpoints.Get(ctx, item.CheckpointID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return item, nil, fault.Conflict("the pre_decision checkpoint %s of %q was deleted; the decision cannot be reverted", item.CheckpointID, req.DecisionID)
 	}
@@ -365,7 +365,7 @@ func (o *Operations) savePlanKeepingCurrent(ctx context.Context, p *plan.Plan) e
 // revert: the rollback would bring the surgically reverted decision's changes back while it stays
 // reverted (it started before the corrected decision, so nothing marks or re-runs it).
 func (s *CorrectionService) refuseAcrossSurgical(ctx context.Context, target *checkpoint.Checkpoint, id string) error {
-	cs, err := s.ops.corrections.List(ctx)
+	cs, err := s.corrections.List(ctx)
 	if err != nil {
 		return err
 	}

@@ -204,6 +204,7 @@ func TestRevertDecisionRecordedButNotReadBack(t *testing.T) {
 	ranEditsAB(t, e)
 	boom := errors.New("database is locked")
 	e.ops.corrections = correctionsFailingGet{fakeCorrections: e.corrections, err: boom}
+	e.rewire()
 	res, err := e.cs.RevertDecision(context.Background(), revertReq("a", nil))
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "is recorded") {
 		t.Fatalf("err = %v, want the read error, saying the revert is recorded", err)

@@ -53,6 +53,7 @@ func (w *fakeTrees) Adopt(root tree.Hash) (files, size int64, err error) {
 func withTrees(e *useCaseEnv) *fakeTrees {
 	w := &fakeTrees{store: e.store}
 	e.ops.trees = w
+	e.rewire()
 	return w
 }
 
@@ -183,6 +184,7 @@ func TestRevertDecisionRefusesBadInputBeforeLocking(t *testing.T) {
 		}
 	}
 	e.ops.trees = nil
+	e.rewire()
 	if _, err := e.cs.RevertDecision(context.Background(), revertReq("a", nil)); err == nil || !strings.Contains(err.Error(), "not wired") {
 		t.Errorf("no TreeWriter: %v", err)
 	}
@@ -591,6 +593,7 @@ func TestRevertDecisionWithAnUnreadablePreDecisionCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.ops.store = unlistable{fakeStore: e.store, bad: pre.Root()}
+	e.rewire()
 	live, content := e.livePaths(), e.liveContent(t, "f.txt")
 	cps, _ := e.repo.List(context.Background())
 

@@ -70,6 +70,7 @@ func TestDeleteRefusesWhenProtectionCannotBeChecked(t *testing.T) {
 	}
 	boom := errors.New("database is locked")
 	e.ops.plans = plansFailingList{fakePlans: e.plans, err: boom}
+	e.rewire()
 	if _, err := e.cps.Delete(context.Background(), string(cp.ID()), false); !errors.Is(err, boom) {
 		t.Fatalf("Delete = %v, want the plans' error", err)
 	}
@@ -170,6 +171,7 @@ func TestRollbackRecordedButNotReadBack(t *testing.T) {
 	p := ranABC(t, e)
 	boom := errors.New("database is locked")
 	e.ops.history = historyFailingGet{fakeHistory: e.history, err: boom}
+	e.rewire()
 	_, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(preDecisionOf(t, p, "b"))})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "read back rollback") {
 		t.Fatalf("err = %v", err)
@@ -186,6 +188,7 @@ func TestRollbackStateModeFailsWhenThePlansCannotBeRead(t *testing.T) {
 	p := ranABC(t, e)
 	boom := errors.New("database is locked")
 	e.ops.plans = plansFailingList{fakePlans: e.plans, err: boom}
+	e.rewire()
 	_, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(preDecisionOf(t, p, "b")), Mode: RestoreState})
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)

@@ -111,7 +111,7 @@ func findEntry(ops []LoggedOperation, ref string) (LoggedOperation, error) {
 
 // safetyCheckpoint reads op's safety checkpoint; gone is true when it was deleted.
 func (s *HistoryService) safetyCheckpoint(ctx context.Context, id checkpoint.ID) (cp *checkpoint.Checkpoint, gone bool, err error) {
-	cp, err = s.ops.checkpoints.Get(ctx, id)
+	cp, err = s.checkpoints.Get(ctx, id)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, true, nil
 	}
@@ -242,8 +242,8 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 		res.Rollback.Mode = RestoreBoth
 		return res, err
 	}
-	id := ident.New(s.ops.clock.Now())
-	step := logStep{Entry: stepEntry{ID: id, Kind: "undo", Args: args, Plan: res.Undone.Plan, StartedAt: s.ops.clock.Now()}}
+	id := ident.New(s.clock.Now())
+	step := logStep{Entry: stepEntry{ID: id, Kind: "undo", Args: args, Plan: res.Undone.Plan, StartedAt: s.clock.Now()}}
 	for _, op := range res.All {
 		step.Undone = append(step.Undone, op.ID)
 	}
@@ -350,7 +350,7 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 	if len(u.Checkpoints) != 2 {
 		return res, fault.Conflict("cannot redo undo %s: its log entry does not name the checkpoint it took before undoing", u.ID)
 	}
-	known, err := s.ops.history.Has(ctx, u.ID)
+	known, err := s.history.Has(ctx, u.ID)
 	if err != nil {
 		return res, err
 	}
@@ -369,8 +369,8 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 		res.Rollback.Mode = RestoreBoth
 		return res, err
 	}
-	id := ident.New(s.ops.clock.Now())
-	step := logStep{Entry: stepEntry{ID: id, Kind: "redo", Args: []string{"undo", u.ID}, Plan: u.Plan, StartedAt: s.ops.clock.Now()}, Redo: u.ID}
+	id := ident.New(s.clock.Now())
+	step := logStep{Entry: stepEntry{ID: id, Kind: "redo", Args: []string{"undo", u.ID}, Plan: u.Plan, StartedAt: s.clock.Now()}, Redo: u.ID}
 	for _, op := range res.Redone {
 		step.Redone = append(step.Redone, stepEntry{ID: op.ID, Kind: op.Kind, Plan: op.Plan})
 	}
@@ -433,5 +433,5 @@ func (s *HistoryService) enterUnlessDry(ctx context.Context, dry bool, op string
 	if dry {
 		return ctx, func() {}, nil
 	}
-	return s.ops.guard.Enter(ctx, op)
+	return s.guard.Enter(ctx, op)
 }

@@ -579,11 +579,17 @@ func newUseCaseEnv(t *testing.T) *useCaseEnv {
 		Guard: e.g, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
 		Executor: e.exec, Archiver: e.archiver,
 	})
+	e.rewire()
+	return e
+}
+
+// rewire builds the services again from e.ops: a service takes the parts of the shared core it
+// uses when it is built, so a test that replaces one of them (a failing fake) rewires.
+func (e *useCaseEnv) rewire() {
 	e.cps = NewCheckpointService(e.ops)
 	e.ps = NewPlanService(e.ops)
 	e.cs = NewCorrectionService(e.ops)
 	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: e.health, Settings: &e.settings})
-	return e
 }
 
 func (s *fakeSettings) Retention() (RetentionRule, bool, error) { return s.rule, s.ok, s.err }
