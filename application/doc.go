@@ -1,10 +1,10 @@
 // Package application holds plan's use cases and the ports they drive.
 //
 // The services are thin: CheckpointService, PlanService, CorrectionService, MaintenanceService,
-// HistoryService and AgentService. What they share lives in one place, Operations (operations.go):
-// recording the workspace as a checkpoint, the journaled rollback against a backup checkpoint and
-// its recording, running one attempt of a decision, and the checkpoints something still needs. No
-// service reaches into another. `plan correct` enters at CorrectionService.Correct, which runs
+// HistoryService, AgentService, SharedStoreService. What they share lives in Operations: recording
+// the workspace as a checkpoint, the one rollback (restore, rollback.go), one attempt of a decision
+// (attempt.go), and the checkpoints something still needs; each service holds the parts it uses.
+// No service reaches into another. `plan correct` enters at CorrectionService.Correct, which runs
 // RevertDecisions (the journaled revert step) and then ApplyCorrection (the re-execution).
 //
 // Guard (guard.go) serialises mutating use cases (the workspace lock) and recovers interrupted
