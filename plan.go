@@ -40,8 +40,14 @@ type App struct {
 	close    func() error
 }
 
-// Close stops the workspace's services, closing its store and database.
-func (a *App) Close() error { return a.close() }
+// Close stops the workspace's services, closing its store and database. An App that Open did not
+// return has nothing to close.
+func (a *App) Close() error {
+	if a.close == nil {
+		return nil
+	}
+	return a.close()
+}
 
 // The services, as App.Services and Workspace name them. The names are those of package
 // application, so code moves between the two import paths unchanged.
@@ -58,6 +64,8 @@ type (
 	MaintenanceService = application.MaintenanceService
 	// ReadService reads checkpoints without restoring them.
 	ReadService = application.ReadService
+	// AgentService records AI coding agents' sessions from their hooks (Services.Agents).
+	AgentService = application.AgentService
 )
 
 // Decisions as Go functions.

@@ -1,7 +1,8 @@
 // Package application holds plan's use cases and the ports they drive.
 //
 // The services are thin: CheckpointService, PlanService, CorrectionService, MaintenanceService,
-// HistoryService, AgentService, SharedStoreService. What they share lives in Operations: recording
+// HistoryService, ReadService, AgentService (and SharedStoreService, for a shared store without a
+// workspace, on ports of its own). What they share lives in Operations: recording
 // the workspace as a checkpoint, the one rollback (restore, rollback.go), one attempt of a decision
 // (attempt.go), and the checkpoints something still needs; each service holds the parts it uses.
 // No service reaches into another. `plan correct` enters at CorrectionService.Correct, which runs
@@ -21,6 +22,5 @@
 // The rest of the services' MUST list (safety checkpoints, units of work, the operation log, Go
 // function decisions, undo and redo, prune, resolve, rerun) is in docs/design.md.
 //
-// Invariants and write order: docs/design.md#application;
-// the journal's format: docs/format.md#journal.
+// Invariants and write order: docs/design.md#application; the journal: docs/format.md#journal.
 package application

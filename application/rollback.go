@@ -64,7 +64,8 @@ type restoreSpec struct {
 	// backup is the safety checkpoint the caller already recorded (a correction's
 	// pre_correction); nil has restore record a pre_rollback one.
 	backup *checkpoint.Checkpoint
-	// keep are paths that stay as they are live (run --rerun-changed keeps the plan file it runs).
+	// keep are paths that stay as they are live (run --rerun-changed keeps the plan file it runs);
+	// req.Paths, when set, wins over it.
 	keep []string
 }
 
@@ -116,7 +117,7 @@ func (o *Operations) restore(ctx context.Context, r restoreSpec) (RollbackResult
 	}
 	root := target.Root()
 	if len(paths) > 0 || len(keep) > 0 {
-		merged, res, err := o.mergedTree(ctx, target, backup, paths, keep)
+		merged, res, err := o.mergedTree(ctx, target, backup, r.backup == nil, paths, keep)
 		if err != nil {
 			return res, err
 		}
@@ -129,9 +130,9 @@ func (o *Operations) restore(ctx context.Context, r restoreSpec) (RollbackResult
 
 // mergedTree is the tree a partial restore goes to: backup (the workspace as recorded) with paths
 // grafted from target, or target with keep grafted from backup. A per-path graft that fails
-// deletes the safety checkpoint of a restore that never started (it would be litter); a failure
-// to delete it names it in the result.
-func (o *Operations) mergedTree(ctx context.Context, target, backup *checkpoint.Checkpoint, paths, keep []string) ([]tree.Entry, RollbackResult, error) {
+// deletes the safety checkpoint restore took (owned) for a restore that never started: it would
+// be litter; a caller's own is left alone. A failure to delete it names it in the result.
+func (o *Operations) mergedTree(ctx context.Context, target, backup *checkpoint.Checkpoint, owned bool, paths, keep []string) ([]tree.Entry, RollbackResult, error) {
 	live, err := o.entries(backup)
 	if err != nil {
 		return nil, RollbackResult{}, err
@@ -145,7 +146,7 @@ func (o *Operations) mergedTree(ctx context.Context, target, backup *checkpoint.
 		return merged, RollbackResult{}, err
 	}
 	merged, err := o.grafted(live, target, paths)
-	if err != nil {
+	if err != nil && owned {
 		if derr := o.checkpoints.Delete(ctx, backup.ID()); derr != nil {
 			return nil, RollbackResult{Backup: backup}, errors.Join(err, derr)
 		}

@@ -60,7 +60,10 @@ type Config struct {
 	// WorkspaceID is, for Init of a new workspace, its identity (plan clone makes one); empty means
 	// a fresh one.
 	WorkspaceID string
-	// Getenv reads the S3 endpoint and credentials (AWS_*); nil means os.Getenv.
+	// Getenv is the environment plan's settings are read from: the S3 endpoint and credentials
+	// (AWS_*), PGPASSWORD, and PLAN_WATCH=0 (every snapshot walks, asking no change-tracking
+	// service), read once when the workspace opens; nil means os.Getenv. The adapters never read
+	// the process's environment themselves.
 	Getenv func(string) string
 	// LockWait is how long a command waits for the workspace lock another process holds; zero
 	// means the locker's default. An agent's hook waits longer: parallel tool calls queue on it.

@@ -12,7 +12,7 @@ import (
 )
 
 // agentInstallCommands are plan agent install, uninstall and status: plan's hooks in the settings of
-// the coding agents (infrastructure/agents says what is written where).
+// the coding agents (infrastructure/internal/agents says what is written where).
 func (h *handler) agentInstallCommands() *ucli.Command {
 	scope := []ucli.Flag{
 		&ucli.BoolFlag{Name: "project", Usage: "the project's settings file, in the workspace (the default)"},
