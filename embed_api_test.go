@@ -155,3 +155,11 @@ func TestRootPackageReachesNoInfrastructureType(t *testing.T) {
 		t.Errorf("the walk missed the layout in bootstrap.App: %v", found)
 	}
 }
+
+// An App that Open did not return has nothing to close: Close on the zero App is no panic.
+func TestZeroAppCloses(t *testing.T) {
+	var app plan.App
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
