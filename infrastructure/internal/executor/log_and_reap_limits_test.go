@@ -58,11 +58,12 @@ func TestReapGivesUpOnProcessesThatKeepReappearing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	token := fmt.Sprintf("respawn-%d-%d", os.Getpid(), time.Now().UnixNano())
-	// Four loops, so that some tagged process is always there between two of Reap's rounds even
-	// when the machine is busy.
+	// Eight loops, so that some tagged process is always there between two of Reap's rounds even
+	// when the machine is busy (with four, a loaded 2-core machine running the race-enabled suite
+	// once left a round with none, and Reap rightly found nothing left).
 	loop := "while :; do " + executor.TokenVar + "=" + token + " sleep 30 & sleep 0.002; done"
 	spawner := exec.Command("/bin/sh", "-c", // #nosec -- test fixture
-		"("+loop+") & ("+loop+") & ("+loop+") & ("+loop+") & wait")
+		strings.Repeat("("+loop+") & ", 8)+"wait")
 	spawner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := spawner.Start(); err != nil {
 		t.Fatal(err)
