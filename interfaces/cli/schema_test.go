@@ -7,42 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/planhq/plan/tests/testkit/schematest"
 )
 
 // Every --json output validates against its schema under docs/schema, produced by real commands on
 // a real workspace: the documentation cannot drift from what the CLI prints. The schemas forbid
 // properties they do not name, so an added field must be documented too.
 func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	schemas := map[string]*jsonschema.Schema{}
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "schema", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no schemas: %v", err)
-	}
-	for _, f := range files {
-		sch, err := c.Compile(f)
-		if err != nil {
-			t.Fatalf("compile %s: %v", f, err)
-		}
-		schemas[strings.TrimSuffix(filepath.Base(f), ".json")] = sch
-	}
-	validated := map[string]bool{}
-	check := func(name, doc string) {
-		t.Helper()
-		sch, ok := schemas[name]
-		if !ok {
-			t.Fatalf("no schema %s.json", name)
-		}
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
-		if err != nil {
-			t.Fatalf("%s: not JSON: %v\n%s", name, err, doc)
-		}
-		if err := sch.Validate(v); err != nil {
-			t.Errorf("%s does not match docs/schema/%s.json: %v\n%s", name, name, err, doc)
-		}
-		validated[name] = true
-	}
+	schemas := schematest.New(t, filepath.Join("..", "..", "docs", "schema"))
+	check, validated := schemas.Check, schemas.Validated
 	jsonOut := func(dir string, args ...string) string {
 		t.Helper()
 		return mustPlan(t, dir, append([]string{"--json"}, args...)...).stdout
@@ -114,7 +87,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
 	checkWatchOutputs(t, check)
-	for name := range schemas {
+	for _, name := range schemas.Names() {
 		// The schemas only plan mcp produces are checked by interfaces/mcp's
 		// TestMCPOutputsMatchTheirSchemas, which also checks its tools' outputs against the others.
 		if !validated[name] && !strings.HasPrefix(name, "mcp-") {
