@@ -8,7 +8,6 @@ import (
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
-	"github.com/planhq/plan/domain/tree"
 )
 
 // A plan file edited after some of its decisions succeeded: resuming would skip them, and the
@@ -72,21 +71,6 @@ func keepRan(p *plan.Plan, defs []plan.Definition, changed []ChangedDecision) []
 			out[i].Run, out[i].Env, out[i].Validate = old.Run, old.Env, old.Validate
 			if a.Command != "" {
 				out[i].Run = a.Command
-			}
-		}
-	}
-	return out
-}
-
-// present returns the paths of keep that either tree holds (a plan file .planignore excludes is in
-// neither: nothing to keep).
-func present(keep []string, a, b []tree.Entry) []string {
-	var out []string
-	for _, p := range keep {
-		for _, e := range append(a[:len(a):len(a)], b...) {
-			if e.Path == p {
-				out = append(out, p)
-				break
 			}
 		}
 	}

@@ -252,3 +252,18 @@ func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkp
 	})
 	return res, err
 }
+
+// present returns the paths of keep that either tree holds (a plan file .planignore excludes is in
+// neither: nothing to keep).
+func present(keep []string, a, b []tree.Entry) []string {
+	var out []string
+	for _, p := range keep {
+		for _, e := range append(a[:len(a):len(a)], b...) {
+			if e.Path == p {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
