@@ -183,6 +183,8 @@ func (s *scenario) getenv(k string) string {
 	switch k {
 	case ceilingVar:
 		return s.root
+	case dataVar:
+		return s.dataDir()
 	case "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION":
 		return ""
 	}
@@ -194,7 +196,7 @@ func (s *scenario) processEnv(base []string) []string {
 	out := make([]string, 0, len(base)+len(s.env))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, mine := s.env[k]; !mine && k != ceilingVar {
+		if _, mine := s.env[k]; !mine && k != ceilingVar && k != dataVar {
 			out = append(out, kv)
 		}
 	}
@@ -204,8 +206,18 @@ func (s *scenario) processEnv(base []string) []string {
 	if _, mine := s.env[ceilingVar]; !mine {
 		out = append(out, ceilingVar+"="+s.root)
 	}
+	if _, mine := s.env[dataVar]; !mine {
+		out = append(out, dataVar+"="+s.dataDir())
+	}
 	return out
 }
+
+// dataVar gives each scenario a data directory of its own (where its workspaces keep their
+// history): nothing a scenario does reaches the user's, nor another scenario's.
+const dataVar = "PLAN_DATA_DIR"
+
+// dataDir is the scenario's data directory.
+func (s *scenario) dataDir() string { return filepath.Join(s.root, "data") }
 
 // ceilingVar fences workspace discovery in the scenario's own directory: a .plan that some other
 // run left in a directory above (/tmp) can never become a scenario's workspace.

@@ -60,6 +60,9 @@ type Config struct {
 	// WorkspaceID is, for Init of a new workspace, its identity (plan clone makes one); empty means
 	// a fresh one.
 	WorkspaceID string
+	// NewHistory makes Init start a new, unrelated history in a directory that lost its .plan/,
+	// instead of re-attaching the one kept in the data directory (`plan init --new`).
+	NewHistory bool
 	// Getenv is the environment plan's settings are read from: the S3 endpoint and credentials
 	// (AWS_*), PGPASSWORD, and PLAN_WATCH=0 (every snapshot walks, asking no change-tracking
 	// service), read once when the workspace opens; nil means os.Getenv. The adapters never read
@@ -74,6 +77,8 @@ type Config struct {
 	Host string
 	// Funcs are Go functions registered by name (PlanService.Register) when the app starts.
 	Funcs map[string]application.DecisionFunc
+
+	made *madeDirs // what Init made, for Open to take back when the graph fails
 }
 
 // Module is plan for one workspace in a host's fx app, sealed: the host's graph sees the services
@@ -457,6 +462,8 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	defer timing.Span("open")()
+	made := &madeDirs{}
+	cfg.made = made
 	a := &App{}
 	res := &resources{}
 	a.fx = fx.New(Wiring(cfg),
@@ -473,6 +480,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		err = failed(rootCause(err), res)
 		if state != "" {
 			_ = os.RemoveAll(state)
+			made.takeBack()
 		}
 		return nil, err
 	}

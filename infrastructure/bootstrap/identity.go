@@ -2,12 +2,16 @@ package bootstrap
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/config"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
+	"github.com/planhq/plan/infrastructure/internal/registry"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
@@ -29,7 +33,7 @@ type home struct {
 // copy of a private workspace on its own SQLite database is a workspace of its own.
 func (s *Setup) bound() bool {
 	kind, _ := config.DBKind(s.File.DB)
-	return s.WorkspaceID != "" && (s.Shared() || kind == "postgres")
+	return s.WorkspaceID != "" && (s.Shared() || kind == "postgres" || s.Layout.Outside())
 }
 
 // checkHome refuses (fault.ErrConflict) a workspace whose .plan/ is a copy of one still in use
@@ -45,26 +49,91 @@ func (s *Setup) checkHome() error {
 	if b, err := os.ReadFile(filepath.Join(l.State(), homeFile)); err == nil { // #nosec G304 -- the workspace's own state
 		_ = json.Unmarshal(b, &h) // a damaged file is rewritten, as a missing one
 	}
-	if h.Root == l.Root && h.WorkspaceID == s.WorkspaceID {
+	entry, err := s.entry()
+	if err != nil {
+		return err
+	}
+	if h.Root == l.Root && h.WorkspaceID == s.WorkspaceID && (entry == nil || entry.Root == l.Root && entry.Same(l.Root)) {
 		return nil
 	}
-	if h.Root != "" && h.Root != l.Root && h.WorkspaceID == s.WorkspaceID {
-		orig, err := workspace.NewLayout(h.Root)
-		if err == nil && !sameFile(orig.State(), l.State()) {
-			if f, err := config.Load(config.Path(orig.State())); err == nil && f.WorkspaceID == s.WorkspaceID {
-				return fault.Conflict("%s is a copy of the workspace in %s (its .plan/ was copied, with workspace ID %s): both would write one history into %s, and one's deletions and gc would destroy checkpoints the other still lists; nothing was changed. To make the copy a workspace of its own, remove %s and run `plan init%s` there (its files stay; its history starts afresh)",
-					l.Root, orig.Root, s.WorkspaceID, s.sharedWith(), l.State(), s.initArgs())
-			}
+	for _, was := range []string{h.Root, entryRoot(entry)} {
+		if was == "" || was == l.Root || (was == h.Root && h.WorkspaceID != s.WorkspaceID) {
+			continue
+		}
+		if err := s.notCopyOf(was); err != nil {
+			return err
 		}
 	}
 	s.writeHome()
+	return s.bindEntry(entry)
+}
+
+// notCopyOf refuses this workspace when the directory was still holds a workspace with its ID:
+// this one is a copy of it.
+func (s *Setup) notCopyOf(was string) error {
+	l := s.Layout
+	orig, err := workspace.NewLayout(was)
+	if err != nil || sameFile(orig.State(), l.State()) {
+		return nil
+	}
+	if f, err := config.Load(config.Path(orig.State())); err == nil && f.WorkspaceID == s.WorkspaceID {
+		return fault.Conflict("%s is a copy of the workspace in %s (its .plan/ was copied, with workspace ID %s): both would write one history into %s, and one's deletions and gc would destroy checkpoints the other still lists; nothing was changed. To make the copy a workspace of its own, remove %s and run `plan init%s` there (its files stay; its history starts afresh)",
+			l.Root, orig.Root, s.WorkspaceID, s.sharedWith(), l.State(), s.initArgs())
+	}
 	return nil
+}
+
+// entry reads the registry entry of a workspace whose state is outside it (nil for one whose
+// state is in .plan/, or whose entry is missing: bindEntry writes it). A damaged entry is
+// rewritten: the workspace opening here is what it should say.
+func (s *Setup) entry() (*registry.Entry, error) {
+	if !s.Layout.Outside() {
+		return nil, nil
+	}
+	e, err := registryOf(s.Layout.Data).Load(s.WorkspaceID)
+	switch {
+	case err == nil:
+		return &e, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fault.ErrIntegrity):
+		return nil, nil
+	}
+	return nil, err
+}
+
+func entryRoot(e *registry.Entry) string {
+	if e == nil {
+		return ""
+	}
+	return e.Root
+}
+
+// bindEntry records in the registry that the workspace is in this directory (made, moved or
+// re-attached here).
+func (s *Setup) bindEntry(old *registry.Entry) error {
+	if !s.Layout.Outside() {
+		return nil
+	}
+	dev, ino, err := registry.Identity(s.Layout.Root)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	e := registry.Entry{WorkspaceID: s.WorkspaceID, CreatedAt: now}
+	if old != nil {
+		e = *old
+	}
+	e.Root, e.Device, e.Inode, e.AttachedAt = s.Layout.Root, dev, ino, now
+	e.Host, _ = os.Hostname()
+	return registryOf(s.Layout.Data).Save(e)
 }
 
 // sharedWith names what the workspace's identity is shared with, for messages.
 func (s *Setup) sharedWith() string {
 	if s.Shared() {
 		return "the store " + s.File.Store
+	}
+	if s.Layout.Outside() {
+		return "the state directory " + s.Layout.Data
 	}
 	return "the database " + s.File.DB
 }

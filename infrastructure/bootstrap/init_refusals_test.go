@@ -38,11 +38,11 @@ func TestInitCannotMoveAWorkspace(t *testing.T) {
 	}
 	_ = app.Close()
 	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: private, Init: true, Store: "file://" + t.TempDir()})
-	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "the private store in .plan/objects") {
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "the private store in "+app.Services.Layout.Objects()) {
 		t.Errorf("init --store on a private workspace: %v", err)
 	}
 	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: private, Init: true, DB: "sqlite://" + filepath.Join(t.TempDir(), "x.db")})
-	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), ".plan/plan.db") {
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), app.Services.Layout.Database()) {
 		t.Errorf("init --db on a workspace with the default database: %v", err)
 	}
 

@@ -39,6 +39,13 @@ type Setup struct {
 	DBTarget string
 	// Created says this Open made the workspace.
 	Created bool
+	// Reattached says this Open gave a directory that had lost its .plan/ its history back.
+	Reattached bool
+	// Notice is what the user should hear about how this Open found the workspace (a deleted
+	// workspace's history kept at the same path, say), or "".
+	Notice string
+
+	made *madeDirs
 
 	getenv func(string) string
 }
@@ -47,7 +54,7 @@ type Setup struct {
 func (s *Setup) Shared() bool { return s.File.Store != "" }
 
 // CacheDir is where a remote store's local cache lives.
-func (s *Setup) CacheDir() string { return filepath.Join(s.Layout.State(), "cache") }
+func (s *Setup) CacheDir() string { return filepath.Join(s.Layout.Home(), "cache") }
 
 // Resolve reads (and, with cfg.Init, makes) the workspace's configuration. It is what Open does
 // before building anything; `plan doctor` uses it alone, since it must work when the rest cannot.
@@ -57,20 +64,42 @@ func Resolve(cfg Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Setup{Layout: l, getenv: cfg.Getenv}
+	s := &Setup{Layout: l, getenv: cfg.Getenv, made: cfg.made}
 	if s.getenv == nil {
 		s.getenv = os.Getenv
 	}
 	if s.File, err = config.Load(config.Path(l.State())); err != nil {
 		return nil, err
 	}
-	if _, err := config.StoreKind(cfg.Store); err != nil {
+	if err := storeRequest(cfg.Store); err != nil {
 		return nil, err
 	}
 	if _, err := config.DBKind(cfg.DB); err != nil {
 		return nil, err
 	}
+	if err := s.locate(); err != nil {
+		return nil, err
+	}
+	l = s.Layout
 	initialized := l.Initialized() || s.File.DB != ""
+	if !initialized && s.File.StateDir == "" && s.File.WorkspaceID == "" && !cfg.NewHistory {
+		// No configuration: a directory that lost its .plan/ is still a workspace, whose history
+		// is in the data directory. init (and the commands that initialise) re-attach it.
+		former, err := s.former(cfg.Init)
+		if err != nil {
+			return nil, err
+		}
+		if former != nil && !cfg.Init {
+			return nil, fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
+				l.Root, former.WorkspaceID, former.State)
+		}
+		if former != nil {
+			if err := s.reattach(*former); err != nil {
+				return nil, err
+			}
+			l, initialized = s.Layout, s.Layout.Initialized()
+		}
+	}
 	switch {
 	case cfg.Init && !initialized:
 		if err := s.create(cfg); err != nil {
@@ -79,11 +108,11 @@ func Resolve(cfg Config) (*Setup, error) {
 	case cfg.Init:
 		// plan init is idempotent, never a way to move a workspace to another store: that would
 		// orphan its history.
-		if cfg.Store != "" && cfg.Store != s.File.Store {
-			return nil, fault.Conflict("%s is already a workspace on store %q: its store cannot change", l.Root, orPrivate(s.File.Store))
+		if cfg.Store != "" && cfg.Store != s.File.Store && (cfg.Store != InWorkspace || s.File.StateDir != "") {
+			return nil, fault.Conflict("%s is already a workspace on store %q: its store cannot change", l.Root, orPrivate(s.File.Store, l))
 		}
 		if dsn, _ := config.RedactDSN(cfg.DB); cfg.DB != "" && dsn != s.File.DB {
-			return nil, fault.Conflict("%s is already a workspace with database %q: its database cannot change", l.Root, orDefault(s.File.DB))
+			return nil, fault.Conflict("%s is already a workspace with database %q: its database cannot change", l.Root, orDefault(s.File.DB, l))
 		}
 		if cfg.WorkspaceID != "" && cfg.WorkspaceID != s.File.WorkspaceID {
 			return nil, fault.Conflict("%s is already a workspace (%s)", l.Root, s.File.WorkspaceID)
@@ -94,15 +123,24 @@ func Resolve(cfg Config) (*Setup, error) {
 		}
 		return nil, l.RequireInitialized()
 	}
+	if err := s.finish(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// finish checks the configuration an open goes on with, and binds the workspace to its directory.
+func (s *Setup) finish() error {
+	l := s.Layout
 	if _, err := config.StoreKind(s.File.Store); err != nil {
-		return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
 	}
 	if _, err := config.DBKind(s.File.DB); err != nil {
-		return nil, fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
 	}
 	s.WorkspaceID = s.File.WorkspaceID
-	if s.Shared() && s.WorkspaceID == "" {
-		return nil, fault.Integrity("%s names a shared store but no workspace_id: the workspace's records in the store cannot be found", config.Path(l.State()))
+	if (s.Shared() || l.Outside()) && s.WorkspaceID == "" {
+		return fault.Integrity("%s names a shared store or a state directory but no workspace_id: the workspace's records cannot be found", config.Path(l.State()))
 	}
 	if s.DBTarget == "" {
 		s.DBTarget = s.File.DB
@@ -112,9 +150,18 @@ func Resolve(cfg Config) (*Setup, error) {
 	}
 	s.DBTarget = withPassword(s.DBTarget, s.getenv)
 	if err := s.checkHome(); err != nil {
-		return nil, err
+		return err
 	}
-	return s, nil
+	return s.keepCopy()
+}
+
+// storeRequest checks the store a command asks init for: a store URL, or InWorkspace.
+func storeRequest(store string) error {
+	if store == InWorkspace {
+		return nil
+	}
+	_, err := config.StoreKind(store)
+	return err
 }
 
 // withPassword gives a PostgreSQL DSN that has no password the one PGPASSWORD holds, read through
@@ -133,16 +180,16 @@ func withPassword(dsn string, getenv func(string) string) string {
 	return u.String()
 }
 
-func orPrivate(store string) string {
+func orPrivate(store string, l workspace.Layout) string {
 	if store == "" {
-		return "the private store in .plan/objects"
+		return "the private store in " + l.Objects()
 	}
 	return store
 }
 
-func orDefault(db string) string {
+func orDefault(db string, l workspace.Layout) string {
 	if db == "" {
-		return ".plan/plan.db"
+		return l.Database()
 	}
 	return db
 }
@@ -160,10 +207,23 @@ func (s *Setup) create(cfg Config) error {
 	if err := outsideWorkspace(l, cfg); err != nil {
 		return err
 	}
+	f := s.File
+	if f.WorkspaceID == "" {
+		f.WorkspaceID = cfg.WorkspaceID
+		if f.WorkspaceID == "" {
+			f.WorkspaceID = ident.New(time.Now())
+		}
+	}
+	if f.StateDir == "" && cfg.Store != InWorkspace && !l.Initialized() {
+		if err := s.makeState(f.WorkspaceID); err != nil {
+			return err
+		}
+		f.StateDir = s.Layout.Data
+		l = s.Layout
+	}
 	if err := l.Init(); err != nil {
 		return err
 	}
-	f := s.File
 	if f.WorkspaceID != "" && cfg.WorkspaceID != "" && cfg.WorkspaceID != f.WorkspaceID {
 		return fault.Conflict("%s is already being made workspace %s", l.Root, f.WorkspaceID)
 	}
@@ -171,13 +231,7 @@ func (s *Setup) create(cfg Config) error {
 	if f.Store != "" && cfg.Store != "" && f.Store != cfg.Store {
 		return fault.Conflict("%s holds a configuration for another store: remove .plan/ to start over", l.Root)
 	}
-	if f.WorkspaceID == "" {
-		f.WorkspaceID = cfg.WorkspaceID
-		if f.WorkspaceID == "" {
-			f.WorkspaceID = ident.New(time.Now())
-		}
-	}
-	if cfg.Store != "" {
+	if cfg.Store != "" && cfg.Store != InWorkspace {
 		f.Store = cfg.Store
 	}
 	if cfg.DB != "" {
@@ -373,6 +427,10 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 	if s.File, err = config.Load(config.Path(l.State())); err != nil {
 		return nil, err
 	}
+	if err := s.locate(); err != nil {
+		return nil, err
+	}
+	l = s.Layout
 	for _, check := range []func() error{
 		func() error { _, err := config.StoreKind(s.File.Store); return err },
 		func() error { _, err := config.DBKind(s.File.DB); return err },
@@ -382,8 +440,8 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 		}
 	}
 	s.WorkspaceID = s.File.WorkspaceID
-	if s.Shared() && s.WorkspaceID == "" {
-		return nil, fault.Integrity("%s names a shared store but no workspace_id: the workspace's records in the store cannot be found", config.Path(l.State()))
+	if (s.Shared() || l.Outside()) && s.WorkspaceID == "" {
+		return nil, fault.Integrity("%s names a shared store or a state directory but no workspace_id: the workspace's records cannot be found", config.Path(l.State()))
 	}
 	s.DBTarget = s.File.DB
 	if s.DBTarget == "" {

@@ -96,7 +96,13 @@ func (h *handler) hook(c *ucli.Context) error {
 	if ev.Action == agenthooks.Ignore {
 		return h.reply(agenthooks.Allow())
 	}
-	if rootErr != nil || !isWorkspace(root) {
+	reattach := false
+	if rootErr == nil && !isWorkspace(root) {
+		// A workspace that lost its .plan/ (the agent ran `git clean -fdx`, say): the hooks
+		// re-attach it and go on recording, as the user would have to otherwise.
+		_, reattach = bootstrap.Former(root, h.getenv)
+	}
+	if rootErr != nil || !isWorkspace(root) && !reattach {
 		// Not a workspace: the agent works on untracked files. Said before a tool call, so the
 		// user knows nothing is recorded; every other event is silent.
 		if ev.Action == agenthooks.BeforeTool {
@@ -105,7 +111,8 @@ func (h *handler) hook(c *ucli.Context) error {
 		return h.reply(agenthooks.Allow())
 	}
 	h.lockWait = HookLockWait
-	app, err := h.open(c.Context, false)
+	h.root, h.exactRoot = root, reattach || h.exactRoot
+	app, err := h.open(c.Context, reattach)
 	if err != nil {
 		return h.reply(h.hookFailure(root, ev, err))
 	}

@@ -72,7 +72,12 @@ type handler struct {
 	// clone name the directory they make a workspace of.
 	exactRoot bool
 	// fresh is what plan init (or clone) asks of a new workspace: its store, database and ID.
-	fresh struct{ store, db, id string }
+	fresh struct {
+		store, db, id string
+		newHistory    bool
+	}
+	// noNotice keeps open from printing the setup's notice (a command that reports it itself).
+	noNotice bool
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
 	// argv is the command line after the program name, for the operation log, with the
@@ -311,7 +316,14 @@ func (h *handler) workspaceRoot() (string, error) {
 	if h.exactRoot {
 		return h.root, nil
 	}
-	root, _, err := bootstrap.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
+	root, found, err := bootstrap.Discover(h.root, filepath.SplitList(h.getenv("PLAN_CEILING_DIRECTORIES")))
+	if err == nil && !found {
+		// A workspace that lost its .plan/ is still one: its commands say so (and init there,
+		// or an agent's hook, re-attaches it).
+		if former, ok := bootstrap.Former(h.root, h.getenv); ok {
+			return former, nil
+		}
+	}
 	return root, err
 }
 
@@ -436,10 +448,14 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	}
 	app, err := bootstrap.Open(ctx, bootstrap.Config{
 		Root: root, Init: init, AllowDangerousRoot: h.forceRoot,
-		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, Getenv: h.r.Getenv, LockWait: h.lockWait,
+		Store: h.fresh.store, DB: h.fresh.db, WorkspaceID: h.fresh.id, NewHistory: h.fresh.newHistory,
+		Getenv: h.r.Getenv, LockWait: h.lockWait,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if n := app.Services.Setup.Notice; n != "" && !h.noNotice {
+		h.warn(n)
 	}
 	return app, nil
 }

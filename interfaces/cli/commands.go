@@ -18,9 +18,10 @@ func (h *handler) commands() []*ucli.Command {
 	cmds := []*ucli.Command{{
 		Name: "init", Usage: "create .plan/ in the workspace (idempotent)",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "store", Usage: "keep content in a shared store: `URL` file:///abs/path or s3://bucket[/prefix] (endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
+			&ucli.StringFlag{Name: "store", Usage: "keep content in a shared store: `URL` file:///abs/path or s3://bucket[/prefix] (endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION); `workspace` keeps the whole state in .plan/, where `git clean -fdx` or `rm -rf .plan` destroys it (default: the per-user data directory, PLAN_DATA_DIR)"},
 			&ucli.StringFlag{Name: "db", Usage: "keep metadata in `DSN` sqlite:///abs/path or postgres://user@host:port/database (the password from PGPASSWORD or ~/.pgpass; never recorded)"},
 			&ucli.BoolFlag{Name: "nested", Usage: "make a workspace inside another one (refused otherwise)"},
+			&ucli.BoolFlag{Name: "new", Usage: "start a new, unrelated history even where the data directory keeps this directory's (instead of re-attaching it)"},
 		},
 		Action: h.initCmd,
 	}}
@@ -35,6 +36,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.historyCommands()...)
 	cmds = append(cmds, h.undoCommands()...)
 	cmds = append(cmds, h.sharedCommands()...)
+	cmds = append(cmds, h.storeCommand())
 	cmds = append(cmds, h.shellCommands()...)
 	cmds = append(cmds, h.helpCommand())
 	cmds = append(cmds, h.mcpCommand())
@@ -56,18 +58,27 @@ func (h *handler) initCmd(c *ucli.Context) error {
 			"checkpointed there); run plan commands from here as they are, or pass --nested to make one anyway", h.root, outer)
 	}
 	h.exactRoot = true
-	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
+	h.fresh.store, h.fresh.db, h.fresh.newHistory = c.String("store"), c.String("db"), c.Bool("new")
+	h.noNotice = true // init says itself what it found
 	var v initView
 	return h.withInit(ctx, func(app *bootstrap.App, created bool) error {
 		s := app.Services.Setup
 		l := s.Layout
-		v = initView{Workspace: l.Root, StateDir: l.State(), Created: created, WorkspaceID: app.WorkspaceID(),
-			Store: s.File.Store, DB: s.File.DB}
+		v = initView{Workspace: l.Root, StateDir: l.State(), HistoryDir: l.Home(), Outside: l.Outside(), Created: created,
+			Reattached: s.Reattached, WorkspaceID: app.WorkspaceID(), Store: s.File.Store, DB: s.File.DB}
 		return h.emit(v, func(w io.Writer) {
-			if created {
+			switch {
+			case s.Reattached:
+				_, _ = fmt.Fprintf(w, "Re-attached %s to its history (workspace %s)\n", l.Root, v.WorkspaceID)
+			case created:
 				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", l.Root, v.WorkspaceID)
-			} else {
+			default:
 				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", l.Root, v.WorkspaceID)
+			}
+			if v.Outside {
+				_, _ = fmt.Fprintf(w, "history: %s (outside the workspace)\n", v.HistoryDir)
+			} else {
+				_, _ = fmt.Fprintf(w, "history: %s (inside the workspace: `git clean -fdx` or `rm -rf .plan` destroys it; `plan store move-out` moves it out)\n", v.HistoryDir)
 			}
 			if v.Store != "" {
 				_, _ = fmt.Fprintf(w, "store: %s\n", v.Store)

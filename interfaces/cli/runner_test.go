@@ -27,6 +27,7 @@ func (o outcome) String() string {
 
 // invoke runs args through r with fresh output buffers (r's own writers are replaced).
 func invoke(r Runner, args ...string) outcome {
+	r.Getenv = withDataDir(r.Getenv)
 	var out, errOut bytes.Buffer
 	r.Stdout, r.Stderr = &out, &errOut
 	if r.Stdin == nil {
@@ -739,4 +740,19 @@ func decisionStates(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// withDataDir is getenv with the test run's data directory (PLAN_DATA_DIR, which make sets to a
+// directory of the run's own) where getenv has none: a test's environment of its own never sends
+// its workspaces' history into the user's data directory.
+func withDataDir(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return nil
+	}
+	return func(k string) string {
+		if v := getenv(k); v != "" || k != "PLAN_DATA_DIR" {
+			return v
+		}
+		return os.Getenv(k)
+	}
 }

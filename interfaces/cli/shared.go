@@ -30,7 +30,7 @@ func (h *handler) sharedCommands() []*ucli.Command {
 	}
 	return []*ucli.Command{
 		{
-			Name: "workspaces", Usage: "list the workspaces a shared store holds",
+			Name: "workspaces", Usage: "list the local workspaces (those whose directory is gone included), or with --store those a shared store holds",
 			// --store is checked by the action: a required flag here would be required of the
 			// subcommands too, before they parse theirs.
 			Flags: []ucli.Flag{notRequired(storeFlag()), dbFlag(), limitFlag(),
@@ -39,9 +39,9 @@ func (h *handler) sharedCommands() []*ucli.Command {
 			Subcommands: []*ucli.Command{h.retireCommand(storeFlag(), dbFlag())},
 		},
 		{
-			Name: "clone", Usage: "materialise a workspace's checkpoint into an empty directory, as a new workspace on the same store",
+			Name: "clone", Usage: "bring a local workspace whose directory is gone back into DIR, or with --store materialise a shared store's workspace's checkpoint into an empty DIR as a new workspace",
 			ArgsUsage: "DIR",
-			Flags: []ucli.Flag{storeFlag(), dbFlag(),
+			Flags: []ucli.Flag{notRequired(storeFlag()), dbFlag(),
 				// --from is the name that cannot be read as the global --workspace/-C (a directory);
 				// --workspace stays, as the contract names it.
 				&ucli.StringFlag{Name: "from", Aliases: []string{"workspace"}, Usage: "the workspace `ID` to clone from (see plan workspaces)", Required: true},
@@ -75,7 +75,10 @@ func (h *handler) workspaces(c *ucli.Context) error {
 		return err
 	}
 	if !c.IsSet("store") {
-		return usagef("missing --store: the shared store's URL (see `plan workspaces --help`)")
+		if c.IsSet("db") {
+			return usagef("--db needs --store: the shared store's URL (see `plan workspaces --help`)")
+		}
+		return h.localWorkspaces(c)
 	}
 	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
@@ -152,6 +155,12 @@ func (h *handler) clone(c *ucli.Context) error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(h.root, dir) // as git -C: relative to where the command starts
 	}
+	if !c.IsSet("store") {
+		if c.IsSet("db") {
+			return usagef("--db needs --store: the shared store's URL (see `plan clone --help`)")
+		}
+		return h.cloneLocal(c, dir)
+	}
 	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err
@@ -168,9 +177,12 @@ func (h *handler) clone(c *ucli.Context) error {
 	}
 	h.root, h.exactRoot = dir, true
 	h.fresh.store, h.fresh.db = c.String("store"), c.String("db")
-	adopted, state := false, ""
+	adopted, state, history := false, "", ""
 	err = h.with(c.Context, true, func(app *bootstrap.App) error {
 		state = app.Services.Layout.State()
+		if app.Services.Layout.Outside() {
+			history = app.Services.Layout.Home()
+		}
 		svc := app.Services.Checkpoints
 		marker := cloneMarker{SourceWorkspace: src.Workspace, SourceCheckpoint: src.ID, Root: src.Root}
 		if err := writeCloneMarker(state, marker); err != nil {
@@ -210,6 +222,9 @@ func (h *handler) clone(c *ucli.Context) error {
 	if err != nil && !adopted {
 		if state != "" { // else Open failed, and removed what it made
 			_ = os.RemoveAll(state)
+		}
+		if history != "" {
+			_ = os.RemoveAll(history)
 		}
 		if made {
 			_ = os.Remove(dir)

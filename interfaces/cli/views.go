@@ -113,9 +113,14 @@ type recoverView struct {
 }
 
 type initView struct {
-	Workspace   string `json:"workspace"`
-	StateDir    string `json:"state_dir"`
+	Workspace string `json:"workspace"`
+	StateDir  string `json:"state_dir"`
+	// HistoryDir is where the history is kept: the state directory in the data directory, or
+	// .plan/ itself (Outside false).
+	HistoryDir  string `json:"history_dir"`
+	Outside     bool   `json:"outside"`
 	Created     bool   `json:"created"`
+	Reattached  bool   `json:"reattached"`
 	WorkspaceID string `json:"workspace_id"`
 	Store       string `json:"store"`
 	DB          string `json:"db"`

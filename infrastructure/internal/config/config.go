@@ -46,6 +46,10 @@ type File struct {
 	// or s3://bucket[/prefix] (shared stores). In the file, `store: URL`; with a disk budget,
 	// `store: {url: URL, max_bytes: SIZE, workspace_max_bytes: SIZE}` (see Budget).
 	Store string `yaml:"store,omitempty"`
+	// StateDir is the workspace's state directory outside it (absolute: in the per-user data
+	// directory, see registry), or "" for a workspace whose state is in .plan/ itself (made
+	// before wave 4, or with `plan init --store workspace`).
+	StateDir string `yaml:"state_dir,omitempty"`
 	// DB is the metadata database: "" (.plan/plan.db), sqlite:///abs/path or postgres://... without
 	// a credential (the password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass).
 	DB string `yaml:"db,omitempty"`

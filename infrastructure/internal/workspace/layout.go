@@ -13,9 +13,17 @@ import (
 // StateDir is the name of the directory that holds plan's state inside a workspace.
 const StateDir = ".plan"
 
-// Layout names every path plan keeps under <root>/.plan.
+// Layout names every path plan keeps for a workspace. Two places: <root>/.plan, inside the
+// workspace (its configuration, its binding to its directory, and what must be on the workspace's
+// own file system: a restore's staging and trash, the watch service's socket), and the state
+// directory, where its history lives (database, store, archive, logs, journal, lock): Data, in
+// the per-user data directory, for a workspace made since wave 4; <root>/.plan itself for one made
+// before, or with `plan init --store workspace`.
 type Layout struct {
 	Root string // absolute workspace root
+	// Data is the state directory outside the workspace (absolute), or "" when the state is in
+	// .plan/.
+	Data string
 }
 
 // NewLayout resolves root to an absolute, symlink-free path.
@@ -63,20 +71,31 @@ func (l Layout) Dangerous() string {
 // State is <root>/.plan.
 func (l Layout) State() string { return filepath.Join(l.Root, StateDir) }
 
+// Home is the state directory: Data, or .plan/ when the state is inside the workspace.
+func (l Layout) Home() string {
+	if l.Data != "" {
+		return l.Data
+	}
+	return l.State()
+}
+
+// Outside says the workspace's history is kept outside it.
+func (l Layout) Outside() bool { return l.Data != "" }
+
 // Database is the SQLite metadata file.
-func (l Layout) Database() string { return filepath.Join(l.State(), "plan.db") }
+func (l Layout) Database() string { return filepath.Join(l.Home(), "plan.db") }
 
 // Objects is the object store directory.
-func (l Layout) Objects() string { return filepath.Join(l.State(), "objects") }
+func (l Layout) Objects() string { return filepath.Join(l.Home(), "objects") }
 
 // StatCache is the stat cache file.
-func (l Layout) StatCache() string { return filepath.Join(l.State(), "statcache") }
+func (l Layout) StatCache() string { return filepath.Join(l.Home(), "statcache") }
 
 // JournalFile is the operation journal.
-func (l Layout) JournalFile() string { return filepath.Join(l.State(), "journal.json") }
+func (l Layout) JournalFile() string { return filepath.Join(l.Home(), "journal.json") }
 
 // LockFile is the flock target.
-func (l Layout) LockFile() string { return filepath.Join(l.State(), "lock") }
+func (l Layout) LockFile() string { return filepath.Join(l.Home(), "lock") }
 
 // Staging is where a restore stages new content (relative to the root, for os.Root calls).
 func (l Layout) Staging() string { return StateDir + "/staging" }
@@ -86,10 +105,10 @@ func (l Layout) Staging() string { return StateDir + "/staging" }
 func (l Layout) Trash() string { return StateDir + "/trash" }
 
 // Archive is the corrections archive directory.
-func (l Layout) Archive() string { return filepath.Join(l.State(), "archive") }
+func (l Layout) Archive() string { return filepath.Join(l.Home(), "archive") }
 
 // Logs holds decisions' output.
-func (l Layout) Logs() string { return filepath.Join(l.State(), "logs") }
+func (l Layout) Logs() string { return filepath.Join(l.Home(), "logs") }
 
 // StoreHolds reports whether the store's subdirectory sub ("packs", "records") holds a file:
 // something a lost database would have referenced.
@@ -103,16 +122,17 @@ func (l Layout) StoreHolds(sub string) bool {
 	return false
 }
 
-// Initialized reports whether .plan/ holds a database.
+// Initialized reports whether the state directory holds a database.
 func (l Layout) Initialized() bool {
 	st, err := os.Stat(l.Database())
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Init creates .plan/ and its directories, and a .plan/.gitignore that keeps the store out of a
-// `git add -A` of the workspace (plan never touches .git itself); it is idempotent.
+// Init creates .plan/, the state directory and its directories, and a .plan/.gitignore that keeps
+// plan's files out of a `git add -A` of the workspace (plan never touches .git itself); it is
+// idempotent.
 func (l Layout) Init() error {
-	for _, d := range []string{l.State(), l.Objects(), l.Archive(), l.Logs()} {
+	for _, d := range []string{l.State(), l.Home(), l.Objects(), l.Archive(), l.Logs()} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
@@ -129,6 +149,9 @@ func (l Layout) Init() error {
 // RequireInitialized fails with fault.ErrNotFound and a hint when .plan/ is missing.
 func (l Layout) RequireInitialized() error {
 	if !l.Initialized() {
+		if l.Outside() {
+			return fault.NotFound("%s is not a plan workspace (its state directory %s holds no plan.db): run `plan init`", l.Root, l.Data)
+		}
 		return fault.NotFound("%s is not a plan workspace (no %s/plan.db): run `plan init`", l.Root, StateDir)
 	}
 	return nil
@@ -138,13 +161,22 @@ func (l Layout) RequireInitialized() error {
 // permissions, an immutable flag, a read-only file system); nil when it can. SQLite's own error for
 // this ("unable to open database file") names neither the directory nor the cause.
 func (l Layout) CheckWritable() error {
-	f, err := os.CreateTemp(l.State(), ".write-test-*")
+	for _, d := range []string{l.State(), l.Home()} {
+		if err := writable(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-test-*")
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fault.Conflict("cannot write to %s (%v): plan keeps its state there; make it writable", l.State(), err)
+		return fault.Conflict("cannot write to %s (%v): plan keeps its state there; make it writable", dir, err)
 	}
 	name := f.Name()
 	_ = f.Close()
