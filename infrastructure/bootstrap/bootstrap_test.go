@@ -286,11 +286,12 @@ func TestCloseReleasesEveryFile(t *testing.T) {
 	if _, err := app.Services.Checkpoints.Create(context.Background(), application.CreateRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(openFiles(t, dir)) == 0 {
+	history := app.Services.Layout.Home()
+	if len(openFiles(t, history)) == 0 {
 		t.Fatal("an open app holds no file: the check below would prove nothing")
 	}
 	closeApp(t, app)
-	if open := openFiles(t, dir); len(open) != 0 {
+	if open := append(openFiles(t, dir), openFiles(t, history)...); len(open) != 0 {
 		t.Errorf("files still open after Close: %q", open)
 	}
 }
@@ -314,7 +315,8 @@ func TestFailedOpenReleasesEveryFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".plan", "objects", "packs"), []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: dir, Init: true}); err == nil {
+	// The state in .plan/ (as before wave 4), its store broken there.
+	if _, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: dir, Init: true, Store: bootstrap.InWorkspace}); err == nil {
 		t.Fatal("Open with a broken store succeeded")
 	}
 	if open := openFiles(t, dir); len(open) != 0 {
@@ -326,4 +328,26 @@ func TestFailedOpenReleasesEveryFile(t *testing.T) {
 func latestOf(d *plan.Decision) plan.Attempt {
 	a, _ := d.Latest()
 	return a
+}
+
+// objectsOf is the object store directory of the workspace at root, wherever its state is.
+func objectsOf(t testing.TB, root string) string {
+	t.Helper()
+	l, err := bootstrap.LayoutAt(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Objects()
+}
+
+// ownDataDir is an environment whose data directory is the test's own: for a test that makes a
+// workspace with a fixed ID (two such in one data directory would claim one ID).
+func ownDataDir(t testing.TB) func(string) string {
+	dir := filepath.Join(t.TempDir(), "data")
+	return func(k string) string {
+		if k == "PLAN_DATA_DIR" {
+			return dir
+		}
+		return os.Getenv(k)
+	}
 }

@@ -26,7 +26,7 @@ import (
 type Layout = workspace.Layout
 
 // NewLayout returns the layout of the workspace rooted at root.
-func NewLayout(root string) (Layout, error) { return workspace.NewLayout(root) }
+func NewLayout(root string) (Layout, error) { return LayoutAt(root) }
 
 // Discover finds the workspace holding dir: dir or its nearest ancestor with a state directory,
 // stopping at the ceiling directories (PLAN_CEILING_DIRECTORIES). found is false when none is.

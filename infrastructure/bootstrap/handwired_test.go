@@ -94,7 +94,7 @@ func TestOneServiceGetsAllOfRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := workspace.NewLayout(root)
+	l, _ := bootstrap.LayoutAt(root)
 	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "correction", Direction: application.Forward,
 		Source: cp.Root(), Target: cp.Root(), TargetCheckpoint: cp.ID(), BackupCheckpoint: cp.ID(),
 		Detail: []byte(`"not a correction record"`)}

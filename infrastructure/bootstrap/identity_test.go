@@ -69,8 +69,9 @@ func TestACopiedWorkspaceIsRefused(t *testing.T) {
 }
 
 // Reaching the workspace by another path to the same directory is no copy; a damaged binding is
-// made again; a private workspace on its own SQLite database is not bound at all (a copy of it is
-// a workspace of its own).
+// made again; a private workspace kept in .plan/ on its own SQLite database is not bound at all
+// (a copy of it is a workspace of its own), while one whose history is in the data directory is
+// (a copy would write into the same state directory).
 func TestWorkspaceBindingEdges(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
@@ -113,7 +114,7 @@ func TestWorkspaceBindingEdges(t *testing.T) {
 	if err := os.Mkdir(private, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	app, err = bootstrap.Open(ctx, bootstrap.Config{Root: private, Init: true})
+	app, err = bootstrap.Open(ctx, bootstrap.Config{Root: private, Init: true, Store: bootstrap.InWorkspace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,22 @@ func TestWorkspaceBindingEdges(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(private, ".plan", "home")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a private workspace was bound: %v", err)
+	}
+
+	outside := filepath.Join(base, "outside")
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	app, err = bootstrap.Open(ctx, bootstrap.Config{Root: outside, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := app.Services.Layout.Home()
+	_ = app.Close()
+	copyDir(t, outside, filepath.Join(base, "outside-copy"))
+	_, err = bootstrap.Resolve(bootstrap.Config{Root: filepath.Join(base, "outside-copy")})
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "the state directory "+history) {
+		t.Fatalf("a copy of a workspace whose history is in the data directory: %v", err)
 	}
 }
 

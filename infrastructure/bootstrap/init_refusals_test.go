@@ -83,7 +83,7 @@ func TestInitAfterAnInterruptedInit(t *testing.T) {
 			t.Errorf("a refused init removed the configuration it did not make: %v", err)
 		}
 	}
-	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true, Store: store, WorkspaceID: "0123456789abcdef01234567"})
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: root, Init: true, Store: store, WorkspaceID: "0123456789abcdef01234567", Getenv: ownDataDir(t)})
 	if err != nil {
 		t.Fatalf("the same init again: %v", err)
 	}

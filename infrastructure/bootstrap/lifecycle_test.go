@@ -32,7 +32,7 @@ func openAt(t *testing.T, dir string, init bool) *bootstrap.App {
 func storeBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	var n int64
-	entries, err := os.ReadDir(filepath.Join(dir, ".plan", "objects", "packs"))
+	entries, err := os.ReadDir(filepath.Join(objectsOf(t, dir), "packs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestEveryFlippedByteIsReported(t *testing.T) {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*"))
+	packs, err := filepath.Glob(filepath.Join(objectsOf(t, dir), "packs", "*"))
 	if err != nil || len(packs) == 0 {
 		t.Fatalf("no packs: %v", err)
 	}
@@ -187,7 +187,7 @@ func TestEveryFlippedByteIsReported(t *testing.T) {
 			}
 			flips++
 			// The damage list a verify writes would make the next open differ; start clean.
-			_ = os.Remove(filepath.Join(dir, ".plan", "objects", "damaged"))
+			_ = os.Remove(filepath.Join(objectsOf(t, dir), "damaged"))
 			if !noticed(ctx, dir) {
 				missed++
 				t.Errorf("a flipped byte at %s+%d went unnoticed", filepath.Base(p), off)
@@ -197,7 +197,7 @@ func TestEveryFlippedByteIsReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_ = os.Remove(filepath.Join(dir, ".plan", "objects", "damaged"))
+	_ = os.Remove(filepath.Join(objectsOf(t, dir), "damaged"))
 	t.Logf("%d single-byte flips across %d pack and index files: %d reported, %d unnoticed", flips, len(packs), flips-missed, missed)
 	if noticed(ctx, dir) {
 		t.Fatal("the restored store is reported damaged")

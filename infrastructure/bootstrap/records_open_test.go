@@ -26,7 +26,7 @@ func initialised(t *testing.T) string {
 // cause, and nothing stays open: the database is opened after the records, never before.
 func TestOpenRefusesUnusableRecords(t *testing.T) {
 	dir := initialised(t)
-	records := filepath.Join(dir, ".plan", "objects", "records")
+	records := filepath.Join(objectsOf(t, dir), "records")
 	if err := os.RemoveAll(records); err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +47,18 @@ func TestOpenRefusesUnusableRecords(t *testing.T) {
 // a bare mkdir failure.
 func TestOpenReadOnlyStateIsAConflict(t *testing.T) {
 	dir := initialised(t)
-	state := filepath.Join(dir, ".plan")
-	objects := filepath.Join(state, "objects")
+	l, err := bootstrap.LayoutAt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, objects := l.Home(), l.Objects()
 	if err := os.RemoveAll(filepath.Join(objects, "records")); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{state, objects} {
 		testkit.Immutable(t, p)
 	}
-	_, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: dir})
+	_, err = bootstrap.Open(context.Background(), bootstrap.Config{Root: dir})
 	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "make it writable") {
 		t.Fatalf("Open of a read-only workspace: %v, want a conflict asking to make .plan writable", err)
 	}

@@ -77,6 +77,9 @@ func Resolve(cfg Config) (*Setup, error) {
 	if _, err := config.DBKind(cfg.DB); err != nil {
 		return nil, err
 	}
+	if err := s.checkKinds(); err != nil {
+		return nil, err
+	}
 	if err := s.locate(); err != nil {
 		return nil, err
 	}
@@ -129,14 +132,22 @@ func Resolve(cfg Config) (*Setup, error) {
 	return s, nil
 }
 
+// checkKinds refuses a configuration whose store or database is of no kind plan knows.
+func (s *Setup) checkKinds() error {
+	if _, err := config.StoreKind(s.File.Store); err != nil {
+		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(s.Layout.State()))
+	}
+	if _, err := config.DBKind(s.File.DB); err != nil {
+		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(s.Layout.State()))
+	}
+	return nil
+}
+
 // finish checks the configuration an open goes on with, and binds the workspace to its directory.
 func (s *Setup) finish() error {
 	l := s.Layout
-	if _, err := config.StoreKind(s.File.Store); err != nil {
-		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
-	}
-	if _, err := config.DBKind(s.File.DB); err != nil {
-		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(l.State()))
+	if err := s.checkKinds(); err != nil {
+		return err
 	}
 	s.WorkspaceID = s.File.WorkspaceID
 	if (s.Shared() || l.Outside()) && s.WorkspaceID == "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/internal/config"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
 	"github.com/planhq/plan/infrastructure/internal/registry"
@@ -156,6 +157,9 @@ func (s *Setup) reattach(e registry.Entry) error {
 // makeState makes the state directory of the new workspace id in the data directory, with its
 // registry entry.
 func (s *Setup) makeState(id string) error {
+	if err := ident.ValidateFull("workspace", id); err != nil {
+		return fault.Wrap(fault.ErrInvalid, err, "%s", config.Path(s.Layout.State()))
+	}
 	reg, err := s.registry(true)
 	if err != nil {
 		return err
@@ -235,4 +239,18 @@ func Former(dir string, getenv func(string) string) (root string, ok bool) {
 		best = e.Root
 	}
 	return best, best != ""
+}
+
+// LayoutAt is the layout of the workspace at root with its state directory, as its configuration
+// names it (.plan/ itself when it names none, or cannot be read: the open that needs more says
+// why).
+func LayoutAt(root string) (workspace.Layout, error) {
+	l, err := workspace.NewLayout(root)
+	if err != nil {
+		return l, err
+	}
+	if f, err := config.Load(config.Path(l.State())); err == nil && f.StateDir != "" && filepath.IsAbs(f.StateDir) {
+		l.Data = filepath.Clean(f.StateDir)
+	}
+	return l, nil
 }

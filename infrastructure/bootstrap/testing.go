@@ -15,7 +15,7 @@ import (
 // releases it.
 func TestLock(t testing.TB, root string) (unlock func() error) {
 	t.Helper()
-	l, err := workspace.NewLayout(root)
+	l, err := LayoutAt(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestLock(t testing.TB, root string) (unlock func() error) {
 // TestJournal writes op as the journal of the workspace at root: an operation a crash interrupted.
 func TestJournal(t testing.TB, root string, op application.Operation) {
 	t.Helper()
-	l, err := workspace.NewLayout(root)
+	l, err := LayoutAt(root)
 	if err != nil {
 		t.Fatal(err)
 	}
