@@ -190,3 +190,21 @@ func AttachAt(w LocalWorkspace, dir string) error {
 	}
 	return config.Save(config.Path(l.State()), f)
 }
+
+// RemoveLocal deletes the history of the local workspace w (its whole state directory), which
+// must no longer be in its directory. The directory is first renamed out of the registry (one
+// atomic step: a crash leaves the workspace listed whole, or not at all), then removed.
+func RemoveLocal(w LocalWorkspace) error {
+	if w.Directory == DirPresent {
+		return fault.Conflict("the workspace %s is in use at %s", w.ID, w.Root)
+	}
+	if err := registry.Private(w.HistoryDir); err != nil {
+		return err
+	}
+	parent := filepath.Dir(w.HistoryDir)
+	doomed := filepath.Join(parent, ".removing-"+filepath.Base(w.HistoryDir))
+	if err := os.Rename(w.HistoryDir, doomed); err != nil {
+		return err
+	}
+	return os.RemoveAll(doomed)
+}

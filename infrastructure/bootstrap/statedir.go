@@ -14,6 +14,7 @@ import (
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/infrastructure/internal/config"
+	"github.com/planhq/plan/infrastructure/internal/failpoint"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
 	"github.com/planhq/plan/infrastructure/internal/registry"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
@@ -146,7 +147,13 @@ func (s *Setup) reattach(e registry.Entry) error {
 	if err := s.Layout.Init(); err != nil {
 		return err
 	}
+	if err := failpoint.Hit("reattach.dirs"); err != nil {
+		return err
+	}
 	if err := config.Save(config.Path(s.Layout.State()), f); err != nil {
+		return err
+	}
+	if err := failpoint.Hit("reattach.config"); err != nil {
 		return err
 	}
 	s.File, s.Reattached = f, true
@@ -253,4 +260,36 @@ func LayoutAt(root string) (workspace.Layout, error) {
 		l.Data = filepath.Clean(f.StateDir)
 	}
 	return l, nil
+}
+
+// KeepAttached makes .plan/ again, from the copy kept beside the history, when something deleted
+// it while the workspace was open (a decision that ran `git clean -fdx`, an agent's `rm -rf
+// .plan`); it says whether it had to. A workspace whose state is in .plan/ has nothing to make
+// it from.
+func (a *App) KeepAttached() (bool, error) {
+	s := a.Services.Setup
+	l := s.Layout
+	if !l.Outside() {
+		return false, nil
+	}
+	if _, err := os.Stat(config.Path(l.State())); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	if _, err := os.Stat(l.Root); err != nil {
+		return false, fault.NotFound("the workspace directory %s is gone (%v); its history is kept in %s: `plan clone --from %s DIR` brings it back",
+			l.Root, err, l.Data, s.WorkspaceID)
+	}
+	again := func(err error) error {
+		return fmt.Errorf("%s/.plan was deleted while this command ran and could not be made again (%w): `plan init` there re-attaches the workspace", l.Root, err)
+	}
+	if err := l.Init(); err != nil {
+		return true, again(err)
+	}
+	if err := config.Save(config.Path(l.State()), s.File); err != nil {
+		return true, again(err)
+	}
+	s.writeHome()
+	return true, nil
 }

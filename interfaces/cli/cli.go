@@ -497,6 +497,7 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 		return err
 	}
 	defer func() {
+		h.keepAttached(app)
 		if cerr := app.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -510,6 +511,17 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 	h.budget(ctx, app, before)
 	h.consolidate(ctx, app)
 	return err
+}
+
+// keepAttached makes the workspace's .plan/ again when the command's own work (a decision, an
+// agent's tool call) deleted it, so that the next command finds its history as this one did.
+func (h *handler) keepAttached(app *bootstrap.App) {
+	switch again, err := app.KeepAttached(); {
+	case err != nil:
+		h.warn(err.Error())
+	case again:
+		h.warn(fmt.Sprintf("%s/.plan was deleted while this command ran: made again (the history, kept outside the workspace, is whole)", app.Services.Layout.Root))
+	}
 }
 
 // emit prints v as JSON with --json, else runs text.

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
@@ -121,7 +122,7 @@ func (h *handler) cloneLocal(c *ucli.Context, dir string) error {
 		ref = "@"
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		req := application.RollbackRequest{Ref: ref, Progress: h.progress(), Warn: h.warn}
+		req := application.RollbackRequest{Ref: ref, Progress: h.progress(), Warn: h.warn, NeverUndo: true}
 		res, err := app.Services.Checkpoints.Rollback(c.Context, req)
 		if err != nil {
 			return fmt.Errorf("restore checkpoint %s of workspace %s in %s (the workspace is attached there; `plan rollback --to-checkpoint ID` finishes it): %w", ref, w.ID, dir, err)
@@ -170,5 +171,45 @@ func (h *handler) moveOut(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "Moved the history of %s (%d files, %s) into %s; every byte was read back before the old copy was removed.\n",
 				root, res.Files, humanBytes(res.Bytes), res.To)
 		}
+	})
+}
+
+// removedView is what `plan workspaces retire ID` prints for a local workspace.
+type removedView struct {
+	WorkspaceID string `json:"workspace_id"`
+	Root        string `json:"root"`
+	HistoryDir  string `json:"history_dir"`
+	Bytes       int64  `json:"bytes"`
+	Checkpoints *int   `json:"checkpoints"`
+}
+
+// removeLocal deletes the history the data directory keeps for a local workspace that is no
+// longer in its directory, after the user said yes: nothing else (gc, prune, retention) ever
+// deletes it.
+func (h *handler) removeLocal(c *ucli.Context, id string) error {
+	w, err := bootstrap.FindLocal(c.Context, h.getenv, id)
+	if err != nil {
+		return err
+	}
+	if w.Directory == bootstrap.DirPresent {
+		return fault.Conflict("the workspace %s is in use at %s: its history is deleted only once its directory no longer holds it (remove %s/.plan there first)", w.ID, w.Root, w.Root)
+	}
+	n := "?"
+	if w.Counted {
+		n = fmt.Sprint(w.Checkpoints)
+	}
+	if err := h.confirm("deleting the history of workspace "+w.ID, fmt.Sprintf("Workspace %s (was at %s, now %s) keeps %s checkpoints, %s, in %s.\nDeleting them cannot be undone.\n",
+		w.ID, orDash(w.Root), w.Directory, n, humanBytes(w.Bytes), w.HistoryDir)); err != nil {
+		return err
+	}
+	if err := bootstrap.RemoveLocal(w); err != nil {
+		return err
+	}
+	v := removedView{WorkspaceID: w.ID, Root: w.Root, HistoryDir: w.HistoryDir, Bytes: w.Bytes}
+	if w.Counted {
+		v.Checkpoints = &w.Checkpoints
+	}
+	return h.emit(v, func(out io.Writer) {
+		_, _ = fmt.Fprintf(out, "Deleted the history of workspace %s (%s freed).\n", w.ID, humanBytes(w.Bytes))
 	})
 }

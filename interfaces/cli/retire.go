@@ -15,9 +15,9 @@ import (
 // one; gc then keeps only its pinned checkpoints (and whatever other workspaces keep).
 func (h *handler) retireCommand(store, db ucli.Flag) *ucli.Command {
 	return &ucli.Command{
-		Name: "retire", Usage: "retire a workspace of a shared store: it is no longer listed, and gc collects what only its unpinned checkpoints kept",
+		Name: "retire", Usage: "delete the history the data directory keeps for a local workspace whose directory is gone (asks first), or with --store retire a workspace of a shared store: it is no longer listed, and gc collects what only its unpinned checkpoints kept",
 		ArgsUsage: "ID",
-		Flags:     []ucli.Flag{store, db},
+		Flags:     []ucli.Flag{notRequired(store), db},
 		Action:    h.retire,
 	}
 }
@@ -51,6 +51,12 @@ func (h *handler) retire(c *ucli.Context) error {
 		return usagef("workspaces retire needs exactly one argument: the workspace ID (see `plan workspaces`)")
 	}
 	id := c.Args().First()
+	if !c.IsSet("store") {
+		if c.IsSet("db") {
+			return usagef("--db needs --store: the shared store's URL (see `plan workspaces retire --help`)")
+		}
+		return h.removeLocal(c, id)
+	}
 	s, closeStore, err := bootstrap.OpenShared(c.Context, bootstrap.SharedConfig{Store: c.String("store"), DB: c.String("db"), Getenv: h.r.Getenv})
 	if err != nil {
 		return err

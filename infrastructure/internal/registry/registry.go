@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/planhq/plan/domain/fault"
@@ -217,8 +218,8 @@ func (r *Registry) List() ([]Entry, []Damaged, error) {
 	var out []Entry
 	var bad []Damaged
 	for _, de := range des {
-		if !de.IsDir() {
-			continue
+		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") {
+			continue // a history being removed (see bootstrap.RemoveLocal)
 		}
 		e, err := r.Load(de.Name())
 		if err != nil {
