@@ -76,7 +76,7 @@ type handler struct {
 		store, db, id string
 		newHistory    bool
 	}
-	// noNotice keeps open from printing the setup's notice (a command that reports it itself).
+	// noNotice keeps open from printing a re-attach notice (init says so itself).
 	noNotice bool
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
@@ -454,7 +454,7 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := app.Services.Setup.Notice; n != "" && !h.noNotice {
+	if n := app.Services.Setup.Notice; n != "" && !(h.noNotice && app.Services.Setup.Reattached) {
 		h.warn(n)
 	}
 	return app, nil
