@@ -67,7 +67,10 @@ func MoveOut(ctx context.Context, root string, getenv func(string) string) (Move
 	res := MoveResult{WorkspaceID: s.WorkspaceID, From: l.State()}
 	if l.Outside() {
 		res.To, res.Already = l.Data, true
+		// Committed: a marker the move left is no longer anything's.
+		marker := !errors.Is(os.Remove(filepath.Join(l.Data, movingMarker)), fs.ErrNotExist)
 		cleaned, err := removeOld(workspace.Layout{Root: l.Root})
+		cleaned = cleaned || marker
 		res.Resumed = cleaned
 		return res, err
 	}
