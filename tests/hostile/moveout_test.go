@@ -169,4 +169,3 @@ func TestHostileReattachKilledAtEveryStep(t *testing.T) {
 		})
 	}
 }
-
