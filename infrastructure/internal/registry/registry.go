@@ -161,10 +161,7 @@ func (r *Registry) Make(e Entry) error {
 
 // Save writes e's entry (atomically, durably).
 func (r *Registry) Save(e Entry) error {
-	b, err := json.MarshalIndent(e, "", "  ")
-	if err != nil {
-		return err
-	}
+	b, _ := json.MarshalIndent(e, "", "  ") // strings, numbers and times: it cannot fail
 	p := filepath.Join(r.StateDir(e.WorkspaceID), EntryName)
 	if err := fsx.Replace(p, append(b, '\n'), true); err != nil {
 		return fmt.Errorf("write the registry entry %s: %w", p, err)
