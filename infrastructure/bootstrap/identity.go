@@ -113,16 +113,15 @@ func (s *Setup) bindEntry(old *registry.Entry) error {
 	if !s.Layout.Outside() {
 		return nil
 	}
-	dev, ino, err := registry.Identity(s.Layout.Root)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	e := registry.Entry{WorkspaceID: s.WorkspaceID, CreatedAt: now}
 	if old != nil {
 		e = *old
 	}
-	e.Root, e.Device, e.Inode, e.AttachedAt = s.Layout.Root, dev, ino, now
+	if err := e.Bind(s.Layout.Root); err != nil {
+		return err
+	}
+	e.AttachedAt = now
 	e.Host, _ = os.Hostname()
 	return registryOf(s.Layout.Data).Save(e)
 }

@@ -144,13 +144,11 @@ func MoveOut(ctx context.Context, root string, getenv func(string) string) (Move
 	if err := failpoint.Hit("move.verified"); err != nil {
 		return res, err
 	}
-	host, _ := os.Hostname()
-	dev, ino, err := registry.Identity(l.Root)
+	e, err := newEntry(s.WorkspaceID, l.Root)
 	if err != nil {
 		return res, err
 	}
-	now := time.Now().UTC()
-	if err := reg.Save(registry.Entry{WorkspaceID: s.WorkspaceID, Root: l.Root, Host: host, Device: dev, Inode: ino, CreatedAt: now, AttachedAt: now}); err != nil {
+	if err := reg.Save(e); err != nil {
 		return res, err
 	}
 	f := s.File

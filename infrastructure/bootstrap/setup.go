@@ -226,11 +226,17 @@ func (s *Setup) create(cfg Config) error {
 		}
 	}
 	if f.StateDir == "" && cfg.Store != InWorkspace && !l.Initialized() {
-		if err := s.makeState(f.WorkspaceID); err != nil {
+		inside, err := s.dataInside()
+		if err != nil {
 			return err
 		}
-		f.StateDir = s.Layout.Data
-		l = s.Layout
+		if !inside {
+			if err := s.makeState(f.WorkspaceID); err != nil {
+				return err
+			}
+			f.StateDir = s.Layout.Data
+			l = s.Layout
+		}
 	}
 	if err := l.Init(); err != nil {
 		return err

@@ -171,13 +171,10 @@ func (s *Setup) makeState(id string) error {
 	if err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
-	dev, ino, err := registry.Identity(s.Layout.Root)
+	e, err := newEntry(id, s.Layout.Root)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	e := registry.Entry{WorkspaceID: id, Root: s.Layout.Root, Host: host, Device: dev, Inode: ino, CreatedAt: now, AttachedAt: now}
 	if old, err := reg.Load(id); err == nil && old.Root == s.Layout.Root && !(workspace.Layout{Root: old.Root, Data: old.State}).Initialized() {
 		// An init of this very workspace that stopped before its configuration named its state
 		// directory: go on with that one.
@@ -291,5 +288,32 @@ func (a *App) KeepAttached() (bool, error) {
 		return true, again(err)
 	}
 	s.writeHome()
+	return true, nil
+}
+
+// newEntry is the registry entry of workspace id made (or moved out) in root now.
+func newEntry(id, root string) (registry.Entry, error) {
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	e := registry.Entry{WorkspaceID: id, Host: host, CreatedAt: now, AttachedAt: now}
+	return e, e.Bind(root)
+}
+
+// dataInside says the data directory is inside the workspace (the workspace is the home
+// directory, or PLAN_DATA_DIR points into it): a history there would be in every checkpoint of
+// the workspace, so it stays in .plan/ instead, and the user hears so.
+func (s *Setup) dataInside() (bool, error) {
+	dir, err := registry.Dir(s.getenv)
+	if err != nil {
+		return false, err
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		dir = filepath.Join(r, filepath.Base(dir))
+	}
+	if !within(dir, s.Layout.Root) {
+		return false, nil
+	}
+	s.Notice = fmt.Sprintf("the data directory %s is inside this workspace, so its history is kept in %s/.plan, which `git clean -fdx` or `rm -rf .plan` would destroy; set %s to a directory outside it for a history out of their reach",
+		dir, s.Layout.Root, registry.EnvDataDir)
 	return true, nil
 }

@@ -91,8 +91,11 @@ func unwritable(dir string, err error) error {
 // user, or open to others (group or world permission bits). dir says it must be a directory.
 func private(p string, dir bool) error {
 	fi, err := os.Lstat(p)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	if err != nil {
+		return fault.Conflict("cannot read %s (%v): plan keeps every workspace's history in its data directory; make it readable or set %s", p, err, EnvDataDir)
 	}
 	switch {
 	case dir && !fi.IsDir():
@@ -120,8 +123,11 @@ type Entry struct {
 	Host string `json:"host"`
 	// Device and Inode identify Root's directory itself: a directory removed and made again at
 	// the same path (a new project) has other ones, a `git clean` or `rm -rf .plan` leaves them.
-	Device    uint64    `json:"device"`
-	Inode     uint64    `json:"inode"`
+	Device uint64 `json:"device"`
+	Inode  uint64 `json:"inode"`
+	// Born is when Root's directory was made (Unix nanoseconds; 0 where the file system keeps
+	// no birth time): an inode number is reused as soon as it is free, a birth time is not.
+	Born      int64     `json:"born,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// AttachedAt is when Root was last bound to the workspace (made, moved or re-attached).
 	AttachedAt time.Time `json:"attached_at"`
@@ -129,20 +135,30 @@ type Entry struct {
 	State string `json:"-"`
 }
 
-// Identity reads the device and inode of the directory dir.
-func Identity(dir string) (dev, ino uint64, err error) {
+// Identity reads what identifies the directory dir itself: its device, inode and birth time.
+func Identity(dir string) (dev, ino uint64, birth int64, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	dev, ino = fileID(fi)
-	return dev, ino, nil
+	return dev, ino, born(dir), nil
+}
+
+// Bind records dir's identity in e.
+func (e *Entry) Bind(dir string) error {
+	dev, ino, birth, err := Identity(dir)
+	if err != nil {
+		return err
+	}
+	e.Root, e.Device, e.Inode, e.Born = dir, dev, ino, birth
+	return nil
 }
 
 // Same says whether dir is the very directory e was bound to (not only one at its path).
 func (e Entry) Same(dir string) bool {
-	dev, ino, err := Identity(dir)
-	return err == nil && dev == e.Device && ino == e.Inode
+	dev, ino, birth, err := Identity(dir)
+	return err == nil && dev == e.Device && ino == e.Inode && (birth == 0 || e.Born == 0 || birth == e.Born)
 }
 
 // Make creates the state directory of a new workspace id (refusing one that exists: two

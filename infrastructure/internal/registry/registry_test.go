@@ -92,12 +92,11 @@ func TestEntriesRoundTripAndAreListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	dev, ino, err := Identity(root)
-	if err != nil {
+	now := time.Now().UTC().Truncate(time.Second)
+	e := Entry{WorkspaceID: "0123456789abcdef01234567", Host: "h", CreatedAt: now, AttachedAt: now}
+	if err := e.Bind(root); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	e := Entry{WorkspaceID: "0123456789abcdef01234567", Root: root, Host: "h", Device: dev, Inode: ino, CreatedAt: now, AttachedAt: now}
 	if err := r.Make(e); err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +167,8 @@ func TestEntriesRoundTripAndAreListed(t *testing.T) {
 	if _, err := r.Load("bbbbbbbbbbbbbbbbbbbbbbbb"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a missing entry: %v", err)
 	}
-	if _, _, err := Identity(filepath.Join(root, "missing")); err == nil {
-		t.Fatal("Identity of a missing directory")
+	if err := e.Bind(filepath.Join(root, "missing")); err == nil {
+		t.Fatal("Bind to a missing directory")
 	}
 	if err := Private(filepath.Join(root, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Private of a missing directory: %v", err)
