@@ -7,8 +7,9 @@
 // `checkpoint prune --keep N` + `gc`, each against git or cp; then the pre_decision checkpoints
 // inside a `plan run`, the history of 12 releases of golang.org/x/net against `git gc
 // --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), and a shared
-// store on MinIO and PostgreSQL (-shared-only). The full list of rows and flags is in
-// docs/design.md#bench; results and targets in docs/performance.md.
+// store on MinIO and PostgreSQL (-shared-only). Every plan process gets a PLAN_DATA_DIR of the
+// bench's own (datadir.go). The full list of rows and flags is in docs/design.md#bench; results
+// and targets in docs/performance.md.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
@@ -205,7 +206,11 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	}()
 
 	b.ctx = ctx
-	b.r = &runner{ctx: ctx}
+	// Whatever the bench runs outside a run directory of its own still gets a data directory of
+	// the bench's (datadir.go).
+	if b.r, err = b.runnerFor(b.base); err != nil {
+		return nil, err
+	}
 	if b.planBin, err = b.planBinary(ctx); err != nil {
 		return nil, err
 	}
@@ -285,7 +290,7 @@ func (b *bench) generatedSubject() (*subject, error) {
 	syscall.Sync()
 	b.logf("generated %d files in %d directories, %s, in %v", b.rep.Files, b.rep.Dirs,
 		humanBytes(b.rep.Bytes), time.Since(start).Round(time.Millisecond))
-	return b.newSubject(dir, "", "", w, b.rep.ChangedFiles), nil
+	return b.newSubject(dir, "", "", w, b.rep.ChangedFiles)
 }
 
 // changedCount is how many of n files a change rewrites.
@@ -293,15 +298,19 @@ func (b *bench) changedCount(n int) int {
 	return max(1, int(float64(n)*b.cfg.changePct/100+0.5))
 }
 
-// newSubject wires a workspace at dir/ws with its plan CLI and a shadow repository at
-// dir/shadow.git.
-func (b *bench) newSubject(dir, id, label string, files fileSet, changed int) *subject {
+// newSubject wires a workspace at dir/ws with its plan CLI (its data directory dir/data) and a
+// shadow repository at dir/shadow.git.
+func (b *bench) newSubject(dir, id, label string, files fileSet, changed int) (*subject, error) {
+	r, err := b.runnerFor(dir)
+	if err != nil {
+		return nil, err
+	}
 	ws := filepath.Join(dir, "ws")
 	return &subject{
 		id: id, label: label, dir: dir, ws: ws, files: files, changed: changed,
-		plan: &planCLI{r: b.r, bin: b.planBin, ws: ws},
+		plan: &planCLI{r: r, bin: b.planBin, ws: ws},
 		git:  &shadowGit{r: b.r, gitDir: filepath.Join(dir, "shadow.git"), ws: ws},
-	}
+	}, nil
 }
 
 // planBinary builds ./cmd/plan (or takes -plan) and says clearly when there is nothing to build.
