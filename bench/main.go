@@ -6,10 +6,11 @@
 // checkpoint after 1% change and with no change, a rollback of a 1% change, and the store after
 // `checkpoint prune --keep N` + `gc`, each against git or cp; then the pre_decision checkpoints
 // inside a `plan run`, the history of 12 releases of golang.org/x/net against `git gc
-// --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), and a shared
-// store on MinIO and PostgreSQL (-shared-only). Every plan process gets a PLAN_DATA_DIR of the
-// bench's own (datadir.go). The full list of rows and flags is in docs/design.md#bench; results
-// and targets in docs/performance.md.
+// --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), the history
+// kept in a data directory (on the workspace's file system, on a tmpfs) against in .plan/
+// (placement.go; -placement-only), and a shared store on MinIO and PostgreSQL (-shared-only).
+// Every plan process gets a PLAN_DATA_DIR of the bench's own (datadir.go). The full list of rows
+// and flags is in docs/design.md#bench; results and targets in docs/performance.md.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
@@ -64,16 +65,20 @@ type config struct {
 	pruneOnly bool
 	// sharedOnly measures only the shared-store rows; clones is how many clones the shared store
 	// at scale is measured with.
-	sharedOnly  bool
-	clones      int
-	fixed       bool
-	fixedOnly   bool
-	checkpoints int
-	jsonOut     bool
-	strict      bool
-	keep        bool
-	planBin     string
-	workDir     string
+	sharedOnly bool
+	clones     int
+	// placement measures where the history is kept (placement.go); placementOnly skips every
+	// other phase.
+	placement     bool
+	placementOnly bool
+	fixed         bool
+	fixedOnly     bool
+	checkpoints   int
+	jsonOut       bool
+	strict        bool
+	keep          bool
+	planBin       string
+	workDir       string
 }
 
 func main() {
@@ -103,6 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
 	fs.BoolVar(&cfg.prune, "prune", true, "also measure the store after `checkpoint prune` + `gc` against a fresh store of the kept checkpoints (appended, rewritten, mixed)")
 	fs.BoolVar(&cfg.pruneOnly, "prune-only", false, "measure only the prune rows")
+	fs.BoolVar(&cfg.placement, "placement", true, "also measure the history's placement: in .plan/, in a data directory on the workspace's file system, on a tmpfs (/dev/shm), against .plan/")
+	fs.BoolVar(&cfg.placementOnly, "placement-only", false, "measure only the placement rows (on -files files)")
 	fs.BoolVar(&cfg.sharedOnly, "shared-only", false, "measure only the shared-store rows (needs the servers `make bench` starts)")
 	fs.IntVar(&cfg.clones, "clones", 440, "clones in the store the shared store at scale is measured with")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
@@ -234,6 +241,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		b.logf("real history storage: done in %v", time.Since(start).Round(time.Millisecond))
 		return b.rep, nil
 	}
+	if b.cfg.placementOnly {
+		start := time.Now()
+		if err := b.placement(); err != nil {
+			return nil, fmt.Errorf("placement: %w", err)
+		}
+		b.logf("placement: done in %v", time.Since(start).Round(time.Millisecond))
+		return b.rep, nil
+	}
 	if b.cfg.pruneOnly {
 		start := time.Now()
 		if err := b.prune(); err != nil {
@@ -251,6 +266,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"generated workspace", all, func() error { return b.measure(gen, true) }},
 		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
 		{"agent hooks", (b.cfg.agents && all) || agentsOnly(b.cfg.only), func() error { return b.agents(gen) }},
+		{"placement", b.cfg.placement && all, b.placement},
 		{"watch service", b.cfg.watch && all, func() error { return b.watchService(gen) }},
 		{"fixed cost", (b.cfg.fixed && all) || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
 		{"after gc --aggressive", all, func() error { return b.repacked(gen) }},
