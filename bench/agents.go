@@ -41,13 +41,13 @@ func (b *bench) agents(s *subject) error {
 	calls := max(20, 10*b.cfg.runs)
 	// Without the change-tracking service first (every hook walks the workspace), then as
 	// installed: the session's first prompt starts `plan watch`, which the hooks then ask.
-	walkLat, _, err := b.hookSession(s.ws, "bench-latency-walk", calls, []string{"PLAN_WATCH=0"}, func(i int) error {
+	walkLat, _, _, err := b.hookSession(s.plan.r, s.ws, "bench-latency-walk", calls, []string{"PLAN_WATCH=0"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(8000+i)), uint64(8000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
 		return err
 	}
-	lat, latPhases, err := b.hookSession(s.ws, "bench-latency", calls, []string{"PLAN_TIMINGS=1"}, func(i int) error {
+	lat, latPhases, unwatched, err := b.hookSession(s.plan.r, s.ws, "bench-latency", calls, []string{"PLAN_TIMINGS=1"}, func(i int) error {
 		return w.rewrite(b.ctx, w.pickChanges(1, uint64(9000+i)), uint64(9000+i)) // #nosec G115 -- small i
 	})
 	if err != nil {
@@ -55,15 +55,13 @@ func (b *bench) agents(s *subject) error {
 	}
 	var base []time.Duration
 	for range b.cfg.runs {
-		m, err := b.r.quiet(s.ws, []string{"PLAN_WATCH=0"}, s.plan.bin, "-C", s.ws, "--json", "checkpoint", "create")
+		m, err := s.plan.r.quiet(s.ws, []string{"PLAN_WATCH=0"}, s.plan.bin, "-C", s.ws, "--json", "checkpoint", "create")
 		if err != nil {
 			return err
 		}
 		base = append(base, m.wall)
 	}
-	if err := b.stopWatch(s.ws); err != nil {
-		return err
-	}
+	b.stopWatch(s.plan.r, s.ws)
 	wp50, wp95 := percentile(walkLat, 50), percentile(walkLat, 95)
 	p50, p95 := percentile(lat, 50), percentile(lat, 95)
 	b.logf("agent hooks: %d tool calls at %d files: p50 %v, p95 %v with plan watch; p50 %v, p95 %v walking (no-change checkpoint %v)",
@@ -74,6 +72,9 @@ func (b *bench) agents(s *subject) error {
 	row50.Note = fmt.Sprintf("%d mutating tool calls (Claude Code payloads, one file changed each): the wall time of "+
 		"`plan hook claude PreToolUse` plus `plan hook claude PostToolUse`, with the `plan watch` the session's first "+
 		"prompt started (as installed)", calls)
+	if unwatched != "" {
+		row50.Note += "; " + unwatched
+	}
 	b.rep.add(row50)
 	row95 := timeResult("agent_hook_p95", fmt.Sprintf("agent tool call, pre+post hooks, p95 (%d files)", len(w.files)),
 		[]time.Duration{p95}, base, "no-change checkpoint walking, fresh process", fmt.Sprintf("<= %g ms", hookP95LimitMs),
@@ -101,12 +102,16 @@ func (b *bench) longSession() error {
 		return fmt.Errorf("-agent-calls must be at least %d", 2*sessionWindow)
 	}
 	dir := filepath.Join(b.base, "agent-session")
+	r, err := b.runnerFor(dir)
+	if err != nil {
+		return err
+	}
 	workspace := func(name string) (*workload, error) {
 		w := planWorkload(filepath.Join(dir, name), sessionFiles, b.cfg.seed)
 		if err := w.write(b.ctx); err != nil {
 			return nil, err
 		}
-		p := &planCLI{r: b.r, bin: b.planBin, ws: w.root}
+		p := &planCLI{r: r, bin: b.planBin, ws: w.root}
 		return w, p.init()
 	}
 	long, err := workspace("ws")
@@ -116,7 +121,7 @@ func (b *bench) longSession() error {
 	// PLAN_TIMINGS=1: the phases of each call, so that what grows is named.
 	env := []string{"PLAN_TIMINGS=1"}
 	start := time.Now()
-	ld, err := b.startSession(long.root, "bench-long", env)
+	ld, err := b.startSession(r, long.root, "bench-long", env)
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func (b *bench) longSession() error {
 	if err != nil {
 		return err
 	}
-	fd, err := b.startSession(fresh.root, "bench-fresh", env)
+	fd, err := b.startSession(r, fresh.root, "bench-fresh", env)
 	if err != nil {
 		return err
 	}
@@ -172,9 +177,7 @@ func (b *bench) longSession() error {
 		}
 	}
 	for _, ws := range []string{long.root, fresh.root} {
-		if err := b.stopWatch(ws); err != nil {
-			return err
-		}
+		b.stopWatch(r, ws)
 	}
 	first, last := lat[:sessionWindow], lat[len(lat)-sessionWindow:]
 	grew := phaseGrowth(freshPhases, phases[len(phases)-sessionWindow:])
@@ -189,27 +192,31 @@ func (b *bench) longSession() error {
 		"and the last hundred taken in turn, so that both are measured under the same load (the session's own first hundred, "+
 		"minutes earlier: %.1f ms); the margin is for noise on a shared machine. PLAN_TIMINGS phases (ms, pre+post), "+
 		"new session -> last hundred: %s", sessionFiles, median(millis(first)), grew)
+	if ld.unwatched != "" {
+		res.Note += "; " + ld.unwatched
+	}
 	res.OursSamples, res.BaselineSamples = nil, nil // 200 samples would drown the report
 	b.rep.add(res)
 	return nil
 }
 
 // hookSession drives one Claude Code session of n mutating tool calls through `plan hook` in ws,
-// with env added to the hooks' environment: a prompt, then per call PreToolUse, change (what the
+// with r's environment and env added to the hooks' environment: a prompt, then per call PreToolUse, change (what the
 // tool does), PostToolUse; last, Stop. When the prompt started `plan watch` (as it does unless env
 // turns it off), the calls wait for its first walk. It returns each call's pre+post wall time and,
-// when env sets PLAN_TIMINGS=1, the sum of the two hooks' phases.
-func (b *bench) hookSession(ws, session string, n int, env []string, change func(i int) error) ([]time.Duration, []map[string]float64, error) {
-	d, err := b.startSession(ws, session, env)
+// when env sets PLAN_TIMINGS=1, the sum of the two hooks' phases; unwatched says why the hooks
+// walked when they were to ask a `plan watch` that did not run.
+func (b *bench) hookSession(r *runner, ws, session string, n int, env []string, change func(i int) error) (lat []time.Duration, phases []map[string]float64, unwatched string, err error) {
+	d, err := b.startSession(r, ws, session, env)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	out := make([]time.Duration, 0, n)
 	var perCall []map[string]float64
 	for i := range n {
 		lat, ph, err := d.call(i, func() error { return change(i) })
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		out = append(out, lat)
 		if d.timed {
@@ -217,32 +224,34 @@ func (b *bench) hookSession(ws, session string, n int, env []string, change func
 		}
 	}
 	if err := d.stop(); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return out, perCall, nil
+	return out, perCall, d.unwatched, nil
 }
 
 // hookDriver is one agent session driven call by call (see hookSession), so that two sessions'
 // calls can be interleaved.
 type hookDriver struct {
 	b     *bench
+	r     *runner // its environment (the data directory) is the hooks'
 	env   []string
 	timed bool
 	base  map[string]any
 	ws    string
+	// unwatched says why the session's hooks walk although it was to use `plan watch` (the
+	// service did not start); "" when it runs, or when the session turned it off.
+	unwatched string
 }
 
 // startSession sends the session's first prompt in ws and waits for the `plan watch` it started.
-func (b *bench) startSession(ws, session string, env []string) (*hookDriver, error) {
-	d := &hookDriver{b: b, env: env, timed: slices.Contains(env, "PLAN_TIMINGS=1"), ws: ws,
+func (b *bench) startSession(r *runner, ws, session string, env []string) (*hookDriver, error) {
+	d := &hookDriver{b: b, r: r, env: env, timed: slices.Contains(env, "PLAN_TIMINGS=1"), ws: ws,
 		base: map[string]any{"session_id": session, "cwd": ws, "transcript_path": filepath.Join(ws, "t.jsonl"), "permission_mode": "default"}}
 	if _, _, err := d.send("UserPromptSubmit", map[string]any{"prompt": "benchmark"}); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(env, "PLAN_WATCH=0") {
-		if err := b.awaitWatch(ws); err != nil {
-			return nil, err
-		}
+		d.unwatched = b.awaitWatch(r, ws)
 	}
 	return d, nil
 }
@@ -262,7 +271,7 @@ func (d *hookDriver) send(event string, extra map[string]any) (time.Duration, ma
 		return 0, nil, err
 	}
 	cmd := exec.CommandContext(d.b.ctx, d.b.planBin, "hook", "claude", event) // #nosec G204 -- the plan binary under test
-	cmd.Dir, cmd.Stdin, cmd.Env = d.ws, bytes.NewReader(payload), append(os.Environ(), d.env...)
+	cmd.Dir, cmd.Stdin, cmd.Env = d.ws, bytes.NewReader(payload), d.r.environ(d.env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t := time.Now()
@@ -383,34 +392,56 @@ func phaseGrowth(first, last []map[string]float64) string {
 }
 
 // awaitWatch waits until the `plan watch` a prompt started in ws has taken its first snapshot
-// (a minute at most: on a system without inotify it never runs, and the hooks walk).
-func (b *bench) awaitWatch(ws string) error {
+// (a minute at most: on a system without inotify it never runs, and the hooks walk). It returns
+// "" once the service runs, or why the hooks will walk: the bench measures them as they are.
+func (b *bench) awaitWatch(r *runner, ws string) string {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		out, err := exec.CommandContext(b.ctx, b.planBin, "-C", ws, "--json", "watch", "status").Output() // #nosec G204 -- the plan binary under test
+		m, err := r.run(ws, nil, b.planBin, "-C", ws, "--json", "watch", "status")
 		if err != nil {
-			return fmt.Errorf("plan watch status: %w", err)
+			why := "plan watch did not run, every hook walked (plan watch status: " + shortErr(err) + ")"
+			b.logf("agent hooks: %s in %s", why, ws)
+			return why
 		}
 		var st struct {
 			Running   bool `json:"running"`
 			Snapshots int  `json:"snapshots"`
 		}
-		if err := json.Unmarshal(out, &st); err != nil {
-			return fmt.Errorf("plan watch status: %w: %s", err, out)
+		if err := json.Unmarshal(m.stdout, &st); err != nil {
+			why := fmt.Sprintf("plan watch status printed no status object (%v: %.200q): the hooks may have walked", err, m.stdout)
+			b.logf("agent hooks: %s", why)
+			return why
 		}
 		if st.Running && st.Snapshots > 0 {
-			return nil
+			return ""
 		}
 	}
 	b.logf("agent hooks: plan watch did not start in %s: the hooks walk", ws)
-	return nil
+	return "plan watch did not start within a minute: every hook walked"
 }
 
-// stopWatch stops the `plan watch` a session started in ws.
-func (b *bench) stopWatch(ws string) error {
-	if out, err := exec.CommandContext(b.ctx, b.planBin, "-C", ws, "watch", "stop").CombinedOutput(); err != nil { // #nosec G204 -- the plan binary under test
-		return fmt.Errorf("plan watch stop: %w: %s", err, out)
+// stopWatch stops the `plan watch` a session started in ws; a failure is a warning (a service
+// that never started has nothing to stop).
+func (b *bench) stopWatch(r *runner, ws string) {
+	if _, err := r.quiet(ws, nil, b.planBin, "-C", ws, "watch", "stop"); err != nil {
+		b.logf("warning: plan watch stop in %s: %s", ws, shortErr(err))
 	}
-	return nil
+}
+
+// shortErr is err on one line, without the command line a failed command's error starts with.
+func shortErr(err error) string {
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return fmt.Sprintf("exit %d: %s", ee.code, oneLine(ee.stderr, 200))
+	}
+	return oneLine(err.Error(), 200)
+}
+
+// oneLine is s on one line, at most n bytes of it.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
 
 // percentile is the p-th percentile of ds (nearest rank).

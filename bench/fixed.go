@@ -87,17 +87,17 @@ func (b *bench) ensureHistory(s *subject) error {
 func (b *bench) startupRows(s *subject, runs int) error {
 	var ours, base, inits []time.Duration
 	for range runs {
-		m, err := b.r.quiet(s.ws, nil, b.planBin, "--version")
+		m, err := s.plan.r.quiet(s.ws, nil, b.planBin, "--version")
 		if err != nil {
 			return err
 		}
 		ours = append(ours, m.wall)
-		t, err := b.r.quiet(s.ws, nil, "true")
+		t, err := s.plan.r.quiet(s.ws, nil, "true")
 		if err != nil {
 			return err
 		}
 		base = append(base, t.wall)
-		m, err = b.r.quiet(s.ws, []string{"GODEBUG=inittrace=1"}, b.planBin, "--version")
+		m, err = s.plan.r.quiet(s.ws, []string{"GODEBUG=inittrace=1"}, b.planBin, "--version")
 		if err != nil {
 			return err
 		}
@@ -148,19 +148,19 @@ func (b *bench) readOnlyRows(s *subject, runs int) error {
 		var untimed error
 		for range runs {
 			args := append([]string{"-C", s.ws}, row.ours...)
-			m, err := b.r.quiet(s.ws, nil, b.planBin, args...)
+			m, err := s.plan.r.quiet(s.ws, nil, b.planBin, args...)
 			if err != nil {
 				return err
 			}
 			ours = append(ours, m.wall)
 			g := s.git.git(row.git...)
-			m, err = b.r.quiet(s.ws, s.git.env(), g[0], g[1:]...)
+			m, err = s.plan.r.quiet(s.ws, s.git.env(), g[0], g[1:]...)
 			if err != nil {
 				return err
 			}
 			base = append(base, m.wall)
 			// The same command again, measuring itself: where its milliseconds go.
-			m, err = b.r.quiet(s.ws, []string{"PLAN_TIMINGS=1"}, b.planBin, args...)
+			m, err = s.plan.r.quiet(s.ws, []string{"PLAN_TIMINGS=1"}, b.planBin, args...)
 			if err != nil {
 				return err
 			}
@@ -229,15 +229,15 @@ func (b *bench) phaseRows(s *subject, runs int) error {
 	var totals, records []time.Duration
 	var untimed error // a binary that does not know PLAN_TIMINGS: its phases are n/a
 	for range runs {
-		before, err := countRecords(s.ws)
+		before, err := countRecords(historyDir(s.ws))
 		if err != nil {
 			return err
 		}
-		m, err := b.r.quiet(s.ws, []string{"PLAN_TIMINGS=1"}, b.planBin, "-C", s.ws, "checkpoint", "create", "--note", "bench")
+		m, err := s.plan.r.quiet(s.ws, []string{"PLAN_TIMINGS=1"}, b.planBin, "-C", s.ws, "checkpoint", "create", "--note", "bench")
 		if err != nil {
 			return err
 		}
-		after, err := countRecords(s.ws)
+		after, err := countRecords(historyDir(s.ws))
 		if err != nil {
 			return err
 		}
@@ -287,9 +287,10 @@ func (p *planCLI) count() (int, error) {
 	return len(l), err
 }
 
-// countRecords counts the committed records of the workspace's private store.
-func countRecords(ws string) (int, error) {
-	des, err := os.ReadDir(filepath.Join(ws, ".plan", "objects", "records"))
+// countRecords counts the committed records of the private store of the history kept in home
+// (historyDir).
+func countRecords(home string) (int, error) {
+	des, err := os.ReadDir(filepath.Join(home, "objects", "records"))
 	if err != nil {
 		return 0, err
 	}

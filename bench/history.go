@@ -41,7 +41,10 @@ func (b *bench) history() error {
 	}
 	info := &historyInfo{Module: historyModule, Versions: historyReleases}
 	b.rep.History = info
-	s := b.newSubject(dir, "history_", "x/net history: ", nil, 0)
+	s, err := b.newSubject(dir, "history_", "x/net history: ", nil, 0)
+	if err != nil {
+		return err
+	}
 	target := fmt.Sprintf("<= %gx git", historyGitFactor)
 	start := time.Now()
 	zips, err := downloadModule(b.ctx, dir, historyModule, historyReleases)
@@ -91,7 +94,7 @@ func (b *bench) history() error {
 	}
 	// As git's, plan's store packed as tightly as it can: gc --aggressive repacks what is live
 	// (small files bundled, deltas against similar files, strong compression), off the hot path.
-	ourGC, err := b.r.run(ws, nil, b.planBin, "-C", ws, "--json", "gc", "--aggressive")
+	ourGC, err := s.plan.r.run(ws, nil, b.planBin, "-C", ws, "--json", "gc", "--aggressive")
 	if err != nil {
 		return fmt.Errorf("plan gc --aggressive: %w", err)
 	}
@@ -114,7 +117,7 @@ func (b *bench) history() error {
 	if err != nil {
 		return err
 	}
-	packs, records, err := planStoreBytes(filepath.Join(ws, ".plan", "objects"))
+	packs, records, err := planStoreBytes(filepath.Join(historyDir(ws), "objects"))
 	if err != nil {
 		return err
 	}
@@ -128,11 +131,11 @@ func (b *bench) history() error {
 	pass := func(o, g float64) bool { return o <= historyGitFactor*g }
 	id, name = s.row("store_vs_git", "store (packs+idx)")
 	b.rep.add(sizeResult(id, name, packs, gitBytes, gitName, target, pass,
-		fmt.Sprintf("%d releases %s..%s; ours is .plan/objects/packs (*.pack, *.idx) after plan gc --aggressive, the content plan rolls back from",
+		fmt.Sprintf("%d releases %s..%s; ours is the store's objects/packs (*.pack, *.idx) after plan gc --aggressive, the content plan rolls back from",
 			len(historyReleases), historyReleases[0], historyReleases[len(historyReleases)-1])))
 	id, name = s.row("store_records_vs_git", "store (packs+idx+records)")
 	b.rep.add(sizeResult(id, name, packs+records, gitBytes, gitName, target, pass,
-		fmt.Sprintf("ours adds .plan/objects/records (%s): the metadata rows a rebuild replays, as git's commits are in its packs",
+		fmt.Sprintf("ours adds objects/records (%s): the metadata rows a rebuild replays, as git's commits are in its packs",
 			humanBytes(records))))
 	id, name = s.row("checkpoint_vs_git", "checkpoint per release")
 	b.rep.add(timeResult(id, name, ours, git, "git add -A && commit", "-", nil))

@@ -6,9 +6,11 @@
 // checkpoint after 1% change and with no change, a rollback of a 1% change, and the store after
 // `checkpoint prune --keep N` + `gc`, each against git or cp; then the pre_decision checkpoints
 // inside a `plan run`, the history of 12 releases of golang.org/x/net against `git gc
-// --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), and a shared
-// store on MinIO and PostgreSQL (-shared-only). The full list of rows and flags is in
-// docs/design.md#bench; results and targets in docs/performance.md.
+// --aggressive` (-history=false skips it), the fixed cost (fixed.go; -fixed-only), the history
+// kept in a data directory (on the workspace's file system, on a tmpfs) against in .plan/
+// (placement.go; -placement-only), and a shared store on MinIO and PostgreSQL (-shared-only).
+// Every plan process gets a PLAN_DATA_DIR of the bench's own (datadir.go). The full list of rows
+// and flags is in docs/design.md#bench; results and targets in docs/performance.md.
 //
 // Each row has a target; -strict makes a missed target a non-zero exit. Run it from the module
 // root: `go run ./bench -files=100000 -strict`, or `make bench BENCH_FLAGS=...`.
@@ -63,16 +65,20 @@ type config struct {
 	pruneOnly bool
 	// sharedOnly measures only the shared-store rows; clones is how many clones the shared store
 	// at scale is measured with.
-	sharedOnly  bool
-	clones      int
-	fixed       bool
-	fixedOnly   bool
-	checkpoints int
-	jsonOut     bool
-	strict      bool
-	keep        bool
-	planBin     string
-	workDir     string
+	sharedOnly bool
+	clones     int
+	// placement measures where the history is kept (placement.go); placementOnly skips every
+	// other phase.
+	placement     bool
+	placementOnly bool
+	fixed         bool
+	fixedOnly     bool
+	checkpoints   int
+	jsonOut       bool
+	strict        bool
+	keep          bool
+	planBin       string
+	workDir       string
 }
 
 func main() {
@@ -102,6 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.watch, "watch", true, "also measure checkpoints and rollback while `plan watch` runs (Linux)")
 	fs.BoolVar(&cfg.prune, "prune", true, "also measure the store after `checkpoint prune` + `gc` against a fresh store of the kept checkpoints (appended, rewritten, mixed)")
 	fs.BoolVar(&cfg.pruneOnly, "prune-only", false, "measure only the prune rows")
+	fs.BoolVar(&cfg.placement, "placement", true, "also measure the history's placement: in .plan/, in a data directory on the workspace's file system, on a tmpfs (/dev/shm), against .plan/")
+	fs.BoolVar(&cfg.placementOnly, "placement-only", false, "measure only the placement rows (on -files files)")
 	fs.BoolVar(&cfg.sharedOnly, "shared-only", false, "measure only the shared-store rows (needs the servers `make bench` starts)")
 	fs.IntVar(&cfg.clones, "clones", 440, "clones in the store the shared store at scale is measured with")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout (progress still goes to stderr)")
@@ -205,7 +213,11 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 	}()
 
 	b.ctx = ctx
-	b.r = &runner{ctx: ctx}
+	// Whatever the bench runs outside a run directory of its own still gets a data directory of
+	// the bench's (datadir.go).
+	if b.r, err = b.runnerFor(b.base); err != nil {
+		return nil, err
+	}
 	if b.planBin, err = b.planBinary(ctx); err != nil {
 		return nil, err
 	}
@@ -229,6 +241,14 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		b.logf("real history storage: done in %v", time.Since(start).Round(time.Millisecond))
 		return b.rep, nil
 	}
+	if b.cfg.placementOnly {
+		start := time.Now()
+		if err := b.placement(); err != nil {
+			return nil, fmt.Errorf("placement: %w", err)
+		}
+		b.logf("placement: done in %v", time.Since(start).Round(time.Millisecond))
+		return b.rep, nil
+	}
 	if b.cfg.pruneOnly {
 		start := time.Now()
 		if err := b.prune(); err != nil {
@@ -246,6 +266,7 @@ func (b *bench) execute(ctx context.Context) (rep *report, err error) {
 		{"generated workspace", all, func() error { return b.measure(gen, true) }},
 		{"in-run checkpoint", all, func() error { return b.inRun(gen) }},
 		{"agent hooks", (b.cfg.agents && all) || agentsOnly(b.cfg.only), func() error { return b.agents(gen) }},
+		{"placement", b.cfg.placement && all, b.placement},
 		{"watch service", b.cfg.watch && all, func() error { return b.watchService(gen) }},
 		{"fixed cost", (b.cfg.fixed && all) || b.cfg.fixedOnly, func() error { return b.fixedCost(gen) }},
 		{"after gc --aggressive", all, func() error { return b.repacked(gen) }},
@@ -285,7 +306,7 @@ func (b *bench) generatedSubject() (*subject, error) {
 	syscall.Sync()
 	b.logf("generated %d files in %d directories, %s, in %v", b.rep.Files, b.rep.Dirs,
 		humanBytes(b.rep.Bytes), time.Since(start).Round(time.Millisecond))
-	return b.newSubject(dir, "", "", w, b.rep.ChangedFiles), nil
+	return b.newSubject(dir, "", "", w, b.rep.ChangedFiles)
 }
 
 // changedCount is how many of n files a change rewrites.
@@ -293,15 +314,19 @@ func (b *bench) changedCount(n int) int {
 	return max(1, int(float64(n)*b.cfg.changePct/100+0.5))
 }
 
-// newSubject wires a workspace at dir/ws with its plan CLI and a shadow repository at
-// dir/shadow.git.
-func (b *bench) newSubject(dir, id, label string, files fileSet, changed int) *subject {
+// newSubject wires a workspace at dir/ws with its plan CLI (its data directory dir/data) and a
+// shadow repository at dir/shadow.git.
+func (b *bench) newSubject(dir, id, label string, files fileSet, changed int) (*subject, error) {
+	r, err := b.runnerFor(dir)
+	if err != nil {
+		return nil, err
+	}
 	ws := filepath.Join(dir, "ws")
 	return &subject{
 		id: id, label: label, dir: dir, ws: ws, files: files, changed: changed,
-		plan: &planCLI{r: b.r, bin: b.planBin, ws: ws},
+		plan: &planCLI{r: r, bin: b.planBin, ws: ws},
 		git:  &shadowGit{r: b.r, gitDir: filepath.Join(dir, "shadow.git"), ws: ws},
-	}
+	}, nil
 }
 
 // planBinary builds ./cmd/plan (or takes -plan) and says clearly when there is nothing to build.

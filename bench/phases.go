@@ -101,11 +101,12 @@ func (s *subject) copyWorkspace(r *runner) (time.Duration, error) {
 	return m.wall, err
 }
 
-// firstCheckpoint: a fresh .plan and a fresh shadow repository each run.
+// firstCheckpoint: a fresh .plan, a fresh history and a fresh shadow repository each run.
 func (b *bench) firstCheckpoint(s *subject) error {
 	var ours, git, cp []time.Duration
 	for i := range b.cfg.runs {
-		if err := os.RemoveAll(filepath.Join(s.ws, ".plan")); err != nil {
+		// The history too: init re-attaches a directory that lost only its .plan/.
+		if err := removeWorkspaceState(b.base, s.ws); err != nil {
 			return err
 		}
 		d, err := s.copyWorkspace(b.r)

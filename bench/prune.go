@@ -50,7 +50,11 @@ func (b *bench) pruneOne(kind string, keep int) error {
 	for i := range pruneFiles {
 		cur[fmt.Sprintf("f%03d.txt", i)] = pruneLines(r, 60)
 	}
-	p := &planCLI{r: b.r, bin: b.planBin, ws: ws}
+	run, err := b.runnerFor(dir)
+	if err != nil {
+		return err
+	}
+	p := &planCLI{r: run, bin: b.planBin, ws: ws}
 	if err := os.MkdirAll(ws, 0o750); err != nil {
 		return err
 	}
@@ -73,15 +77,15 @@ func (b *bench) pruneOne(kind string, keep int) error {
 		states = append(states, next)
 		cur = next
 	}
-	before, _, err := planStoreBytes(filepath.Join(ws, ".plan", "objects"))
+	before, _, err := planStoreBytes(filepath.Join(historyDir(ws), "objects"))
 	if err != nil {
 		return err
 	}
-	if _, err := b.r.run(ws, nil, b.planBin, "-C", ws, "--json", "--yes", "checkpoint", "prune", "--keep", fmt.Sprint(keep)); err != nil {
+	if _, err := run.run(ws, nil, b.planBin, "-C", ws, "--json", "--yes", "checkpoint", "prune", "--keep", fmt.Sprint(keep)); err != nil {
 		return err
 	}
 	start := time.Now()
-	m, err := b.r.run(ws, nil, b.planBin, "-C", ws, "--json", "gc")
+	m, err := run.run(ws, nil, b.planBin, "-C", ws, "--json", "gc")
 	if err != nil {
 		return err
 	}
@@ -93,11 +97,11 @@ func (b *bench) pruneOne(kind string, keep int) error {
 	if err := json.Unmarshal(m.stdout, &gc); err != nil {
 		return fmt.Errorf("gc printed no JSON: %w", err)
 	}
-	after, _, err := planStoreBytes(filepath.Join(ws, ".plan", "objects"))
+	after, _, err := planStoreBytes(filepath.Join(historyDir(ws), "objects"))
 	if err != nil {
 		return err
 	}
-	f := &planCLI{r: b.r, bin: b.planBin, ws: fresh}
+	f := &planCLI{r: run, bin: b.planBin, ws: fresh}
 	if err := os.MkdirAll(fresh, 0o750); err != nil {
 		return err
 	}
@@ -112,7 +116,7 @@ func (b *bench) pruneOne(kind string, keep int) error {
 			return err
 		}
 	}
-	want, _, err := planStoreBytes(filepath.Join(fresh, ".plan", "objects"))
+	want, _, err := planStoreBytes(filepath.Join(historyDir(fresh), "objects"))
 	if err != nil {
 		return err
 	}

@@ -149,5 +149,9 @@ func (b *bench) realTree() error {
 	b.rep.RealTree = &treeInfo{Source: src, Files: t.count(), Symlinks: t.links, Dirs: t.dirs, Bytes: t.bytes, ChangedFiles: changed}
 	b.logf("real tree: copied %s, %d files, %d symlinks, %d directories, %s, in %v", src, t.count(), t.links,
 		t.dirs, humanBytes(t.bytes), time.Since(start).Round(time.Millisecond))
-	return b.measure(b.newSubject(dir, "real_", "real tree: ", t, changed), false)
+	s, err := b.newSubject(dir, "real_", "real tree: ", t, changed)
+	if err != nil {
+		return err
+	}
+	return b.measure(s, false)
 }

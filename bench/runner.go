@@ -53,6 +53,12 @@ type runner struct {
 	env []string // added to the environment of every command
 }
 
+// environ is the environment of a command r starts: the bench's own, r's, then extra (a later
+// value of a variable wins).
+func (r *runner) environ(extra []string) []string {
+	return append(append(os.Environ(), r.env...), extra...)
+}
+
 // run executes name with args in dir, times it from start to exit, and captures its stdout.
 func (r *runner) run(dir string, extraEnv []string, name string, args ...string) (measured, error) {
 	return r.exec(true, dir, extraEnv, name, args...)
@@ -66,7 +72,7 @@ func (r *runner) quiet(dir string, extraEnv []string, name string, args ...strin
 func (r *runner) exec(capture bool, dir string, extraEnv []string, name string, args ...string) (measured, error) {
 	cmd := exec.CommandContext(r.ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), r.env...), extraEnv...)
+	cmd.Env = r.environ(extraEnv)
 	var stdout, stderr bytes.Buffer
 	if capture {
 		cmd.Stdout = &stdout

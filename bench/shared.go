@@ -88,7 +88,7 @@ func (s sharedServers) database(ctx context.Context) (string, func(), error) {
 }
 
 // shared measures the generated workload on a shared store (S3 on MinIO, metadata on PostgreSQL,
-// both on loopback) against the local default (.plan/objects and SQLite), in the same run: the
+// both on loopback) against the local default (objects and SQLite in the data directory), in the same run: the
 // first checkpoint, a checkpoint after a 1% change, and a clone of the newest checkpoint into an
 // empty directory (against a clone from a file:// store on the local disk).
 func (b *bench) shared() error {
@@ -114,13 +114,16 @@ func (b *bench) shared() error {
 	if err := w.write(b.ctx); err != nil {
 		return err
 	}
-	s := b.newSubject(dir, "shared_", "shared store: ", w, b.changedCount(len(w.files)))
+	s, err := b.newSubject(dir, "shared_", "shared store: ", w, b.changedCount(len(w.files)))
+	if err != nil {
+		return err
+	}
 	bucket := "plan-bench-" + randomSuffix()
 	defer srv.removeBucket(context.WithoutCancel(b.ctx), bucket)
 	var localFirst, sharedFirst, localChange, sharedChange, fileClone, sharedClone []time.Duration
 	timeCheckpoint := func(env []string) (time.Duration, string, error) {
 		syscall.Sync()
-		m, err := b.r.run(s.ws, env, b.planBin, "-C", s.ws, "--json", "checkpoint", "create")
+		m, err := s.plan.r.run(s.ws, env, b.planBin, "-C", s.ws, "--json", "checkpoint", "create")
 		if err != nil {
 			return 0, "", fmt.Errorf("checkpoint create: %w", err)
 		}
@@ -128,10 +131,11 @@ func (b *bench) shared() error {
 		return m.wall, cp.ID, err
 	}
 	initWith := func(env []string, args ...string) (string, error) {
-		if err := os.RemoveAll(filepath.Join(s.ws, ".plan")); err != nil {
+		// The history goes too: a directory that lost only its .plan/ is re-attached by init.
+		if err := removeWorkspaceState(b.base, s.ws); err != nil {
 			return "", err
 		}
-		m, err := b.r.run(s.ws, env, b.planBin, append([]string{"-C", s.ws, "--json", "init"}, args...)...)
+		m, err := s.plan.r.run(s.ws, env, b.planBin, append([]string{"-C", s.ws, "--json", "init"}, args...)...)
 		if err != nil {
 			return "", fmt.Errorf("init %v: %w", args, err)
 		}
@@ -147,7 +151,7 @@ func (b *bench) shared() error {
 			args = append(args, "--db", db)
 		}
 		syscall.Sync()
-		m, err := b.r.run(dir, env, b.planBin, append(args, target)...)
+		m, err := s.plan.r.run(dir, env, b.planBin, append(args, target)...)
 		if rmErr := os.RemoveAll(target); err == nil {
 			err = rmErr
 		}
@@ -211,9 +215,9 @@ func (b *bench) shared() error {
 			sharedClone[i].Round(time.Millisecond), fileClone[i].Round(time.Millisecond))
 	}
 	b.rep.add(timeResult("shared_first", "shared store (S3+PostgreSQL): first checkpoint", sharedFirst, localFirst,
-		"local default (.plan/objects, SQLite)", "-", nil))
+		"local default (data directory, SQLite)", "-", nil))
 	b.rep.add(timeResult("shared_change", "shared store (S3+PostgreSQL): "+b.changeLabel(), sharedChange, localChange,
-		"local default (.plan/objects, SQLite)", "-", nil))
+		"local default (data directory, SQLite)", "-", nil))
 	b.rep.add(timeResult("shared_clone", "shared store (S3+PostgreSQL): clone of a checkpoint", sharedClone, fileClone,
 		"clone from a file:// store on the local disk", "-", nil))
 	return nil

@@ -38,6 +38,10 @@ func (b *bench) sharedScale() error {
 	}
 	defer drop()
 	dir := filepath.Join(b.base, "shared-scale")
+	r, err := b.runnerFor(dir)
+	if err != nil {
+		return err
+	}
 	bucket := "plan-bench-" + randomSuffix()
 	defer srv.removeBucket(context.WithoutCancel(b.ctx), bucket)
 	// One small workspace per store: what is measured is the store's history, not its content.
@@ -52,7 +56,7 @@ func (b *bench) sharedScale() error {
 			}
 		}
 		store = fmt.Sprintf("s3://%s/%s", bucket, name)
-		m, err := b.r.run(ws, srv.env, b.planBin, "-C", ws, "--json", "init", "--store", store, "--db", dsn)
+		m, err := r.run(ws, srv.env, b.planBin, "-C", ws, "--json", "init", "--store", store, "--db", dsn)
 		if err != nil {
 			return "", "", "", fmt.Errorf("init: %w", err)
 		}
@@ -62,7 +66,7 @@ func (b *bench) sharedScale() error {
 		if err := json.Unmarshal(m.stdout, &v); err != nil {
 			return "", "", "", err
 		}
-		if _, err := b.r.quiet(ws, srv.env, b.planBin, "-C", ws, "checkpoint", "create"); err != nil {
+		if _, err := r.quiet(ws, srv.env, b.planBin, "-C", ws, "checkpoint", "create"); err != nil {
 			return "", "", "", fmt.Errorf("checkpoint create: %w", err)
 		}
 		return ws, store, v.ID, nil
@@ -78,7 +82,7 @@ func (b *bench) sharedScale() error {
 	start := time.Now()
 	for k := range b.cfg.clones {
 		target := filepath.Join(dir, "clone")
-		if _, err := b.r.quiet(dir, srv.env, b.planBin, "clone", "--store", store, "--db", dsn, "--workspace", id, target); err != nil {
+		if _, err := r.quiet(dir, srv.env, b.planBin, "clone", "--store", store, "--db", dsn, "--workspace", id, target); err != nil {
 			return fmt.Errorf("clone %d: %w", k+1, err)
 		}
 		if err := os.RemoveAll(target); err != nil {
@@ -87,14 +91,14 @@ func (b *bench) sharedScale() error {
 	}
 	b.logf("shared store at scale: %d clones in %v", b.cfg.clones, time.Since(start).Round(time.Millisecond))
 	gcIn := func(ws string) (time.Duration, error) {
-		m, err := b.r.quiet(ws, srv.env, b.planBin, "-C", ws, "gc", "--grace", "0s")
+		m, err := r.quiet(ws, srv.env, b.planBin, "-C", ws, "gc", "--grace", "0s")
 		if err != nil {
 			return 0, fmt.Errorf("gc: %w", err)
 		}
 		return m.wall, nil
 	}
 	list := func(store string) (time.Duration, error) {
-		m, err := b.r.quiet(dir, srv.env, b.planBin, "--json", "workspaces", "--store", store, "--db", dsn)
+		m, err := r.quiet(dir, srv.env, b.planBin, "--json", "workspaces", "--store", store, "--db", dsn)
 		if err != nil {
 			return 0, fmt.Errorf("workspaces: %w", err)
 		}
