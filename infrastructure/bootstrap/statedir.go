@@ -234,8 +234,8 @@ func Former(dir string, getenv func(string) string) (root string, ok bool) {
 	}
 	best := ""
 	for _, e := range entries {
-		if !within(dir, e.Root) || len(e.Root) <= len(best) || !e.Same(e.Root) {
-			continue
+		if !within(dir, e.Root) || len(e.Root) <= len(best) || !e.Same(e.Root) || !registry.Mine(e.Root) {
+			continue // not this directory's, or a directory another user owns now: never written into
 		}
 		if _, err := os.Lstat(filepath.Join(e.Root, workspaceStateDir)); err == nil {
 			continue // a workspace still: discovery found it, or refused it for a reason

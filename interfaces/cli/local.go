@@ -213,3 +213,24 @@ func (h *handler) removeLocal(c *ucli.Context, id string) error {
 		_, _ = fmt.Fprintf(out, "Deleted the history of workspace %s (%s freed).\n", w.ID, humanBytes(w.Bytes))
 	})
 }
+
+// dataDirSummary sums up the data directory for `plan stats`; nil when it cannot be read.
+func (h *handler) dataDirSummary(c *ucli.Context) *dataDirView {
+	path, err := bootstrap.DataDir(h.getenv)
+	if err != nil {
+		return nil
+	}
+	ws, err := bootstrap.LocalWorkspaces(c.Context, h.getenv)
+	if err != nil {
+		return nil
+	}
+	v := &dataDirView{Path: path, Workspaces: len(ws)}
+	for _, w := range ws {
+		v.Bytes += w.Bytes
+		if w.Directory != bootstrap.DirPresent {
+			v.Gone++
+			v.GoneBytes += w.Bytes
+		}
+	}
+	return v
+}

@@ -337,6 +337,8 @@ func (h *handler) stats(c *ucli.Context) error {
 			ArchiveBytes:          st.ArchiveBytes,
 			Store:                 st.Store.Location,
 			Budget:                budgetOf(budget),
+			HistoryDir:            app.Services.Layout.Home(),
+			DataDir:               h.dataDirSummary(c),
 		}
 		if c := st.Store.Cache; c != nil {
 			v.Cache = &cacheView{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
@@ -359,6 +361,14 @@ func (h *handler) stats(c *ucli.Context) error {
 			}
 			if v.Store != "" {
 				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
+			}
+			_, _ = fmt.Fprintf(tw, "history\t%s\n", v.HistoryDir)
+			if d := v.DataDir; d != nil {
+				_, _ = fmt.Fprintf(tw, "data directory\t%s: %d workspaces, %s", d.Path, d.Workspaces, humanBytes(d.Bytes))
+				if d.Gone > 0 {
+					_, _ = fmt.Fprintf(tw, " (%d no longer in their directory: %s, kept until `plan workspaces retire ID`)", d.Gone, humanBytes(d.GoneBytes))
+				}
+				_, _ = fmt.Fprintln(tw)
 			}
 			if c := v.Cache; c != nil {
 				_, _ = fmt.Fprintf(tw, "local cache\t%d hits, %d misses (%.0f%%), %s downloaded, %s of %s held\n",

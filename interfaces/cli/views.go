@@ -196,11 +196,23 @@ type statsView struct {
 	CheckpointSuccessRate float64      `json:"checkpoint_success_rate"`
 	GrowthPerDay          []growthView `json:"growth_per_day"`
 	ArchiveBytes          int64        `json:"archive_bytes"`
+	// HistoryDir is where the workspace's history is kept; DataDir sums up the data directory.
+	HistoryDir string       `json:"history_dir"`
+	DataDir    *dataDirView `json:"data_dir"`
 	// Store and Cache describe a shared store: its URL, and the local cache of a remote one.
 	Store string     `json:"store,omitempty"`
 	Cache *cacheView `json:"cache,omitempty"`
 	// Budget is the disk budget (store.max_bytes), null when none is configured.
 	Budget *budgetView `json:"budget"`
+}
+
+// dataDirView is what the per-user data directory keeps (docs/data-dir.md).
+type dataDirView struct {
+	Path       string `json:"path"`
+	Workspaces int    `json:"workspaces"`
+	Bytes      int64  `json:"bytes"`
+	Gone       int    `json:"gone"`
+	GoneBytes  int64  `json:"gone_bytes"`
 }
 
 type cacheView struct {

@@ -269,3 +269,9 @@ func (r *Registry) At(root string) ([]Entry, []Damaged, error) {
 // Private refuses (fault.ErrConflict) a directory that is not this user's alone; a missing one is
 // fs.ErrNotExist.
 func Private(dir string) error { return private(dir, true) }
+
+// Mine says whether the file at p belongs to the user plan runs as.
+func Mine(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && ownedByMe(fi)
+}

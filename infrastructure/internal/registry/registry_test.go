@@ -170,6 +170,9 @@ func TestEntriesRoundTripAndAreListed(t *testing.T) {
 	if err := e.Bind(filepath.Join(root, "missing")); err == nil {
 		t.Fatal("Bind to a missing directory")
 	}
+	if !Mine(root) || Mine(filepath.Join(root, "missing")) {
+		t.Fatal("Mine")
+	}
 	if err := Private(filepath.Join(root, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Private of a missing directory: %v", err)
 	}
