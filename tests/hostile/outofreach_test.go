@@ -278,7 +278,7 @@ func TestHostileDecisionThatDeletesTheStateDir(t *testing.T) {
 			}
 			w, _, want := project(t)
 			plan := filepath.Join(t.TempDir(), "plan.yaml")
-			body := "name: p\ndecisions:\n  - id: damage\n    run: " + cmd + "\n  - id: after\n    run: echo after > after.txt\n"
+			body := "name: p\ndecisions:\n  - id: damage\n    run: echo said-before && " + cmd + "\n  - id: after\n    run: echo after > after.txt\n"
 			if err := os.WriteFile(plan, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -288,6 +288,10 @@ func TestHostileDecisionThatDeletesTheStateDir(t *testing.T) {
 			}
 			if _, err := os.Stat(w.path(".plan/config.yaml")); err != nil {
 				t.Fatalf(".plan/ not made again after the run: %v", err)
+			}
+			// The decision's output is kept with the history, not in the .plan/ it deleted.
+			if out := w.must("log", "damage"); !strings.Contains(out, "said-before") {
+				t.Fatalf("plan log of the decision that deleted .plan/: %q", out)
 			}
 			w.must("--yes", "rollback", "--to-checkpoint", "damage^")
 			treetest.RequireSame(t, w.dir, map[string]bool{".plan": true, ".git": true}, want, "rolled back to before the decision")

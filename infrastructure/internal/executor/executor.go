@@ -47,9 +47,9 @@ var _ application.Executor = (*Shell)(nil)
 func (s *Shell) logFile(rel string) (string, error) {
 	clean := filepath.Clean(filepath.FromSlash(rel))
 	if filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, "..") || !strings.HasPrefix(clean, "logs"+string(filepath.Separator)) {
-		return "", fault.Integrity("log path %q is not inside .plan/logs", rel)
+		return "", fault.Integrity("log path %q is not inside the state directory's logs/", rel)
 	}
-	return filepath.Join(s.layout.State(), clean), nil
+	return filepath.Join(s.layout.Home(), clean), nil
 }
 
 // Execute runs c.

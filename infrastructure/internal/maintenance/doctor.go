@@ -129,7 +129,7 @@ func Doctor(ctx context.Context, t Target, repair bool) Report {
 		if err != nil {
 			if werr := l.CheckWritable(); werr != nil {
 				add(Finding{Check: "database", Problem: werr.Error(),
-					Repair: "make " + l.State() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
+					Repair: "make " + l.Home() + " writable (chmod u+w, chattr -i, or remount read-write); the database itself may be fine"})
 				break
 			}
 			repair := rebuild
