@@ -214,8 +214,10 @@ func (h *handler) restoreTo(c *ucli.Context) error {
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		l := app.Services.Layout
-		if rel, err := filepath.Rel(l.State(), target); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-			return fault.Invalid("%s is inside the workspace's .plan directory: restore elsewhere", target)
+		for _, state := range []string{l.State(), l.Home()} {
+			if rel, err := filepath.Rel(state, target); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+				return fault.Invalid("%s is inside the workspace's state directory %s: restore elsewhere", target, state)
+			}
 		}
 		paths, err := h.workspacePaths(l.Root, afterDashes(c.Args().Tail()))
 		if err != nil {
