@@ -506,23 +506,30 @@ func (a *applier) create(changes []tree.Change, staged map[int]string) error {
 	g.SetLimit(stageWorkers)
 	for _, i := range files {
 		ch := changes[i]
-		name := staged[i]
-		g.Go(func() error { return a.place(ch, name) })
+		name, spare := staged[i], a.staging+"/l"+strconv.Itoa(i)
+		g.Go(func() error { return a.place(ch, name, spare) })
 	}
 	return g.Wait()
 }
 
-// place puts one file or symlink in place: the staged content, or only a new mode.
-func (a *applier) place(ch tree.Change, staged string) error {
+// place puts one file or symlink in place: the staged content, or only a new mode. spare is a
+// free name in staging, for a mode change that must replace the file (chmodFile).
+func (a *applier) place(ch tree.Change, staged, spare string) error {
 	if err := a.checkParents(ch.Path); err != nil {
 		return err
 	}
 	if staged == "" { // same content, new mode
-		if err := a.chmodFile(ch.Path, ch.To.Mode); err != nil {
+		replace, err := a.chmodFile(ch.Path, ch.To.Mode)
+		if err != nil {
 			return err
 		}
 		a.mu.Lock()
 		a.stats.Chmods++
+		a.mu.Unlock()
+		if replace {
+			return a.replaceLinked(ch, spare)
+		}
+		a.mu.Lock()
 		a.unsure = append(a.unsure, ch.Path) // content the restore did not write: read it again
 		a.mu.Unlock()
 		return nil
@@ -649,17 +656,55 @@ func (a *applier) placedEntry(rel string, h tree.Hash, placed time.Time) (cached
 	return cachedEntry{name: path.Base(rel), kind: tree.KindFile, key: k, hash: h, racy: racy(was, placed)}, true
 }
 
-func (a *applier) chmodFile(rel string, mode uint32) error {
+// chmodFile gives the regular file rel the mode in place (fchmod of the inode it opened and found
+// to have no other name), or reports replace when it must not: an inode with another name may be a
+// file outside the workspace under a name inside it (a hard link), whose mode a restore must never
+// change. Fix: it chmodded the name in place, so a workspace name hard-linked to a file outside
+// changed that file's mode. An inode it cannot open (its mode lets nobody read it) is replaced
+// too: the stat that would show its links and the chmod must concern the same inode.
+func (a *applier) chmodFile(rel string, mode uint32) (replace bool, err error) {
 	fi, err := a.root.Lstat(rel)
 	if err != nil {
-		return fmt.Errorf("chmod %q: %w", rel, err)
+		return false, fmt.Errorf("chmod %q: %w", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fault.Conflict("refusing to chmod %q: not a regular file", rel)
+		return false, fault.Conflict("refusing to chmod %q: not a regular file", rel)
 	}
-	if err := a.root.Chmod(rel, tree.GoMode(mode)); err != nil {
-		return fmt.Errorf("chmod %q: %w", rel, err)
+	f, err := a.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	var ofi os.FileInfo
+	if err == nil {
+		defer func() { _ = f.Close() }()
+		ofi, err = f.Stat()
 	}
+	if err != nil || !os.SameFile(fi, ofi) || !soleName(ofi) {
+		// Linked, not to be opened, or another inode than the name showed: the stored content
+		// replaces it, and the replacement reads nothing of this file.
+		return true, nil //nolint:nilerr // see above
+	}
+	if err := f.Chmod(tree.GoMode(mode)); err != nil {
+		return false, fmt.Errorf("chmod %q: %w", rel, err)
+	}
+	return false, nil
+}
+
+// soleName reports whether fi is of an inode with exactly one name.
+func soleName(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && uint64(st.Nlink) == 1 //nolint:unconvert // widths differ between architectures
+}
+
+// replaceLinked restores the mode of ch.Path, whose inode chmodFile must not change, as a content
+// restore does: the stored content is staged with the mode and exchanged with (or renamed over) the
+// name, so the other names keep their inode, mode and content.
+func (a *applier) replaceLinked(ch tree.Change, staged string) error {
+	if err := a.stageFile(staged, ch.Path, *ch.To); err != nil {
+		return err
+	}
+	placed := time.Now()
+	if err := a.put(staged, ch); err != nil {
+		return fmt.Errorf("write %q: %w", ch.Path, err)
+	}
+	a.placedFile(ch.Path, ch.To.Hash, placed)
 	return nil
 }
 
