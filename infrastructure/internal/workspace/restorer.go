@@ -68,7 +68,11 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 // made already to count and journal what it changes.
 func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p application.Progress) (stats application.ApplyStats, err error) {
 	endPrepare := timing.Span("restore.prepare")
-	changes, kept, err := r.untouched(changes, to)
+	unreadable, err := loadUnreadable(r.layout, from, to)
+	var kept []string
+	if err == nil {
+		changes, kept, err = r.untouched(changes, to, unreadable)
+	}
 	if err == nil {
 		err = r.refuseCaseCollisions(to, nil)
 	}
@@ -98,7 +102,7 @@ func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.App
 }
 
 func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string) error) (application.ApplyStats, error) {
-	live, err := r.scanner.Scan(ctx, nil)
+	live, unreadable, err := r.scanner.ScanReadable(ctx, nil)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
 	}
@@ -106,7 +110,11 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
 	}
-	changes, kept, err := r.untouched(tree.Diff(live, want), to)
+	recorded, err := loadUnreadable(r.layout, to)
+	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	changes, kept, err := r.untouched(tree.Diff(live, want), to, append(unreadable, recorded...))
 	if err != nil {
 		return application.ApplyStats{}, err
 	}
@@ -122,10 +130,15 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 // recorded excludes: across a rollback that changes .planignore, a path either side excludes is
 // never written, overwritten or deleted (the safety checkpoint did not store it either).
 //
+// So are the paths a snapshot could not read (unreadable, at or under them): those the workspace
+// could not read now, and those either tree's snapshot could not (see unreadable.go). Fix: they
+// were not filtered, so a rollback to a checkpoint that could not read a directory deleted it,
+// and one from such a state failed in a directory it could not enter.
+//
 // kept lists the excluded paths the target has that hold something in the workspace: data outside
 // every snapshot, left alone. A tree naming .plan or .git is not filtered here: apply refuses it as
 // damage.
-func (r *Restorer) untouched(changes []tree.Change, to tree.Hash) (out []tree.Change, kept []string, err error) {
+func (r *Restorer) untouched(changes []tree.Change, to tree.Hash, unreadable []string) (out []tree.Change, kept []string, err error) {
 	ig, err := r.scanner.ignoreWith([]tree.Hash{to})
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +149,7 @@ func (r *Restorer) untouched(changes []tree.Change, to tree.Hash) (out []tree.Ch
 		if e == nil {
 			e = ch.From
 		}
-		if reserved(ch.Path) || !ig.SkipPath(ch.Path, e.Kind == tree.KindDir) {
+		if reserved(ch.Path) || (!ig.SkipPath(ch.Path, e.Kind == tree.KindDir) && !under(ch.Path, unreadable)) {
 			out = append(out, ch)
 			continue
 		}
