@@ -2,8 +2,11 @@ package application
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
@@ -22,6 +25,41 @@ func (o *Operations) track() (stop func()) {
 		return t.Track()
 	}
 	return func() {}
+}
+
+// attemptLog is where attempt number of decision id of the plan called planName writes its output,
+// relative to the state directory: logs/plans/<plan>/<id>.<number>.log, the plan's name encoded as
+// one safe file name (logName). Fix: every plan's attempt wrote logs/<id>.<number>.log, so two plans
+// with a decision of the same ID (or a plan's decision and `plan exec --id` of the same ID) wrote
+// the same file, and the later run replaced the earlier one's recorded output. Each attempt
+// records its path, so the logs of attempts made before keep being read where they are.
+func attemptLog(planName, id string, number int) string {
+	return fmt.Sprintf("logs/plans/%s/%s.%d.log", logName(planName), id, number)
+}
+
+// logNameMax bounds a plan's encoded name in a log path, well under a file name's 255 bytes.
+const logNameMax = 96
+
+// logName encodes a plan's name as one file name, distinct for distinct names: ASCII letters,
+// digits, '-' and '_' stay, every other byte is %XX (so no name is "." or "..", holds a '/' or
+// starts a hidden file), and an encoding longer than logNameMax is cut and given '~' and a hash
+// of the whole name ('~' is otherwise always encoded).
+func logName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	enc := b.String()
+	if len(enc) <= logNameMax {
+		return enc
+	}
+	sum := sha256.Sum256([]byte(name))
+	return enc[:logNameMax-17] + "~" + hex.EncodeToString(sum[:8])
 }
 
 // execute runs one attempt of decision id: pre_decision checkpoint, durable "running" record, the
@@ -52,7 +90,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	if pre != nil {
 		cpID = pre.ID()
 	}
-	logPath := fmt.Sprintf("logs/%s.%d.log", id, number)
+	logPath := attemptLog(p.Name(), id, number)
 	a, err := p.Start(id, cpID, logPath, o.clock.Now())
 	if err != nil {
 		return attemptResult{}, err

@@ -40,6 +40,10 @@ type CreateRequest struct {
 	Progress   Progress
 	// Warn receives what the snapshot skipped (special files); nil discards it.
 	Warn func(msg string)
+	// Unreadable, when set, receives the paths the snapshot could not read (permission denied,
+	// sorted; called only when there are some): left out of the checkpoint, and left alone by a
+	// rollback to it. Warn names them too.
+	Unreadable func(paths []string)
 	// AlsoExclude names a tree whose .planignore rules apply on top of the live ones: the target of
 	// the rollback this checkpoint is the safety net of, so that nothing either side excludes is
 	// stored, and so that undoing the rollback cannot delete it.

@@ -155,6 +155,9 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 			req.Warn(w)
 		}
 	}
+	if req.Unreadable != nil && len(snap.Unreadable) > 0 {
+		req.Unreadable(snap.Unreadable)
+	}
 	var parent checkpoint.ID
 	switch latest, err := o.checkpoints.Latest(ctx); {
 	case err == nil:

@@ -78,7 +78,7 @@ func TestRunAndResume(t *testing.T) {
 	if want := []string{"start a", "finish a", "start b", "finish b"}; !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
-	if e.exec.calls[0].Token != AttemptToken(res.Plan, "a", 1) || e.exec.calls[1].LogPath != "logs/b.1.log" {
+	if e.exec.calls[0].Token != AttemptToken(res.Plan, "a", 1) || e.exec.calls[1].LogPath != "logs/plans/p/b.1.log" {
 		t.Errorf("commands %+v", e.exec.calls)
 	}
 
@@ -389,8 +389,8 @@ func TestStatusAndLog(t *testing.T) {
 	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")}); err != nil {
 		t.Fatal(err)
 	}
-	e.exec.logs["logs/a.1.log"] = "first try\n"
-	e.exec.logs["logs/a.2.log"] = "second try\n"
+	e.exec.logs["logs/plans/p/a.1.log"] = "first try\n"
+	e.exec.logs["logs/plans/p/a.2.log"] = "second try\n"
 
 	rc, a, err := e.ps.Log(ctx, "a", 0)
 	if err != nil || a.Number != 2 || readAll(t, rc) != "second try\n" {
@@ -600,5 +600,56 @@ func TestOpenContentAndEntriesErrors(t *testing.T) {
 	}
 	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(cp.ID()), DryRun: true}); !errors.Is(err, fault.ErrIntegrity) {
 		t.Errorf("rollback preview to a missing tree: %v", err)
+	}
+}
+
+// Each plan's decisions log under a directory of the plan's own, its name encoded as one safe file
+// name, distinct for distinct names. Fix: every plan wrote logs/<decision>.<attempt>.log, so plans
+// with a decision of the same ID overwrote each other's output.
+func TestAttemptLogIsThePlans(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for name, want := range map[string]string{
+		"alpha":     "logs/plans/alpha/build.1.log",
+		"my_plan-2": "logs/plans/my_plan-2/build.1.log",
+		"..":        "logs/plans/%2E%2E/build.1.log",
+		"a/b c~":    "logs/plans/a%2Fb%20c%7E/build.1.log",
+		".hidden":   "logs/plans/%2Ehidden/build.1.log",
+		"été":       "logs/plans/%C3%A9t%C3%A9/build.1.log",
+	} {
+		if got := attemptLog(name, "build", 1); got != want {
+			t.Errorf("attemptLog(%q) = %q, want %q", name, got, want)
+		}
+	}
+	a, b := attemptLog(long, "build", 1), attemptLog(long+"y", "build", 1)
+	if a == b || len(strings.Split(a, "/")[2]) != logNameMax || !strings.Contains(a, "~") {
+		t.Errorf("long names: %q and %q", a, b)
+	}
+	if attemptLog("a", "b", 1) == attemptLog("b", "b", 1) {
+		t.Error("two plans share a log")
+	}
+}
+
+// An attempt recorded before logs had a directory per plan keeps its log where it was written:
+// plan log reads the path the attempt recorded.
+func TestLogOfAnAttemptOfTheOldLayout(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ctx := context.Background()
+	p, err := plan.New("p1", "p", "", false, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Define(defs("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start("a", "", "logs/a.1.log", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.plans.Save(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.exec.logs["logs/a.1.log"] = "old layout\n"
+	rc, a, err := e.ps.LogOf(ctx, "p", "a", 0)
+	if err != nil || a.LogPath != "logs/a.1.log" || readAll(t, rc) != "old layout\n" {
+		t.Fatalf("log of the old layout: %+v %v", a, err)
 	}
 }

@@ -45,6 +45,16 @@ type Snapshot struct {
 	Bytes       int64    // their logical size
 	StoredBytes int64    // bytes newly written to the store
 	Warnings    []string // special files skipped, names that cannot be stored
+	// Unreadable are the paths the snapshot could not read (permission denied), sorted: left out
+	// of it, and left alone by every restore from or to its tree.
+	Unreadable []string `json:",omitempty"`
+}
+
+// ReadableScanner is a Snapshotter that also names what its scan could not read.
+type ReadableScanner interface {
+	// ScanReadable is Scan that also returns, sorted, the live paths it could not read (permission
+	// denied), which the entries leave out.
+	ScanReadable(ctx context.Context, p Progress) ([]tree.Entry, []string, error)
 }
 
 // Snapshotter reads the live workspace (honouring the ignore rules) and records it in the store.

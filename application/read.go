@@ -274,6 +274,9 @@ func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt
 type Pending struct {
 	Latest  *checkpoint.Checkpoint
 	Changes []tree.Change
+	// Unreadable are the live paths a checkpoint could not read (permission denied): left out of
+	// it, left alone by a rollback, and not among Changes.
+	Unreadable []string
 }
 
 // Pending compares the live workspace with its newest checkpoint (a walk of the workspace, as a
@@ -283,28 +286,63 @@ func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) 
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return Pending{}, err
 	}
-	changes, err := s.ops.liveChanges(ctx, latest, p)
+	changes, unreadable, err := s.ops.liveChangesReadable(ctx, latest, p)
 	if err != nil {
 		return Pending{}, err
 	}
-	return Pending{Latest: latest, Changes: changes}, nil
+	return Pending{Latest: latest, Changes: changes, Unreadable: unreadable}, nil
 }
 
 // liveChanges compares checkpoint cp (nil: none, so everything live is added) with the live
 // workspace, walking it as a checkpoint does and storing nothing.
 func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint, p Progress) ([]tree.Change, error) {
+	changes, _, err := o.liveChangesReadable(ctx, cp, p)
+	return changes, err
+}
+
+// liveChangesReadable is liveChanges that also returns the live paths the walk could not read
+// (when the snapshotter says: ReadableScanner), and leaves the changes at or under them out: a
+// checkpoint taken now would not record them, nor would a rollback touch them.
+func (o *Operations) liveChangesReadable(ctx context.Context, cp *checkpoint.Checkpoint, p Progress) ([]tree.Change, []string, error) {
 	var old []tree.Entry
 	if cp != nil {
 		var err error
 		if old, err = o.entries(cp); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	live, err := o.snap.Scan(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("scan the workspace: %w", err)
+	var live []tree.Entry
+	var unreadable []string
+	var err error
+	if rs, ok := o.snap.(ReadableScanner); ok {
+		live, unreadable, err = rs.ScanReadable(ctx, p)
+	} else {
+		live, err = o.snap.Scan(ctx, p)
 	}
-	return tree.Diff(old, live), nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("scan the workspace: %w", err)
+	}
+	changes := tree.Diff(old, live)
+	if len(unreadable) == 0 {
+		return changes, nil, nil
+	}
+	kept := changes[:0]
+	for _, ch := range changes {
+		if !underAny(ch.Path, unreadable) {
+			kept = append(kept, ch)
+		}
+	}
+	return kept, unreadable, nil
+}
+
+// underAny reports whether p is one of paths or inside one.
+func underAny(p string, paths []string) bool {
+	for _, q := range paths {
+		if p == q || strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func parentOf(p string) string {

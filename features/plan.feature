@@ -513,7 +513,7 @@ Feature: Plans and decisions
     And the JSON output has "0.decision" equal to "talk"
     And the JSON output has "0.attempt" equal to "1"
     And the JSON output has "0.output" containing "hello from talk\nto stderr\n"
-    And the JSON output has "0.log_path" equal to ".plan/logs/talk.1.log"
+    And the JSON output has "0.log_path" equal to ".plan/logs/plans/talk/talk.1.log"
     When I run "plan log nope"
     Then the exit code is 4
     And stderr contains "nope"

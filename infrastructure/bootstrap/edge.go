@@ -49,6 +49,16 @@ type PlanFile = planfile.File
 // LoadPlanFile reads and validates the plan file at path.
 func LoadPlanFile(path string) (PlanFile, error) { return planfile.Load(path) }
 
+// Unreadable lists, sorted, the paths of the workspace laid out by l that a checkpoint could not
+// read (permission denied): a walk as a checkpoint's, storing nothing.
+func Unreadable(ctx context.Context, l Layout) ([]string, error) {
+	_, paths, err := workspace.NewScanner(l, nil).ScanReadable(ctx, nil)
+	return paths, err
+}
+
+// UnreadableWarning is the warning that names paths a checkpoint could not read.
+func UnreadableWarning(paths []string) string { return workspace.UnreadableWarning(paths) }
+
 // ReplaceFile writes b to path atomically and durably (a temporary file, fsync, rename, fsync of
 // the directory); private makes it readable by the owner only.
 func ReplaceFile(path string, b []byte, private bool) error { return fsx.Replace(path, b, private) }

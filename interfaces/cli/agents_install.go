@@ -50,6 +50,9 @@ type agentView struct {
 	Workspace   string `json:"workspace"`
 	Initialised bool   `json:"initialised"`
 	Note        string `json:"note"`
+	// Unreadable are the workspace's paths the hooks' checkpoints cannot read (install only; absent
+	// when there are none).
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // agentStatusView is the --json output of plan agent status.
@@ -111,7 +114,12 @@ func (h *handler) agentInstall(c *ucli.Context) error {
 		h.root = filepath.Dir(filepath.Dir(path))
 		err := h.withInit(c.Context, func(app *bootstrap.App, created bool) error {
 			v.Workspace, v.Initialised = app.Services.Setup.Layout.Root, created
-			return nil
+			unreadable, err := bootstrap.Unreadable(c.Context, app.Services.Setup.Layout)
+			if len(unreadable) > 0 {
+				v.Unreadable = unreadable
+				h.warn(bootstrap.UnreadableWarning(unreadable))
+			}
+			return err
 		})
 		if err != nil {
 			return err

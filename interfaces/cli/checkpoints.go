@@ -74,14 +74,18 @@ func (h *handler) checkpointCreate(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		var unreadable []string
 		cp, err := app.Services.Checkpoints.Create(c.Context, application.CreateRequest{
 			Type: typ, Note: c.String("note"), Labels: labels, Progress: h.progress(), Warn: h.warn, Check: check,
+			Unreadable: func(paths []string) { unreadable = paths },
 		})
 		if err != nil {
 			return err
 		}
 		short := shortName(c.Context, app, cp)
-		return h.emit(newCheckpointView(cp, short), func(w io.Writer) {
+		v := newCheckpointView(cp, short)
+		v.Unreadable = unreadable
+		return h.emit(v, func(w io.Writer) {
 			st := cp.Stats()
 			_, _ = fmt.Fprintf(w, "Created checkpoint %s (%s, %s): %d files, %s, %s newly stored, %.1f ms\n",
 				cp.ID(), short, cp.Type(), st.Files, humanBytes(st.Bytes), humanBytes(st.StoredBytes),

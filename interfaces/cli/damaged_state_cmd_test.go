@@ -36,7 +36,7 @@ func TestRecoverRefusesADamagedJournal(t *testing.T) {
 func TestLogThatCannotBeRead(t *testing.T) {
 	dir := newWorkspace(t)
 	mustPlan(t, dir, "exec", "--id", "a", "--", "echo", "hello")
-	logs, err := filepath.Glob(filepath.Join(dir, ".plan", "logs", "a.*.log"))
+	logs, err := filepath.Glob(filepath.Join(dir, ".plan", "logs", "plans", "adhoc", "a.*.log"))
 	if err != nil || len(logs) != 1 {
 		t.Fatalf("logs %v, %v", logs, err)
 	}

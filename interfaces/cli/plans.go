@@ -239,6 +239,7 @@ func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *applic
 	if op != nil {
 		v.PendingOperation = &view.Pending{Kind: op.Kind, ID: op.ID}
 	}
+	v.Unreadable = p.Unreadable
 	return v
 }
 
@@ -257,6 +258,9 @@ func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	}
 	if op := ws.PendingOperation; op != nil {
 		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)
+	}
+	if len(ws.Unreadable) > 0 {
+		_, _ = fmt.Fprintf(w, "unreadable: %s\n", bootstrap.UnreadableWarning(ws.Unreadable))
 	}
 	printPending(w, ws)
 	_, _ = fmt.Fprintln(w)

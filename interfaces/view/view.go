@@ -43,6 +43,8 @@ type Checkpoint struct {
 	Labels        map[string]string `json:"labels"`
 	Pinned        bool              `json:"pinned"`
 	Entries       *[]Entry          `json:"entries,omitempty"`
+	// Unreadable, in checkpoint create's output only, are the paths the snapshot could not read.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // Entry is one file, directory or symlink of a checkpoint (checkpoint show --files, ls, cat).
@@ -192,6 +194,9 @@ type WorkspaceState struct {
 	// Conflicts are those `revert --conflicts markers` left unresolved; Store the store's health.
 	Conflicts []OpenConflict `json:"conflicts"`
 	Store     StoreHealth    `json:"store"`
+	// Unreadable are the live paths a checkpoint could not read (left out, left alone by a
+	// rollback); absent when there are none.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // Pending names an operation a crash interrupted.

@@ -3,6 +3,8 @@ package workspace
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,4 +75,88 @@ func TestModeOnlyRestoreFailuresPutTheSourceBack(t *testing.T) {
 			w.requireNoStaging()
 		})
 	}
+}
+
+// A mode-only restore of a workspace file that is a hard link to a file outside the workspace
+// replaces the workspace's name with a file of its own: the outside file keeps its mode. Fix: the
+// restore chmodded the name in place, which changed the outside file's mode (0600 -> 0755 here).
+// A file with no other name is still changed in place (the same inode).
+func TestModeOnlyRestoreNeverChmodsAHardLinkedFile(t *testing.T) {
+	w := newTestWS(t)
+	w.write("linked", "same content\n", 0o755)
+	w.write("alone", "alone\n", 0o755)
+	to := w.snapshot()
+	w.write("alone", "alone\n", 0o644)
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("same content\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(outside, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.remove("linked")
+	if err := os.Link(outside, w.abs("linked")); err != nil {
+		t.Fatal(err)
+	}
+	aloneBefore, err := os.Stat(w.abs("alone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := w.snapshot()
+	stats, err := w.r.Apply(t.Context(), from.Root, to.Root, nil)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if stats.Chmods != 2 {
+		t.Errorf("Chmods %d, want 2", stats.Chmods)
+	}
+	fi, err := os.Stat(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the file outside the workspace has mode %o now, want 600", fi.Mode().Perm())
+	}
+	in, err := os.Stat(w.abs("linked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(fi, in) {
+		t.Error("the workspace's name still holds the outside file")
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "same content\n" {
+		t.Errorf("the outside file holds %q", got)
+	}
+	aloneAfter, err := os.Stat(w.abs("alone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(aloneBefore, aloneAfter) {
+		t.Error("a file with one name was replaced instead of chmodded in place")
+	}
+	w.requireTree(w.flatten(to.Root), "after the mode-only restore")
+	w.requireNoStaging()
+}
+
+// A hard-linked file whose mode the restore must fix is replaced by its stored content: damaged
+// content fails the restore, which puts the source back and leaves the other name alone.
+func TestModeOnlyRestoreOfALinkedFileWithDamagedContent(t *testing.T) {
+	w := newTestWS(t)
+	content := string(testkit.Noise(7, 2<<20))
+	w.write("linked", content, 0o755)
+	w.write("other", content, 0o644)
+	to := w.snapshot()
+	w.write("linked", content, 0o644)
+	w.remove("other")
+	if err := os.Link(w.abs("linked"), w.abs("other")); err != nil {
+		t.Fatal(err)
+	}
+	from := w.snapshot()
+	want := w.live()
+	testkit.DamageStored(t, w.l.Objects()+"/packs", []byte(content))
+	if _, err := w.r.Apply(t.Context(), from.Root, to.Root, nil); err == nil || !strings.Contains(err.Error(), `stage "linked"`) {
+		t.Fatalf("Apply: %v, want the staging of linked to fail", err)
+	}
+	w.requireTree(want, "after a failed restore")
+	w.requireNoStaging()
 }

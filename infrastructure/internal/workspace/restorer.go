@@ -68,7 +68,11 @@ func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.
 // made already to count and journal what it changes.
 func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p application.Progress) (stats application.ApplyStats, err error) {
 	endPrepare := timing.Span("restore.prepare")
-	changes, kept, err := r.untouched(changes, to)
+	unreadable, err := loadUnreadable(r.layout, from, to)
+	var kept []string
+	if err == nil {
+		changes, kept, err = r.untouched(changes, to, unreadable)
+	}
 	if err == nil {
 		err = r.refuseCaseCollisions(to, nil)
 	}
@@ -98,7 +102,7 @@ func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.App
 }
 
 func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string) error) (application.ApplyStats, error) {
-	live, err := r.scanner.Scan(ctx, nil)
+	live, unreadable, err := r.scanner.ScanReadable(ctx, nil)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
 	}
@@ -106,7 +110,11 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 	if err != nil {
 		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
 	}
-	changes, kept, err := r.untouched(tree.Diff(live, want), to)
+	recorded, err := loadUnreadable(r.layout, to)
+	if err != nil {
+		return application.ApplyStats{}, err
+	}
+	changes, kept, err := r.untouched(tree.Diff(live, want), to, append(unreadable, recorded...))
 	if err != nil {
 		return application.ApplyStats{}, err
 	}
@@ -122,10 +130,15 @@ func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string)
 // recorded excludes: across a rollback that changes .planignore, a path either side excludes is
 // never written, overwritten or deleted (the safety checkpoint did not store it either).
 //
+// So are the paths a snapshot could not read (unreadable, at or under them): those the workspace
+// could not read now, and those either tree's snapshot could not (see unreadable.go). Fix: they
+// were not filtered, so a rollback to a checkpoint that could not read a directory deleted it,
+// and one from such a state failed in a directory it could not enter.
+//
 // kept lists the excluded paths the target has that hold something in the workspace: data outside
 // every snapshot, left alone. A tree naming .plan or .git is not filtered here: apply refuses it as
 // damage.
-func (r *Restorer) untouched(changes []tree.Change, to tree.Hash) (out []tree.Change, kept []string, err error) {
+func (r *Restorer) untouched(changes []tree.Change, to tree.Hash, unreadable []string) (out []tree.Change, kept []string, err error) {
 	ig, err := r.scanner.ignoreWith([]tree.Hash{to})
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +149,7 @@ func (r *Restorer) untouched(changes []tree.Change, to tree.Hash) (out []tree.Ch
 		if e == nil {
 			e = ch.From
 		}
-		if reserved(ch.Path) || !ig.SkipPath(ch.Path, e.Kind == tree.KindDir) {
+		if reserved(ch.Path) || (!ig.SkipPath(ch.Path, e.Kind == tree.KindDir) && !under(ch.Path, unreadable)) {
 			out = append(out, ch)
 			continue
 		}
@@ -506,23 +519,30 @@ func (a *applier) create(changes []tree.Change, staged map[int]string) error {
 	g.SetLimit(stageWorkers)
 	for _, i := range files {
 		ch := changes[i]
-		name := staged[i]
-		g.Go(func() error { return a.place(ch, name) })
+		name, spare := staged[i], a.staging+"/l"+strconv.Itoa(i)
+		g.Go(func() error { return a.place(ch, name, spare) })
 	}
 	return g.Wait()
 }
 
-// place puts one file or symlink in place: the staged content, or only a new mode.
-func (a *applier) place(ch tree.Change, staged string) error {
+// place puts one file or symlink in place: the staged content, or only a new mode. spare is a
+// free name in staging, for a mode change that must replace the file (chmodFile).
+func (a *applier) place(ch tree.Change, staged, spare string) error {
 	if err := a.checkParents(ch.Path); err != nil {
 		return err
 	}
 	if staged == "" { // same content, new mode
-		if err := a.chmodFile(ch.Path, ch.To.Mode); err != nil {
+		replace, err := a.chmodFile(ch.Path, ch.To.Mode)
+		if err != nil {
 			return err
 		}
 		a.mu.Lock()
 		a.stats.Chmods++
+		a.mu.Unlock()
+		if replace {
+			return a.replaceLinked(ch, spare)
+		}
+		a.mu.Lock()
 		a.unsure = append(a.unsure, ch.Path) // content the restore did not write: read it again
 		a.mu.Unlock()
 		return nil
@@ -649,17 +669,55 @@ func (a *applier) placedEntry(rel string, h tree.Hash, placed time.Time) (cached
 	return cachedEntry{name: path.Base(rel), kind: tree.KindFile, key: k, hash: h, racy: racy(was, placed)}, true
 }
 
-func (a *applier) chmodFile(rel string, mode uint32) error {
+// chmodFile gives the regular file rel the mode in place (fchmod of the inode it opened and found
+// to have no other name), or reports replace when it must not: an inode with another name may be a
+// file outside the workspace under a name inside it (a hard link), whose mode a restore must never
+// change. Fix: it chmodded the name in place, so a workspace name hard-linked to a file outside
+// changed that file's mode. An inode it cannot open (its mode lets nobody read it) is replaced
+// too: the stat that would show its links and the chmod must concern the same inode.
+func (a *applier) chmodFile(rel string, mode uint32) (replace bool, err error) {
 	fi, err := a.root.Lstat(rel)
 	if err != nil {
-		return fmt.Errorf("chmod %q: %w", rel, err)
+		return false, fmt.Errorf("chmod %q: %w", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fault.Conflict("refusing to chmod %q: not a regular file", rel)
+		return false, fault.Conflict("refusing to chmod %q: not a regular file", rel)
 	}
-	if err := a.root.Chmod(rel, tree.GoMode(mode)); err != nil {
-		return fmt.Errorf("chmod %q: %w", rel, err)
+	f, err := a.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	var ofi os.FileInfo
+	if err == nil {
+		defer func() { _ = f.Close() }()
+		ofi, err = f.Stat()
 	}
+	if err != nil || !os.SameFile(fi, ofi) || !soleName(ofi) {
+		// Linked, not to be opened, or another inode than the name showed: the stored content
+		// replaces it, and the replacement reads nothing of this file.
+		return true, nil //nolint:nilerr // see above
+	}
+	if err := f.Chmod(tree.GoMode(mode)); err != nil {
+		return false, fmt.Errorf("chmod %q: %w", rel, err)
+	}
+	return false, nil
+}
+
+// soleName reports whether fi is of an inode with exactly one name.
+func soleName(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && uint64(st.Nlink) == 1 //nolint:unconvert // widths differ between architectures
+}
+
+// replaceLinked restores the mode of ch.Path, whose inode chmodFile must not change, as a content
+// restore does: the stored content is staged with the mode and exchanged with (or renamed over) the
+// name, so the other names keep their inode, mode and content.
+func (a *applier) replaceLinked(ch tree.Change, staged string) error {
+	if err := a.stageFile(staged, ch.Path, *ch.To); err != nil {
+		return err
+	}
+	placed := time.Now()
+	if err := a.put(staged, ch); err != nil {
+		return fmt.Errorf("write %q: %w", ch.Path, err)
+	}
+	a.placedFile(ch.Path, ch.To.Hash, placed)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -157,6 +158,9 @@ type scan struct {
 	viewed   bool // the stat cache was confirmed in view: its hits and trees need no lookup
 	warnings []string
 	stored   int64
+	// unreadable are the paths the scan could not read (permission denied): left out of the
+	// snapshot, and recorded with its tree (see unreadable.go).
+	unreadable []string
 }
 
 type job struct {
@@ -190,6 +194,10 @@ func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error)
 		sc.batch.Abort()
 		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
+	unreadable, err := sc.recordUnreadable(rootHash)
+	if err != nil {
+		return application.Snapshot{}, err
+	}
 	files, bytes := root.files, root.bytes
 	stamp := sc.endStamp()
 	if saveCache && (!root.reused || stamp != sc.old.stamp) {
@@ -201,22 +209,74 @@ func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error)
 		}
 	}
 	return application.Snapshot{
-		Root: rootHash, Files: files, Bytes: bytes, StoredBytes: sc.stored, Warnings: sc.warnings,
+		Root: rootHash, Files: files, Bytes: bytes, StoredBytes: sc.stored, Warnings: sc.warnings, Unreadable: unreadable,
 	}, nil
+}
+
+// recordUnreadable records, once the snapshot's objects are durable and before the snapshot is
+// returned (so before any checkpoint names its tree), the paths the scan could not read, and warns
+// of them. It returns them sorted.
+func (sc *scan) recordUnreadable(root tree.Hash) ([]string, error) {
+	if len(sc.unreadable) == 0 {
+		return nil, nil
+	}
+	paths := slices.Clone(sc.unreadable)
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	if err := saveUnreadable(sc.s.layout, root, paths); err != nil {
+		return nil, err
+	}
+	sc.warnings = append(sc.warnings, UnreadableWarning(paths))
+	return paths, nil
+}
+
+// UnreadableWarning names the paths a snapshot leaves out because it could not read them.
+func UnreadableWarning(paths []string) string {
+	shown := paths
+	more := ""
+	if len(shown) > 5 {
+		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(paths)-5)
+	}
+	q := make([]string, len(shown))
+	for i, p := range shown {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf("could not read %s%s (permission denied): not checkpointed, and left alone by every rollback; make it readable, or exclude it in %s",
+		strings.Join(q, ", "), more, IgnoreFile)
+}
+
+// cannotRead notes rel as a path the scan could not read when err is a permission error, and
+// reports whether it was.
+func (sc *scan) cannotRead(rel string, err error) bool {
+	if !errors.Is(err, fs.ErrPermission) {
+		return false
+	}
+	sc.mu.Lock()
+	sc.unreadable = append(sc.unreadable, rel)
+	sc.mu.Unlock()
+	return true
 }
 
 // Scan returns the live workspace as an ordered entry list, storing nothing.
 func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
+	entries, _, err := s.ScanReadable(ctx, p)
+	return entries, err
+}
+
+// ScanReadable is Scan that also returns, sorted, the live paths it could not read (permission
+// denied), which the entries leave out.
+func (s *Scanner) ScanReadable(ctx context.Context, p application.Progress) ([]tree.Entry, []string, error) {
 	sc, root, err := s.run(ctx, p, false, nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := sc.buildTrees(root); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]tree.Entry, 0, root.files)
 	flattenNode(root, "", &out)
-	return out, nil
+	slices.Sort(sc.unreadable)
+	return out, slices.Compact(sc.unreadable), nil
 }
 
 // run walks the whole workspace (watching every directory with w, when set) and hashes what the
@@ -381,8 +441,8 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 		switch {
 		case c.kind == tree.KindDir:
 			cfd, err := unix.Openat(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if errors.Is(err, unix.ENOENT) {
-				c.gone = true // removed since it was listed: not part of this snapshot
+			if errors.Is(err, unix.ENOENT) || sc.cannotRead(join(n.rel, c.name), err) {
+				c.gone = true // removed since it was listed, or unreadable: not part of this snapshot
 				continue
 			}
 			if err != nil {
@@ -483,6 +543,14 @@ func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item,
 	if err := lstatAt(fd, namez, &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return item{}, false, nil // removed since listed: not part of this snapshot
+		}
+		if name := string(nameB); errors.Is(err, fs.ErrPermission) {
+			// Its directory may be listed, not searched: unless the rules exclude it (as a
+			// directory or not, which the stat would have said), it is unreadable.
+			if !sc.ignore.skipChild(n.rel, name, false) && !sc.ignore.skipChild(n.rel, name, true) {
+				sc.cannotRead(join(n.rel, name), err)
+			}
+			return item{}, false, nil
 		}
 		return item{}, false, fmt.Errorf("stat %q: %w", join(n.rel, string(nameB)), err)
 	}
@@ -735,6 +803,10 @@ func (sc *scan) tryHash(j job, bufp *[]byte) error {
 		// Removed between the listing and now: the snapshot is of the tree without it, exactly as if
 		// the listing had come a moment later.
 		j.it.gone = true
+		return nil
+	}
+	if sc.cannotRead(j.rel, err) {
+		j.it.gone = true // not part of the snapshot; recorded as unreadable, never as deleted
 		return nil
 	}
 	if err != nil {

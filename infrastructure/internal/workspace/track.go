@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -380,6 +381,11 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 			tr.w = nil
 			return snap, nil
 		}
+		if len(snap.Unreadable) > 0 {
+			// No event says when an unreadable path becomes readable (it cannot be watched): the
+			// next snapshot walks again.
+			return snap, nil
+		}
 		compact(root)
 		tr.root, tr.fp, tr.unsaved, tr.walked = root, sc.ignore.fp, false, true
 	}
@@ -416,6 +422,11 @@ func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtyS
 	if err := ctx.Err(); err != nil { // cancelled while the last files were stored: commit nothing
 		sc.abort()
 		return application.Snapshot{}, err
+	}
+	if len(sc.unreadable) > 0 {
+		// Something became unreadable: a walk records it (and keeps no tree to update).
+		sc.abort()
+		return application.Snapshot{}, errUncertain
 	}
 	snap, err := sc.finish(root, false)
 	if err != nil {
@@ -504,7 +515,7 @@ func openDirAt(rootFd int, rel string, n *node) (int, error) {
 			next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			_ = unix.Close(fd)
 			if err != nil {
-				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, fs.ErrPermission) {
 					return -1, errUncertain
 				}
 				return -1, fmt.Errorf("open directory %q: %w", rel, err)
@@ -701,6 +712,9 @@ func (sc *scan) follow(ctx context.Context, g *errgroup.Group, rootFd int, n *no
 		switch {
 		case c.kind == tree.KindDir && c.dir == nil:
 			cfd, err := unix.Openat(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if errors.Is(err, fs.ErrPermission) {
+				return errUncertain // unreadable: a walk records it
+			}
 			if errors.Is(err, unix.ENOENT) {
 				c.gone = true
 				continue
