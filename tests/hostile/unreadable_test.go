@@ -121,7 +121,10 @@ func (u *asUser) run(dir string, args ...string) result {
 	u.t.Helper()
 	full := append([]string{"-C", dir}, args...)
 	cmd := exec.Command(u.bin, full...)
-	cmd.Env = append(baseEnv(), "PLAN_WATCH=0", "HOME="+u.home, "XDG_DATA_HOME="+filepath.Join(u.home, ".local", "share"))
+	// The user's own data directory, in its home (PLAN_DATA_DIR from the test run is the test
+	// user's: plan refuses another user's).
+	cmd.Env = append(baseEnv(), "PLAN_WATCH=0", "HOME="+u.home, "XDG_DATA_HOME="+filepath.Join(u.home, ".local", "share"),
+		"PLAN_DATA_DIR="+filepath.Join(u.home, ".local", "share", "plan"))
 	if u.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
 	}

@@ -22,7 +22,7 @@ import (
 // nor takes a file that became unreadable for one that was deleted.
 
 // unreadableDir holds the records.
-func (l Layout) unreadableDir() string { return filepath.Join(l.State(), "unreadable") }
+func (l Layout) unreadableDir() string { return filepath.Join(l.Home(), "unreadable") }
 
 // saveUnreadable adds paths to the record of tree root, durably.
 func saveUnreadable(l Layout, root tree.Hash, paths []string) error {
