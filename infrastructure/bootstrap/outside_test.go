@@ -114,6 +114,9 @@ func TestALostStateDirIsReattached(t *testing.T) {
 	if !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), first.WorkspaceID) {
 		t.Fatalf("a command in a directory that lost its .plan/: %v", err)
 	}
+	if _, err := bootstrap.Inspect(root, o.getenv); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), first.WorkspaceID) {
+		t.Fatalf("doctor in a directory that lost its .plan/: %v", err)
+	}
 	sub := mkdir(t, filepath.Join(root, "a", "b"))
 	if got, ok := bootstrap.Former(sub, o.getenv); !ok || got != root {
 		t.Fatalf("Former(%s) = %q, %v", sub, got, ok)

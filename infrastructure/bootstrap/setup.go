@@ -434,12 +434,16 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(l.State()); err != nil {
-		return nil, fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
-	}
 	s := &Setup{Layout: l, getenv: getenv}
 	if s.getenv == nil {
 		s.getenv = os.Getenv
+	}
+	if _, err := os.Stat(l.State()); err != nil {
+		if former, ferr := s.former(false); ferr == nil && former != nil {
+			return nil, fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it",
+				l.Root, former.WorkspaceID, former.State)
+		}
+		return nil, fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}
 	if s.File, err = config.Load(config.Path(l.State())); err != nil {
 		return nil, err
