@@ -93,8 +93,7 @@ func Resolve(cfg Config) (*Setup, error) {
 			return nil, err
 		}
 		if former != nil && !cfg.Init {
-			return nil, fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
-				l.Root, former.WorkspaceID, former.State)
+			return nil, formerError(l.Root, *former)
 		}
 		if former != nil {
 			if err := s.reattach(*former); err != nil {
@@ -440,8 +439,7 @@ func Inspect(root string, getenv func(string) string) (*Setup, error) {
 	}
 	if _, err := os.Stat(l.State()); err != nil {
 		if former, ferr := s.former(false); ferr == nil && former != nil {
-			return nil, fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it",
-				l.Root, former.WorkspaceID, former.State)
+			return nil, formerError(l.Root, *former)
 		}
 		return nil, fault.NotFound("%s is not a plan workspace (no %s/): run `plan init`", l.Root, workspace.StateDir)
 	}

@@ -317,3 +317,10 @@ func (s *Setup) dataInside() (bool, error) {
 		dir, s.Layout.Root, registry.EnvDataDir)
 	return true, nil
 }
+
+// formerError is what a command says in root, a directory that lost its .plan/ while the data
+// directory keeps its history as workspace e.
+func formerError(root string, e registry.Entry) error {
+	return fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
+		root, e.WorkspaceID, e.State)
+}
