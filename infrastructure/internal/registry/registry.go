@@ -235,6 +235,9 @@ func (r *Registry) List() ([]Entry, []Damaged, error) {
 			continue // a history being removed (see bootstrap.RemoveLocal)
 		}
 		e, err := r.Load(de.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // being made (Make writes the entry just after the directory), or moved out into
+		}
 		if err != nil {
 			bad = append(bad, Damaged{WorkspaceID: de.Name(), State: r.StateDir(de.Name()), Err: err})
 			continue

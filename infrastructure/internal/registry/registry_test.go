@@ -128,6 +128,9 @@ func TestEntriesRoundTripAndAreListed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, EntryName), []byte(`{"workspace_id":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(r.StateDir("bbbbbbbbbbbbbbbbbbbbbbbb"), 0o700); err != nil { // being made: no entry yet
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(filepath.Join(r.workspaces(), ".removing-x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
