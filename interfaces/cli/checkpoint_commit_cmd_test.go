@@ -12,7 +12,7 @@ import (
 // committedRecords counts the store's committed records: one per durable transaction.
 func committedRecords(t *testing.T, dir string) int {
 	t.Helper()
-	des, err := os.ReadDir(filepath.Join(dir, ".plan", "objects", "records"))
+	des, err := os.ReadDir(filepath.Join(stateOf(t, dir).Objects(), "records"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // outcome is one in-process run of the CLI.
@@ -533,7 +536,7 @@ func TestTextOutput(t *testing.T) {
 	if o := mustPlan(t, dir, "gc"); !regexp.MustCompile(`^Reclaimed \d+(\.\d)? (B|KiB|MiB) \(\d+ packs deleted, \d+ rewritten; \d+ live objects kept\)\.\n$`).MatchString(o.stdout) {
 		t.Errorf("gc: %v", o)
 	}
-	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed, read from "+filepath.Join(dir, ".plan", "objects")+").\n" {
+	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed, read from "+stateOf(t, dir).Objects()+").\n" {
 		t.Errorf("verify --read-data: %v", o)
 	}
 	if o := mustPlan(t, dir, "verify", second[:6]); o.stdout != "Checked 1 checkpoints, 5 objects.\n" {
@@ -655,7 +658,7 @@ func TestRunPlanFile(t *testing.T) {
 // A retention policy in .plan/config.yaml runs after each successful run.
 func TestRunAppliesRetention(t *testing.T) {
 	dir := newWorkspace(t)
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 1\n")
+	configure(t, dir, "retention:\n  keep: 1\n")
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n  - id: b\n    run: echo b > b.txt\n")
 	createCheckpoint(t, dir)
 	createCheckpoint(t, dir)
@@ -668,7 +671,7 @@ func TestRunAppliesRetention(t *testing.T) {
 		t.Errorf("after retention: %d checkpoints (%v), want the newest (the run's end) plus a's and b's protected pre_decision ones", len(cps), err)
 	}
 
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 0\n")
+	configure(t, dir, "retention:\n  keep: 0\n")
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n  - id: b\n    run: echo b > b.txt\n  - id: c\n    run: 'true'\n")
 	o = mustPlan(t, dir, "run", "plan.yaml")
 	if !strings.Contains(o.stderr, "plan: warning: retention policy: ") || !strings.Contains(o.stderr, "retention.keep must be at least 1") {
@@ -698,7 +701,7 @@ func TestVerifyReportsDamage(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", strings.Repeat("data ", 100))
 	id := createCheckpoint(t, dir)
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
+	packs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Objects(), "packs", "*.pack"))
 	if err != nil || len(packs) == 0 {
 		t.Fatalf("no packs: %v", err)
 	}
@@ -755,4 +758,30 @@ func withDataDir(getenv func(string) string) func(string) string {
 		}
 		return os.Getenv(k)
 	}
+}
+
+// stateOf is the layout of the workspace at root with its state directory resolved: where its
+// history (database, store, journal, archive, logs) is kept, in the data directory for a
+// workspace plan init made, in .plan/ itself for one made with --store workspace.
+func stateOf(t *testing.T, root string) bootstrap.Layout {
+	t.Helper()
+	l, err := bootstrap.LayoutAt(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// configure writes the workspace's .plan/config.yaml anew with the settings yaml, keeping what
+// plan init wrote there to name the workspace, its state directory and its store: a file written
+// without them would lose the workspace its history.
+func configure(t *testing.T, dir, yaml string) {
+	t.Helper()
+	var kept strings.Builder
+	for _, line := range strings.SplitAfter(readFile(t, dir, ".plan/config.yaml"), "\n") {
+		if key, _, ok := strings.Cut(line, ":"); ok && slices.Contains([]string{"workspace_id", "state_dir", "store", "db"}, key) {
+			kept.WriteString(line)
+		}
+	}
+	writeFile(t, dir, ".plan/config.yaml", kept.String()+yaml)
 }

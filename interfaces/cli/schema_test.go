@@ -72,7 +72,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("stats", jsonOut(dir, "stats"))
 	check("doctor", jsonOut(dir, "doctor"))
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	if err := os.Remove(filepath.Join(dir, ".plan", "plan.db")); err != nil {
+	if err := os.Remove(stateOf(t, dir).Database()); err != nil {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
