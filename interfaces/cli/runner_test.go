@@ -367,8 +367,9 @@ func TestCorrectionConfirmationWithoutTerminal(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	tmp := t.TempDir()
+	tmp, data := t.TempDir(), ownDataDir(t)
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("PLAN_DATA_DIR", data)
 	o := invoke(Runner{Version: "test"}, "demo")
 	if o.code != ExitOK {
 		t.Fatalf("%v", o)
@@ -398,6 +399,7 @@ func TestDemo(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("the demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
 	}
+	requireNoHistories(t, data, "the demo")
 
 	o = invoke(Runner{}, "demo", "--keep")
 	if o.code != ExitOK {
@@ -784,4 +786,11 @@ func configure(t *testing.T, dir, yaml string) {
 		}
 	}
 	writeFile(t, dir, ".plan/config.yaml", kept.String()+yaml)
+}
+
+// ownDataDir is a data directory of the test's own, for PLAN_DATA_DIR (not made yet: plan makes
+// it private).
+func ownDataDir(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "plan-data")
 }
