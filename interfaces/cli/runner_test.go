@@ -426,13 +426,47 @@ func TestDemoFailsOnUnwritableTempDir(t *testing.T) {
 	}
 }
 
+// plan init --store workspace keeps the whole history in .plan/, where `git clean -fdx` destroys
+// it: init says so (and how to move it out), and what names the store names .plan/objects. The
+// data directory keeps nothing of it.
+func TestInWorkspaceHistoryIsInPlanDir(t *testing.T) {
+	data := ownDataDir(t)
+	t.Setenv("PLAN_DATA_DIR", data)
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".plan")
+	history := "history: " + state + " (inside the workspace: `git clean -fdx` or `rm -rf .plan` destroys it; `plan store move-out` moves it out)\n"
+	if o := mustPlan(t, dir, "init", "--store", "workspace"); !strings.Contains(o.stdout, "Initialised plan workspace in "+dir) || !strings.Contains(o.stdout, history) {
+		t.Errorf("%v", o)
+	}
+	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") || !strings.Contains(o.stdout, history) {
+		t.Errorf("%v", o)
+	}
+	writeFile(t, dir, "a.txt", "alpha\n")
+	createCheckpoint(t, dir)
+	mustPlan(t, dir, "exec", "--id", "d", "--", "sh", "-c", "echo beta > a.txt")
+	if l := stateOf(t, dir); l.Outside() || l.Home() != state {
+		t.Errorf("the history of a --store workspace workspace is in %s", l.Home())
+	}
+	for _, p := range []string{"plan.db", "objects/packs", "archive", "logs/d.1.log"} {
+		if _, err := os.Stat(filepath.Join(state, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if o := mustPlan(t, dir, "verify", "--read-data"); !strings.HasSuffix(o.stdout, " (content re-hashed, read from "+filepath.Join(state, "objects")+").\n") {
+		t.Errorf("verify --read-data: %v", o)
+	}
+	requireNoHistories(t, data, "a --store workspace workspace")
+}
+
 // TestTextOutput walks the commands a person runs, without --json, and checks what they are told.
 func TestTextOutput(t *testing.T) {
 	dir := t.TempDir()
-	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "Initialised plan workspace in ") {
+	o := mustPlan(t, dir, "init")
+	history := "history: " + stateOf(t, dir).Home() + " (outside the workspace)\n"
+	if !strings.Contains(o.stdout, "Initialised plan workspace in ") || !strings.Contains(o.stdout, history) {
 		t.Errorf("%v", o)
 	}
-	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") {
+	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") || !strings.Contains(o.stdout, history) {
 		t.Errorf("%v", o)
 	}
 	if o := mustPlan(t, dir, "checkpoint", "list"); !strings.Contains(o.stdout, "No checkpoints yet") {
@@ -449,7 +483,7 @@ func TestTextOutput(t *testing.T) {
 	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	o := mustPlan(t, dir, "checkpoint", "create", "--note", "first")
+	o = mustPlan(t, dir, "checkpoint", "create", "--note", "first")
 	m := regexp.MustCompile(`^Created checkpoint ([0-9a-f]{24}) \([k-z]{4,12}, manual\): 2 files, `).FindStringSubmatch(o.stdout)
 	if m == nil {
 		t.Fatalf("create: %v", o)
