@@ -19,6 +19,27 @@ import (
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
+// TestMain runs the tests with a data directory of the run's own when PLAN_DATA_DIR names none:
+// the workspaces they make never send their history into the user's data directory
+// (~/.local/share/plan).
+func TestMain(m *testing.M) {
+	if os.Getenv("PLAN_DATA_DIR") == "" {
+		dir, err := os.MkdirTemp("", "plan-mcp-test-data-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.Setenv("PLAN_DATA_DIR", dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		code := m.Run()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
 // outcome is one in-process run of the CLI.
 type outcome struct {
 	args           []string
