@@ -24,14 +24,14 @@ func TestMain(m *testing.M) {
 	os.Exit(withOwnDataDir(m.Run))
 }
 
-// withOwnDataDir runs the tests with a data directory of the run's own when PLAN_DATA_DIR names
-// none: the workspaces they make never send their history into the user's data directory
-// (~/.local/share/plan). Child processes inherit it.
+// withOwnDataDir runs the tests with a data directory of the run's own (PLAN_DATA_DIR), made in
+// the one PLAN_DATA_DIR names, or in the temporary directory when it names none: the workspaces
+// they make never send their history into the user's data directory (~/.local/share/plan), and
+// never meet another package's, whose tests run at the same time (concurrent inits in one data
+// directory can refuse each other: an init sees the other's entry directory before its
+// workspace.json is written, as damaged). Child processes inherit it.
 func withOwnDataDir(run func() int) int {
-	if os.Getenv("PLAN_DATA_DIR") != "" {
-		return run()
-	}
-	dir, err := os.MkdirTemp("", "plan-cli-test-data-")
+	dir, err := os.MkdirTemp(os.Getenv("PLAN_DATA_DIR"), "plan-cli-test-data-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
