@@ -12,7 +12,7 @@ import (
 // committedRecords counts the store's committed records: one per durable transaction.
 func committedRecords(t *testing.T, dir string) int {
 	t.Helper()
-	des, err := os.ReadDir(filepath.Join(dir, ".plan", "objects", "records"))
+	des, err := os.ReadDir(filepath.Join(stateOf(t, dir).Objects(), "records"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,15 @@ func TestTimingsReportThePhases(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "a")
 	var out, errOut strings.Builder
-	r := Runner{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader(""), Getenv: func(k string) string {
-		if k == "PLAN_TIMINGS" {
-			return "1"
-		}
-		return ""
-	}}
+	timings := func(v string) func(string) string {
+		return withDataDir(func(k string) string {
+			if k == "PLAN_TIMINGS" {
+				return v
+			}
+			return ""
+		})
+	}
+	r := Runner{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader(""), Getenv: timings("1")}
 	if code := r.Run(context.Background(), []string{"plan", "-C", dir, "--json", "checkpoint", "create"}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
@@ -101,7 +104,7 @@ func TestTimingsReportThePhases(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "{") || strings.Contains(out.String(), "timings") {
 		t.Fatalf("stdout: %q", out.String())
 	}
-	r.Getenv = func(string) string { return "0" }
+	r.Getenv = timings("0")
 	errOut.Reset()
 	if code := r.Run(context.Background(), []string{"plan", "-C", dir, "checkpoint", "list"}); code != ExitOK || strings.Contains(errOut.String(), "timings") {
 		t.Fatalf("PLAN_TIMINGS=0: exit %d, %q", code, errOut.String())

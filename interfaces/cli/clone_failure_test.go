@@ -16,8 +16,10 @@ import (
 
 // A clone that adopted its checkpoint but failed before materialising anything (here the safety
 // checkpoint of the empty directory cannot be stored) takes back what it made: DIR is as it was
-// found, new or empty, and takes the next attempt.
+// found, new or empty, and takes the next attempt; the data directory keeps no history of it.
 func TestCloneThatMaterialisedNothingLeavesDIRAsFound(t *testing.T) {
+	data := ownDataDir(t)
+	t.Setenv("PLAN_DATA_DIR", data)
 	src := t.TempDir()
 	store := filepath.Join(t.TempDir(), "store")
 	ws := jsonField(t, mustPlan(t, src, "--json", "init", "--store", "file://"+store), "workspace_id")
@@ -43,6 +45,9 @@ func TestCloneThatMaterialisedNothingLeavesDIRAsFound(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
 		t.Errorf("the empty directory holds %v (%v)", entries, err)
+	}
+	if kept, err := os.ReadDir(filepath.Join(data, "workspaces")); err != nil || len(kept) != 1 || kept[0].Name() != ws {
+		t.Errorf("the data directory keeps %v (%v), want only the source's history", kept, err)
 	}
 	testkit.Mutable(t, filepath.Join(store, "packs"))
 	if o := invoke(Runner{}, "clone", "--store", "file://"+store, "--workspace", ws, empty); o.code != ExitOK {

@@ -13,7 +13,7 @@ import (
 
 func packFiles(t *testing.T, dir string) int {
 	t.Helper()
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
+	packs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Objects(), "packs", "*.pack"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestConsolidationOverDamageWarnsAndChangesNothing(t *testing.T) {
 	first := string(testkit.Noise(41, 2048))
 	writeFile(t, dir, "first.bin", first)
 	mustPlan(t, dir, "checkpoint", "create")
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(first))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(first))
 	for i := range 14 {
 		writeFile(t, dir, fmt.Sprintf("f%02d.txt", i), string(testkit.Noise(uint64(50+i), 2048)))
 		mustPlan(t, dir, "checkpoint", "create")

@@ -24,7 +24,7 @@ func correctedTwice(t *testing.T) (dir string, ids []string) {
 	ids = append([]string{jsonField(t, mustPlan(t, dir, "--json", "--yes", "correct", "--decision", "two", "--reason", "undo",
 		"--no-reexecute"), "correction_id")}, ids...)
 	for _, id := range ids {
-		if _, err := os.Stat(filepath.Join(dir, ".plan", "archive", id)); err != nil {
+		if _, err := os.Stat(filepath.Join(stateOf(t, dir).Archive(), id)); err != nil {
 			t.Fatalf("correction %s has no archive: %v", id, err)
 		}
 	}
@@ -36,7 +36,7 @@ func correctedTwice(t *testing.T) (dir string, ids []string) {
 func TestCorrectionPruneRemovesOnlyOldFinishedArchives(t *testing.T) {
 	dir, ids := correctedTwice(t)
 	unfinished, newer, older := ids[0], ids[1], ids[2]
-	archive := func(id string) string { return filepath.Join(dir, ".plan", "archive", id) }
+	archive := func(id string) string { return filepath.Join(stateOf(t, dir).Archive(), id) }
 
 	// A dry run measures nothing, so it must not claim a size (it used to say "0 B").
 	o := mustPlan(t, dir, "correction", "prune", "--keep", "1", "--dry-run")
@@ -141,7 +141,7 @@ func TestCorrectionPruneOlderThan(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		if _, err := os.Stat(filepath.Join(dir, ".plan", "archive", id)); err != nil {
+		if _, err := os.Stat(filepath.Join(stateOf(t, dir).Archive(), id)); err != nil {
 			t.Errorf("a refused prune removed an archive: %v", err)
 		}
 	}

@@ -17,7 +17,7 @@ func TestRecoverRefusesADamagedJournal(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "a\n")
 	createCheckpoint(t, dir)
-	writeFile(t, dir, ".plan/journal.json", "garbage")
+	writeFile(t, stateOf(t, dir).Home(), "journal.json", "garbage")
 	same := snapshot(t, dir)
 	for _, args := range [][]string{{"recover"}, {"--json", "recover"}} {
 		o := inWorkspace(dir, args...)
@@ -26,7 +26,7 @@ func TestRecoverRefusesADamagedJournal(t *testing.T) {
 		}
 	}
 	same("a refused recover changed the workspace")
-	if got := readFile(t, dir, ".plan/journal.json"); got != "garbage" {
+	if got := readFile(t, stateOf(t, dir).Home(), "journal.json"); got != "garbage" {
 		t.Errorf("the damaged journal was changed: %q", got)
 	}
 }
@@ -36,7 +36,7 @@ func TestRecoverRefusesADamagedJournal(t *testing.T) {
 func TestLogThatCannotBeRead(t *testing.T) {
 	dir := newWorkspace(t)
 	mustPlan(t, dir, "exec", "--id", "a", "--", "echo", "hello")
-	logs, err := filepath.Glob(filepath.Join(dir, ".plan", "logs", "plans", "adhoc", "a.*.log"))
+	logs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Logs(), "plans", "adhoc", "a.*.log"))
 	if err != nil || len(logs) != 1 {
 		t.Fatalf("logs %v, %v", logs, err)
 	}
@@ -64,7 +64,7 @@ func damageDB(t *testing.T, dir, stmt string) {
 // execDB runs one SQL statement on the workspace's database and returns the rows it changed.
 func execDB(t *testing.T, dir, stmt string) int64 {
 	t.Helper()
-	g, err := gorm.Open(sqlite.Open(filepath.Join(dir, ".plan", "plan.db")), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	g, err := gorm.Open(sqlite.Open(stateOf(t, dir).Database()), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 //go:embed demodata/plan.yaml
@@ -33,8 +35,17 @@ func (h *handler) demo(c *ucli.Context) error {
 		return err
 	}
 	keep := c.Bool("keep")
+	// history is the demo workspace's state directory in the data directory, once its first step
+	// made it: removed with the workspace, so that a demo leaves no history behind for
+	// `plan workspaces` to list as gone.
+	history := ""
 	if !keep {
-		defer func() { _ = os.RemoveAll(dir) }()
+		defer func() {
+			if history != "" {
+				_ = os.RemoveAll(history)
+			}
+			_ = os.RemoveAll(dir)
+		}()
 	}
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), demoPlan, 0o600); err != nil {
 		return err
@@ -48,8 +59,12 @@ func (h *handler) demo(c *ucli.Context) error {
 		if args[0] == "--json" {
 			stdout = &out // machine-readable step: the next step shows it for people
 		}
-		sub := &Runner{Stdout: stdout, Stderr: w, Stdin: strings.NewReader(""), Version: h.r.Version}
-		if code := sub.Run(c.Context, append([]string{"plan", "-C", dir}, args...)); code != 0 {
+		sub := &Runner{Stdout: stdout, Stderr: w, Stdin: strings.NewReader(""), Version: h.r.Version, Getenv: h.r.Getenv}
+		code := sub.Run(c.Context, append([]string{"plan", "-C", dir}, args...))
+		if l, err := bootstrap.LayoutAt(dir); history == "" && err == nil && l.Outside() {
+			history = l.Home()
+		}
+		if code != 0 {
 			// Interrupted, the demo exits as interrupted (130), not as an internal error.
 			err := fmt.Errorf("demo step `plan %s` exited %d", strings.Join(args, " "), code)
 			if cerr := c.Err(); cerr != nil {

@@ -14,8 +14,9 @@ import (
 // An interrupted demo stops at the step it was on with the interrupted status, and leaves nothing
 // behind in TMPDIR.
 func TestDemoInterrupted(t *testing.T) {
-	tmp := t.TempDir()
+	tmp, data := t.TempDir(), ownDataDir(t)
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("PLAN_DATA_DIR", data)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut bytes.Buffer
@@ -30,6 +31,7 @@ func TestDemoInterrupted(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("the interrupted demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
 	}
+	requireNoHistories(t, data, "the interrupted demo")
 }
 
 // hookWriter is the demo's stdout. The demo narrates each step ("$ plan …", "# 4. …") before it
@@ -76,7 +78,8 @@ func removeAll(t *testing.T, paths ...string) {
 // the check) that failed, narrates nothing after it, never claims the correction was undone, and
 // still removes its temporary workspace.
 func TestDemoStopsAtTheFailingStep(t *testing.T) {
-	// Losing the workspace state makes the next plan command find no workspace (exit 4).
+	// Losing .plan/ makes the next plan command find no workspace (exit 4): the one whose
+	// history the data directory keeps, and says so.
 	dropState := func(t *testing.T) func(dir string) {
 		return func(dir string) { removeAll(t, filepath.Join(dir, ".plan")) }
 	}
@@ -107,7 +110,7 @@ func TestDemoStopsAtTheFailingStep(t *testing.T) {
 			return func(dir string) { removeAll(t, filepath.Join(dir, "out", "pages", "about.html")) }
 		}, "demo: the corrected workspace is not what the corrected plan produces", "# 4."},
 		{"archive lost", "# 4. Nothing was lost", func(t *testing.T) func(string) {
-			return func(dir string) { removeAll(t, filepath.Join(dir, ".plan", "archive")) }
+			return func(dir string) { removeAll(t, stateOf(t, dir).Archive()) }
 		}, "demo: archive is missing the wrong config: ", "# 5."},
 		{"rollback", "$ plan rollback", dropState,
 			"demo step `plan rollback --yes --to-checkpoint ", "$ plan diff"},
@@ -115,8 +118,9 @@ func TestDemoStopsAtTheFailingStep(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp := t.TempDir()
+			tmp, data := t.TempDir(), ownDataDir(t)
 			t.Setenv("TMPDIR", tmp)
+			t.Setenv("PLAN_DATA_DIR", data)
 			out := &hookWriter{trigger: tc.trigger, hook: tc.hook(t)}
 			var errOut bytes.Buffer
 			code := (&Runner{Stdout: out, Stderr: &errOut, Stdin: strings.NewReader("")}).Run(t.Context(), []string{"plan", "demo"})
@@ -128,7 +132,7 @@ func TestDemoStopsAtTheFailingStep(t *testing.T) {
 				t.Errorf("want exit 1 and %q on stderr\n%v", tc.wantErr, o)
 			}
 			// A failed plan command tells why in the narrative, where the user is reading.
-			if strings.HasPrefix(tc.wantErr, "demo step") && !strings.Contains(o.stdout, "is not a plan workspace (no .plan/") {
+			if strings.HasPrefix(tc.wantErr, "demo step") && !strings.Contains(o.stdout, "and its .plan/ is gone; its history is kept in "+data) {
 				t.Errorf("the narrative does not say why the step failed\n%v", o)
 			}
 			if strings.Contains(o.stdout, tc.notAfter) || strings.Contains(o.stdout, "# No differences") {
@@ -141,6 +145,19 @@ func TestDemoStopsAtTheFailingStep(t *testing.T) {
 			if len(left) != 0 {
 				t.Errorf("the failed demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
 			}
+			requireNoHistories(t, data, "the failed demo")
 		})
+	}
+}
+
+// requireNoHistories requires that the data directory data keeps no workspace's history.
+func requireNoHistories(t *testing.T, data, what string) {
+	t.Helper()
+	kept, err := os.ReadDir(filepath.Join(data, "workspaces"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(kept) != 0 {
+		t.Errorf("%s left %d histories in the data directory (first %q)", what, len(kept), kept[0].Name())
 	}
 }

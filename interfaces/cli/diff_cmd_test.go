@@ -19,7 +19,7 @@ func TestDiffPatchOfDamagedContent(t *testing.T) {
 	writeFile(t, dir, "big.bin", big)
 	second := createCheckpoint(t, dir)
 	writeFile(t, dir, "big.bin", "third\n")
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(big))
 
 	for _, c := range []struct {
 		name string

@@ -18,17 +18,17 @@ func TestDoctorRebuildLeavesOutWhatACrashCutShort(t *testing.T) {
 	writeFile(t, dir, "a.txt", "a\n")
 	id := createCheckpoint(t, dir)
 	crash(t, "record-prepared", "-C", dir, "checkpoint", "create", "--note", "cut short")
-	pending, err := filepath.Glob(filepath.Join(dir, ".plan", "*", "records", "pending", "*"))
+	pending, err := filepath.Glob(filepath.Join(stateOf(t, dir).Home(), "*", "records", "pending", "*"))
 	if err != nil || len(pending) == 0 {
 		t.Fatalf("the crash left no pending record (%v)", err)
 	}
 	for _, s := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(dir, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(stateOf(t, dir).Database() + s); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
 	o := mustPlan(t, dir, "doctor", "--rebuild")
-	db := filepath.Join(dir, ".plan", "plan.db")
+	db := stateOf(t, dir).Database()
 	want := regexp.MustCompile(`^Rebuilt ` + regexp.QuoteMeta(db) + ` \(it was missing\) from \d+ records: 1 checkpoints, 0 plans, 0 decisions, 0 corrections\.\n` +
 		`\d+ records of operations a crash cut short were left out \(they never completed\)\.\n$`)
 	if !want.MatchString(o.stdout) {
@@ -46,11 +46,11 @@ func TestDoctorRebuildLeavesOutWhatACrashCutShort(t *testing.T) {
 func TestDoctorRebuildWithoutTheRecords(t *testing.T) {
 	dir := newWorkspace(t)
 	createCheckpoint(t, dir)
-	recs, err := filepath.Glob(filepath.Join(dir, ".plan", "*", "records"))
+	recs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Home(), "*", "records"))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records: %v %v", recs, err)
 	}
-	db := filepath.Join(dir, ".plan", "plan.db")
+	db := stateOf(t, dir).Database()
 	for _, s := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(db + s); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,7 @@ func TestDamagedJournalRefusesEveryCommand(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "a\n")
 	createCheckpoint(t, dir)
-	writeFile(t, dir, ".plan/journal.json", "garbage")
+	writeFile(t, stateOf(t, dir).Home(), "journal.json", "garbage")
 	same := snapshot(t, dir)
 	for _, args := range [][]string{{"status"}, {"checkpoint", "create"}, {"--json", "checkpoint", "create"}} {
 		o := inWorkspace(dir, args...)
@@ -23,7 +22,7 @@ func TestDamagedJournalRefusesEveryCommand(t *testing.T) {
 		}
 	}
 	same("a refused command changed the workspace")
-	if err := os.Remove(filepath.Join(dir, ".plan", "journal.json")); err != nil {
+	if err := os.Remove(stateOf(t, dir).JournalFile()); err != nil {
 		t.Fatal(err)
 	}
 	var cps []json.RawMessage

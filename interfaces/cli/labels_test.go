@@ -89,7 +89,7 @@ decisions:
 	c := createCheckpoint(t, dir, "--label", "keep=me")
 	mustPlan(t, dir, "checkpoint", "pin", c)
 	before := mustPlan(t, dir, "--json", "checkpoint", "list").stdout
-	if err := removeDatabase(dir); err != nil {
+	if err := removeDatabase(t, dir); err != nil {
 		t.Fatal(err)
 	}
 	mustPlan(t, dir, "doctor", "--rebuild")
@@ -102,7 +102,7 @@ decisions:
 // applies them on demand, as a run does after it.
 func TestRetentionClasses(t *testing.T) {
 	dir := newWorkspace(t)
-	writeFile(t, dir, ".plan/config.yaml", `retention:
+	configure(t, dir, `retention:
   keep: 1
   classes:
     - labels: {phase: milestone}
@@ -133,7 +133,7 @@ func TestRetentionClasses(t *testing.T) {
 	if o := inWorkspace(dir, "checkpoint", "prune", "--policy", "--keep", "1"); o.code != ExitUsage {
 		t.Fatalf("--policy with --keep: %v", o)
 	}
-	writeFile(t, dir, ".plan/config.yaml", "record_nested_git: true\n")
+	configure(t, dir, "record_nested_git: true\n")
 	if o := inWorkspace(dir, "checkpoint", "prune", "--policy"); o.code != ExitInvalid || !strings.Contains(o.stderr, "no checkpoint retention policy") {
 		t.Fatalf("--policy without one: %v", o)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // localWorkspaceView is a workspace the per-user data directory keeps a history for
-// (docs/schema/workspaces-local.schema.json).
+// (docs/schema/workspaces-local.json).
 type localWorkspaceView struct {
 	WorkspaceID      string     `json:"workspace_id"`
 	Root             string     `json:"root"`
@@ -85,7 +85,8 @@ func (h *handler) localWorkspaces(c *ucli.Context) error {
 	})
 }
 
-// localCloneView is what `plan clone --from ID DIR` prints for a local workspace.
+// localCloneView is what `plan clone --from ID DIR` prints for a local workspace
+// (docs/schema/clone-local.json).
 type localCloneView struct {
 	WorkspaceID  string `json:"workspace_id"`
 	Root         string `json:"root"`

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 // as a full or failing disk would refuse a write: every other table takes writes as before.
 func refuseLogEntries(t *testing.T, dir, when string) {
 	t.Helper()
-	g, err := gorm.Open(sqlite.Open(filepath.Join(dir, ".plan", "plan.db")), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	g, err := gorm.Open(sqlite.Open(stateOf(t, dir).Database()), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
 		t.Fatal(err)
 	}

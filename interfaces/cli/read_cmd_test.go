@@ -244,7 +244,7 @@ func TestReadingDamagedContentIsAnIntegrityError(t *testing.T) {
 	big := string(testkit.Noise(7, 64<<10))
 	writeFile(t, dir, "big.bin", big)
 	id := createCheckpoint(t, dir)
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(big))
 	if o := inWorkspace(dir, "cat", id, "big.bin"); o.code != ExitIntegrity {
 		t.Fatalf("cat of damaged content: %v", o)
 	}

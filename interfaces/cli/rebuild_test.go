@@ -62,7 +62,7 @@ decisions:
 	want := history(t, dir)
 
 	for _, s := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(dir, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(stateOf(t, dir).Database() + s); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestDoctorRebuildKeepsADamagedFileAside(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "a\n")
 	id := createCheckpoint(t, dir)
-	db := filepath.Join(dir, ".plan", "plan.db")
+	db := stateOf(t, dir).Database()
 	for _, s := range []string{"-wal", "-shm"} {
 		_ = os.Remove(db + s)
 	}
@@ -172,7 +172,7 @@ func TestDamagedPageIsIntegrityAndRebuilds(t *testing.T) {
 		writeFile(t, dir, "f.txt", fmt.Sprintf("version %d\n", i))
 		createCheckpoint(t, dir, "--note", fmt.Sprintf("note number %02d, padded to fill pages %s", i, strings.Repeat("x", 60)))
 	}
-	db := filepath.Join(dir, ".plan", "plan.db")
+	db := stateOf(t, dir).Database()
 	mustPlan(t, dir, "checkpoint", "list") // settles the WAL into the file
 	for _, s := range []string{"-wal", "-shm"} {
 		_ = os.Remove(db + s)
@@ -212,9 +212,10 @@ func TestDamagedPageIsIntegrityAndRebuilds(t *testing.T) {
 	}
 }
 
-func removeDatabase(dir string) error {
+func removeDatabase(t *testing.T, dir string) error {
+	t.Helper()
 	for _, s := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(dir, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(stateOf(t, dir).Database() + s); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}

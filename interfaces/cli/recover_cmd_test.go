@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,27 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(DefaultRunner("test").Run(context.Background(), os.Args))
 	}
-	os.Exit(m.Run())
+	os.Exit(withOwnDataDir(m.Run))
+}
+
+// withOwnDataDir runs the tests with a data directory of the run's own (PLAN_DATA_DIR), made in
+// the one PLAN_DATA_DIR names, or in the temporary directory when it names none: the workspaces
+// they make never send their history into the user's data directory (~/.local/share/plan), and
+// never meet another package's, whose tests run at the same time (concurrent inits in one data
+// directory can refuse each other: an init sees the other's entry directory before its
+// workspace.json is written, as damaged). Child processes inherit it.
+func withOwnDataDir(run func() int) int {
+	dir, err := os.MkdirTemp(os.Getenv("PLAN_DATA_DIR"), "plan-cli-test-data-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := os.Setenv("PLAN_DATA_DIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return run()
 }
 
 // crash runs plan args in a child process with failpoint armed and requires that it was killed.
@@ -48,7 +69,7 @@ func TestRecoverReportsWhatItDid(t *testing.T) {
 	writeFile(t, dir, "b.txt", "new\n")
 
 	crash(t, "restore.removed", "-C", dir, "--yes", "rollback", "--to-checkpoint", target)
-	if _, err := os.Stat(filepath.Join(dir, ".plan", "journal.json")); err != nil {
+	if _, err := os.Stat(stateOf(t, dir).JournalFile()); err != nil {
 		t.Fatalf("the killed rollback left no journal: %v", err)
 	}
 	// Work done after the crash, which no snapshot holds yet.

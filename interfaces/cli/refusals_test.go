@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,13 +123,12 @@ func TestPruneRefusesANegativeKeep(t *testing.T) {
 }
 
 // A missing required flag is a usage error (exit 2) on every command, naming the flag.
+// (Without --store, workspaces and clone are about the local workspaces: --store is required only
+// by what needs it, --db.)
 func TestMissingRequiredFlagIsUsage(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
-		{"workspaces"},
-		{"workspaces", "--db", "sqlite:///x"},
 		{"clone", filepath.Join(dir, "c")},
-		{"clone", "--workspace", "0123", filepath.Join(dir, "c")},
 		{"clone", "--store", "file://" + dir, filepath.Join(dir, "c")},
 		{"restore", "@"},
 	} {
@@ -136,6 +136,18 @@ func TestMissingRequiredFlagIsUsage(t *testing.T) {
 		if o.code != ExitUsage || !strings.Contains(o.stderr, "missing --") {
 			t.Errorf("want exit 2 naming the flag: %v", o)
 		}
+	}
+	for _, args := range [][]string{
+		{"workspaces", "--db", "sqlite:///x"},
+		{"clone", "--workspace", "0123", "--db", "sqlite:///x", filepath.Join(dir, "c")},
+	} {
+		o := invoke(Runner{Dir: dir}, args...)
+		if o.code != ExitUsage || !strings.Contains(o.stderr, "--db needs --store") {
+			t.Errorf("want exit 2 naming --store: %v", o)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "c")); !os.IsNotExist(err) {
+		t.Errorf("a refused clone made its directory: %v", err)
 	}
 	if o := invoke(Runner{}, "clone", "--help"); !strings.Contains(o.stdout, "(required)") {
 		t.Errorf("help no longer says which flags are required:\n%s", o.stdout)

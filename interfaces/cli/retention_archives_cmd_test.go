@@ -12,13 +12,13 @@ import (
 func TestRunAppliesArchiveRetention(t *testing.T) {
 	dir, ids := correctedTwice(t)
 	unfinished, newer, older := ids[0], ids[1], ids[2]
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  archives:\n    keep: 0\n")
+	configure(t, dir, "retention:\n  archives:\n    keep: 0\n")
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n")
 	o := mustPlan(t, dir, "run", "plan.yaml")
 	if !regexp.MustCompile(`(?m)^plan: retention policy removed 2 correction archives \(\d+(\.\d)? [KMG]?i?B\)$`).MatchString(o.stderr) {
 		t.Fatalf("%v", o)
 	}
-	archive := func(id string) string { return filepath.Join(dir, ".plan", "archive", id) }
+	archive := func(id string) string { return filepath.Join(stateOf(t, dir).Archive(), id) }
 	for _, id := range []string{newer, older} {
 		if _, err := os.Stat(archive(id)); !os.IsNotExist(err) {
 			t.Errorf("the finished correction %s kept its archive: %v", id, err)

@@ -170,8 +170,8 @@ func TestRevertText(t *testing.T) {
 	if o.stdout != want {
 		t.Fatalf("want\n%s\n%v", want, o)
 	}
-	if archive != filepath.Join(dir, ".plan", "archive", id[1]) {
-		t.Errorf("archive %s is not .plan/archive/%s", archive, id[1])
+	if archive != filepath.Join(stateOf(t, dir).Archive(), id[1]) {
+		t.Errorf("archive %s is not the workspace's archive/%s", archive, id[1])
 	}
 	if got := readFile(t, dir, "a.txt"); got != "one\ntwo\nthree\nfour\nFIVE\n" {
 		t.Errorf("a.txt: %q", got)

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/planhq/plan/infrastructure/bootstrap"
 )
 
 // outcome is one in-process run of the CLI.
@@ -364,8 +367,9 @@ func TestCorrectionConfirmationWithoutTerminal(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	tmp := t.TempDir()
+	tmp, data := t.TempDir(), ownDataDir(t)
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("PLAN_DATA_DIR", data)
 	o := invoke(Runner{Version: "test"}, "demo")
 	if o.code != ExitOK {
 		t.Fatalf("%v", o)
@@ -395,6 +399,7 @@ func TestDemo(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("the demo left %d entries in TMPDIR (first %q)", len(left), left[0].Name())
 	}
+	requireNoHistories(t, data, "the demo")
 
 	o = invoke(Runner{}, "demo", "--keep")
 	if o.code != ExitOK {
@@ -421,13 +426,47 @@ func TestDemoFailsOnUnwritableTempDir(t *testing.T) {
 	}
 }
 
+// plan init --store workspace keeps the whole history in .plan/, where `git clean -fdx` destroys
+// it: init says so (and how to move it out), and what names the store names .plan/objects. The
+// data directory keeps nothing of it.
+func TestInWorkspaceHistoryIsInPlanDir(t *testing.T) {
+	data := ownDataDir(t)
+	t.Setenv("PLAN_DATA_DIR", data)
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".plan")
+	history := "history: " + state + " (inside the workspace: `git clean -fdx` or `rm -rf .plan` destroys it; `plan store move-out` moves it out)\n"
+	if o := mustPlan(t, dir, "init", "--store", "workspace"); !strings.Contains(o.stdout, "Initialised plan workspace in "+dir) || !strings.Contains(o.stdout, history) {
+		t.Errorf("%v", o)
+	}
+	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") || !strings.Contains(o.stdout, history) {
+		t.Errorf("%v", o)
+	}
+	writeFile(t, dir, "a.txt", "alpha\n")
+	createCheckpoint(t, dir)
+	mustPlan(t, dir, "exec", "--id", "d", "--", "sh", "-c", "echo beta > a.txt")
+	if l := stateOf(t, dir); l.Outside() || l.Home() != state {
+		t.Errorf("the history of a --store workspace workspace is in %s", l.Home())
+	}
+	for _, p := range []string{"plan.db", "objects/packs", "archive", "logs/d.1.log"} {
+		if _, err := os.Stat(filepath.Join(state, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if o := mustPlan(t, dir, "verify", "--read-data"); !strings.HasSuffix(o.stdout, " (content re-hashed, read from "+filepath.Join(state, "objects")+").\n") {
+		t.Errorf("verify --read-data: %v", o)
+	}
+	requireNoHistories(t, data, "a --store workspace workspace")
+}
+
 // TestTextOutput walks the commands a person runs, without --json, and checks what they are told.
 func TestTextOutput(t *testing.T) {
 	dir := t.TempDir()
-	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "Initialised plan workspace in ") {
+	o := mustPlan(t, dir, "init")
+	history := "history: " + stateOf(t, dir).Home() + " (outside the workspace)\n"
+	if !strings.Contains(o.stdout, "Initialised plan workspace in ") || !strings.Contains(o.stdout, history) {
 		t.Errorf("%v", o)
 	}
-	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") {
+	if o := mustPlan(t, dir, "init"); !strings.Contains(o.stdout, "is already initialised") || !strings.Contains(o.stdout, history) {
 		t.Errorf("%v", o)
 	}
 	if o := mustPlan(t, dir, "checkpoint", "list"); !strings.Contains(o.stdout, "No checkpoints yet") {
@@ -444,7 +483,7 @@ func TestTextOutput(t *testing.T) {
 	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	o := mustPlan(t, dir, "checkpoint", "create", "--note", "first")
+	o = mustPlan(t, dir, "checkpoint", "create", "--note", "first")
 	m := regexp.MustCompile(`^Created checkpoint ([0-9a-f]{24}) \([k-z]{4,12}, manual\): 2 files, `).FindStringSubmatch(o.stdout)
 	if m == nil {
 		t.Fatalf("create: %v", o)
@@ -533,7 +572,7 @@ func TestTextOutput(t *testing.T) {
 	if o := mustPlan(t, dir, "gc"); !regexp.MustCompile(`^Reclaimed \d+(\.\d)? (B|KiB|MiB) \(\d+ packs deleted, \d+ rewritten; \d+ live objects kept\)\.\n$`).MatchString(o.stdout) {
 		t.Errorf("gc: %v", o)
 	}
-	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed, read from "+filepath.Join(dir, ".plan", "objects")+").\n" {
+	if o := mustPlan(t, dir, "verify", "--read-data"); o.stdout != "Checked 1 checkpoints, 5 objects (content re-hashed, read from "+stateOf(t, dir).Objects()+").\n" {
 		t.Errorf("verify --read-data: %v", o)
 	}
 	if o := mustPlan(t, dir, "verify", second[:6]); o.stdout != "Checked 1 checkpoints, 5 objects.\n" {
@@ -655,7 +694,7 @@ func TestRunPlanFile(t *testing.T) {
 // A retention policy in .plan/config.yaml runs after each successful run.
 func TestRunAppliesRetention(t *testing.T) {
 	dir := newWorkspace(t)
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 1\n")
+	configure(t, dir, "retention:\n  keep: 1\n")
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n  - id: b\n    run: echo b > b.txt\n")
 	createCheckpoint(t, dir)
 	createCheckpoint(t, dir)
@@ -668,7 +707,7 @@ func TestRunAppliesRetention(t *testing.T) {
 		t.Errorf("after retention: %d checkpoints (%v), want the newest (the run's end) plus a's and b's protected pre_decision ones", len(cps), err)
 	}
 
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 0\n")
+	configure(t, dir, "retention:\n  keep: 0\n")
 	writeFile(t, dir, "plan.yaml", "name: p\ndecisions:\n  - id: a\n    run: echo a > a.txt\n  - id: b\n    run: echo b > b.txt\n  - id: c\n    run: 'true'\n")
 	o = mustPlan(t, dir, "run", "plan.yaml")
 	if !strings.Contains(o.stderr, "plan: warning: retention policy: ") || !strings.Contains(o.stderr, "retention.keep must be at least 1") {
@@ -698,7 +737,7 @@ func TestVerifyReportsDamage(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", strings.Repeat("data ", 100))
 	id := createCheckpoint(t, dir)
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
+	packs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Objects(), "packs", "*.pack"))
 	if err != nil || len(packs) == 0 {
 		t.Fatalf("no packs: %v", err)
 	}
@@ -755,4 +794,37 @@ func withDataDir(getenv func(string) string) func(string) string {
 		}
 		return os.Getenv(k)
 	}
+}
+
+// stateOf is the layout of the workspace at root with its state directory resolved: where its
+// history (database, store, journal, archive, logs) is kept, in the data directory for a
+// workspace plan init made, in .plan/ itself for one made with --store workspace.
+func stateOf(t *testing.T, root string) bootstrap.Layout {
+	t.Helper()
+	l, err := bootstrap.LayoutAt(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// configure writes the workspace's .plan/config.yaml anew with the settings yaml, keeping what
+// plan init wrote there to name the workspace, its state directory and its store: a file written
+// without them would lose the workspace its history.
+func configure(t *testing.T, dir, yaml string) {
+	t.Helper()
+	var kept strings.Builder
+	for _, line := range strings.SplitAfter(readFile(t, dir, ".plan/config.yaml"), "\n") {
+		if key, _, ok := strings.Cut(line, ":"); ok && slices.Contains([]string{"workspace_id", "state_dir", "store", "db"}, key) {
+			kept.WriteString(line)
+		}
+	}
+	writeFile(t, dir, ".plan/config.yaml", kept.String()+yaml)
+}
+
+// ownDataDir is a data directory of the test's own, for PLAN_DATA_DIR (not made yet: plan makes
+// it private).
+func ownDataDir(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "plan-data")
 }

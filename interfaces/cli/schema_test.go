@@ -72,7 +72,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("stats", jsonOut(dir, "stats"))
 	check("doctor", jsonOut(dir, "doctor"))
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
-	if err := os.Remove(filepath.Join(dir, ".plan", "plan.db")); err != nil {
+	if err := os.Remove(stateOf(t, dir).Database()); err != nil {
 		t.Fatal(err)
 	}
 	check("doctor-rebuild", jsonOut(dir, "doctor", "--rebuild"))
@@ -83,6 +83,7 @@ func TestJSONOutputsMatchTheirSchemas(t *testing.T) {
 	check("error", o.stderr)
 	checkRevertOutputs(t, check)
 	checkSharedOutputs(t, check)
+	checkLocalOutputs(t, check)
 	checkAgentOutputs(t, check)
 	checkAgentInstallOutputs(t, check)
 	checkUndoOutputs(t, check)
@@ -168,4 +169,133 @@ func checkSharedOutputs(t *testing.T, check func(name, doc string)) {
 	}
 	check("workspaces-retire", jsonOut(base, "--yes", "workspaces", "retire", cl.ID, "--store", store))
 	check("workspaces", jsonOut(base, "workspaces", "--store", store, "--all"))
+}
+
+// checkLocalOutputs drives the workspaces the data directory keeps (a data directory of its own):
+// init (outside, then re-attached), workspaces while the directory is there, gone, detached and
+// beside a damaged entry, clone --from bringing a gone one back, and store move-out of a workspace
+// made with --store workspace (then again, already done).
+func checkLocalOutputs(t *testing.T, check func(name, doc string)) {
+	t.Helper()
+	data, base := ownDataDir(t), t.TempDir()
+	env := func(k string) string {
+		if k == "PLAN_DATA_DIR" {
+			return data
+		}
+		return os.Getenv(k)
+	}
+	jsonOut := func(dir string, args ...string) string {
+		t.Helper()
+		o := invoke(Runner{Getenv: env}, append([]string{"-C", dir, "--json"}, args...)...)
+		if o.code != ExitOK {
+			t.Fatalf("%v", o)
+		}
+		return o.stdout
+	}
+	type local struct {
+		ID          string `json:"workspace_id"`
+		Root        string `json:"root"`
+		Directory   string `json:"directory"`
+		Checkpoints *int   `json:"checkpoints"`
+		Reattached  bool   `json:"reattached"`
+		Outside     bool   `json:"outside"`
+		HistoryDir  string `json:"history_dir"`
+	}
+	listed := func(dir string) []local {
+		t.Helper()
+		doc := jsonOut(dir, "workspaces")
+		check("workspaces-local", doc)
+		var ws []local
+		if err := json.Unmarshal([]byte(doc), &ws); err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	decode := func(doc string) (v local) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	dir := filepath.Join(base, "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	initOut := jsonOut(dir, "init")
+	check("init", initOut)
+	ws := decode(initOut)
+	if !ws.Outside || !strings.HasPrefix(ws.HistoryDir, data+string(filepath.Separator)) {
+		t.Fatalf("a new workspace keeps its history in the data directory %s: %s", data, initOut)
+	}
+	writeFile(t, dir, "a.txt", "one\n")
+	jsonOut(dir, "checkpoint", "create")
+	if got := listed(base); len(got) != 1 || got[0].ID != ws.ID || got[0].Directory != "present" {
+		t.Fatalf("listed %+v, want %s present", got, ws.ID)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	// An entry that cannot be read is listed too, as damaged.
+	writeFile(t, filepath.Join(data, "workspaces", "0123456789abcdef01234567"), "workspace.json", "{")
+	got := listed(base)
+	if len(got) != 2 || got[0].ID != ws.ID || got[0].Directory != "gone" || got[0].Checkpoints == nil || *got[0].Checkpoints != 1 ||
+		got[1].Directory != "damaged" {
+		t.Fatalf("listed %+v, want %s gone with its checkpoint, and the damaged entry", got, ws.ID)
+	}
+	back := filepath.Join(base, "back")
+	cloneOut := jsonOut(base, "clone", "--from", ws.ID, back)
+	check("clone-local", cloneOut)
+	if cl := decode(cloneOut); cl.ID != ws.ID || readFile(t, back, "a.txt") != "one\n" {
+		t.Fatalf("clone --from %s: %s", ws.ID, cloneOut)
+	}
+	if err := os.RemoveAll(filepath.Join(back, ".plan")); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(base); got[0].ID != ws.ID || got[0].Root != back || got[0].Directory != "detached" {
+		t.Fatalf("listed %+v, want %s detached in %s", got, ws.ID, back)
+	}
+	initOut = jsonOut(back, "init")
+	check("init", initOut)
+	if re := decode(initOut); !re.Reattached || re.ID != ws.ID {
+		t.Fatalf("init in a directory that lost its .plan/: %s", initOut)
+	}
+
+	// (A damaged entry might be any directory's history: init refuses to start a new one beside it.)
+	if err := os.RemoveAll(filepath.Join(data, "workspaces", "0123456789abcdef01234567")); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(base, "in")
+	if err := os.Mkdir(in, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	initOut = jsonOut(in, "init", "--store", "workspace")
+	check("init", initOut)
+	if v := decode(initOut); v.Outside || v.HistoryDir != filepath.Join(in, ".plan") {
+		t.Fatalf("init --store workspace keeps the history in .plan/: %s", initOut)
+	}
+	writeFile(t, in, "b.txt", "two\n")
+	jsonOut(in, "checkpoint", "create")
+	moved := func() (m struct {
+		Files   int  `json:"files"`
+		Already bool `json:"already"`
+	}) {
+		t.Helper()
+		doc := jsonOut(in, "store", "move-out")
+		check("store-move-out", doc)
+		if err := json.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := moved(); m.Already || m.Files == 0 {
+		t.Fatalf("move-out moved %+v", m)
+	}
+	if l := stateOf(t, in); !l.Outside() || !strings.HasPrefix(l.Home(), data+string(filepath.Separator)) {
+		t.Fatalf("after move-out the history is in %s", l.Home())
+	}
+	if m := moved(); !m.Already {
+		t.Fatalf("a second move-out: %+v", m)
+	}
 }

@@ -38,14 +38,14 @@ func TestVerifyRepairHealsFromTheWorkspace(t *testing.T) {
 	big := string(testkit.Noise(1, 64<<10))
 	writeFile(t, dir, "big.bin", big)
 	id := createCheckpoint(t, dir)
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(big))
 
 	if o := inWorkspace(dir, "verify", "--read-data"); o.code != ExitIntegrity || !strings.Contains(o.stdout, "  "+id+" big.bin: ") {
 		t.Fatalf("verify --read-data of the damaged object: want exit 6 naming big.bin\n%v", o)
 	}
 	o := mustPlan(t, dir, "verify", "--read-data", "--repair")
 	if !strings.HasPrefix(o.stdout, "Healed 1 damaged or missing object(s) from intact copies; 0 have none.\nChecked 1 checkpoints, ") ||
-		!strings.HasSuffix(o.stdout, " objects (content re-hashed, read from "+filepath.Join(dir, ".plan", "objects")+").\n") {
+		!strings.HasSuffix(o.stdout, " objects (content re-hashed, read from "+stateOf(t, dir).Objects()+").\n") {
 		t.Errorf("verify --repair: %v", o)
 	}
 	if v := decodeVerify(t, mustPlan(t, dir, "--json", "verify", "--read-data", "--repair")); !v.OK || len(v.Healed) != 0 || len(v.Unhealed) != 0 {
@@ -69,7 +69,7 @@ func TestVerifyRepairNamesWhatItCannotHeal(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "big.bin")); err != nil {
 		t.Fatal(err)
 	}
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(big))
 
 	o := inWorkspace(dir, "verify", "--read-data", "--repair")
 	if o.code != ExitIntegrity || !strings.Contains(o.stderr, "problems in 1 checkpoints") ||
@@ -102,7 +102,7 @@ func TestVerifyRepairHealsFromACorrectionArchive(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "seed.bin")); err != nil {
 		t.Fatal(err)
 	}
-	testkit.DamageStored(t, filepath.Join(dir, ".plan", "objects", "packs"), []byte(big))
+	testkit.DamageStored(t, filepath.Join(stateOf(t, dir).Objects(), "packs"), []byte(big))
 
 	v := decodeVerify(t, mustPlan(t, dir, "--json", "verify", "--read-data", "--repair"))
 	if !v.OK || !slices.Equal(v.Healed, []string{sha256Hex(big)}) || len(v.Unhealed) != 0 {
@@ -162,7 +162,7 @@ func TestCheckpointShowFilesWithLostPacks(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "a.txt", "a\n")
 	id := createCheckpoint(t, dir)
-	packs, err := filepath.Glob(filepath.Join(dir, ".plan", "objects", "packs", "*.pack"))
+	packs, err := filepath.Glob(filepath.Join(stateOf(t, dir).Objects(), "packs", "*.pack"))
 	if err != nil || len(packs) == 0 {
 		t.Fatalf("no packs: %v", err)
 	}

@@ -72,7 +72,7 @@ func TestATurnStartsNoServiceWhenToldNot(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := newWorkspace(t)
 			if c.config != "" {
-				writeFile(t, dir, ".plan/config.yaml", c.config)
+				configure(t, dir, c.config)
 			}
 			t.Cleanup(func() { inWorkspace(dir, "watch", "stop") })
 			payload := fixture(t, dir, "claude-UserPromptSubmit")
@@ -89,7 +89,7 @@ func TestATurnStartsNoServiceWhenToldNot(t *testing.T) {
 			if _, err := bootstrap.WatchQuery(context.Background(), layoutOf(t, dir)); err == nil {
 				t.Fatal("a service was started")
 			}
-			if _, err := os.Stat(filepath.Join(dir, ".plan", "logs", "watch.log")); err == nil {
+			if _, err := os.Stat(filepath.Join(stateOf(t, dir).Logs(), "watch.log")); err == nil {
 				t.Fatal("a service was spawned (it has a log)")
 			}
 		})
@@ -100,7 +100,7 @@ func TestATurnStartsNoServiceWhenToldNot(t *testing.T) {
 func TestATurnWarnsWhenTheServiceCannotStart(t *testing.T) {
 	t.Setenv(childEnv, "1")
 	dir := newWorkspace(t)
-	if err := os.MkdirAll(filepath.Join(dir, ".plan", "logs", "watch.log"), 0o700); err != nil { // where the log goes
+	if err := os.MkdirAll(filepath.Join(stateOf(t, dir).Logs(), "watch.log"), 0o700); err != nil { // where the log goes
 		t.Fatal(err)
 	}
 	o := startingHook(dir, fixture(t, dir, "claude-UserPromptSubmit"), nil, "claude", "UserPromptSubmit")

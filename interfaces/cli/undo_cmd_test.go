@@ -56,7 +56,7 @@ func checkPendingOutputs(t *testing.T, check func(name, doc string)) {
 	check("error", o.stderr)
 	check("conflicts", mustPlan(t, dir, "--json", "resolve", "--force", "cfg.txt").stdout)
 	check("correction-list", mustPlan(t, dir, "--json", "correction", "list").stdout)
-	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: \"true\"\n")
+	configure(t, dir, "validate:\n  command: \"true\"\n")
 	check("validate", mustPlan(t, dir, "--json", "validate").stdout)
 }
 
@@ -259,7 +259,7 @@ func TestValidateAndCheckpointCreateValidate(t *testing.T) {
 	if o := mustPlan(t, dir, "validate"); !strings.Contains(o.stdout, "no check command configured") {
 		t.Fatalf("%v", o)
 	}
-	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: test -f ok.txt\n")
+	configure(t, dir, "validate:\n  command: test -f ok.txt\n")
 	before := len(listCheckpoints(t, dir))
 	o := inWorkspace(dir, "checkpoint", "create", "--validate")
 	if o.code != ExitInternal || !strings.Contains(o.stderr, `no checkpoint was taken: the check "test -f ok.txt" failed with exit code 1`) {
@@ -283,7 +283,7 @@ func TestValidateAndCheckpointCreateValidate(t *testing.T) {
 		t.Fatalf("%d checkpoints", n)
 	}
 	// A blank command is refused as bad configuration.
-	writeFile(t, dir, ".plan/config.yaml", "validate:\n  command: \"  \"\n")
+	configure(t, dir, "validate:\n  command: \"  \"\n")
 	if o := inWorkspace(dir, "checkpoint", "create", "--validate"); o.code != ExitInvalid || !strings.Contains(o.stderr, "validate.command is blank") {
 		t.Fatalf("blank command: %v", o)
 	}
@@ -379,7 +379,7 @@ func TestRetentionAfterARunNamesTheUndosItTakes(t *testing.T) {
 	mustPlan(t, dir, "--yes", "rollback", "--to-checkpoint", base)
 	writeFile(t, dir, "f.txt", "2\n")
 	mustPlan(t, dir, "--yes", "rollback", "--to-checkpoint", base)
-	writeFile(t, dir, ".plan/config.yaml", "retention:\n  keep: 1\n")
+	configure(t, dir, "retention:\n  keep: 1\n")
 	writeFile(t, dir, "p.yaml", "name: p\ndecisions:\n  - id: x\n    run: echo x > x.txt\n")
 	o := mustPlan(t, dir, "run", "p.yaml")
 	if !strings.Contains(o.stderr, "the retention policy deleted the safety checkpoints of 1 operations plan undo could still take back (rollback ") {

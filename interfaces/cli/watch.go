@@ -112,7 +112,8 @@ func watchArgs(opts bootstrap.WatchOptions) []string {
 }
 
 // spawnWatch starts `plan watch` with args for workspace l as a process of its own session, its
-// output appended to .plan/logs/watch.log, and returns it without waiting.
+// output appended to watch.log in the workspace's logs (beside its history), and returns it
+// without waiting.
 func spawnWatch(l bootstrap.Layout, args []string) (*exec.Cmd, string, error) {
 	exe, err := os.Executable()
 	if err != nil {

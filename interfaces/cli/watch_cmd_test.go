@@ -152,7 +152,7 @@ func TestWatchDaemon(t *testing.T) {
 	var log []byte
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if log, err = os.ReadFile(filepath.Join(dir, ".plan", "logs", "watch.log")); err == nil && strings.Contains(string(log), "plan watch: stopped") {
+		if log, err = os.ReadFile(filepath.Join(stateOf(t, dir).Logs(), "watch.log")); err == nil && strings.Contains(string(log), "plan watch: stopped") {
 			break
 		}
 	}

@@ -19,6 +19,25 @@ import (
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
+// TestMain runs the tests with a data directory of the run's own (PLAN_DATA_DIR), made in the one
+// PLAN_DATA_DIR names, or in the temporary directory when it names none: the workspaces they make
+// never send their history into the user's data directory (~/.local/share/plan), and never meet
+// those of interfaces/cli, whose tests run at the same time (see its withOwnDataDir).
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp(os.Getenv("PLAN_DATA_DIR"), "plan-mcp-test-data-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Setenv("PLAN_DATA_DIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // outcome is one in-process run of the CLI.
 type outcome struct {
 	args           []string
