@@ -117,6 +117,13 @@ func TestALostStateDirIsReattached(t *testing.T) {
 	if _, err := bootstrap.Inspect(root, o.getenv); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), first.WorkspaceID) {
 		t.Fatalf("doctor in a directory that lost its .plan/: %v", err)
 	}
+	mkdir(t, filepath.Join(root, ".plan"))
+	if _, err := bootstrap.Resolve(bootstrap.Config{Root: root, Getenv: o.getenv}); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "no longer names it") {
+		t.Fatalf("a command where .plan/ lost its configuration: %v", err)
+	}
+	if err := os.Remove(filepath.Join(root, ".plan")); err != nil {
+		t.Fatal(err)
+	}
 	sub := mkdir(t, filepath.Join(root, "a", "b"))
 	if got, ok := bootstrap.Former(sub, o.getenv); !ok || got != root {
 		t.Fatalf("Former(%s) = %q, %v", sub, got, ok)

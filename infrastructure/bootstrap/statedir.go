@@ -321,6 +321,10 @@ func (s *Setup) dataInside() (bool, error) {
 // formerError is what a command says in root, a directory that lost its .plan/ while the data
 // directory keeps its history as workspace e.
 func formerError(root string, e registry.Entry) error {
-	return fault.NotFound("%s was the plan workspace %s, and its .plan/ is gone; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
-		root, e.WorkspaceID, e.State)
+	lost := "its .plan/ is gone"
+	if _, err := os.Lstat(filepath.Join(root, workspaceStateDir)); err == nil {
+		lost = "its .plan/config.yaml no longer names it"
+	}
+	return fault.NotFound("%s was the plan workspace %s, and %s; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
+		root, e.WorkspaceID, lost, e.State)
 }
