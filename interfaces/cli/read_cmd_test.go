@@ -159,7 +159,8 @@ func TestRestoreRefusesWhatItMustNotWrite(t *testing.T) {
 	}{
 		{[]string{"restore", id, "--target", full}, ExitConflict, "is not empty"},
 		{[]string{"restore", id, "--target", file}, ExitInvalid, "is not a directory"},
-		{[]string{"restore", id, "--target", filepath.Join(dir, ".plan", "x")}, ExitInvalid, ".plan directory"},
+		{[]string{"restore", id, "--target", filepath.Join(dir, ".plan", "x")}, ExitInvalid, "state directory"},
+		{[]string{"restore", id, "--target", filepath.Join(stateOf(t, dir).Home(), "x")}, ExitInvalid, "state directory " + stateOf(t, dir).Home()},
 		{[]string{"restore", id, "--target", filepath.Join(t.TempDir(), "x"), "--", "missing"}, ExitNotFound, "has no missing"},
 		{[]string{"restore", id, "--target", filepath.Join(t.TempDir(), "x"), "--", "/etc"}, ExitInvalid, "outside the workspace"},
 		{[]string{"restore", id}, ExitUsage, "missing --target DIR"},

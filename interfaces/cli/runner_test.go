@@ -447,7 +447,7 @@ func TestInWorkspaceHistoryIsInPlanDir(t *testing.T) {
 	if l := stateOf(t, dir); l.Outside() || l.Home() != state {
 		t.Errorf("the history of a --store workspace workspace is in %s", l.Home())
 	}
-	for _, p := range []string{"plan.db", "objects/packs", "archive", "logs/d.1.log"} {
+	for _, p := range []string{"plan.db", "objects/packs", "archive", "logs/plans/adhoc/d.1.log"} {
 		if _, err := os.Stat(filepath.Join(state, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
