@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// plan workspaces retire ID without --store deletes a gone workspace's history only when asked
+// to (a prompt, or --yes), never one still in its directory.
+func TestRetireALocalWorkspace(t *testing.T) {
+	env := map[string]string{"PLAN_DATA_DIR": filepath.Join(t.TempDir(), "data")}
+	run := func(stdin string, args ...string) outcome {
+		return invoke(Runner{Getenv: func(k string) string { return env[k] }, Stdin: strings.NewReader(stdin), Interactive: stdin != ""}, args...)
+	}
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("", "-C", dir, "--json", "init"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	writeFile(t, dir, "a.txt", "alpha\n")
+	if o := run("", "-C", dir, "checkpoint", "create"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	l := stateOf(t, dir)
+	id := filepath.Base(l.Home())
+	if o := run("", "--yes", "workspaces", "retire", id); o.code != ExitConflict || !strings.Contains(o.stderr, "in use") {
+		t.Fatalf("retire of a workspace in its directory: %v", o)
+	}
+	if o := run("", "-C", dir, "stats"); o.code != ExitOK || !strings.Contains(o.stdout, "1 workspaces") {
+		t.Fatalf("stats: %v", o)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("", "workspaces", "retire", id); o.code != ExitUsage {
+		t.Fatalf("retire without --yes and without a terminal: %v", o)
+	}
+	if o := run("n\n", "workspaces", "retire", id); o.code == ExitOK {
+		t.Fatalf("retire answered no: %v", o)
+	}
+	if _, err := os.Stat(l.Home()); err != nil {
+		t.Fatalf("a refused retire deleted the history: %v", err)
+	}
+	o := run("", "--json", "--yes", "workspaces", "retire", id)
+	var v struct {
+		WorkspaceID string `json:"workspace_id"`
+		Checkpoints *int   `json:"checkpoints"`
+		Bytes       int64  `json:"bytes"`
+	}
+	if o.code != ExitOK || json.Unmarshal([]byte(o.stdout), &v) != nil || v.WorkspaceID != id || v.Checkpoints == nil || *v.Checkpoints != 1 || v.Bytes == 0 {
+		t.Fatalf("retire --yes: %v", o)
+	}
+	if _, err := os.Stat(l.Home()); !os.IsNotExist(err) {
+		t.Fatalf("the retired workspace's history is still there: %v", err)
+	}
+	if o := run("", "workspaces", "retire", id); o.code != ExitNotFound {
+		t.Fatalf("retire again: %v", o)
+	}
+	if o := run("", "workspaces", "retire", id, "--db", "sqlite:///x.db"); o.code != ExitUsage {
+		t.Fatalf("retire with --db alone: %v", o)
+	}
+	if o := run("", "workspaces"); o.code != ExitOK || !strings.Contains(o.stdout, "keeps no workspace") {
+		t.Fatalf("workspaces of an empty data directory: %v", o)
+	}
+}
+
+// A hook in a directory that lost its .plan/ re-attaches the workspace and records the call; a
+// command whose own work deletes .plan/ makes it again and says so.
+func TestHooksAndCommandsKeepTheWorkspaceAttached(t *testing.T) {
+	env := map[string]string{"PLAN_DATA_DIR": filepath.Join(t.TempDir(), "data"), "PLAN_WATCH": "0"}
+	getenv := func(k string) string { return env[k] }
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if o := invoke(Runner{Getenv: getenv}, "-C", dir, "init"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	writeFile(t, dir, "a.txt", "alpha\n")
+	if err := os.RemoveAll(filepath.Join(dir, ".plan")); err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"session_id":"S","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"ls"}}`
+	o := invoke(Runner{Getenv: getenv, Stdin: strings.NewReader(payload)}, "hook", "claude", "PreToolUse")
+	if o.code != ExitOK || !strings.Contains(o.stderr, "re-attached") {
+		t.Fatalf("a hook in a directory that lost its .plan/: %v", o)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".plan", "config.yaml")); err != nil {
+		t.Fatalf("the hook did not re-attach the workspace: %v", err)
+	}
+	o = invoke(Runner{Getenv: getenv, Dir: dir}, "exec", "--id", "wipe", "--", "rm", "-rf", ".plan")
+	if o.code != ExitOK || !strings.Contains(o.stderr, "made again") {
+		t.Fatalf("a decision that deletes .plan/: %v", o)
+	}
+	if o := invoke(Runner{Getenv: getenv}, "-C", dir, "sessions"); o.code != ExitOK || !strings.Contains(o.stdout, "t1") {
+		t.Fatalf("sessions after the re-attach: %v", o)
+	}
+}
