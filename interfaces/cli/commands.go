@@ -65,15 +65,15 @@ func (h *handler) initCmd(c *ucli.Context) error {
 			Store: s.File.Store, DB: s.File.DB}
 		return h.emit(v, func(w io.Writer) {
 			if created {
-				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", l.Root, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", quote(l.Root), v.WorkspaceID)
 			} else {
-				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", l.Root, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", quote(l.Root), quote(v.WorkspaceID))
 			}
 			if v.Store != "" {
-				_, _ = fmt.Fprintf(w, "store: %s\n", v.Store)
+				_, _ = fmt.Fprintf(w, "store: %s\n", quote(v.Store))
 			}
 			if v.DB != "" {
-				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
+				_, _ = fmt.Fprintf(w, "database: %s\n", quote(v.DB))
 			}
 			if created && bootstrap.DSNHasPassword(c.String("db")) {
 				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD, PGPASSFILE or ~/.pgpass")
