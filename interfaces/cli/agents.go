@@ -149,7 +149,7 @@ func (h *handler) act(ctx context.Context, app *bootstrap.App, ev agenthooks.Eve
 		}
 		if res.LogFailed != nil {
 			// The call is recorded; only its entry in `plan history` is missing.
-			_, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: operation log: %v\n", res.LogFailed)
+			h.warn("operation log: " + res.LogFailed.Error())
 		}
 	case agenthooks.Prompt:
 		if _, err := svc.Prompt(ctx, sess, ev.Prompt); err != nil {
@@ -191,7 +191,7 @@ func (h *handler) hookFailure(root string, ev agenthooks.Event, err error) agent
 // reply writes r and ends the command with its exit code.
 func (h *handler) reply(r agenthooks.Reply) error {
 	_, _ = io.WriteString(h.r.Stdout, r.Stdout)
-	_, _ = io.WriteString(h.r.Stderr, r.Stderr)
+	_, _ = io.WriteString(h.r.Stderr, scrub(r.Stderr))
 	if r.Code != 0 {
 		return &silentExit{code: r.Code}
 	}
@@ -306,9 +306,9 @@ func writeSessions(w io.Writer, v view.Sessions) {
 		if i > 0 {
 			_, _ = fmt.Fprintln(w)
 		}
-		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", s.Plan, s.Agent, s.Session, s.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", quote(s.Plan), quote(s.Agent), quote(s.Session), s.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 		for _, t := range s.Turns {
-			prompt := t.Prompt
+			prompt := quote(t.Prompt)
 			if prompt == "" {
 				prompt = "(no prompt recorded)"
 			}
@@ -320,7 +320,7 @@ func writeSessions(w io.Writer, v view.Sessions) {
 			for _, tc := range t.ToolCalls {
 				files := make([]string, 0, len(tc.Files))
 				for _, f := range tc.Files {
-					files = append(files, f.Path)
+					files = append(files, quote(f.Path))
 				}
 				changed := "no file changed"
 				switch {
@@ -329,7 +329,7 @@ func writeSessions(w io.Writer, v view.Sessions) {
 				case len(files) > 0:
 					changed = strings.Join(files, ", ")
 				}
-				_, _ = fmt.Fprintf(w, "    %s  %-10s %s  %s  [%s]\n      %s\n", tc.StartedAt.Local().Format("15:04:05"), tc.Status, tc.ID, tc.Summary, tc.Tool, changed)
+				_, _ = fmt.Fprintf(w, "    %s  %-10s %s  %s  [%s]\n      %s\n", tc.StartedAt.Local().Format("15:04:05"), tc.Status, quote(tc.ID), quote(tc.Summary), quote(tc.Tool), changed)
 			}
 		}
 	}
@@ -396,26 +396,26 @@ func (h *handler) rewind(c *ucli.Context) error {
 		if n > 0 {
 			v.Turn, what = &n, fmt.Sprintf("turn %d", n)
 		} else {
-			v.ToolCall, what = &id, "tool call "+id
+			v.ToolCall, what = &id, "tool call "+quote(id)
 		}
 		for _, k := range res.Kept {
 			h.warn(fmt.Sprintf("left %q as it is: it holds data outside every snapshot (ignored)", k))
 		}
 		return h.emit(v, func(w io.Writer) {
 			if dry {
-				_, _ = fmt.Fprintf(w, "Rewinding %s to before %s:\n", sv.Plan, what)
+				_, _ = fmt.Fprintf(w, "Rewinding %s to before %s:\n", quote(sv.Plan), what)
 				_, _ = io.WriteString(w, rollbackSummary(res))
 				return
 			}
 			switch mode {
 			case application.RestoreState:
-				_, _ = fmt.Fprintf(w, "Rewound the decision states of %s to before %s (checkpoint %s); the files were left as they are.\n", sv.Plan, what, res.Target.ID())
+				_, _ = fmt.Fprintf(w, "Rewound the decision states of %s to before %s (checkpoint %s); the files were left as they are.\n", quote(sv.Plan), what, res.Target.ID())
 			default:
 				_, _ = fmt.Fprintf(w, "Rewound %s to before %s (checkpoint %s): %d added, %d modified, %d deleted.\n",
-					sv.Plan, what, res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
+					quote(sv.Plan), what, res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
 			}
 			if len(res.RevertedDecisions) > 0 {
-				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(res.RevertedDecisions, ", "))
+				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(quoteEach(res.RevertedDecisions), ", "))
 			}
 			if res.Backup != nil {
 				_, _ = fmt.Fprintln(w, "Undo with: plan undo")

@@ -132,12 +132,12 @@ func (h *handler) agentInstall(c *ucli.Context) error {
 	v.Changed, v.Created = res.Changed, res.Created
 	return h.emit(v, func(w io.Writer) {
 		if v.Initialised {
-			_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s\n", v.Workspace)
+			_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s\n", quote(v.Workspace))
 		}
 		if res.Changed {
-			_, _ = fmt.Fprintf(w, "Installed plan's hooks for %s in %s\n", a.Title, path)
+			_, _ = fmt.Fprintf(w, "Installed plan's hooks for %s in %s\n", a.Title, quote(path))
 		} else {
-			_, _ = fmt.Fprintf(w, "plan's hooks for %s are already installed in %s\n", a.Title, path)
+			_, _ = fmt.Fprintf(w, "plan's hooks for %s are already installed in %s\n", a.Title, quote(path))
 		}
 		if a.Note != "" {
 			_, _ = fmt.Fprintf(w, "note: %s\n", a.Note)
@@ -157,9 +157,9 @@ func (h *handler) agentUninstall(c *ucli.Context) error {
 	v := agentView{Agent: a.Name, Scope: scope, Path: path, Changed: res.Changed}
 	return h.emit(v, func(w io.Writer) {
 		if res.Changed {
-			_, _ = fmt.Fprintf(w, "Removed plan's hooks for %s from %s\n", a.Title, path)
+			_, _ = fmt.Fprintf(w, "Removed plan's hooks for %s from %s\n", a.Title, quote(path))
 		} else {
-			_, _ = fmt.Fprintf(w, "%s has no plan hooks to remove\n", path)
+			_, _ = fmt.Fprintf(w, "%s has no plan hooks to remove\n", quote(path))
 		}
 	})
 }
@@ -181,7 +181,7 @@ func (h *handler) agentStatus(c *ucli.Context) error {
 	}
 	return h.emit(v, func(w io.Writer) {
 		for _, st := range v.Agents {
-			line := fmt.Sprintf("%-7s %-8s %-10s %s", st.Agent, st.Scope, st.State, st.Path)
+			line := fmt.Sprintf("%-7s %-8s %-10s %s", st.Agent, st.Scope, st.State, quote(st.Path))
 			switch {
 			case st.Error != "":
 				line += " (" + st.Error + ")"

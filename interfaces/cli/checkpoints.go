@@ -137,7 +137,7 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
-				note := cp.Note()
+				note := quote(cp.Note())
 				if tags := labelText(cp); tags != "" {
 					note = strings.TrimSpace(note + " " + tags)
 				}
@@ -183,9 +183,9 @@ func (h *handler) checkpointShow(c *ucli.Context) error {
 					case e.SHA256 != nil:
 						detail = (*e.SHA256)[:16]
 					case e.Target != nil:
-						detail = "-> " + *e.Target
+						detail = "-> " + quote(*e.Target)
 					}
-					_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.Mode, e.Kind, e.Size, detail, e.Path)
+					_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.Mode, e.Kind, e.Size, detail, quote(e.Path))
 				}
 				_ = tw.Flush()
 			}
@@ -198,12 +198,12 @@ func printCheckpoint(w io.Writer, v view.Checkpoint) {
 		if s == nil {
 			return none
 		}
-		return *s
+		return quote(*s)
 	}
 	_, _ = fmt.Fprintf(w, "checkpoint %s (%s)\n", v.ID, v.ShortID)
 	_, _ = fmt.Fprintf(w, "type:        %s\ncreated:     %s\n", v.Type, v.CreatedAt)
 	if v.Note != "" {
-		_, _ = fmt.Fprintf(w, "note:        %s\n", v.Note)
+		_, _ = fmt.Fprintf(w, "note:        %s\n", quote(v.Note))
 	}
 	_, _ = fmt.Fprintf(w, "decision:    %s\nparent:      %s\ngit commit:  %s\n",
 		or(v.DecisionID, "-"), or(v.ParentID, "-"), or(v.GitCommit, "-"))
@@ -302,7 +302,7 @@ func labelText(cp *checkpoint.Checkpoint) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		parts = append(parts, k+"="+labels[k])
+		parts = append(parts, quote(k)+"="+quote(labels[k]))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -135,7 +135,7 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 		b, _ := json.Marshal(v)
 		_, _ = fmt.Fprintln(r.Stderr, string(b))
 	} else {
-		_, _ = fmt.Fprintf(r.Stderr, "plan: %v\n", err)
+		_, _ = fmt.Fprintf(r.Stderr, "plan: %s\n", scrub(err.Error()))
 	}
 	return code
 }
@@ -487,7 +487,7 @@ func (h *handler) reportRecovery(res application.RecoverResult) {
 			len(res.Unrecorded), res.Recorded)
 	}
 	_, _ = fmt.Fprintf(h.r.Stderr, "plan: recovered an interrupted %s (%s): %s\n",
-		res.Operation.Kind, res.Operation.ID, res.Outcome)
+		res.Operation.Kind, res.Operation.ID, scrub(res.Outcome))
 }
 
 // with opens the workspace, recovers, runs fn and closes the application.
@@ -545,7 +545,9 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 	return w.Flush()
 }
 
-func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", msg) }
+// warn prints a warning on stderr; a message echoes what the user or an agent gave, so it is
+// scrubbed of what a terminal would act on.
+func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", scrub(msg)) }
 
 func (h *handler) progress() application.Progress {
 	if !h.r.ProgressTerminal || h.json || h.quiet {

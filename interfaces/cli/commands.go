@@ -69,22 +69,22 @@ func (h *handler) initCmd(c *ucli.Context) error {
 		return h.emit(v, func(w io.Writer) {
 			switch {
 			case s.Reattached:
-				_, _ = fmt.Fprintf(w, "Re-attached %s to its history (workspace %s)\n", l.Root, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "Re-attached %s to its history (workspace %s)\n", quote(l.Root), quote(v.WorkspaceID))
 			case created:
-				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", l.Root, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "Initialised plan workspace in %s (workspace %s)\n", quote(l.Root), quote(v.WorkspaceID))
 			default:
-				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", l.Root, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "plan workspace %s (%s) is already initialised\n", quote(l.Root), quote(v.WorkspaceID))
 			}
 			if v.Outside {
-				_, _ = fmt.Fprintf(w, "history: %s (outside the workspace)\n", v.HistoryDir)
+				_, _ = fmt.Fprintf(w, "history: %s (outside the workspace)\n", quote(v.HistoryDir))
 			} else {
-				_, _ = fmt.Fprintf(w, "history: %s (inside the workspace: `git clean -fdx` or `rm -rf .plan` destroys it; `plan store move-out` moves it out)\n", v.HistoryDir)
+				_, _ = fmt.Fprintf(w, "history: %s (inside the workspace: `git clean -fdx` or `rm -rf .plan` destroys it; `plan store move-out` moves it out)\n", quote(v.HistoryDir))
 			}
 			if v.Store != "" {
-				_, _ = fmt.Fprintf(w, "store: %s\n", v.Store)
+				_, _ = fmt.Fprintf(w, "store: %s\n", quote(v.Store))
 			}
 			if v.DB != "" {
-				_, _ = fmt.Fprintf(w, "database: %s\n", v.DB)
+				_, _ = fmt.Fprintf(w, "database: %s\n", quote(v.DB))
 			}
 			if created && bootstrap.DSNHasPassword(c.String("db")) {
 				_, _ = fmt.Fprintln(w, "note: the database password was not recorded; later commands read it from PGPASSWORD, PGPASSFILE or ~/.pgpass")

@@ -187,14 +187,14 @@ func correctionSummary(req application.CorrectRequest, res application.CorrectRe
 	ids := make([]string, len(res.Scope))
 	files := 0
 	for i, it := range res.Scope {
-		ids[i] = fmt.Sprintf("%s (attempt %d)", it.DecisionID, it.Attempt)
+		ids[i] = fmt.Sprintf("%s (attempt %d)", quote(it.DecisionID), it.Attempt)
 		files += len(it.Artifacts)
 	}
-	_, _ = fmt.Fprintf(&b, "Correcting %s would revert %s,\n", req.DecisionID, strings.Join(ids, ", "))
+	_, _ = fmt.Fprintf(&b, "Correcting %s would revert %s,\n", quote(req.DecisionID), strings.Join(ids, ", "))
 	_, _ = fmt.Fprintf(&b, "archive their %d artifacts:\n", files)
 	for _, it := range res.Scope {
 		for _, a := range it.Artifacts {
-			_, _ = fmt.Fprintf(&b, "  %s %s/%s\n", a.Change.Letter(), it.DecisionID, a.Path)
+			_, _ = fmt.Fprintf(&b, "  %s %s\n", a.Change.Letter(), quote(it.DecisionID+"/"+a.Path))
 		}
 	}
 	_, _ = io.WriteString(&b, rollbackSummary(res.Rollback))
@@ -202,9 +202,9 @@ func correctionSummary(req application.CorrectRequest, res application.CorrectRe
 	case req.NoReexecute:
 		b.WriteString("and not re-execute anything (--no-reexecute).\n")
 	case req.Run != "":
-		_, _ = fmt.Fprintf(&b, "then re-execute from %s with the command: %s\n", req.DecisionID, req.Run)
+		_, _ = fmt.Fprintf(&b, "then re-execute from %s with the command: %s\n", quote(req.DecisionID), quote(req.Run))
 	default:
-		_, _ = fmt.Fprintf(&b, "then re-execute from %s.\n", req.DecisionID)
+		_, _ = fmt.Fprintf(&b, "then re-execute from %s.\n", quote(req.DecisionID))
 	}
 	return b.String()
 }
@@ -214,11 +214,11 @@ func printCorrection(w io.Writer, v correctionView) {
 		if s == nil {
 			return "-"
 		}
-		return *s
+		return quote(*s)
 	}
-	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), v.DecisionID, v.Status)
+	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), quote(v.DecisionID), v.Status)
 	if v.Kind == string(correction.Surgical) {
-		_, _ = fmt.Fprintf(w, "kind:                surgical (%s alone; later decisions kept)\n", v.DecisionID)
+		_, _ = fmt.Fprintf(w, "kind:                surgical (%s alone; later decisions kept)\n", quote(v.DecisionID))
 	}
 	if v.NeedsAttention {
 		open := 0
@@ -232,22 +232,22 @@ func printCorrection(w io.Writer, v correctionView) {
 			if c.ResolvedAt != nil {
 				continue
 			}
-			line := fmt.Sprintf("  %s: %s", c.Path, c.Why)
+			line := fmt.Sprintf("  %s: %s", quote(c.Path), quote(c.Why))
 			if c.Written != nil {
-				line += " (wrote " + *c.Written + ")"
+				line += " (wrote " + quote(*c.Written) + ")"
 			}
 			_, _ = fmt.Fprintln(w, line)
 		}
 	}
-	_, _ = fmt.Fprintf(w, "reason:              %s\n", v.Reason)
+	_, _ = fmt.Fprintf(w, "reason:              %s\n", quote(v.Reason))
 	if v.Command != nil {
-		_, _ = fmt.Fprintf(w, "corrected command:   %s\n", *v.Command)
+		_, _ = fmt.Fprintf(w, "corrected command:   %s\n", quote(*v.Command))
 	}
-	_, _ = fmt.Fprintf(w, "reverted:            %s\n", strings.Join(v.RevertedDecisions, ", "))
-	_, _ = fmt.Fprintf(w, "re-executed:         %s\n", strings.Join(v.ReexecutedDecisions, ", "))
+	_, _ = fmt.Fprintf(w, "reverted:            %s\n", strings.Join(quoteEach(v.RevertedDecisions), ", "))
+	_, _ = fmt.Fprintf(w, "re-executed:         %s\n", strings.Join(quoteEach(v.ReexecutedDecisions), ", "))
 	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the correction)\n", or(v.SafetyCheckpointID))
 	if v.Kind == string(correction.Surgical) {
-		_, _ = fmt.Fprintf(w, "reverted against:    %s (%s's pre_decision checkpoint)\n", or(v.RollbackCheckpointID), v.DecisionID)
+		_, _ = fmt.Fprintf(w, "reverted against:    %s (%s's pre_decision checkpoint)\n", or(v.RollbackCheckpointID), quote(v.DecisionID))
 	} else {
 		_, _ = fmt.Fprintf(w, "rolled back to:      %s\n", or(v.RollbackCheckpointID))
 	}
@@ -278,8 +278,8 @@ func (h *handler) correctionList(c *ucli.Context) error {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
 			for _, x := range cs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), x.Params().DecisionID, x.ShownStatus(),
-					localTime(x.Params().CreatedAt), x.Params().Reason)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), quote(x.Params().DecisionID), x.ShownStatus(),
+					localTime(x.Params().CreatedAt), quote(x.Params().Reason))
 			}
 			_ = tw.Flush()
 		})
@@ -304,7 +304,7 @@ func (h *handler) correctionShow(c *ucli.Context) error {
 			printCorrection(w, v)
 			for _, it := range v.Scope {
 				for _, a := range it.Artifacts {
-					_, _ = fmt.Fprintf(w, "  %s %s/%s (%d bytes)\n", tree.ChangeType(a.Change).Letter(), it.DecisionID, a.Path, a.Size)
+					_, _ = fmt.Fprintf(w, "  %s %s (%d bytes)\n", tree.ChangeType(a.Change).Letter(), quote(it.DecisionID+"/"+a.Path), a.Size)
 				}
 			}
 		})
@@ -341,7 +341,7 @@ func (h *handler) correctionPrune(c *ucli.Context) error {
 			}
 			for _, id := range res.Kept {
 				if why := res.Reasons[id]; why != "" {
-					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, why)
+					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(why))
 				}
 			}
 		})

@@ -102,13 +102,13 @@ func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.Diff
 	switch {
 	case nameOnly:
 		for _, ch := range changes {
-			_, _ = fmt.Fprintln(w, ch.Path)
+			_, _ = fmt.Fprintln(w, quote(ch.Path))
 		}
 	case stat != nil:
 		writeStat(w, p, changes, stat)
 	default:
 		for _, ch := range changes {
-			_, _ = fmt.Fprintf(w, "%s %s\n", p.letter(tree.ChangeType(ch.Change)), ch.Path)
+			_, _ = fmt.Fprintf(w, "%s %s\n", p.letter(tree.ChangeType(ch.Change)), quote(ch.Path))
 		}
 	}
 	for _, ch := range changes {
@@ -121,18 +121,18 @@ func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.Diff
 func writeStat(w io.Writer, p palette, changes []view.Change, s *view.DiffStat) {
 	width := 0
 	for _, ch := range changes {
-		width = max(width, len(ch.Path))
+		width = max(width, len(quote(ch.Path)))
 	}
 	for _, ch := range changes {
 		n := *ch.Insertions + *ch.Deletions
 		bar := p.paint(sgrGreen, strings.Repeat("+", min(*ch.Insertions, 40))) + p.paint(sgrRed, strings.Repeat("-", min(*ch.Deletions, 40)))
 		switch {
 		case ch.Binary:
-			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, ch.Path, ch.Change)
+			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, quote(ch.Path), ch.Change)
 		case ch.Kind == "dir":
-			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, ch.Path, ch.Change)
+			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, quote(ch.Path), ch.Change)
 		default:
-			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, ch.Path, n, bar)
+			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, quote(ch.Path), n, bar)
 		}
 	}
 	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "path", "paths"),
@@ -161,7 +161,9 @@ type filePatch struct {
 func patch(svc *application.CheckpointService, ch tree.Change, live bool) (filePatch, error) {
 	var b strings.Builder
 	from, to := ch.From, ch.To
-	_, _ = fmt.Fprintf(&b, "diff --git a/%s b/%s\n", ch.Path, ch.Path)
+	// Names are quoted as git quotes them (the whole "a/name"), so a name cannot act on a terminal.
+	oldName, newName := quote("a/"+ch.Path), quote("b/"+ch.Path)
+	_, _ = fmt.Fprintf(&b, "diff --git %s %s\n", oldName, newName)
 	switch {
 	case from == nil:
 		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", kindWord(to.Kind), gitMode(*to))
@@ -180,7 +182,6 @@ func patch(svc *application.CheckpointService, ch tree.Change, live bool) (fileP
 	if err != nil {
 		return filePatch{}, err
 	}
-	oldName, newName := "a/"+ch.Path, "b/"+ch.Path
 	if !old.present {
 		oldName = "/dev/null"
 	}
@@ -191,7 +192,7 @@ func patch(svc *application.CheckpointService, ch tree.Change, live bool) (fileP
 	switch {
 	case !old.present && !cur.present: // directories: the header says it all
 	case !old.text || !cur.text:
-		_, _ = fmt.Fprintf(&b, "Binary or large file %s differs\n", ch.Path)
+		_, _ = fmt.Fprintf(&b, "Binary or large file %s differs\n", quote(ch.Path))
 		p.binary = true
 	default:
 		u := udiff.Unified(oldName, newName, old.content, cur.content)

@@ -20,5 +20,7 @@
 //   - a command the log keeps MUST run its services under one application.Recording (startOp puts
 //     it in the context) and write it once when it ends (recordOp), so the services, which log
 //     themselves for a host, never log a CLI command twice; every other command runs them
-//     Unrecorded.
+//     Unrecorded;
+//   - text output shows a string plan did not write through quote, a message through scrub
+//     (quote.go): no control character from a name, command or prompt reaches the terminal.
 package cli

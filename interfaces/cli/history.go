@@ -124,7 +124,7 @@ func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, sho
 	kindW, outW := len("KIND"), len("OUTCOME")
 	outcomes := make([]string, len(ops))
 	for i, op := range ops {
-		outcomes[i] = op.Outcome
+		outcomes[i] = quote(op.Outcome)
 		if op.UndoneBy != "" {
 			outcomes[i] += " (undone)"
 		}
@@ -147,7 +147,7 @@ func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, sho
 			tail = "  @ " + strings.Join(names, " ")
 		}
 		const indent = "    "
-		cmd := shellJoin(op.Args)
+		cmd := quote(shellJoin(op.Args))
 		if room := historyWidth - len(indent) - utf8.RuneCountInString(tail); utf8.RuneCountInString(cmd) > room {
 			cmd = string([]rune(cmd)[:max(room-1, 0)]) + "…"
 		}

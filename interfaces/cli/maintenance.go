@@ -145,7 +145,7 @@ func (h *handler) prune(c *ucli.Context) error {
 			}
 			sort.Strings(ids)
 			for _, id := range ids {
-				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, v.Reasons[id])
+				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(v.Reasons[id]))
 			}
 			if req.DryRun {
 				for _, id := range v.Deleted {
@@ -277,12 +277,12 @@ func (h *handler) verify(c *ucli.Context) error {
 			if heal != nil {
 				_, _ = fmt.Fprintf(w, "Healed %d damaged or missing object(s) from intact copies; %d have none.\n", len(heal.Healed), len(heal.Unhealed))
 				for _, x := range v.Unhealed {
-					_, _ = fmt.Fprintf(w, "  no intact copy of %s\n", x)
+					_, _ = fmt.Fprintf(w, "  no intact copy of %s\n", quote(x))
 				}
 			}
 			_, _ = fmt.Fprintf(w, "Checked %d checkpoints, %d objects", r.CheckedCheckpoints, r.CheckedObjects)
 			if v.ReadData {
-				_, _ = fmt.Fprintf(w, " (content re-hashed, read from %s", v.ReadFrom)
+				_, _ = fmt.Fprintf(w, " (content re-hashed, read from %s", quote(v.ReadFrom))
 				if app.StoreChecksLocalCopies() {
 					_, _ = fmt.Fprint(w, ", not the local cache")
 				}
@@ -297,7 +297,7 @@ func (h *handler) verify(c *ucli.Context) error {
 				if p.CheckpointID != nil {
 					where = *p.CheckpointID
 				}
-				_, _ = fmt.Fprintf(w, "  %s %s: %s\n", where, p.Path, p.Problem)
+				_, _ = fmt.Fprintf(w, "  %s %s: %s\n", where, quote(p.Path), scrub(p.Problem))
 			}
 		}); err != nil {
 			return err
@@ -360,7 +360,7 @@ func (h *handler) stats(c *ucli.Context) error {
 				_, _ = fmt.Fprintf(tw, "budget\t%s of %s (%.0f%%)\n", humanBytes(b.UsedBytes), humanBytes(b.MaxBytes), b.Percent)
 			}
 			if v.Store != "" {
-				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", v.Store)
+				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", quote(v.Store))
 			}
 			_, _ = fmt.Fprintf(tw, "history\t%s\n", v.HistoryDir)
 			if d := v.DataDir; d != nil {
@@ -409,11 +409,11 @@ func (h *handler) doctor(c *ucli.Context) error {
 			}
 			_, _ = fmt.Fprintf(w, "%s %s", mark, f.Check)
 			if f.Problem != "" {
-				_, _ = fmt.Fprintf(w, ": %s", f.Problem)
+				_, _ = fmt.Fprintf(w, ": %s", scrub(f.Problem))
 			}
 			_, _ = fmt.Fprintln(w)
 			if f.Repair != "" {
-				_, _ = fmt.Fprintf(w, "     → %s\n", f.Repair)
+				_, _ = fmt.Fprintf(w, "     → %s\n", scrub(f.Repair))
 			}
 		}
 	}); err != nil {
@@ -441,13 +441,13 @@ func (h *handler) rebuild(ctx context.Context, t *bootstrap.Setup) error {
 	}
 	return h.emit(newRebuildView(res), func(w io.Writer) {
 		if !res.Rebuilt {
-			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", t.DatabaseShown())
+			_, _ = fmt.Fprintf(w, "The database %s is healthy and up to date with the store; nothing to rebuild.\n", quote(t.DatabaseShown()))
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Rebuilt %s (it was %s) from %d records: %d checkpoints, %d plans, %d decisions, %d corrections.\n",
-			t.DatabaseShown(), res.Why, res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
+			quote(t.DatabaseShown()), scrub(res.Why), res.Records, res.Checkpoints, res.Plans, res.Decisions, res.Corrections)
 		if res.KeptAside != "" {
-			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", res.KeptAside)
+			_, _ = fmt.Fprintf(w, "The old file is kept as %s.\n", quote(res.KeptAside))
 		}
 		if res.Pending > 0 {
 			_, _ = fmt.Fprintf(w, "%d records of operations a crash cut short were left out (they never completed).\n", res.Pending)

@@ -72,7 +72,7 @@ func (h *handler) conflicts(c *ucli.Context) error {
 				if x.Written != nil {
 					written = *x.Written
 				}
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.Path, written, x.DecisionID, x.CorrectionID, x.Why)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", quote(x.Path), written, quote(x.DecisionID), x.CorrectionID, quote(x.Why))
 			}
 			_ = tw.Flush()
 			_, _ = fmt.Fprintln(w, "Edit each to what you want, then: plan resolve PATH…")
@@ -100,7 +100,7 @@ func (h *handler) resolve(c *ucli.Context) error {
 		v := newOpenConflictViews(done)
 		return h.emit(v, func(w io.Writer) {
 			for _, x := range v {
-				_, _ = fmt.Fprintf(w, "Resolved %s (correction %s of %s).\n", x.Path, x.CorrectionID, x.DecisionID)
+				_, _ = fmt.Fprintf(w, "Resolved %s (correction %s of %s).\n", quote(x.Path), x.CorrectionID, quote(x.DecisionID))
 			}
 		})
 	})
@@ -159,7 +159,7 @@ func (h *handler) validate(c *ucli.Context) error {
 			}
 			_, _ = fmt.Fprintln(w, "The workspace is not worth checkpointing yet:")
 			for _, p := range view.Problems {
-				_, _ = fmt.Fprintf(w, "  %s\n", p)
+				_, _ = fmt.Fprintf(w, "  %s\n", scrub(p))
 			}
 		}); err != nil {
 			return err
@@ -200,18 +200,18 @@ func printPending(w io.Writer, ws view.WorkspaceState) {
 	if n := len(ws.Conflicts); n > 0 {
 		paths := make([]string, 0, n)
 		for _, c := range ws.Conflicts {
-			paths = append(paths, c.Path)
+			paths = append(paths, quote(c.Path))
 		}
 		_, _ = fmt.Fprintf(w, "unresolved conflicts: %d (%s): edit them, then plan resolve PATH…\n", n, strings.Join(paths, ", "))
 	}
 	st := ws.Store
 	where := "private"
 	if st.Location != nil {
-		where = *st.Location
+		where = quote(*st.Location)
 	}
 	if st.OK {
 		_, _ = fmt.Fprintf(w, "store: ok (%s, %d packs, %d objects, %s)\n", where, st.Packs, st.Objects, humanBytes(st.StoredBytes))
 	} else {
-		_, _ = fmt.Fprintf(w, "store: PROBLEM: %s\n", *st.Problem)
+		_, _ = fmt.Fprintf(w, "store: PROBLEM: %s\n", scrub(*st.Problem))
 	}
 }

@@ -141,7 +141,7 @@ func (h *handler) emitRun(res application.RunResult, runErr error) error {
 		printStatus(w, v.statusView)
 		if v.RerunFrom != nil {
 			_, _ = fmt.Fprintf(w, "Re-ran from %s, whose definition changed: the workspace went back to its pre_decision checkpoint %s first (plan undo takes the re-run back).\n",
-				*v.RerunFrom, res.Rerun.Target.ID())
+				quote(*v.RerunFrom), res.Rerun.Target.ID())
 		}
 		if v.EndCheckpointID != nil {
 			_, _ = fmt.Fprintf(w, "The end of the run is checkpoint %s.\n", *v.EndCheckpointID)
@@ -172,7 +172,7 @@ func (h *handler) events() func(application.Event) {
 		w := h.r.Stderr
 		switch e.Kind {
 		case "skip":
-			_, _ = fmt.Fprintf(w, "plan: %s already succeeded; skipping it\n", e.DecisionID)
+			_, _ = fmt.Fprintf(w, "plan: %s already succeeded; skipping it\n", quote(e.DecisionID))
 		case "start":
 			cp := "no checkpoint"
 			if e.Attempt.CheckpointID != "" {
@@ -182,11 +182,11 @@ func (h *handler) events() func(application.Event) {
 			if multi {
 				cmd += " …"
 			}
-			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", e.DecisionID, e.Attempt.Number, cp, cmd)
+			_, _ = fmt.Fprintf(w, "plan: running %s (attempt %d, %s): %s\n", quote(e.DecisionID), e.Attempt.Number, cp, quote(cmd))
 		case "finish":
-			_, _ = fmt.Fprintf(w, "plan: %s %s (%d artifacts)\n", e.DecisionID, e.Attempt.Status, len(e.Attempt.Artifacts))
+			_, _ = fmt.Fprintf(w, "plan: %s %s (%d artifacts)\n", quote(e.DecisionID), e.Attempt.Status, len(e.Attempt.Artifacts))
 		case "retry":
-			_, _ = fmt.Fprintf(w, "plan: retrying %s from its pre_decision checkpoint (attempt %d failed)\n", e.DecisionID, e.Attempt.Number)
+			_, _ = fmt.Fprintf(w, "plan: retrying %s from its pre_decision checkpoint (attempt %d failed)\n", quote(e.DecisionID), e.Attempt.Number)
 		}
 	}
 }
@@ -245,7 +245,7 @@ func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *applic
 
 func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	ws := v.Workspace
-	_, _ = fmt.Fprintf(w, "workspace %s\n", ws.Root)
+	_, _ = fmt.Fprintf(w, "workspace %s\n", quote(ws.Root))
 	if ws.LatestCheckpoint == nil {
 		_, _ = fmt.Fprintln(w, "no checkpoint yet")
 	} else {
@@ -311,9 +311,12 @@ func (h *handler) log(c *ucli.Context) error {
 		return h.emit(views, func(w io.Writer) {
 			for _, v := range views {
 				if len(views) > 1 {
-					_, _ = fmt.Fprintf(w, "==> %s (attempt %d, %s) <==\n", v.Decision, v.Attempt, v.Status)
+					_, _ = fmt.Fprintf(w, "==> %s (attempt %d, %s) <==\n", quote(v.Decision), v.Attempt, v.Status)
 				}
-				_, _ = io.WriteString(w, v.Output)
+				// What the decision printed, replayed with its control characters escaped (as
+				// journalctl shows a log): the terminal it ran on took them then, this one need not.
+				// The log file, and --json, hold the exact bytes.
+				_, _ = io.WriteString(w, scrub(v.Output))
 			}
 		})
 	})
@@ -394,7 +397,7 @@ func printStatus(w io.Writer, v statusView) {
 	if !v.Plan.Checkpoints {
 		cps = "checkpoints OFF (--no-checkpoints): decisions cannot be rolled back or corrected"
 	}
-	_, _ = fmt.Fprintf(w, "plan %s (%s)\n", v.Plan.Name, cps)
+	_, _ = fmt.Fprintf(w, "plan %s (%s)\n", quote(v.Plan.Name), cps)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "DECISION\tSTATUS\tATTEMPT\tEXIT\tCHECKPOINT\tARTIFACTS\tNAME")
 	for _, d := range v.Decisions {
@@ -405,7 +408,7 @@ func printStatus(w io.Writer, v statusView) {
 		if d.CheckpointID != nil {
 			cp = *d.CheckpointID
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", d.ID, d.Status, d.Attempt, exit, cp, len(d.Artifacts), d.Name)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", quote(d.ID), d.Status, d.Attempt, exit, cp, len(d.Artifacts), quote(d.Name))
 	}
 	_ = tw.Flush()
 }
@@ -477,7 +480,7 @@ func (h *handler) plans(c *ucli.Context) error {
 				if v.LastRunAt != nil {
 					last = *v.LastRunAt
 				}
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, cur, strings.Join(counts, ", "), last, v.Source)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", quote(v.Name), cur, strings.Join(counts, ", "), last, quote(v.Source))
 			}
 			_ = tw.Flush()
 		})

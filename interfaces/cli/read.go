@@ -142,12 +142,12 @@ func (h *handler) ls(c *ucli.Context) error {
 		v := lsView{Checkpoint: string(cp.ID()), Path: path, Entries: newEntryViews(shown)}
 		return h.emit(v, func(w io.Writer) {
 			for _, e := range v.Entries {
-				size, name := fmt.Sprint(e.Size), e.Path
+				size, name := fmt.Sprint(e.Size), quote(e.Path)
 				switch e.Kind {
 				case "dir":
 					size, name = "-", name+"/"
 				case "symlink":
-					name += " -> " + *e.Target
+					name += " -> " + quote(*e.Target)
 				}
 				_, _ = fmt.Fprintf(w, "%s %s %10s  %s\n", kindLetter(e.Kind), e.Mode, size, name)
 			}
@@ -234,7 +234,7 @@ func (h *handler) restoreTo(c *ucli.Context) error {
 		}
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Restored checkpoint %s into %s: %d files, %d symlinks, %d directories, %s\n",
-				v.Checkpoint, v.Target, v.Files, v.Symlinks, v.Dirs, humanBytes(v.Bytes))
+				v.Checkpoint, quote(v.Target), v.Files, v.Symlinks, v.Dirs, humanBytes(v.Bytes))
 		})
 	})
 }
@@ -287,7 +287,7 @@ func (h *handler) show(c *ucli.Context) error {
 		return h.emit(v, func(w io.Writer) {
 			if !c.Bool("name-only") {
 				_, _ = fmt.Fprintf(w, "decision %s of plan %s, attempt %d (%s)\ncommand: %s\nbefore:  checkpoint %s\n\n",
-					v.Decision, v.Plan, v.Attempt, v.Status, v.Command, v.CheckpointID)
+					quote(v.Decision), quote(v.Plan), v.Attempt, v.Status, quote(v.Command), v.CheckpointID)
 			}
 			writeChanges(w, h.colors, v.Changes, v.Stat, c.Bool("name-only"))
 		})

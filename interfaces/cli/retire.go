@@ -71,13 +71,13 @@ func (h *handler) retire(c *ucli.Context) error {
 		after := "Once retired, every plan command there refuses to run, and gc collects every checkpoint of it that is not pinned and that no other workspace keeps.\n"
 		switch r.Liveness {
 		case application.Live:
-			if err := h.confirm(what, fmt.Sprintf("Workspace %s is still in use in %s.\n%s", id, r.Root, after)); err != nil {
+			if err := h.confirm(what, fmt.Sprintf("Workspace %s is still in use in %s.\n%s", quote(id), quote(r.Root), after)); err != nil {
 				return err
 			}
 		case application.Unknown:
 			where := "a directory the store does not name"
 			if r.Root != "" {
-				where = fmt.Sprintf("%s on %s, another machine", r.Root, orDash(r.Host))
+				where = fmt.Sprintf("%s on %s, another machine", quote(r.Root), quote(orDash(r.Host)))
 			}
 			if err := h.confirm(what, fmt.Sprintf("Workspace %s is in %s: plan cannot tell whether it is still in use.\n%s", id, where, after)); err != nil {
 				return err
@@ -91,10 +91,10 @@ func (h *handler) retire(c *ucli.Context) error {
 		Directory: livenessNames[r.Liveness]}
 	return h.emit(v, func(w io.Writer) {
 		if v.AlreadyRetired {
-			_, _ = fmt.Fprintf(w, "Workspace %s was already retired (%s).\n", id, localTime(*v.RetiredAt))
+			_, _ = fmt.Fprintf(w, "Workspace %s was already retired (%s).\n", quote(id), localTime(*v.RetiredAt))
 			return
 		}
 		_, _ = fmt.Fprintf(w, "Retired workspace %s (%s on %s). gc keeps only its pinned checkpoints, and what other workspaces keep.\n",
-			id, orDash(v.Root), orDash(v.Host))
+			quote(id), quote(orDash(v.Root)), quote(orDash(v.Host)))
 	})
 }

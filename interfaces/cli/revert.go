@@ -121,25 +121,25 @@ func (h *handler) revert(c *ucli.Context) error {
 // revertSummary is what the confirmation shows.
 func revertSummary(v view.Revert) string {
 	var b strings.Builder
-	_, _ = fmt.Fprintf(&b, "Reverting %s (attempt %d) alone would change %d path(s):\n", v.DecisionID, v.Attempt, len(v.Paths))
+	_, _ = fmt.Fprintf(&b, "Reverting %s (attempt %d) alone would change %d path(s):\n", quote(v.DecisionID), v.Attempt, len(v.Paths))
 	writeRevertPaths(&b, v.Paths)
 	if len(v.Conflicts) > 0 {
 		_, _ = fmt.Fprintf(&b, "and leave %d conflict(s) to resolve.\n", len(v.Conflicts))
 	}
 	if v.Command != nil {
-		_, _ = fmt.Fprintf(&b, "then run for %s alone: %s\n", v.DecisionID, *v.Command)
+		_, _ = fmt.Fprintf(&b, "then run for %s alone: %s\n", quote(v.DecisionID), quote(*v.Command))
 	}
 	return b.String()
 }
 
 func writeRevertPaths(w io.Writer, paths []view.RevertPath) {
 	for _, p := range paths {
-		line := fmt.Sprintf("  %-8s %s", p.Action, p.Path)
+		line := fmt.Sprintf("  %-8s %s", p.Action, quote(p.Path))
 		if p.Why != nil {
-			line += ": " + *p.Why
+			line += ": " + quote(*p.Why)
 		}
 		if p.Written != nil {
-			line += " (wrote " + *p.Written + ")"
+			line += " (wrote " + quote(*p.Written) + ")"
 		}
 		_, _ = fmt.Fprintln(w, line)
 	}
@@ -150,14 +150,14 @@ func printRevert(w io.Writer, v view.Revert) {
 	// is then "refused"), and says how to go ahead.
 	switch {
 	case v.DryRun:
-		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) alone would do, path by path (nothing was changed):\n", v.DecisionID, v.Attempt)
+		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) alone would do, path by path (nothing was changed):\n", quote(v.DecisionID), v.Attempt)
 	case v.Refused:
-		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) conflicts with later changes in %d path(s); nothing was changed:\n", v.DecisionID, v.Attempt, len(v.Conflicts))
+		_, _ = fmt.Fprintf(w, "Reverting %s (attempt %d) conflicts with later changes in %d path(s); nothing was changed:\n", quote(v.DecisionID), v.Attempt, len(v.Conflicts))
 		writeRevertPaths(w, v.Conflicts)
 		return
 	default:
 		_, _ = fmt.Fprintf(w, "Reverted %s (attempt %d) alone as correction %s; later decisions keep their results:\n",
-			v.DecisionID, v.Attempt, deref(v.CorrectionID))
+			quote(v.DecisionID), v.Attempt, deref(v.CorrectionID))
 	}
 	writeRevertPaths(w, v.Paths)
 	_, _ = fmt.Fprintf(w, "%d added, %d modified, %d deleted.\n", v.Added, v.Modified, v.Deleted)
@@ -175,10 +175,10 @@ func printRevert(w io.Writer, v view.Revert) {
 		if v.Status != "replacement_failed" {
 			ran = "succeeded"
 		}
-		_, _ = fmt.Fprintf(w, "replacement:         %s (%s)\n", *v.Command, ran)
+		_, _ = fmt.Fprintf(w, "replacement:         %s (%s)\n", quote(*v.Command), ran)
 	}
 	_, _ = fmt.Fprintf(w, "safety checkpoint:   %s (roll back to it to undo the revert)\n", deref(v.SafetyCheckpointID))
-	_, _ = fmt.Fprintf(w, "archive:             %s\n", deref(v.ArchiveDir))
+	_, _ = fmt.Fprintf(w, "archive:             %s\n", quote(deref(v.ArchiveDir)))
 }
 
 func deref(s *string) string {

@@ -94,7 +94,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 			}
 			if len(paths) > 0 {
 				_, _ = fmt.Fprintf(w, "Restored %s from %s: %d added, %d modified, %d deleted; nothing else changed.\n",
-					strings.Join(paths, ", "), res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
+					strings.Join(quoteEach(paths), ", "), res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
 			} else if mode == application.RestoreState {
 				_, _ = fmt.Fprintf(w, "Decision states rolled back to %s; the workspace was left as it is.\n", res.Target.ID())
 			} else {
@@ -102,7 +102,7 @@ func (h *handler) rollback(c *ucli.Context) error {
 					res.Target.ID(), res.Counts.Added, res.Counts.Modified, res.Counts.Deleted)
 			}
 			if len(res.RevertedDecisions) > 0 {
-				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(res.RevertedDecisions, ", "))
+				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(quoteEach(res.RevertedDecisions), ", "))
 			}
 			if res.Backup != nil {
 				_, _ = fmt.Fprintf(w, "Undo with: plan rollback --to-checkpoint %s\n", res.Backup.ID())
@@ -116,7 +116,7 @@ func rollbackSummary(r application.RollbackResult) string {
 	if r.Mode == application.RestoreState {
 		reverts := "no decision"
 		if len(r.RevertedDecisions) > 0 {
-			reverts = strings.Join(r.RevertedDecisions, ", ")
+			reverts = strings.Join(quoteEach(r.RevertedDecisions), ", ")
 		}
 		_, _ = fmt.Fprintf(&b, "Rolling the decision states back to %s (%s) would revert %s; the workspace stays as it is.\n",
 			r.Target.ID(), localTime(r.Target.CreatedAt()), reverts)
@@ -131,7 +131,7 @@ func rollbackSummary(r application.RollbackResult) string {
 			_, _ = fmt.Fprintf(&b, "  … and %d more\n", len(r.Changes)-show)
 			break
 		}
-		_, _ = fmt.Fprintf(&b, "  %s %s\n", ch.Type.Letter(), ch.Path)
+		_, _ = fmt.Fprintf(&b, "  %s %s\n", ch.Type.Letter(), quote(ch.Path))
 	}
 	if len(r.Changes) == 0 {
 		b.WriteString("  (the workspace already matches)\n")
@@ -194,7 +194,7 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 				len(res.Unrecorded), res.Recorded)
 		}
 		if res.Operation != nil {
-			_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, res.Outcome)
+			_, _ = fmt.Fprintf(w, "Recovered interrupted %s %s: %s.\n", res.Operation.Kind, res.Operation.ID, scrub(res.Outcome))
 		}
 		if clone != nil {
 			_, _ = fmt.Fprintf(w, "Finished the interrupted clone of checkpoint %s of workspace %s.\n", clone.SourceCheckpoint, clone.SourceWorkspace)

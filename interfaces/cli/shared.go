@@ -99,7 +99,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 	}
 	return h.emit(views, func(w io.Writer) {
 		if len(views) == 0 {
-			_, _ = fmt.Fprintf(w, "The store %s holds no workspace.\n", c.String("store"))
+			_, _ = fmt.Fprintf(w, "The store %s holds no workspace.\n", quote(c.String("store")))
 			return
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -112,7 +112,7 @@ func (h *handler) workspaces(c *ucli.Context) error {
 			if v.RetiredAt != nil {
 				last += "  (retired " + localTime(*v.RetiredAt) + ")"
 			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.WorkspaceID, orDash(v.Host), orDash(v.Root), v.Checkpoints, last)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", quote(v.WorkspaceID), quote(orDash(v.Host)), quote(orDash(v.Root)), v.Checkpoints, last)
 		}
 		_ = tw.Flush()
 	})
@@ -215,7 +215,7 @@ func (h *handler) clone(c *ucli.Context) error {
 			Files: cp.Stats().Files, Bytes: cp.Stats().Bytes}
 		return h.emit(v, func(w io.Writer) {
 			_, _ = fmt.Fprintf(w, "Cloned checkpoint %s of workspace %s into %s: %d files, %s.\n",
-				v.SourceCheckpointID, v.SourceWorkspaceID, v.Root, v.Files, humanBytes(v.Bytes))
+				v.SourceCheckpointID, quote(v.SourceWorkspaceID), quote(v.Root), v.Files, humanBytes(v.Bytes))
 			_, _ = fmt.Fprintf(w, "New workspace %s; its history starts at checkpoint %s.\n", v.WorkspaceID, v.CheckpointID)
 		})
 	})

@@ -92,10 +92,10 @@ func (h *handler) undo(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "Undid %s: back to %s (%d added, %d modified, %d deleted).\n", what,
 				res.Rollback.Target.ID(), res.Rollback.Counts.Added, res.Rollback.Counts.Modified, res.Rollback.Counts.Deleted)
 			if len(res.Rollback.RevertedDecisions) > 0 {
-				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(res.Rollback.RevertedDecisions, ", "))
+				_, _ = fmt.Fprintf(w, "Reverted decisions: %s\n", strings.Join(quoteEach(res.Rollback.RevertedDecisions), ", "))
 			}
 			if len(res.Restored) > 0 {
-				_, _ = fmt.Fprintf(w, "Decisions back as they were: %s\n", strings.Join(res.Restored, ", "))
+				_, _ = fmt.Fprintf(w, "Decisions back as they were: %s\n", strings.Join(quoteEach(res.Restored), ", "))
 			}
 			_, _ = fmt.Fprintf(w, "Undo this undo with: plan redo (or plan rollback --to-checkpoint %s)\n", res.Rollback.Backup.ID())
 		})
@@ -107,11 +107,11 @@ func undoSummary(r application.UndoResult) string {
 	if len(r.All) > 1 {
 		_, _ = fmt.Fprintf(&b, "Undoing %d operations:\n", len(r.All))
 		for _, op := range r.All {
-			_, _ = fmt.Fprintf(&b, "  %s %s (%s)\n", op.Kind, op.ID, shellJoin(op.Args))
+			_, _ = fmt.Fprintf(&b, "  %s %s (%s)\n", op.Kind, op.ID, quote(shellJoin(op.Args)))
 		}
 	}
 	_, _ = fmt.Fprintf(&b, "Undoing %s %s (%s, %s) rolls back to its safety checkpoint %s.\n%s",
-		r.Undone.Kind, r.Undone.ID, shellJoin(r.Undone.Args), localTime(r.Undone.StartedAt),
+		r.Undone.Kind, r.Undone.ID, quote(shellJoin(r.Undone.Args)), localTime(r.Undone.StartedAt),
 		r.Undone.UndoCheckpoint, rollbackSummary(r.Rollback))
 	return b.String()
 }
@@ -163,10 +163,10 @@ func (h *handler) redo(c *ucli.Context) error {
 			_, _ = fmt.Fprintf(w, "Redid what undo %s undid: back to %s (%d added, %d modified, %d deleted).\n", res.Undo.ID,
 				res.Rollback.Target.ID(), res.Rollback.Counts.Added, res.Rollback.Counts.Modified, res.Rollback.Counts.Deleted)
 			if len(res.Restored) > 0 {
-				_, _ = fmt.Fprintf(w, "Decisions back as they were: %s\n", strings.Join(res.Restored, ", "))
+				_, _ = fmt.Fprintf(w, "Decisions back as they were: %s\n", strings.Join(quoteEach(res.Restored), ", "))
 			}
 			if len(res.Reverted) > 0 {
-				_, _ = fmt.Fprintf(w, "Reverted again: %s\n", strings.Join(res.Reverted, ", "))
+				_, _ = fmt.Fprintf(w, "Reverted again: %s\n", strings.Join(quoteEach(res.Reverted), ", "))
 			}
 			_, _ = fmt.Fprintln(w, "plan undo takes it back again.")
 		})
@@ -177,7 +177,7 @@ func redoSummary(r application.RedoResult) string {
 	var b strings.Builder
 	_, _ = fmt.Fprintf(&b, "Redoing undo %s (%s) brings back:\n", r.Undo.ID, r.Undo.StartedAt.Local().Format("2006-01-02 15:04:05"))
 	for _, op := range r.Redone {
-		_, _ = fmt.Fprintf(&b, "  %s %s (%s)\n", op.Kind, op.ID, shellJoin(op.Args))
+		_, _ = fmt.Fprintf(&b, "  %s %s (%s)\n", op.Kind, op.ID, quote(shellJoin(op.Args)))
 	}
 	b.WriteString(rollbackSummary(r.Rollback))
 	return b.String()

@@ -162,11 +162,11 @@ func (h *handler) watchStatus(ctx context.Context, l bootstrap.Layout) error {
 	}
 	return h.emit(st, func(w io.Writer) {
 		if !st.Running {
-			_, _ = fmt.Fprintf(w, "plan watch is not running for %s: commands walk the workspace\n", l.Root)
+			_, _ = fmt.Fprintf(w, "plan watch is not running for %s: commands walk the workspace\n", quote(l.Root))
 			return
 		}
-		_, _ = fmt.Fprintf(w, "plan watch runs for %s (pid %d, since %s) on %s\n", st.Workspace, st.PID,
-			st.StartedAt.Local().Format(time.DateTime), st.Socket)
+		_, _ = fmt.Fprintf(w, "plan watch runs for %s (pid %d, since %s) on %s\n", quote(st.Workspace), st.PID,
+			st.StartedAt.Local().Format(time.DateTime), quote(st.Socket))
 		_, _ = fmt.Fprintf(w, "events: %s; %d snapshots, %d of them full walks\n", st.Events, st.Snapshots, st.Walks)
 		if st.Every != "" || st.Quiet != "" {
 			_, _ = fmt.Fprintf(w, "checkpoints: every %s of work, after %s quiet: %d taken, %d skipped (nothing changed)\n",
@@ -179,7 +179,7 @@ func (h *handler) watchStatus(ctx context.Context, l bootstrap.Layout) error {
 			_, _ = fmt.Fprintf(w, "stops after %s without a request or a change\n", st.StopAfter)
 		}
 		if st.LastError != "" {
-			_, _ = fmt.Fprintf(w, "last failure: %s\n", st.LastError)
+			_, _ = fmt.Fprintf(w, "last failure: %s\n", scrub(st.LastError))
 		}
 	})
 }
@@ -199,9 +199,9 @@ func (h *handler) watchStop(ctx context.Context, l bootstrap.Layout) error {
 	st := bootstrap.WatchStatus{Workspace: l.Root, Socket: bootstrap.WatchSocket(l)}
 	return h.emit(st, func(w io.Writer) {
 		if was {
-			_, _ = fmt.Fprintf(w, "Stopped plan watch for %s\n", l.Root)
+			_, _ = fmt.Fprintf(w, "Stopped plan watch for %s\n", quote(l.Root))
 		} else {
-			_, _ = fmt.Fprintf(w, "plan watch was not running for %s\n", l.Root)
+			_, _ = fmt.Fprintf(w, "plan watch was not running for %s\n", quote(l.Root))
 		}
 	})
 }
@@ -222,7 +222,7 @@ func (h *handler) watchDaemon(c *ucli.Context, l bootstrap.Layout, opts bootstra
 	for {
 		if st, err := bootstrap.WatchQuery(c.Context, l); err == nil && st.PID == cmd.Process.Pid {
 			return h.emit(st, func(w io.Writer) {
-				_, _ = fmt.Fprintf(w, "Started plan watch for %s (pid %d) on %s; its log is %s\n", l.Root, st.PID, st.Socket, logPath)
+				_, _ = fmt.Fprintf(w, "Started plan watch for %s (pid %d) on %s; its log is %s\n", quote(l.Root), st.PID, quote(st.Socket), quote(logPath))
 			})
 		}
 		select {
@@ -280,7 +280,7 @@ func (h *handler) watchForeground(ctx context.Context, opts bootstrap.WatchOptio
 			},
 			Ready: func(socket string) {
 				if !h.json {
-					_, _ = fmt.Fprintf(h.r.Stderr, "plan watch: watching %s on %s (pid %d)\n", sv.Layout.Root, socket, os.Getpid())
+					_, _ = fmt.Fprintf(h.r.Stderr, "plan watch: watching %s on %s (pid %d)\n", quote(sv.Layout.Root), quote(socket), os.Getpid())
 				}
 			},
 			Log: h.warn,

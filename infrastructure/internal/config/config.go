@@ -11,7 +11,8 @@
 //   - the file never holds a secret: Save refuses a db DSN with a credential in any form (a
 //     password in its userinfo, a password=, passfile= or sslpassword= parameter; the caller
 //     strips them with RedactDSN first); S3 credentials never enter it at all;
-//   - Save replaces the file atomically and durably: a crash leaves the old file or the new one.
+//   - Save replaces the file atomically and durably: a crash leaves the old file or the new one;
+//   - a file another user owns or may write is never read (Load refuses it: it names a command).
 package config
 
 import (
@@ -132,15 +133,17 @@ type Budget struct {
 // Path is the configuration file of the workspace whose state directory is state.
 func Path(state string) string { return filepath.Join(state, FileName) }
 
-// Load reads the file at path; a missing file is the zero File.
+// Load reads the file at path; a missing file is the zero File. A file another user owns or may
+// write is refused (fault.ErrConflict) before a byte of it is read: it names a command plan runs
+// (validate.command) and where checkpoints go (store, db).
 func Load(path string) (File, error) {
 	var f File
-	b, err := os.ReadFile(path) // #nosec G304 -- the workspace's own configuration
+	b, err := readTrusted(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
 	if err != nil {
-		return f, err // *fs.PathError: it names the operation and the path
+		return f, err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -170,6 +173,27 @@ func Load(path string) (File, error) {
 	}
 	f.Budget = budget
 	return f, nil
+}
+
+// readTrusted reads the file at path if it is the user's alone (fsx.Distrust), judged on the file
+// it opened, so a rename in between cannot slip another file in. Errors name the path.
+func readTrusted(path string) ([]byte, error) {
+	fd, err := os.Open(path) // #nosec G304 -- the workspace's own configuration
+	if err != nil {
+		return nil, err // *fs.PathError: it names the operation and the path
+	}
+	defer func() { _ = fd.Close() }()
+	fi, err := fd.Stat()
+	if err == nil {
+		if why, remedy := fsx.Distrust(fi); why != "" {
+			err = fault.Conflict("%s %s: plan will not read a configuration another user can write, since it names "+
+				"commands plan runs as you (validate.command); %s", path, why, remedy)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(fd)
 }
 
 // storeMapping turns a `store:` written as a mapping ({url, max_bytes, workspace_max_bytes}) into

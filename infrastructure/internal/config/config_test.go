@@ -133,3 +133,45 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// A configuration another user owns or may write is refused before it is read: it names a command
+// plan runs as the user (validate.command). One plan wrote is the user's alone.
+func TestLoadRefusesAConfigurationOthersCanWrite(t *testing.T) {
+	p := Path(t.TempDir())
+	if err := Save(p, File{Validate: &Validate{Command: "touch ran"}}); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Load(p); err != nil || f.Validate == nil || f.Validate.Command != "touch ran" {
+		t.Fatalf("the user's own configuration: %+v, %v", f, err)
+	}
+	for _, mode := range []os.FileMode{0o666, 0o620, 0o602} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Load(p)
+		if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable by users other than you") ||
+			!strings.Contains(err.Error(), p) || f.Validate != nil {
+			t.Fatalf("a configuration of mode %s: %+v, %v; want a conflict naming the file", mode, f, err)
+		}
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err != nil {
+		t.Fatalf("a configuration others may read: %v", err)
+	}
+	// A path that cannot be opened (a file where a directory should be) is an error too.
+	if _, err := Load(filepath.Join(p, FileName)); err == nil || errors.Is(err, fault.ErrConflict) {
+		t.Fatalf("a configuration under a file: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the rest needs root, to give the file to another user (uid 65534)")
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(p)
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "belongs to another user (uid 65534)") || f.Validate != nil {
+		t.Fatalf("another user's configuration: %+v, %v; want a conflict", f, err)
+	}
+}

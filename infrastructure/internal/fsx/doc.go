@@ -1,5 +1,6 @@
 // Package fsx holds plan's durable-write primitives, in one place, so that every adapter makes data
-// durable the same way and platform differences live in one pair of files.
+// durable the same way and platform differences live in one pair of files; and the one rule of
+// which state files plan trusts (Distrust: the user's own, writable by nobody else).
 //
 // Invariants:
 //   - CreateDurable and Replace(…, true) return only once the file's bytes are on stable storage

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/planhq/plan/domain/fault"
+	"github.com/planhq/plan/infrastructure/internal/fsx"
 )
 
 // Discover finds the workspace a command started in dir works on, as git finds .git: dir itself
@@ -18,9 +19,14 @@ import (
 //   - a .plan at the file system root or in the home directory is never discovered from below
 //     (init refuses to make one there without --force-root; a stray one must not capture every
 //     command run anywhere under it);
-//   - a workspace found above dir whose .plan belongs to another user is refused, not used: a
-//     .plan planted in a shared directory (/tmp) must not receive another user's checkpoints (git's
-//     safe.directory rule). Naming it with -C uses it.
+//   - a workspace whose .plan belongs to another user, or that users other than its owner may
+//     write in, is refused (fault.ErrConflict), not used, wherever it is found: in dir itself
+//     (the current directory or -C DIR) as above it. A .plan planted in a shared directory (/tmp, a
+//     world-writable directory of a workspace) must neither receive the user's checkpoints nor make
+//     them run its commands (its validate.command, the decisions in its database): git's
+//     "dubious ownership" rule, which also holds for the directory git is started in. No setting
+//     accepts one: the user runs plan as its owner or, for a .plan of theirs, closes it (chmod
+//     go-w; see fsx.Distrust).
 func Discover(dir string, ceilings []string) (root string, found bool, err error) {
 	start, err := filepath.Abs(dir)
 	if err != nil {
@@ -46,14 +52,19 @@ func Discover(dir string, ceilings []string) (root string, found bool, err error
 		fi, err := os.Lstat(filepath.Join(d, StateDir))
 		switch {
 		case err == nil && d == start:
+			if fi.IsDir() {
+				if err := refuseUntrusted(filepath.Join(d, StateDir), fi); err != nil {
+					return "", false, err
+				}
+			}
 			return d, true, nil // even a .plan that is not a directory: opening it says what is wrong
 		case err == nil && fi.IsDir():
 			if (Layout{Root: d}).Dangerous() != "" {
 				return start, false, nil
 			}
-			if !ownedByMe(fi) {
-				return "", false, fault.Conflict("%s is inside the workspace %s, whose .plan belongs to another user: "+
-					"plan will not use it unless you name it with -C %s", start, d, d)
+			if why, remedy := fsx.Distrust(fi); why != "" {
+				return "", false, fault.Conflict("%s is inside the workspace %s, whose .plan %s: plan will not use it, "+
+					"nor run a command it names; %s", start, d, why, remedy)
 			}
 			return d, true, nil
 		}

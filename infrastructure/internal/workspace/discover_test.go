@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/planhq/plan/domain/fault"
@@ -77,10 +78,11 @@ func TestDiscoverPassesTheHomeDirectory(t *testing.T) {
 	}
 }
 
-// A workspace above the start whose .plan belongs to another user is refused, not used.
+// A workspace whose .plan belongs to another user is refused, not used: above the start as in the
+// start itself (the current directory or -C DIR), as git refuses a repository of dubious ownership.
 func TestDiscoverRefusesAnotherUsersWorkspace(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a directory to another user")
+		t.Skip("needs root to give a directory to another user (uid 65534)")
 	}
 	base := t.TempDir()
 	sub := filepath.Join(base, "sub")
@@ -90,14 +92,57 @@ func TestDiscoverRefusesAnotherUsersWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Chown(state, 4242, 4242); err != nil {
+	if err := os.Chown(state, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Discover(sub, nil); !errors.Is(err, fault.ErrConflict) {
-		t.Fatalf("another user's workspace above: %v, want a conflict", err)
+	for _, start := range []string{sub, base} {
+		_, found, err := Discover(start, nil)
+		if !errors.Is(err, fault.ErrConflict) || found || !strings.Contains(err.Error(), "belongs to another user (uid 65534)") ||
+			!strings.Contains(err.Error(), "run plan as the user who owns it") {
+			t.Fatalf("another user's workspace from %s: %v, want a conflict saying how to proceed", start, err)
+		}
 	}
-	// Named outright (the start itself), it is used.
-	if got, found, err := Discover(base, nil); err != nil || !found {
-		t.Fatalf("another user's workspace named with -C: %s, %v, %v", got, found, err)
+	// However it is named, opening it is refused too.
+	if _, err := NewLayout(base); !errors.Is(err, fault.ErrConflict) {
+		t.Fatalf("NewLayout of another user's workspace: %v, want a conflict", err)
+	}
+}
+
+// A .plan of the user's that others may write in is refused as another user's is: whoever can
+// write it decides what plan runs. A .plan plan made (0750) is used.
+func TestDiscoverRefusesAStateDirectoryOthersCanWrite(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Root: base}
+	if err := l.Init(); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(base, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []string{base, sub} {
+		if got, found, err := Discover(start, nil); err != nil || !found || got != base {
+			t.Fatalf("Discover(%s) of a .plan plan made = %s, %v, %v", start, got, found, err)
+		}
+	}
+	if _, err := NewLayout(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o757} {
+		if err := os.Chmod(l.State(), mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, start := range []string{base, sub} {
+			_, _, err := Discover(start, nil)
+			if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "writable by users other than you") {
+				t.Fatalf("Discover(%s) of a .plan of mode %s: %v, want a conflict", start, mode, err)
+			}
+		}
+		if _, err := NewLayout(base); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "chmod go-w") {
+			t.Fatalf("NewLayout of a .plan of mode %s: %v, want a conflict saying how to proceed", mode, err)
+		}
 	}
 }

@@ -26,7 +26,9 @@ type Layout struct {
 	Data string
 }
 
-// NewLayout resolves root to an absolute, symlink-free path.
+// NewLayout resolves root to an absolute, symlink-free path. It refuses a .plan that is not a
+// directory (fault.ErrIntegrity) and one another user owns or may write in (fault.ErrConflict):
+// every way of naming a workspace (discovery, -C, init, the embedding API) passes here.
 func NewLayout(root string) (Layout, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -46,9 +48,15 @@ func NewLayout(root string) (Layout, error) {
 	}
 	// .plan must be a real directory inside the workspace: as a symlink, every write plan makes to
 	// its state would land somewhere else, and restores would see their staging escape.
-	if fi, err := os.Lstat(filepath.Join(abs, StateDir)); err == nil && !fi.IsDir() {
-		return Layout{}, fault.Integrity("%s is not a directory (%s): plan keeps its state in a real directory there; move it away",
-			filepath.Join(abs, StateDir), fi.Mode().Type())
+	// And it must be the user's alone, however the workspace was named (see fsx.Distrust).
+	if fi, err := os.Lstat(filepath.Join(abs, StateDir)); err == nil {
+		if !fi.IsDir() {
+			return Layout{}, fault.Integrity("%s is not a directory (%s): plan keeps its state in a real directory there; move it away",
+				filepath.Join(abs, StateDir), fi.Mode().Type())
+		}
+		if err := refuseUntrusted(filepath.Join(abs, StateDir), fi); err != nil {
+			return Layout{}, err
+		}
 	}
 	return Layout{Root: abs}, nil
 }
