@@ -69,17 +69,17 @@ func (h *handler) localWorkspaces(c *ucli.Context) error {
 			if v.Checkpoints != nil {
 				n = fmt.Sprint(*v.Checkpoints)
 			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.WorkspaceID, v.Directory, orDash(v.Root), n, last, humanBytes(v.Bytes))
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", quote(v.WorkspaceID), v.Directory, quote(orDash(v.Root)), n, last, humanBytes(v.Bytes))
 		}
 		_ = tw.Flush()
 		for _, v := range views {
 			switch v.Directory {
 			case bootstrap.DirDetached:
-				_, _ = fmt.Fprintf(w, "%s lost its .plan/: `plan init` there re-attaches it.\n", v.Root)
+				_, _ = fmt.Fprintf(w, "%s lost its .plan/: `plan init` there re-attaches it.\n", quote(v.Root))
 			case bootstrap.DirGone, bootstrap.DirReplaced:
-				_, _ = fmt.Fprintf(w, "%s is %s: `plan clone --from %s DIR` brings the workspace back.\n", v.Root, v.Directory, v.WorkspaceID)
+				_, _ = fmt.Fprintf(w, "%s is %s: `plan clone --from %s DIR` brings the workspace back.\n", quote(v.Root), v.Directory, quote(v.WorkspaceID))
 			case bootstrap.DirDamaged:
-				_, _ = fmt.Fprintf(w, "the entry of %s cannot be read: %s\n", v.WorkspaceID, v.Problem)
+				_, _ = fmt.Fprintf(w, "the entry of %s cannot be read: %s\n", quote(v.WorkspaceID), scrub(v.Problem))
 			}
 		}
 	})
@@ -132,7 +132,7 @@ func (h *handler) cloneLocal(c *ucli.Context, dir string) error {
 			CheckpointID: string(res.Target.ID()), Files: res.Target.Stats().Files, Bytes: res.Target.Stats().Bytes}
 		return h.emit(v, func(out io.Writer) {
 			_, _ = fmt.Fprintf(out, "Brought workspace %s (was at %s) back into %s at checkpoint %s: %d files, %s.\n",
-				v.WorkspaceID, orDash(v.WasAt), v.Root, v.CheckpointID, v.Files, humanBytes(v.Bytes))
+				v.WorkspaceID, quote(orDash(v.WasAt)), quote(v.Root), v.CheckpointID, v.Files, humanBytes(v.Bytes))
 		})
 	})
 }
@@ -165,12 +165,12 @@ func (h *handler) moveOut(c *ucli.Context) error {
 	return h.emit(res, func(w io.Writer) {
 		switch {
 		case res.Already && res.Resumed:
-			_, _ = fmt.Fprintf(w, "The history of %s is in %s; the rest of the old copy in %s was removed.\n", root, res.To, res.From)
+			_, _ = fmt.Fprintf(w, "The history of %s is in %s; the rest of the old copy in %s was removed.\n", quote(root), quote(res.To), quote(res.From))
 		case res.Already:
-			_, _ = fmt.Fprintf(w, "The history of %s is already outside it, in %s.\n", root, res.To)
+			_, _ = fmt.Fprintf(w, "The history of %s is already outside it, in %s.\n", quote(root), quote(res.To))
 		default:
 			_, _ = fmt.Fprintf(w, "Moved the history of %s (%d files, %s) into %s; every byte was read back before the old copy was removed.\n",
-				root, res.Files, humanBytes(res.Bytes), res.To)
+				quote(root), res.Files, humanBytes(res.Bytes), quote(res.To))
 		}
 	})
 }
@@ -200,7 +200,7 @@ func (h *handler) removeLocal(c *ucli.Context, id string) error {
 		n = fmt.Sprint(w.Checkpoints)
 	}
 	if err := h.confirm("deleting the history of workspace "+w.ID, fmt.Sprintf("Workspace %s (was at %s, now %s) keeps %s checkpoints, %s, in %s.\nDeleting them cannot be undone.\n",
-		w.ID, orDash(w.Root), w.Directory, n, humanBytes(w.Bytes), w.HistoryDir)); err != nil {
+		w.ID, quote(orDash(w.Root)), w.Directory, n, humanBytes(w.Bytes), quote(w.HistoryDir))); err != nil {
 		return err
 	}
 	if err := bootstrap.RemoveLocal(w); err != nil {

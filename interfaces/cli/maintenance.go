@@ -362,9 +362,9 @@ func (h *handler) stats(c *ucli.Context) error {
 			if v.Store != "" {
 				_, _ = fmt.Fprintf(tw, "shared store\t%s\n", quote(v.Store))
 			}
-			_, _ = fmt.Fprintf(tw, "history\t%s\n", v.HistoryDir)
+			_, _ = fmt.Fprintf(tw, "history\t%s\n", quote(v.HistoryDir))
 			if d := v.DataDir; d != nil {
-				_, _ = fmt.Fprintf(tw, "data directory\t%s: %d workspaces, %s", d.Path, d.Workspaces, humanBytes(d.Bytes))
+				_, _ = fmt.Fprintf(tw, "data directory\t%s: %d workspaces, %s", quote(d.Path), d.Workspaces, humanBytes(d.Bytes))
 				if d.Gone > 0 {
 					_, _ = fmt.Fprintf(tw, " (%d no longer in their directory: %s, kept until `plan workspaces retire ID`)", d.Gone, humanBytes(d.GoneBytes))
 				}
