@@ -489,7 +489,7 @@ func archivedHash(p string) (content []byte, mode fs.FileMode, err error) {
 	return nil, fi.Mode(), fmt.Errorf("%s is a %v, not an archived artifact", p, fi.Mode().Type())
 }
 
-// theArchiveHoldsExactly checks .plan/archive/<correction>/: manifest.json lists exactly the table's
+// theArchiveHoldsExactly checks archive/<correction>/ in the workspace's history directory: manifest.json lists exactly the table's
 // rows (decision_id, path, change, optional attempt) with the size and SHA-256 of the row's content;
 // every artifact but a deletion is archived at <decision_id>/<path> with exactly that content (and
 // the row's mode, when given), hashed here and compared with the manifest; a deletion has no
@@ -499,7 +499,10 @@ func (s *scenario) theArchiveHoldsExactly(name string, table *godog.Table) error
 	if !ok {
 		return fmt.Errorf("no correction remembered as %q", name)
 	}
-	dir := filepath.Join(s.ws, ".plan", "archive", id)
+	dir, err := s.history("archive/" + id)
+	if err != nil {
+		return err
+	}
 	entries, err := readManifest(dir, id)
 	if err != nil {
 		return err
