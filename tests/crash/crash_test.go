@@ -43,22 +43,23 @@ type result struct {
 func runPlan(t *testing.T, ws string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(planBinary(t), append([]string{"-C", ws}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = append(cleanEnv(t), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return finish(t, cmd, err, &out, &errb)
 }
 
-// cleanEnv is the test's environment without a failpoint the caller did not ask for.
-func cleanEnv() []string {
+// cleanEnv is the test's environment without a failpoint the caller did not ask for, with the
+// test's own data directory (testkit.DataDir): no trial writes into the user's.
+func cleanEnv(t testing.TB) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLAN_FAILPOINT=") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return testkit.WithDataDir(t, env)
 }
 
 func finish(t *testing.T, cmd *exec.Cmd, err error, out, errb *bytes.Buffer) result {
@@ -248,9 +249,7 @@ func newFixture(t *testing.T, bulk int) *fixture {
 func (f *fixture) copyOf(t *testing.T) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command("cp", "-a", f.dir, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp -a: %v %s", err, out)
-	}
+	copyWorkspace(t, f.dir, dst)
 	return dst
 }
 
@@ -312,7 +311,7 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 		t.Errorf("MIXED STATE after recovery (%+v): %d differences from A, %d from B.\nvs A:\n  %s\nvs B:\n  %s",
 			rv, len(dA), len(dB), treetest.Summary(dA), treetest.Summary(dB))
 	}
-	if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(stateFile(t, ws, "journal.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal left after recovery: %v", err)
 	}
 	if err := json.Unmarshal([]byte(mustPlan(t, ws, "--json", "recover")), &rv); err != nil || rv.Recovered {
@@ -352,7 +351,7 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 			if !r.killed {
 				t.Fatalf("the failpoint was not reached: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 			}
-			if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); err != nil {
+			if _, err := os.Stat(stateFile(t, ws, "journal.json")); err != nil {
 				t.Errorf("no journal after a kill at %s: %v", fp, err)
 			}
 			o := f.settle(t, ws, "B", map[string]int{})
@@ -392,7 +391,7 @@ func TestCrashErrorFailpoints(t *testing.T) {
 				if r.code == 0 {
 					t.Errorf("a failure at %s (before the commit point) reported success", fp)
 				}
-				if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); !errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Stat(stateFile(t, ws, "journal.json")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("journal left after an in-process undo: %v", err)
 				}
 			}
@@ -467,7 +466,7 @@ func TestCrashRandomKill(t *testing.T) {
 	f := newFixture(t, crashFiles())
 	ws := f.dir
 	counts := map[string]int{}
-	journal := filepath.Join(ws, ".plan", "journal.json")
+	journal := stateFile(t, ws, "journal.json")
 
 	// Calibrate with one uninterrupted rollback A→B: how long the command takes, and when the
 	// journal (the restore phase) appears and goes.
@@ -580,7 +579,7 @@ type running struct {
 func startPlan(t *testing.T, ws string, args ...string) *running {
 	t.Helper()
 	p := &running{cmd: exec.Command(planBinary(t), append([]string{"-C", ws}, args...)...), done: make(chan struct{})}
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = cleanEnv(t)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errb
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

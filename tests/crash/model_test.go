@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -305,7 +306,14 @@ func (m *model) requireOutsideUntouched() {
 
 func openApp(t *testing.T, root string) *application.CheckpointService {
 	t.Helper()
-	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true})
+	data := testkit.DataDir(t) // the workspace's history goes there, never to the user's data directory
+	getenv := func(k string) string {
+		if k == testkit.EnvDataDir {
+			return data
+		}
+		return os.Getenv(k)
+	}
+	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true, Getenv: getenv})
 	if err != nil {
 		t.Fatalf("bootstrap.Open: %v", err)
 	}
