@@ -231,9 +231,9 @@ func TestInputsCloneDatabaseLostMidwayIsFinishedByRecover(t *testing.T) {
 	viaProxy.Host = px.addr()
 	dir := filepath.Join(t.TempDir(), "clone")
 	p := startPlan(t, "", env, "--json", "clone", "--store", s.URL, "--db", viaProxy.String(), "--workspace", ws, dir)
-	journal := filepath.Join(dir, ".plan", "journal.json")
 	for {
-		if _, err := os.Stat(journal); err == nil {
+		// The clone names its state directory in .plan/config.yaml before it journals.
+		if _, err := os.Stat(statePath(t, dir, "journal.json")); err == nil {
 			px.refuse()
 			break
 		}
