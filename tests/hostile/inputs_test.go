@@ -233,9 +233,11 @@ func TestInputsCloneDatabaseLostMidwayIsFinishedByRecover(t *testing.T) {
 	p := startPlan(t, "", env, "--json", "clone", "--store", s.URL, "--db", viaProxy.String(), "--workspace", ws, dir)
 	for {
 		// The clone names its state directory in .plan/config.yaml before it journals.
-		if _, err := os.Stat(statePath(t, dir, "journal.json")); err == nil {
-			px.refuse()
-			break
+		if _, err := os.Stat(filepath.Join(dir, ".plan", "config.yaml")); err == nil {
+			if _, err := os.Stat(statePath(t, dir, "journal.json")); err == nil {
+				px.refuse()
+				break
+			}
 		}
 		select {
 		case <-p.done:
