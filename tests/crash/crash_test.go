@@ -222,13 +222,13 @@ func clearWorkspace(t *testing.T, ws string) {
 	}
 }
 
-func newFixture(t *testing.T, bulk int) *fixture {
+func newFixture(t *testing.T, bulk int, initArgs ...string) *fixture {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "pristine")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustPlan(t, ws, "init")
+	mustPlan(t, ws, append([]string{"init"}, initArgs...)...)
 	f := &fixture{dir: ws, bulk: bulk}
 	buildRich(t, ws, true)
 	buildBulk(t, ws, bulk, true)
@@ -339,11 +339,39 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 
 var failpoints = []string{"restore.staged", "restore.removed", "restore.write", "restore.applied", "rollback.applied", "rollback.recorded"}
 
-// TestCrashAtEveryFailpoint kills `plan rollback` with SIGKILL at each failpoint. Every failpoint
-// comes after the journal is durable, so recovery must finish the rollback: the workspace is B and
-// B's rollback_count is 1 (exactly once, also when the database side had already committed).
+// layouts are where a workspace keeps its history, for the trials that run in both: outside it (in
+// the data directory, the default) and in .plan/ (`plan init --store workspace`), where the journal
+// and the database share the workspace's directory with the staging area.
+var layouts = []struct {
+	name string
+	init []string
+}{
+	{"history-outside", nil},
+	{"history-in-workspace", []string{"--store", "workspace"}},
+}
+
+// newLayoutFixture is a fixture of 100 bulk files made by `plan init initArgs…`, checked to keep its
+// history where the layout says: outside the workspace without initArgs, in .plan/ with them.
+func newLayoutFixture(t *testing.T, initArgs []string) *fixture {
+	t.Helper()
+	f := newFixture(t, 100, initArgs...)
+	if inside := stateFile(t, f.dir, "") == filepath.Join(f.dir, ".plan"); inside != (len(initArgs) > 0) {
+		t.Fatalf("plan init %v: the history is in %s", initArgs, stateFile(t, f.dir, ""))
+	}
+	return f
+}
+
+// TestCrashAtEveryFailpoint kills `plan rollback` with SIGKILL at each failpoint, in each layout.
+// Every failpoint comes after the journal is durable, so recovery must finish the rollback: the
+// workspace is B and B's rollback_count is 1 (exactly once, also when the database side had already
+// committed).
 func TestCrashAtEveryFailpoint(t *testing.T) {
-	f := newFixture(t, 100)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) { crashAtEveryFailpoint(t, newLayoutFixture(t, l.init)) })
+	}
+}
+
+func crashAtEveryFailpoint(t *testing.T, f *fixture) {
 	for _, fp := range failpoints {
 		t.Run(fp, func(t *testing.T) {
 			ws := f.copyOf(t)
@@ -362,12 +390,18 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 	}
 }
 
-// TestCrashErrorFailpoints makes each step fail with an error instead of a kill, and holds the
-// command to the contract: it succeeds entirely (exit 0, workspace exactly B), or the workspace is
-// left exactly as it was (A) and the exit code is not 0. Every restore.* step comes before the
-// commit point, so there the rollback must fail and undo itself in process, leaving no journal.
+// TestCrashErrorFailpoints makes each step fail with an error instead of a kill (in each layout),
+// and holds the command to the contract: it succeeds entirely (exit 0, workspace exactly B), or the
+// workspace is left exactly as it was (A) and the exit code is not 0. Every restore.* step comes
+// before the commit point, so there the rollback must fail and undo itself in process, leaving no
+// journal.
 func TestCrashErrorFailpoints(t *testing.T) {
-	f := newFixture(t, 100)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) { crashErrorFailpoints(t, newLayoutFixture(t, l.init)) })
+	}
+}
+
+func crashErrorFailpoints(t *testing.T, f *fixture) {
 	for _, fp := range failpoints {
 		t.Run(fp, func(t *testing.T) {
 			ws := f.copyOf(t)
