@@ -306,14 +306,8 @@ func (m *model) requireOutsideUntouched() {
 
 func openApp(t *testing.T, root string) *application.CheckpointService {
 	t.Helper()
-	data := testkit.DataDir(t) // the workspace's history goes there, never to the user's data directory
-	getenv := func(k string) string {
-		if k == testkit.EnvDataDir {
-			return data
-		}
-		return os.Getenv(k)
-	}
-	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true, Getenv: getenv})
+	// The workspace's history goes to the test's data directory, never to the user's.
+	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true, Getenv: testkit.Getenv(t)})
 	if err != nil {
 		t.Fatalf("bootstrap.Open: %v", err)
 	}

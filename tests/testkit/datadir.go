@@ -36,6 +36,19 @@ func DataDir(t testing.TB) string {
 	return d
 }
 
+// Getenv is os.Getenv with PLAN_DATA_DIR set to DataDir(t): the environment for a test's
+// in-process open of a workspace (plan.Open, bootstrap.Open: their Config.Getenv).
+func Getenv(t testing.TB) func(string) string {
+	t.Helper()
+	data := DataDir(t)
+	return func(k string) string {
+		if k == EnvDataDir {
+			return data
+		}
+		return os.Getenv(k)
+	}
+}
+
 // WithDataDir is env (a process's environment, os.Environ() say) with PLAN_DATA_DIR set to
 // DataDir(t): an environment's own PLAN_DATA_DIR (the user's, or make's) is replaced.
 func WithDataDir(t testing.TB, env []string) []string {
