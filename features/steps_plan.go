@@ -261,11 +261,13 @@ func (s *scenario) iStartAndKillOnce(command, marker string) error {
 	cmd := exec.Command(bin, args[1:]...) // #nosec G204 -- the plan binary under test
 	cmd.Dir = s.ws
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLAN_FAILPOINT=") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
+	cmd.Env = s.processEnv(env)
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
