@@ -265,7 +265,7 @@ Feature: Checkpoints
 
   Scenario: prune --policy applies the retention classes of .plan/config.yaml
     Given an initialised workspace
-    And a file ".plan/config.yaml" with:
+    And the workspace's configuration also says:
       """
       retention:
         classes:

@@ -115,7 +115,7 @@ Feature: Corrections
     And the JSON output has "reason" equal to "deployed to production"
     And the JSON output has "reverted_decisions" equal to "["configure","build"]"
     And the JSON output has "rollback_checkpoint_id" equal to "<cp-configure>"
-    And the JSON output has "archive_dir" equal to "<workspace>/.plan/archive/<fix>"
+    And the JSON output has "archive_dir" equal to "<history>/archive/<fix>"
     And the JSON output has "reexecuted_decisions" equal to "["configure","build"]"
     And the JSON output has "status" equal to "succeeded"
     When I run "plan --json checkpoint show <safety>"
@@ -129,7 +129,7 @@ Feature: Corrections
     And the JSON output has "reverted_decisions" equal to "["configure","build"]"
     And the JSON output has "safety_checkpoint_id" equal to "<safety>"
     And the JSON output has "rollback_checkpoint_id" equal to "<cp-configure>"
-    And the JSON output has "archive_dir" equal to "<workspace>/.plan/archive/<fix>"
+    And the JSON output has "archive_dir" equal to "<history>/archive/<fix>"
     And the JSON output has "reexecuted_decisions" equal to "["configure","build"]"
     And the JSON output has "status" equal to "succeeded"
     When I run "plan correction show <fix:4>"
@@ -272,7 +272,7 @@ Feature: Corrections
     When I run "plan correction list --json"
     Then it succeeds
     And the JSON output lists 0 items
-    And ".plan/archive" is an empty directory
+    And "<history>/archive" is an empty directory
 
   Scenario: without --yes and without a terminal, correct refuses and changes nothing
     When I run "plan correct --decision configure --reason 'deployed to production'"
@@ -436,7 +436,7 @@ Feature: Corrections
   Scenario: a correction killed while restoring files is completed by plan recover
     When I run "plan correct --decision configure --reason 'deployed to production' --yes --no-reexecute" with the failpoint "restore.write"
     Then the process was killed
-    And ".plan/journal.json" exists
+    And "<history>/journal.json" exists
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "recovered" equal to "true"
@@ -452,7 +452,7 @@ Feature: Corrections
       | build       | out/site.txt | added    | env=production\nmain\ndebug=false\n |
       | build       | current      | added    | out/site.txt                        |
       | build | out/cache | added dir |  |
-    And ".plan/archive" holds only "<fix>"
+    And "<history>/archive" holds only "<fix>"
     When I run "plan --json correction list"
     Then it succeeds
     And the JSON output lists 1 item
@@ -471,11 +471,11 @@ Feature: Corrections
     Then the exit code is not 0
     And stderr contains "injected failure"
     And the workspace equals "before-correction"
-    And ".plan/archive" holds no visible entries
+    And "<history>/archive" holds no visible entries
     When I run "plan --json correction list"
     Then it succeeds
     And the JSON output lists 0 items
-    And ".plan/archive" is an empty directory
+    And "<history>/archive" is an empty directory
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has "decisions" with exactly:

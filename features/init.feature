@@ -1,6 +1,8 @@
 Feature: Initialise a workspace
-  `plan init` creates .plan/, where a workspace keeps its checkpoints. It is safe to run again, and
-  every other command refuses to work in a directory that was never initialised, saying how to fix it.
+  `plan init` creates .plan/, which binds the directory to its workspace, and the workspace's history
+  (its checkpoints), kept in the per-user data directory; `--store workspace` keeps the history in
+  .plan/ itself. It is safe to run again, and every other command refuses to work in a directory
+  that was never initialised, saying how to fix it.
 
   Scenario: init creates the state directory
     Given a workspace
@@ -9,6 +11,17 @@ Feature: Initialise a workspace
     And the JSON output has "created" equal to "true"
     And the JSON output has "workspace" equal to "<workspace>"
     And the JSON output has "state_dir" equal to "<workspace>/.plan"
+    And the JSON output has "history_dir" equal to "<history>"
+    And the JSON output has "history_dir" containing "<data>/workspaces/"
+    And "<history>/plan.db" exists
+    And ".plan/plan.db" does not exist
+
+  Scenario: init --store workspace keeps the history in .plan/
+    Given a workspace
+    When I run "plan init --store workspace --json"
+    Then it succeeds
+    And the JSON output has "state_dir" equal to "<workspace>/.plan"
+    And the JSON output has "history_dir" equal to "<workspace>/.plan"
     And ".plan/plan.db" exists
 
   Scenario: init says what it did
@@ -66,7 +79,7 @@ Feature: Initialise a workspace
     And a file "project/a.txt" containing "hello\n"
     When I run "plan -C project init"
     Then it succeeds
-    And "project/.plan/plan.db" exists
+    And "project/.plan/config.yaml" exists
     And ".plan" does not exist
     When I run "plan --workspace project checkpoint create --json"
     Then it succeeds

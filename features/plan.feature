@@ -25,7 +25,7 @@ Feature: Plans and decisions
       """
     When I run "plan run <plans>/site.yaml"
     Then it succeeds
-    And ".plan/plan.db" exists
+    And "<history>/plan.db" exists
     And the file "out/site.txt" contains "env=production\nmain\ndebug=false\n"
     And "current" is a symlink to "out/site.txt"
     And "legacy.txt" does not exist
@@ -465,7 +465,7 @@ Feature: Plans and decisions
   Scenario: plan exec starts an ad-hoc plan in a workspace that has none
     When I run "plan exec --id first -- sh -c 'echo first > first.txt'"
     Then it succeeds
-    And ".plan/plan.db" exists
+    And "<history>/plan.db" exists
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has "plan.name" equal to "adhoc"
@@ -513,10 +513,26 @@ Feature: Plans and decisions
     And the JSON output has "0.decision" equal to "talk"
     And the JSON output has "0.attempt" equal to "1"
     And the JSON output has "0.output" containing "hello from talk\nto stderr\n"
-    And the JSON output has "0.log_path" equal to ".plan/logs/plans/talk/talk.1.log"
     When I run "plan log nope"
     Then the exit code is 4
     And stderr contains "nope"
+
+  # A decision's log is kept with the rest of the history (out of reach of git clean -fdx), and
+  # plan log --json names the file where it is.
+  Scenario: plan log --json names the decision's log file where it is
+    Given a plan file "talk.yaml" with:
+      """
+      name: talk
+      decisions:
+        - id: talk
+          run: echo hello from talk
+      """
+    When I run "plan run <plans>/talk.yaml"
+    Then it succeeds
+    And "<history>/logs/plans/talk/talk.1.log" exists
+    When I run "plan log --json talk"
+    Then it succeeds
+    And the JSON output has "0.log_path" equal to "<history>/logs/plans/talk/talk.1.log"
 
   Scenario: status works before any plan ran, log needs one
     Given an initialised workspace

@@ -38,14 +38,14 @@ Feature: Recovery from an interrupted rollback
   Scenario: plan recover finishes a rollback killed after it removed stale paths
     When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "restore.removed"
     Then the process was killed
-    And ".plan/journal.json" exists
+    And "<history>/journal.json" exists
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "recovered" equal to "true"
     And the JSON output has "outcome" equal to "completed"
     And the JSON output has "operation" matching "^[0-9a-f]{24}$"
     And the workspace equals "target"
-    And ".plan/journal.json" does not exist
+    And "<history>/journal.json" does not exist
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "recovered" equal to "false"
@@ -100,7 +100,7 @@ Feature: Recovery from an interrupted rollback
     Then the exit code is not 0
     And stderr contains "injected failure"
     And the workspace equals "changed"
-    And ".plan/journal.json" does not exist
+    And "<history>/journal.json" does not exist
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "recovered" equal to "false"
@@ -122,7 +122,7 @@ Feature: Recovery from an interrupted rollback
     When I run "plan recover"
     Then it succeeds
     And the workspace equals "changed"
-    And ".plan/journal.json" does not exist
+    And "<history>/journal.json" does not exist
     When I run "plan --json checkpoint show <target>"
     Then it succeeds
     And the JSON output has "rollback_count" equal to "0"
@@ -142,13 +142,13 @@ Feature: Recovery from an interrupted rollback
     When I run "plan rollback --to-checkpoint <target> --yes" with the failpoint "rollback.recorded=error"
     Then it succeeds
     And the workspace equals "target"
-    And ".plan/journal.json" exists
+    And "<history>/journal.json" exists
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "recovered" equal to "true"
     And the JSON output has "outcome" equal to "completed"
     And the workspace equals "target"
-    And ".plan/journal.json" does not exist
+    And "<history>/journal.json" does not exist
     When I run "plan --json checkpoint show <target>"
     Then it succeeds
     And the JSON output has "rollback_count" equal to "1"

@@ -223,7 +223,7 @@ Feature: Surgical revert
     And it succeeds
     When I run "plan revert --decision tune --reason 'the port must stay 80' --yes" with the failpoint "restore.write"
     Then the process was killed
-    And ".plan/journal.json" exists
+    And "<history>/journal.json" exists
     When I run "plan recover --json"
     Then it succeeds
     And the JSON output has "outcome" equal to "completed"
@@ -242,7 +242,7 @@ Feature: Surgical revert
     Then the exit code is not 0
     And stderr contains "injected failure"
     And the workspace equals "before"
-    And ".plan/archive" holds no visible entries
+    And "<history>/archive" holds no visible entries
     When I run "plan status --json"
     Then it succeeds
     And the JSON output has "decisions" with exactly:

@@ -25,7 +25,7 @@ func (s *scenario) aHostRanGoDecisions(host, ids string) error {
 		return errors.New("no workspace yet: start the scenario with `Given a workspace`")
 	}
 	ctx := context.Background()
-	app, err := plan.Open(ctx, plan.Config{Root: s.ws, Init: true, Host: host})
+	app, err := plan.Open(ctx, plan.Config{Root: s.ws, Init: true, Host: host, Getenv: s.getenv})
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (s *scenario) registerFixedSteps(sc *godog.ScenarioContext) {
 
 // openMetadata opens the workspace's SQLite database as another process would.
 func (s *scenario) openMetadata() (*sql.DB, error) {
-	path, err := s.path(".plan/plan.db")
+	path, err := s.history("plan.db")
 	if err != nil {
 		return nil, err
 	}

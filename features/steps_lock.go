@@ -10,7 +10,7 @@ import (
 )
 
 // registerLockSteps adds steps that hold the workspace lock the way another plan process would:
-// an flock on .plan/lock through a separate open file description (flock conflicts between those
+// an flock on the lock file in the workspace's history directory through a separate open file description (flock conflicts between those
 // even inside one process), with the holder's description beside it.
 func (s *scenario) registerLockSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^another plan process holds the workspace lock as "([^"]*)"$`, s.holdLock)
@@ -18,7 +18,7 @@ func (s *scenario) registerLockSteps(sc *godog.ScenarioContext) {
 }
 
 func (s *scenario) holdLock(holder string) error {
-	lockPath, err := s.path(".plan/lock")
+	lockPath, err := s.history("lock")
 	if err != nil {
 		return err
 	}

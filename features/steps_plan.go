@@ -261,11 +261,13 @@ func (s *scenario) iStartAndKillOnce(command, marker string) error {
 	cmd := exec.Command(bin, args[1:]...) // #nosec G204 -- the plan binary under test
 	cmd.Dir = s.ws
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLAN_FAILPOINT=") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
+	cmd.Env = s.processEnv(env)
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -489,7 +491,7 @@ func archivedHash(p string) (content []byte, mode fs.FileMode, err error) {
 	return nil, fi.Mode(), fmt.Errorf("%s is a %v, not an archived artifact", p, fi.Mode().Type())
 }
 
-// theArchiveHoldsExactly checks .plan/archive/<correction>/: manifest.json lists exactly the table's
+// theArchiveHoldsExactly checks archive/<correction>/ in the workspace's history directory: manifest.json lists exactly the table's
 // rows (decision_id, path, change, optional attempt) with the size and SHA-256 of the row's content;
 // every artifact but a deletion is archived at <decision_id>/<path> with exactly that content (and
 // the row's mode, when given), hashed here and compared with the manifest; a deletion has no
@@ -499,7 +501,10 @@ func (s *scenario) theArchiveHoldsExactly(name string, table *godog.Table) error
 	if !ok {
 		return fmt.Errorf("no correction remembered as %q", name)
 	}
-	dir := filepath.Join(s.ws, ".plan", "archive", id)
+	dir, err := s.history("archive/" + id)
+	if err != nil {
+		return err
+	}
 	entries, err := readManifest(dir, id)
 	if err != nil {
 		return err

@@ -104,7 +104,11 @@ func (s *scenario) storeAtMostFresh(factor float64) error {
 
 // packBytes is the size of a workspace's pack and index files.
 func packBytes(ws string) (int64, error) {
-	names, err := filepath.Glob(filepath.Join(ws, ".plan", "objects", "packs", "*"))
+	dir, err := historyOf(ws)
+	if err != nil {
+		return 0, err
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "objects", "packs", "*"))
 	if err != nil {
 		return 0, err
 	}

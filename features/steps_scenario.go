@@ -236,7 +236,9 @@ func statErr(p string) error {
 }
 
 // placeholder is `<name>` or `<name:N>` (the first N characters): a remembered ID, or one of the
-// built-in names workspace, outside and plans (the directory plan files are written to).
+// built-in names workspace, outside, plans (the directory plan files are written to), data (the
+// scenario's data directory, PLAN_DATA_DIR) and history (the directory the workspace keeps its
+// history in: historyDir).
 var placeholder = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9_-]*)(?::([0-9]+))?>`)
 
 // expand replaces placeholders in text.
@@ -253,6 +255,14 @@ func (s *scenario) expand(text string) (string, error) {
 			v = s.outside
 		case "plans":
 			v = s.plans
+		case "data":
+			v = s.dataDir()
+		case "history":
+			var herr error
+			if v, herr = s.historyDir(); herr != nil {
+				err = errors.Join(err, herr)
+				return m
+			}
 		case "store", "db":
 			if v = s.store; name == "db" {
 				v = s.db

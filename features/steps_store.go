@@ -78,12 +78,12 @@ func (s *scenario) iDamageThePackOf(how, name string) error {
 	return nil
 }
 
-// theDatabaseIsOverwrittenWithJunk replaces .plan/plan.db with random bytes (and removes SQLite's
+// theDatabaseIsOverwrittenWithJunk replaces the workspace's plan.db with random bytes (and removes SQLite's
 // side files), as a disk fault or a stray write would leave it.
 // theDatabaseIsTruncated leaves a zero-byte plan.db (and no WAL), as a failed copy or a full
 // disk can.
 func (s *scenario) theDatabaseIsTruncated() error {
-	db, err := s.path(".plan/plan.db")
+	db, err := s.history("plan.db")
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *scenario) theDatabaseIsTruncated() error {
 }
 
 func (s *scenario) theDatabaseIsOverwrittenWithJunk() error {
-	db, err := s.path(".plan/plan.db")
+	db, err := s.history("plan.db")
 	if err != nil {
 		return err
 	}
@@ -124,12 +124,16 @@ func (s *scenario) theDatabaseIsOverwrittenWithJunk() error {
 // iEmptyEveryPackIndex truncates every .idx file of the store to zero bytes, as a crash between
 // creating and writing an index could leave it.
 func (s *scenario) iEmptyEveryPackIndex() error {
-	idx, err := filepath.Glob(filepath.Join(s.ws, ".plan", "objects", "packs", "*.idx"))
+	packs, err := s.history("objects/packs")
+	if err != nil {
+		return err
+	}
+	idx, err := filepath.Glob(filepath.Join(packs, "*.idx"))
 	if err != nil {
 		return err
 	}
 	if len(idx) == 0 {
-		return errors.New("no index files under .plan/objects/packs")
+		return errors.New("no index files in the store (objects/packs)")
 	}
 	for _, p := range idx {
 		if err := rewriteKeepingMode(p, func(f *os.File, _ int64) error { return f.Truncate(0) }); err != nil {
@@ -141,7 +145,11 @@ func (s *scenario) iEmptyEveryPackIndex() error {
 
 // iFlipAByteInEveryRecord damages every committed record of the store (objects/records).
 func (s *scenario) iFlipAByteInEveryRecord() error {
-	entries, err := os.ReadDir(filepath.Join(s.ws, ".plan", "objects", "records"))
+	records, err := s.history("objects/records")
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(records)
 	if err != nil {
 		return err
 	}
@@ -150,7 +158,7 @@ func (s *scenario) iFlipAByteInEveryRecord() error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		p := filepath.Join(s.ws, ".plan", "objects", "records", e.Name())
+		p := filepath.Join(records, e.Name())
 		if err := rewriteKeepingMode(p, func(f *os.File, size int64) error {
 			b := make([]byte, 1)
 			if _, err := f.ReadAt(b, size/2); err != nil {
@@ -165,7 +173,7 @@ func (s *scenario) iFlipAByteInEveryRecord() error {
 		n++
 	}
 	if n == 0 {
-		return errors.New("no records under .plan/objects/records")
+		return errors.New("no records in the store (objects/records)")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cucumber/godog"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -79,6 +80,35 @@ func (s *scenario) path(rel string) (string, error) {
 		return "", fmt.Errorf("path %q is not inside the workspace", rel)
 	}
 	return filepath.Join(s.ws, filepath.FromSlash(rel)), nil
+}
+
+// historyDir is the directory the workspace keeps its history in (plan.db, objects/, journal.json,
+// archive/, logs/, lock): the state directory its .plan/config.yaml names, in the scenario's data
+// directory (dataDir), or .plan/ itself for a workspace made with `--store workspace` (or not
+// made yet). A step names it `<history>`.
+func (s *scenario) historyDir() (string, error) {
+	if s.ws == "" {
+		return "", errors.New("no workspace yet: start the scenario with `Given a workspace`")
+	}
+	return historyOf(s.ws)
+}
+
+// historyOf is historyDir of the workspace at root.
+func historyOf(root string) (string, error) {
+	l, err := bootstrap.LayoutAt(root)
+	if err != nil {
+		return "", err
+	}
+	return l.Home(), nil
+}
+
+// history is the path of a slash path in the workspace's history directory (historyDir).
+func (s *scenario) history(rel string) (string, error) {
+	dir, err := s.historyDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.FromSlash(rel)), nil
 }
 
 func (s *scenario) aWorkspace() error {
@@ -275,7 +305,7 @@ func (s *scenario) iCorruptEveryPack() error {
 		return err
 	}
 	if len(packs) == 0 {
-		return errors.New("no pack files under .plan/objects/packs")
+		return errors.New("no pack files in the store (objects/packs)")
 	}
 	for _, p := range packs {
 		if err := flipMiddleByte(p); err != nil {
@@ -287,10 +317,11 @@ func (s *scenario) iCorruptEveryPack() error {
 
 // packFiles lists the pack files of the workspace's store, sorted.
 func (s *scenario) packFiles() ([]string, error) {
-	if s.ws == "" {
-		return nil, errors.New("no workspace yet")
+	dir, err := s.history("objects/packs")
+	if err != nil {
+		return nil, err
 	}
-	packs, err := filepath.Glob(filepath.Join(s.ws, ".plan", "objects", "packs", "*.pack"))
+	packs, err := filepath.Glob(filepath.Join(dir, "*.pack"))
 	sort.Strings(packs)
 	return packs, err
 }
@@ -339,10 +370,10 @@ func rewriteKeepingMode(p string, change func(f *os.File, size int64) error) err
 	return os.Chmod(p, fi.Mode().Perm()) // #nosec G302 -- put the store file's mode back
 }
 
-// anotherProcessHoldsTheLock takes the flock on .plan/lock as a concurrent plan would. flock(2) locks
+// anotherProcessHoldsTheLock takes the flock on the workspace's lock file as a concurrent plan would. flock(2) locks
 // belong to an open file description, so plan conflicts with it even when it runs in this process.
 func (s *scenario) anotherProcessHoldsTheLock() error {
-	p, err := s.path(".plan/lock")
+	p, err := s.history("lock")
 	if err != nil {
 		return err
 	}

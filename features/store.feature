@@ -332,14 +332,14 @@ Feature: Store health
   Scenario: a deleted database with a non-empty store is an integrity problem, not a new workspace
     Given a file "a.txt" containing "hello\n"
     And a checkpoint "one"
-    When I delete ".plan/plan.db"
+    When I delete "<history>/plan.db"
     And I run "plan checkpoint list"
     Then the exit code is 6
     And stderr contains "plan doctor"
     And stderr does not contain "run `plan init`"
     When I run "plan init"
     Then the exit code is 6
-    And ".plan/plan.db" does not exist
+    And "<history>/plan.db" does not exist
     When I run "plan doctor --json"
     Then the exit code is 6
     And the JSON output has "ok" equal to "false"
@@ -368,7 +368,7 @@ Feature: Store health
     And I remember the output as "checkpoints"
     And I run "plan --json status"
     And I remember the output as "status"
-    When I delete ".plan/plan.db"
+    When I delete "<history>/plan.db"
     And I run "plan status"
     Then the exit code is 6
     And stderr contains "plan doctor --rebuild"
@@ -402,7 +402,7 @@ Feature: Store health
     Then it succeeds
     When I run "plan verify --read-data"
     Then it succeeds
-    When I delete ".plan/plan.db"
+    When I delete "<history>/plan.db"
     And I run "plan doctor --rebuild"
     Then it succeeds
     When I run "plan --json checkpoint show <one>"
@@ -436,7 +436,10 @@ Feature: Store health
 
   Scenario: a retention policy in .plan/config.yaml prunes after plan run
     Given 4 checkpoints "m" of a changing tree
-    And a file ".plan/config.yaml" containing "retention: {keep: 2}\n"
+    And the workspace's configuration also says:
+      """
+      retention: {keep: 2}
+      """
     And a plan file "plan.yaml" with:
       """
       name: site
@@ -461,7 +464,7 @@ Feature: Store health
   Scenario: a state directory plan cannot write to is one clear error, and doctor says how to fix it
     Given a file "a.txt" containing "hello\n"
     And a checkpoint "one"
-    And I make ".plan" immutable
+    And I make "<history>" immutable
     When I run "plan checkpoint create"
     Then the exit code is 5
     And stderr contains "cannot write to"

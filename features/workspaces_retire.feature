@@ -111,10 +111,14 @@ Feature: Retiring a workspace of a shared store
       | --store is missing       | <source>                                         | 2    | store                   |
       | the store does not exist | <source> --store file:///nowhere/at/all          | 4    | does not exist          |
 
-  Scenario: listing without --store is a usage error
-    When I run "plan workspaces"
-    Then the exit code is 2
-    And stderr contains "store"
+  Scenario: listing without --store lists the workspaces whose history the data directory keeps
+    When I run "plan --json workspaces"
+    Then it succeeds
+    And the JSON output lists 1 item
+    And the JSON output has "0.workspace_id" equal to "<source>"
+    And the JSON output has "0.root" equal to "<workspace>"
+    And the JSON output has "0.directory" equal to "present"
+    And the JSON output has "0.history_dir" equal to "<history>"
 
   Scenario: on S3 and PostgreSQL, a retired clone is left out of the list the database gives
     Given a shared store in an S3 bucket

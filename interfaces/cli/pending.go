@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -35,7 +36,7 @@ func (h *handler) pendingCommands() []*ucli.Command {
 			Name: "validate", Usage: "say whether the workspace is worth checkpointing (pending operation, conflicts, validate.command)",
 			Description: "Fails (exit 1, kind validation_failed) when an interrupted operation is pending, a conflict is\n" +
 				"unresolved, or the check command configured as validate.command in .plan/config.yaml fails. The check\n" +
-				"runs only when the rest passed; its output is shown on stderr and kept in .plan/logs/.",
+				"runs only when the rest passed; its output is shown on stderr and kept in the state directory's logs/.",
 			Action: h.validate,
 		},
 	}
@@ -124,7 +125,8 @@ type checkView struct {
 	Log      *string `json:"log"`
 }
 
-func newValidationView(v application.Validation) validationView {
+// newValidationView is v as JSON, its check's log named in the state directory home.
+func newValidationView(v application.Validation, home string) validationView {
 	out := validationView{OK: v.OK(), Problems: nonNil(v.Problems()), Conflicts: newOpenConflictViews(v.Conflicts)}
 	if op := v.Pending; op != nil {
 		out.PendingOperation = &view.Pending{Kind: op.Kind, ID: op.ID}
@@ -132,7 +134,7 @@ func newValidationView(v application.Validation) validationView {
 	if v.Command != "" {
 		out.Check = &checkView{Command: v.Command, Ran: v.Ran, ExitCode: v.ExitCode, Error: optional(v.CommandError)}
 		if v.Log != "" {
-			out.Check.Log = optional(".plan/" + v.Log)
+			out.Check.Log = optional(filepath.Join(home, filepath.FromSlash(v.Log)))
 		}
 	}
 	return out
@@ -147,7 +149,7 @@ func (h *handler) validate(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		view := newValidationView(v)
+		view := newValidationView(v, app.Services.Layout.Home())
 		if err := h.emit(view, func(w io.Writer) {
 			if view.OK {
 				what := "no check command configured (validate.command)"

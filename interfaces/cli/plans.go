@@ -306,7 +306,7 @@ func (h *handler) log(c *ucli.Context) error {
 			if err != nil {
 				return err
 			}
-			views = append(views, logView{Decision: id, Attempt: a.Number, Status: string(a.Status), LogPath: ".plan/" + a.LogPath, Output: string(b)})
+			views = append(views, logView{Decision: id, Attempt: a.Number, Status: string(a.Status), LogPath: filepath.Join(app.Services.Layout.Home(), filepath.FromSlash(a.LogPath)), Output: string(b)})
 		}
 		return h.emit(views, func(w io.Writer) {
 			for _, v := range views {

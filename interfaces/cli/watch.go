@@ -207,7 +207,7 @@ func (h *handler) watchStop(ctx context.Context, l bootstrap.Layout) error {
 }
 
 // watchDaemon starts `plan watch` as a process of its own session (its output in
-// .plan/logs/watch.log) and waits until it answers.
+// the state directory's logs/watch.log) and waits until it answers.
 func (h *handler) watchDaemon(c *ucli.Context, l bootstrap.Layout, opts bootstrap.WatchOptions) error {
 	if st, err := bootstrap.WatchQuery(c.Context, l); err == nil {
 		return fault.Conflict("plan watch already runs for this workspace (pid %d)", st.PID)

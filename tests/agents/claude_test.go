@@ -128,11 +128,15 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	return out.String()
 }
 
+// dataDirVar gives the plan an agent's test runs (and the hooks the agent runs) a data directory
+// (PLAN_DATA_DIR) in the test's home: the workspace's history never goes to the user's.
+func dataDirVar(home string) string { return "PLAN_DATA_DIR=" + filepath.Join(home, "plan-data") }
+
 // claudeEnv is Claude Code's environment: a home of its own, the scripted server, a dummy key,
 // and every kind of traffic besides the model's turned off.
 func claudeEnv(home, url, records string) []string {
 	return []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb",
+		"HOME=" + home, dataDirVar(home), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb",
 		"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-e2e-dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1",

@@ -25,7 +25,7 @@ func codexSession() []toolCall {
 // provider reads, nothing else.
 func codexEnv(home, records string) []string {
 	return []string{
-		"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
+		"HOME=" + home, dataDirVar(home), "CODEX_HOME=" + filepath.Join(home, ".codex"), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
 		"TERM=dumb", "PLAN_E2E_KEY=dummy", "PLAN_E2E_RECORDS=" + records,
 	}
 }

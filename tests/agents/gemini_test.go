@@ -35,7 +35,7 @@ func geminiEnv(t *testing.T, home, url, records string) []string {
 		t.Fatal(err)
 	}
 	return []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
+		"HOME=" + home, dataDirVar(home), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
 		"GEMINI_API_KEY=e2e-dummy", "GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_CLI_NO_RELAUNCH=1",
 		"PLAN_E2E_RECORDS=" + records,
 	}

@@ -140,7 +140,9 @@ type sessionView struct {
 func checkUndo(t *testing.T, plan, dir string, env []string, agent string, wantIDs []string) {
 	t.Helper()
 	t.Cleanup(func() { // before the directory goes (cleanups run last first)
-		if out, err := exec.Command(plan, "-C", dir, "watch", "stop").CombinedOutput(); err != nil { // #nosec G204 -- the plan under test
+		stop := exec.Command(plan, "-C", dir, "watch", "stop") // #nosec G204 -- the plan under test
+		stop.Env = env
+		if out, err := stop.CombinedOutput(); err != nil {
 			t.Errorf("plan watch stop: %v\n%s", err, out)
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,9 +67,7 @@ func newCorrectionFixture(t *testing.T, files int) *correctionFixture {
 func (f *correctionFixture) trial(t *testing.T) string {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command("cp", "-a", f.base, ws).CombinedOutput(); err != nil {
-		t.Fatalf("copy workspace: %v\n%s", err, out)
-	}
+	copyWorkspace(t, f.base, ws)
 	return ws
 }
 
@@ -97,7 +94,7 @@ func (f *correctionFixture) settle(t *testing.T, ws string) string {
 	if err := json.Unmarshal([]byte(mustPlan(t, ws, "--json", "correction", "list")), &list); err != nil {
 		t.Fatal(err)
 	}
-	archives, err := os.ReadDir(filepath.Join(ws, ".plan", "archive"))
+	archives, err := os.ReadDir(stateFile(t, ws, "archive"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +105,7 @@ func (f *correctionFixture) settle(t *testing.T, ws string) string {
 		}
 		return "before"
 	case len(treetest.Diff(f.reverted, live)) == 0:
-		if len(list) != 1 || len(archives) != 1 || list[0].ArchiveDir != filepath.Join(ws, ".plan", "archive", list[0].ID) {
+		if len(list) != 1 || len(archives) != 1 || list[0].ArchiveDir != stateFile(t, ws, "archive/"+list[0].ID) {
 			t.Fatalf("workspace reverted, but corrections %+v and archive entries %d", list, len(archives))
 		}
 		requireArchive(t, list[0].ArchiveDir, []string{"two", "three"})
@@ -248,7 +245,7 @@ func TestCrashCorrectionRandomKill(t *testing.T) {
 			time.Sleep(time.Duration(rng.Int64N(int64(total))))
 		} else {
 			// Kill inside the journaled revert: wait for the journal, then a little more.
-			journal := filepath.Join(ws, ".plan", "journal.json")
+			journal := stateFile(t, ws, "journal.json")
 			for !p.exited() {
 				if _, err := os.Stat(journal); err == nil {
 					break

@@ -43,22 +43,23 @@ type result struct {
 func runPlan(t *testing.T, ws string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(planBinary(t), append([]string{"-C", ws}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = append(cleanEnv(t), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return finish(t, cmd, err, &out, &errb)
 }
 
-// cleanEnv is the test's environment without a failpoint the caller did not ask for.
-func cleanEnv() []string {
+// cleanEnv is the test's environment without a failpoint the caller did not ask for, with the
+// test's own data directory (testkit.DataDir): no trial writes into the user's.
+func cleanEnv(t testing.TB) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLAN_FAILPOINT=") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return testkit.WithDataDir(t, env)
 }
 
 func finish(t *testing.T, cmd *exec.Cmd, err error, out, errb *bytes.Buffer) result {
@@ -221,13 +222,13 @@ func clearWorkspace(t *testing.T, ws string) {
 	}
 }
 
-func newFixture(t *testing.T, bulk int) *fixture {
+func newFixture(t *testing.T, bulk int, initArgs ...string) *fixture {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "pristine")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustPlan(t, ws, "init")
+	mustPlan(t, ws, append([]string{"init"}, initArgs...)...)
 	f := &fixture{dir: ws, bulk: bulk}
 	buildRich(t, ws, true)
 	buildBulk(t, ws, bulk, true)
@@ -248,9 +249,7 @@ func newFixture(t *testing.T, bulk int) *fixture {
 func (f *fixture) copyOf(t *testing.T) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command("cp", "-a", f.dir, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp -a: %v %s", err, out)
-	}
+	copyWorkspace(t, f.dir, dst)
 	return dst
 }
 
@@ -312,7 +311,7 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 		t.Errorf("MIXED STATE after recovery (%+v): %d differences from A, %d from B.\nvs A:\n  %s\nvs B:\n  %s",
 			rv, len(dA), len(dB), treetest.Summary(dA), treetest.Summary(dB))
 	}
-	if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(stateFile(t, ws, "journal.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal left after recovery: %v", err)
 	}
 	if err := json.Unmarshal([]byte(mustPlan(t, ws, "--json", "recover")), &rv); err != nil || rv.Recovered {
@@ -340,11 +339,39 @@ func (f *fixture) settle(t *testing.T, ws, target string, counts map[string]int)
 
 var failpoints = []string{"restore.staged", "restore.removed", "restore.write", "restore.applied", "rollback.applied", "rollback.recorded"}
 
-// TestCrashAtEveryFailpoint kills `plan rollback` with SIGKILL at each failpoint. Every failpoint
-// comes after the journal is durable, so recovery must finish the rollback: the workspace is B and
-// B's rollback_count is 1 (exactly once, also when the database side had already committed).
+// layouts are where a workspace keeps its history, for the trials that run in both: outside it (in
+// the data directory, the default) and in .plan/ (`plan init --store workspace`), where the journal
+// and the database share the workspace's directory with the staging area.
+var layouts = []struct {
+	name string
+	init []string
+}{
+	{"history-outside", nil},
+	{"history-in-workspace", []string{"--store", "workspace"}},
+}
+
+// newLayoutFixture is a fixture of 100 bulk files made by `plan init initArgs…`, checked to keep its
+// history where the layout says: outside the workspace without initArgs, in .plan/ with them.
+func newLayoutFixture(t *testing.T, initArgs []string) *fixture {
+	t.Helper()
+	f := newFixture(t, 100, initArgs...)
+	if inside := stateFile(t, f.dir, "") == filepath.Join(f.dir, ".plan"); inside != (len(initArgs) > 0) {
+		t.Fatalf("plan init %v: the history is in %s", initArgs, stateFile(t, f.dir, ""))
+	}
+	return f
+}
+
+// TestCrashAtEveryFailpoint kills `plan rollback` with SIGKILL at each failpoint, in each layout.
+// Every failpoint comes after the journal is durable, so recovery must finish the rollback: the
+// workspace is B and B's rollback_count is 1 (exactly once, also when the database side had already
+// committed).
 func TestCrashAtEveryFailpoint(t *testing.T) {
-	f := newFixture(t, 100)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) { crashAtEveryFailpoint(t, newLayoutFixture(t, l.init)) })
+	}
+}
+
+func crashAtEveryFailpoint(t *testing.T, f *fixture) {
 	for _, fp := range failpoints {
 		t.Run(fp, func(t *testing.T) {
 			ws := f.copyOf(t)
@@ -352,7 +379,7 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 			if !r.killed {
 				t.Fatalf("the failpoint was not reached: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 			}
-			if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); err != nil {
+			if _, err := os.Stat(stateFile(t, ws, "journal.json")); err != nil {
 				t.Errorf("no journal after a kill at %s: %v", fp, err)
 			}
 			o := f.settle(t, ws, "B", map[string]int{})
@@ -363,12 +390,18 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 	}
 }
 
-// TestCrashErrorFailpoints makes each step fail with an error instead of a kill, and holds the
-// command to the contract: it succeeds entirely (exit 0, workspace exactly B), or the workspace is
-// left exactly as it was (A) and the exit code is not 0. Every restore.* step comes before the
-// commit point, so there the rollback must fail and undo itself in process, leaving no journal.
+// TestCrashErrorFailpoints makes each step fail with an error instead of a kill (in each layout),
+// and holds the command to the contract: it succeeds entirely (exit 0, workspace exactly B), or the
+// workspace is left exactly as it was (A) and the exit code is not 0. Every restore.* step comes
+// before the commit point, so there the rollback must fail and undo itself in process, leaving no
+// journal.
 func TestCrashErrorFailpoints(t *testing.T) {
-	f := newFixture(t, 100)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) { crashErrorFailpoints(t, newLayoutFixture(t, l.init)) })
+	}
+}
+
+func crashErrorFailpoints(t *testing.T, f *fixture) {
 	for _, fp := range failpoints {
 		t.Run(fp, func(t *testing.T) {
 			ws := f.copyOf(t)
@@ -392,7 +425,7 @@ func TestCrashErrorFailpoints(t *testing.T) {
 				if r.code == 0 {
 					t.Errorf("a failure at %s (before the commit point) reported success", fp)
 				}
-				if _, err := os.Stat(filepath.Join(ws, ".plan", "journal.json")); !errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Stat(stateFile(t, ws, "journal.json")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("journal left after an in-process undo: %v", err)
 				}
 			}
@@ -467,7 +500,7 @@ func TestCrashRandomKill(t *testing.T) {
 	f := newFixture(t, crashFiles())
 	ws := f.dir
 	counts := map[string]int{}
-	journal := filepath.Join(ws, ".plan", "journal.json")
+	journal := stateFile(t, ws, "journal.json")
 
 	// Calibrate with one uninterrupted rollback A→B: how long the command takes, and when the
 	// journal (the restore phase) appears and goes.
@@ -580,7 +613,7 @@ type running struct {
 func startPlan(t *testing.T, ws string, args ...string) *running {
 	t.Helper()
 	p := &running{cmd: exec.Command(planBinary(t), append([]string{"-C", ws}, args...)...), done: make(chan struct{})}
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = cleanEnv(t)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errb
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

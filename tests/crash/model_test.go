@@ -16,6 +16,7 @@ import (
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -305,7 +306,8 @@ func (m *model) requireOutsideUntouched() {
 
 func openApp(t *testing.T, root string) *application.CheckpointService {
 	t.Helper()
-	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true})
+	// The workspace's history goes to the test's data directory, never to the user's.
+	app, err := bootstrap.Open(context.Background(), bootstrap.Config{Root: root, Init: true, Getenv: testkit.Getenv(t)})
 	if err != nil {
 		t.Fatalf("bootstrap.Open: %v", err)
 	}

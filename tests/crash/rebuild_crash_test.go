@@ -3,7 +3,6 @@ package crash
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,16 +46,9 @@ func rebuild(t *testing.T, ws string) string {
 func dropDatabase(t *testing.T, ws string) {
 	t.Helper()
 	for _, s := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(ws, ".plan", "plan.db"+s)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(stateFile(t, ws, "plan.db"+s)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
-	}
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
 	}
 }
 
@@ -145,7 +137,7 @@ func TestCrashRebuildKilled(t *testing.T) {
 	if got := state(t, ws); got != want {
 		t.Fatalf("rebuilt after a killed rebuild:\n%s\nwant\n%s", got, want)
 	}
-	if _, err := os.Stat(filepath.Join(ws, ".plan", "plan.db.rebuild")); !os.IsNotExist(err) {
+	if _, err := os.Stat(stateFile(t, ws, "plan.db.rebuild")); !os.IsNotExist(err) {
 		t.Fatalf("the temporary database is left: %v", err)
 	}
 }
@@ -165,6 +157,6 @@ func firstCheckpoint(t *testing.T, ws string) string {
 func copyOf(t *testing.T, ws string) string {
 	t.Helper()
 	to := filepath.Join(t.TempDir(), "ws")
-	copyTree(t, ws, to)
+	copyWorkspace(t, ws, to)
 	return to
 }

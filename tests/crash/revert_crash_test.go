@@ -74,7 +74,7 @@ func settleRevert(t *testing.T, f *correctionFixture, ws string) string {
 	if err := json.Unmarshal([]byte(mustPlan(t, ws, "--json", "correction", "list")), &list); err != nil {
 		t.Fatal(err)
 	}
-	archives, err := os.ReadDir(filepath.Join(ws, ".plan", "archive"))
+	archives, err := os.ReadDir(stateFile(t, ws, "archive"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func settleRevert(t *testing.T, f *correctionFixture, ws string) string {
 		return "before"
 	case len(treetest.Diff(f.reverted, live)) == 0:
 		if len(list) != 1 || list[0].Kind != "surgical" || len(archives) != 1 ||
-			list[0].ArchiveDir != filepath.Join(ws, ".plan", "archive", list[0].ID) {
+			list[0].ArchiveDir != stateFile(t, ws, "archive/"+list[0].ID) {
 			t.Fatalf("workspace reverted, but corrections %+v and archive entries %d", list, len(archives))
 		}
 		requireArchive(t, list[0].ArchiveDir, []string{"two"})
@@ -170,7 +170,7 @@ func TestCrashRevertRandomKill(t *testing.T) {
 		if i%2 == 0 {
 			time.Sleep(time.Duration(rng.Int64N(int64(total))))
 		} else {
-			journal := filepath.Join(ws, ".plan", "journal.json")
+			journal := stateFile(t, ws, "journal.json")
 			for !p.exited() {
 				if _, err := os.Stat(journal); err == nil {
 					break

@@ -64,7 +64,7 @@ func (w *sharedWorkspace) settle(t *testing.T, what string) {
 	if r := w.run(t, "", "--json", "verify", "--read-data"); r.code != 0 {
 		t.Fatalf("after %s: verify --read-data exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(w.dir, ".plan", "journal.json")); err == nil {
+	if _, err := os.Stat(stateFile(t, w.dir, "journal.json")); err == nil {
 		t.Fatalf("after %s: a journal is left after recover", what)
 	}
 }
@@ -177,7 +177,7 @@ func TestCrashSharedStore(t *testing.T) {
 				trial++
 				w.change(t, trial)
 				cmd := exec.Command(planBinary(t), "-C", w.dir, "checkpoint", "create")
-				cmd.Env = append(cleanEnv(), w.env...)
+				cmd.Env = append(cleanEnv(t), w.env...)
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}

@@ -141,7 +141,7 @@ func TestCrashCheckpointCreateAtEveryFailpoint(t *testing.T) {
 			t.Fatalf("checkpoint create was not killed at %s: exit %d", fp, r.code)
 		}
 		f.check(t, "checkpoint create killed at "+fp)
-		if n := len(entriesOf(t, filepath.Join(f.ws, ".plan", "objects", "tmp"))); n != 0 {
+		if n := len(entriesOf(t, stateFile(t, f.ws, "objects/tmp"))); n != 0 {
 			t.Fatalf("%d files left in tmp/ after a command held the lock", n)
 		}
 		// The same content checkpointed again is stored (or found) whole and restores.

@@ -150,7 +150,7 @@ func TestHostileDamagedBundleIsHealed(t *testing.T) {
 // the format.
 func flipInPacks(w *workspace, r *rand.Rand) {
 	w.t.Helper()
-	packs, err := filepath.Glob(w.path(".plan/objects/packs/*.pack"))
+	packs, err := filepath.Glob(w.state("objects/packs/*.pack"))
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func TestHostileConsolidationUnderTheWatchService(t *testing.T) {
 	if st.Snapshots < 40 {
 		t.Fatalf("the checkpoints did not go through the service: %+v", st)
 	}
-	if packs, _ := filepath.Glob(w.path(".plan/objects/packs/*.pack")); len(packs) >= 24 {
+	if packs, _ := filepath.Glob(w.state("objects/packs/*.pack")); len(packs) >= 24 {
 		t.Fatalf("%d packs after 40 checkpoints: not consolidated", len(packs))
 	}
 	requireEveryCheckpoint(w, ids, states, "under the watch service")

@@ -26,7 +26,7 @@ func flipRecord(w *workspace, h string) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	packs, err := filepath.Glob(w.path(".plan/objects/packs/*.pack"))
+	packs, err := filepath.Glob(w.state("objects/packs/*.pack"))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -266,8 +266,8 @@ func TestHostileWalkSeesAnIdxReplaced(t *testing.T) {
 	w := ws[0]
 	content := w.read("sub/a.bin")
 	w.checkpoint("no change: the stat cache names the view")
-	mine, _ := filepath.Glob(w.path(".plan/objects/packs/*.idx"))
-	theirs, _ := filepath.Glob(ws[1].path(".plan/objects/packs/*.idx"))
+	mine, _ := filepath.Glob(w.state("objects/packs/*.idx"))
+	theirs, _ := filepath.Glob(ws[1].state("objects/packs/*.idx"))
 	if len(mine) != 1 || len(theirs) != 1 {
 		t.Fatalf("want one idx each: %v %v", mine, theirs)
 	}

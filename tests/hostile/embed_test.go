@@ -12,6 +12,7 @@ import (
 	"github.com/planhq/plan"
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/treetest"
 )
 
@@ -24,7 +25,7 @@ func hostRuns(t *testing.T, dir string, fns []struct {
 }) [][]tree.Entry {
 	t.Helper()
 	ctx := context.Background()
-	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "hostile-host"})
+	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "hostile-host", Getenv: testkit.Getenv(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestAPanickingGoDecisionIsRecordedAndUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "hostile-host"})
+	app, err := plan.Open(ctx, plan.Config{Root: dir, Init: true, Host: "hostile-host", Getenv: testkit.Getenv(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/tests/testkit"
 	"github.com/planhq/plan/tests/testkit/servertest"
 )
@@ -69,8 +70,9 @@ func baseEnv() []string {
 	return env
 }
 
-// command prepares `plan -C dir args…` with env added to baseEnv (dir "" runs without -C, in the
-// test's working directory).
+// command prepares `plan -C dir args…` with env added to baseEnv and the test's data directory
+// (testkit.DataDir; env may name another) (dir "" runs without -C, in the test's working
+// directory).
 func command(t testing.TB, dir string, env []string, stdin string, args ...string) *exec.Cmd {
 	t.Helper()
 	full := args
@@ -78,7 +80,7 @@ func command(t testing.TB, dir string, env []string, stdin string, args ...strin
 		full = append([]string{"-C", dir}, args...)
 	}
 	cmd := exec.Command(planBinary(t), full...)
-	cmd.Env = append(baseEnv(), env...)
+	cmd.Env = append(testkit.WithDataDir(t, baseEnv()), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	return cmd
 }
@@ -238,6 +240,25 @@ func (w *workspace) checkpoint(note string) string {
 // path is the absolute path of a workspace-relative slash path.
 func (w *workspace) path(rel string) string {
 	return filepath.Join(w.dir, filepath.FromSlash(rel))
+}
+
+// state is the absolute path of a slash path in the workspace's state directory (statePath).
+func (w *workspace) state(rel string) string {
+	w.t.Helper()
+	return statePath(w.t, w.dir, rel)
+}
+
+// statePath is the absolute path of a slash path in the state directory of the workspace at dir,
+// where its history is kept (plan.db, objects/, journal.json, archive/, logs/, cache/): the one
+// its .plan/config.yaml names (state_dir), or .plan/ itself for a workspace made with `--store
+// workspace` (or not made yet).
+func statePath(t testing.TB, dir, rel string) string {
+	t.Helper()
+	l, err := bootstrap.LayoutAt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(l.Home(), filepath.FromSlash(rel))
 }
 
 // write creates or replaces a file (parents made as needed).

@@ -20,7 +20,7 @@ import (
 // largestIdx is the path of the store's largest idx file (the one most objects are looked up in).
 func largestIdx(w *workspace) string {
 	w.t.Helper()
-	idxs, err := filepath.Glob(w.path(".plan/objects/packs/*.idx"))
+	idxs, err := filepath.Glob(w.state("objects/packs/*.idx"))
 	if err != nil || len(idxs) == 0 {
 		w.t.Fatalf("no idx files: %v", err)
 	}
@@ -59,11 +59,11 @@ func TestHostileDamagedIdxIsRefusedThenRepaired(t *testing.T) {
 			// An idx is checked whole at its first use, not at open: gc, which weighs every object,
 			// checks every idx first and deletes nothing over a damaged one, whether or not a
 			// command used it before.
-			packs, _ := filepath.Glob(w.path(".plan/objects/packs/*"))
+			packs, _ := filepath.Glob(w.state("objects/packs/*"))
 			if res := w.expect(6, "integrity", "gc", "--grace", "0s"); !strings.Contains(res.stdout+res.stderr, "doctor --repair") {
 				t.Errorf("gc's refusal does not name the repair: %s", res)
 			}
-			if after, _ := filepath.Glob(w.path(".plan/objects/packs/*")); !slices.Equal(packs, after) {
+			if after, _ := filepath.Glob(w.state("objects/packs/*")); !slices.Equal(packs, after) {
 				t.Fatalf("gc over a damaged idx changed the packs: %v -> %v", packs, after)
 			}
 			w.write("calls/after.txt", "after the damage\n")

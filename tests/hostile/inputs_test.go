@@ -231,11 +231,13 @@ func TestInputsCloneDatabaseLostMidwayIsFinishedByRecover(t *testing.T) {
 	viaProxy.Host = px.addr()
 	dir := filepath.Join(t.TempDir(), "clone")
 	p := startPlan(t, "", env, "--json", "clone", "--store", s.URL, "--db", viaProxy.String(), "--workspace", ws, dir)
-	journal := filepath.Join(dir, ".plan", "journal.json")
 	for {
-		if _, err := os.Stat(journal); err == nil {
-			px.refuse()
-			break
+		// The clone names its state directory in .plan/config.yaml before it journals.
+		if _, err := os.Stat(filepath.Join(dir, ".plan", "config.yaml")); err == nil {
+			if _, err := os.Stat(statePath(t, dir, "journal.json")); err == nil {
+				px.refuse()
+				break
+			}
 		}
 		select {
 		case <-p.done:

@@ -61,7 +61,7 @@ func localdamageKeys(t *testing.T, c *minio.Client, st s3Store, dir string) []st
 // localdamageCachedPacks returns the cached copies of the store's packs.
 func localdamageCachedPacks(t *testing.T, w *workspace) []string {
 	t.Helper()
-	ps, err := filepath.Glob(w.path(".plan/cache/files/packs/*.pack"))
+	ps, err := filepath.Glob(w.state("cache/files/packs/*.pack"))
 	if err != nil || len(ps) == 0 {
 		t.Fatalf("no cached pack (%v)", err)
 	}
@@ -100,7 +100,7 @@ func TestLocalDamageCacheCopyIsNotTheStore(t *testing.T) {
 	localdamageRollback(t, w, id, files)
 
 	w.must("verify") // the store opened: its indexes cached again
-	idxs, err := filepath.Glob(w.path(".plan/cache/files/packs/*.idx"))
+	idxs, err := filepath.Glob(w.state("cache/files/packs/*.idx"))
 	if err != nil || len(idxs) == 0 {
 		t.Fatalf("no cached index (%v)", err)
 	}
@@ -134,14 +134,14 @@ func TestLocalDamageCutDownloadIsUnavailable(t *testing.T) {
 	px.cut(1 << 20)
 	cut := &workspace{t: t, dir: w.dir, env: s3Env(st.S3Env, px.url())}
 
-	if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
+	if err := os.RemoveAll(w.state("cache")); err != nil {
 		t.Fatal(err)
 	}
 	cut.expect(1, "unavailable", "verify", "--read-data")
 	for name := range files {
 		w.write(name, "changed")
 	}
-	if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
+	if err := os.RemoveAll(w.state("cache")); err != nil {
 		t.Fatal(err)
 	}
 	cut.expect(1, "unavailable", "--yes", "rollback", "--to-checkpoint", id)
@@ -207,7 +207,7 @@ func TestLocalDamageHealedObjectPassesVerifyAtOnce(t *testing.T) {
 					}
 				}
 			}
-			if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
+			if err := os.RemoveAll(w.state("cache")); err != nil {
 				t.Fatal(err)
 			}
 			var v localdamageVerify
@@ -244,7 +244,7 @@ func TestLocalDamageRepairCountsTheHealedDelta(t *testing.T) {
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	w.write("big.txt", v1)
 	a := w.checkpoint("A")
-	packs, err := filepath.Glob(w.path(".plan/objects/packs/*.pack"))
+	packs, err := filepath.Glob(w.state("objects/packs/*.pack"))
 	if err != nil || len(packs) != 1 {
 		t.Fatalf("packs after the first checkpoint: %v %v", packs, err)
 	}

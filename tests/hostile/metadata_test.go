@@ -82,7 +82,7 @@ func TestMetadataOlderSQLiteBackup(t *testing.T) {
 	w := newWorkspace(t, nil)
 	w.write("f", "v1")
 	w.checkpoint("one")
-	db := w.path(".plan/plan.db")
+	db := w.state("plan.db")
 	backup, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestMetadataDatabaseDeletedDuringARun(t *testing.T) {
 		run := startPlan(t, w.dir, nil, "-q", "run", planFile)
 		time.Sleep(500 * time.Millisecond)
 		for _, s := range []string{"", "-wal", "-shm"} {
-			_ = os.Remove(w.path(".plan/plan.db" + s))
+			_ = os.Remove(w.state("plan.db" + s))
 		}
 		var rb metadataRebuild
 		w.mustJSON(&rb, "doctor", "--rebuild")
@@ -172,7 +172,7 @@ func TestMetadataDamagedSchemaPage(t *testing.T) {
 		w.write("f", metadataBlob(n))
 		contents[w.checkpoint(n)] = metadataBlob(n)
 	}
-	dbPath := w.path(".plan/plan.db")
+	dbPath := w.state("plan.db")
 	conn, err := sql.Open("sqlite3", dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestMetadataCheckpointRowDeleted(t *testing.T) {
 	w.write("f", lostContent)
 	lost := w.checkpoint("its row is deleted")
 	w.write("f", "v3")
-	conn, err := sql.Open("sqlite3", w.path(".plan/plan.db"))
+	conn, err := sql.Open("sqlite3", w.state("plan.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,8 @@ func secretsBucket(t *testing.T, s s3Store) map[string]string {
 
 // A password given in the DSN of init or clone (as user info, or as a password= parameter) is
 // used for that command and kept nowhere: not in config.yaml, the output, the history (plan's and
-// the shared operations table's), the records in the store, or anything under .plan/.
+// the shared operations table's), the records in the store, or anything under .plan/ or in the
+// data directory (the workspaces' state directories and registry entries).
 // Findings: dsn-query-password.sh, history-dsn-password.sh.
 func TestSecretsDSNPasswordKeptNowhere(t *testing.T) {
 	base, password := secretsDSN(t)
@@ -123,6 +124,7 @@ func TestSecretsDSNPasswordKeptNowhere(t *testing.T) {
 	requireNoSecret(t, password, seen)
 	requireNoSecret(t, password, secretsAllFiles(t, filepath.Join(w.dir, ".plan")))
 	requireNoSecret(t, password, secretsAllFiles(t, filepath.Join(c, ".plan")))
+	requireNoSecret(t, password, secretsAllFiles(t, testkit.DataDir(t)))
 	requireNoSecret(t, password, secretsBucket(t, s))
 	// Later commands authenticate from the environment, never from something kept.
 	w.env = s.Env

@@ -92,7 +92,7 @@ func (s *sgStore) idxOnly() string {
 // dropCache removes a workspace's local copy of the store, so what it reads next comes from the bucket.
 func dropCache(t *testing.T, w *workspace) {
 	t.Helper()
-	if err := os.RemoveAll(w.path(".plan/cache")); err != nil {
+	if err := os.RemoveAll(w.state("cache")); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,10 +3,10 @@
 // temporary directory that Main removes when the tests end.
 //
 // It also holds what tests across the module share, each once: SkipUnderTestLog (binary.go),
-// Immutable, Mutable, DamageStored and FlipMiddleByte (files.go), Noise (content.go) and
-// ClosedPort (net.go). It imports only the standard library, so any package's tests may use it (the
-// tests of domain/ aside, which keep to domain/: their shared helpers live there, as
-// domain/fault/faulttest).
+// Immutable, Mutable, DamageStored and FlipMiddleByte (files.go), DataDir (datadir.go), Noise
+// (content.go) and ClosedPort (net.go). It imports only the standard library, so any package's
+// tests may use it (the tests of domain/ aside, which keep to domain/: their shared helpers live
+// there, as domain/fault/faulttest).
 //
 // Invariants: every test of one test binary runs the same build; nothing is built until a test
 // asks; a build failure fails each test that asks, with the compiler's output.
@@ -54,13 +54,17 @@ func Binary(t testing.TB) string {
 	return path
 }
 
-// Main runs the tests and removes the build: call it from TestMain.
+// Main runs the tests and removes the build and the tests' data directories (DataDir): call it
+// from TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
 	if dir != "" {
 		_ = os.RemoveAll(dir)
+	}
+	if dataRoot != "" {
+		_ = os.RemoveAll(dataRoot)
 	}
 	return code
 }
