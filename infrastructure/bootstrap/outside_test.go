@@ -121,7 +121,16 @@ func TestALostStateDirIsReattached(t *testing.T) {
 	if _, err := bootstrap.Resolve(bootstrap.Config{Root: root, Getenv: o.getenv}); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "no longer names it") {
 		t.Fatalf("a command where .plan/ lost its configuration: %v", err)
 	}
-	if err := os.Remove(filepath.Join(root, ".plan")); err != nil {
+	// A configuration rewritten by hand without the identity keeps its settings when init gives
+	// the identity back.
+	if err := os.WriteFile(config.Path(filepath.Join(root, ".plan")), []byte("retention:\n  keep: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := o.init(root, "")
+	if !kept.Reattached || kept.WorkspaceID != first.WorkspaceID || kept.File.Retention == nil || kept.File.Retention.Keep == nil || *kept.File.Retention.Keep != 2 {
+		t.Fatalf("re-attach of a configuration that lost its identity: %+v", kept.File)
+	}
+	if err := os.RemoveAll(filepath.Join(root, ".plan")); err != nil {
 		t.Fatal(err)
 	}
 	sub := mkdir(t, filepath.Join(root, "a", "b"))

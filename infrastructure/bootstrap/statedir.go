@@ -138,11 +138,17 @@ func (s *Setup) reattach(e registry.Entry) error {
 	if err := registry.Private(e.State); err != nil {
 		return err
 	}
-	f, err := config.Load(filepath.Join(e.State, registry.ConfigCopy))
-	if err != nil || f.WorkspaceID != e.WorkspaceID {
-		f = config.File{WorkspaceID: e.WorkspaceID}
+	f := s.File
+	if f == (config.File{}) {
+		// No .plan/config.yaml (or an empty one): the copy kept beside the history.
+		var err error
+		if f, err = config.Load(filepath.Join(e.State, registry.ConfigCopy)); err != nil || f.WorkspaceID != e.WorkspaceID {
+			f = config.File{}
+		}
 	}
-	f.StateDir = e.State
+	// A .plan/config.yaml that lost only the workspace's identity (rewritten by hand) keeps its
+	// settings: it gets the identity back.
+	f.WorkspaceID, f.StateDir = e.WorkspaceID, e.State
 	s.Layout.Data = e.State
 	if err := s.Layout.Init(); err != nil {
 		return err
