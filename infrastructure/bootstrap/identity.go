@@ -73,7 +73,10 @@ func (s *Setup) checkHome() error {
 func (s *Setup) notCopyOf(was string) error {
 	l := s.Layout
 	orig, err := workspace.NewLayout(was)
-	if err != nil || sameFile(orig.State(), l.State()) {
+	if err != nil {
+		orig = workspace.Layout{} // nothing there: no original, so no copy of one
+	}
+	if orig.Root == "" || sameFile(orig.State(), l.State()) {
 		return nil
 	}
 	if f, err := config.Load(config.Path(orig.State())); err == nil && f.WorkspaceID == s.WorkspaceID {

@@ -171,23 +171,23 @@ func MoveOut(ctx context.Context, root string, getenv func(string) string) (Move
 // removeOld removes from .plan/ the parts of a history that now lives outside it; it says
 // whether there was anything to remove.
 func removeOld(l workspace.Layout) (bool, error) {
-	any := false
+	some := false
 	for _, p := range append(append([]string{}, movedParts...), leftParts...) {
 		path := filepath.Join(l.State(), p)
 		if _, err := os.Lstat(path); err != nil {
 			continue
 		}
-		any = true
+		some = true
 		if err := failpoint.Hit("move.removing"); err != nil {
-			return any, err
+			return some, err
 		}
 		if err := os.RemoveAll(path); err != nil {
-			return any, fmt.Errorf("remove the old copy %s (the workspace uses the new one; run `plan store move-out` again to finish): %w", path, err)
+			return some, fmt.Errorf("remove the old copy %s (the workspace uses the new one; run `plan store move-out` again to finish): %w", path, err)
 		}
 	}
 	_ = os.Remove(filepath.Join(l.State(), "lock"))
 	_ = os.Remove(filepath.Join(l.State(), "lock.owner"))
-	return any, nil
+	return some, nil
 }
 
 // copyPart copies the file or tree src to dst (absent src: nothing), each file and directory

@@ -87,7 +87,7 @@ func TestANewWorkspaceKeepsItsHistoryOutside(t *testing.T) {
 	// An edit by hand is copied beside the history by the next open.
 	cfg := config.Path(filepath.Join(root, ".plan"))
 	b, _ := os.ReadFile(cfg)
-	edited := append(b, []byte("validate:\n  command: \"true\"\n")...)
+	edited := []byte(string(b) + "validate:\n  command: \"true\"\n")
 	if err := os.WriteFile(cfg, edited, 0o600); err != nil {
 		t.Fatal(err)
 	}

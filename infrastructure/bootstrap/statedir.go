@@ -202,8 +202,11 @@ func (s *Setup) keepCopy() error {
 		return nil
 	}
 	b, err := os.ReadFile(config.Path(s.Layout.State())) // #nosec G304 -- the workspace's own configuration
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // nothing to keep: the next save writes both
+	}
+	if err != nil {
+		return err
 	}
 	cp := filepath.Join(s.Layout.Data, registry.ConfigCopy)
 	if old, err := os.ReadFile(cp); err == nil && bytes.Equal(old, b) { // #nosec G304 -- plan's own data directory

@@ -454,7 +454,7 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := app.Services.Setup.Notice; n != "" && !(h.noNotice && app.Services.Setup.Reattached) {
+	if n := app.Services.Setup.Notice; n != "" && (!h.noNotice || !app.Services.Setup.Reattached) {
 		h.warn(n)
 	}
 	return app, nil

@@ -20,5 +20,5 @@ func fileID(fi fs.FileInfo) (dev, ino uint64) {
 	if !ok {
 		return 0, 0
 	}
-	return uint64(st.Dev), st.Ino // #nosec G115 -- a device number is never negative
+	return uint64(st.Dev), st.Ino //nolint:unconvert // #nosec G115 -- Dev is uint64 on Linux, int32 on darwin; never negative
 }

@@ -30,7 +30,7 @@ func saveUnreadable(l Layout, root tree.Hash, paths []string) error {
 	if err != nil {
 		return err
 	}
-	all := append(have, paths...)
+	all := append(slices.Clone(have), paths...)
 	slices.Sort(all)
 	all = slices.Compact(all)
 	if len(all) == len(have) {
