@@ -327,7 +327,7 @@ func TestHostileDecisionThatDeletesTheWorkspace(t *testing.T) {
 // after-call hook re-attaches the workspace and records the call, `plan sessions` shows it, and a
 // rewind to before it gives the tree back exactly.
 func TestHostileAgentCallThatDeletesTheStateDir(t *testing.T) {
-	for _, damage := range []string{"rm -rf .plan", "git clean -fdx", "rm -rf the workspace"} {
+	for _, damage := range []string{"rm -rf .plan", "git clean -fdx", "git clean -fdX", "rm -rf the workspace", "mv the workspace", "cp -a the workspace"} {
 		t.Run(damage, func(t *testing.T) {
 			w, _, want := project(t)
 			id := w.workspaceID()
@@ -354,6 +354,19 @@ func TestHostileAgentCallThatDeletesTheStateDir(t *testing.T) {
 			case "git clean -fdx":
 				git(t, w.dir, "init", "-q")
 				git(t, w.dir, "clean", "-fdxq")
+			case "git clean -fdX":
+				git(t, w.dir, "init", "-q")
+				git(t, w.dir, "clean", "-fdXq")
+			case "mv the workspace":
+				if err := os.Rename(w.dir, w.dir+"-moved"); err != nil {
+					t.Fatal(err)
+				}
+			case "cp -a the workspace":
+				if out, err := exec.Command("cp", "-a", w.dir, w.dir+"-copy").CombinedOutput(); err != nil {
+					t.Fatalf("cp -a: %v\n%s", err, out)
+				}
+				c := &workspace{t: t, dir: w.dir + "-copy", env: w.env}
+				c.expect(5, "conflict", "status")
 			default:
 				if err := os.RemoveAll(w.dir); err != nil {
 					t.Fatal(err)
@@ -364,7 +377,9 @@ func TestHostileAgentCallThatDeletesTheStateDir(t *testing.T) {
 				t.Fatalf("%s", r)
 			}
 			dir := w.dir
-			if damage == "rm -rf the workspace" {
+			if damage == "mv the workspace" {
+				dir = w.dir + "-moved"
+			} else if damage == "rm -rf the workspace" {
 				dir = filepath.Join(t.TempDir(), "back")
 				if r := runPlan(t, t.TempDir(), w.env, "clone", "--from", id, dir); r.code != 0 {
 					t.Fatalf("%s", r)
@@ -383,4 +398,40 @@ func TestHostileAgentCallThatDeletesTheStateDir(t *testing.T) {
 			verifyClean(t, dir, w.env)
 		})
 	}
+}
+
+// A decision that moves the workspace away, or copies it: the moved workspace is found at its new
+// path with its history (rolled back there exactly), and the copy is told apart and refused.
+func TestHostileDecisionThatMovesOrCopiesTheWorkspace(t *testing.T) {
+	t.Run("mv", func(t *testing.T) {
+		w, _, want := project(t)
+		moved := w.dir + "-moved"
+		plan := filepath.Join(t.TempDir(), "plan.yaml")
+		body := "name: p\ndecisions:\n  - id: move\n    run: mv \"$PWD\" \"$PWD-moved\"\n"
+		if err := os.WriteFile(plan, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := w.run("run", plan)
+		if _, err := os.Stat(moved); err != nil {
+			t.Fatalf("the decision did not move the workspace (%v): %s", err, r)
+		}
+		m := &workspace{t: t, dir: moved, env: w.env}
+		m.must("--yes", "rollback", "--to-checkpoint", "move^")
+		treetest.RequireSame(t, m.dir, outsideSkip, want, "the moved workspace rolled back to before the decision")
+		verifyClean(t, m.dir, m.env)
+	})
+	t.Run("cp -a", func(t *testing.T) {
+		w, _, want := project(t)
+		plan := filepath.Join(t.TempDir(), "plan.yaml")
+		body := "name: p\ndecisions:\n  - id: copy\n    run: cp -a \"$PWD\" \"$PWD-copy\" && echo changed > README.md\n"
+		if err := os.WriteFile(plan, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w.must("run", plan)
+		c := &workspace{t: t, dir: w.dir + "-copy", env: w.env}
+		c.expect(5, "conflict", "status")
+		w.must("--yes", "rollback", "--to-checkpoint", "copy^")
+		treetest.RequireSame(t, w.dir, outsideSkip, want, "the original rolled back to before the decision")
+		verifyClean(t, w.dir, w.env)
+	})
 }
