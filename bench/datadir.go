@@ -28,7 +28,7 @@ func makeDataDir(dir string) (string, error) {
 	}
 	// A umask cannot widen 0700, but an existing directory may be wider: plan refuses one open to
 	// others.
-	if err := os.Chmod(data, 0o700); err != nil {
+	if err := os.Chmod(data, 0o700); err != nil { // #nosec G302 -- a directory: 0700 is owner-only
 		return "", err
 	}
 	return data, nil

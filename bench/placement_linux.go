@@ -50,7 +50,7 @@ func tmpfsDataDir(base string, need int64) (dir, reason string) {
 	if err != nil {
 		return "", fmt.Sprintf("%s is not writable: %v", shmDir, err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := os.Chmod(dir, 0o700); err != nil { // #nosec G302 -- a directory: 0700 is owner-only
 		_ = os.RemoveAll(dir)
 		return "", fmt.Sprintf("%s: %v", dir, err)
 	}
