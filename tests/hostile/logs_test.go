@@ -36,12 +36,15 @@ func TestDecisionLogsAreEachPlansOwn(t *testing.T) {
 			LogPath string `json:"log_path"`
 		}
 		w.mustJSON(&views, "log", "build", "--plan", name)
-		if len(views) != 1 || !strings.HasPrefix(views[0].LogPath, ".plan/logs/plans/") || strings.Contains(views[0].LogPath[len(".plan/logs/plans/"):], "..") {
-			t.Errorf("plan %q: log_path %+v, want one under .plan/logs/plans/ holding no ..", name, views)
+		logs := w.state("logs/plans") + string(filepath.Separator)
+		if len(views) != 1 || !strings.HasPrefix(views[0].LogPath, logs) || strings.Contains(views[0].LogPath[len(logs):], "..") {
+			t.Errorf("plan %q: log_path %+v, want one under %s holding no ..", name, views, logs)
 		}
 	}
 	// Nothing escaped the logs directory.
-	if _, err := os.Lstat(filepath.Join(w.dir, ".plan", "b")); err == nil {
-		t.Error("a plan's name made a directory outside .plan/logs")
+	for _, p := range []string{filepath.Join(w.dir, ".plan", "b"), w.state("b"), w.state("logs/b")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("a plan's name made %s, outside logs/plans", p)
+		}
 	}
 }
