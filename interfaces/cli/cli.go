@@ -78,6 +78,9 @@ type handler struct {
 	}
 	// noNotice keeps open from printing a re-attach notice (init says so itself).
 	noNotice bool
+	// noKeepAttached keeps a command from making a deleted .plan/ again at its end (the watch
+	// service, which stops because .plan/ went).
+	noKeepAttached bool
 	// parsed releases parseMu; called when the command's flags are parsed, and at the end.
 	parsed func()
 	// argv is the command line after the program name, for the operation log, with the
@@ -516,6 +519,9 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 // keepAttached makes the workspace's .plan/ again when the command's own work (a decision, an
 // agent's tool call) deleted it, so that the next command finds its history as this one did.
 func (h *handler) keepAttached(app *bootstrap.App) {
+	if h.noKeepAttached {
+		return
+	}
 	switch again, err := app.KeepAttached(); {
 	case err != nil:
 		h.warn(err.Error())

@@ -254,6 +254,9 @@ func lastLine(s string) string {
 
 // watchForeground runs the service until interrupted or stopped.
 func (h *handler) watchForeground(ctx context.Context, opts bootstrap.WatchOptions) error {
+	// The service stops when .plan/ goes (the workspace is being deleted, or re-attached by a
+	// command that will start one again): it never makes .plan/ again itself.
+	h.noKeepAttached = true
 	return h.with(ctx, false, func(app *bootstrap.App) error {
 		sv := app.Services
 		opts := bootstrap.WatchOptions{
