@@ -108,7 +108,7 @@ Feature: Retiring a workspace of a shared store
       | the ID is malformed      | not-an-id --store <store>                        | 3    | malformed workspace ID  |
       | no ID is given           | --store <store>                                  | 2    | exactly one argument    |
       | two IDs are given        | <source> <source> --store <store>                | 2    | exactly one argument    |
-      | --store is missing       | <source>                                         | 2    | store                   |
+      | it is still in use here  | <source>                                         | 5    | is in use               |
       | the store does not exist | <source> --store file:///nowhere/at/all          | 4    | does not exist          |
 
   Scenario: listing without --store lists the workspaces whose history the data directory keeps
