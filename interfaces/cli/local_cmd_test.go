@@ -101,3 +101,95 @@ func TestHooksAndCommandsKeepTheWorkspaceAttached(t *testing.T) {
 		t.Fatalf("sessions after the re-attach: %v", o)
 	}
 }
+
+// The text of plan workspaces (each directory state), plan clone --from and plan store move-out.
+func TestLocalWorkspacesText(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env := map[string]string{"PLAN_DATA_DIR": data, "PLAN_WATCH": "0"}
+	run := func(args ...string) outcome {
+		return invoke(Runner{Getenv: func(k string) string { return env[k] }}, args...)
+	}
+	base := t.TempDir()
+	mk := func(name string, args ...string) string {
+		dir := filepath.Join(base, name)
+		if err := os.Mkdir(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if o := run(append([]string{"-C", dir, "init"}, args...)...); o.code != ExitOK {
+			t.Fatalf("%v", o)
+		}
+		writeFile(t, dir, "a.txt", name+"\n")
+		if o := run("-C", dir, "checkpoint", "create"); o.code != ExitOK {
+			t.Fatalf("%v", o)
+		}
+		return dir
+	}
+	gone, detached, replaced := mk("gone"), mk("detached"), mk("replaced")
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(detached, ".plan")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(replaced, ".plan")); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("-C", replaced, "init", "--new"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	damaged := filepath.Join(data, "workspaces", "dddddddddddddddddddddddd")
+	if err := os.Mkdir(damaged, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(damaged, "workspace.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := run("workspaces")
+	for _, want := range []string{"WORKSPACE", "gone", "detached", "replaced", "present", "damaged",
+		"lost its .plan/: `plan init` there re-attaches it", "brings the workspace back", "cannot be read"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("plan workspaces: no %q in\n%s", want, o.stdout)
+		}
+	}
+	if o := run("-C", replaced, "stats"); !strings.Contains(o.stdout, "no longer in their directory") {
+		t.Errorf("stats: %v", o)
+	}
+	if err := os.RemoveAll(damaged); err != nil {
+		t.Fatal(err)
+	}
+	var goneID string
+	for _, line := range strings.Split(o.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == "gone" {
+			goneID = f[0]
+		}
+	}
+	back := filepath.Join(base, "back")
+	if o := run("clone", "--from", goneID, back); o.code != ExitOK || !strings.Contains(o.stdout, "Brought workspace") {
+		t.Fatalf("clone --from: %v", o)
+	}
+	if got := readFile(t, back, "a.txt"); got != "gone\n" {
+		t.Fatalf("the brought-back file: %q", got)
+	}
+	if o := run("clone", "--from", goneID, filepath.Join(base, "again")); o.code != ExitConflict {
+		t.Fatalf("clone --from of a workspace now present: %v", o)
+	}
+	legacy := mk("legacy", "--store", "workspace")
+	if o := run("-C", legacy, "store", "move-out"); o.code != ExitOK || !strings.Contains(o.stdout, "every byte was read back") {
+		t.Fatalf("move-out: %v", o)
+	}
+	if o := run("-C", legacy, "store", "move-out"); o.code != ExitOK || !strings.Contains(o.stdout, "already outside") {
+		t.Fatalf("move-out again: %v", o)
+	}
+	if err := os.MkdirAll(filepath.Join(legacy, ".plan", "objects"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("-C", legacy, "store", "move-out"); o.code != ExitOK || !strings.Contains(o.stdout, "was removed") {
+		t.Fatalf("move-out with leftovers: %v", o)
+	}
+	if o := run("-C", legacy, "store", "move-out", "extra"); o.code != ExitUsage {
+		t.Fatalf("move-out with an argument: %v", o)
+	}
+	if o := run("-C", filepath.Join(base, "nowhere"), "store", "move-out"); o.code == ExitOK {
+		t.Fatalf("move-out outside a workspace: %v", o)
+	}
+}
