@@ -114,7 +114,7 @@ func directoryOf(e registry.Entry) string {
 	if _, err := os.Stat(e.Root); err != nil {
 		return DirGone
 	}
-	f, err := config.Load(config.Path(filepath.Join(e.Root, workspaceStateDir)))
+	f, err := config.Load(config.Path(filepath.Join(e.Root, workspace.StateDir)))
 	switch {
 	case err == nil && f.WorkspaceID == e.WorkspaceID:
 		return DirPresent
@@ -179,11 +179,7 @@ func AttachAt(w LocalWorkspace, dir string) error {
 	if err := registry.Private(w.HistoryDir); err != nil {
 		return err
 	}
-	f, err := config.Load(filepath.Join(w.HistoryDir, registry.ConfigCopy))
-	if err != nil || f.WorkspaceID != w.ID {
-		f = config.File{WorkspaceID: w.ID}
-	}
-	f.StateDir = w.HistoryDir
+	f := keptConfig(config.File{}, w.ID, w.HistoryDir)
 	l := workspace.Layout{Root: dir, Data: w.HistoryDir}
 	if err := l.Init(); err != nil {
 		return err

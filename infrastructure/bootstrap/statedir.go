@@ -20,8 +20,6 @@ import (
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
-const workspaceStateDir = workspace.StateDir
-
 // InWorkspace is the store a user names to keep a new workspace's state inside it, in .plan/ (as
 // before wave 4): `plan init --store workspace`. Such a state does not survive `git clean -fdx`
 // or a deleted .plan/ (docs/store.md).
@@ -138,17 +136,7 @@ func (s *Setup) reattach(e registry.Entry) error {
 	if err := registry.Private(e.State); err != nil {
 		return err
 	}
-	f := s.File
-	if f == (config.File{}) {
-		// No .plan/config.yaml (or an empty one): the copy kept beside the history.
-		var err error
-		if f, err = config.Load(filepath.Join(e.State, registry.ConfigCopy)); err != nil || f.WorkspaceID != e.WorkspaceID {
-			f = config.File{}
-		}
-	}
-	// A .plan/config.yaml that lost only the workspace's identity (rewritten by hand) keeps its
-	// settings: it gets the identity back.
-	f.WorkspaceID, f.StateDir = e.WorkspaceID, e.State
+	f := keptConfig(s.File, e.WorkspaceID, e.State)
 	s.Layout.Data = e.State
 	if err := s.Layout.Init(); err != nil {
 		return err
@@ -246,7 +234,7 @@ func Former(dir string, getenv func(string) string) (root string, ok bool) {
 		if !within(dir, e.Root) || len(e.Root) <= len(best) || !e.Same(e.Root) || !registry.Mine(e.Root) {
 			continue // not this directory's, or a directory another user owns now: never written into
 		}
-		if _, err := os.Lstat(filepath.Join(e.Root, workspaceStateDir)); err == nil {
+		if _, err := os.Lstat(filepath.Join(e.Root, workspace.StateDir)); err == nil {
 			continue // a workspace still: discovery found it, or refused it for a reason
 		}
 		best = e.Root
@@ -331,9 +319,25 @@ func (s *Setup) dataInside() (bool, error) {
 // directory keeps its history as workspace e.
 func formerError(root string, e registry.Entry) error {
 	lost := "its .plan/ is gone"
-	if _, err := os.Lstat(filepath.Join(root, workspaceStateDir)); err == nil {
+	if _, err := os.Lstat(filepath.Join(root, workspace.StateDir)); err == nil {
 		lost = "its .plan/config.yaml no longer names it"
 	}
 	return fault.NotFound("%s was the plan workspace %s, and %s; its history is kept in %s: run `plan init` here to re-attach it (or `plan init --new` for a new, unrelated history)",
 		root, e.WorkspaceID, lost, e.State)
+}
+
+// keptConfig is the configuration a directory attached to the history of workspace id (kept in
+// state) gets: current, when it holds settings (a .plan/config.yaml that lost only the identity,
+// rewritten by hand), else the copy kept beside the history; either with the identity and the
+// state directory given back.
+func keptConfig(current config.File, id, state string) config.File {
+	f := current
+	if f == (config.File{}) {
+		var err error
+		if f, err = config.Load(filepath.Join(state, registry.ConfigCopy)); err != nil || f.WorkspaceID != id {
+			f = config.File{}
+		}
+	}
+	f.WorkspaceID, f.StateDir = id, state
+	return f
 }
