@@ -37,3 +37,11 @@ func TestJournal(t testing.TB, root string, op application.Operation) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefuseReads makes every scan of this process answer "permission denied" for the workspace
+// names in denied, as the system does for a user who may not read them, until the test ends. The
+// tests run as root, whom no permission refuses. Not for parallel tests.
+func TestRefuseReads(t testing.TB, denied ...string) {
+	t.Helper()
+	t.Cleanup(workspace.RefuseReads(denied...))
+}

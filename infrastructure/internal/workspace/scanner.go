@@ -440,7 +440,7 @@ func (sc *scan) walk(ctx context.Context, g *errgroup.Group, n *node, fd int) er
 		c := &n.children[len(n.children)-1]
 		switch {
 		case c.kind == tree.KindDir:
-			cfd, err := unix.Openat(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			cfd, err := openSubdir(fd, c.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if errors.Is(err, unix.ENOENT) || sc.cannotRead(join(n.rel, c.name), err) {
 				c.gone = true // removed since it was listed, or unreadable: not part of this snapshot
 				continue
@@ -540,7 +540,7 @@ func (sc *scan) confirmHits() {
 func (sc *scan) entry(n *node, fd int, namez []byte, cached *cachedEntry) (item, bool, error) {
 	nameB := namez[:len(namez)-1]
 	var st unix.Stat_t
-	if err := lstatAt(fd, namez, &st); err != nil {
+	if err := statAt(fd, namez, &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return item{}, false, nil // removed since listed: not part of this snapshot
 		}
@@ -722,6 +722,14 @@ func (sc *scan) hashAll(ctx context.Context, p application.Progress) error {
 }
 
 // errChanged reports a file that changed while it was read; the caller retries.
+// The scan's three calls that a permission can refuse, as variables: the tests run as root, whom no
+// permission refuses, and stand in for a refusal here.
+var (
+	openSubdir = unix.Openat
+	statAt    = lstatAt
+	openFile  = os.OpenFile
+)
+
 var errChanged = errors.New("file changed while being read")
 
 func (sc *scan) hashOne(ctx context.Context, j job, bufp *[]byte) error {
@@ -798,7 +806,7 @@ func (sc *scan) hashCopy(j job) error {
 
 func (sc *scan) tryHash(j job, bufp *[]byte) error {
 	abs := sc.abs(j.rel)
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Removed between the listing and now: the snapshot is of the tree without it, exactly as if
 		// the listing had come a moment later.

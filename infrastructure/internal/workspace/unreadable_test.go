@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -98,5 +100,58 @@ func TestRestoreLeavesUnreadablePathsAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(w.abs("pgdata/PG_VERSION")); err != nil {
 		t.Fatalf("a refused restore removed pgdata: %v", err)
+	}
+}
+
+// What a scan may not read (a directory it may not open, a name it may not stat, a file it may
+// not open) is left out of the snapshot, recorded with its tree before the snapshot is returned,
+// and named in one warning; the rest is checkpointed exactly. A walk that stores nothing reports
+// the same paths. An excluded name that cannot be read is no warning at all.
+func TestSnapshotLeavesOutWhatItMayNotRead(t *testing.T) {
+	w := newTestWS(t)
+	w.write("src/main.go", "package main", 0o644)
+	w.write("pgdata/base/1", "rows", 0o600)
+	w.write("src/locked", "secret", 0o600)
+	w.write("nostat", "x", 0o644)
+	w.write("build/out", "o", 0o644)
+	w.write(IgnoreFile, "build/\n", 0o644)
+	t.Cleanup(RefuseReads("pgdata", "locked", "nostat", "build"))
+
+	snap := w.snapshot()
+	want := []string{"nostat", "pgdata", "src/locked"}
+	if !slices.Equal(snap.Unreadable, want) {
+		t.Fatalf("unreadable %q, want %q", snap.Unreadable, want)
+	}
+	if len(snap.Warnings) != 1 || !strings.Contains(snap.Warnings[0], `"pgdata"`) || !strings.Contains(snap.Warnings[0], "permission denied") {
+		t.Fatalf("warnings %q", snap.Warnings)
+	}
+	got, err := loadUnreadable(w.l, snap.Root)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("recorded %q %v", got, err)
+	}
+	var paths []string
+	for _, e := range w.flatten(snap.Root) {
+		paths = append(paths, e.Path)
+	}
+	if !slices.Equal(paths, []string{IgnoreFile, "src", "src/main.go"}) {
+		t.Fatalf("snapshot holds %q", paths)
+	}
+	entries, unreadable, err := w.sc.ScanReadable(t.Context(), nil)
+	if err != nil || !slices.Equal(unreadable, want) || len(entries) != 3 {
+		t.Fatalf("scan: %d entries, unreadable %q, %v", len(entries), unreadable, err)
+	}
+}
+
+// A refusal that is not about permission still fails the scan, naming the path.
+func TestScanFailsOnOtherOpenErrors(t *testing.T) {
+	w := newTestWS(t)
+	w.write("a", "alpha", 0o644)
+	open := openFile
+	t.Cleanup(func() { openFile = open })
+	openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: unix.EIO}
+	}
+	if _, err := w.sc.Snapshot(t.Context(), nil); err == nil || !strings.Contains(err.Error(), `open "a"`) {
+		t.Fatalf("snapshot with EIO: %v", err)
 	}
 }
