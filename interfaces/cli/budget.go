@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -45,6 +46,20 @@ func (h *handler) budget(ctx context.Context, app *bootstrap.App, before int64) 
 		}
 	}
 	if w := st.Warning(); w != "" {
+		h.warn(w)
+	}
+}
+
+// dataBudget runs after budget: from 80% of the data directory's budget (data_max_bytes in the
+// per-user configuration) on, every command warns, naming what the workspaces whose directory is
+// gone keep. It never deletes anything, and never fails the command.
+func (h *handler) dataBudget() {
+	u, err := bootstrap.DataBudget(h.getenv, time.Now())
+	if err != nil {
+		h.warn(err.Error())
+		return
+	}
+	if w := u.Warning(humanBytes); w != "" {
 		h.warn(w)
 	}
 }

@@ -512,6 +512,7 @@ func (h *handler) with(ctx context.Context, init bool, fn func(*bootstrap.App) e
 	err = fn(app)
 	h.recordOp(ctx, app, err)
 	h.budget(ctx, app, before)
+	h.dataBudget()
 	h.consolidate(ctx, app)
 	return err
 }

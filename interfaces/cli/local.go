@@ -226,6 +226,9 @@ func (h *handler) dataDirSummary(c *ucli.Context) *dataDirView {
 		return nil
 	}
 	v := &dataDirView{Path: path, Workspaces: len(ws)}
+	if u, err := bootstrap.DataBudget(h.getenv, time.Now()); err == nil && u.MaxBytes > 0 {
+		v.MaxBytes, v.Config = u.MaxBytes, u.Config
+	}
 	for _, w := range ws {
 		v.Bytes += w.Bytes
 		if w.Directory != bootstrap.DirPresent {

@@ -368,6 +368,9 @@ func (h *handler) stats(c *ucli.Context) error {
 				if d.Gone > 0 {
 					_, _ = fmt.Fprintf(tw, " (%d no longer in their directory: %s, kept until `plan workspaces retire ID`)", d.Gone, humanBytes(d.GoneBytes))
 				}
+				if d.MaxBytes > 0 {
+					_, _ = fmt.Fprintf(tw, ", budget %s (%.0f%%)", humanBytes(d.MaxBytes), 100*float64(d.Bytes)/float64(d.MaxBytes))
+				}
 				_, _ = fmt.Fprintln(tw)
 			}
 			if c := v.Cache; c != nil {

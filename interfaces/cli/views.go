@@ -213,6 +213,10 @@ type dataDirView struct {
 	Bytes      int64  `json:"bytes"`
 	Gone       int    `json:"gone"`
 	GoneBytes  int64  `json:"gone_bytes"`
+	// MaxBytes is the data directory's budget (data_max_bytes in Config, the per-user
+	// configuration), when one is set.
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+	Config   string `json:"config,omitempty"`
 }
 
 type cacheView struct {

@@ -24,7 +24,8 @@ const EntryName = "workspace.json"
 // ConfigCopy is the copy of the workspace's .plan/config.yaml kept beside its entry.
 const ConfigCopy = "config.yaml"
 
-// Dir resolves the data directory: PLAN_DATA_DIR, else $XDG_DATA_HOME/plan, else the platform's
+// Dir resolves the data directory: PLAN_DATA_DIR, else data_dir in the per-user configuration
+// (LoadUser), else $XDG_DATA_HOME/plan, else the platform's
 // per-user data directory (~/.local/share/plan; on macOS ~/Library/Application Support/plan). A
 // relative PLAN_DATA_DIR or XDG_DATA_HOME is refused (the XDG specification ignores a relative
 // one; plan says so instead of writing somewhere that depends on where it started).
@@ -34,6 +35,13 @@ func Dir(getenv func(string) string) (string, error) {
 			return "", fault.Invalid("%s=%q: want an absolute path", EnvDataDir, d)
 		}
 		return filepath.Clean(d), nil
+	}
+	u, err := LoadUser(getenv)
+	if err != nil {
+		return "", err
+	}
+	if u.DataDir != "" {
+		return u.DataDir, nil
 	}
 	if d := getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "plan"), nil

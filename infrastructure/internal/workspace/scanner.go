@@ -726,8 +726,8 @@ func (sc *scan) hashAll(ctx context.Context, p application.Progress) error {
 // permission refuses, and stand in for a refusal here.
 var (
 	openSubdir = unix.Openat
-	statAt    = lstatAt
-	openFile  = os.OpenFile
+	statAt     = lstatAt
+	openFile   = os.OpenFile
 )
 
 var errChanged = errors.New("file changed while being read")
