@@ -193,3 +193,65 @@ func TestLocalWorkspacesText(t *testing.T) {
 		t.Fatalf("move-out outside a workspace: %v", o)
 	}
 }
+
+// The local commands' refusals: an unknown workspace, a target that is not empty, a checkpoint
+// the history does not hold (the workspace is attached, and says how to finish), a data directory
+// that cannot be named, a bad --limit; retire's text.
+func TestLocalCommandsRefusals(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env := map[string]string{"PLAN_DATA_DIR": data, "PLAN_WATCH": "0"}
+	run := func(args ...string) outcome {
+		return invoke(Runner{Getenv: func(k string) string { return env[k] }}, args...)
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a.txt", "alpha\n")
+	if o := run("-C", dir, "init"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	if o := run("-C", dir, "checkpoint", "create"); o.code != ExitOK {
+		t.Fatalf("%v", o)
+	}
+	id := filepath.Base(stateOf(t, dir).Home())
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("clone", "--from", "ffffffffffff", filepath.Join(base, "x")); o.code != ExitNotFound {
+		t.Fatalf("clone --from an unknown workspace: %v", o)
+	}
+	full := filepath.Join(base, "full")
+	writeFile(t, full, "mine.txt", "keep me\n")
+	if o := run("clone", "--from", id, full); o.code == ExitOK || readFile(t, full, "mine.txt") != "keep me\n" {
+		t.Fatalf("clone --from into a directory that is not empty: %v", o)
+	}
+	back := filepath.Join(base, "back")
+	if o := run("clone", "--from", id, "--checkpoint", "nosuchcheckpoint", back); o.code != ExitNotFound || !strings.Contains(o.stderr, "plan rollback --to-checkpoint") {
+		t.Fatalf("clone --from at a checkpoint it does not hold: %v", o)
+	}
+	if o := run("-C", back, "rollback", "--to-checkpoint", "@", "--yes"); o.code != ExitOK || readFile(t, back, "a.txt") != "alpha\n" {
+		t.Fatalf("finishing the clone: %v", o)
+	}
+	if err := os.RemoveAll(back); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("--yes", "workspaces", "retire", id); o.code != ExitOK || !strings.Contains(o.stdout, "Deleted the history of workspace "+id) {
+		t.Fatalf("retire: %v", o)
+	}
+	if o := run("workspaces", "--limit", "-1"); o.code != ExitInvalid {
+		t.Fatalf("workspaces --limit -1: %v", o)
+	}
+	plain := filepath.Join(base, "plain")
+	if err := os.Mkdir(plain, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if o := run("-C", plain, "store", "move-out"); o.code != ExitNotFound {
+		t.Fatalf("move-out in a directory that is no workspace: %v", o)
+	}
+	env["PLAN_DATA_DIR"] = "relative"
+	if o := run("workspaces"); o.code != ExitInvalid {
+		t.Fatalf("workspaces with a relative PLAN_DATA_DIR: %v", o)
+	}
+}
