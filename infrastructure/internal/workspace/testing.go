@@ -8,30 +8,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RefuseReads makes every scan answer "permission denied" for the workspace names in denied (a
-// directory it opens, a name it stats, a file it opens), as the system would for a user who may not
-// read them, until restore is called. It is for tests, which run as root, whom no permission
-// refuses; it is not safe while a scan runs.
-func RefuseReads(denied ...string) (restore func()) {
+// RefuseReads makes every scan answer "permission denied" where a user who may not read the
+// workspace names in denied would get it: opening them (a directory to list, a file to hash),
+// as for a directory or file of another user's with mode 0700 or 0600. RefuseStats does the same
+// for stating them, as inside a directory one may list but not search. Both last until restore is
+// called. They are for tests, which run as root, whom no permission refuses; not safe while a
+// scan runs.
+func RefuseReads(denied ...string) (restore func()) { return refuse(denied, true) }
+
+// RefuseStats: see RefuseReads.
+func RefuseStats(denied ...string) (restore func()) { return refuse(denied, false) }
+
+func refuse(denied []string, opens bool) (restore func()) {
 	is := func(name string) bool { return slices.Contains(denied, name) }
 	openDir, stat, open := openSubdir, statAt, openFile
-	openSubdir = func(fd int, name string, flags int, mode uint32) (int, error) {
-		if is(name) {
-			return -1, unix.EACCES
+	if opens {
+		openSubdir = func(fd int, name string, flags int, mode uint32) (int, error) {
+			if is(name) {
+				return -1, unix.EACCES
+			}
+			return openDir(fd, name, flags, mode)
 		}
-		return openDir(fd, name, flags, mode)
-	}
-	statAt = func(fd int, namez []byte, st *unix.Stat_t) error {
-		if is(string(namez[:len(namez)-1])) {
-			return unix.EACCES
+		openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			if is(filepath.Base(name)) {
+				return nil, &os.PathError{Op: "open", Path: name, Err: unix.EACCES}
+			}
+			return open(name, flag, perm)
 		}
-		return stat(fd, namez, st)
-	}
-	openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
-		if is(filepath.Base(name)) {
-			return nil, &os.PathError{Op: "open", Path: name, Err: unix.EACCES}
+	} else {
+		statAt = func(fd int, namez []byte, st *unix.Stat_t) error {
+			if is(string(namez[:len(namez)-1])) {
+				return unix.EACCES
+			}
+			return stat(fd, namez, st)
 		}
-		return open(name, flag, perm)
 	}
 	return func() { openSubdir, statAt, openFile = openDir, stat, open }
 }
