@@ -1,6 +1,7 @@
 Feature: Diff
-  `plan diff FROM [TO]` shows what changed between two checkpoints, or between a checkpoint and the
-  live workspace when TO is omitted: one line per change, and with --patch a unified diff of text.
+  `plan diff [FROM [TO]] [--] [PATH...]` shows what changed between two checkpoints, or between a
+  checkpoint (`@` when none is given) and the live workspace when TO is omitted: one line per change,
+  and with --patch a unified diff of text. Paths limit it, relative to the current directory as git's.
 
   Background:
     Given an initialised workspace
@@ -26,6 +27,27 @@ Feature: Diff
       D d/x
       A n.txt
       """
+
+  Scenario: limited to paths, relative to the directory it runs in
+    When I change "a.txt" to "changed\n"
+    And I change "d/x" to "changed\n"
+    And I delete "b.txt"
+    And I run "plan diff <before> a.txt"
+    Then it succeeds
+    And stdout is:
+      """
+      M a.txt
+      """
+    When I run "plan -C d diff <before> -- x ../b.txt"
+    Then it succeeds
+    And stdout is:
+      """
+      D b.txt
+      M d/x
+      """
+    When I run "plan diff <before> -- nosuch.txt"
+    Then the exit code is 4
+    And stderr contains "nosuch.txt names nothing in"
 
   Scenario: between two checkpoints as JSON
     When I change "a.txt" to "changed\n"

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -11,6 +14,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/view"
@@ -21,7 +26,7 @@ const maxPatchBytes = 1 << 20
 
 func (h *handler) diffCommand() *ucli.Command {
 	return &ucli.Command{
-		Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "FROM [TO]",
+		Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "[FROM [TO]] [--] [PATH...]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"},
 			&ucli.BoolFlag{Name: "stat", Usage: "count the lines inserted and deleted in each text file, and in all"},
@@ -33,22 +38,36 @@ func (h *handler) diffCommand() *ucli.Command {
 }
 
 func (h *handler) diff(c *ucli.Context) error {
-	from, err := arg(c, 0, "FROM")
-	if err != nil {
-		return err
-	}
-	if err := noExtraArgs(c, 2); err != nil {
-		return err
-	}
 	if c.Bool("name-only") && (c.Bool("stat") || c.Bool("patch")) {
 		return usagef("--name-only prints paths only: it does not go with --stat or --patch")
 	}
-	to := c.Args().Get(1)
+	if i := slices.Index(c.Args().Slice(), "--"); !h.dashed && i > 2 {
+		return usagef("unexpected argument %q: diff compares at most two checkpoints (see `plan diff --help`)", c.Args().Get(2))
+	}
 	differs := false
-	err = h.with(c.Context, false, func(app *bootstrap.App) error {
+	err := h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Checkpoints
+		root := app.Services.Layout.Root
+		refs, args, err := h.diffArgs(c, svc, root)
+		if err != nil {
+			return err
+		}
+		paths, err := h.diffPaths(root, args)
+		if err != nil {
+			return err
+		}
+		from, to := "@", ""
+		if len(refs) > 0 {
+			from = refs[0]
+		}
+		if len(refs) > 1 {
+			to = refs[1]
+		}
 		res, err := svc.Diff(c.Context, from, to, h.progress())
 		if err != nil {
+			return err
+		}
+		if res.Changes, err = limitToPaths(c, svc, root, res, paths); err != nil {
 			return err
 		}
 		differs = len(res.Changes) > 0
@@ -65,6 +84,125 @@ func (h *handler) diff(c *ucli.Context) error {
 		return &silentExit{code: ExitInternal}
 	}
 	return err
+}
+
+// diffArgs splits diff's arguments into checkpoints (at most two) and paths, as git does: what
+// comes before "--" names checkpoints and what follows it paths; without "--", the leading
+// arguments that name checkpoints are checkpoints and the rest paths, each of which must then exist
+// in the workspace (a path only a checkpoint holds goes after "--"). An argument that names both a
+// checkpoint and a file of the workspace is ambiguous (exit 3) unless "--" says which it is.
+func (h *handler) diffArgs(c *ucli.Context, svc *application.CheckpointService, root string) (refs, paths []string, err error) {
+	args := c.Args().Slice()
+	if h.dashed {
+		return nil, args, nil
+	}
+	if i := slices.Index(args, "--"); i >= 0 { // at most two before it: diff checked
+		return args[:i], args[i+1:], nil
+	}
+	for len(refs) < 2 && len(args) > 0 {
+		a := args[0]
+		_, refErr := svc.Resolve(c.Context, a)
+		onDisk := h.inWorkspace(root, a)
+		switch {
+		case refErr == nil && onDisk:
+			return nil, nil, fault.Invalid("%q names both a checkpoint and a path of the workspace: write `plan diff %s --` for the checkpoint, `plan diff -- %s` for the path", a, a, a)
+		case refErr == nil:
+			refs, args = append(refs, a), args[1:]
+			continue
+		case !onDisk:
+			return nil, nil, fmt.Errorf("%q is not a path in the workspace, nor a checkpoint: %w (a path that only a checkpoint holds goes after --)", a, refErr)
+		}
+		break
+	}
+	for _, a := range args {
+		if !h.inWorkspace(root, a) {
+			return nil, nil, fault.NotFound("%s: no such path in the workspace (a path that only a checkpoint holds goes after --)", a)
+		}
+	}
+	return refs, args, nil
+}
+
+// inWorkspace reports whether a (relative to where the command started) is a file, symlink or
+// directory inside the workspace.
+func (h *handler) inWorkspace(root, a string) bool {
+	rel, err := h.workspacePath(root, a)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// diffPaths maps diff's paths to the workspace's; nil means the whole workspace (no path given,
+// or one of them is the workspace itself).
+func (h *handler) diffPaths(root string, args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		rel, err := h.workspacePath(root, a)
+		if err != nil {
+			return nil, err
+		}
+		if rel == "" {
+			return nil, nil
+		}
+		out = append(out, rel)
+	}
+	return out, nil
+}
+
+// limitToPaths keeps the changes at or under one of paths (all of them when paths is nil). A path
+// that names nothing on either side is not found (exit 4), as it is for `plan rollback PATH`: a
+// typo would otherwise read as "no differences".
+func limitToPaths(c *ucli.Context, svc *application.CheckpointService, root string, res application.DiffResult, paths []string) ([]tree.Change, error) {
+	if paths == nil {
+		return res.Changes, nil
+	}
+	var kept []tree.Change
+	matched := map[string]bool{}
+	for _, ch := range res.Changes {
+		for _, p := range paths {
+			if tree.Under(ch.Path, p) {
+				matched[p] = true
+				kept = append(kept, ch)
+				break
+			}
+		}
+	}
+	for _, p := range paths {
+		if matched[p] {
+			continue
+		}
+		found, err := holds(c, svc, res.From, p)
+		if err != nil {
+			return nil, err
+		}
+		if !found && res.To != nil {
+			if found, err = holds(c, svc, res.To, p); err != nil {
+				return nil, err
+			}
+		}
+		if !found && res.To == nil {
+			_, statErr := os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+			found = statErr == nil
+		}
+		if !found {
+			to := "the workspace"
+			if res.To != nil {
+				to = string(res.To.ID())
+			}
+			return nil, fault.NotFound("%s names nothing in %s or %s", p, res.From.ID(), to)
+		}
+	}
+	return kept, nil
+}
+
+// holds reports whether checkpoint cp has something at or under path p.
+func holds(c *ucli.Context, svc *application.CheckpointService, cp *checkpoint.Checkpoint, p string) (bool, error) {
+	entries, err := svc.Entries(c.Context, cp)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(entries, func(e tree.Entry) bool { return tree.Under(e.Path, p) }), nil
 }
 
 // addPatches fills in views (one per change) with each change's patch (withPatch) and line counts
