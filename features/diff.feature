@@ -86,6 +86,23 @@ Feature: Diff
       | path  | change   |
       | a.txt | modified |
 
+  Scenario: --stat counts files, names a mode change, and prints nothing when nothing changed
+    When I change the mode of "a.txt" to "0755"
+    And I change "b.txt" to "bye\nagain\n"
+    And I run "plan diff <before> --stat"
+    Then it succeeds
+    And stdout is:
+      """
+       a.txt | 0
+       b.txt | 1 +
+       2 files changed, 1 insertion(+), 0 deletions(-)
+       mode change 100644 => 100755 a.txt
+      """
+    When a checkpoint "after"
+    And I run "plan diff <after> --stat"
+    Then it succeeds
+    And stdout is empty
+
   Scenario: against the live workspace when TO is omitted
     When I change "a.txt" to "changed\n"
     And a file "n.txt" containing "new\n"

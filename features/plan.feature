@@ -476,7 +476,7 @@ Feature: Plans and decisions
   Scenario: plan exec exits with its command's status and ends with one line
     When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
     Then it succeeds
-    And stdout contains "fix succeeded on plan adhoc (1 path changed; checkpoint "
+    And stdout contains "fix succeeded on plan adhoc (1 file changed; checkpoint "
     And stdout does not contain "DECISION"
     When I run "plan exec -- no-such-command-anywhere"
     Then the exit code is 127
@@ -551,7 +551,7 @@ Feature: Plans and decisions
     When I run "plan status"
     Then it succeeds
     And stdout contains "no checkpoint yet"
-    And stdout contains "changes since: 1 added, 0 modified, 0 deleted"
+    And stdout contains "changes since: 1 file (1 added, 0 modified, 0 deleted"
     And stdout contains "no plan has run yet"
     When I run "plan status --json"
     Then it succeeds

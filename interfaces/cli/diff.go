@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -78,7 +79,9 @@ func (h *handler) diff(c *ucli.Context) error {
 		if v.Stat, err = addPatches(svc, res.Changes, v.Changes, res.To == nil, c.Bool("patch"), c.Bool("stat")); err != nil {
 			return err
 		}
-		return h.emit(v, func(w io.Writer) { writeChanges(w, h.colors, v.Changes, v.Stat, c.Bool("name-only")) })
+		return h.emit(v, func(w io.Writer) {
+			writeChanges(w, h.colors, h.columns(), v.Changes, res.Changes, v.Stat, c.Bool("name-only"))
+		})
 	})
 	if err == nil && differs && c.Bool("exit-code") {
 		return &silentExit{code: ExitInternal}
@@ -235,15 +238,16 @@ func addPatches(svc *application.CheckpointService, changes []tree.Change, views
 }
 
 // writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
-// line each; then the patches, if any.
-func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.DiffStat, nameOnly bool) {
+// line each; then the patches, if any. src are the changes the views were made of (the --stat
+// table names their mode changes); columns is the width the --stat table fits in.
+func writeChanges(w io.Writer, p palette, columns int, changes []view.Change, src []tree.Change, stat *view.DiffStat, nameOnly bool) {
 	switch {
 	case nameOnly:
 		for _, ch := range changes {
 			_, _ = fmt.Fprintln(w, quote(ch.Path))
 		}
 	case stat != nil:
-		writeStat(w, p, changes, stat)
+		writeStat(w, p, columns, changes, src, stat)
 	default:
 		for _, ch := range changes {
 			_, _ = fmt.Fprintf(w, "%s %s\n", p.letter(tree.ChangeType(ch.Change)), quote(ch.Path))
@@ -254,27 +258,92 @@ func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.Diff
 	}
 }
 
-// writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
-// binary or large file), then the totals.
-func writeStat(w io.Writer, p palette, changes []view.Change, s *view.DiffStat) {
-	width := 0
-	for _, ch := range changes {
-		width = max(width, len(quote(ch.Path)))
+// writeStat prints git's --stat table, laid out as git lays it out: each path, its lines inserted
+// and deleted right-aligned, and a bar of +/- scaled so the largest change fits the width (a
+// binary or large file says Bin, a directory its change); then the totals and git's --summary
+// line of each mode change. Nothing at all for no changes.
+func writeStat(w io.Writer, p palette, columns int, changes []view.Change, src []tree.Change, s *view.DiffStat) {
+	if len(changes) == 0 {
+		return
 	}
-	for _, ch := range changes {
-		n := *ch.Insertions + *ch.Deletions
-		bar := p.paint(sgrGreen, strings.Repeat("+", min(*ch.Insertions, 40))) + p.paint(sgrRed, strings.Repeat("-", min(*ch.Deletions, 40)))
-		switch {
-		case ch.Binary:
-			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, quote(ch.Path), ch.Change)
-		case ch.Kind == "dir":
-			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, quote(ch.Path), ch.Change)
-		default:
-			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, quote(ch.Path), n, bar)
+	names := make([]string, len(changes))
+	maxChange, nameWidth := 0, 0
+	for i, ch := range changes {
+		names[i] = quote(ch.Path)
+		nameWidth = max(nameWidth, utf8.RuneCountInString(names[i]))
+		if !ch.Binary && ch.Kind != "dir" {
+			maxChange = max(maxChange, *ch.Insertions+*ch.Deletions)
 		}
 	}
-	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "path", "paths"),
+	numWidth := len(strconv.Itoa(maxChange))
+	graphWidth, nameWidth := statWidths(columns, nameWidth, numWidth, maxChange)
+	for i, ch := range changes {
+		name := names[i]
+		if n := utf8.RuneCountInString(name); n > nameWidth {
+			r := []rune(name)
+			name = "..." + string(r[n-(nameWidth-3):])
+		}
+		pad := strings.Repeat(" ", nameWidth-utf8.RuneCountInString(name))
+		switch {
+		case ch.Binary:
+			_, _ = fmt.Fprintf(w, " %s%s | Bin (%s)\n", name, pad, ch.Change)
+		case ch.Kind == "dir":
+			_, _ = fmt.Fprintf(w, " %s%s | %s\n", name, pad, ch.Change)
+		default:
+			add, del := scaleBars(*ch.Insertions, *ch.Deletions, graphWidth, maxChange)
+			bar := ""
+			if add+del > 0 {
+				bar = " " + p.paint(sgrGreen, strings.Repeat("+", add)) + p.paint(sgrRed, strings.Repeat("-", del))
+			}
+			_, _ = fmt.Fprintf(w, " %s%s | %*d%s\n", name, pad, numWidth, *ch.Insertions+*ch.Deletions, bar)
+		}
+	}
+	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "file", "files"),
 		s.Insertions, plural(s.Insertions, "insertion", "insertions"), s.Deletions, plural(s.Deletions, "deletion", "deletions"))
+	for _, ch := range src {
+		if ch.From != nil && ch.To != nil && ch.From.Kind == ch.To.Kind && ch.From.Kind == tree.KindFile && ch.From.Mode != ch.To.Mode {
+			_, _ = fmt.Fprintf(w, " mode change %s => %s %s\n", gitMode(*ch.From), gitMode(*ch.To), quote(ch.Path))
+		}
+	}
+}
+
+// statWidths is git's layout of a --stat line in columns: the graph as wide as the largest change
+// when everything fits; else the graph gets at most 3/8 of the width (at least 6) and the names
+// what is left (a longer name is cut at its start).
+func statWidths(columns, nameWidth, numWidth, maxChange int) (graph, name int) {
+	width := max(columns, 16+6+numWidth)
+	graph = maxChange
+	if nameWidth+numWidth+6+graph > width {
+		if limit := width*3/8 - numWidth - 6; graph > limit {
+			graph = max(limit, 6)
+		}
+		nameWidth = min(nameWidth, width-numWidth-6-graph)
+	}
+	return graph, nameWidth
+}
+
+// scaleBars is git's scaling of one line's insertions and deletions to a graph of width columns
+// for a largest change of maxChange: every non-zero count keeps at least one mark.
+func scaleBars(add, del, width, maxChange int) (int, int) {
+	if width >= maxChange {
+		return add, del
+	}
+	scale := func(n int) int {
+		if n == 0 {
+			return 0
+		}
+		return 1 + n*(width-1)/maxChange
+	}
+	total := scale(add + del)
+	if total < 2 && add > 0 && del > 0 {
+		total = 2
+	}
+	if add < del {
+		add = scale(add)
+		return add, total - add
+	}
+	del = scale(del)
+	return total - del, del
 }
 
 func plural(n int, one, many string) string {
@@ -304,9 +373,9 @@ func patch(svc *application.CheckpointService, ch tree.Change, live bool) (fileP
 	_, _ = fmt.Fprintf(&b, "diff --git %s %s\n", oldName, newName)
 	switch {
 	case from == nil:
-		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", kindWord(to.Kind), gitMode(*to))
+		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", headerWord(to.Kind), gitMode(*to))
 	case to == nil:
-		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", kindWord(from.Kind), gitMode(*from))
+		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", headerWord(from.Kind), gitMode(*from))
 	case from.Kind != to.Kind:
 		_, _ = fmt.Fprintf(&b, "type change: %s -> %s\nold mode %s\nnew mode %s\n", kindWord(from.Kind), kindWord(to.Kind), gitMode(*from), gitMode(*to))
 	case from.Mode != to.Mode && from.Kind != tree.KindSymlink:
@@ -388,6 +457,15 @@ func gitMode(e tree.Entry) string {
 		return "040" + fmt.Sprintf("%03o", e.Mode&0o777)
 	}
 	return fmt.Sprintf("10%04o", e.Mode&tree.ModeMask)
+}
+
+// headerWord is what git's "new file mode" says of an entry: a symlink is a file of mode 120000
+// there; a directory, which git does not keep, is one.
+func headerWord(k tree.Kind) string {
+	if k == tree.KindDir {
+		return "directory"
+	}
+	return "file"
 }
 
 func kindWord(k tree.Kind) string {

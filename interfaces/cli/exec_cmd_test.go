@@ -37,7 +37,7 @@ func TestExecPassesTheChildsStatusThrough(t *testing.T) {
 	}
 
 	o := mustPlan(t, dir, "exec", "--id", "make-it", "--", "sh", "-c", "echo made > made.txt; echo said")
-	if !strings.HasPrefix(o.stdout, `make-it succeeded on plan adhoc (1 path changed; checkpoint `) || strings.Count(o.stdout, "\n") != 1 || !strings.Contains(o.stdout, " after it)") {
+	if !strings.HasPrefix(o.stdout, `make-it succeeded on plan adhoc (1 file changed; checkpoint `) || strings.Count(o.stdout, "\n") != 1 || !strings.Contains(o.stdout, " after it)") {
 		t.Errorf("success is one line on stdout\n%v", o)
 	}
 	if strings.Contains(o.stderr, "make-it succeeded") || !strings.Contains(o.stderr, "said\n") {
@@ -48,7 +48,7 @@ func TestExecPassesTheChildsStatusThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPlan(t, dir, "run", "--no-checkpoints", "p.yaml")
-	if o := mustPlan(t, dir, "exec", "--plan", "bare", "--", "true"); o.stdout != "true-1 succeeded on plan bare (0 paths changed)\n" {
+	if o := mustPlan(t, dir, "exec", "--plan", "bare", "--", "true"); o.stdout != "true-1 succeeded on plan bare (0 files changed)\n" {
 		t.Errorf("without checkpoints\n%v", o)
 	}
 	if o := inWorkspace(dir, "exec", "--plan", "bare", "--", "false"); o.code != 1 || !strings.HasSuffix(o.stderr, "plan: decision \"false-1\" failed with exit code 1\n") {

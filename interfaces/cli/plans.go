@@ -162,7 +162,7 @@ func (h *handler) emitExec(res application.RunResult, runErr error) error {
 		_, _ = fmt.Fprintf(&b, ", %s after it", res.End.ID())
 	}
 	n := len(a.Artifacts)
-	_, _ = fmt.Fprintf(h.r.Stdout, "%s succeeded on plan %s (%d %s changed%s)\n", quote(d.ID()), quote(res.Plan.Name()), n, plural(n, "path", "paths"), b.String())
+	_, _ = fmt.Fprintf(h.r.Stdout, "%s succeeded on plan %s (%d %s changed%s)\n", quote(d.ID()), quote(res.Plan.Name()), n, plural(n, "file", "files"), b.String())
 	return nil
 }
 
@@ -325,7 +325,9 @@ func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	if c := ws.Changes; c.Added+c.Modified+c.Deleted == 0 {
 		_, _ = fmt.Fprintln(w, "no changes since")
 	} else {
-		_, _ = fmt.Fprintf(w, "changes since: %d added, %d modified, %d deleted (plan diff @ lists them)\n", c.Added, c.Modified, c.Deleted)
+		n := c.Added + c.Modified + c.Deleted
+		_, _ = fmt.Fprintf(w, "changes since: %d %s (%d added, %d modified, %d deleted; plan diff @ lists them)\n",
+			n, plural(n, "file", "files"), c.Added, c.Modified, c.Deleted)
 	}
 	if op := ws.PendingOperation; op != nil {
 		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)
