@@ -251,7 +251,7 @@ func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport,
 		return GCReport{}, err
 	}
 	if req.Aggressive {
-		return s.store.Repack(roots)
+		return s.store.Repack(roots, req.Progress)
 	}
 	return s.store.Collect(roots, req.Grace)
 }

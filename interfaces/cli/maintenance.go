@@ -188,7 +188,7 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	req := application.GCRequest{Aggressive: c.Bool("aggressive")}
+	req := application.GCRequest{Aggressive: c.Bool("aggressive"), Progress: h.progress()}
 	if g := c.String("grace"); c.IsSet("grace") {
 		d, err := time.ParseDuration(g)
 		if err != nil || d < 0 {
@@ -205,28 +205,42 @@ func (h *handler) gc(c *ucli.Context) error {
 			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects, ObjectsReencoded: r.ObjectsReencoded}
 		if p := r.Repack; p != nil {
 			v.Repack = &repackView{Objects: p.Objects, Bundles: p.Bundles, Bundled: p.Bundled, Similar: p.Similar,
-				PacksDeleted: p.PacksDeleted, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter}
+				PacksDeleted: p.PacksDeleted, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter, Kept: p.Kept}
 		}
 		if r.Shared {
 			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
 				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
 		}
-		return h.emit(v, func(w io.Writer) {
-			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
-				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
-			if r.ObjectsReencoded > 0 {
-				_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
-			}
-			if p := r.Repack; p != nil {
-				_, _ = fmt.Fprintf(w, "Repacked %d live objects from %s into %s (%d files in %d bundles, %d as deltas against a similar file).\n",
-					p.Objects, humanBytes(p.BytesBefore), humanBytes(p.BytesAfter), p.Bundled, p.Bundles, p.Similar)
-			}
-			if r.Shared {
-				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
-					r.PacksCondemned, r.Grace, r.MarksPending)
-			}
-		})
+		return h.emit(v, func(w io.Writer) { writeGC(w, r) })
 	})
+}
+
+// writeGC is gc's text: what was reclaimed (or that the store grew, never a negative size
+// reclaimed), re-encoded, repacked or kept, and a shared store's phases.
+func writeGC(w io.Writer, r application.GCReport) {
+	if r.BytesReclaimed >= 0 {
+		_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
+			humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+	} else {
+		// Re-encoding what deleted checkpoints were the delta bases of wrote more than the
+		// deletion freed: say so, not "reclaimed" a negative size.
+		_, _ = fmt.Fprintf(w, "Reclaimed nothing: the store grew by %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
+			humanBytes(-r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+	}
+	if r.ObjectsReencoded > 0 {
+		_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
+	}
+	if p := r.Repack; p != nil && p.Kept {
+		_, _ = fmt.Fprintf(w, "Repacking would not make the store smaller (%s of packs, %s repacked): the old packs are kept.\n",
+			humanBytes(p.BytesBefore), humanBytes(p.BytesAfter))
+	} else if p != nil {
+		_, _ = fmt.Fprintf(w, "Repacked %d live objects from %s into %s (%d files in %d bundles, %d as deltas against a similar file).\n",
+			p.Objects, humanBytes(p.BytesBefore), humanBytes(p.BytesAfter), p.Bundled, p.Bundles, p.Similar)
+	}
+	if r.Shared {
+		_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
+			r.PacksCondemned, r.Grace, r.MarksPending)
+	}
 }
 
 // problemView is one verify problem; checkpoint_id is null for damage the store scan found in data
