@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -133,23 +134,28 @@ func (h *handler) prune(c *ucli.Context) error {
 			return err
 		}
 		v := newPruneView(res, req.DryRun)
+		var table string
+		if req.DryRun && !h.json {
+			if table, err = pruneTable(c, app, res); err != nil {
+				return err
+			}
+		}
 		return h.emit(v, func(w io.Writer) {
 			verb := "Deleted"
 			if req.DryRun {
 				verb = "Would delete"
 			}
 			_, _ = fmt.Fprintf(w, "%s %d checkpoints, kept %d.\n", verb, len(v.Deleted), len(v.Kept))
-			ids := make([]string, 0, len(v.Reasons))
-			for id := range v.Reasons {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			for _, id := range ids {
-				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(v.Reasons[id]))
-			}
 			if req.DryRun {
-				for _, id := range v.Deleted {
-					_, _ = fmt.Fprintf(w, "  would delete %s\n", id)
+				_, _ = io.WriteString(w, table)
+			} else {
+				ids := make([]string, 0, len(v.Reasons))
+				for id := range v.Reasons {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				for _, id := range ids {
+					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(v.Reasons[id]))
 				}
 			}
 			if n := len(v.UndoLost); n > 0 {
@@ -213,6 +219,39 @@ func (h *handler) gc(c *ucli.Context) error {
 		}
 		return h.emit(v, func(w io.Writer) { writeGC(w, r) })
 	})
+}
+
+// pruneTable is prune --dry-run's table, as restic forget prints one: every checkpoint, newest
+// first, whether it would be kept or deleted, and the rule that says so.
+func pruneTable(c *ucli.Context, app *bootstrap.App, res application.PruneResult) (string, error) {
+	cps, err := app.Services.Checkpoints.List(c.Context)
+	if err != nil {
+		return "", err
+	}
+	deleted := map[checkpoint.ID]bool{}
+	for _, id := range res.Deleted {
+		deleted[id] = true
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "  ACTION\tID\tTYPE\tCREATED\tNOTE\tRULE")
+	for _, cp := range cps {
+		rule, ok := res.Rules[cp.ID()]
+		if !ok {
+			continue // taken after the prune looked
+		}
+		action := "keep"
+		if deleted[cp.ID()] {
+			action = "delete"
+		}
+		note := "-"
+		if cp.Note() != "" {
+			note = quote(cp.Note())
+		}
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", action, cp.ID(), cp.Type(), localTime(cp.CreatedAt()), note, scrub(rule))
+	}
+	_ = tw.Flush()
+	return b.String(), nil
 }
 
 // writeGC is gc's text: what was reclaimed (or that the store grew, never a negative size
