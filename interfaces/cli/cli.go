@@ -277,7 +277,7 @@ func takeRequired(c *ucli.Command) []string {
 
 func globalFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "the workspace root `DIR`", Value: "."},
+		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "start in `DIR` instead of the current directory (like git -C): the workspace is found from there, and relative paths are taken from DIR", Value: "."},
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
 		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
