@@ -222,14 +222,14 @@ func docsFixture(t *testing.T) string {
 
 func TestShellCommands(t *testing.T) {
 	for line, want := range map[string]string{
-		`plan init   # a comment`:                                  "[plan init]",
+		`plan init   # a comment`:                                     "[plan init]",
 		`$ plan correct --reason "wrong target" --run './c.sh --dev'`: "[plan correct --reason wrong target --run ./c.sh --dev]",
-		`rm -rf .plan && plan init`:                                "[rm -rf .plan] [plan init]",
-		`plan undo && plan redo; plan status | less`:               "[plan undo] [plan redo] [plan status] [less]",
-		`PLAN_TIMINGS=1 plan status || echo "a \"quoted\" word"`:   `[PLAN_TIMINGS=1 plan status] [echo a "quoted" word]`,
-		`plan cat @ a\ b.txt # not#a-comment-inside`:               "[plan cat @ a b.txt]",
-		`plan diff x#y`:                                            "[plan diff x#y]",
-		``:                                                         "",
+		`rm -rf .plan && plan init`:                                   "[rm -rf .plan] [plan init]",
+		`plan undo && plan redo; plan status | less`:                  "[plan undo] [plan redo] [plan status] [less]",
+		`PLAN_TIMINGS=1 plan status || echo "a \"quoted\" word"`:      `[PLAN_TIMINGS=1 plan status] [echo a "quoted" word]`,
+		`plan cat @ a\ b.txt # not#a-comment-inside`:                  "[plan cat @ a b.txt]",
+		`plan diff x#y`: "[plan diff x#y]",
+		``:              "",
 	} {
 		var got []string
 		for _, c := range shellCommands(line) {
