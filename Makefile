@@ -1,8 +1,9 @@
 # Build gates for plan. `make check` is the one gate; CI runs it through .ci/run.
 #
 # Every tool the gates need is pinned here and installed into ./.tools/bin on first use, so a fresh
-# clone needs nothing but Go, gcc (for the cgo sqlite driver) and the PostgreSQL server binaries
-# (Debian's postgresql-15 package): the tests run against a real MinIO, built from source here, and
+# clone needs nothing but Go, gcc (for the cgo sqlite driver), the PostgreSQL server binaries
+# (Debian's postgresql-15 package), Node.js 20+ and npm (scripts/check-prereqs checks them all
+# first): the tests run against a real MinIO, built from source here, and
 # a real PostgreSQL, both started and stopped by scripts/servers. Bumping a version below reinstalls
 # that tool: the install target is a per-version stamp file.
 
@@ -80,11 +81,17 @@ BENCH_FLAGS ?=
 GO_SOURCES = find . -type f -name '*.go' -not -path './.git/*' -not -path './.tools/*' \
 	-not -path './tmp/*' -not -path '*/testdata/*' -print0
 
-.PHONY: check fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
+.PHONY: check prereqs fmt fmt-fix lint vet deadcode security test bdd bdd-binary coverage build demo bench examples \
 	crash tools minio servers clean clean-tools e2e-agents mcp-conformance
 
-check: fmt lint vet deadcode security test bdd coverage examples e2e-agents mcp-conformance
+check: prereqs fmt lint vet deadcode security test bdd coverage examples e2e-agents mcp-conformance
 	@echo "check: all gates passed"
+
+# What the machine must provide (the Go of go.mod, cgo and a C compiler, PostgreSQL's server
+# binaries, Node.js 20+ and npm, disk): all of it named at once, with how to install it, before the
+# first gate rather than 20 minutes in.
+prereqs:
+	@GO=$(GO) scripts/check-prereqs
 
 ## ---- tools -------------------------------------------------------------------------------
 

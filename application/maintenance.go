@@ -66,6 +66,9 @@ type PruneResult struct {
 	Deleted []checkpoint.ID
 	Kept    []checkpoint.ID
 	Reasons map[checkpoint.ID]string
+	// Rules names, for every checkpoint, the rule that keeps or deletes it (Reasons and more: the
+	// newest N kept, and why each deleted one goes), for prune --dry-run's table.
+	Rules map[checkpoint.ID]string
 	// UndoLost are the operations whose safety checkpoint the prune deleted (or would): `plan undo`
 	// steps past them, taking them back together with the operation before them.
 	UndoLost []LoggedOperation
@@ -101,7 +104,14 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 	if err != nil {
 		return PruneResult{}, err
 	}
-	res := PruneResult{Reasons: map[checkpoint.ID]string{}}
+	res := PruneResult{Reasons: map[checkpoint.ID]string{}, Rules: map[checkpoint.ID]string{}}
+	drop := fmt.Sprintf("beyond the newest %d", req.Keep)
+	if !req.Calendar.IsZero() {
+		drop += ", no calendar rule keeps it"
+	}
+	if req.OlderThan > 0 {
+		drop += ", older than " + req.OlderThan.String()
+	}
 	cutoff := s.clock.Now().Add(-req.OlderThan)
 	rest := 0 // the index among the checkpoints no class decides for
 	keepWhy := func(cp *checkpoint.Checkpoint) string {
@@ -131,6 +141,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 				res.Reasons[cp.ID()] = fmt.Sprintf("retention class %s: younger than %s", class, class.OlderThan)
 			default:
 				res.Deleted = append(res.Deleted, cp.ID())
+				res.Rules[cp.ID()] = fmt.Sprintf("retention class %s: older than %s", class, class.OlderThan)
 			}
 			continue
 		}
@@ -140,6 +151,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 		switch {
 		case i < req.Keep:
 			res.Kept = append(res.Kept, cp.ID())
+			res.Rules[cp.ID()] = fmt.Sprintf("among the newest %d", req.Keep)
 		case bucket != "":
 			res.Kept = append(res.Kept, cp.ID())
 			res.Reasons[cp.ID()] = bucket
@@ -151,7 +163,11 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 			res.Reasons[cp.ID()] = keepWhy(cp)
 		default:
 			res.Deleted = append(res.Deleted, cp.ID())
+			res.Rules[cp.ID()] = drop
 		}
+	}
+	for id, why := range res.Reasons {
+		res.Rules[id] = why
 	}
 	if res.UndoLost, err = s.undoLost(ctx, res.Deleted); err != nil {
 		return res, err
@@ -251,7 +267,7 @@ func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport,
 		return GCReport{}, err
 	}
 	if req.Aggressive {
-		return s.store.Repack(roots)
+		return s.store.Repack(roots, req.Progress)
 	}
 	return s.store.Collect(roots, req.Grace)
 }

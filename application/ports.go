@@ -262,6 +262,9 @@ type RepackReport struct {
 	Objects, Bundles, Bundled, Similar int
 	PacksDeleted                       int
 	BytesBefore, BytesAfter            int64
+	// Kept says the repack would not have made the store smaller: the old packs were kept and
+	// the new dropped (BytesAfter is what the new would have taken).
+	Kept bool
 }
 
 // ConsolidationReport says what a consolidation of small packs did: PacksMerged were copied into
@@ -278,6 +281,8 @@ type GCRequest struct {
 	// Aggressive also repacks what is live as compactly as it can (bundles of small files, deltas
 	// against similar files, strong compression): off the hot path, as git's gc --aggressive.
 	Aggressive bool
+	// Progress, when set, is told how far gc --aggressive's repack is.
+	Progress Progress
 }
 
 // StoreUsage describes the object store's size.
@@ -330,7 +335,8 @@ type StoreHealth interface {
 	Collect(roots []tree.Hash, grace *time.Duration) (GCReport, error)
 	// Repack is Collect followed by a repack of everything live (gc --aggressive); a shared store
 	// is refused before anything is done (fault.ErrInvalid).
-	Repack(roots []tree.Hash) (GCReport, error)
+	// p, when not nil, is told how far the repack is.
+	Repack(roots []tree.Hash, p Progress) (GCReport, error)
 	// ScanStore reads every stored byte (pack headers, every record including copies no tree
 	// uses, the indexes) and reports damage; Path names the pack. It backs verify --read-data,
 	// and reads the store's own bytes, as CheckObject does.

@@ -498,7 +498,7 @@ func (h *fakeHealth) Collect(roots []tree.Hash, _ *time.Duration) (GCReport, err
 	return GCReport{LiveObjects: len(roots)}, nil
 }
 
-func (h *fakeHealth) Repack(roots []tree.Hash) (GCReport, error) {
+func (h *fakeHealth) Repack(roots []tree.Hash, _ Progress) (GCReport, error) {
 	r, err := h.Collect(roots, nil)
 	h.repacked++
 	r.Repack = &RepackReport{Objects: r.LiveObjects}

@@ -25,7 +25,7 @@ Feature: Command line
       | unknown flag                    | plan checkpoint list --frobnicate       | frobnicate                  |
       | unknown global flag             | plan --frobnicate checkpoint list       | frobnicate                  |
       | missing argument                | plan checkpoint show                    | missing argument ID         |
-      | missing diff argument           | plan diff                               | missing argument FROM       |
+      | three checkpoints to diff       | plan diff aaaa bbbb cccc -- x           | at most two checkpoints     |
       | missing rollback target         | plan rollback --yes                     | --to-checkpoint             |
       | flag without its value          | plan rollback --to-checkpoint           | to-checkpoint               |
       | unexpected argument             | plan checkpoint list extra              | unexpected argument "extra" |

@@ -1,6 +1,7 @@
 Feature: Diff
-  `plan diff FROM [TO]` shows what changed between two checkpoints, or between a checkpoint and the
-  live workspace when TO is omitted: one line per change, and with --patch a unified diff of text.
+  `plan diff [FROM [TO]] [--] [PATH...]` shows what changed between two checkpoints, or between a
+  checkpoint (`@` when none is given) and the live workspace when TO is omitted: one line per change,
+  and with --patch a unified diff of text. Paths limit it, relative to the current directory as git's.
 
   Background:
     Given an initialised workspace
@@ -26,6 +27,27 @@ Feature: Diff
       D d/x
       A n.txt
       """
+
+  Scenario: limited to paths, relative to the directory it runs in
+    When I change "a.txt" to "changed\n"
+    And I change "d/x" to "changed\n"
+    And I delete "b.txt"
+    And I run "plan diff <before> a.txt"
+    Then it succeeds
+    And stdout is:
+      """
+      M a.txt
+      """
+    When I run "plan -C d diff <before> -- x ../b.txt"
+    Then it succeeds
+    And stdout is:
+      """
+      D b.txt
+      M d/x
+      """
+    When I run "plan diff <before> -- nosuch.txt"
+    Then the exit code is 4
+    And stderr contains "nosuch.txt names nothing in"
 
   Scenario: between two checkpoints as JSON
     When I change "a.txt" to "changed\n"
@@ -63,6 +85,23 @@ Feature: Diff
     And the JSON output has "changes" with exactly:
       | path  | change   |
       | a.txt | modified |
+
+  Scenario: --stat counts files, names a mode change, and prints nothing when nothing changed
+    When I change the mode of "a.txt" to "0755"
+    And I change "b.txt" to "bye\nagain\n"
+    And I run "plan diff <before> --stat"
+    Then it succeeds
+    And stdout is:
+      """
+       a.txt | 0
+       b.txt | 1 +
+       2 files changed, 1 insertion(+), 0 deletions(-)
+       mode change 100644 => 100755 a.txt
+      """
+    When a checkpoint "after"
+    And I run "plan diff <after> --stat"
+    Then it succeeds
+    And stdout is empty
 
   Scenario: against the live workspace when TO is omitted
     When I change "a.txt" to "changed\n"

@@ -473,6 +473,17 @@ Feature: Plans and decisions
       | path      | change | content |
       | first.txt | added  | first\n |
 
+  Scenario: plan exec exits with its command's status and ends with one line
+    When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
+    Then it succeeds
+    And stdout contains "fix succeeded on plan adhoc (1 file changed; checkpoint "
+    And stdout does not contain "DECISION"
+    When I run "plan exec -- no-such-command-anywhere"
+    Then the exit code is 127
+    And stderr contains "failed with exit code 127"
+    When I run "plan exec -- sh -c 'exit 42'"
+    Then the exit code is 42
+
   Scenario: plan exec refuses a decision that already succeeded, and needs a command
     When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
     Then it succeeds
@@ -540,7 +551,7 @@ Feature: Plans and decisions
     When I run "plan status"
     Then it succeeds
     And stdout contains "no checkpoint yet"
-    And stdout contains "changes since: 1 added, 0 modified, 0 deleted"
+    And stdout contains "changes since: 1 file (1 added, 0 modified, 0 deleted"
     And stdout contains "no plan has run yet"
     When I run "plan status --json"
     Then it succeeds

@@ -76,7 +76,7 @@ Feature: Reading a checkpoint without restoring it
     And stdout is:
       """
        a.txt | 2 +-
-       1 path changed, 1 insertion(+), 1 deletion(-)
+       1 file changed, 1 insertion(+), 1 deletion(-)
       """
     When I run "plan diff <saved> --name-only"
     Then stdout is:

@@ -29,16 +29,24 @@ Feature: gc --aggressive packs the store as tightly as git's, off the hot path
     Then it succeeds
     And stdout contains "return 3"
 
-  Scenario: gc --aggressive says in words what it repacked, and a second one does it again
+  Scenario: gc --aggressive says in words what it repacked, and a second one keeps the packs it cannot better
     Given an initialised workspace
     And 3 checkpoints of 10 files that grow by appends
     When I run "plan gc --aggressive"
     Then it succeeds
     And stdout contains "Repacked"
     And stdout contains "bundles"
+    When I run "plan gc --aggressive"
+    Then it succeeds
+    And stdout contains "Reclaimed 0 B"
+    And stdout contains "Repacking would not make the store smaller"
+    And stdout contains "the old packs are kept"
     When I run "plan gc --aggressive --json"
     Then it succeeds
     And the JSON output has "repack.bundles" greater than 0
+    And the JSON output has "repack.kept" equal to "true"
+    And the JSON output has "repack.packs_deleted" equal to "0"
+    And the JSON output has "bytes_reclaimed" equal to "0"
     When I run "plan gc --json"
     Then it succeeds
     And the JSON output has "objects_reencoded" equal to "0"

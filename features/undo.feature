@@ -122,7 +122,7 @@ Feature: Undo the undo, undo to any entry, and what prune keeps for them
     And the JSON output has "reasons.<two>" containing "(--keep-daily)"
     And the JSON output has "deleted.0" equal to "<one>"
     When I run "plan checkpoint prune --keep-daily 1 --dry-run"
-    Then stdout contains "  would delete <one>"
+    Then stdout contains "  delete  <one>"
 
   Scenario: calendar retention from the configuration, with --policy
     Given a checkpoint "one"

@@ -95,6 +95,9 @@ type handler struct {
 	path    string
 	// lockWait, when set, is how long the command waits for the workspace lock (plan hook).
 	lockWait time.Duration
+	// dashed says the command's positional arguments began with "--", which the flag parser
+	// consumes: `plan diff -- PATH` names paths only, no checkpoint.
+	dashed bool
 }
 
 // parseMu serialises urfave/cli's flag parsing: v2 applies its --help and --version flags, which
@@ -119,7 +122,9 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 		h.complete(ctx, app, args[1:n-1])
 		return ExitOK
 	}
-	err := app.RunContext(ctx, reorder(app, args))
+	reordered, dashed := reorderArgs(app, args)
+	h.dashed = dashed
+	err := app.RunContext(ctx, reordered)
 	h.parsed()
 	if err == nil && h.notFound != nil {
 		err = h.notFound
@@ -272,7 +277,7 @@ func takeRequired(c *ucli.Command) []string {
 
 func globalFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "the workspace root `DIR`", Value: "."},
+		&ucli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Usage: "start in `DIR` instead of the current directory (like git -C): the workspace is found from there, and relative paths are taken from DIR", Value: "."},
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "answer yes to confirmations"},
 		&ucli.BoolFlag{Name: "force-root", Usage: "allow a new workspace at the file system root or your home directory"},
@@ -617,8 +622,15 @@ func commandPath(c *ucli.Context) string {
 // expect, and lets global flags follow the command. urfave/cli v2 stops parsing flags at the first
 // positional argument, so flags are moved in front of them; everything after "--" stays as it is.
 func reorder(app *ucli.App, args []string) []string {
+	out, _ := reorderArgs(app, args)
+	return out
+}
+
+// reorderArgs is reorder that also says whether the command's positional arguments began with
+// "--" (the flag parser drops that one, so the command cannot see it).
+func reorderArgs(app *ucli.App, args []string) ([]string, bool) {
 	if len(args) == 0 {
-		return args
+		return args, false
 	}
 	out := []string{args[0]}
 	rest := args[1:]
@@ -631,7 +643,7 @@ func reorder(app *ucli.App, args []string) []string {
 		i += takes(globals, rest[i])
 	}
 	if i > len(rest) {
-		return args
+		return args, false
 	}
 	out = append(out, rest[:i]...)
 	rest = rest[i:]
@@ -658,7 +670,7 @@ func reorder(app *ucli.App, args []string) []string {
 		cmds = found.Subcommands
 	}
 	if leaf == nil {
-		return args
+		return args, false
 	}
 	local := flagArity(leaf.Flags)
 	var moveGlobal, flags, positional []string
@@ -686,11 +698,12 @@ func reorder(app *ucli.App, args []string) []string {
 	out = append(out, moveGlobal...)
 	out = append(out, path...)
 	out = append(out, flags...)
-	if len(positional) > 0 && positional[0] != "--" && len(flags) > 0 {
+	dashed := len(positional) > 0 && positional[0] == "--"
+	if len(positional) > 0 && !dashed && len(flags) > 0 {
 		// Keep positionals that look like flags from being parsed as flags.
-		return append(append(out, "--"), positional...)
+		return append(append(out, "--"), positional...), false
 	}
-	return append(out, positional...)
+	return append(out, positional...), dashed
 }
 
 // flagArity maps every flag name to whether it takes a value.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,9 @@ func (h *handler) demoCommand() *ucli.Command {
 }
 
 func (h *handler) demo(c *ucli.Context) error {
+	if err := needCgo(cgoBuilt); err != nil {
+		return err
+	}
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
@@ -140,4 +144,14 @@ func quoteAll(args []string) []string {
 		out[i] = shellJoin([]string{a})
 	}
 	return out
+}
+
+// needCgo is what the demo says first of a binary built without cgo (built is false), instead of
+// the SQLite driver's stub message halfway through: the one thing to install.
+func needCgo(built bool) error {
+	if built {
+		return nil
+	}
+	return errors.New("this binary was built without cgo, and plan needs cgo: install a C compiler (Debian/Ubuntu: apt-get install gcc; macOS: xcode-select --install), " +
+		"then build again with CGO_ENABLED=1 (the SQLite driver plan keeps its history in is C)")
 }

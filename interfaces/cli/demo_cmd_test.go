@@ -161,3 +161,20 @@ func requireNoHistories(t *testing.T, data, what string) {
 		t.Errorf("%s left %d histories in the data directory (first %q)", what, len(kept), kept[0].Name())
 	}
 }
+
+// Built without cgo, the demo says first what to install, not go-sqlite3's stub message midway.
+func TestDemoNeedsCgo(t *testing.T) {
+	if !cgoBuilt {
+		t.Fatal("the tests are built with cgo: the SQLite driver needs it")
+	}
+	if err := needCgo(true); err != nil {
+		t.Fatal(err)
+	}
+	err := needCgo(false)
+	if err == nil || !strings.HasPrefix(err.Error(), "this binary was built without cgo, and plan needs cgo: install a C compiler") {
+		t.Fatalf("%v", err)
+	}
+	if code, _ := exitCode(err); code != ExitInternal {
+		t.Fatalf("exit %d", code)
+	}
+}

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -11,6 +15,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/view"
@@ -21,7 +27,7 @@ const maxPatchBytes = 1 << 20
 
 func (h *handler) diffCommand() *ucli.Command {
 	return &ucli.Command{
-		Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "FROM [TO]",
+		Name: "diff", Usage: "compare two checkpoints, or a checkpoint with the workspace", ArgsUsage: "[FROM [TO]] [--] [PATH...]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "patch", Usage: "add a unified diff for text files"},
 			&ucli.BoolFlag{Name: "stat", Usage: "count the lines inserted and deleted in each text file, and in all"},
@@ -33,22 +39,36 @@ func (h *handler) diffCommand() *ucli.Command {
 }
 
 func (h *handler) diff(c *ucli.Context) error {
-	from, err := arg(c, 0, "FROM")
-	if err != nil {
-		return err
-	}
-	if err := noExtraArgs(c, 2); err != nil {
-		return err
-	}
 	if c.Bool("name-only") && (c.Bool("stat") || c.Bool("patch")) {
 		return usagef("--name-only prints paths only: it does not go with --stat or --patch")
 	}
-	to := c.Args().Get(1)
+	if i := slices.Index(c.Args().Slice(), "--"); !h.dashed && i > 2 {
+		return usagef("unexpected argument %q: diff compares at most two checkpoints (see `plan diff --help`)", c.Args().Get(2))
+	}
 	differs := false
-	err = h.with(c.Context, false, func(app *bootstrap.App) error {
+	err := h.with(c.Context, false, func(app *bootstrap.App) error {
 		svc := app.Services.Checkpoints
+		root := app.Services.Layout.Root
+		refs, args, err := h.diffArgs(c, svc, root)
+		if err != nil {
+			return err
+		}
+		paths, err := h.diffPaths(root, args)
+		if err != nil {
+			return err
+		}
+		from, to := "@", ""
+		if len(refs) > 0 {
+			from = refs[0]
+		}
+		if len(refs) > 1 {
+			to = refs[1]
+		}
 		res, err := svc.Diff(c.Context, from, to, h.progress())
 		if err != nil {
+			return err
+		}
+		if res.Changes, err = limitToPaths(c, svc, root, res, paths); err != nil {
 			return err
 		}
 		differs = len(res.Changes) > 0
@@ -59,12 +79,133 @@ func (h *handler) diff(c *ucli.Context) error {
 		if v.Stat, err = addPatches(svc, res.Changes, v.Changes, res.To == nil, c.Bool("patch"), c.Bool("stat")); err != nil {
 			return err
 		}
-		return h.emit(v, func(w io.Writer) { writeChanges(w, h.colors, v.Changes, v.Stat, c.Bool("name-only")) })
+		return h.emit(v, func(w io.Writer) {
+			writeChanges(w, h.colors, h.columns(), v.Changes, res.Changes, v.Stat, c.Bool("name-only"))
+		})
 	})
 	if err == nil && differs && c.Bool("exit-code") {
 		return &silentExit{code: ExitInternal}
 	}
 	return err
+}
+
+// diffArgs splits diff's arguments into checkpoints (at most two) and paths, as git does: what
+// comes before "--" names checkpoints and what follows it paths; without "--", the leading
+// arguments that name checkpoints are checkpoints and the rest paths, each of which must then exist
+// in the workspace (a path only a checkpoint holds goes after "--"). An argument that names both a
+// checkpoint and a file of the workspace is ambiguous (exit 3) unless "--" says which it is.
+func (h *handler) diffArgs(c *ucli.Context, svc *application.CheckpointService, root string) (refs, paths []string, err error) {
+	args := c.Args().Slice()
+	if h.dashed {
+		return nil, args, nil
+	}
+	if i := slices.Index(args, "--"); i >= 0 { // at most two before it: diff checked
+		return args[:i], args[i+1:], nil
+	}
+	for len(refs) < 2 && len(args) > 0 {
+		a := args[0]
+		_, refErr := svc.Resolve(c.Context, a)
+		onDisk := h.inWorkspace(root, a)
+		switch {
+		case refErr == nil && onDisk:
+			return nil, nil, fault.Invalid("%q names both a checkpoint and a path of the workspace: write `plan diff %s --` for the checkpoint, `plan diff -- %s` for the path", a, a, a)
+		case refErr == nil:
+			refs, args = append(refs, a), args[1:]
+			continue
+		case !onDisk:
+			return nil, nil, fmt.Errorf("%q is not a path in the workspace, nor a checkpoint: %w (a path that only a checkpoint holds goes after --)", a, refErr)
+		}
+		break
+	}
+	for _, a := range args {
+		if !h.inWorkspace(root, a) {
+			return nil, nil, fault.NotFound("%s: no such path in the workspace (a path that only a checkpoint holds goes after --)", a)
+		}
+	}
+	return refs, args, nil
+}
+
+// inWorkspace reports whether a (relative to where the command started) is a file, symlink or
+// directory inside the workspace.
+func (h *handler) inWorkspace(root, a string) bool {
+	rel, err := h.workspacePath(root, a)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// diffPaths maps diff's paths to the workspace's; nil means the whole workspace (no path given,
+// or one of them is the workspace itself).
+func (h *handler) diffPaths(root string, args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		rel, err := h.workspacePath(root, a)
+		if err != nil {
+			return nil, err
+		}
+		if rel == "" {
+			return nil, nil
+		}
+		out = append(out, rel)
+	}
+	return out, nil
+}
+
+// limitToPaths keeps the changes at or under one of paths (all of them when paths is nil). A path
+// that names nothing on either side is not found (exit 4), as it is for `plan rollback PATH`: a
+// typo would otherwise read as "no differences".
+func limitToPaths(c *ucli.Context, svc *application.CheckpointService, root string, res application.DiffResult, paths []string) ([]tree.Change, error) {
+	if paths == nil {
+		return res.Changes, nil
+	}
+	var kept []tree.Change
+	matched := map[string]bool{}
+	for _, ch := range res.Changes {
+		for _, p := range paths {
+			if tree.Under(ch.Path, p) {
+				matched[p] = true
+				kept = append(kept, ch)
+				break
+			}
+		}
+	}
+	for _, p := range paths {
+		if matched[p] {
+			continue
+		}
+		found, err := holds(c, svc, res.From, p)
+		if err != nil {
+			return nil, err
+		}
+		if !found && res.To != nil {
+			if found, err = holds(c, svc, res.To, p); err != nil {
+				return nil, err
+			}
+		}
+		if !found && res.To == nil {
+			_, statErr := os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+			found = statErr == nil
+		}
+		if !found {
+			to := "the workspace"
+			if res.To != nil {
+				to = string(res.To.ID())
+			}
+			return nil, fault.NotFound("%s names nothing in %s or %s", p, res.From.ID(), to)
+		}
+	}
+	return kept, nil
+}
+
+// holds reports whether checkpoint cp has something at or under path p.
+func holds(c *ucli.Context, svc *application.CheckpointService, cp *checkpoint.Checkpoint, p string) (bool, error) {
+	entries, err := svc.Entries(c.Context, cp)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(entries, func(e tree.Entry) bool { return tree.Under(e.Path, p) }), nil
 }
 
 // addPatches fills in views (one per change) with each change's patch (withPatch) and line counts
@@ -97,15 +238,16 @@ func addPatches(svc *application.CheckpointService, changes []tree.Change, views
 }
 
 // writeChanges prints changes as diff does: paths only, the --stat table, or one `A|M|D|T path`
-// line each; then the patches, if any.
-func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.DiffStat, nameOnly bool) {
+// line each; then the patches, if any. src are the changes the views were made of (the --stat
+// table names their mode changes); columns is the width the --stat table fits in.
+func writeChanges(w io.Writer, p palette, columns int, changes []view.Change, src []tree.Change, stat *view.DiffStat, nameOnly bool) {
 	switch {
 	case nameOnly:
 		for _, ch := range changes {
 			_, _ = fmt.Fprintln(w, quote(ch.Path))
 		}
 	case stat != nil:
-		writeStat(w, p, changes, stat)
+		writeStat(w, p, columns, changes, src, stat)
 	default:
 		for _, ch := range changes {
 			_, _ = fmt.Fprintf(w, "%s %s\n", p.letter(tree.ChangeType(ch.Change)), quote(ch.Path))
@@ -116,27 +258,92 @@ func writeChanges(w io.Writer, p palette, changes []view.Change, stat *view.Diff
 	}
 }
 
-// writeStat prints git's --stat table: each path, its lines inserted and deleted (or that it is a
-// binary or large file), then the totals.
-func writeStat(w io.Writer, p palette, changes []view.Change, s *view.DiffStat) {
-	width := 0
-	for _, ch := range changes {
-		width = max(width, len(quote(ch.Path)))
+// writeStat prints git's --stat table, laid out as git lays it out: each path, its lines inserted
+// and deleted right-aligned, and a bar of +/- scaled so the largest change fits the width (a
+// binary or large file says Bin, a directory its change); then the totals and git's --summary
+// line of each mode change. Nothing at all for no changes.
+func writeStat(w io.Writer, p palette, columns int, changes []view.Change, src []tree.Change, s *view.DiffStat) {
+	if len(changes) == 0 {
+		return
 	}
-	for _, ch := range changes {
-		n := *ch.Insertions + *ch.Deletions
-		bar := p.paint(sgrGreen, strings.Repeat("+", min(*ch.Insertions, 40))) + p.paint(sgrRed, strings.Repeat("-", min(*ch.Deletions, 40)))
-		switch {
-		case ch.Binary:
-			_, _ = fmt.Fprintf(w, " %-*s | Bin (%s)\n", width, quote(ch.Path), ch.Change)
-		case ch.Kind == "dir":
-			_, _ = fmt.Fprintf(w, " %-*s | %s\n", width, quote(ch.Path), ch.Change)
-		default:
-			_, _ = fmt.Fprintf(w, " %-*s | %d %s\n", width, quote(ch.Path), n, bar)
+	names := make([]string, len(changes))
+	maxChange, nameWidth := 0, 0
+	for i, ch := range changes {
+		names[i] = quote(ch.Path)
+		nameWidth = max(nameWidth, utf8.RuneCountInString(names[i]))
+		if !ch.Binary && ch.Kind != "dir" {
+			maxChange = max(maxChange, *ch.Insertions+*ch.Deletions)
 		}
 	}
-	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "path", "paths"),
+	numWidth := len(strconv.Itoa(maxChange))
+	graphWidth, nameWidth := statWidths(columns, nameWidth, numWidth, maxChange)
+	for i, ch := range changes {
+		name := names[i]
+		if n := utf8.RuneCountInString(name); n > nameWidth {
+			r := []rune(name)
+			name = "..." + string(r[n-(nameWidth-3):])
+		}
+		pad := strings.Repeat(" ", nameWidth-utf8.RuneCountInString(name))
+		switch {
+		case ch.Binary:
+			_, _ = fmt.Fprintf(w, " %s%s | Bin (%s)\n", name, pad, ch.Change)
+		case ch.Kind == "dir":
+			_, _ = fmt.Fprintf(w, " %s%s | %s\n", name, pad, ch.Change)
+		default:
+			add, del := scaleBars(*ch.Insertions, *ch.Deletions, graphWidth, maxChange)
+			bar := ""
+			if add+del > 0 {
+				bar = " " + p.paint(sgrGreen, strings.Repeat("+", add)) + p.paint(sgrRed, strings.Repeat("-", del))
+			}
+			_, _ = fmt.Fprintf(w, " %s%s | %*d%s\n", name, pad, numWidth, *ch.Insertions+*ch.Deletions, bar)
+		}
+	}
+	_, _ = fmt.Fprintf(w, " %d %s changed, %d %s(+), %d %s(-)\n", s.Files, plural(s.Files, "file", "files"),
 		s.Insertions, plural(s.Insertions, "insertion", "insertions"), s.Deletions, plural(s.Deletions, "deletion", "deletions"))
+	for _, ch := range src {
+		if ch.From != nil && ch.To != nil && ch.From.Kind == ch.To.Kind && ch.From.Kind == tree.KindFile && ch.From.Mode != ch.To.Mode {
+			_, _ = fmt.Fprintf(w, " mode change %s => %s %s\n", gitMode(*ch.From), gitMode(*ch.To), quote(ch.Path))
+		}
+	}
+}
+
+// statWidths is git's layout of a --stat line in columns: the graph as wide as the largest change
+// when everything fits; else the graph gets at most 3/8 of the width (at least 6) and the names
+// what is left (a longer name is cut at its start).
+func statWidths(columns, nameWidth, numWidth, maxChange int) (graph, name int) {
+	width := max(columns, 16+6+numWidth)
+	graph = maxChange
+	if nameWidth+numWidth+6+graph > width {
+		if limit := width*3/8 - numWidth - 6; graph > limit {
+			graph = max(limit, 6)
+		}
+		nameWidth = min(nameWidth, width-numWidth-6-graph)
+	}
+	return graph, nameWidth
+}
+
+// scaleBars is git's scaling of one line's insertions and deletions to a graph of width columns
+// for a largest change of maxChange: every non-zero count keeps at least one mark.
+func scaleBars(add, del, width, maxChange int) (int, int) {
+	if width >= maxChange {
+		return add, del
+	}
+	scale := func(n int) int {
+		if n == 0 {
+			return 0
+		}
+		return 1 + n*(width-1)/maxChange
+	}
+	total := scale(add + del)
+	if total < 2 && add > 0 && del > 0 {
+		total = 2
+	}
+	if add < del {
+		add = scale(add)
+		return add, total - add
+	}
+	del = scale(del)
+	return total - del, del
 }
 
 func plural(n int, one, many string) string {
@@ -166,9 +373,9 @@ func patch(svc *application.CheckpointService, ch tree.Change, live bool) (fileP
 	_, _ = fmt.Fprintf(&b, "diff --git %s %s\n", oldName, newName)
 	switch {
 	case from == nil:
-		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", kindWord(to.Kind), gitMode(*to))
+		_, _ = fmt.Fprintf(&b, "new %s mode %s\n", headerWord(to.Kind), gitMode(*to))
 	case to == nil:
-		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", kindWord(from.Kind), gitMode(*from))
+		_, _ = fmt.Fprintf(&b, "deleted %s mode %s\n", headerWord(from.Kind), gitMode(*from))
 	case from.Kind != to.Kind:
 		_, _ = fmt.Fprintf(&b, "type change: %s -> %s\nold mode %s\nnew mode %s\n", kindWord(from.Kind), kindWord(to.Kind), gitMode(*from), gitMode(*to))
 	case from.Mode != to.Mode && from.Kind != tree.KindSymlink:
@@ -250,6 +457,15 @@ func gitMode(e tree.Entry) string {
 		return "040" + fmt.Sprintf("%03o", e.Mode&0o777)
 	}
 	return fmt.Sprintf("10%04o", e.Mode&tree.ModeMask)
+}
+
+// headerWord is what git's "new file mode" says of an entry: a symlink is a file of mode 120000
+// there; a directory, which git does not keep, is one.
+func headerWord(k tree.Kind) string {
+	if k == tree.KindDir {
+		return "directory"
+	}
+	return "file"
 }
 
 func kindWord(k tree.Kind) string {

@@ -93,3 +93,74 @@ func mustRemove(t *testing.T, dir, rel string) {
 		t.Fatal(err)
 	}
 }
+
+// plan diff [FROM [TO]] [--] PATH… keeps the changes at or under the paths, which are relative to
+// where the command runs (as git's are); "--" separates checkpoints from paths, and without it an
+// argument that is no checkpoint must be a path of the workspace.
+func TestDiffLimitedToPaths(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "src/a.go", "a\n")
+	writeFile(t, dir, "src/b.go", "b\n")
+	writeFile(t, dir, "doc.md", "d\n")
+	writeFile(t, dir, "gone.txt", "g\n")
+	first := createCheckpoint(t, dir)
+	writeFile(t, dir, "src/a.go", "a2\n")
+	writeFile(t, dir, "doc.md", "d2\n")
+	mustRemove(t, dir, "gone.txt")
+	second := createCheckpoint(t, dir)
+	writeFile(t, dir, "src/b.go", "b2\n")
+	sub := filepath.Join(dir, "src")
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a checkpoint and a path", []string{"-C", dir, "diff", first, "doc.md"}, "M doc.md\n"},
+		{"a directory, from inside it", []string{"-C", sub, "diff", first, "."}, "M src/a.go\nM src/b.go\n"},
+		{"a path relative to a subdirectory", []string{"-C", sub, "diff", first, second, "a.go"}, "M src/a.go\n"},
+		{"two paths, one unchanged", []string{"-C", dir, "diff", second, "src/b.go", "doc.md"}, "M src/b.go\n"},
+		{"-- before paths only a checkpoint holds", []string{"-C", dir, "diff", first, second, "--", "gone.txt"}, "D gone.txt\n"},
+		{"-- first: the workspace against @", []string{"-C", dir, "diff", "--", "src"}, "M src/b.go\n"},
+		{"no checkpoint: @", []string{"-C", dir, "diff", "doc.md"}, ""},
+		{"the workspace itself", []string{"-C", dir, "diff", first, second, "--", "."}, "M doc.md\nD gone.txt\nM src/a.go\n"},
+		{"flags before the paths", []string{"-C", dir, "diff", first, "--name-only", "--", "doc.md"}, "doc.md\n"},
+	} {
+		o := invoke(Runner{}, c.args...)
+		if o.code != ExitOK || o.stdout != c.want {
+			t.Errorf("%s: want exit 0 and %q\n%v", c.name, c.want, o)
+		}
+	}
+	if o := mustPlan(t, dir, "diff", first, "--stat", "--", "doc.md"); !strings.Contains(o.stdout, "doc.md | 2 +-\n") || strings.Contains(o.stdout, "a.go") {
+		t.Errorf("--stat limited to a path: %v", o)
+	}
+
+	// A file named as a checkpoint could be is ambiguous without "--".
+	writeFile(t, dir, second, "x\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"neither a checkpoint nor a path", []string{"diff", "nosuch.txt"}, ExitInvalid, `"nosuch.txt" is not a path in the workspace, nor a checkpoint`},
+		{"a second argument that is neither", []string{"diff", first, "nosuch.txt"}, ExitInvalid, `"nosuch.txt" is not a path in the workspace, nor a checkpoint`},
+		{"a path after two checkpoints that does not exist", []string{"diff", first, "@", "nosuch.txt"}, ExitNotFound, "nosuch.txt: no such path in the workspace (a path that only a checkpoint holds goes after --)"},
+		{"after --, a path that names nothing on either side", []string{"diff", first, second, "--", "nosuch.txt"}, ExitNotFound, "nosuch.txt names nothing in " + first},
+		{"against the workspace, a path that names nothing", []string{"diff", first, "--", "nosuch"}, ExitNotFound, "nosuch names nothing in " + first + " or the workspace"},
+		{"a path outside the workspace", []string{"diff", first, "--", "../elsewhere"}, ExitInvalid, "is outside the workspace"},
+		{"a path outside the workspace, no --", []string{"diff", "../elsewhere"}, ExitInvalid, `"../elsewhere" is not a path in the workspace`},
+		{"a name that is both", []string{"diff", second}, ExitInvalid, "names both a checkpoint and a path of the workspace"},
+	} {
+		o := inWorkspace(dir, c.args...)
+		if o.code != c.code || !strings.Contains(o.stderr, c.msg) || o.stdout != "" {
+			t.Errorf("%s: want exit %d and %q\n%v", c.name, c.code, c.msg, o)
+		}
+	}
+	if o := mustPlan(t, dir, "diff", second, "--", "src"); o.stdout != "M src/b.go\n" {
+		t.Errorf("-- says which: %v", o)
+	}
+	if o := mustPlan(t, dir, "diff", "--", second); o.stdout != "A "+second+"\n" {
+		t.Errorf("-- first says it is a path: %v", o)
+	}
+}

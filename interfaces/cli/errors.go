@@ -52,6 +52,10 @@ func exitCode(err error) (int, string) {
 	case errors.As(err, new(*declinedError)):
 		return ExitDeclined, "declined"
 	}
+	var child *childExit
+	if errors.As(err, &child) {
+		return child.code, application.Outcome(err)
+	}
 	name := application.Outcome(err)
 	return outcomeCodes[name], name
 }

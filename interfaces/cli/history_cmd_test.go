@@ -42,7 +42,7 @@ func TestUndoNeedsConfirmation(t *testing.T) {
 	}
 	o = invoke(Runner{Interactive: true, Stdin: strings.NewReader("n\n")}, "-C", dir, "undo")
 	summary := regexp.MustCompile(`^Undoing decision \S+ \(d0, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\) rolls back to its safety checkpoint (\S+)\.\n` +
-		`Rolling back to (\S+) \(pre_decision, [^)]+\) would add 0, modify 0 and delete 1 files:\n  D zero.txt\nContinue\? \[y/N\] plan: undo cancelled: nothing was changed\n$`)
+		`Rolling back to (\S+) \(pre_decision, [^)]+\) would change 1 file \(0 added, 0 modified, 1 deleted\):\n  D zero.txt\nContinue\? \[y/N\] plan: undo cancelled: nothing was changed\n$`)
 	m := summary.FindStringSubmatch(o.stderr)
 	if o.code != ExitDeclined || m == nil || m[1] != m[2] || m[1] != decisionCheckpoint(t, dir, "d0") {
 		t.Fatalf("%v", o)

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -133,23 +134,28 @@ func (h *handler) prune(c *ucli.Context) error {
 			return err
 		}
 		v := newPruneView(res, req.DryRun)
+		var table string
+		if req.DryRun && !h.json {
+			if table, err = pruneTable(c, app, res); err != nil {
+				return err
+			}
+		}
 		return h.emit(v, func(w io.Writer) {
 			verb := "Deleted"
 			if req.DryRun {
 				verb = "Would delete"
 			}
 			_, _ = fmt.Fprintf(w, "%s %d checkpoints, kept %d.\n", verb, len(v.Deleted), len(v.Kept))
-			ids := make([]string, 0, len(v.Reasons))
-			for id := range v.Reasons {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			for _, id := range ids {
-				_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(v.Reasons[id]))
-			}
 			if req.DryRun {
-				for _, id := range v.Deleted {
-					_, _ = fmt.Fprintf(w, "  would delete %s\n", id)
+				_, _ = io.WriteString(w, table)
+			} else {
+				ids := make([]string, 0, len(v.Reasons))
+				for id := range v.Reasons {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				for _, id := range ids {
+					_, _ = fmt.Fprintf(w, "  kept %s: %s\n", id, scrub(v.Reasons[id]))
 				}
 			}
 			if n := len(v.UndoLost); n > 0 {
@@ -188,7 +194,7 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	req := application.GCRequest{Aggressive: c.Bool("aggressive")}
+	req := application.GCRequest{Aggressive: c.Bool("aggressive"), Progress: h.progress()}
 	if g := c.String("grace"); c.IsSet("grace") {
 		d, err := time.ParseDuration(g)
 		if err != nil || d < 0 {
@@ -205,28 +211,75 @@ func (h *handler) gc(c *ucli.Context) error {
 			PacksRewritten: r.PacksRewritten, LiveObjects: r.LiveObjects, ObjectsReencoded: r.ObjectsReencoded}
 		if p := r.Repack; p != nil {
 			v.Repack = &repackView{Objects: p.Objects, Bundles: p.Bundles, Bundled: p.Bundled, Similar: p.Similar,
-				PacksDeleted: p.PacksDeleted, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter}
+				PacksDeleted: p.PacksDeleted, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter, Kept: p.Kept}
 		}
 		if r.Shared {
 			v.Shared = &sharedGCView{GraceSeconds: r.Grace.Seconds(), PacksCondemned: r.PacksCondemned,
 				PacksKept: r.PacksKept, MarksPending: r.MarksPending}
 		}
-		return h.emit(v, func(w io.Writer) {
-			_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
-				humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
-			if r.ObjectsReencoded > 0 {
-				_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
-			}
-			if p := r.Repack; p != nil {
-				_, _ = fmt.Fprintf(w, "Repacked %d live objects from %s into %s (%d files in %d bundles, %d as deltas against a similar file).\n",
-					p.Objects, humanBytes(p.BytesBefore), humanBytes(p.BytesAfter), p.Bundled, p.Bundles, p.Similar)
-			}
-			if r.Shared {
-				_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
-					r.PacksCondemned, r.Grace, r.MarksPending)
-			}
-		})
+		return h.emit(v, func(w io.Writer) { writeGC(w, r) })
 	})
+}
+
+// pruneTable is prune --dry-run's table, as restic forget prints one: every checkpoint, newest
+// first, whether it would be kept or deleted, and the rule that says so.
+func pruneTable(c *ucli.Context, app *bootstrap.App, res application.PruneResult) (string, error) {
+	cps, err := app.Services.Checkpoints.List(c.Context)
+	if err != nil {
+		return "", err
+	}
+	deleted := map[checkpoint.ID]bool{}
+	for _, id := range res.Deleted {
+		deleted[id] = true
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "  ACTION\tID\tTYPE\tCREATED\tNOTE\tRULE")
+	for _, cp := range cps {
+		rule, ok := res.Rules[cp.ID()]
+		if !ok {
+			continue // taken after the prune looked
+		}
+		action := "keep"
+		if deleted[cp.ID()] {
+			action = "delete"
+		}
+		note := "-"
+		if cp.Note() != "" {
+			note = quote(cp.Note())
+		}
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", action, cp.ID(), cp.Type(), localTime(cp.CreatedAt()), note, scrub(rule))
+	}
+	_ = tw.Flush()
+	return b.String(), nil
+}
+
+// writeGC is gc's text: what was reclaimed (or that the store grew, never a negative size
+// reclaimed), re-encoded, repacked or kept, and a shared store's phases.
+func writeGC(w io.Writer, r application.GCReport) {
+	if r.BytesReclaimed >= 0 {
+		_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
+			humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+	} else {
+		// Re-encoding what deleted checkpoints were the delta bases of wrote more than the
+		// deletion freed: say so, not "reclaimed" a negative size.
+		_, _ = fmt.Fprintf(w, "Reclaimed nothing: the store grew by %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
+			humanBytes(-r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
+	}
+	if r.ObjectsReencoded > 0 {
+		_, _ = fmt.Fprintf(w, "Re-encoded %d kept objects whose delta base only deleted checkpoints held.\n", r.ObjectsReencoded)
+	}
+	if p := r.Repack; p != nil && p.Kept {
+		_, _ = fmt.Fprintf(w, "Repacking would not make the store smaller (%s of packs, %s repacked): the old packs are kept.\n",
+			humanBytes(p.BytesBefore), humanBytes(p.BytesAfter))
+	} else if p != nil {
+		_, _ = fmt.Fprintf(w, "Repacked %d live objects from %s into %s (%d files in %d bundles, %d as deltas against a similar file).\n",
+			p.Objects, humanBytes(p.BytesBefore), humanBytes(p.BytesAfter), p.Bundled, p.Bundles, p.Similar)
+	}
+	if r.Shared {
+		_, _ = fmt.Fprintf(w, "Shared store: %d packs condemned now, deleted by a gc after %s if still unused; %d marks pending.\n",
+			r.PacksCondemned, r.Grace, r.MarksPending)
+	}
 }
 
 // problemView is one verify problem; checkpoint_id is null for damage the store scan found in data

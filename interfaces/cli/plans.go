@@ -109,11 +109,82 @@ func (h *handler) exec(c *ucli.Context) error {
 	}
 	script := shellJoin(c.Args().Slice())
 	return h.with(c.Context, true, func(app *bootstrap.App) error {
+		events := h.events()
+		if events != nil {
+			all := events
+			// The line exec ends with says how the decision finished; the event would say it twice.
+			events = func(e application.Event) {
+				if e.Kind != "finish" {
+					all(e)
+				}
+			}
+		}
 		res, err := app.Services.Plans.Exec(c.Context, application.ExecRequest{
-			ID: id, Name: c.String("name"), Plan: c.String("plan"), Command: script, Live: h.live(), Events: h.events(), Warn: h.warn,
+			ID: id, Name: c.String("name"), Plan: c.String("plan"), Command: script, Live: h.live(), Events: events, Warn: h.warn,
 		})
-		return h.emitRun(res, err)
+		if h.json {
+			return childStatus(h.emitRun(res, err))
+		}
+		return childStatus(h.emitExec(res, err))
 	})
+}
+
+// emitExec prints the one line an ad-hoc decision ends with (on stdout when it succeeded, on
+// stderr with the error when it failed), not the plan's table: `plan status` shows that.
+func (h *handler) emitExec(res application.RunResult, runErr error) error {
+	var failed *application.DecisionFailedError
+	id := ""
+	switch {
+	case errors.As(runErr, &failed):
+		id = failed.DecisionID
+	case runErr == nil && len(res.Ran) > 0:
+		id = res.Ran[len(res.Ran)-1]
+	}
+	if res.Plan == nil || id == "" {
+		return runErr
+	}
+	d, err := res.Plan.Decision(id)
+	if err != nil {
+		return runErr
+	}
+	a, _ := d.Latest()
+	if runErr != nil {
+		if a.CheckpointID == "" {
+			return runErr
+		}
+		return fmt.Errorf("%w (checkpoint %s before it: plan rollback --to-checkpoint %s undoes it)", runErr, a.CheckpointID, a.CheckpointID)
+	}
+	var b strings.Builder
+	if a.CheckpointID != "" {
+		_, _ = fmt.Fprintf(&b, "; checkpoint %s before it", a.CheckpointID)
+	}
+	if res.End != nil {
+		_, _ = fmt.Fprintf(&b, ", %s after it", res.End.ID())
+	}
+	n := len(a.Artifacts)
+	_, _ = fmt.Fprintf(h.r.Stdout, "%s succeeded on plan %s (%d %s changed%s)\n", quote(d.ID()), quote(res.Plan.Name()), n, plural(n, "file", "files"), b.String())
+	return nil
+}
+
+// childExit is a failure that exits with the status of the command that failed, as env, nice
+// and timeout pass their command's through: 127 when the shell found no such command, 126 when
+// it was not executable, 128+N when signal N killed it.
+type childExit struct {
+	err  error
+	code int
+}
+
+func (e *childExit) Error() string { return e.err.Error() }
+func (e *childExit) Unwrap() error { return e.err }
+
+// childStatus makes the failure of an ad-hoc decision whose command exited non-zero exit with
+// that status; any other error keeps its own.
+func childStatus(err error) error {
+	var failed *application.DecisionFailedError
+	if errors.As(err, &failed) && !failed.Validation && failed.ExitCode != nil && *failed.ExitCode > 0 && *failed.ExitCode < 256 {
+		return &childExit{err: err, code: *failed.ExitCode}
+	}
+	return err
 }
 
 // emitRun prints the plan state after a run, also when the run failed, then returns the error.
@@ -254,7 +325,9 @@ func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	if c := ws.Changes; c.Added+c.Modified+c.Deleted == 0 {
 		_, _ = fmt.Fprintln(w, "no changes since")
 	} else {
-		_, _ = fmt.Fprintf(w, "changes since: %d added, %d modified, %d deleted (plan diff @ lists them)\n", c.Added, c.Modified, c.Deleted)
+		n := c.Added + c.Modified + c.Deleted
+		_, _ = fmt.Fprintf(w, "changes since: %d %s (%d added, %d modified, %d deleted; plan diff @ lists them)\n",
+			n, plural(n, "file", "files"), c.Added, c.Modified, c.Deleted)
 	}
 	if op := ws.PendingOperation; op != nil {
 		_, _ = fmt.Fprintf(w, "pending: an interrupted %s (%s): plan recover finishes it\n", op.Kind, op.ID)

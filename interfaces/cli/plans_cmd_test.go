@@ -144,7 +144,7 @@ func TestStatusTellsWhatIsPending(t *testing.T) {
 	dir := newWorkspace(t)
 	writeFile(t, dir, "sub/a.txt", "a\n")
 	o := mustPlan(t, filepath.Join(dir, "sub"), "status")
-	if !strings.Contains(o.stdout, "no checkpoint yet\nchanges since: 2 added, 0 modified, 0 deleted") ||
+	if !strings.Contains(o.stdout, "no checkpoint yet\nchanges since: 2 files (2 added, 0 modified, 0 deleted") ||
 		!strings.Contains(o.stdout, "no plan has run yet") {
 		t.Errorf("status of a fresh workspace: %v", o)
 	}

@@ -289,7 +289,7 @@ func (h *handler) show(c *ucli.Context) error {
 				_, _ = fmt.Fprintf(w, "decision %s of plan %s, attempt %d (%s)\ncommand: %s\nbefore:  checkpoint %s\n\n",
 					quote(v.Decision), quote(v.Plan), v.Attempt, v.Status, quote(v.Command), v.CheckpointID)
 			}
-			writeChanges(w, h.colors, v.Changes, v.Stat, c.Bool("name-only"))
+			writeChanges(w, h.colors, h.columns(), v.Changes, res.Changes, v.Stat, c.Bool("name-only"))
 		})
 	})
 }

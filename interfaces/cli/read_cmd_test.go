@@ -203,7 +203,7 @@ func TestRestoreRefusesWhatItMustNotWrite(t *testing.T) {
 func TestDiffStatNameOnlyAndExitCode(t *testing.T) {
 	dir, id, _ := readFixture(t)
 	o := mustPlan(t, dir, "diff", id, "--stat")
-	for _, want := range []string{" a.txt | 2 +-\n", " link  | 1 -\n", " 2 paths changed, 1 insertion(+), 2 deletions(-)\n"} {
+	for _, want := range []string{" a.txt | 2 +-\n", " link  | 1 -\n", " 2 files changed, 1 insertion(+), 2 deletions(-)\n"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("diff --stat lacks %q:\n%s", want, o.stdout)
 		}
@@ -273,7 +273,7 @@ func TestShowIsWhatOneDecisionChanged(t *testing.T) {
 	mustPlan(t, dir, "run", plan)
 	o := mustPlan(t, dir, "show", "two", "--patch")
 	for _, want := range []string{"decision two of plan demo, attempt 1 (succeeded)\n", "command: echo bye >> a.txt && ln -s a.txt l\n",
-		"M a.txt\nA l\n", "@@ -1 +1,2 @@\n hello\n+bye\n", "new symlink mode 120000\n"} {
+		"M a.txt\nA l\n", "@@ -1 +1,2 @@\n hello\n+bye\n", "new file mode 120000\n"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("show two --patch lacks %q:\n%s", want, o.stdout)
 		}

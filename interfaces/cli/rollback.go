@@ -122,8 +122,9 @@ func rollbackSummary(r application.RollbackResult) string {
 			r.Target.ID(), localTime(r.Target.CreatedAt()), reverts)
 		return b.String()
 	}
-	_, _ = fmt.Fprintf(&b, "Rolling back to %s (%s, %s) would add %d, modify %d and delete %d files:\n",
-		r.Target.ID(), r.Target.Type(), localTime(r.Target.CreatedAt()),
+	n := r.Counts.Added + r.Counts.Modified + r.Counts.Deleted
+	_, _ = fmt.Fprintf(&b, "Rolling back to %s (%s, %s) would change %d %s (%d added, %d modified, %d deleted):\n",
+		r.Target.ID(), r.Target.Type(), localTime(r.Target.CreatedAt()), n, plural(n, "file", "files"),
 		r.Counts.Added, r.Counts.Modified, r.Counts.Deleted)
 	const show = 20
 	for i, ch := range r.Changes {

@@ -86,7 +86,7 @@ func TestRollbackAt(t *testing.T) {
 	}
 
 	o = mustPlan(t, dir, "rollback", "--to-checkpoint", id, "--dry-run")
-	if !strings.HasSuffix(o.stdout, " would add 0, modify 0 and delete 0 files:\n  (the workspace already matches)\n") {
+	if !strings.HasSuffix(o.stdout, " would change 0 files (0 added, 0 modified, 0 deleted):\n  (the workspace already matches)\n") {
 		t.Errorf("a rollback to the workspace as it is: %v", o)
 	}
 

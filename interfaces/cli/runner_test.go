@@ -150,8 +150,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"checkpoint", "show", "aaaa", "bbbb"}, `unexpected argument "bbbb"`},
 		{[]string{"checkpoint", "list", "extra"}, `unexpected argument "extra"`},
 		{[]string{"checkpoint", "prune"}, "missing --keep N"},
-		{[]string{"diff"}, "missing argument FROM"},
-		{[]string{"diff", "aaaa", "bbbb", "cccc"}, `unexpected argument "cccc"`},
+		{[]string{"diff", "aaaa", "bbbb", "cccc", "--", "path"}, `unexpected argument "cccc": diff compares at most two checkpoints`},
 		{[]string{"rollback"}, "missing --to-checkpoint ID"},
 		{[]string{"rollback", "extra"}, "missing --to-checkpoint ID or --at TIME"},
 		{[]string{"recover", "extra"}, `unexpected argument "extra"`},
@@ -317,7 +316,7 @@ func TestRollbackConfirmation(t *testing.T) {
 		if o.code != ExitDeclined || !strings.Contains(o.stderr, "rollback cancelled: nothing was changed") {
 			t.Errorf("answer %q: want exit 2 and cancelled\n%v", answer, o)
 		}
-		for _, want := range []string{"Rolling back to " + id, "would add 0, modify 1 and delete 1 files", "  M a.txt\n", "  D b.txt\n", "Continue? [y/N] "} {
+		for _, want := range []string{"Rolling back to " + id, "would change 2 files (0 added, 1 modified, 1 deleted)", "  M a.txt\n", "  D b.txt\n", "Continue? [y/N] "} {
 			if !strings.Contains(o.stderr, want) {
 				t.Errorf("answer %q: the prompt lacks %q\n%v", answer, want, o)
 			}
@@ -514,7 +513,7 @@ func TestTextOutput(t *testing.T) {
 		writeFile(t, dir, fmt.Sprintf("many/f%02d", i), "x")
 	}
 	o = mustPlan(t, dir, "rollback", "--to-checkpoint", first, "--dry-run")
-	if !strings.Contains(o.stdout, "would add 0, modify 0 and delete 25 files:") || !strings.Contains(o.stdout, "  … and 6 more\n") {
+	if !strings.Contains(o.stdout, "would change 25 files (0 added, 0 modified, 25 deleted):") || !strings.Contains(o.stdout, "  … and 6 more\n") {
 		t.Errorf("rollback --dry-run: %v", o)
 	}
 	if strings.Count(o.stdout, "\n  D ") != 20 {

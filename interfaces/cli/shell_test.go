@@ -67,7 +67,7 @@ func TestManPageFromDefinitions(t *testing.T) {
 	page := invoke(Runner{}, "man").stdout
 	for _, want := range []string{
 		".TH plan 1\n", ".SH NAME\nplan \\- safe, fast undo", ".SH GLOBAL OPTIONS\n", ".SH COMMANDS\n",
-		".PP\n\\fB--workspace, -C\\fP=DIR: the workspace root DIR (default: \".\")\n", "s3://bucket[/prefix]",
+		".PP\n\\fB--workspace, -C\\fP=DIR: start in DIR instead of the current directory (like git -C): the workspace is found from there, and relative paths are taken from DIR (default: \".\")\n", "s3://bucket[/prefix]",
 		`.SS "plan checkpoint create [OPTIONS]"`, ".SH EXIT STATUS\n.PP\n\\fB0\\fP: success\n", "\\fB130\\fP: interrupted\n",
 		"See docs/exit-codes.md",
 		`.SS "plan restore [OPTIONS] REF --target DIR [--] [PATH\[u2026]]"`,

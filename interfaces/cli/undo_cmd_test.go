@@ -184,7 +184,7 @@ func TestPruneCalendarFlags(t *testing.T) {
 	}
 	o := mustPlan(t, dir, "checkpoint", "prune", "--keep-daily", "1", "--dry-run")
 	if !strings.HasPrefix(o.stdout, "Would delete 2 checkpoints, kept 1.\n") || !strings.Contains(o.stdout, "(--keep-daily)") ||
-		strings.Count(o.stdout, "  would delete ") != 2 {
+		strings.Count(o.stdout, "  delete  ") != 2 {
 		t.Fatalf("%v", o)
 	}
 	for _, c := range []struct {

@@ -146,6 +146,7 @@ type repackView struct {
 	PacksDeleted int   `json:"packs_deleted"`
 	BytesBefore  int64 `json:"bytes_before"`
 	BytesAfter   int64 `json:"bytes_after"`
+	Kept         bool  `json:"kept"`
 }
 
 // sharedGCView is what a gc of a shared store adds: its two phases (see docs/store.md).

@@ -47,7 +47,9 @@ import (
 // Runner like r. It returns once the calls under way have ended. It is cli.Runner's MCP hook.
 func Serve(ctx context.Context, r *cli.Runner, root string) error {
 	srv, tools := newMCPServer(r, root)
-	err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(r.Stdin), Writer: nopWriteCloser{r.Stdout}})
+	in, out, release := holdEOF(ctx, r.Stdin, r.Stdout)
+	err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	release()
 	// A client that leaves mid-call (stdin closed) must not leave a command cut short by the
 	// process's exit: the calls still running end first (finished, or interrupted and undone
 	// through their journal when the session cancels them).
@@ -380,6 +382,16 @@ type mcpDiffIn struct {
 
 func (t *mcpTools) diff(ctx context.Context, in mcpDiffIn) (view.Diff, []string, error) {
 	var v view.Diff
+	if in.From == "" {
+		return v, nil, usageFailure("missing from: the checkpoint to compare from")
+	}
+	for _, ref := range []string{in.From, in.To} {
+		if strings.HasPrefix(ref, "-") { // no name starts so; on plan's command line it would be a flag
+			var e view.Error
+			e.Error.Kind, e.Error.Message, e.Code = "invalid", fmt.Sprintf("malformed checkpoint name %q", ref), cli.ExitInvalid
+			return v, nil, &mcpFailure{view: e}
+		}
+	}
 	args := []string{"diff"}
 	if in.NameOnly {
 		args = append(args, "--name-only")
@@ -390,10 +402,12 @@ func (t *mcpTools) diff(ctx context.Context, in mcpDiffIn) (view.Diff, []string,
 	if in.Patch {
 		args = append(args, "--patch")
 	}
-	args = append(args, "--", in.From)
+	// The trailing "--" says both are checkpoints: plan diff takes what follows it as paths.
+	args = append(args, in.From)
 	if in.To != "" {
 		args = append(args, in.To)
 	}
+	args = append(args, "--")
 	notes, err := t.call(ctx, &v, args...)
 	if err == nil && in.NameOnly {
 		paths := make([]string, 0, len(v.Changes))

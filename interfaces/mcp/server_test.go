@@ -738,3 +738,59 @@ func TestMCPDrainWaitsForTheCallUnderWay(t *testing.T) {
 		t.Fatal("drain returned while the call was still running")
 	}
 }
+
+// Requests piped at once and stdin closed right after (`printf … | plan mcp`) are each answered:
+// the end of stdin waits for the answers still owed.
+func TestMCPAnswersEveryRequestReadBeforeStdinClosed(t *testing.T) {
+	dir := newWorkspace(t)
+	writeFile(t, dir, "a.txt", "one\n")
+	serveWith := func(want int, lines ...string) map[string]string {
+		t.Helper()
+		var out, errOut strings.Builder
+		r := cli.Runner{Stdin: strings.NewReader(strings.Join(lines, "\n") + "\n"), Stdout: &out, Stderr: &errOut, Dir: dir, MCP: Serve}
+		if code := r.Run(context.Background(), []string{"plan", "mcp"}); code != want {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			switch {
+			case line == "": // no answer at all
+				continue
+			case strings.HasPrefix(line, "["):
+				got["batch"] = line
+				continue
+			}
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%v: %q", err, line)
+			}
+			got[string(m.ID)] = line
+		}
+		return got
+	}
+	serve := func(lines ...string) map[string]string { t.Helper(); return serveWith(cli.ExitOK, lines...) }
+	initialize := func(version string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	}
+	for range 5 { // the race it fixes lost a different number of answers from one run to the next
+		got := serve(initialize("2025-06-18"),
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"checkpoint","arguments":{"note":"piped"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`)
+		if len(got) != 3 || got["1"] == "" || !strings.Contains(got["2"], `"tools"`) || !strings.Contains(got[`"three"`], `"id`) {
+			t.Fatalf("want the answers of 1, 2 and \"three\": %v", got)
+		}
+	}
+	// A batch (protocols before 2025-06-18) counts each of its requests.
+	got := serve(initialize("2025-03-26"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":{}}}]`)
+	if got["1"] == "" || !strings.Contains(got["batch"], `"id":2`) || !strings.Contains(got["batch"], `"id":3`) {
+		t.Fatalf("a batch: %v", got)
+	}
+	// Input that is not JSON is passed on as it is: the SDK ends the session (exit 1, naming the
+	// parse error), and what was still owed an answer does not hold plan mcp up.
+	serveWith(cli.ExitInternal, initialize("2025-06-18"), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `this is not JSON`)
+}

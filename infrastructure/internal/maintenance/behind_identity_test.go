@@ -303,7 +303,7 @@ func TestLostRowsWhenTheRecordsCannotBeRead(t *testing.T) {
 	if _, err := h.Collect(nil, nil); !errors.Is(err, errListing) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("gc: %v", err)
 	}
-	if _, err := h.Repack(nil); !errors.Is(err, errListing) || !strings.Contains(err.Error(), "nothing was deleted") {
+	if _, err := h.Repack(nil, nil); !errors.Is(err, errListing) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("gc --aggressive: %v", err)
 	}
 }

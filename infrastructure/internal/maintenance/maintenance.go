@@ -141,7 +141,7 @@ func (h *Health) collectPrivate(roots []tree.Hash) (application.GCReport, map[tr
 // Repack collects (see Collect), then rewrites what is live as compactly as it can (see
 // objectstore.Repack). A shared store is refused before anything is done: its writers hold no lock
 // in common with it, and a repack deletes every pack at once.
-func (h *Health) Repack(roots []tree.Hash) (application.GCReport, error) {
+func (h *Health) Repack(roots []tree.Hash, p application.Progress) (application.GCReport, error) {
 	if h.store.Shared() {
 		return application.GCReport{}, fault.Invalid("gc --aggressive repacks a private store only: a shared store's writers hold no lock in common with it (nothing was done; run gc without --aggressive)")
 	}
@@ -152,13 +152,15 @@ func (h *Health) Repack(roots []tree.Hash) (application.GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	r, err := h.store.Repack(live, roots)
+	r, err := h.store.RepackProgress(live, roots, p)
 	if err != nil {
 		return rep, err
 	}
 	rep.Repack = &application.RepackReport{Objects: r.Objects, Bundles: r.Bundles, Bundled: r.Bundled, Similar: r.Similar,
-		PacksDeleted: r.PacksDeleted, BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter}
-	rep.BytesReclaimed += r.BytesBefore - r.BytesAfter
+		PacksDeleted: r.PacksDeleted, BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter, Kept: r.Kept}
+	if !r.Kept {
+		rep.BytesReclaimed += r.BytesBefore - r.BytesAfter
+	}
 	return rep, nil
 }
 

@@ -102,6 +102,9 @@ type RepackResult struct {
 	PacksDeleted int   // old packs deleted
 	BytesBefore  int64 // packs and idx files before
 	BytesAfter   int64 // packs and idx files written
+	// Kept says the new packs were no smaller than the old, so they were dropped and the old kept
+	// (BytesAfter is what they would have taken; nothing was deleted).
+	Kept bool
 }
 
 // repackItem is one live object a repack writes.
@@ -112,11 +115,26 @@ type repackItem struct {
 }
 
 // Repack rewrites every live object (live: what roots name, after GCFrom of the same set; roots in
-// any order) into new packs, bundled and compressed as described above, and deletes every old pack.
+// any order) into new packs, bundled and compressed as described above, and deletes every old pack
+// when the new ones are smaller (else it drops them and keeps the old: a repack never grows the
+// store).
 // The caller must hold the workspace lock and have no batch open. A shared store is never
 // repacked: its writers hold no lock in common with it, and deleting every pack at once is what
 // its two-phase collection exists to avoid.
 func (s *Store) Repack(live map[tree.Hash]struct{}, roots []tree.Hash) (RepackResult, error) {
+	return s.RepackProgress(live, roots, nil)
+}
+
+// Progress is told how far a repack is: the bytes of the live objects it has written of all
+// (application.Progress is one).
+type Progress interface {
+	Start(label string, total int64)
+	Add(n int64)
+	Done()
+}
+
+// RepackProgress is Repack reporting to p (nil: to nobody).
+func (s *Store) RepackProgress(live map[tree.Hash]struct{}, roots []tree.Hash, p Progress) (RepackResult, error) {
 	var res RepackResult
 	if s.shared {
 		return res, errors.New("repack: a shared store is never repacked (its writers hold no lock in common with it)")
@@ -140,19 +158,39 @@ func (s *Store) Repack(live map[tree.Hash]struct{}, roots []tree.Hash) (RepackRe
 	b := s.NewBatch()
 	defer b.Abort()
 	w := &repacker{s: s, b: b, res: &res}
+	if p != nil {
+		var total int64
+		for _, it := range items {
+			total += it.l.raw
+		}
+		p.Start("repacking", total)
+		defer p.Done()
+	}
 	for _, it := range items {
 		if err := w.put(it); err != nil {
 			return res, fmt.Errorf("repack (nothing was deleted): %w", err)
+		}
+		if p != nil {
+			p.Add(it.l.raw)
 		}
 	}
 	if err := w.flush(); err != nil {
 		return res, fmt.Errorf("repack (nothing was deleted): %w", err)
 	}
+	for _, pw := range b.packs {
+		if err := pw.finish(); err != nil {
+			return res, fmt.Errorf("repack (nothing was deleted): %w", err)
+		}
+		res.BytesAfter += pw.size + pw.idxSize
+	}
+	if res.BytesAfter >= res.BytesBefore {
+		// Already as compact as this repack makes it (a second gc --aggressive, content that does
+		// not compress): the new packs go and the old stay, so the store never grows.
+		res.Kept = true
+		return res, nil
+	}
 	if err := b.commit(true); err != nil {
 		return res, fmt.Errorf("repack (nothing was deleted): %w", err)
-	}
-	for _, pw := range b.packs {
-		res.BytesAfter += pw.size + pw.idxSize
 	}
 	if err := s.hit("gc.repacked"); err != nil {
 		return res, err

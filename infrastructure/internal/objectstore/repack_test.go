@@ -627,3 +627,62 @@ func TestConsolidationOfARepackedStore(t *testing.T) {
 	}
 	requireClean(t, s)
 }
+
+// A repack that would not make the store smaller (here the second in a row, which writes the same
+// bytes again) drops what it wrote and keeps the old packs: gc --aggressive never grows the store.
+func TestRepackThatDoesNotHelpKeepsTheOldPacks(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	h := repackHistory(t, s)
+	live := liveOf(t, s, h.roots)
+	if res, err := s.Repack(live, h.roots); err != nil || res.Kept {
+		t.Fatalf("the first repack: %+v, %v", res, err)
+	}
+	packs, before := files(t, s.packsDir), storeBytes(t, s)
+	res, err := s.Repack(live, h.roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Kept || res.PacksDeleted != 0 || res.BytesBefore != before || res.BytesAfter < before {
+		t.Fatalf("a repack that does not help: %+v (%d bytes before)", res, before)
+	}
+	if got := files(t, s.packsDir); !slices.Equal(got, packs) || storeBytes(t, s) != before {
+		t.Fatalf("packs %v after, %v before (%d bytes, %d before)", got, packs, storeBytes(t, s), before)
+	}
+	if tmp, err := os.ReadDir(s.tmpDir); err != nil || len(tmp) > 0 {
+		t.Fatalf("the dropped packs left temporary files: %v", tmp)
+	}
+	requireStates(t, s, h.roots, h.states)
+	requireClean(t, s)
+}
+
+// recordedProgress is a Progress that remembers what it was told.
+type recordedProgress struct {
+	label       string
+	total, done int64
+	finished    bool
+}
+
+func (p *recordedProgress) Start(label string, total int64) { p.label, p.total = label, total }
+func (p *recordedProgress) Add(n int64)                     { p.done += n }
+func (p *recordedProgress) Done()                           { p.finished = true }
+
+// A repack says how far it is: the bytes of the live objects written, of all of them.
+func TestRepackReportsProgress(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	h := repackHistory(t, s)
+	var p recordedProgress
+	if _, err := s.RepackProgress(liveOf(t, s, h.roots), h.roots, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.label != "repacking" || p.total == 0 || p.done != p.total || !p.finished {
+		t.Fatalf("progress %+v", p)
+	}
+}
