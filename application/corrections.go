@@ -69,7 +69,10 @@ type CorrectResult struct {
 	Scope      []correction.Item
 	Rollback   RollbackResult
 	Reexecuted []string
-	DryRun     bool
+	// End is the post_run checkpoint of the state the re-execution ended in, as `plan run` takes
+	// one (nil when nothing was re-executed, checkpoints were off or it was interrupted).
+	End    *checkpoint.Checkpoint
+	DryRun bool
 }
 
 // Correct runs RevertDecisions and then, unless asked not to, ApplyCorrection.
@@ -92,7 +95,7 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ 
 	res, err := s.RevertDecisions(ctx, req)
 	if err == nil && !req.DryRun && !req.NoReexecute {
 		var c *correction.Correction
-		c, res.Reexecuted, err = s.ApplyCorrection(ctx, res.Correction.ID(), req)
+		c, res.Reexecuted, res.End, err = s.apply(ctx, res.Correction.ID(), req)
 		if c != nil {
 			res.Correction = c
 		}
@@ -262,12 +265,20 @@ func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, er
 // ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command
 // when given) and every later decision that has not succeeded, each with a new pre_decision
 // checkpoint and attempt. The correction's status says whether re-execution succeeded.
-func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, err error) {
+func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (*correction.Correction, []string, error) {
+	c, reexecuted, _, err := s.apply(ctx, id, req)
+	return c, reexecuted, err
+}
+
+// apply is ApplyCorrection that also returns the end-of-run checkpoint: after the last decision it
+// re-executed (a failed one included, not an interrupted one) the state it ended in is recorded as
+// a post_run checkpoint, by the code `plan run` takes its own with (recordEnd).
+func (s *CorrectionService) apply(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, _ *checkpoint.Checkpoint, err error) {
 	ctx, done := s.ops.begin(ctx, "correct", req.Plan, "--apply", id)
 	defer done(&err)
 	ctx, release, err := s.guard.Enter(ctx, "correct")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer release()
 	// Everything that can refuse the re-execution is checked before the correction moves to
@@ -275,38 +286,40 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	// right (a correction left reexecuting is closed as failed by the next command's recovery).
 	c, err := s.corrections.Get(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	target := c.Params().DecisionID
 	if cmd := c.Params().Command; cmd != "" {
-		if err := p.Redefine(target, cmd); err != nil {
-			return c, nil, err
+		if err := p.Redefine(target, cmd, id); err != nil {
+			return c, nil, nil, err
 		}
 	}
 	ids, err := p.Reexecution(target)
 	if err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	if err := s.ops.funcsReady(p, ids, req.Funcs); err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var reexecuted []string
 	var runErr error
+	var last attemptResult
 	defer s.ops.track()()
 	for _, id := range ids {
 		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn, req.Funcs)
 		if r.Ran {
 			reexecuted = append(reexecuted, id)
+			last = r
 		}
 		if err != nil {
 			runErr = err
@@ -320,6 +333,10 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 			break
 		}
 	}
+	var end *checkpoint.Checkpoint
+	if len(reexecuted) > 0 && last.Attempt.Status != plan.Interrupted {
+		end = s.ops.recordEnd(ctx, p, reexecuted[len(reexecuted)-1], req.Warn)
+	}
 	err = s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
 		for _, r := range reexecuted {
 			x.RecordReexecuted(r)
@@ -328,9 +345,9 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		return x.Finish(runErr == nil, s.clock.Now())
 	})
 	if runErr != nil {
-		return c, reexecuted, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
+		return c, reexecuted, end, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
 	}
-	return c, reexecuted, err
+	return c, reexecuted, end, err
 }
 
 // List returns the corrections, newest first.
@@ -368,6 +385,13 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		if err := o.recordRollback(ctx, op); err != nil {
 			return err
 		}
+		if d.Command != "" {
+			// The corrected command is the decision's from now on, re-executed or not: a later
+			// `plan run` of the unchanged plan file runs it, not the one it replaced.
+			if err := o.redefine(ctx, d.Plan, d.DecisionID, d.Command, op.ID); err != nil {
+				return err
+			}
+		}
 		c, err := correction.New(correction.Params{
 			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
 			SafetyCheckpointID: string(op.BackupCheckpoint), RollbackCheckpointID: string(op.TargetCheckpoint),
@@ -378,6 +402,46 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		}
 		return o.corrections.Add(ctx, c)
 	})
+}
+
+// redefine gives decision id of plan planName ("" is the current plan) correction by's command and
+// saves the plan, leaving the current plan as it is.
+func (o *Operations) redefine(ctx context.Context, planName, id, command, by string) error {
+	p, err := o.plan(ctx, planName)
+	if err != nil {
+		return err
+	}
+	if err := p.Redefine(id, command, by); err != nil {
+		return err
+	}
+	return o.savePlanKeepingCurrent(ctx, p)
+}
+
+// uncorrect gives every decision whose command correction by gave back the plan file's command (an
+// undo of that correction), in every plan.
+func (o *Operations) uncorrect(ctx context.Context, by string) error {
+	ps, err := o.plans.List(ctx)
+	if err != nil || len(ps) == 0 {
+		return err
+	}
+	_, err = o.changePlans(ctx, ps, ps[0].Name(), func(p *plan.Plan) []string { return p.Uncorrect(by) })
+	return err
+}
+
+// recorrect gives the decision correction op corrected its command again (a redo of the undo of
+// op); an operation that is not a correction with a command changes nothing.
+func (o *Operations) recorrect(ctx context.Context, op stepEntry) error {
+	if op.Kind != "correct" && op.Kind != kindRevert {
+		return nil
+	}
+	c, err := o.corrections.Get(ctx, op.ID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil || c.Params().Command == "" {
+		return err
+	}
+	return o.redefine(ctx, op.Plan, c.Params().DecisionID, c.Params().Command, op.ID)
 }
 
 // finishArchived is the database side shared by the operations that archive what they revert (a

@@ -169,6 +169,16 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 		if req.Warn != nil && !req.RerunChanged {
 			req.Warn(changedWarning(changed))
 		}
+		for _, c := range changed {
+			if req.Warn != nil && req.RerunChanged && c.Supersedes != "" {
+				req.Warn(fmt.Sprintf("decision %s: re-run with the plan file's command, which supersedes correction %s", c.ID, c.Supersedes))
+			}
+		}
+	}
+	if req.Warn != nil {
+		for _, w := range supersededWarnings(p, req.Decisions) {
+			req.Warn(w)
+		}
 	}
 	if err := p.Define(defs); err != nil {
 		return RunResult{}, err
@@ -289,11 +299,11 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			}
 			return res, failure
 		}
-		res.End = s.recordEnd(ctx, p, d.ID(), req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, d.ID(), req.Warn)
 		return res, failure
 	}
 	if len(res.Ran) > 0 {
-		res.End = s.recordEnd(ctx, p, res.Ran[len(res.Ran)-1], req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, res.Ran[len(res.Ran)-1], req.Warn)
 	}
 	if len(res.Failed) > 0 {
 		return res, fmt.Errorf("%d decision(s) failed and the run went on past them (on_failure continue): %s: %w",
@@ -442,22 +452,22 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 		return res, err
 	}
 	if r.Attempt.Status != plan.Interrupted {
-		res.End = s.recordEnd(ctx, p, req.ID, req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, req.ID, req.Warn)
 	}
 	return res, r.failure(req.ID)
 }
 
-// recordEnd takes the post_run checkpoint: the state a run or exec ended in, after decision last,
-// so rollback, clone and diff reach what the plan produced, and the name `DECISION` of the last
-// decision has a checkpoint to name. Inside the run's change tracking it costs what changed since
+// recordEnd takes the post_run checkpoint: the state a run, an exec or a correction's re-execution
+// ended in, after decision last, so rollback, clone and diff reach what the plan produced, and the
+// name `DECISION` of the last decision has a checkpoint to name. Inside the run's change tracking it costs what changed since
 // the last decision's own snapshot: nothing, mostly. A plan run without checkpoints records none.
 // Failing to record it is a warning, not a failed run: every decision's own state is recorded
 // already.
-func (s *PlanService) recordEnd(ctx context.Context, p *plan.Plan, last string, warn func(string)) *checkpoint.Checkpoint {
+func (o *Operations) recordEnd(ctx context.Context, p *plan.Plan, last string, warn func(string)) *checkpoint.Checkpoint {
 	if !p.Checkpoints() {
 		return nil
 	}
-	cp, err := s.ops.create(context.WithoutCancel(ctx), CreateRequest{
+	cp, err := o.create(context.WithoutCancel(ctx), CreateRequest{
 		Type: checkpoint.PostRun, DecisionID: last, Note: fmt.Sprintf("end of plan %s, after decision %s", p.Name(), last),
 	})
 	if err != nil {

@@ -1,0 +1,203 @@
+package application
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/planhq/plan/domain/checkpoint"
+)
+
+// A corrected decision's command is its definition until the plan file changes that decision.
+
+// correctedB runs a, b and c, then corrects b with the command "fixed b"; it returns the correction.
+func correctedB(t *testing.T, e *useCaseEnv) CorrectResult {
+	t.Helper()
+	withTrees(e)
+	ranABC(t, e)
+	res, err := correctB(e, func(r *CorrectRequest) { r.Run = "fixed b" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func commandsRun(e *useCaseEnv, from int) []string {
+	var out []string
+	for _, c := range e.exec.calls[from:] {
+		out = append(out, c.DecisionID+": "+c.Script)
+	}
+	return out
+}
+
+func TestRunKeepsACorrectedCommandTheFileDidNotChange(t *testing.T) {
+	e := newUseCaseEnv(t)
+	correctedB(t, e)
+	e.warnings = nil
+	calls := len(e.exec.calls)
+	for _, rerun := range []bool{false, true} {
+		res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c"), RerunChanged: rerun})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Changed) != 0 || res.Rerun != nil || len(res.Ran) != 0 {
+			t.Fatalf("rerun %v: changed %+v, rerun %v, ran %v: the unchanged plan file reads as changed", rerun, res.Changed, res.Rerun, res.Ran)
+		}
+	}
+	if len(e.warnings) != 0 || len(e.exec.calls) != calls {
+		t.Fatalf("warnings %v, ran %v", e.warnings, commandsRun(e, calls))
+	}
+	b, _ := e.stored(t, "p").Decision("b")
+	if by, file, ok := b.Corrected(); !ok || b.Definition().Run != "fixed b" || file != "make b" || by == "" {
+		t.Fatalf("b runs %q (corrected by %q over %q, %v)", b.Definition().Run, by, file, ok)
+	}
+}
+
+func TestRunNamesTheCorrectionAChangedFileSupersedes(t *testing.T) {
+	e := newUseCaseEnv(t)
+	fix := correctedB(t, e).Correction.ID()
+	changed := defs("a", "b", "c")
+	changed[1].Run = "make B"
+	for range 2 { // every run names it again
+		e.warnings = nil
+		res, err := e.runPlan(t, RunRequest{Decisions: changed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Changed) != 1 || res.Changed[0].ID != "b" || res.Changed[0].Supersedes != fix {
+			t.Fatalf("changed %+v, want b superseding %s", res.Changed, fix)
+		}
+		if len(e.warnings) != 1 || !strings.Contains(e.warnings[0], "b (command; the file's command supersedes correction "+fix+")") {
+			t.Fatalf("warnings %v", e.warnings)
+		}
+	}
+	e.warnings = nil
+	calls := len(e.exec.calls)
+	res, err := e.runPlan(t, RunRequest{Decisions: changed, RerunChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := commandsRun(e, calls); !slices.Equal(got, []string{"b: make B", "c: make c"}) || res.Rerun == nil {
+		t.Fatalf("the re-run ran %v", got)
+	}
+	if len(e.warnings) != 1 || !strings.Contains(e.warnings[0], "re-run with the plan file's command, which supersedes correction "+fix) {
+		t.Fatalf("warnings %v", e.warnings)
+	}
+	b, _ := e.stored(t, "p").Decision("b")
+	if _, _, ok := b.Corrected(); ok || b.Definition().Run != "make B" {
+		t.Fatalf("b runs %q (corrected %v), want the file's make B", b.Definition().Run, ok)
+	}
+}
+
+// A decision reverted after its correction runs again with the corrected command; when the plan file
+// changed it meanwhile, the run says the file's command supersedes the correction.
+func TestRunAfterARevertOfACorrectedDecision(t *testing.T) {
+	for _, fileChanged := range []bool{false, true} {
+		e := newUseCaseEnv(t)
+		fix := correctedB(t, e).Correction.ID()
+		if _, err := e.cs.RevertDecision(context.Background(), RevertRequest{DecisionID: "c", Reason: "c too"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.cs.RevertDecision(context.Background(), RevertRequest{DecisionID: "b", Reason: "b again"}); err != nil {
+			t.Fatal(err)
+		}
+		file, want := defs("a", "b", "c"), []string{"b: fixed b", "c: make c"}
+		if fileChanged {
+			file[1].Run, want[0] = "make B", "b: make B"
+		}
+		e.warnings = nil
+		calls := len(e.exec.calls)
+		if _, err := e.runPlan(t, RunRequest{Decisions: file}); err != nil {
+			t.Fatal(err)
+		}
+		if got := commandsRun(e, calls); !slices.Equal(got, want) {
+			t.Errorf("file changed %v: ran %v, want %v", fileChanged, got, want)
+		}
+		switch {
+		case !fileChanged && len(e.warnings) != 0:
+			t.Errorf("warnings %v", e.warnings)
+		case fileChanged && (len(e.warnings) != 1 || !strings.Contains(e.warnings[0], "decision b: the plan file changed its command since correction "+fix)):
+			t.Errorf("warnings %v", e.warnings)
+		}
+	}
+}
+
+// `plan revert --run` gives the decision its command as `plan correct --run` does, and ends with the
+// end-of-run checkpoint.
+func TestRevertRunCorrectsTheCommandAndRecordsTheEnd(t *testing.T) {
+	e := newUseCaseEnv(t)
+	withTrees(e)
+	ranABC(t, e)
+	res, err := e.cs.RevertDecision(context.Background(), RevertRequest{DecisionID: "b", Reason: "wrong", Run: "fixed b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End == nil || res.End.Type() != checkpoint.PostRun || res.End.DecisionID() != "b" {
+		t.Fatalf("end %+v, want a post_run checkpoint after b", res.End)
+	}
+	e.warnings = nil
+	if run, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c")}); err != nil || len(run.Changed) != 0 || len(e.warnings) != 0 {
+		t.Fatalf("changed %+v, warnings %v, %v", run.Changed, e.warnings, err)
+	}
+}
+
+// A correction recorded with --run and --no-reexecute gives the decision its command already: the
+// run that re-executes it later runs the corrected command, not the one it replaced.
+func TestNoReexecuteCorrectionDefinesTheCommand(t *testing.T) {
+	e := newUseCaseEnv(t)
+	withTrees(e)
+	ranABC(t, e)
+	if _, err := correctB(e, func(r *CorrectRequest) { r.Run, r.NoReexecute = "fixed b", true }); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(e.exec.calls)
+	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := commandsRun(e, calls); !slices.Equal(got, []string{"b: fixed b", "c: make c"}) {
+		t.Fatalf("ran %v", got)
+	}
+}
+
+// The re-execution of a correction ends with a post_run checkpoint of the state it left, as a run
+// does.
+func TestCorrectionRecordsTheEndOfItsReexecution(t *testing.T) {
+	e := newUseCaseEnv(t)
+	res := correctedB(t, e)
+	if res.End == nil || res.End.Type() != checkpoint.PostRun || res.End.DecisionID() != "c" {
+		t.Fatalf("end %+v, want a post_run checkpoint after c", res.End)
+	}
+	c, _ := e.stored(t, "p").Decision("c")
+	if res.End.Root() != latestOf(c).ResultTree {
+		t.Errorf("the end checkpoint holds %s, c left %s", res.End.Root(), latestOf(c).ResultTree)
+	}
+}
+
+// Undoing a correction gives the decision the plan file's command back; redoing it, the corrected one.
+func TestUndoAndRedoOfACorrectionMoveItsCommand(t *testing.T) {
+	e := newUseCaseEnv(t)
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	correctedB(t, e)
+	run := func() string {
+		b, _ := e.stored(t, "p").Decision("b")
+		return b.Definition().Run
+	}
+	if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); got != "make b" {
+		t.Fatalf("after the undo b runs %q, want the file's make b", got)
+	}
+	if _, err := hs.Redo(context.Background(), RedoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); got != "fixed b" {
+		t.Fatalf("after the redo b runs %q, want the corrected fixed b", got)
+	}
+	b, _ := e.stored(t, "p").Decision("b")
+	if _, file, ok := b.Corrected(); !ok || file != "make b" {
+		t.Fatalf("after the redo b is corrected %v over %q", ok, file)
+	}
+}
