@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +200,36 @@ func TestUndoAndRedoOfACorrectionMoveItsCommand(t *testing.T) {
 	b, _ := e.stored(t, "p").Decision("b")
 	if _, file, ok := b.Corrected(); !ok || file != "make b" {
 		t.Fatalf("after the redo b is corrected %v over %q", ok, file)
+	}
+}
+
+// UndoneBy says which corrections an undo took back, as the log marks them, until a redo.
+func TestUndoneByFollowsTheLog(t *testing.T) {
+	e := newUseCaseEnv(t)
+	if got, err := e.cs.UndoneBy(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("without a log: %v, %v", got, err)
+	}
+	log := &fakeOpLog{}
+	hs := NewHistoryService(e.ops, log)
+	fix := correctedB(t, e).Correction.ID()
+	if got, err := e.cs.UndoneBy(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("before the undo: %v, %v", got, err)
+	}
+	u, err := hs.Undo(context.Background(), UndoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.cs.UndoneBy(context.Background()); err != nil || len(got) != 1 || got[fix] != u.Operation.ID {
+		t.Fatalf("after the undo: %v, %v; want %s undone by %s", got, err, fix, u.Operation.ID)
+	}
+	if _, err := hs.Redo(context.Background(), RedoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.cs.UndoneBy(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("after the redo: %v, %v", got, err)
+	}
+	log.listErr = errors.New("log unreadable")
+	if _, err := e.cs.UndoneBy(context.Background()); !errors.Is(err, log.listErr) {
+		t.Fatalf("a failing log: %v", err)
 	}
 }

@@ -355,6 +355,26 @@ func (s *CorrectionService) List(ctx context.Context) ([]*correction.Correction,
 	return s.corrections.List(ctx)
 }
 
+// UndoneBy maps each correction (and surgical revert) that was undone to the undo that undid it, as
+// the operation log says (`plan history` shows the same entry as undone); one that stands, or was
+// redone, is not in it.
+func (s *CorrectionService) UndoneBy(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	if s.ops.oplog == nil {
+		return out, nil
+	}
+	ops, err := s.ops.oplog.List(ctx, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		if (op.Kind == "correct" || op.Kind == kindRevert) && op.UndoneBy != "" {
+			out[op.ID] = op.UndoneBy
+		}
+	}
+	return out, nil
+}
+
 // Show finds a correction by ID or unique prefix.
 func (s *CorrectionService) Show(ctx context.Context, ref string) (*correction.Correction, error) {
 	if err := ident.ValidateRef("correction", ref); err != nil {
