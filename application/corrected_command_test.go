@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/domain/checkpoint"
+	"github.com/planhq/plan/domain/fault"
 )
 
 // A corrected decision's command is its definition until the plan file changes that decision.
@@ -231,5 +232,39 @@ func TestUndoneByFollowsTheLog(t *testing.T) {
 	log.listErr = errors.New("log unreadable")
 	if _, err := e.cs.UndoneBy(context.Background()); !errors.Is(err, log.listErr) {
 		t.Fatalf("a failing log: %v", err)
+	}
+}
+
+// A command that names a decision without --plan means the plan that has it, not whichever plan
+// ran last; a decision ID two plans have is ambiguous.
+func TestDecisionCommandsFindTheDecisionsPlan(t *testing.T) {
+	e := newUseCaseEnv(t)
+	withTrees(e)
+	ranABC(t, e)
+	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "x", Command: "make x"}); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := e.plans.Current(context.Background()); cur.Name() != AdhocPlan {
+		t.Fatalf("current plan %s", cur.Name())
+	}
+	res, err := correctB(e, func(r *CorrectRequest) { r.Run = "fixed b" })
+	if err != nil || !slices.Equal(res.Reexecuted, []string{"b", "c"}) {
+		t.Fatalf("correct b after an exec: re-executed %v, %v", res.Reexecuted, err)
+	}
+	if x, _ := e.stored(t, AdhocPlan).Decision("x"); x.Status() != "reverted" {
+		t.Errorf("the ad-hoc decision after b is %s, want reverted (and not re-executed)", x.Status())
+	}
+	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "b", Command: "make b", Plan: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = correctB(e, nil)
+	if !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), `decision "b" is in 2 plans`) || !strings.Contains(err.Error(), "--plan NAME") {
+		t.Fatalf("an ambiguous decision: %v", err)
+	}
+	if _, err := e.cs.RevertDecision(context.Background(), RevertRequest{DecisionID: "b", Reason: "r"}); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("an ambiguous revert: %v", err)
+	}
+	if _, err := correctB(e, func(r *CorrectRequest) { r.Plan = "other"; r.NoReexecute = true }); err != nil {
+		t.Fatalf("--plan chooses: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -87,6 +88,10 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ 
 		return CorrectResult{}, err
 	}
 	defer release()
+	// The re-execution runs the plan the revert step reverted, whichever plan is current by then.
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
 	if !req.DryRun && !req.NoReexecute {
 		if err := s.reexecutionReady(ctx, req); err != nil {
 			return CorrectResult{}, err
@@ -139,6 +144,34 @@ func (s *CorrectionService) reexecutionReady(ctx context.Context, req CorrectReq
 	return s.ops.funcsReady(p, ids, req.Funcs)
 }
 
+// decisionPlan is the plan a command that names decision id means when no plan is named (name ""):
+// the one plan that has a decision of that ID, wherever it stands among the plans (not whichever
+// ran last), and the current plan when none has (its error then says what is missing). A decision
+// ID that two or more plans have is ambiguous: refused, naming them, for --plan to choose. A named
+// plan is taken as it is.
+func (o *Operations) decisionPlan(ctx context.Context, name, id string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	ps, err := o.plans.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	var holders []string
+	for _, p := range ps {
+		if _, err := p.Decision(id); err == nil {
+			holders = append(holders, p.Name())
+		}
+	}
+	switch len(holders) {
+	case 0:
+		return "", nil
+	case 1:
+		return holders[0], nil
+	}
+	return "", fault.Invalid("decision %q is in %d plans (%s): name one with --plan NAME", id, len(holders), strings.Join(holders, ", "))
+}
+
 // correctionDetail is what the journal carries for the finisher.
 type correctionDetail struct {
 	DecisionID string            `json:"decision_id"`
@@ -169,6 +202,9 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, err
 	}
 	defer release()
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if errors.Is(err, fault.ErrNotFound) && req.Plan != "" {
 		return CorrectResult{}, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", req.Plan)
@@ -287,6 +323,9 @@ func (s *CorrectionService) apply(ctx context.Context, id string, req CorrectReq
 	c, err := s.corrections.Get(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, c.Params().DecisionID); err != nil {
+		return c, nil, nil, err
 	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if err != nil {

@@ -355,8 +355,8 @@ type ExecRequest struct {
 	// ID is the decision's ID; "" generates one (GenerateDecisionID).
 	ID   string
 	Name string
-	// Plan is the plan to add the decision to ("" is the current plan); one that does not exist yet
-	// is started.
+	// Plan is the plan to add the decision to ("" is AdhocPlan, whatever ran last); one that does
+	// not exist yet is started. A plan that runs from a plan file is refused.
 	Plan    string
 	Command string
 	// Func is the decision as a Go function, recorded as plan.FuncCommand(FuncName, host) (FuncName
@@ -369,11 +369,11 @@ type ExecRequest struct {
 	Warn     func(string)
 }
 
-// AdhocPlan is the name of the plan `plan exec` uses when no plan has run yet.
+// AdhocPlan is the name of the plan `plan exec` adds its decisions to without a plan named.
 const AdhocPlan = "adhoc"
 
-// Exec runs one ad-hoc decision appended to the current plan (the plan adhoc when the current
-// plan is an agent's session).
+// Exec runs one ad-hoc decision appended to the ad-hoc plan req.Plan (AdhocPlan when ""), or to an
+// agent's session plan named so; a plan that runs from a plan file is refused.
 func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, err error) {
 	args := []string{"--", req.Command}
 	if req.Func != nil || req.FuncName != "" {
@@ -395,20 +395,20 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	}
 	defer release()
 	defer s.ops.track()()
-	p, err := s.ops.plan(ctx, req.Plan)
-	if _, _, agent := sessionOf(p, err); agent && req.Plan == "" {
-		// The current plan is an agent's session (its hooks saved it last): an ad-hoc decision
-		// is the user's, not one of the agent's tool calls.
+	// Ad-hoc decisions live in an ad-hoc plan (adhoc, or --plan NAME), never in whichever plan ran
+	// last: a plan file's plan re-executes what a correction reverts, and an agent's session holds
+	// the agent's tool calls.
+	if req.Plan == "" {
 		req.Plan = AdhocPlan
-		p, err = s.ops.plan(ctx, AdhocPlan)
+	}
+	p, err := s.ops.plan(ctx, req.Plan)
+	if _, _, agent := sessionOf(p, err); err == nil && !agent && p.Source() != "" {
+		return RunResult{}, fault.Conflict("plan %q runs from its plan file %s: add the decision to that file, or leave out --plan "+
+			"(ad-hoc decisions go to the plan %s); nothing was run", p.Name(), p.Source(), AdhocPlan)
 	}
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		name := req.Plan
-		if name == "" {
-			name = AdhocPlan
-		}
-		if p, err = plan.New(ident.New(s.clock.Now()), name, "", true, s.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.clock.Now()), req.Plan, "", true, s.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:

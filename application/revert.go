@@ -110,6 +110,9 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return RevertResult{}, err
 	}
 	defer release()
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return RevertResult{}, err
+	}
 	item, pre, err := s.revertTarget(ctx, req)
 	if err != nil {
 		return RevertResult{}, err
