@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -69,7 +70,10 @@ type CorrectResult struct {
 	Scope      []correction.Item
 	Rollback   RollbackResult
 	Reexecuted []string
-	DryRun     bool
+	// End is the post_run checkpoint of the state the re-execution ended in, as `plan run` takes
+	// one (nil when nothing was re-executed, checkpoints were off or it was interrupted).
+	End    *checkpoint.Checkpoint
+	DryRun bool
 }
 
 // Correct runs RevertDecisions and then, unless asked not to, ApplyCorrection.
@@ -84,6 +88,10 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ 
 		return CorrectResult{}, err
 	}
 	defer release()
+	// The re-execution runs the plan the revert step reverted, whichever plan is current by then.
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
 	if !req.DryRun && !req.NoReexecute {
 		if err := s.reexecutionReady(ctx, req); err != nil {
 			return CorrectResult{}, err
@@ -92,7 +100,7 @@ func (s *CorrectionService) Correct(ctx context.Context, req CorrectRequest) (_ 
 	res, err := s.RevertDecisions(ctx, req)
 	if err == nil && !req.DryRun && !req.NoReexecute {
 		var c *correction.Correction
-		c, res.Reexecuted, err = s.ApplyCorrection(ctx, res.Correction.ID(), req)
+		c, res.Reexecuted, res.End, err = s.apply(ctx, res.Correction.ID(), req)
 		if c != nil {
 			res.Correction = c
 		}
@@ -136,6 +144,34 @@ func (s *CorrectionService) reexecutionReady(ctx context.Context, req CorrectReq
 	return s.ops.funcsReady(p, ids, req.Funcs)
 }
 
+// decisionPlan is the plan a command that names decision id means when no plan is named (name ""):
+// the one plan that has a decision of that ID, wherever it stands among the plans (not whichever
+// ran last), and the current plan when none has (its error then says what is missing). A decision
+// ID that two or more plans have is ambiguous: refused, naming them, for --plan to choose. A named
+// plan is taken as it is.
+func (o *Operations) decisionPlan(ctx context.Context, name, id string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	ps, err := o.plans.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	var holders []string
+	for _, p := range ps {
+		if _, err := p.Decision(id); err == nil {
+			holders = append(holders, p.Name())
+		}
+	}
+	switch len(holders) {
+	case 0:
+		return "", nil
+	case 1:
+		return holders[0], nil
+	}
+	return "", fault.Invalid("decision %q is in %d plans (%s): name one with --plan NAME", id, len(holders), strings.Join(holders, ", "))
+}
+
 // correctionDetail is what the journal carries for the finisher.
 type correctionDetail struct {
 	DecisionID string            `json:"decision_id"`
@@ -166,6 +202,9 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		return CorrectResult{}, err
 	}
 	defer release()
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return CorrectResult{}, err
+	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if errors.Is(err, fault.ErrNotFound) && req.Plan != "" {
 		return CorrectResult{}, fault.NotFound("no plan %q in this workspace (`plan plans` lists them)", req.Plan)
@@ -262,12 +301,20 @@ func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, er
 // ApplyCorrection re-executes a reverted correction's decision (with req.Run replacing its command
 // when given) and every later decision that has not succeeded, each with a new pre_decision
 // checkpoint and attempt. The correction's status says whether re-execution succeeded.
-func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, err error) {
+func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req CorrectRequest) (*correction.Correction, []string, error) {
+	c, reexecuted, _, err := s.apply(ctx, id, req)
+	return c, reexecuted, err
+}
+
+// apply is ApplyCorrection that also returns the end-of-run checkpoint: after the last decision it
+// re-executed (a failed one included, not an interrupted one) the state it ended in is recorded as
+// a post_run checkpoint, by the code `plan run` takes its own with (recordEnd).
+func (s *CorrectionService) apply(ctx context.Context, id string, req CorrectRequest) (_ *correction.Correction, _ []string, _ *checkpoint.Checkpoint, err error) {
 	ctx, done := s.ops.begin(ctx, "correct", req.Plan, "--apply", id)
 	defer done(&err)
 	ctx, release, err := s.guard.Enter(ctx, "correct")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer release()
 	// Everything that can refuse the re-execution is checked before the correction moves to
@@ -275,38 +322,43 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 	// right (a correction left reexecuting is closed as failed by the next command's recovery).
 	c, err := s.corrections.Get(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, c.Params().DecisionID); err != nil {
+		return c, nil, nil, err
 	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	target := c.Params().DecisionID
 	if cmd := c.Params().Command; cmd != "" {
-		if err := p.Redefine(target, cmd); err != nil {
-			return c, nil, err
+		if err := p.Redefine(target, cmd, id); err != nil {
+			return c, nil, nil, err
 		}
 	}
 	ids, err := p.Reexecution(target)
 	if err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	if err := s.ops.funcsReady(p, ids, req.Funcs); err != nil {
-		return c, nil, err
+		return c, nil, nil, err
 	}
 	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var reexecuted []string
 	var runErr error
+	var last attemptResult
 	defer s.ops.track()()
 	for _, id := range ids {
 		r, err := s.ops.execute(ctx, p, id, req.Live, req.Events, req.Warn, req.Funcs)
 		if r.Ran {
 			reexecuted = append(reexecuted, id)
+			last = r
 		}
 		if err != nil {
 			runErr = err
@@ -320,6 +372,10 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 			break
 		}
 	}
+	var end *checkpoint.Checkpoint
+	if len(reexecuted) > 0 && last.Attempt.Status != plan.Interrupted {
+		end = s.ops.recordEnd(ctx, p, reexecuted[len(reexecuted)-1], req.Warn)
+	}
 	err = s.corrections.Update(context.WithoutCancel(ctx), id, func(x *correction.Correction) error {
 		for _, r := range reexecuted {
 			x.RecordReexecuted(r)
@@ -328,14 +384,34 @@ func (s *CorrectionService) ApplyCorrection(ctx context.Context, id string, req 
 		return x.Finish(runErr == nil, s.clock.Now())
 	})
 	if runErr != nil {
-		return c, reexecuted, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
+		return c, reexecuted, end, fmt.Errorf("correction %s is recorded, but re-execution stopped: %w", id, runErr)
 	}
-	return c, reexecuted, err
+	return c, reexecuted, end, err
 }
 
 // List returns the corrections, newest first.
 func (s *CorrectionService) List(ctx context.Context) ([]*correction.Correction, error) {
 	return s.corrections.List(ctx)
+}
+
+// UndoneBy maps each correction (and surgical revert) that was undone to the undo that undid it, as
+// the operation log says (`plan history` shows the same entry as undone); one that stands, or was
+// redone, is not in it.
+func (s *CorrectionService) UndoneBy(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	if s.ops.oplog == nil {
+		return out, nil
+	}
+	ops, err := s.ops.oplog.List(ctx, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		if (op.Kind == "correct" || op.Kind == kindRevert) && op.UndoneBy != "" {
+			out[op.ID] = op.UndoneBy
+		}
+	}
+	return out, nil
 }
 
 // Show finds a correction by ID or unique prefix.
@@ -368,6 +444,13 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		if err := o.recordRollback(ctx, op); err != nil {
 			return err
 		}
+		if d.Command != "" {
+			// The corrected command is the decision's from now on, re-executed or not: a later
+			// `plan run` of the unchanged plan file runs it, not the one it replaced.
+			if err := o.redefine(ctx, d.Plan, d.DecisionID, d.Command, op.ID); err != nil {
+				return err
+			}
+		}
 		c, err := correction.New(correction.Params{
 			ID: op.ID, DecisionID: d.DecisionID, Reason: d.Reason, Command: d.Command, Scope: d.Scope,
 			SafetyCheckpointID: string(op.BackupCheckpoint), RollbackCheckpointID: string(op.TargetCheckpoint),
@@ -378,6 +461,46 @@ func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
 		}
 		return o.corrections.Add(ctx, c)
 	})
+}
+
+// redefine gives decision id of plan planName ("" is the current plan) correction by's command and
+// saves the plan, leaving the current plan as it is.
+func (o *Operations) redefine(ctx context.Context, planName, id, command, by string) error {
+	p, err := o.plan(ctx, planName)
+	if err != nil {
+		return err
+	}
+	if err := p.Redefine(id, command, by); err != nil {
+		return err
+	}
+	return o.savePlanKeepingCurrent(ctx, p)
+}
+
+// uncorrect gives every decision whose command correction by gave back the plan file's command (an
+// undo of that correction), in every plan.
+func (o *Operations) uncorrect(ctx context.Context, by string) error {
+	ps, err := o.plans.List(ctx)
+	if err != nil || len(ps) == 0 {
+		return err
+	}
+	_, err = o.changePlans(ctx, ps, ps[0].Name(), func(p *plan.Plan) []string { return p.Uncorrect(by) })
+	return err
+}
+
+// recorrect gives the decision correction op corrected its command again (a redo of the undo of
+// op); an operation that is not a correction with a command changes nothing.
+func (o *Operations) recorrect(ctx context.Context, op stepEntry) error {
+	if op.Kind != "correct" && op.Kind != kindRevert {
+		return nil
+	}
+	c, err := o.corrections.Get(ctx, op.ID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil || c.Params().Command == "" {
+		return err
+	}
+	return o.redefine(ctx, op.Plan, c.Params().DecisionID, c.Params().Command, op.ID)
 }
 
 // finishArchived is the database side shared by the operations that archive what they revert (a

@@ -287,7 +287,7 @@ func TestApplyCorrectionErrors(t *testing.T) {
 		t.Errorf("plans failing during recovery: %v", err)
 	}
 
-	// The corrected decision is no longer in the current plan.
+	// Another plan became current: the re-execution still runs the corrected decision's plan.
 	e = newUseCaseEnv(t)
 	ranABC(t, e)
 	rev, err = e.cs.RevertDecisions(context.Background(), CorrectRequest{DecisionID: "b", Reason: "r", Run: "fixed"})
@@ -298,8 +298,8 @@ func TestApplyCorrectionErrors(t *testing.T) {
 	if err := e.plans.Save(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.cs.ApplyCorrection(context.Background(), rev.Correction.ID(), CorrectRequest{}); !errors.Is(err, fault.ErrNotFound) {
-		t.Errorf("decision gone: %v", err)
+	if _, ran, err := e.cs.ApplyCorrection(context.Background(), rev.Correction.ID(), CorrectRequest{}); err != nil || !slices.Equal(ran, []string{"b", "c"}) {
+		t.Errorf("another plan current: re-executed %v, %v", ran, err)
 	}
 
 	e.l.err = fault.Conflict("busy")

@@ -96,6 +96,9 @@ func (o *Operations) undoStep(ctx context.Context, op Operation, step *logStep, 
 			return err
 		}
 		out.restored = appendNew(out.restored, r...)
+		if err := o.uncorrect(ctx, id); err != nil {
+			return err
+		}
 	}
 	target, err := o.checkpoints.Get(ctx, op.TargetCheckpoint)
 	if err != nil {
@@ -135,6 +138,9 @@ func (o *Operations) redoStep(ctx context.Context, step *logStep, out *stepOutco
 			return err
 		}
 		out.reverted = appendNew(out.reverted, r...)
+		if err := o.recorrect(ctx, step.Redone[i]); err != nil {
+			return err
+		}
 	}
 	if err := o.oplog.Add(ctx, out.entry); err != nil {
 		return err

@@ -169,6 +169,16 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 		if req.Warn != nil && !req.RerunChanged {
 			req.Warn(changedWarning(changed))
 		}
+		for _, c := range changed {
+			if req.Warn != nil && req.RerunChanged && c.Supersedes != "" {
+				req.Warn(fmt.Sprintf("decision %s: re-run with the plan file's command, which supersedes correction %s", c.ID, c.Supersedes))
+			}
+		}
+	}
+	if req.Warn != nil {
+		for _, w := range supersededWarnings(p, req.Decisions) {
+			req.Warn(w)
+		}
 	}
 	if err := p.Define(defs); err != nil {
 		return RunResult{}, err
@@ -289,11 +299,11 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 			}
 			return res, failure
 		}
-		res.End = s.recordEnd(ctx, p, d.ID(), req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, d.ID(), req.Warn)
 		return res, failure
 	}
 	if len(res.Ran) > 0 {
-		res.End = s.recordEnd(ctx, p, res.Ran[len(res.Ran)-1], req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, res.Ran[len(res.Ran)-1], req.Warn)
 	}
 	if len(res.Failed) > 0 {
 		return res, fmt.Errorf("%d decision(s) failed and the run went on past them (on_failure continue): %s: %w",
@@ -345,8 +355,8 @@ type ExecRequest struct {
 	// ID is the decision's ID; "" generates one (GenerateDecisionID).
 	ID   string
 	Name string
-	// Plan is the plan to add the decision to ("" is the current plan); one that does not exist yet
-	// is started.
+	// Plan is the plan to add the decision to ("" is AdhocPlan, whatever ran last); one that does
+	// not exist yet is started. A plan that runs from a plan file is refused.
 	Plan    string
 	Command string
 	// Func is the decision as a Go function, recorded as plan.FuncCommand(FuncName, host) (FuncName
@@ -359,11 +369,11 @@ type ExecRequest struct {
 	Warn     func(string)
 }
 
-// AdhocPlan is the name of the plan `plan exec` uses when no plan has run yet.
+// AdhocPlan is the name of the plan `plan exec` adds its decisions to without a plan named.
 const AdhocPlan = "adhoc"
 
-// Exec runs one ad-hoc decision appended to the current plan (the plan adhoc when the current
-// plan is an agent's session).
+// Exec runs one ad-hoc decision appended to the ad-hoc plan req.Plan (AdhocPlan when ""), or to an
+// agent's session plan named so; a plan that runs from a plan file is refused.
 func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, err error) {
 	args := []string{"--", req.Command}
 	if req.Func != nil || req.FuncName != "" {
@@ -385,20 +395,20 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	}
 	defer release()
 	defer s.ops.track()()
-	p, err := s.ops.plan(ctx, req.Plan)
-	if _, _, agent := sessionOf(p, err); agent && req.Plan == "" {
-		// The current plan is an agent's session (its hooks saved it last): an ad-hoc decision
-		// is the user's, not one of the agent's tool calls.
+	// Ad-hoc decisions live in an ad-hoc plan (adhoc, or --plan NAME), never in whichever plan ran
+	// last: a plan file's plan re-executes what a correction reverts, and an agent's session holds
+	// the agent's tool calls.
+	if req.Plan == "" {
 		req.Plan = AdhocPlan
-		p, err = s.ops.plan(ctx, AdhocPlan)
+	}
+	p, err := s.ops.plan(ctx, req.Plan)
+	if _, _, agent := sessionOf(p, err); err == nil && !agent && p.Source() != "" {
+		return RunResult{}, fault.Conflict("plan %q runs from its plan file %s: add the decision to that file, or leave out --plan "+
+			"(ad-hoc decisions go to the plan %s); nothing was run", p.Name(), p.Source(), AdhocPlan)
 	}
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		name := req.Plan
-		if name == "" {
-			name = AdhocPlan
-		}
-		if p, err = plan.New(ident.New(s.clock.Now()), name, "", true, s.clock.Now()); err != nil {
+		if p, err = plan.New(ident.New(s.clock.Now()), req.Plan, "", true, s.clock.Now()); err != nil {
 			return RunResult{}, err
 		}
 	case err != nil:
@@ -442,22 +452,22 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 		return res, err
 	}
 	if r.Attempt.Status != plan.Interrupted {
-		res.End = s.recordEnd(ctx, p, req.ID, req.Warn)
+		res.End = s.ops.recordEnd(ctx, p, req.ID, req.Warn)
 	}
 	return res, r.failure(req.ID)
 }
 
-// recordEnd takes the post_run checkpoint: the state a run or exec ended in, after decision last,
-// so rollback, clone and diff reach what the plan produced, and the name `DECISION` of the last
-// decision has a checkpoint to name. Inside the run's change tracking it costs what changed since
+// recordEnd takes the post_run checkpoint: the state a run, an exec or a correction's re-execution
+// ended in, after decision last, so rollback, clone and diff reach what the plan produced, and the
+// name `DECISION` of the last decision has a checkpoint to name. Inside the run's change tracking it costs what changed since
 // the last decision's own snapshot: nothing, mostly. A plan run without checkpoints records none.
 // Failing to record it is a warning, not a failed run: every decision's own state is recorded
 // already.
-func (s *PlanService) recordEnd(ctx context.Context, p *plan.Plan, last string, warn func(string)) *checkpoint.Checkpoint {
+func (o *Operations) recordEnd(ctx context.Context, p *plan.Plan, last string, warn func(string)) *checkpoint.Checkpoint {
 	if !p.Checkpoints() {
 		return nil
 	}
-	cp, err := s.ops.create(context.WithoutCancel(ctx), CreateRequest{
+	cp, err := o.create(context.WithoutCancel(ctx), CreateRequest{
 		Type: checkpoint.PostRun, DecisionID: last, Note: fmt.Sprintf("end of plan %s, after decision %s", p.Name(), last),
 	})
 	if err != nil {

@@ -326,25 +326,33 @@ func TestExec(t *testing.T) {
 		t.Errorf("timed out exec: %v", err)
 	}
 
-	// Exec appends to the current plan, whatever its name.
+	// Exec adds to the ad-hoc plan, whichever plan ran last, and never to a plan file's plan.
 	e2 := newUseCaseEnv(t)
-	if _, err := e2.runPlan(t, RunRequest{Name: "site", Decisions: defs("a")}); err != nil {
+	if _, err := e2.runPlan(t, RunRequest{Name: "site", Source: "site.yaml", Decisions: defs("a")}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = e2.ps.Exec(context.Background(), ExecRequest{ID: "b", Command: "make b"})
-	if err != nil || res.Plan.Name() != "site" || len(res.Plan.Decisions()) != 2 {
-		t.Errorf("exec on a named plan: %+v %v", res, err)
+	if err != nil || res.Plan.Name() != AdhocPlan || len(res.Plan.Decisions()) != 1 || len(e2.stored(t, "site").Decisions()) != 1 {
+		t.Errorf("exec after a plan file's run: %+v %v", res, err)
+	}
+	calls := len(e2.exec.calls)
+	_, err = e2.ps.Exec(context.Background(), ExecRequest{ID: "c", Command: "make c", Plan: "site"})
+	if !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "runs from its plan file site.yaml") || len(e2.exec.calls) != calls {
+		t.Errorf("exec into a plan file's plan: %v", err)
+	}
+	if res, err = e2.ps.Exec(context.Background(), ExecRequest{ID: "c", Command: "make c", Plan: "mine"}); err != nil || res.Plan.Name() != "mine" {
+		t.Errorf("exec into an ad-hoc plan of its own: %+v %v", res, err)
 	}
 }
 
 func TestExecErrors(t *testing.T) {
 	boom := errors.New("db down")
 	e := newUseCaseEnv(t)
-	e.plans.currentErr = boom
+	e.plans.byNameErr = boom
 	if _, err := e.ps.Exec(underLock(), ExecRequest{ID: "x", Command: "x"}); !errors.Is(err, boom) {
-		t.Errorf("current failing: %v", err)
+		t.Errorf("plans failing: %v", err)
 	}
-	e.plans.currentErr = nil
+	e.plans.byNameErr = nil
 	e.plans.saveErr = boom
 	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "x", Command: "x"}); !errors.Is(err, boom) {
 		t.Errorf("save failing: %v", err)

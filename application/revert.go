@@ -57,6 +57,9 @@ type RevertResult struct {
 	DryRun     bool
 	Refused    bool // conflicts and ConflictRefuse: nothing was changed
 	Reexecuted bool // the replacement command ran (Run)
+	// End is the post_run checkpoint of the state the replacement left, as `plan run` takes one
+	// (nil without Run, with checkpoints off, or when it was interrupted).
+	End *checkpoint.Checkpoint
 }
 
 // revertDetail is what the journal carries for the finisher.
@@ -107,6 +110,9 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		return RevertResult{}, err
 	}
 	defer release()
+	if req.Plan, err = s.ops.decisionPlan(ctx, req.Plan, req.DecisionID); err != nil {
+		return RevertResult{}, err
+	}
 	item, pre, err := s.revertTarget(ctx, req)
 	if err != nil {
 		return RevertResult{}, err
@@ -217,30 +223,35 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if req.Run == "" {
 		return res, nil
 	}
-	res.Correction, res.Reexecuted, err = s.runReplacement(ctx, id, req)
+	res.Correction, res.Reexecuted, res.End, err = s.runReplacement(ctx, id, req)
 	return res, err
 }
 
-// runReplacement runs req.Run as a new attempt of the reverted decision, alone, and records how it
-// went on the correction (reexecuting → succeeded | failed).
-func (s *CorrectionService) runReplacement(ctx context.Context, id string, req RevertRequest) (*correction.Correction, bool, error) {
+// runReplacement runs req.Run as a new attempt of the reverted decision, alone, records how it
+// went on the correction (reexecuting → succeeded | failed), and takes the end-of-run checkpoint
+// `plan run` would.
+func (s *CorrectionService) runReplacement(ctx context.Context, id string, req RevertRequest) (*correction.Correction, bool, *checkpoint.Checkpoint, error) {
 	var c *correction.Correction
 	if err := s.corrections.Update(ctx, id, func(x *correction.Correction) error {
 		c = x
 		return x.StartReexecution()
 	}); err != nil {
-		return c, false, err
+		return c, false, nil, err
 	}
 	p, err := s.ops.plan(ctx, req.Plan)
 	if err == nil {
-		err = p.Redefine(req.DecisionID, req.Run)
+		err = p.Redefine(req.DecisionID, req.Run, id)
 	}
 	var ran bool
+	var end *checkpoint.Checkpoint
 	if err == nil {
 		defer s.ops.track()()
 		var r attemptResult
 		r, err = s.ops.execute(ctx, p, req.DecisionID, req.Live, req.Events, req.Warn, nil)
 		ran = r.Ran
+		if ran && r.Attempt.Status != plan.Interrupted {
+			end = s.ops.recordEnd(ctx, p, req.DecisionID, req.Warn)
+		}
 		if err == nil {
 			err = r.failure(req.DecisionID)
 		}
@@ -253,9 +264,9 @@ func (s *CorrectionService) runReplacement(ctx context.Context, id string, req R
 		return x.Finish(err == nil, s.clock.Now())
 	})
 	if err != nil {
-		return c, ran, fmt.Errorf("revert %s is recorded, but its replacement did not succeed: %w", id, err)
+		return c, ran, end, fmt.Errorf("revert %s is recorded, but its replacement did not succeed: %w", id, err)
 	}
-	return c, ran, uerr
+	return c, ran, end, uerr
 }
 
 // revertTarget finds the attempt a surgical revert undoes and its pre_decision checkpoint.
@@ -321,6 +332,11 @@ func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 		}
 		if err := p.RevertOne(d.DecisionID, op.ID); err != nil {
 			return err
+		}
+		if d.Command != "" {
+			if err := p.Redefine(d.DecisionID, d.Command, op.ID); err != nil {
+				return err
+			}
 		}
 		if err := o.savePlanKeepingCurrent(ctx, p); err != nil {
 			return err

@@ -61,7 +61,8 @@ func statesOf(ds []*plan.Decision) []plan.DecisionState {
 		for i := range attempts {
 			ptrs[i] = &attempts[i]
 		}
-		out = append(out, plan.DecisionState{Def: d.Definition(), Skipped: d.Status() == plan.Skipped, Attempts: ptrs})
+		by, fileRun, _ := d.Corrected()
+		out = append(out, plan.DecisionState{Def: d.Definition(), Skipped: d.Status() == plan.Skipped, Attempts: ptrs, CorrectedBy: by, FileRun: fileRun})
 	}
 	return out
 }

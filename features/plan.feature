@@ -436,7 +436,7 @@ Feature: Plans and decisions
     And the file "greet.txt" contains "hello world|fast|greet\n"
     And the file "other.txt" contains "[]|other\n"
 
-  Scenario: plan exec appends an ad-hoc decision with its checkpoint and artifacts
+  Scenario: plan exec adds an ad-hoc decision, with its checkpoint and artifacts, to the ad-hoc plan
     Given a plan file "plan.yaml" with:
       """
       name: site
@@ -449,13 +449,16 @@ Feature: Plans and decisions
     When I run "plan exec --id fix -- sh -c 'echo hi > hi.txt'"
     Then it succeeds
     And the file "hi.txt" contains "hi\n"
-    When I run "plan status --json"
+    When I run "plan status --plan site --json"
     Then it succeeds
-    And the JSON output has "plan.name" equal to "site"
-    And the JSON output has "decisions.1.id" equal to "fix"
     And the JSON output has "decisions" with exactly:
       | id  | status    | attempt | exit_code |
       | one | succeeded | 1       | 0         |
+    When I run "plan status --plan adhoc --json"
+    Then it succeeds
+    And the JSON output has "plan.name" equal to "adhoc"
+    And the JSON output has "decisions" with exactly:
+      | id  | status    | attempt | exit_code |
       | fix | succeeded | 1       | 0         |
     And the JSON output has decision "fix" with artifacts:
       | path   | change | content |
@@ -755,8 +758,10 @@ Feature: Plans and decisions
     When I run "plan --json status --plan alpha"
     Then it succeeds
     And the JSON output has "decisions.0.id" equal to "one"
-    When I run "plan correct --decision one --reason 'wrong' --no-reexecute --yes"
-    Then the exit code is 4
+    # Without --plan, the decision names its plan: alpha is the one plan with a decision one.
+    When I run "plan --json correct --decision one --reason 'wrong' --dry-run"
+    Then it succeeds
+    And the JSON output has "reverted_decisions" equal to "["one"]"
     When I run "plan --json correct --plan alpha --decision one --reason 'wrong' --no-reexecute --yes"
     Then it succeeds
     And the JSON output has "reverted_decisions" equal to "["one"]"

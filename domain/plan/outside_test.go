@@ -65,7 +65,7 @@ func TestOutsideDecisions(t *testing.T) {
 	faulttest.Require(t, err, fault.ErrConflict, "record over an executed decision")
 	_, err = p.Start("toolu_01A", "cp", "", t0)
 	faulttest.Require(t, err, fault.ErrConflict, "start a tool call")
-	faulttest.Require(t, p.Redefine("toolu_01A", "x"), fault.ErrConflict, "redefine a tool call")
+	faulttest.Require(t, p.Redefine("toolu_01A", "x", "fix"), fault.ErrConflict, "redefine a tool call")
 	_, err = p.Append(plan.Definition{ID: "toolu_01A", Run: "x"})
 	faulttest.Require(t, err, fault.ErrInvalid, "append over a tool call (an invalid run ID)")
 	_, err = p.Append(plan.Definition{ID: "toolu_01x", Kind: plan.Outside, Run: "x"})

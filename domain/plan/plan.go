@@ -149,6 +149,16 @@ type Decision struct {
 	def      Definition
 	skipped  bool
 	attempts []*Attempt
+	// correctedBy is the correction whose command replaced the plan file's (Redefine), fileRun the
+	// command the plan file gave when it did: the decision keeps the correction's command until the
+	// plan file gives another one than fileRun (Define). Both "" when no correction stands.
+	correctedBy, fileRun string
+}
+
+// Corrected says which correction replaced the decision's command (by) and what the plan file's
+// command was then (fileRun); ok is false when the decision's command is the plan file's own.
+func (d *Decision) Corrected() (by, fileRun string, ok bool) {
+	return d.correctedBy, d.fileRun, d.correctedBy != ""
 }
 
 // ID returns the decision's ID.
@@ -238,6 +248,9 @@ type DecisionState struct {
 	Def      Definition
 	Skipped  bool
 	Attempts []*Attempt
+	// CorrectedBy and FileRun are Decision.Corrected's: the correction whose command Def.Run is,
+	// and the plan file's command it replaced ("" both when Def.Run is the file's).
+	CorrectedBy, FileRun string
 }
 
 // Rehydrate rebuilds a stored plan. Only persistence mappers call it.
@@ -246,7 +259,11 @@ func Rehydrate(id, name, source string, checkpoints bool, createdAt time.Time, d
 	// elsewhere writes all of it.
 	p := &Plan{id: id, name: name, source: source, checkpoints: checkpoints, createdAt: createdAt.UTC(), whole: true}
 	for _, s := range ds {
-		p.decisions = append(p.decisions, &Decision{def: s.Def, skipped: s.Skipped, attempts: s.Attempts})
+		d := &Decision{def: s.Def, skipped: s.Skipped, attempts: s.Attempts}
+		if s.CorrectedBy != "" {
+			d.correctedBy, d.fileRun = s.CorrectedBy, s.FileRun
+		}
+		p.decisions = append(p.decisions, d)
 	}
 	return p
 }
@@ -287,6 +304,10 @@ func (p *Plan) Decision(id string) (*Decision, error) {
 // future attempts and keep their history; decisions the file no longer lists stay after the
 // neighbour they followed. A file that changes the relative order of decisions that already ran is
 // refused: resuming it would be ambiguous.
+//
+// A decision a correction gave a new command (Redefine) keeps it while the file gives the command
+// it gave when the correction was made: the correction stands until the file itself changes that
+// decision's command, and then the file's command supersedes it (Corrected is cleared).
 func (p *Plan) Define(defs []Definition) error {
 	if p.partial {
 		return errPartial
@@ -322,6 +343,13 @@ func (p *Plan) Define(defs []Definition) error {
 		d, err := p.Decision(def.ID)
 		if err != nil {
 			d = &Decision{}
+		}
+		if d.correctedBy != "" {
+			if def.Run == d.fileRun {
+				def.Run = d.def.Run
+			} else {
+				d.correctedBy, d.fileRun = "", ""
+			}
 		}
 		d.def = def
 		ordered = append(ordered, d)
@@ -362,6 +390,7 @@ func (p *Plan) Append(def Definition) (*Decision, error) {
 			return nil, errOutside(def.ID)
 		}
 		d.def = def
+		d.correctedBy, d.fileRun = "", "" // the command given now is the decision's
 		p.mark(def.ID)
 		return d, nil
 	}
@@ -594,8 +623,10 @@ func (p *Plan) Reexecution(from string) ([]string, error) {
 	return ids, nil
 }
 
-// Redefine replaces decision id's command for its next attempts (a correction's --run).
-func (p *Plan) Redefine(id, command string) error {
+// Redefine replaces decision id's command for its next attempts with correction by's (a
+// correction's --run): the decision keeps it until the plan file changes the command (Define), or
+// the correction is undone (Uncorrect).
+func (p *Plan) Redefine(id, command, by string) error {
 	d, err := p.Decision(id)
 	if err != nil {
 		return err
@@ -606,9 +637,30 @@ func (p *Plan) Redefine(id, command string) error {
 	if strings.TrimSpace(command) == "" {
 		return fault.Invalid("decision %q needs a command", id)
 	}
+	if strings.TrimSpace(by) == "" {
+		return fault.Invalid("decision %q: a new command needs the correction that gives it", id)
+	}
+	if d.correctedBy == "" {
+		d.fileRun = d.def.Run
+	}
+	d.correctedBy = by
 	d.def.Run = command
 	p.mark(id)
 	return nil
+}
+
+// Uncorrect gives the decisions whose command correction by replaced the plan file's command back
+// (the undo of that correction), and returns their IDs.
+func (p *Plan) Uncorrect(by string) []string {
+	var ids []string
+	for _, d := range p.decisions {
+		if d.correctedBy == by && by != "" {
+			d.def.Run, d.correctedBy, d.fileRun = d.fileRun, "", ""
+			p.mark(d.def.ID)
+			ids = append(ids, d.def.ID)
+		}
+	}
+	return ids
 }
 
 // funcPrefix starts the command of a decision that is a Go function of a host program. A shell

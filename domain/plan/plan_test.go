@@ -149,7 +149,7 @@ func TestDecisionNotFound(t *testing.T) {
 	_, err = p.Start("nope", "", "", t0)
 	faulttest.Require(t, err, fault.ErrNotFound, "Start")
 	faulttest.Require(t, p.Finish("nope", plan.Outcome{Status: plan.Succeeded}, t0), fault.ErrNotFound, "Finish")
-	faulttest.Require(t, p.Redefine("nope", "true"), fault.ErrNotFound, "Redefine")
+	faulttest.Require(t, p.Redefine("nope", "true", "fix"), fault.ErrNotFound, "Redefine")
 }
 
 func TestDefinitionReturnsCopyOfEnv(t *testing.T) {
@@ -417,7 +417,7 @@ func TestStartFromEachStatus(t *testing.T) {
 
 func TestStartCommandOverrideAndUTC(t *testing.T) {
 	p := newPlan(t, "a")
-	if err := p.Redefine("a", "custom cmd"); err != nil {
+	if err := p.Redefine("a", "custom cmd", "fix"); err != nil {
 		t.Fatal(err)
 	}
 	a, err := p.Start("a", "", "", t0.In(time.FixedZone("y", -7200)))
@@ -595,7 +595,10 @@ func TestRevertStartedSinceLeavesRunningAttempt(t *testing.T) {
 func TestRedefine(t *testing.T) {
 	p := newPlan(t, "a")
 	run(t, p, "a", plan.Succeeded, 0)
-	if err := p.Redefine("a", "new cmd"); err != nil {
+	if _, _, ok := decision(t, p, "a").Corrected(); ok {
+		t.Fatal("a decision no correction touched reads as corrected")
+	}
+	if err := p.Redefine("a", "new cmd", "fix"); err != nil {
 		t.Fatal(err)
 	}
 	if got := decision(t, p, "a").Definition().Run; got != "new cmd" {
@@ -604,9 +607,72 @@ func TestRedefine(t *testing.T) {
 	if latest(t, decision(t, p, "a")).Command != "echo a" {
 		t.Fatal("Redefine rewrote history")
 	}
-	faulttest.Require(t, p.Redefine("a", "  "), fault.ErrInvalid, "blank command")
+	faulttest.Require(t, p.Redefine("a", "  ", "fix"), fault.ErrInvalid, "blank command")
+	faulttest.Require(t, p.Redefine("a", "other", " "), fault.ErrInvalid, "no correction")
 	if got := decision(t, p, "a").Definition().Run; got != "new cmd" {
 		t.Fatalf("a refused Redefine changed run to %q", got)
+	}
+	// A second correction keeps the plan file's command the first one replaced.
+	if err := p.Redefine("a", "newer cmd", "fix2"); err != nil {
+		t.Fatal(err)
+	}
+	if by, file, ok := decision(t, p, "a").Corrected(); !ok || by != "fix2" || file != "echo a" {
+		t.Fatalf("corrected by %q over %q (%v), want fix2 over echo a", by, file, ok)
+	}
+}
+
+// A corrected command stands until the plan file changes the decision: a file that still says what
+// it said when the correction was made keeps it; one that says something else supersedes it.
+func TestDefineKeepsACorrectionUntilTheFileChanges(t *testing.T) {
+	p := newPlan(t, "a", "b")
+	run(t, p, "a", plan.Succeeded, 0)
+	if err := p.Redefine("a", "fixed a", "fix"); err != nil {
+		t.Fatal(err)
+	}
+	file := []plan.Definition{{ID: "a", Run: "echo a", Name: "renamed"}, {ID: "b", Run: "echo b"}}
+	if err := p.Define(file); err != nil {
+		t.Fatal(err)
+	}
+	a := decision(t, p, "a")
+	if got := a.Definition(); got.Run != "fixed a" || got.Name != "renamed" {
+		t.Fatalf("the unchanged file gave a %+v, want the corrected command and the file's name", got)
+	}
+	if by, fileRun, ok := a.Corrected(); !ok || by != "fix" || fileRun != "echo a" {
+		t.Fatalf("corrected by %q over %q (%v)", by, fileRun, ok)
+	}
+	file[0].Run = "echo A"
+	if err := p.Define(file); err != nil {
+		t.Fatal(err)
+	}
+	if got := decision(t, p, "a").Definition().Run; got != "echo A" {
+		t.Fatalf("the changed file gave a %q, want its own command", got)
+	}
+	if _, _, ok := decision(t, p, "a").Corrected(); ok {
+		t.Fatal("the file's new command left the correction standing")
+	}
+}
+
+func TestUncorrect(t *testing.T) {
+	p := newPlan(t, "a", "b")
+	if err := p.Redefine("b", "fixed b", "fix"); err != nil {
+		t.Fatal(err)
+	}
+	p.Saved()
+	if got := p.Uncorrect(""); got != nil {
+		t.Fatalf("Uncorrect of no correction changed %v", got)
+	}
+	if got := p.Uncorrect("other"); got != nil {
+		t.Fatalf("Uncorrect of another correction changed %v", got)
+	}
+	if got := p.Uncorrect("fix"); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("Uncorrect changed %v, want b", got)
+	}
+	b := decision(t, p, "b")
+	if _, _, ok := b.Corrected(); ok || b.Definition().Run != "echo b" {
+		t.Fatalf("after Uncorrect b runs %q (corrected %v), want the file's echo b", b.Definition().Run, ok)
+	}
+	if _, ids := p.Changes(); !slices.Contains(ids, "b") {
+		t.Fatalf("Uncorrect did not mark b changed: %v", ids)
 	}
 }
 

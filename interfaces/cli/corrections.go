@@ -70,6 +70,18 @@ type correctionView struct {
 	Kind           string         `json:"kind"`
 	NeedsAttention bool           `json:"needs_attention"`
 	Conflicts      []conflictView `json:"conflicts"`
+	// UndoneBy is the `plan undo` that undid the correction (null while it stands), as `plan
+	// history` marks its entry.
+	UndoneBy *string `json:"undone_by"`
+}
+
+// shownStatus is the correction's status as list and show print it: "(undone)" added once an undo
+// took it back.
+func (v correctionView) shownStatus() string {
+	if v.UndoneBy != nil {
+		return v.Status + " (undone)"
+	}
+	return v.Status
 }
 
 type conflictView struct {
@@ -216,7 +228,10 @@ func printCorrection(w io.Writer, v correctionView) {
 		}
 		return quote(*s)
 	}
-	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), quote(v.DecisionID), v.Status)
+	_, _ = fmt.Fprintf(w, "correction %s of %s: %s\n", or(v.CorrectionID), quote(v.DecisionID), v.shownStatus())
+	if v.UndoneBy != nil {
+		_, _ = fmt.Fprintf(w, "undone by:           %s (plan redo takes the undo back)\n", quote(*v.UndoneBy))
+	}
 	if v.Kind == string(correction.Surgical) {
 		_, _ = fmt.Fprintf(w, "kind:                surgical (%s alone; later decisions kept)\n", quote(v.DecisionID))
 	}
@@ -266,9 +281,15 @@ func (h *handler) correctionList(c *ucli.Context) error {
 		if cs, err = limited(c, cs); err != nil {
 			return err
 		}
+		undone, err := app.Services.Corrections.UndoneBy(c.Context)
+		if err != nil {
+			return err
+		}
 		views := make([]correctionView, 0, len(cs))
 		for _, x := range cs {
-			views = append(views, newCorrectionView(x))
+			v := newCorrectionView(x)
+			v.UndoneBy = optional(undone[x.ID()])
+			views = append(views, v)
 		}
 		return h.emit(views, func(w io.Writer) {
 			if len(views) == 0 {
@@ -277,8 +298,8 @@ func (h *handler) correctionList(c *ucli.Context) error {
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "ID\tDECISION\tSTATUS\tCREATED\tREASON")
-			for _, x := range cs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), quote(x.Params().DecisionID), x.ShownStatus(),
+			for i, x := range cs {
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID(), quote(x.Params().DecisionID), views[i].shownStatus(),
 					localTime(x.Params().CreatedAt), quote(x.Params().Reason))
 			}
 			_ = tw.Flush()
@@ -299,7 +320,12 @@ func (h *handler) correctionShow(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		undone, err := app.Services.Corrections.UndoneBy(c.Context)
+		if err != nil {
+			return err
+		}
 		v := newCorrectionView(x)
+		v.UndoneBy = optional(undone[x.ID()])
 		return h.emit(v, func(w io.Writer) {
 			printCorrection(w, v)
 			for _, it := range v.Scope {

@@ -187,12 +187,14 @@ func redoSummary(r application.RedoResult) string {
 type changedView struct {
 	ID     string   `json:"id"`
 	Fields []string `json:"fields"`
+	// Supersedes is the correction whose command the plan file's new one replaces (null when none).
+	Supersedes *string `json:"supersedes"`
 }
 
 func newChangedViews(res application.RunResult) ([]changedView, *string) {
 	out := make([]changedView, 0, len(res.Changed))
 	for _, c := range res.Changed {
-		out = append(out, changedView{ID: c.ID, Fields: c.Fields})
+		out = append(out, changedView{ID: c.ID, Fields: c.Fields, Supersedes: optional(c.Supersedes)})
 	}
 	if res.Rerun == nil || len(res.Changed) == 0 {
 		return out, nil

@@ -160,6 +160,11 @@ func diffDecision(got, want *plan.Decision) error {
 	if got.Status() != want.Status() || got.Kind() != want.Kind() {
 		return fmt.Errorf("status %s (kind %q), want %s (kind %q)", got.Status(), got.Kind(), want.Status(), want.Kind())
 	}
+	if gb, gf, _ := got.Corrected(); true {
+		if wb, wf, _ := want.Corrected(); gb != wb || gf != wf {
+			return fmt.Errorf("corrected by %q (the file's command %q), want %q (%q)", gb, gf, wb, wf)
+		}
+	}
 	ga, wa := got.Attempts(), want.Attempts()
 	if len(ga) != len(wa) {
 		return fmt.Errorf("%d attempts, want %d", len(ga), len(wa))
@@ -313,7 +318,7 @@ func Repository(t *testing.T, newRepo func(t *testing.T) plan.Repository) {
 		step("rerevert", func(p *plan.Plan) error { p.Rerevert([]string{"a", "b"}, at(40), "op-redo"); return nil })
 		step("unrevert the redo", func(p *plan.Plan) error { p.Unrevert("op-redo"); return nil })
 		step("revert one", func(p *plan.Plan) error { return p.RevertOne("b", "op-surgical") })
-		step("redefine", func(p *plan.Plan) error { return p.Redefine("b", "make b better") })
+		step("redefine", func(p *plan.Plan) error { return p.Redefine("b", "make b better", "fix") })
 		step("append", func(p *plan.Plan) error { _, err := p.Append(plan.Definition{ID: "d", Run: "make d"}); return err })
 		step("record outside", func(p *plan.Plan) error {
 			_, err := p.RecordOutside(plan.Definition{ID: "call_1", Run: "Bash: ls"}, cp(7), at(50))
@@ -324,6 +329,11 @@ func Repository(t *testing.T, newRepo func(t *testing.T) plan.Repository) {
 		})
 		if b, _ := want.Decision("b"); b.Status() != plan.Reverted || b.Definition().Run != "make b better" {
 			t.Fatalf("the steps left b %s, %q", b.Status(), b.Definition().Run)
+		}
+		if b, _ := want.Decision("b"); true {
+			if by, file, ok := b.Corrected(); !ok || by != "fix" || file != "make b" {
+				t.Fatalf("the steps left b corrected by %q over %q (%v), want fix over make b", by, file, ok)
+			}
 		}
 	})
 	t.Run("decision order", func(t *testing.T) {

@@ -352,6 +352,10 @@ var migrations = []migration{
 		`CREATE INDEX decisions_position ON decisions(workspace_id, plan_id, position)`,
 		`CREATE INDEX attempts_status ON attempts(workspace_id, status)`,
 	}},
+	{12, "corrected commands: the correction that replaced a decision's command, and the plan file's it replaced", []string{
+		`ALTER TABLE decisions ADD COLUMN corrected_by TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE decisions ADD COLUMN file_run TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // replacesTables lists the steps that drop and recreate tables other tables reference. SQLite runs

@@ -44,6 +44,9 @@ type decisionRow struct {
 	OnFailure   string `gorm:"column:on_failure"`
 	Validate    string
 	Kind        string
+	// CorrectedBy and FileRun are plan.Decision.Corrected's.
+	CorrectedBy string `gorm:"column:corrected_by"`
+	FileRun     string `gorm:"column:file_run"`
 }
 
 func (decisionRow) TableName() string { return "decisions" }
@@ -161,8 +164,10 @@ func (r *Plans) assemble(row planRow, ds []decisionRow, as []attemptRow) (*plan.
 				ID: d.ID, Name: d.Name, Run: d.Run, Timeout: time.Duration(d.TimeoutNs), Env: env, Labels: labels,
 				Retries: d.Retries, OnFailure: d.OnFailure, Validate: d.Validate, Kind: plan.Kind(d.Kind),
 			},
-			Skipped:  d.Skipped,
-			Attempts: byDecision[d.ID],
+			Skipped:     d.Skipped,
+			Attempts:    byDecision[d.ID],
+			CorrectedBy: d.CorrectedBy,
+			FileRun:     d.FileRun,
 		})
 	}
 	turns, err := parseTurns(row)
@@ -270,10 +275,12 @@ func (r *Plans) decisionRowOf(p *plan.Plan, d *plan.Decision, pos int) (decision
 	if def.Env == nil {
 		env = []byte("{}")
 	}
+	by, fileRun, _ := d.Corrected()
 	return decisionRow{
 		WorkspaceID: r.db.workspace, PlanID: p.ID(), ID: d.ID(), Position: pos, Name: def.Name, Run: def.Run,
 		TimeoutNs: int64(def.Timeout), Env: string(env), Skipped: d.Status() == plan.Skipped, Labels: labelsJSON(def.Labels),
 		Retries: def.Retries, OnFailure: def.OnFailure, Validate: def.Validate, Kind: string(def.Kind),
+		CorrectedBy: by, FileRun: fileRun,
 	}, nil
 }
 
