@@ -87,13 +87,6 @@ func (b *bench) placement() (err error) {
 	info := &placementInfo{}
 	b.rep.Placement = info
 	var places []*placed
-	defer func() {
-		for _, p := range places {
-			if p.s != nil {
-				b.stopWatch(p.s.plan.r, p.s.ws) // nothing to stop, after a clean run
-			}
-		}
-	}()
 	// The history of a fresh workspace and -runs rounds of changes: its content compressed, and
 	// the changes' many times over; the workspace's size is a generous bound.
 	tmpfs, reason := tmpfsDataDir(b.base, planWorkload(dir, b.cfg.files, b.cfg.seed).totalBytes())
@@ -108,6 +101,15 @@ func (b *bench) placement() (err error) {
 			}
 		}()
 	}
+	// Registered after the tmpfs's removal, so run before it: a service is stopped while its
+	// history is still there to find.
+	defer func() {
+		for _, p := range places {
+			if p.s != nil {
+				b.stopWatch(p.s.plan.r, p.s.ws) // nothing to stop, after a clean run
+			}
+		}
+	}()
 	keys := []string{placeWorkspace, placeSameFS}
 	if tmpfs != "" {
 		keys = append(keys, placeTmpfs)
