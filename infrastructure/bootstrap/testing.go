@@ -43,5 +43,5 @@ func TestJournal(t testing.TB, root string, op application.Operation) {
 // tests run as root, whom no permission refuses. Not for parallel tests.
 func TestRefuseReads(t testing.TB, denied ...string) {
 	t.Helper()
-	t.Cleanup(workspace.RefuseReads(denied...))
+	workspace.TestRefuseReads(t, denied...)
 }

@@ -4,20 +4,20 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
-// RefuseReads makes every scan answer "permission denied" where a user who may not read the
-// workspace names in denied would get it: opening them (a directory to list, a file to hash),
-// as for a directory or file of another user's with mode 0700 or 0600. RefuseStats does the same
-// for stating them, as inside a directory one may list but not search. Both last until restore is
-// called. They are for tests, which run as root, whom no permission refuses; not safe while a
-// scan runs.
-func RefuseReads(denied ...string) (restore func()) { return refuse(denied, true) }
+// TestRefuseReads makes every scan answer "permission denied" where a user who may not read the
+// workspace names in denied would get it: opening them (a directory to list, a file to hash), as
+// for a directory or file of another user's with mode 0700 or 0600. TestRefuseStats does the same
+// for stating them, as inside a directory one may list but not search. Both last until the test
+// ends. They are for tests, which run as root, whom no permission refuses; not for parallel tests.
+func TestRefuseReads(t testing.TB, denied ...string) { t.Cleanup(refuse(denied, true)) }
 
-// RefuseStats: see RefuseReads.
-func RefuseStats(denied ...string) (restore func()) { return refuse(denied, false) }
+// TestRefuseStats is TestRefuseReads for stating the names in denied.
+func TestRefuseStats(t testing.TB, denied ...string) { t.Cleanup(refuse(denied, false)) }
 
 func refuse(denied []string, opens bool) (restore func()) {
 	is := func(name string) bool { return slices.Contains(denied, name) }

@@ -115,8 +115,8 @@ func TestSnapshotLeavesOutWhatItMayNotRead(t *testing.T) {
 	w.write("nostat", "x", 0o644)
 	w.write("build/out", "o", 0o644)
 	w.write(IgnoreFile, "build/\n", 0o644)
-	t.Cleanup(RefuseReads("pgdata", "locked", "build"))
-	t.Cleanup(RefuseStats("nostat", "out"))
+	TestRefuseReads(t, "pgdata", "locked", "build")
+	TestRefuseStats(t, "nostat", "out")
 
 	snap := w.snapshot()
 	want := []string{"nostat", "pgdata", "src/locked"}
