@@ -306,7 +306,7 @@ func writeSessions(w io.Writer, v view.Sessions) {
 		if i > 0 {
 			_, _ = fmt.Fprintln(w)
 		}
-		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", quote(s.Plan), quote(s.Agent), quote(s.Session), s.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", quote(s.Plan), quote(s.Agent), quote(s.Session), localTime(s.CreatedAt))
 		for _, t := range s.Turns {
 			prompt := quote(t.Prompt)
 			if prompt == "" {
