@@ -28,7 +28,8 @@ const HookLockWait = 45 * time.Second
 func (h *handler) agentCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
-			Name: "hook", Usage: "record an AI coding agent's hook event (the agent runs this; see docs/agents.md)",
+			// Hidden from plan --help: the agent runs it, not a person (plan help hook still shows it).
+			Name: "hook", Hidden: true, Usage: "record an AI coding agent's hook event (the agent runs this; see docs/agents.md)",
 			ArgsUsage: "claude|codex|gemini EVENT",
 			Description: "Reads the agent's hook JSON on stdin and answers as its hook protocol expects: before a mutating\n" +
 				"tool call it checkpoints the workspace, after it records what the call changed, a prompt opens a\n" +

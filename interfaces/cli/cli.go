@@ -174,7 +174,7 @@ func (h *handler) app() *ucli.App {
 	app.OnUsageError = onUsageError
 	setUsageHandlers(app.Commands)
 	h.releaseAfterParsing(app.Commands)
-	app.CustomAppHelpTemplate = ucli.AppHelpTemplate + exitStatusHelp
+	app.CustomAppHelpTemplate = groupedHelpTemplate(app.Commands) + exitStatusHelp
 	setExitStatusHelp(app.Commands)
 	return app
 }
