@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"sync"
 )
@@ -66,7 +67,7 @@ func (a *answered) forward(in io.Reader, pw *io.PipeWriter) error {
 	for {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			_, err = io.Copy(pw, io.MultiReader(dec.Buffered(), in))
