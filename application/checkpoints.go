@@ -433,7 +433,8 @@ func (s *CheckpointService) target(ctx context.Context, req RollbackRequest) (*c
 			return cp, nil
 		}
 	}
-	return nil, fault.NotFound("no checkpoint was created at or before %s", req.At.UTC().Format(time.RFC3339))
+	// The time as it was asked for (its zone and offset): a local time stays local.
+	return nil, fault.NotFound("no checkpoint was created at or before %s", req.At.Format("2006-01-02 15:04:05 -0700"))
 }
 
 // OpenContent opens the content of a file entry: from the store, or from the live workspace when

@@ -28,7 +28,8 @@ const HookLockWait = 45 * time.Second
 func (h *handler) agentCommands() []*ucli.Command {
 	return []*ucli.Command{
 		{
-			Name: "hook", Usage: "record an AI coding agent's hook event (the agent runs this; see docs/agents.md)",
+			// Hidden from plan --help: the agent runs it, not a person (plan help hook still shows it).
+			Name: "hook", Hidden: true, Usage: "record an AI coding agent's hook event (the agent runs this; see docs/agents.md)",
 			ArgsUsage: "claude|codex|gemini EVENT",
 			Description: "Reads the agent's hook JSON on stdin and answers as its hook protocol expects: before a mutating\n" +
 				"tool call it checkpoints the workspace, after it records what the call changed, a prompt opens a\n" +
@@ -306,7 +307,7 @@ func writeSessions(w io.Writer, v view.Sessions) {
 		if i > 0 {
 			_, _ = fmt.Fprintln(w)
 		}
-		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", quote(s.Plan), quote(s.Agent), quote(s.Session), s.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+		_, _ = fmt.Fprintf(w, "%s  (%s session %s, started %s)\n", quote(s.Plan), quote(s.Agent), quote(s.Session), localTime(s.CreatedAt))
 		for _, t := range s.Turns {
 			prompt := quote(t.Prompt)
 			if prompt == "" {

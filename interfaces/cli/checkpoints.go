@@ -201,7 +201,7 @@ func printCheckpoint(w io.Writer, v view.Checkpoint) {
 		return quote(*s)
 	}
 	_, _ = fmt.Fprintf(w, "checkpoint %s (%s)\n", v.ID, v.ShortID)
-	_, _ = fmt.Fprintf(w, "type:        %s\ncreated:     %s\n", v.Type, v.CreatedAt)
+	_, _ = fmt.Fprintf(w, "type:        %s\ncreated:     %s\n", v.Type, localOf(v.CreatedAt))
 	if v.Note != "" {
 		_, _ = fmt.Fprintf(w, "note:        %s\n", quote(v.Note))
 	}

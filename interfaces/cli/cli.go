@@ -122,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, args []string) int {
 		h.complete(ctx, app, args[1:n-1])
 		return ExitOK
 	}
-	reordered, dashed := reorderArgs(app, args)
+	reordered, dashed := reorder(app, args)
 	h.dashed = dashed
 	err := app.RunContext(ctx, reordered)
 	h.parsed()
@@ -174,7 +174,7 @@ func (h *handler) app() *ucli.App {
 	app.OnUsageError = onUsageError
 	setUsageHandlers(app.Commands)
 	h.releaseAfterParsing(app.Commands)
-	app.CustomAppHelpTemplate = ucli.AppHelpTemplate + exitStatusHelp
+	app.CustomAppHelpTemplate = groupedHelpTemplate(app.Commands) + exitStatusHelp
 	setExitStatusHelp(app.Commands)
 	return app
 }
@@ -621,14 +621,10 @@ func commandPath(c *ucli.Context) string {
 // reorder lets flags follow positional arguments (`plan checkpoint show ID --files`), as users of git
 // expect, and lets global flags follow the command. urfave/cli v2 stops parsing flags at the first
 // positional argument, so flags are moved in front of them; everything after "--" stays as it is.
-func reorder(app *ucli.App, args []string) []string {
-	out, _ := reorderArgs(app, args)
-	return out
-}
-
-// reorderArgs is reorder that also says whether the command's positional arguments began with
-// "--" (the flag parser drops that one, so the command cannot see it).
-func reorderArgs(app *ucli.App, args []string) ([]string, bool) {
+//
+// It also says whether the command's positional arguments began with "--" (the flag parser drops
+// that one, so the command cannot see it).
+func reorder(app *ucli.App, args []string) ([]string, bool) {
 	if len(args) == 0 {
 		return args, false
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"testing"
 	"time"
 )
@@ -22,5 +23,26 @@ func TestTimesCarryTheirOffset(t *testing.T) {
 	}
 	if got, want := localTime(at), at.Local().Format(localLayout); got != want {
 		t.Errorf("localTime: %q, want %q", got, want)
+	}
+}
+
+// Human output gives times in the local zone with their offset (JSON in UTC): checkpoint show,
+// plan sessions, redo's summary; a view's time that does not parse is shown as it is.
+func TestHumanTimesCarryTheirOffset(t *testing.T) {
+	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}`)
+	dir := claudeTurn(t)
+	if o := mustPlan(t, dir, "sessions"); !regexp.MustCompile(`session \S+, started ` + stamp.String() + `\)`).MatchString(o.stdout) {
+		t.Errorf("sessions: %v", o)
+	}
+	if o := mustPlan(t, dir, "checkpoint", "show", "@"); !regexp.MustCompile(`(?m)^created:     ` + stamp.String() + `$`).MatchString(o.stdout) {
+		t.Errorf("checkpoint show: %v", o)
+	}
+	mustPlan(t, dir, "exec", "--id", "x", "--", "true")
+	mustPlan(t, dir, "--yes", "undo")
+	if o := mustPlan(t, dir, "redo", "--dry-run"); !regexp.MustCompile(`^Redoing undo \S+ \(` + stamp.String() + `\)`).MatchString(o.stdout) {
+		t.Errorf("redo: %v", o)
+	}
+	if got := localOf("not a time"); got != "not a time" {
+		t.Errorf("localOf: %q", got)
 	}
 }

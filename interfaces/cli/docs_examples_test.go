@@ -206,7 +206,7 @@ func docsFixture(t *testing.T) string {
 	mustPlan(t, dir, "init")
 	for i, content := range []string{"package main\n", "package main\n\nfunc main() {}\n", "package main\n\nfunc main() { run() }\n"} {
 		writeFile(t, dir, "src/main.go", content)
-		writeFile(t, dir, "README.md", strings.Repeat("x\n", i+1))
+		writeFile(t, dir, "README.md", strings.Repeat("te"+"h\n", i+1)) // README's sed example fixes this typo
 		createCheckpoint(t, dir)
 	}
 	for name, body := range map[string]string{"scaffold.sh": "echo scaffold > scaffold.txt\n", "configure.sh": "echo \"$@\" > configured.txt\n"} {

@@ -1,10 +1,69 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 )
+
+// commandGroups orders plan --help's commands by task, as git's help does: urfave/cli's own
+// categories are sorted by name. A command in no group is listed under "other", so none is lost.
+var commandGroups = []struct {
+	title    string
+	commands []string
+}{
+	{"start a workspace", []string{"init", "clone", "workspaces", "store", "demo"}},
+	{"record and look", []string{"checkpoint", "status", "diff", "cat", "ls", "show", "log", "history"}},
+	{"go back", []string{"rollback", "restore", "undo", "redo", "recover"}},
+	{"plans and decisions", []string{"run", "exec", "plans"}},
+	{"correct a decision", []string{"correct", "revert", "correction", "conflicts", "resolve", "validate"}},
+	{"coding agents", []string{"agent", "sessions", "rewind", "mcp"}},
+	{"upkeep", []string{"watch", "verify", "gc", "stats", "doctor"}},
+	{"this program", []string{"help", "completion", "man"}},
+}
+
+// groupedHelpTemplate is urfave/cli's app help with its COMMANDS section made of commandGroups:
+// the visible commands of cmds, by task, names aligned across the groups.
+func groupedHelpTemplate(cmds []*ucli.Command) string {
+	width := 0
+	for _, c := range cmds {
+		if !c.Hidden {
+			width = max(width, len(c.Name))
+		}
+	}
+	var b strings.Builder
+	listed := map[string]bool{}
+	group := func(title string, names []string) {
+		var rows []*ucli.Command
+		for _, n := range names {
+			if c := findCommand(cmds, n); c != nil && !c.Hidden && !listed[c.Name] {
+				rows = append(rows, c)
+				listed[c.Name] = true
+			}
+		}
+		if len(rows) == 0 {
+			return
+		}
+		_, _ = fmt.Fprintf(&b, "\n   %s:\n", title)
+		for _, c := range rows {
+			_, _ = fmt.Fprintf(&b, "     %-*s  %s\n", width, c.Name, c.Usage)
+		}
+	}
+	var rest []string
+	for _, g := range commandGroups {
+		group(g.title, g.commands)
+	}
+	for _, c := range cmds {
+		if !listed[c.Name] {
+			rest = append(rest, c.Name)
+		}
+	}
+	group("other", rest)
+	// The text goes into a template: nothing in it may read as an action.
+	text := strings.NewReplacer("{{", "{ {", "}}", "} }").Replace(strings.TrimSuffix(b.String(), "\n"))
+	return strings.Replace(ucli.AppHelpTemplate, `COMMANDS:{{template "visibleCommandCategoryTemplate" .}}`, "COMMANDS:"+text, 1)
+}
 
 // helpCommand is `plan help [COMMAND [SUBCOMMAND]]`: the help page `plan COMMAND --help` prints,
 // reached the way git and jj users look for it. An unknown name is a usage error with the nearest

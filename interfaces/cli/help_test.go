@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // plan help [COMMAND [SUBCOMMAND]] prints the page `plan … --help` prints; a name plan does not know
@@ -73,5 +75,36 @@ func TestManPage(t *testing.T) {
 		if strings.Contains(o.stdout, bad) {
 			t.Errorf("the man page has %q", bad)
 		}
+	}
+}
+
+// plan --help lists the commands by task, as git's does, each visible command once under its
+// group (a new one must be given a group: "other" is for none), and hides hook, which only agents
+// run (plan help hook still shows its page).
+func TestHelpGroupsCommandsByTask(t *testing.T) {
+	o := invoke(Runner{}, "--help")
+	section := o.stdout[strings.Index(o.stdout, "COMMANDS:"):strings.Index(o.stdout, "GLOBAL OPTIONS:")]
+	if strings.Contains(section, "\n   other:") || strings.Contains(section, " hook ") {
+		t.Errorf("an ungrouped or hidden command is listed:\n%s", section)
+	}
+	var prev int
+	for _, g := range commandGroups {
+		at := strings.Index(section, "\n   "+g.title+":\n")
+		if at < prev {
+			t.Errorf("group %q missing or out of order:\n%s", g.title, section)
+		}
+		prev = at
+	}
+	for _, c := range (&handler{r: &Runner{}}).app().Commands {
+		if n := strings.Count(section, "\n     "+c.Name+" "); n != map[bool]int{true: 0, false: 1}[c.Hidden] {
+			t.Errorf("%s is listed %d times:\n%s", c.Name, n, section)
+		}
+	}
+	if o := invoke(Runner{}, "help", "hook"); o.code != ExitOK || !strings.Contains(o.stdout, "plan hook [command options] claude|codex|gemini EVENT") {
+		t.Errorf("plan help hook: %v", o)
+	}
+	other := groupedHelpTemplate([]*ucli.Command{{Name: "frob", Usage: "a {{template}} in it"}})
+	if !strings.Contains(other, "\n   other:\n     frob  a { {template} } in it") {
+		t.Errorf("a command in no group: %s", other)
 	}
 }

@@ -236,10 +236,7 @@ func pruneTable(c *ucli.Context, app *bootstrap.App, res application.PruneResult
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "  ACTION\tID\tTYPE\tCREATED\tNOTE\tRULE")
 	for _, cp := range cps {
-		rule, ok := res.Rules[cp.ID()]
-		if !ok {
-			continue // taken after the prune looked
-		}
+		rule := res.Rules[cp.ID()] // every checkpoint the prune looked at has one
 		action := "keep"
 		if deleted[cp.ID()] {
 			action = "delete"

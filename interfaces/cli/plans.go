@@ -551,7 +551,7 @@ func (h *handler) plans(c *ucli.Context) error {
 				}
 				last := "-"
 				if v.LastRunAt != nil {
-					last = *v.LastRunAt
+					last = localOf(*v.LastRunAt)
 				}
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", quote(v.Name), cur, strings.Join(counts, ", "), last, quote(v.Source))
 			}

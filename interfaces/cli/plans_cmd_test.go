@@ -42,7 +42,7 @@ func TestPlansListsEveryPlanCurrentFirst(t *testing.T) {
 	if len(lines) != 3 || !regexp.MustCompile(`^PLAN\s+CURRENT\s+DECISIONS\s+LAST RUN\s+SOURCE$`).MatchString(lines[0]) {
 		t.Fatalf("plans: want a header and two rows\n%v", o)
 	}
-	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	stamp := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}` // local, with its offset
 	if !regexp.MustCompile(`^beta\s+\*\s+1 succeeded, 1 failed, 1 skipped\s+` + stamp + `\s+\S*/beta\.yaml$`).MatchString(lines[1]) {
 		t.Errorf("the current plan is not first, marked and counted: %q\n%v", lines[1], o)
 	}

@@ -95,7 +95,8 @@ func TestRollbackAt(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"rollback", "--at", "2000-01-01T00:00:00Z"}, ExitNotFound, ""},
+		{[]string{"rollback", "--at", "2000-01-01T00:00:00Z"}, ExitNotFound, "no checkpoint was created at or before 2000-01-01 00:00:00 +0000"},
+		{[]string{"rollback", "--at", "2000-01-01T01:00:00+01:00"}, ExitNotFound, "at or before 2000-01-01 01:00:00 +0100"},
 		{[]string{"rollback", "--at", "yesterday"}, ExitInvalid, `--at "yesterday" is neither an RFC 3339 time nor a duration`},
 		{[]string{"rollback", "--at", "1h", "--to-checkpoint", id}, ExitUsage, "give --to-checkpoint ID or --at TIME, not both"},
 		// The preview fails before anything is asked: no prompt for a checkpoint that does not exist.

@@ -175,7 +175,7 @@ func (h *handler) redo(c *ucli.Context) error {
 
 func redoSummary(r application.RedoResult) string {
 	var b strings.Builder
-	_, _ = fmt.Fprintf(&b, "Redoing undo %s (%s) brings back:\n", r.Undo.ID, r.Undo.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	_, _ = fmt.Fprintf(&b, "Redoing undo %s (%s) brings back:\n", r.Undo.ID, localTime(r.Undo.StartedAt))
 	for _, op := range r.Redone {
 		_, _ = fmt.Fprintf(&b, "  %s %s (%s)\n", op.Kind, op.ID, quote(shellJoin(op.Args)))
 	}

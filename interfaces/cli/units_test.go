@@ -58,7 +58,7 @@ func TestReorder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Split on spaces, except inside single quotes (one token each).
 			in := splitArgs(c.in)
-			got := reorder(app, in)
+			got, _ := reorder(app, in)
 			if want := splitArgs(c.want); !slices.Equal(got, want) {
 				t.Errorf("reorder(%q)\n got %q\nwant %q", in, got, want)
 			}
@@ -94,7 +94,7 @@ func splitArgs(s string) []string {
 
 func TestReorderEmpty(t *testing.T) {
 	app := (&handler{r: &Runner{}}).app()
-	if got := reorder(app, nil); len(got) != 0 {
+	if got, dashed := reorder(app, nil); len(got) != 0 || dashed {
 		t.Fatalf("reorder(nil) = %q", got)
 	}
 }

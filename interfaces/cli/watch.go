@@ -166,7 +166,7 @@ func (h *handler) watchStatus(ctx context.Context, l bootstrap.Layout) error {
 			return
 		}
 		_, _ = fmt.Fprintf(w, "plan watch runs for %s (pid %d, since %s) on %s\n", quote(st.Workspace), st.PID,
-			st.StartedAt.Local().Format(time.DateTime), quote(st.Socket))
+			localTime(st.StartedAt), quote(st.Socket))
 		_, _ = fmt.Fprintf(w, "events: %s; %d snapshots, %d of them full walks\n", st.Events, st.Snapshots, st.Walks)
 		if st.Every != "" || st.Quiet != "" {
 			_, _ = fmt.Fprintf(w, "checkpoints: every %s of work, after %s quiet: %d taken, %d skipped (nothing changed)\n",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,9 @@ func TestWatchCommand(t *testing.T) {
 		if !strings.Contains(o.stdout, want) {
 			t.Fatalf("status lacks %q: %v", want, o)
 		}
+	}
+	if !regexp.MustCompile(`, since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\) on `).MatchString(o.stdout) {
+		t.Fatalf("status: the start time in the local zone with its offset: %v", o)
 	}
 	if o := inWorkspace(dir, "watch"); o.code != ExitConflict || !strings.Contains(o.stderr, "already runs") {
 		t.Fatalf("a second service: %v", o)

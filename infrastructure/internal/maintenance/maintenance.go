@@ -152,7 +152,7 @@ func (h *Health) Repack(roots []tree.Hash, p application.Progress) (application.
 	if err != nil {
 		return rep, err
 	}
-	r, err := h.store.RepackProgress(live, roots, p)
+	r, err := h.store.Repack(live, roots, p)
 	if err != nil {
 		return rep, err
 	}

@@ -114,17 +114,6 @@ type repackItem struct {
 	path string
 }
 
-// Repack rewrites every live object (live: what roots name, after GCFrom of the same set; roots in
-// any order) into new packs, bundled and compressed as described above, and deletes every old pack
-// when the new ones are smaller (else it drops them and keeps the old: a repack never grows the
-// store).
-// The caller must hold the workspace lock and have no batch open. A shared store is never
-// repacked: its writers hold no lock in common with it, and deleting every pack at once is what
-// its two-phase collection exists to avoid.
-func (s *Store) Repack(live map[tree.Hash]struct{}, roots []tree.Hash) (RepackResult, error) {
-	return s.RepackProgress(live, roots, nil)
-}
-
 // Progress is told how far a repack is: the bytes of the live objects it has written of all
 // (application.Progress is one).
 type Progress interface {
@@ -133,8 +122,14 @@ type Progress interface {
 	Done()
 }
 
-// RepackProgress is Repack reporting to p (nil: to nobody).
-func (s *Store) RepackProgress(live map[tree.Hash]struct{}, roots []tree.Hash, p Progress) (RepackResult, error) {
+// Repack rewrites every live object (live: what roots name, after GCFrom of the same set; roots in
+// any order) into new packs, bundled and compressed as described above, and deletes every old pack
+// when the new ones are smaller (else it drops them and keeps the old: a repack never grows the
+// store).
+// p, when not nil, is told how far it is. The caller must hold the workspace lock and have no batch open. A shared store is never
+// repacked: its writers hold no lock in common with it, and deleting every pack at once is what
+// its two-phase collection exists to avoid.
+func (s *Store) Repack(live map[tree.Hash]struct{}, roots []tree.Hash, p Progress) (RepackResult, error) {
 	var res RepackResult
 	if s.shared {
 		return res, errors.New("repack: a shared store is never repacked (its writers hold no lock in common with it)")

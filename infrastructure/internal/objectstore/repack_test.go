@@ -80,7 +80,7 @@ func TestRepackBundlesAndDeltasAgainstSimilarFiles(t *testing.T) {
 	before := storeBytes(t, s)
 	oldPacks := files(t, s.packsDir)
 	live := liveOf(t, s, h.roots)
-	res, err := s.Repack(live, h.roots)
+	res, err := s.Repack(live, h.roots, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRepackBundlesAndDeltasAgainstSimilarFiles(t *testing.T) {
 	if st := s.Stats(); st.Objects != res.Objects {
 		t.Fatalf("stats %+v after a repack of %d objects", st, res.Objects)
 	}
-	res2, err := s.Repack(live, h.roots)
+	res2, err := s.Repack(live, h.roots, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRepackBundlesAndDeltasAgainstSimilarFiles(t *testing.T) {
 func TestGCAfterRepackAndPruneFreesBundles(t *testing.T) {
 	s := TestStore(t)
 	h := repackHistory(t, s)
-	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, nil); err != nil {
 		t.Fatal(err)
 	}
 	keep := h.roots[len(h.roots)-1:]
@@ -154,7 +154,7 @@ func TestGCAfterRepackAndPruneFreesBundles(t *testing.T) {
 		t.Fatalf("after repack, prune and gc: %d bytes, a fresh store %d", after, want)
 	}
 	// Repacked again, the kept checkpoint is smaller than the fresh store.
-	if _, err := s.Repack(live, keep); err != nil {
+	if _, err := s.Repack(live, keep, nil); err != nil {
 		t.Fatal(err)
 	}
 	requireStates(t, s, keep, h.states[len(h.states)-1:])
@@ -171,7 +171,7 @@ func TestRepackRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	if _, err := shared.Repack(nil, nil); err == nil {
+	if _, err := shared.Repack(nil, nil, nil); err == nil {
 		t.Fatal("a shared store was repacked")
 	}
 
@@ -184,7 +184,7 @@ func TestRepackRefusals(t *testing.T) {
 	if _, err := readBlob(s, tree.Sum(victim)); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("read of a flipped record: %v", err)
 	}
-	if _, err := s.Repack(live, h.roots); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s.Repack(live, h.roots, nil); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("repack with a damaged live object: %v", err)
 	}
 	if got := files(t, s.packsDir); !slices.Equal(got, before) {
@@ -202,7 +202,7 @@ func TestRepackRefusals(t *testing.T) {
 	if err := s2.Refresh(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Repack(liveOf(t, s2, h2.roots), h2.roots); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s2.Repack(liveOf(t, s2, h2.roots), h2.roots, nil); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("repack with a missing pack: %v", err)
 	}
 
@@ -211,7 +211,7 @@ func TestRepackRefusals(t *testing.T) {
 	h3 := repackHistory(t, s3)
 	live3 := liveOf(t, s3, h3.roots)
 	live3[tree.Sum([]byte("not stored"))] = struct{}{}
-	if _, err := s3.Repack(live3, h3.roots); err != nil {
+	if _, err := s3.Repack(live3, h3.roots, nil); err != nil {
 		t.Fatal(err)
 	}
 	requireStates(t, s3, h3.roots, h3.states)
@@ -231,7 +231,7 @@ func TestRepackKilledAtEachStep(t *testing.T) {
 			h := repackHistory(t, s)
 			live := liveOf(t, s, h.roots)
 			failAt(s, point)
-			if _, err := s.Repack(live, h.roots); !errors.Is(err, errCrash) {
+			if _, err := s.Repack(live, h.roots, nil); !errors.Is(err, errCrash) {
 				t.Fatalf("repack killed at %s: %v", point, err)
 			}
 			_ = s.Close()
@@ -245,7 +245,7 @@ func TestRepackKilledAtEachStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			requireStates(t, s, h.roots, h.states)
-			res, err := s.Repack(live, h.roots)
+			res, err := s.Repack(live, h.roots, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestRepackKilledAtEachStep(t *testing.T) {
 func TestDamagedBundle(t *testing.T) {
 	s := TestStore(t)
 	h := repackHistory(t, s)
-	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, nil); err != nil {
 		t.Fatal(err)
 	}
 	content := map[tree.Hash][]byte{}
@@ -416,7 +416,7 @@ func TestRepackOfADamagedDeltaPrefix(t *testing.T) {
 	}
 	before := files(t, s.packsDir)
 	flipData(t, s, victim, 32)
-	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, nil); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("repack of a damaged delta prefix: %v", err)
 	}
 	if got := files(t, s.packsDir); !slices.Equal(got, before) {
@@ -441,7 +441,7 @@ func TestRepackEdgeCases(t *testing.T) {
 	root := storeState(t, s, state, nil, tree.ZeroHash)
 	roots := []tree.Hash{tree.ZeroHash, root}
 	live := liveOf(t, s, roots[1:])
-	res, err := s.Repack(live, roots)
+	res, err := s.Repack(live, roots, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,11 +451,11 @@ func TestRepackEdgeCases(t *testing.T) {
 	requireStates(t, s, roots[1:], []map[string][]byte{state})
 
 	before := files(t, s.packsDir)
-	if _, err := s.Repack(live, []tree.Hash{tree.Sum([]byte("no such tree"))}); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s.Repack(live, []tree.Hash{tree.Sum([]byte("no such tree"))}, nil); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("repack from a missing root: %v", err)
 	}
 	flip(t, s, tree.Sum(state["f001"]), 0.5)
-	if _, err := s.Repack(live, roots); !errors.Is(err, fault.ErrIntegrity) {
+	if _, err := s.Repack(live, roots, nil); !errors.Is(err, fault.ErrIntegrity) {
 		t.Fatalf("repack of a changed record: %v", err)
 	}
 	if got := files(t, s.packsDir); !slices.Equal(got, before) {
@@ -505,7 +505,7 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Repack(liveOf(t, s, roots), roots)
+	res, err := s.Repack(liveOf(t, s, roots), roots, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 	lb := large.NewBatch()
 	lh, _ := put(t, lb, testkit.Noise(9, 40<<10))
 	commit(t, lb)
-	lres, err := large.Repack(set(lh), nil)
+	lres, err := large.Repack(set(lh), nil, nil)
 	if err != nil || lres.Bundles != 0 || lres.Objects != 1 {
 		t.Fatalf("repack of a large file: %+v, %v", lres, err)
 	}
@@ -541,7 +541,7 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = os.Remove(s.tmpDir); _ = os.Mkdir(s.tmpDir, 0o700) }()
-	if _, err := s.Repack(liveOf(t, s, roots), roots); err == nil {
+	if _, err := s.Repack(liveOf(t, s, roots), roots, nil); err == nil {
 		t.Fatal("a repack that cannot write succeeded")
 	}
 	if got := files(t, s.packsDir); !slices.Equal(got, before) {
@@ -554,7 +554,7 @@ func TestRepackNestedTreesAndFailedWrites(t *testing.T) {
 func TestBundledRecordDamageIsTheRecords(t *testing.T) {
 	s := TestStore(t)
 	h := repackHistory(t, s)
-	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, nil); err != nil {
 		t.Fatal(err)
 	}
 	var victim, bundle tree.Hash
@@ -594,7 +594,7 @@ func TestBundledRecordDamageIsTheRecords(t *testing.T) {
 func TestConsolidationOfARepackedStore(t *testing.T) {
 	s := TestStore(t)
 	h := repackHistory(t, s)
-	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots); err != nil {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, nil); err != nil {
 		t.Fatal(err)
 	}
 	repacked := files(t, s.packsDir)
@@ -638,11 +638,11 @@ func TestRepackThatDoesNotHelpKeepsTheOldPacks(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	h := repackHistory(t, s)
 	live := liveOf(t, s, h.roots)
-	if res, err := s.Repack(live, h.roots); err != nil || res.Kept {
+	if res, err := s.Repack(live, h.roots, nil); err != nil || res.Kept {
 		t.Fatalf("the first repack: %+v, %v", res, err)
 	}
 	packs, before := files(t, s.packsDir), storeBytes(t, s)
-	res, err := s.Repack(live, h.roots)
+	res, err := s.Repack(live, h.roots, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +679,7 @@ func TestRepackReportsProgress(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	h := repackHistory(t, s)
 	var p recordedProgress
-	if _, err := s.RepackProgress(liveOf(t, s, h.roots), h.roots, &p); err != nil {
+	if _, err := s.Repack(liveOf(t, s, h.roots), h.roots, &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.label != "repacking" || p.total == 0 || p.done != p.total || !p.finished {

@@ -65,7 +65,9 @@ func (l *Locker) TryLock(purpose string) (func() error, bool, error) {
 
 // held records the holder for others' messages and returns the release function.
 func (l *Locker) held(fl *flock.Flock, purpose string) func() error {
-	owner := fmt.Sprintf("pid %d, plan %s, since %s", os.Getpid(), purpose, time.Now().UTC().Format(time.RFC3339))
+	// Shown in another process's busy message: the local time with its offset, as plan's text
+	// gives every time.
+	owner := fmt.Sprintf("pid %d, plan %s, since %s", os.Getpid(), purpose, time.Now().Format("2006-01-02 15:04:05 -0700"))
 	_ = os.WriteFile(l.ownerPath(), []byte(owner+"\n"), 0o600)
 	return func() error {
 		_ = os.Remove(l.ownerPath())
