@@ -268,3 +268,47 @@ func TestDecisionCommandsFindTheDecisionsPlan(t *testing.T) {
 		t.Fatalf("--plan chooses: %v", err)
 	}
 }
+
+// The bookkeeping of corrected commands refuses what it cannot do and passes on what fails.
+func TestCorrectedCommandBookkeepingFailures(t *testing.T) {
+	e := newUseCaseEnv(t)
+	ctx := context.Background()
+	if err := e.ops.redefine(ctx, "nope", "b", "x", "fix"); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("redefine in a plan that is not there: %v", err)
+	}
+	ranABC(t, e)
+	if err := e.ops.redefine(ctx, "p", "zzz", "x", "fix"); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("redefine of a decision that is not there: %v", err)
+	}
+	if err := e.ops.uncorrect(ctx, "fix"); err != nil {
+		t.Errorf("uncorrect of nothing: %v", err)
+	}
+	for _, op := range []stepEntry{{ID: "r", Kind: "rollback"}, {ID: "unknown", Kind: "correct"}} {
+		if err := e.ops.recorrect(ctx, op); err != nil {
+			t.Errorf("recorrect %+v: %v", op, err)
+		}
+	}
+	rev, err := e.cs.RevertDecisions(ctx, CorrectRequest{DecisionID: "b", Reason: "no command"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ops.recorrect(ctx, stepEntry{ID: rev.Correction.ID(), Kind: "correct"}); err != nil {
+		t.Errorf("recorrect of a correction without a command: %v", err)
+	}
+	boom := errors.New("db down")
+	e.plans.currentErr = boom
+	if err := e.ops.uncorrect(ctx, "fix"); !errors.Is(err, boom) {
+		t.Errorf("uncorrect with the plans failing: %v", err)
+	}
+	if _, err := e.ops.decisionPlan(ctx, "", "b"); !errors.Is(err, boom) {
+		t.Errorf("decisionPlan with the plans failing: %v", err)
+	}
+	e.plans.currentErr = nil
+	if err := e.ops.uncorrect(ctx, "fix"); err != nil {
+		t.Errorf("uncorrect: %v", err)
+	}
+	e2 := newUseCaseEnv(t)
+	if err := e2.ops.uncorrect(ctx, "fix"); err != nil {
+		t.Errorf("uncorrect without plans: %v", err)
+	}
+}

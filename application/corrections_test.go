@@ -298,6 +298,10 @@ func TestApplyCorrectionErrors(t *testing.T) {
 	if err := e.plans.Save(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
+	// Named, a plan without the corrected decision cannot re-execute it.
+	if _, _, err := e.cs.ApplyCorrection(context.Background(), rev.Correction.ID(), CorrectRequest{Plan: "other"}); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("decision not in the named plan: %v", err)
+	}
 	if _, ran, err := e.cs.ApplyCorrection(context.Background(), rev.Correction.ID(), CorrectRequest{}); err != nil || !slices.Equal(ran, []string{"b", "c"}) {
 		t.Errorf("another plan current: re-executed %v, %v", ran, err)
 	}

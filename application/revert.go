@@ -333,7 +333,9 @@ func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 		if err := p.RevertOne(d.DecisionID, op.ID); err != nil {
 			return err
 		}
-		if d.Command != "" {
+		// The replacement command is the decision's from now on (a tool call an agent ran has no
+		// command plan runs: its replacement is refused by runReplacement, after the revert).
+		if dec, _ := p.Decision(d.DecisionID); d.Command != "" && dec.Kind() != plan.Outside {
 			if err := p.Redefine(d.DecisionID, d.Command, op.ID); err != nil {
 				return err
 			}
