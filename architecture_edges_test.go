@@ -34,6 +34,9 @@ var frameworkHomes = map[string][]string{
 	"go.uber.org/dig":          {"infrastructure/bootstrap"},
 	"github.com/urfave/cli/v2": {"interfaces/cli"},
 	"github.com/modelcontextprotocol/go-sdk/": {"interfaces/mcp"},
+	// The terminal UI (plan browse): its model, and the command that runs it.
+	"charm.land/":               {"interfaces/tui", "interfaces/cli"},
+	"github.com/charmbracelet/": {"interfaces/tui", "interfaces/cli"},
 }
 
 // envExceptions may read the environment, each for a reason inherent to what it does.

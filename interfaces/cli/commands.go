@@ -34,6 +34,7 @@ func (h *handler) commands() []*ucli.Command {
 	cmds = append(cmds, h.revertCommand())
 	cmds = append(cmds, h.maintenanceCommands()...)
 	cmds = append(cmds, h.historyCommands()...)
+	cmds = append(cmds, h.browseCommand())
 	cmds = append(cmds, h.undoCommands()...)
 	cmds = append(cmds, h.sharedCommands()...)
 	cmds = append(cmds, h.storeCommand())
