@@ -38,11 +38,11 @@ func TestCheckPrereqs(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := run("GO="+goOK, "NODE="+nodeOK, "NPM="+npm, "PLAN_SERVERS_PG_BINDIR="+pg, "PLAN_PREREQS_MIN_FREE_KB=1")
+	out, err := run("GO="+goOK, "NODE="+nodeOK, "NPM="+npm, "PLAN_SERVERS_PG_BINDIR="+pg, "PLAN_PREREQS_MIN_FREE_KB=1", "PLAN_PREREQS_TMUX=sh")
 	if err != nil || !strings.HasPrefix(out, "prereqs: ok (Go 1.99.0, cgo with sh, PostgreSQL in "+pg+", Node v22.1.0, npm 10.0.0)") {
 		t.Fatalf("a machine with everything: %v\n%s", err, out)
 	}
-	out, err = run("GO="+goOld, "NODE="+nodeOld, "NPM=no-such-npm", "PLAN_SERVERS_PG_BINDIR="+bin)
+	out, err = run("GO="+goOld, "NODE="+nodeOld, "NPM=no-such-npm", "PLAN_SERVERS_PG_BINDIR="+bin, "PLAN_PREREQS_TMUX=no-such-tmux")
 	if err == nil {
 		t.Fatalf("a machine lacking everything passed:\n%s", out)
 	}
@@ -54,6 +54,7 @@ func TestCheckPrereqs(t *testing.T) {
 		"PostgreSQL's server binaries (initdb, pg_ctl, postgres): not found in " + bin + ". Debian/Ubuntu: apt-get install postgresql-15",
 		"Node.js 20 or newer: " + nodeOld + " is v18.2.0.",
 		"npm (and access to its registry",
+		"tmux (the terminal the tests drive plan browse in): not found (no-such-tmux). Debian/Ubuntu: apt-get install tmux",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
