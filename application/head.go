@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/planhq/plan/domain/checkpoint"
@@ -74,11 +75,11 @@ func (o *Operations) back(ctx context.Context, n int, name string) (*checkpoint.
 	for i := 0; i < n; {
 		p := c.ParentID()
 		if p == "" {
-			return nil, fault.NotFound("%s: the history of the head ends %d parents back, at %s", name, i, c.ID())
+			return nil, fault.NotFound("%s: the history of the head ends %s back, at %s", name, parents(i), c.ID())
 		}
 		next, err := o.checkpoints.Get(ctx, p)
 		if errors.Is(err, fault.ErrNotFound) {
-			return nil, fault.NotFound("%s: the history of the head ends %d parents back: the parent of %s, %s, was deleted", name, i, c.ID(), p)
+			return nil, fault.NotFound("%s: the history of the head ends %s back: the parent of %s, %s, was deleted", name, parents(i), c.ID(), p)
 		}
 		if err != nil {
 			return nil, err
@@ -89,4 +90,12 @@ func (o *Operations) back(ctx context.Context, n int, name string) (*checkpoint.
 		}
 	}
 	return c, nil
+}
+
+// parents is "1 parent" or "N parents".
+func parents(n int) string {
+	if n == 1 {
+		return "1 parent"
+	}
+	return fmt.Sprintf("%d parents", n)
 }

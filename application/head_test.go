@@ -54,7 +54,7 @@ func TestHeadFollowsRollbacks(t *testing.T) {
 	if cp, err := e.cps.Resolve(ctx, "@~1"); err != nil || cp.ID() != a.ID() {
 		t.Fatalf("@~1: %v, %v; want %s", cp, err, a.ID())
 	}
-	if _, err := e.cps.Resolve(ctx, "@~2"); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "ends 1 parents back") {
+	if _, err := e.cps.Resolve(ctx, "@~2"); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "ends 1 parent back") {
 		t.Fatalf("@~2 past the first checkpoint: %v", err)
 	}
 	_ = b
