@@ -117,9 +117,16 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		if cps, err = limited(c, cps); err != nil {
 			return err
 		}
+		head, err := app.Services.Checkpoints.Head(c.Context)
+		if err != nil {
+			return err
+		}
+		isHead := func(cp *checkpoint.Checkpoint) bool { return head != nil && cp.ID() == head.ID() }
 		views := make([]view.Checkpoint, 0, len(cps))
 		for _, cp := range cps {
-			views = append(views, newCheckpointView(cp, shorts[cp.ID()]))
+			v := newCheckpointView(cp, shorts[cp.ID()])
+			v.Head = isHead(cp)
+			views = append(views, v)
 		}
 		return h.emit(views, func(w io.Writer) {
 			switch {
@@ -138,6 +145,13 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
 				note := quote(cp.Note())
+				// The head is marked as jj marks @; a safety checkpoint says it is one.
+				switch {
+				case isHead(cp):
+					note = strings.TrimSpace("@ head " + note)
+				case cp.IsSafety():
+					note = strings.TrimSpace("(safety) " + note)
+				}
 				if tags := labelText(cp); tags != "" {
 					note = strings.TrimSpace(note + " " + tags)
 				}
