@@ -32,4 +32,15 @@ func TestListMarksTheHeadAndSafetyCheckpoints(t *testing.T) {
 	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "no changes since") {
 		t.Errorf("status right after a rollback: %v", o)
 	}
+	// A checkpoint taken now branches from the rollback's target: the graph shows two children of
+	// first, the newer (the head) first, and the safety checkpoint under the abandoned branch.
+	writeFile(t, dir, "a.txt", "branch\n")
+	branch := createCheckpoint(t, dir)
+	g := mustPlan(t, dir, "checkpoint", "list", "--graph").stdout
+	lines := strings.Split(strings.TrimSuffix(g, "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "○ ") || !strings.Contains(lines[0], first) ||
+		!strings.HasPrefix(lines[1], "├─@ ") || !strings.Contains(lines[1], branch) ||
+		!strings.HasPrefix(lines[2], "└─○ ") || !strings.HasPrefix(lines[3], "  └─◌ ") {
+		t.Errorf("checkpoint list --graph after a branch:\n%s", g)
+	}
 }
