@@ -135,11 +135,11 @@ func (s *CheckpointService) Adopt(ctx context.Context, req AdoptRequest) (*check
 		return nil, fmt.Errorf("the checkpoint to clone: %w", err)
 	}
 	var parent checkpoint.ID
-	switch latest, err := s.checkpoints.Latest(ctx); {
-	case err == nil:
-		parent = latest.ID()
-	case !errors.Is(err, fault.ErrNotFound):
+	switch head, err := s.ops.head(ctx); {
+	case err != nil:
 		return nil, err
+	case head != nil:
+		parent = head.ID()
 	}
 	now := s.clock.Now()
 	cp, err := checkpoint.New(checkpoint.Params{

@@ -324,6 +324,7 @@ type fakeRepo struct {
 	latestErr error
 	getErr    error
 	listErr   error
+	sinceErr  error
 	deleteErr error
 }
 
@@ -377,6 +378,9 @@ func (r *fakeRepo) IDs(ctx context.Context) ([]checkpoint.ID, error) {
 }
 
 func (r *fakeRepo) ListSince(ctx context.Context, t time.Time) ([]*checkpoint.Checkpoint, error) {
+	if r.sinceErr != nil {
+		return nil, r.sinceErr
+	}
 	all, err := r.List(ctx)
 	var out []*checkpoint.Checkpoint
 	for i := len(all) - 1; i >= 0; i-- {
@@ -450,6 +454,7 @@ func (r *fakeRepo) Update(ctx context.Context, id checkpoint.ID, fn func(*checkp
 type fakeHistory struct {
 	recs      map[string]HistoryRecord
 	recordErr error
+	listErr   error
 }
 
 // Record keeps a copy of r, its times in UTC, as the database adapter does (application/oplogtest
@@ -483,6 +488,9 @@ func (h *fakeHistory) Get(_ context.Context, id string) (HistoryRecord, error) {
 
 // List returns the history oldest first (by start, then ID), as the database adapter does.
 func (h *fakeHistory) List(context.Context) ([]HistoryRecord, error) {
+	if h.listErr != nil {
+		return nil, h.listErr
+	}
 	out := make([]HistoryRecord, 0, len(h.recs))
 	for _, r := range h.recs {
 		r.Reverted = slices.Clone(r.Reverted)

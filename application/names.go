@@ -36,7 +36,7 @@ func (o *Operations) resolve(ctx context.Context, name string) (*checkpoint.Chec
 		if err != nil {
 			return nil, err
 		}
-		return o.newest(ctx, n, name)
+		return o.back(ctx, n, name)
 	case ref.Before:
 		return o.beforeDecision(ctx, r.Decision)
 	}
@@ -94,27 +94,6 @@ func (o *Operations) resolve(ctx context.Context, name string) (*checkpoint.Chec
 		return nil, afterErr
 	}
 	return nil, r.Unmatched()
-}
-
-// newest returns the nth checkpoint before the newest (0: the newest).
-func (o *Operations) newest(ctx context.Context, n int, ref string) (*checkpoint.Checkpoint, error) {
-	if n == 0 {
-		// The newest alone is one row, not the whole history: `@` is what `cat @ FILE` and
-		// `ls @ DIR` name, and listing 500 checkpoints was a fifth of such a command.
-		c, err := o.checkpoints.Latest(ctx)
-		if !errors.Is(err, fault.ErrNotFound) {
-			return c, err
-		}
-		// None: the list says so in the words every other @~N uses.
-	}
-	all, err := o.checkpoints.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n >= len(all) {
-		return nil, fault.NotFound("%s: the workspace has %d checkpoints", ref, len(all))
-	}
-	return all[n], nil
 }
 
 // byShortName finds the one checkpoint whose short form starts with prefix.

@@ -192,12 +192,12 @@ func TestCheckpointSelectors(t *testing.T) {
 	}
 }
 
-// @ reads the newest checkpoint alone; a repository that fails to is the error, and a workspace
-// without checkpoints says how many it has, as @~N does.
+// @ (the head) reads the newest checkpoint alone when it is no safety checkpoint; a repository that
+// fails to is the error, and a workspace without checkpoints says it has none, as @~N does.
 func TestNewestAlone(t *testing.T) {
 	e := newUseCaseEnv(t)
 	ctx := context.Background()
-	if _, err := e.cps.Resolve(ctx, "@"); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "has 0 checkpoints") {
+	if _, err := e.cps.Resolve(ctx, "@"); !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "no checkpoint yet") {
 		t.Fatalf("@ of an empty workspace: %v", err)
 	}
 	e.writes()
@@ -216,9 +216,9 @@ func TestNewestAlone(t *testing.T) {
 		t.Fatalf("@ with the newest unreadable: %v", err)
 	}
 	e.repo.latestErr = nil
-	e.repo.listErr = errors.New("list gone")
-	if _, err := e.cps.Resolve(ctx, "@~1"); !errors.Is(err, e.repo.listErr) {
-		t.Fatalf("@~1 with the list unreadable: %v", err)
+	e.repo.getErr = errors.New("read gone")
+	if _, err := e.cps.Resolve(ctx, "@~1"); !errors.Is(err, e.repo.getErr) {
+		t.Fatalf("@~1 with the parent unreadable: %v", err)
 	}
-	e.repo.listErr = nil
+	e.repo.getErr = nil
 }

@@ -158,12 +158,12 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 	if req.Unreadable != nil && len(snap.Unreadable) > 0 {
 		req.Unreadable(snap.Unreadable)
 	}
-	var parent checkpoint.ID
-	switch latest, err := o.checkpoints.Latest(ctx); {
-	case err == nil:
-		parent = latest.ID()
-	case !errors.Is(err, fault.ErrNotFound):
+	var parent checkpoint.ID // the head: a checkpoint taken after a rollback branches from its target
+	switch head, err := o.head(ctx); {
+	case err != nil:
 		return nil, err
+	case head != nil:
+		parent = head.ID()
 	}
 	commit, ok := o.git.Head()
 	if !ok {

@@ -2,7 +2,6 @@ package application
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -268,9 +267,10 @@ func (s *ReadService) Decision(ctx context.Context, planName, id string, attempt
 	return DecisionChanges{Plan: p, Decision: id, Attempt: a, Before: before, Changes: changes}, nil
 }
 
-// Pending is what changed in the live workspace since its newest checkpoint: what a checkpoint
-// taken now would record, and what a rollback would take away. Latest is nil when there is no
-// checkpoint yet, and every live path is then added.
+// Pending is what changed in the live workspace since its head (the checkpoint its files were last
+// made equal to or recorded as): what a checkpoint taken now would record, and what a rollback
+// would take away. Latest is the head, nil when there is none yet, and every live path is then
+// added.
 type Pending struct {
 	Latest  *checkpoint.Checkpoint
 	Changes []tree.Change
@@ -279,11 +279,11 @@ type Pending struct {
 	Unreadable []string
 }
 
-// Pending compares the live workspace with its newest checkpoint (a walk of the workspace, as a
+// Pending compares the live workspace with its head (a walk of the workspace, as a
 // checkpoint takes; nothing is stored).
 func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) {
-	latest, err := s.checkpoints.Latest(ctx)
-	if err != nil && !errors.Is(err, fault.ErrNotFound) {
+	latest, err := s.ops.head(ctx)
+	if err != nil {
 		return Pending{}, err
 	}
 	changes, unreadable, err := s.ops.liveChangesReadable(ctx, latest, p)

@@ -1,8 +1,8 @@
 Feature: Names for checkpoints
   Everywhere a checkpoint is asked for, it can be named by its ID or a unique prefix, by a unique
-  prefix of its short name (letters k-z, shown by `checkpoint list`), by `@` (the newest) and `@~N`
-  (N before it), and by decision: `DECISION^` is the state before a decision, `DECISION` the state it
-  left. The end of a run is a checkpoint of its own (`post_run`).
+  prefix of its short name (letters k-z, shown by `checkpoint list`), by `@` (the head: the checkpoint
+  the workspace stands on) and `@~N` (its Nth parent), and by decision: `DECISION^` is the state
+  before a decision, `DECISION` the state it left. The end of a run is a checkpoint of its own (`post_run`).
 
   Background:
     Given an initialised workspace
@@ -56,15 +56,37 @@ Feature: Names for checkpoints
     Then it succeeds
     And the file "f.txt" contains "one\ntwo\n"
     And "g.txt" does not exist
-    # The rollback's safety checkpoint is now the newest: @ takes the rollback back.
+    # The head is the rollback's target, not its safety checkpoint (the newest): the workspace
+    # reads clean, and a rollback to @ changes nothing.
+    When I run "plan status"
+    Then it succeeds
+    And stdout contains "no changes since"
     When I run "plan --yes rollback --to-checkpoint @"
     Then it succeeds
-    And the file "f.txt" contains "lost?\n"
+    And the file "f.txt" contains "one\ntwo\n"
+    And "g.txt" does not exist
+
+  Scenario: @~N walks parents across a rollback
+    When I run "plan --yes rollback --to-checkpoint one^"
+    Then it succeeds
+    When a file "f.txt" containing "branch\n"
+    And I run "plan checkpoint create --note branched"
+    Then it succeeds
+    # branched's parent is one^ (the rollback's target), the first checkpoint: the newest-first
+    # list (five checkpoints, two of them past the branch) is not what @~N walks.
+    When I run "plan cat @ f.txt"
+    Then stdout is:
+      """
+      branch
+      """
+    When I run "plan checkpoint show @~2"
+    Then the exit code is 4
+    And stderr contains "the history of the head ends 1 parent back"
 
   Scenario: names that name nothing, or are malformed
     When I run "plan checkpoint show @~9"
     Then the exit code is 4
-    And stderr contains "the workspace has 3 checkpoints"
+    And stderr contains "the history of the head ends 2 parents back"
     When I run "plan checkpoint show @~x"
     Then the exit code is 3
     When I run "plan checkpoint show three^"

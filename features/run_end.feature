@@ -27,5 +27,9 @@ Feature: The end of a run is a checkpoint
     When I run "plan clone --store <store> --workspace <source> <outside>/copy"
     Then it succeeds
     And "<outside>/copy" equals the workspace remembered as "after the run"
+    # The clone stands on its clone checkpoint, not on the empty pre_rollback its restore took.
+    When I run "plan -C <outside>/copy status"
+    Then it succeeds
+    And stdout contains "no changes since"
     When I run "plan diff @ --exit-code"
     Then it succeeds

@@ -1,7 +1,7 @@
 // Package ref is the grammar of checkpoint names, accepted everywhere a checkpoint is:
 //   - a full ID or a unique prefix of it (at least ident.MinPrefix hex characters);
 //   - a unique prefix of its short form (ident.Short: letters k..z), as `checkpoint list` shows it;
-//   - `@` (or `latest`), the newest checkpoint, and `@~N`, the Nth before it;
+//   - `@` (or `latest`), the head (the checkpoint the workspace stands on), and `@~N`, its Nth parent;
 //   - `DECISION^`, the pre_decision checkpoint of the latest attempt of a decision of the current
 //     plan, and `DECISION`, a checkpoint of the state that attempt left (the next decision's
 //     pre_decision checkpoint, or the run's end);
@@ -134,7 +134,7 @@ func (r Ref) malformed() error {
 		"a short name (%d to %d letters k-z), @, @~N, DECISION, DECISION^, PLAN/DECISION[^], PLAN#TURN[^], label:KEY=VALUE or note:TEXT", r.Text, ident.MinPrefix, ident.Length, ident.MinPrefix, ident.ShortLength)
 }
 
-// Back is how many checkpoints before the newest a Newest name goes (@ and latest: 0); a malformed
+// Back is how many parents back from the head a Newest name goes (@ and latest: 0); a malformed
 // @~N is invalid input.
 func (r Ref) Back() (int, error) {
 	if r.Text == "@" || r.Text == "latest" {

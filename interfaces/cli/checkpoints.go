@@ -36,7 +36,8 @@ func (h *handler) checkpointCommands() []*ucli.Command {
 				},
 				{
 					Name: "list", Usage: "list checkpoints, newest first",
-					Flags:  []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}, limitFlag()},
+					Flags: []ucli.Flag{&ucli.StringSliceFlag{Name: "label", Usage: "only checkpoints tagged `KEY=VALUE` (repeatable: all must match)"}, limitFlag(),
+						&ucli.BoolFlag{Name: "graph", Usage: "draw the checkpoints as the tree their parents make (@ the head, ◌ a safety checkpoint), as jj log does"}},
 					Action: h.checkpointList,
 				},
 				{Name: "pin", Usage: "keep a checkpoint from every prune", ArgsUsage: "ID", Action: h.checkpointPin(true)},
@@ -117,9 +118,16 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 		if cps, err = limited(c, cps); err != nil {
 			return err
 		}
+		head, err := app.Services.Checkpoints.Head(c.Context)
+		if err != nil {
+			return err
+		}
+		isHead := func(cp *checkpoint.Checkpoint) bool { return head != nil && cp.ID() == head.ID() }
 		views := make([]view.Checkpoint, 0, len(cps))
 		for _, cp := range cps {
-			views = append(views, newCheckpointView(cp, shorts[cp.ID()]))
+			v := newCheckpointView(cp, shorts[cp.ID()])
+			v.Head = isHead(cp)
+			views = append(views, v)
 		}
 		return h.emit(views, func(w io.Writer) {
 			switch {
@@ -130,6 +138,10 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 				_, _ = fmt.Fprintln(w, "No checkpoints yet: `plan checkpoint create` takes one.")
 				return
 			}
+			if c.Bool("graph") {
+				paintShortNames(w, h.colors, graphText(cps, shorts, head), shorts)
+				return
+			}
 			// The table is laid out unpainted, then each row's short name painted in place:
 			// escape sequences would count as width in the layout.
 			var table bytes.Buffer
@@ -138,6 +150,13 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			_, _ = fmt.Fprintln(tw, "SHORT\tID\tTYPE\tCREATED\tFILES\tSIZE\tNOTE")
 			for _, cp := range cps {
 				note := quote(cp.Note())
+				// The head is marked as jj marks @; a safety checkpoint says it is one.
+				switch {
+				case isHead(cp):
+					note = strings.TrimSpace("@ head " + note)
+				case cp.IsSafety():
+					note = strings.TrimSpace("(safety) " + note)
+				}
 				if tags := labelText(cp); tags != "" {
 					note = strings.TrimSpace(note + " " + tags)
 				}
@@ -147,6 +166,50 @@ func (h *handler) checkpointList(c *ucli.Context) error {
 			_ = tw.Flush()
 		})
 	})
+}
+
+// graphText draws cps as the tree their parents make, newest branch first, as `jj log` draws a
+// history: @ marks the head, ◌ a safety checkpoint, ○ any other. A checkpoint whose parent is not
+// among cps (the first, or one whose parent was deleted or filtered out) starts a tree of its own.
+func graphText(cps []*checkpoint.Checkpoint, shorts map[checkpoint.ID]string, head *checkpoint.Checkpoint) string {
+	in := make(map[checkpoint.ID]bool, len(cps))
+	for _, cp := range cps {
+		in[cp.ID()] = true
+	}
+	children := map[checkpoint.ID][]*checkpoint.Checkpoint{}
+	var roots []*checkpoint.Checkpoint
+	for _, cp := range cps { // newest first: so are the children of each
+		if p := cp.ParentID(); p != "" && in[p] && p != cp.ID() {
+			children[p] = append(children[p], cp)
+		} else {
+			roots = append(roots, cp)
+		}
+	}
+	var b strings.Builder
+	var draw func(cp *checkpoint.Checkpoint, prefix, branch, next string)
+	draw = func(cp *checkpoint.Checkpoint, prefix, branch, next string) {
+		mark := "○"
+		switch {
+		case head != nil && cp.ID() == head.ID():
+			mark = "@"
+		case cp.IsSafety():
+			mark = "◌"
+		}
+		fmt.Fprintf(&b, "%s%s%s %s %s %s %s %s\n", prefix, branch, mark, shorts[cp.ID()], cp.ID(), cp.Type(),
+			localTime(cp.CreatedAt()), quote(cp.Note()))
+		kids := children[cp.ID()]
+		for i, k := range kids {
+			if i == len(kids)-1 {
+				draw(k, prefix+next, "└─", "  ")
+			} else {
+				draw(k, prefix+next, "├─", "│ ")
+			}
+		}
+	}
+	for _, r := range roots {
+		draw(r, "", "", "")
+	}
+	return b.String()
 }
 
 func (h *handler) checkpointShow(c *ucli.Context) error {

@@ -296,6 +296,7 @@ func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *applic
 	v := view.WorkspaceState{Root: app.Services.Layout.Root}
 	if p.Latest != nil {
 		v.LatestCheckpoint = optional(string(p.Latest.ID()))
+		v.Head = v.LatestCheckpoint
 	}
 	for _, ch := range p.Changes {
 		switch ch.Type {
@@ -320,7 +321,7 @@ func printWorkspaceStatus(w io.Writer, v view.WorkspaceStatus) {
 	if ws.LatestCheckpoint == nil {
 		_, _ = fmt.Fprintln(w, "no checkpoint yet")
 	} else {
-		_, _ = fmt.Fprintf(w, "latest checkpoint %s (%s)\n", *ws.LatestShortID, *ws.LatestCheckpoint)
+		_, _ = fmt.Fprintf(w, "head %s (%s)\n", *ws.LatestShortID, *ws.LatestCheckpoint)
 	}
 	if c := ws.Changes; c.Added+c.Modified+c.Deleted == 0 {
 		_, _ = fmt.Fprintln(w, "no changes since")

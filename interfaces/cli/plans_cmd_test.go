@@ -156,12 +156,12 @@ func TestStatusTellsWhatIsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := v.Workspace
-	if v.Plan != nil || len(v.Decisions) != 0 || ws.LatestCheckpoint == nil || *ws.LatestCheckpoint != id ||
+	if v.Plan != nil || len(v.Decisions) != 0 || ws.LatestCheckpoint == nil || *ws.LatestCheckpoint != id || ws.Head == nil || *ws.Head != id ||
 		ws.Changes.Added != 1 || ws.Changes.Modified != 1 || ws.Changes.Deleted != 0 || ws.PendingOperation != nil {
 		t.Fatalf("status --json: %+v", v)
 	}
-	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "latest checkpoint "+*ws.LatestShortID+" ("+id+")\n") {
-		t.Errorf("status names the latest checkpoint by its short name: %v", o)
+	if o := mustPlan(t, dir, "status"); !strings.Contains(o.stdout, "head "+*ws.LatestShortID+" ("+id+")\n") {
+		t.Errorf("status names the head by its short name: %v", o)
 	}
 	// An operation a crash left in the journal is pending until recovered; status says so.
 	var root tree.Hash

@@ -491,7 +491,7 @@ func TestTextOutput(t *testing.T) {
 
 	o = mustPlan(t, dir, "checkpoint", "list")
 	if !regexp.MustCompile(`(?m)^SHORT\s+ID\s+TYPE\s+CREATED\s+FILES\s+SIZE\s+NOTE$`).MatchString(o.stdout) ||
-		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+ [+-]\d{4}\s+2\s+11 B\s+first$`).MatchString(o.stdout) {
+		!regexp.MustCompile(`(?m)^[k-z]{4,12}\s+`+first+`\s+manual\s+\S+ \S+ [+-]\d{4}\s+2\s+11 B\s+@ head first$`).MatchString(o.stdout) {
 		t.Errorf("list: %v", o)
 	}
 

@@ -23,6 +23,7 @@ func newCheckpointView(c *checkpoint.Checkpoint, short string) view.Checkpoint {
 	return view.Checkpoint{
 		ID: string(c.ID()), ShortID: short, Type: string(c.Type()), CreatedAt: c.CreatedAt().UTC().Format(time.RFC3339),
 		Note: c.Note(), DecisionID: optional(c.DecisionID()), ParentID: optional(string(c.ParentID())),
+		Parent: optional(string(c.ParentID())), Safety: c.IsSafety(),
 		GitCommit: optional(c.GitCommit()), Files: st.Files, Bytes: st.Bytes, StoredBytes: st.StoredBytes,
 		DurationMs: float64(st.Duration.Microseconds()) / 1000, RollbackCount: c.RollbackCount(),
 		RootTree: c.Root().String(), Labels: c.Labels(), Pinned: c.Pinned(),

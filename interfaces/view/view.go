@@ -26,13 +26,19 @@ type Error struct {
 
 // Checkpoint is the checkpoint object of the contract.
 type Checkpoint struct {
-	ID            string            `json:"id"`
-	ShortID       string            `json:"short_id"`
-	Type          string            `json:"type"`
-	CreatedAt     string            `json:"created_at"`
-	Note          string            `json:"note"`
-	DecisionID    *string           `json:"decision_id"`
-	ParentID      *string           `json:"parent_id"`
+	ID         string  `json:"id"`
+	ShortID    string  `json:"short_id"`
+	Type       string  `json:"type"`
+	CreatedAt  string  `json:"created_at"`
+	Note       string  `json:"note"`
+	DecisionID *string `json:"decision_id"`
+	// Parent is the checkpoint's parent (the head when it was taken); ParentID the same, as
+	// scripts written before Parent read it.
+	ParentID *string `json:"parent_id"`
+	Parent   *string `json:"parent"`
+	// Safety marks a safety checkpoint (never the head); Head, present only when true, the head.
+	Safety        bool              `json:"safety"`
+	Head          bool              `json:"head,omitempty"`
 	GitCommit     *string           `json:"git_commit"`
 	Files         int64             `json:"files"`
 	Bytes         int64             `json:"bytes"`
@@ -182,7 +188,10 @@ type WorkspaceStatus struct {
 type WorkspaceState struct {
 	Root             string  `json:"root"`
 	LatestCheckpoint *string `json:"latest_checkpoint"`
-	LatestShortID    *string `json:"latest_short_id"`
+	// Head is the head (@) the changes are counted against; LatestCheckpoint the same, as scripts
+	// written before Head read it.
+	Head          *string `json:"head"`
+	LatestShortID *string `json:"latest_short_id"`
 	// Changes counts what changed since the latest checkpoint (everything is added without one).
 	Changes struct {
 		Added    int `json:"added"`
