@@ -309,7 +309,7 @@ func TestRollbackToATime(t *testing.T) {
 	}
 	// The zero time is a time like any other: before every checkpoint, not "no time given".
 	_, err = e.cps.Rollback(context.Background(), RollbackRequest{At: timePtr(time.Time{}), DryRun: true})
-	if !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "0001-01-01T00:00:00Z") {
+	if !errors.Is(err, fault.ErrNotFound) || !strings.Contains(err.Error(), "0001-01-01 00:00:00 +0000") {
 		t.Errorf("at the zero time: %v; want not found", err)
 	}
 	e.repo.listErr = errors.New("db down")

@@ -43,15 +43,15 @@ func TestExecPassesTheChildsStatusThrough(t *testing.T) {
 	if strings.Contains(o.stderr, "make-it succeeded") || !strings.Contains(o.stderr, "said\n") {
 		t.Errorf("stderr has the command's output and no second account of its end\n%v", o)
 	}
-	// A plan run without checkpoints: nothing to name before or after.
+	// A plan from a plan file takes no ad-hoc decision: refused, nothing run.
 	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("name: bare\ndecisions:\n  - id: a\n    run: \"true\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mustPlan(t, dir, "run", "--no-checkpoints", "p.yaml")
-	if o := mustPlan(t, dir, "exec", "--plan", "bare", "--", "true"); o.stdout != "true-1 succeeded on plan bare (0 files changed)\n" {
-		t.Errorf("without checkpoints\n%v", o)
+	if o := inWorkspace(dir, "exec", "--plan", "bare", "--", "touch", "ran"); o.code != ExitConflict || !strings.Contains(o.stderr, "nothing was run") {
+		t.Errorf("exec onto a plan file's plan\n%v", o)
 	}
-	if o := inWorkspace(dir, "exec", "--plan", "bare", "--", "false"); o.code != 1 || !strings.HasSuffix(o.stderr, "plan: decision \"false-1\" failed with exit code 1\n") {
-		t.Errorf("a failure without checkpoints\n%v", o)
+	if _, err := os.Stat(filepath.Join(dir, "ran")); !os.IsNotExist(err) {
+		t.Errorf("the refused exec ran its command: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ var commandGroups = []struct {
 	commands []string
 }{
 	{"start a workspace", []string{"init", "clone", "workspaces", "store", "demo"}},
-	{"record and look", []string{"checkpoint", "status", "diff", "cat", "ls", "show", "log", "history"}},
+	{"record and look", []string{"checkpoint", "status", "diff", "cat", "ls", "show", "log", "history", "browse"}},
 	{"go back", []string{"rollback", "restore", "undo", "redo", "recover"}},
 	{"plans and decisions", []string{"run", "exec", "plans"}},
 	{"correct a decision", []string{"correct", "revert", "correction", "conflicts", "resolve", "validate"}},

@@ -32,7 +32,7 @@ func (h *handler) planCommands() []*ucli.Command {
 			Action: h.run,
 		},
 		{
-			Name: "exec", Usage: "execute one ad-hoc decision on the current plan", ArgsUsage: "-- CMD [ARG…]",
+			Name: "exec", Usage: "execute one ad-hoc decision (on the plan adhoc, or --plan NAME)", ArgsUsage: "-- CMD [ARG…]",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "id", Usage: "the decision `ID` (default: generated from the command, e.g. make-1)"},
 				&ucli.StringFlag{Name: "name", Usage: "a readable name"},
