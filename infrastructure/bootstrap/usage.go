@@ -59,7 +59,7 @@ func DataBudget(getenv func(string) string, now time.Time) (DataUsage, error) {
 	if err != nil || u.MaxBytes == 0 {
 		return DataUsage{}, err
 	}
-	dir, err := registry.Dir(getenv)
+	dir, err := registry.DirWith(getenv, u) // u read once: not again by Dir
 	if err != nil {
 		return DataUsage{}, err
 	}

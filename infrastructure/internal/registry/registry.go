@@ -30,15 +30,23 @@ const ConfigCopy = "config.yaml"
 // relative PLAN_DATA_DIR or XDG_DATA_HOME is refused (the XDG specification ignores a relative
 // one; plan says so instead of writing somewhere that depends on where it started).
 func Dir(getenv func(string) string) (string, error) {
+	if getenv(EnvDataDir) != "" {
+		return DirWith(getenv, User{}) // the per-user configuration is not read
+	}
+	u, err := LoadUser(getenv)
+	if err != nil {
+		return "", err
+	}
+	return DirWith(getenv, u)
+}
+
+// DirWith is Dir with the per-user configuration u already read (LoadUser).
+func DirWith(getenv func(string) string, u User) (string, error) {
 	if d := getenv(EnvDataDir); d != "" {
 		if !filepath.IsAbs(d) {
 			return "", fault.Invalid("%s=%q: want an absolute path", EnvDataDir, d)
 		}
 		return filepath.Clean(d), nil
-	}
-	u, err := LoadUser(getenv)
-	if err != nil {
-		return "", err
 	}
 	if u.DataDir != "" {
 		return u.DataDir, nil
