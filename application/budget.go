@@ -266,7 +266,7 @@ func (s *MaintenanceService) needed(ctx context.Context, all []*checkpoint.Check
 			return nil, err
 		}
 		for _, op := range ops {
-			if !op.undoable() {
+			if !undoable(op) {
 				continue
 			}
 			if _, ok := held[op.UndoCheckpoint]; !ok {

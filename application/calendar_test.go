@@ -35,7 +35,7 @@ func TestPruneCalendarKeepsTheNewestOfEachBucket(t *testing.T) {
 	satA := at(2 * time.Hour)                   // 2025-03-01 10:00
 	satB := at(30 * time.Minute)                // 2025-03-01 11:30
 
-	res, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Daily: 2}, DryRun: true})
+	res, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: checkpoint.Calendar{Daily: 2}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPruneCalendarKeepsTheNewestOfEachBucket(t *testing.T) {
 	}
 	// Monthly 3 and weekly 1, with --keep 1 (a union): satB (--keep, March, week 9), friNewer (the
 	// newest of February), oldest (January, the third month).
-	res, err = e.ms.Prune(context.Background(), PruneRequest{Keep: 1, Calendar: Calendar{Monthly: 3, Weekly: 1}, DryRun: true})
+	res, err = e.ms.Prune(context.Background(), PruneRequest{Keep: 1, Calendar: checkpoint.Calendar{Monthly: 3, Weekly: 1}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPruneCalendarKeepsTheNewestOfEachBucket(t *testing.T) {
 		t.Errorf("reasons: %v", res.Reasons)
 	}
 	// Hourly 24 with few checkpoints: each hour's newest, and the oldest kept while buckets remain.
-	res, err = e.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Hourly: 100}, DryRun: true})
+	res, err = e.ms.Prune(context.Background(), PruneRequest{Calendar: checkpoint.Calendar{Hourly: 100}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPruneCalendarKeepsTheNewestOfEachBucket(t *testing.T) {
 	e2 := newUseCaseEnv(t)
 	n := e2.typedCheckpoint(t, time.Hour, checkpoint.Manual, nil, false)
 	o := e2.typedCheckpoint(t, 2*time.Hour, checkpoint.Manual, nil, false)
-	res, err = e2.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Monthly: 5}})
+	res, err = e2.ms.Prune(context.Background(), PruneRequest{Calendar: checkpoint.Calendar{Monthly: 5}})
 	if err != nil || len(res.Deleted) != 0 || !strings.HasPrefix(res.Reasons[o.ID()], "oldest checkpoint of 2025-03") || res.Reasons[n.ID()] == "" {
 		t.Errorf("oldest rule: %+v, %v", res, err)
 	}
@@ -83,14 +83,14 @@ func TestPruneCalendarNeverTakesWhatIsNeeded(t *testing.T) {
 	pinned := e.typedCheckpoint(t, 24*10*time.Hour, checkpoint.Manual, nil, true)
 	e.typedCheckpoint(t, 24*5*time.Hour, checkpoint.Manual, nil, false)
 	e.typedCheckpoint(t, time.Hour, checkpoint.Manual, nil, false)
-	res, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Daily: 1}})
+	res, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: checkpoint.Calendar{Daily: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Deleted) != 1 || !strings.HasPrefix(res.Reasons[pinned.ID()], "pinned") {
 		t.Errorf("%+v", res)
 	}
-	if _, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: Calendar{Weekly: -1}}); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "--keep-weekly") {
+	if _, err := e.ms.Prune(context.Background(), PruneRequest{Calendar: checkpoint.Calendar{Weekly: -1}}); !errors.Is(err, fault.ErrInvalid) || !strings.Contains(err.Error(), "--keep-weekly") {
 		t.Errorf("negative rule: %v", err)
 	}
 }
@@ -100,7 +100,7 @@ func TestPruneByPolicyWithCalendar(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.typedCheckpoint(t, 48*time.Hour, checkpoint.Manual, nil, false)
 	e.typedCheckpoint(t, time.Hour, checkpoint.Manual, nil, false)
-	e.settings.rule, e.settings.ok = RetentionRule{Calendar: Calendar{Daily: 1}}, true
+	e.settings.rule, e.settings.ok = RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}, true
 	res, err := e.ms.PruneByPolicy(context.Background(), true)
 	if err != nil || len(res.Deleted) != 1 || len(res.Kept) != 1 {
 		t.Fatalf("%+v, %v", res, err)
@@ -109,7 +109,7 @@ func TestPruneByPolicyWithCalendar(t *testing.T) {
 	if err != nil || !ok || len(got.Checkpoints.Deleted) != 1 {
 		t.Fatalf("apply: %+v, %v, %v", got, ok, err)
 	}
-	if (RetentionRule{Calendar: Calendar{Daily: 1}}).keep() != 0 || (RetentionRule{}).keep() != math.MaxInt {
+	if keepOf(RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}) != 0 || keepOf(RetentionRule{}) != math.MaxInt {
 		t.Error("keep of a policy")
 	}
 }

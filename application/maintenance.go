@@ -56,8 +56,8 @@ type PruneRequest struct {
 	// Classes decide first for the checkpoints they match (see RetentionClass).
 	Classes []RetentionClass
 	// Calendar keeps, beyond the newest Keep, the newest checkpoint of recent hours, days, weeks
-	// and months (see Calendar).
-	Calendar Calendar
+	// and months (see checkpoint.Calendar).
+	Calendar checkpoint.Calendar
 	DryRun   bool
 }
 
@@ -195,7 +195,7 @@ func (s *MaintenanceService) undoLost(ctx context.Context, deleted []checkpoint.
 	}
 	var lost []LoggedOperation
 	for _, op := range ops {
-		if op.undoable() && slices.Contains(deleted, op.UndoCheckpoint) {
+		if undoable(op) && slices.Contains(deleted, op.UndoCheckpoint) {
 			lost = append(lost, op)
 		}
 	}
@@ -228,7 +228,7 @@ func (s *MaintenanceService) PruneByPolicy(ctx context.Context, dry bool) (Prune
 	if !ok || (rule.Keep == 0 && len(rule.Classes) == 0 && rule.Calendar.IsZero()) {
 		return PruneResult{}, fault.Invalid("no checkpoint retention policy is configured in .plan/config.yaml (retention.keep, retention.keep_daily and the like, or retention.classes)")
 	}
-	return s.Prune(ctx, PruneRequest{Keep: rule.keep(), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar, DryRun: dry})
+	return s.Prune(ctx, PruneRequest{Keep: keepOf(rule), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar, DryRun: dry})
 }
 
 // ApplyRetention prunes by the configured policy, if there is one: checkpoints, correction
@@ -240,7 +240,7 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 		return res, false, err
 	}
 	if rule.Keep != 0 || len(rule.Classes) > 0 || !rule.Calendar.IsZero() {
-		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: rule.keep(), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar}); err != nil {
+		if res.Checkpoints, err = s.Prune(ctx, PruneRequest{Keep: keepOf(rule), OlderThan: rule.OlderThan, Classes: rule.Classes, Calendar: rule.Calendar}); err != nil {
 			return res, true, err
 		}
 	}

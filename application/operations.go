@@ -351,7 +351,7 @@ func (o *Operations) undoNeeds(ctx context.Context, out map[checkpoint.ID]string
 		return err
 	}
 	for _, op := range ops {
-		if op.undoable() {
+		if undoable(op) {
 			if _, ok := out[op.UndoCheckpoint]; !ok {
 				out[op.UndoCheckpoint] = fmt.Sprintf("safety checkpoint of %s %s: the next `plan undo` rolls back to it", op.Kind, op.ID)
 			}

@@ -35,14 +35,14 @@ type LoggedOperation struct {
 // stateOnly says whether op is a rollback that went through and changed decision states only
 // (`--mode state`, `rewind --state`): the one kind of standing rollback without a safety
 // checkpoint.
-func (op LoggedOperation) stateOnly() bool {
+func stateOnly(op LoggedOperation) bool {
 	return op.Kind == "rollback" && op.Outcome == OutcomeOK && op.UndoCheckpoint == "" && op.UndoneBy == ""
 }
 
 // undoable says whether `plan undo` may pick op: a workspace change with a safety checkpoint that
 // went through and was not undone already. Undo entries themselves are not undone (undo walks back
 // through the log, as jj's does).
-func (op LoggedOperation) undoable() bool {
+func undoable(op LoggedOperation) bool {
 	switch op.Kind {
 	case "correct", "revert", "rollback":
 		// Its safety checkpoint is logged only once it went through (the correction is recorded,

@@ -211,7 +211,7 @@ func TestUndoPicksTheNewestUndoableOperation(t *testing.T) {
 	} {
 		op := ok
 		c.mod(&op)
-		if got := op.undoable(); got != c.want {
+		if got := undoable(op); got != c.want {
 			t.Errorf("%s: undoable = %v, want %v", c.name, got, c.want)
 		}
 	}

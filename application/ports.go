@@ -367,7 +367,7 @@ type RetentionRule struct {
 	// OlderThan, which decide for the others.
 	Classes []RetentionClass
 	// Calendar keeps the newest checkpoint of recent hours, days, weeks and months, with Keep.
-	Calendar Calendar
+	Calendar checkpoint.Calendar
 }
 
 // RetentionClass keeps the checkpoints of a type and/or carrying labels for a time, or forever.

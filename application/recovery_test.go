@@ -195,7 +195,7 @@ func TestRecoveryLogsTheRollbackItFinished(t *testing.T) {
 	}
 	// (The command, failed here rather than killed, logged its failure under its own ID.)
 	entries := len(log.ops)
-	if got := log.ops[0]; got.ID != op.ID || got.Kind != "rollback" || got.UndoCheckpoint != op.BackupCheckpoint || !got.undoable() {
+	if got := log.ops[0]; got.ID != op.ID || got.Kind != "rollback" || got.UndoCheckpoint != op.BackupCheckpoint || !undoable(got) {
 		t.Fatalf("logged %+v", got)
 	}
 	// Logged once: a recovery run again (the journal left, say) adds nothing.

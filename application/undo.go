@@ -122,12 +122,12 @@ func (s *HistoryService) safetyCheckpoint(ctx context.Context, id checkpoint.ID)
 // its safety checkpoint is gone, the next ones until one whose checkpoint is left.
 func (s *HistoryService) chooseUndo(ctx context.Context, ops []LoggedOperation, res *UndoResult) (*checkpoint.Checkpoint, error) {
 	for _, op := range ops {
-		if op.stateOnly() {
+		if stateOnly(op) {
 			// Going past it would undo an older operation, files and all, while the one the user
 			// means (the newest) stays: refused, not guessed.
 			return nil, fault.Conflict("the newest operation, rollback %s, changed decision states only (--mode state, rewind --state) and keeps no safety checkpoint: plan undo cannot take it back, and will not undo the operation before it instead; nothing was changed (`plan undo --to ENTRY` undoes everything after an entry you name)", op.ID)
 		}
-		if !op.undoable() {
+		if !undoable(op) {
 			continue
 		}
 		cp, gone, err := s.safetyCheckpoint(ctx, op.UndoCheckpoint)
@@ -179,7 +179,7 @@ func (s *HistoryService) chooseUndoTo(ctx context.Context, ops []LoggedOperation
 				}
 			}
 		}
-		if op.undoable() {
+		if undoable(op) {
 			res.All = append(res.All, op)
 		}
 	}

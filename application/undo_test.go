@@ -476,7 +476,7 @@ func TestUndoRefusesToGoPastAStateOnlyRollback(t *testing.T) {
 	if _, err := e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(latestOf(b).CheckpointID), Mode: RestoreState}); err != nil {
 		t.Fatal(err)
 	}
-	if len(log.ops) != entries+1 || !log.ops[0].stateOnly() {
+	if len(log.ops) != entries+1 || !stateOnly(log.ops[0]) {
 		t.Fatalf("the state rollback's log entry: %+v", log.ops[0])
 	}
 	_, err := hs.Undo(context.Background(), UndoRequest{})

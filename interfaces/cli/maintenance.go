@@ -109,7 +109,7 @@ func (h *handler) prune(c *ucli.Context) error {
 	case !policy && !c.IsSet("keep") && !calendar:
 		return usagef("missing --keep N, --keep-daily N (or -hourly, -weekly, -monthly) or --policy (see `plan checkpoint prune --help`)")
 	}
-	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run"), Calendar: application.Calendar{
+	req := application.PruneRequest{Keep: c.Int("keep"), DryRun: c.Bool("dry-run"), Calendar: checkpoint.Calendar{
 		Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"), Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly")}}
 	if !c.IsSet("keep") {
 		req.Keep = 0 // calendar rules alone: only they keep

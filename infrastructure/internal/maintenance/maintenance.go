@@ -451,8 +451,8 @@ func (s *Settings) CheckCommand() (string, error) {
 
 // calendar reads the calendar rules (retention.keep_hourly … keep_monthly): each, when given, at
 // least 1.
-func (s *Settings) calendar(r *config.Retention) (application.Calendar, error) {
-	var cal application.Calendar
+func (s *Settings) calendar(r *config.Retention) (checkpoint.Calendar, error) {
+	var cal checkpoint.Calendar
 	for _, x := range []struct {
 		key string
 		v   *int
