@@ -6,6 +6,9 @@ package plan_test
 //   - outside infrastructure/, the only infrastructure package anyone imports is the composition
 //     root, infrastructure/bootstrap (the adapters are under infrastructure/internal/, so the
 //     compiler refuses the rest; this rule also covers a new adapter put beside bootstrap);
+//   - the adapters (infrastructure/internal/) see of the application layer only its ports,
+//     application/port: never the use cases they serve (their tests may wire the services);
+//     the ports import nothing else of application;
 //   - each framework lives in one place: gorm in the persistence adapter, fx and dig in the
 //     composition root (and the root package and the fx example, which hand fx options to hosts),
 //     urfave/cli in the CLI, the MCP SDK in the MCP server;
@@ -104,6 +107,10 @@ func wallViolations(files []goFile) []string {
 				rest != "bootstrap" {
 				out = append(out, f.dir+" imports "+imp+": outside infrastructure/, only the composition root (bootstrap) is imported")
 			}
+			if rest, ok := strings.CutPrefix(imp, modPrefix+"application"); ok && rest != "/port" && !f.test &&
+				(within(f.dir, "infrastructure/internal") || within(f.dir, "application/port")) {
+				out = append(out, f.dir+" imports "+imp+": adapters and ports see only application/port of the application layer")
+			}
 			for fw, homes := range frameworkHomes {
 				if (imp == strings.TrimSuffix(fw, "/") || strings.HasPrefix(imp, fw)) && !f.test &&
 					!slices.ContainsFunc(homes, func(h string) bool { return within(f.dir, h) }) {
@@ -154,11 +161,17 @@ func TestWallsCatchViolations(t *testing.T) {
 	write("infrastructure/internal/watch/env.go", "package watch\n\nimport \"os\"\n\nfunc f() { _, _ = os.LookupEnv(\"X\") }\n")
 	write("infrastructure/internal/executor/env.go", "package executor\n\nimport \"os\"\n\nvar _ = os.Environ()\n")
 	write("interfaces/cli/env.go", "package cli\n\nimport \"os\"\n\nvar _ = os.Getenv(\"X\")\n")
+	write("infrastructure/internal/archive/ok.go", "package archive\n\nimport _ \"github.com/planhq/plan/application/port\"\n")
+	write("infrastructure/internal/archive/svc.go", "package archive\n\nimport _ \"github.com/planhq/plan/application\"\n")
+	write("infrastructure/internal/archive/svc_test.go", "package archive\n\nimport _ \"github.com/planhq/plan/application\"\n")
+	write("application/port/up.go", "package port\n\nimport _ \"github.com/planhq/plan/application/oplogtest\"\n")
 	write("application/env_test.go", "package application\n\nimport \"os\"\n\nvar _ = os.Getenv(\"X\")\n")
 	got := wallViolations(parseModule(t, root))
 	want := []string{
 		"application calls os.Getenv",
 		"application imports gorm.io/gorm",
+		"application/port imports github.com/planhq/plan/application/oplogtest",
+		"infrastructure/internal/archive imports github.com/planhq/plan/application:",
 		"infrastructure/internal/watch calls os.LookupEnv",
 		"interfaces/cli imports github.com/planhq/plan/infrastructure/objectstore",
 	}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	domplan "github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
@@ -71,11 +72,11 @@ type (
 // Decisions as Go functions.
 type (
 	// DecisionFunc is a decision the host implements in Go.
-	DecisionFunc = application.DecisionFunc
+	DecisionFunc = port.DecisionFunc
 	// DecisionCall is the decision a DecisionFunc runs.
-	DecisionCall = application.DecisionCall
+	DecisionCall = port.DecisionCall
 	// Func adapts a plain function to DecisionFunc.
-	Func = application.Func
+	Func = port.Func
 	// Definition is one decision of a plan (RunRequest.Decisions); its Run is a shell command, or
 	// "go-func:NAME" for the Go function registered (or passed in RunRequest.Funcs) as NAME.
 	Definition = domplan.Definition
@@ -110,7 +111,7 @@ type (
 	// UndoResult is what an undo did.
 	UndoResult = application.UndoResult
 	// LoggedOperation is one entry of the operation log.
-	LoggedOperation = application.LoggedOperation
+	LoggedOperation = port.LoggedOperation
 )
 
 // Open opens (with Init, creates) the workspace cfg names and starts its services: the simplest

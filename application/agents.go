@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
@@ -30,11 +31,11 @@ type AgentService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
-	store       TreeStore
-	tx          Transactor
+	store       port.TreeStore
+	tx          port.Transactor
 }
 
 // NewAgentService returns the service.
@@ -265,7 +266,7 @@ func (s *AgentService) saveLogged(ctx context.Context, p *plan.Plan, res AfterRe
 	if cp != "" {
 		cps = append(cps, cp)
 	}
-	entry := s.ops.stamp(LoggedOperation{
+	entry := s.ops.stamp(port.LoggedOperation{
 		Kind: "decision", Args: []string{res.CallID}, Plan: res.Plan, StartedAt: res.Attempt.StartedAt, FinishedAt: ended,
 		Outcome: outcome, Checkpoints: cps, UndoCheckpoint: cp,
 	})

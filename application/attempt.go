@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
@@ -21,7 +22,7 @@ import (
 // decisions: each takes a snapshot before and after, and between them only what changed needs
 // reading. The caller defers the returned stop.
 func (o *Operations) track() (stop func()) {
-	if t, ok := o.snap.(ChangeTracker); ok {
+	if t, ok := o.snap.(port.ChangeTracker); ok {
 		return t.Track()
 	}
 	return func() {}
@@ -66,7 +67,7 @@ func logName(name string) string {
 // process, then the result tree and artifacts. The outcome is recorded even when the context is
 // cancelled, so an interrupted decision is never left "running". A decision that ran and failed
 // (including a timeout, reported by timedOut) is not an error: the attempt's status says it.
-func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live io.Writer, events func(Event), warn func(string), funcs map[string]DecisionFunc) (attemptResult, error) {
+func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live io.Writer, events func(Event), warn func(string), funcs map[string]port.DecisionFunc) (attemptResult, error) {
 	d, err := p.Decision(id)
 	if err != nil {
 		return attemptResult{}, err
@@ -100,7 +101,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	}
 	emit(events, Event{Kind: "start", DecisionID: id, Attempt: a})
 	def := d.Definition()
-	res, execErr := o.exec.Execute(ctx, Command{
+	res, execErr := o.exec.Execute(ctx, port.Command{
 		DecisionID: id, Attempt: number, Script: a.Command, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
 		Token: AttemptToken(p, id, number), Func: fn,
 	}, live)
@@ -124,7 +125,7 @@ func (o *Operations) execute(ctx context.Context, p *plan.Plan, id string, live 
 	// decision (exit code its, output appended to the attempt's log).
 	validationFailed := false
 	if out.Status == plan.Succeeded && def.Validate != "" {
-		vres, verr := o.exec.Execute(ctx, Command{
+		vres, verr := o.exec.Execute(ctx, port.Command{
 			DecisionID: id, Attempt: number, Script: def.Validate, Env: def.Env, Timeout: def.Timeout, LogPath: logPath,
 			Token: AttemptToken(p, id, number), Append: true, Banner: "validate: " + def.Validate,
 		}, live)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 )
 
@@ -31,7 +32,7 @@ type BudgetStatus struct {
 	MaxBytes, UsedBytes int64
 	// Pruned are the checkpoints EnforceBudget deleted, oldest first; GC what its gc did.
 	Pruned []checkpoint.ID
-	GC     *GCReport
+	GC     *port.GCReport
 	// Held says, when the store is still over its budget and nothing can be pruned, what keeps it
 	// there; Prunable counts the checkpoints a budget may prune (once something is stored).
 	Held     string
@@ -87,7 +88,7 @@ func (b BudgetStatus) Warning() string {
 // trees); otherwise the store's packs.
 func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 	var st BudgetStatus
-	bs, ok := s.settings.(BudgetSettings)
+	bs, ok := s.settings.(port.BudgetSettings)
 	if !ok {
 		return st, nil
 	}
@@ -98,7 +99,7 @@ func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 	if quota <= 0 && limit <= 0 && qerr == nil && lerr == nil {
 		return st, nil
 	}
-	if wu, ok := s.store.(WorkspaceUsage); ok && s.store.Usage().Location != "" {
+	if wu, ok := s.store.(port.WorkspaceUsage); ok && s.store.Usage().Location != "" {
 		if qerr != nil {
 			return st, qerr
 		}
@@ -116,7 +117,7 @@ func (s *MaintenanceService) Budget(ctx context.Context) (BudgetStatus, error) {
 }
 
 // workspaceBytes is what this workspace's checkpoints and live results reference.
-func (s *MaintenanceService) workspaceBytes(ctx context.Context, wu WorkspaceUsage) (int64, error) {
+func (s *MaintenanceService) workspaceBytes(ctx context.Context, wu port.WorkspaceUsage) (int64, error) {
 	roots, err := s.roots(ctx)
 	if err != nil {
 		return 0, err
@@ -197,7 +198,7 @@ func (s *MaintenanceService) EnforceBudget(ctx context.Context) (BudgetStatus, e
 			st.Pruned = append(st.Pruned, cp.ID())
 		}
 		candidates = candidates[n:]
-		if wu, ok := s.store.(WorkspaceUsage); st.Quota && ok {
+		if wu, ok := s.store.(port.WorkspaceUsage); st.Quota && ok {
 			// What the workspace references drops at once; the shared store's gc frees it after
 			// its grace period, so it runs once, below.
 			if st.UsedBytes, err = s.workspaceBytes(ctx, wu); err != nil {
@@ -232,7 +233,7 @@ func (s *MaintenanceService) collect(ctx context.Context, st *BudgetStatus) erro
 		return fmt.Errorf("budget: gc after pruning %d checkpoint(s): %w", len(st.Pruned), err)
 	}
 	if st.GC == nil {
-		st.GC = &GCReport{}
+		st.GC = &port.GCReport{}
 	}
 	st.GC.PacksDeleted += r.PacksDeleted
 	st.GC.PacksRewritten += r.PacksRewritten

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -30,8 +31,8 @@ type budgetHealth struct {
 	extra int64 // what no checkpoint holds
 }
 
-func (h *budgetHealth) Usage() StoreUsage {
-	return StoreUsage{StoredBytes: int64(100*len(h.repo.cps)) + h.extra}
+func (h *budgetHealth) Usage() port.StoreUsage {
+	return port.StoreUsage{StoredBytes: int64(100*len(h.repo.cps)) + h.extra}
 }
 
 type budgetEnv struct {
@@ -103,7 +104,7 @@ func TestBudgetPrunesTheOldestCheckpointsNothingNeeds(t *testing.T) {
 	if err := e.plans.Save(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	e.log.ops = []LoggedOperation{
+	e.log.ops = []port.LoggedOperation{
 		{ID: "new", Kind: "rollback", UndoCheckpoint: safety},
 		{ID: "old", Kind: "rollback", UndoCheckpoint: older}, // not the newest undo: prunable
 	}
@@ -135,7 +136,7 @@ func TestBudgetPrunesTheOldestCheckpointsNothingNeeds(t *testing.T) {
 func TestBudgetNothingToFree(t *testing.T) {
 	e := newBudgetEnv(t, 3, 150)
 	e.repo.cps[e.ids[0]].SetPinned(true)
-	e.log.ops = []LoggedOperation{{ID: "r", Kind: "revert", UndoCheckpoint: e.ids[1]}}
+	e.log.ops = []port.LoggedOperation{{ID: "r", Kind: "revert", UndoCheckpoint: e.ids[1]}}
 	st, err := e.ms.EnforceBudget(context.Background())
 	if err != nil || len(st.Pruned) != 0 || !st.Over() {
 		t.Fatalf("%+v, %v", st, err)
@@ -236,7 +237,7 @@ func TestBudgetFirstReasonCounts(t *testing.T) {
 	e := newBudgetEnv(t, 2, 50)
 	e.repo.cps[e.ids[1]].SetPinned(true)
 	e.repo.cps[e.ids[0]].SetPinned(true)
-	e.log.ops = []LoggedOperation{{ID: "u", Kind: "rollback", UndoCheckpoint: e.ids[0]}}
+	e.log.ops = []port.LoggedOperation{{ID: "u", Kind: "rollback", UndoCheckpoint: e.ids[0]}}
 	st, err := e.ms.BudgetReport(context.Background())
 	if err != nil || !strings.Contains(st.Held, "2 pinned") || strings.Contains(st.Held, "the newest checkpoint") || strings.Contains(st.Held, "safety") {
 		t.Fatalf("%+v, %v", st, err)
@@ -259,7 +260,7 @@ func TestBudgetOnASharedStoreOnlyWarns(t *testing.T) {
 
 type sharedHealth struct{ *budgetHealth }
 
-func (h *sharedHealth) Usage() StoreUsage {
+func (h *sharedHealth) Usage() port.StoreUsage {
 	u := h.budgetHealth.Usage()
 	u.Location = "s3://bucket/plans"
 	return u
@@ -272,7 +273,7 @@ type quotaHealth struct {
 	err error
 }
 
-func (h *quotaHealth) Usage() StoreUsage {
+func (h *quotaHealth) Usage() port.StoreUsage {
 	u := h.budgetHealth.Usage()
 	u.StoredBytes *= 10
 	u.Location = "s3://bucket/plans"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -100,7 +101,7 @@ func TestPruneByPolicyWithCalendar(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.typedCheckpoint(t, 48*time.Hour, checkpoint.Manual, nil, false)
 	e.typedCheckpoint(t, time.Hour, checkpoint.Manual, nil, false)
-	e.settings.rule, e.settings.ok = RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}, true
+	e.settings.rule, e.settings.ok = port.RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}, true
 	res, err := e.ms.PruneByPolicy(context.Background(), true)
 	if err != nil || len(res.Deleted) != 1 || len(res.Kept) != 1 {
 		t.Fatalf("%+v, %v", res, err)
@@ -109,7 +110,7 @@ func TestPruneByPolicyWithCalendar(t *testing.T) {
 	if err != nil || !ok || len(got.Checkpoints.Deleted) != 1 {
 		t.Fatalf("apply: %+v, %v, %v", got, ok, err)
 	}
-	if keepOf(RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}) != 0 || keepOf(RetentionRule{}) != math.MaxInt {
+	if keepOf(port.RetentionRule{Calendar: checkpoint.Calendar{Daily: 1}}) != 0 || keepOf(port.RetentionRule{}) != math.MaxInt {
 		t.Error("keep of a policy")
 	}
 }
@@ -150,7 +151,7 @@ func TestPruneAndUndoNeeds(t *testing.T) {
 		t.Errorf("%+v, %v", res.UndoLost, err)
 	}
 	// A decision's live protection gone (reverted by a rollback to before b): its undo is lost.
-	log.ops = append([]LoggedOperation{{ID: "zz", Kind: "rollback", Outcome: "ok", UndoCheckpoint: ops[0].UndoCheckpoint}}, log.ops...)
+	log.ops = append([]port.LoggedOperation{{ID: "zz", Kind: "rollback", Outcome: "ok", UndoCheckpoint: ops[0].UndoCheckpoint}}, log.ops...)
 	res, err = e.ms.Prune(context.Background(), PruneRequest{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ func TestPruneUndoLost(t *testing.T) {
 	e.ops.oplog = log
 	old := e.typedCheckpoint(t, 3*time.Hour, checkpoint.PreRollback, nil, false)
 	newer := e.typedCheckpoint(t, 2*time.Hour, checkpoint.PreRollback, nil, false)
-	log.ops = []LoggedOperation{
+	log.ops = []port.LoggedOperation{
 		{ID: "r2", Kind: "rollback", Outcome: "ok", UndoCheckpoint: newer.ID()},
 		{ID: "r1", Kind: "rollback", Outcome: "ok", UndoCheckpoint: old.ID()},
 	}
@@ -197,7 +198,7 @@ type countingLog struct {
 	calls     *int
 }
 
-func (l *countingLog) List(ctx context.Context, limit int, plan string) ([]LoggedOperation, error) {
+func (l *countingLog) List(ctx context.Context, limit int, plan string) ([]port.LoggedOperation, error) {
 	*l.calls++
 	if *l.calls > l.failAfter {
 		return nil, errors.New("db down")

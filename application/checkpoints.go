@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -20,11 +21,11 @@ type CheckpointService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
-	store       TreeStore
-	snap        Snapshotter
-	trees       TreeWriter
+	store       port.TreeStore
+	snap        port.Snapshotter
+	trees       port.TreeWriter
 }
 
 // NewCheckpointService returns the service.
@@ -37,7 +38,7 @@ type CreateRequest struct {
 	Type       checkpoint.Type
 	Note       string
 	DecisionID string
-	Progress   Progress
+	Progress   port.Progress
 	// Warn receives what the snapshot skipped (special files); nil discards it.
 	Warn func(msg string)
 	// Unreadable, when set, receives the paths the snapshot could not read (permission denied,
@@ -208,7 +209,7 @@ type DiffResult struct {
 }
 
 // Diff compares checkpoint fromRef with toRef, or with the live workspace when toRef is "".
-func (s *CheckpointService) Diff(ctx context.Context, fromRef, toRef string, p Progress) (DiffResult, error) {
+func (s *CheckpointService) Diff(ctx context.Context, fromRef, toRef string, p port.Progress) (DiffResult, error) {
 	from, err := s.Resolve(ctx, fromRef)
 	if err != nil {
 		return DiffResult{}, err
@@ -242,7 +243,7 @@ type RollbackRequest struct {
 	Validate string
 	Live     io.Writer
 	DryRun   bool
-	Progress Progress
+	Progress port.Progress
 	Warn     func(msg string)
 	// NeverUndo is for a clone's materialisation into the empty directory it made: a failure once
 	// the rollback is journaled leaves it to be finished by `plan recover` (or the next mutating
@@ -287,20 +288,17 @@ type RollbackResult struct {
 	Target            *checkpoint.Checkpoint
 	Backup            *checkpoint.Checkpoint // nil on a dry run
 	Changes           []tree.Change          // live workspace → target
-	Counts            ChangeCounts
+	Counts            port.ChangeCounts
 	RevertedDecisions []string
 	DryRun            bool
 	// Kept lists paths the target has that were left alone because they hold ignored data.
 	Kept []string
 }
 
-// ChangeCounts counts the files and symlinks a change set creates, modifies and deletes.
-type ChangeCounts struct{ Added, Modified, Deleted int }
-
 // Count tallies changes the way the contract reports them: files and symlinks only, a type change
 // counting as a modification (or as an addition/deletion when a directory is involved).
-func Count(changes []tree.Change) ChangeCounts {
-	var c ChangeCounts
+func Count(changes []tree.Change) port.ChangeCounts {
+	var c port.ChangeCounts
 	isFile := func(e *tree.Entry) bool { return e != nil && e.Kind != tree.KindDir }
 	for _, ch := range changes {
 		switch {
@@ -364,7 +362,7 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	}
 	ctx, done := s.ops.begin(ctx, "rollback", "", append([]string{req.Ref}, req.Paths...)...)
 	defer func() {
-		note(ctx, func(op *LoggedOperation) {
+		note(ctx, func(op *port.LoggedOperation) {
 			// A command that rolls back as one of its steps (clone) keeps its own ID and has no undo.
 			if out.Target == nil || op.Kind != "rollback" {
 				return
@@ -397,7 +395,7 @@ func (s *CheckpointService) Rollback(ctx context.Context, req RollbackRequest) (
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	op := &Operation{Kind: kindRollback, Detail: detail}
+	op := &port.Operation{Kind: kindRollback, Detail: detail}
 	res, err := s.ops.restore(ctx, restoreSpec{target: target, req: req, op: op})
 	res.Mode = req.Mode
 	if err != nil || req.Validate == "" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -37,7 +38,7 @@ func le(p, target string) tree.Entry {
 
 func newSvcEnv(t *testing.T) *svcEnv {
 	t.Helper()
-	e := &svcEnv{store: newFakeStore(), repo: newFakeRepo(), history: &fakeHistory{recs: map[string]HistoryRecord{}}, tx: &fakeTx{}}
+	e := &svcEnv{store: newFakeStore(), repo: newFakeRepo(), history: &fakeHistory{recs: map[string]port.HistoryRecord{}}, tx: &fakeTx{}}
 	e.snap = &fakeSnap{store: e.store, content: map[string][]byte{}}
 	e.l, e.j = &fakeLocker{}, &fakeJournal{}
 	e.r = &fakeRestorer{snap: e.snap}
@@ -148,7 +149,7 @@ func TestCreateRejects(t *testing.T) {
 func TestCreateRecoversFirst(t *testing.T) {
 	e := newSvcEnv(t)
 	target := e.store.put([]tree.Entry{fe("restored", "x")})
-	e.j.op = &Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: Backward, Source: target, Target: target}
+	e.j.op = &port.Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: port.Backward, Source: target, Target: target}
 	e.snap.live = []tree.Entry{fe("half", "mixed")}
 	cp, err := e.svc.Create(context.Background(), CreateRequest{})
 	if err != nil {
@@ -273,7 +274,7 @@ func TestRollback(t *testing.T) {
 		t.Errorf("backup tree %v, want the state before the rollback", got)
 	}
 	// Counts: files and symlinks only. a modified; b, d/x added; c, l deleted; d (a dir) not counted.
-	if res.Counts != (ChangeCounts{Added: 2, Modified: 1, Deleted: 2}) {
+	if res.Counts != (port.ChangeCounts{Added: 2, Modified: 1, Deleted: 2}) {
 		t.Errorf("counts %+v", res.Counts)
 	}
 	if len(res.RevertedDecisions) != 0 || res.Target.ID() != target.ID() || res.DryRun { // no plan: none to revert
@@ -288,7 +289,7 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("journal writes %+v", e.j.writes)
 	}
 	op := e.j.writes[0]
-	if op.Kind != "rollback" || op.Direction != Forward || op.Source != res.Backup.Root() ||
+	if op.Kind != "rollback" || op.Direction != port.Forward || op.Source != res.Backup.Root() ||
 		op.Target != target.Root() || op.TargetCheckpoint != target.ID() ||
 		op.BackupCheckpoint != res.Backup.ID() || op.Counts != res.Counts || op.StartedAt.IsZero() {
 		t.Errorf("journaled operation %+v", op)
@@ -340,7 +341,7 @@ func TestRollbackDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.DryRun || res.Backup != nil || res.Counts != (ChangeCounts{Added: 1, Modified: 1}) {
+	if !res.DryRun || res.Backup != nil || res.Counts != (port.ChangeCounts{Added: 1, Modified: 1}) {
 		t.Errorf("dry run %+v", res)
 	}
 	if summarizeChanges(res.Changes) != "M a,A b,D empty" {
@@ -447,21 +448,21 @@ func TestCount(t *testing.T) {
 	cases := []struct {
 		name string
 		c    tree.Change
-		want ChangeCounts
+		want port.ChangeCounts
 	}{
-		{"file added", tree.Change{Type: tree.Added, To: &f1}, ChangeCounts{Added: 1}},
-		{"symlink added", tree.Change{Type: tree.Added, To: &l1}, ChangeCounts{Added: 1}},
-		{"dir added", tree.Change{Type: tree.Added, To: &d1}, ChangeCounts{}},
-		{"file deleted", tree.Change{Type: tree.Deleted, From: &f1}, ChangeCounts{Deleted: 1}},
-		{"dir deleted", tree.Change{Type: tree.Deleted, From: &d1}, ChangeCounts{}},
-		{"file modified", tree.Change{Type: tree.Modified, From: &f1, To: &f2}, ChangeCounts{Modified: 1}},
-		{"dir mode", tree.Change{Type: tree.Modified, From: &d1, To: &d1}, ChangeCounts{}},
-		{"file to symlink", tree.Change{Type: tree.TypeChanged, From: &f1, To: &l1}, ChangeCounts{Modified: 1}},
-		{"file to dir", tree.Change{Type: tree.TypeChanged, From: &f1, To: &d1}, ChangeCounts{Deleted: 1}},
-		{"dir to symlink", tree.Change{Type: tree.TypeChanged, From: &d1, To: &l1}, ChangeCounts{Added: 1}},
+		{"file added", tree.Change{Type: tree.Added, To: &f1}, port.ChangeCounts{Added: 1}},
+		{"symlink added", tree.Change{Type: tree.Added, To: &l1}, port.ChangeCounts{Added: 1}},
+		{"dir added", tree.Change{Type: tree.Added, To: &d1}, port.ChangeCounts{}},
+		{"file deleted", tree.Change{Type: tree.Deleted, From: &f1}, port.ChangeCounts{Deleted: 1}},
+		{"dir deleted", tree.Change{Type: tree.Deleted, From: &d1}, port.ChangeCounts{}},
+		{"file modified", tree.Change{Type: tree.Modified, From: &f1, To: &f2}, port.ChangeCounts{Modified: 1}},
+		{"dir mode", tree.Change{Type: tree.Modified, From: &d1, To: &d1}, port.ChangeCounts{}},
+		{"file to symlink", tree.Change{Type: tree.TypeChanged, From: &f1, To: &l1}, port.ChangeCounts{Modified: 1}},
+		{"file to dir", tree.Change{Type: tree.TypeChanged, From: &f1, To: &d1}, port.ChangeCounts{Deleted: 1}},
+		{"dir to symlink", tree.Change{Type: tree.TypeChanged, From: &d1, To: &l1}, port.ChangeCounts{Added: 1}},
 	}
 	var all []tree.Change
-	var sum ChangeCounts
+	var sum port.ChangeCounts
 	for _, c := range cases {
 		if got := Count([]tree.Change{c.c}); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
@@ -474,7 +475,7 @@ func TestCount(t *testing.T) {
 	if got := Count(all); got != sum {
 		t.Errorf("all: %+v, want %+v", got, sum)
 	}
-	if got := Count(nil); got != (ChangeCounts{}) {
+	if got := Count(nil); got != (port.ChangeCounts{}) {
 		t.Errorf("nil: %+v", got)
 	}
 }
@@ -490,7 +491,7 @@ func TestRollbackModeSurvivesRecovery(t *testing.T) {
 		p := ranABC(t, e)
 		b, _ := p.Decision("b")
 		target := latestOf(b).CheckpointID
-		op := Operation{ID: "0123456789abcdef01234567", Kind: kindRollback, TargetCheckpoint: target, Detail: []byte(tc.detail)}
+		op := port.Operation{ID: "0123456789abcdef01234567", Kind: kindRollback, TargetCheckpoint: target, Detail: []byte(tc.detail)}
 		if err := e.ops.finishRollback(context.Background(), op); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/planhq/plan/application/port"
 )
 
 // Consolidation is housekeeping: it runs only when the store says it is due, only with the lock
@@ -16,7 +18,7 @@ func TestConsolidateRunsOnlyWhenDueAndFree(t *testing.T) {
 		t.Fatalf("not due: err %v, %d consolidations, %d locks", err, e.health.consolidations, e.l.locks)
 	}
 	e.health.consolidateDue = true
-	e.health.consolidation = ConsolidationReport{PacksMerged: 16, PacksWritten: 1}
+	e.health.consolidation = port.ConsolidationReport{PacksMerged: 16, PacksWritten: 1}
 	rep, err := e.ms.Consolidate(ctx)
 	if err != nil || rep.PacksMerged != 16 || e.health.consolidations != 1 {
 		t.Fatalf("due: %+v, %v (%d consolidations)", rep, err, e.health.consolidations)
@@ -31,7 +33,7 @@ func TestConsolidateRunsOnlyWhenDueAndFree(t *testing.T) {
 	}
 	e.l.busy = false
 
-	e.j.op = &Operation{ID: "op1", Kind: "rollback"}
+	e.j.op = &port.Operation{ID: "op1", Kind: "rollback"}
 	if _, err := e.ms.Consolidate(ctx); err != nil || e.health.consolidations != 1 || e.l.held {
 		t.Fatalf("pending operation: %v, %d consolidations, held %v", err, e.health.consolidations, e.l.held)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -66,7 +67,7 @@ func TestApplyCorrectionFailureAndSaveFailureAreBothReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.exec.results["b"] = ExecResult{ExitCode: 3}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 3}
 	boom := errors.New("database is locked")
 	// The attempt's start and finish are saved; the save after the failure is the one that fails.
 	e.plans.saveErr, e.plans.failSaveAt = boom, e.plans.saves+3
@@ -166,9 +167,9 @@ func TestRecoveryRefusesAnInconsistentCorrectionDetail(t *testing.T) {
 		t.Fatal("the failpoint did not fire")
 	}
 	e.g.Failpoint = nil
-	var op *Operation
+	var op *port.Operation
 	for i := range e.j.writes {
-		if w := e.j.writes[i]; w.Kind == kindCorrection && w.Direction == Forward {
+		if w := e.j.writes[i]; w.Kind == kindCorrection && w.Direction == port.Forward {
 			op = &w
 		}
 	}

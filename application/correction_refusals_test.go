@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -58,7 +59,7 @@ func TestCorrectValidate(t *testing.T) {
 	e := newUseCaseEnv(t)
 	ranABC(t, e)
 	e.exec.run = nil
-	e.exec.results[""] = ExecResult{ExitCode: 4}
+	e.exec.results[""] = port.ExecResult{ExitCode: 4}
 	res, err := correctB(e, func(r *CorrectRequest) { r.NoReexecute = true; r.Validate = "make test" })
 	var vf *ValidationFailedError
 	if !errors.As(err, &vf) || *vf.ExitCode != 4 || vf.Undo != checkpoint.ID(res.Correction.Params().SafetyCheckpointID) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -29,15 +30,15 @@ type CorrectionService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
 	corrections correction.Repository
-	store       TreeStore
-	snap        Snapshotter
-	trees       TreeWriter
-	tx          Transactor
-	archiver    Archiver
+	store       port.TreeStore
+	snap        port.Snapshotter
+	trees       port.TreeWriter
+	tx          port.Transactor
+	archiver    port.Archiver
 }
 
 // NewCorrectionService returns the service.
@@ -55,13 +56,13 @@ type CorrectRequest struct {
 	DryRun      bool
 	// Validate, when set, runs after the correction finished (see ValidationFailedError).
 	Validate string
-	Progress Progress
+	Progress port.Progress
 	Live     io.Writer
 	Events   func(Event)
 	Warn     func(string)
 	// Funcs are Go functions the re-execution may call, beside the registered ones: a decision that
 	// is a Go function (DecisionFunc) is re-executed only by a program that has it.
-	Funcs map[string]DecisionFunc
+	Funcs map[string]port.DecisionFunc
 }
 
 // CorrectResult is what a correction did (or, dry, would do).
@@ -256,7 +257,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	if err != nil {
 		return CorrectResult{}, errors.Join(err, s.archiver.Discard(id))
 	}
-	op := &Operation{ID: id, Kind: kindCorrection, Detail: detail}
+	op := &port.Operation{ID: id, Kind: kindCorrection, Detail: detail}
 	rb, err := s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Progress: req.Progress, Warn: req.Warn}, op: op, backup: safety})
 	if err != nil {
 		// A journal still pending means recovery will finish (and publish) or undo the operation;
@@ -266,7 +267,7 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 		}
 		return CorrectResult{}, fmt.Errorf("correct %s: %w", req.DecisionID, err)
 	}
-	note(ctx, func(op *LoggedOperation) {
+	note(ctx, func(op *port.LoggedOperation) {
 		if op.Kind != "correct" {
 			return
 		}
@@ -283,17 +284,17 @@ func (s *CorrectionService) RevertDecisions(ctx context.Context, req CorrectRequ
 	return CorrectResult{Correction: c, Scope: scope, Rollback: rb}, nil
 }
 
-func archiveItems(scope []correction.Item, warn func(string)) ([]ArchiveItem, error) {
-	items := make([]ArchiveItem, 0, len(scope))
+func archiveItems(scope []correction.Item, warn func(string)) ([]port.ArchiveItem, error) {
+	items := make([]port.ArchiveItem, 0, len(scope))
 	for _, it := range scope {
 		if it.ResultTree.IsZero() {
 			if len(it.Artifacts) > 0 && warn != nil {
 				warn(fmt.Sprintf("decision %q attempt %d has no recorded result tree; its artifacts cannot be archived", it.DecisionID, it.Attempt))
 			}
-			items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt})
+			items = append(items, port.ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt})
 			continue
 		}
-		items = append(items, ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt, ResultTree: it.ResultTree, Artifacts: it.Artifacts})
+		items = append(items, port.ArchiveItem{DecisionID: it.DecisionID, Attempt: it.Attempt, ResultTree: it.ResultTree, Artifacts: it.Artifacts})
 	}
 	return items, nil
 }
@@ -438,7 +439,7 @@ func refuseOutside(p *plan.Plan, scope []correction.Item) error {
 // finish is the database side of a correction's revert step; recovery calls it too. It publishes
 // the staged archive, then records the rollback (marking the decisions reverted) and the correction
 // in one transaction. Every step is idempotent.
-func (o *Operations) finishCorrection(ctx context.Context, op Operation) error {
+func (o *Operations) finishCorrection(ctx context.Context, op port.Operation) error {
 	var d correctionDetail
 	return o.finishArchived(ctx, op, &d, "correction", func(ctx context.Context, dir string) error {
 		if err := o.recordRollback(ctx, op); err != nil {
@@ -508,7 +509,7 @@ func (o *Operations) recorrect(ctx context.Context, op stepEntry) error {
 // archive, and runs record in one transaction unless the history already has op (every step is
 // idempotent, as recovery needs). When record fails, the archive is unpublished: the guard puts the
 // workspace back, and an archive must not outlive the record it belongs to.
-func (o *Operations) finishArchived(ctx context.Context, op Operation, detail any, what string, record func(ctx context.Context, dir string) error) error {
+func (o *Operations) finishArchived(ctx context.Context, op port.Operation, detail any, what string, record func(ctx context.Context, dir string) error) error {
 	if err := json.Unmarshal(op.Detail, detail); err != nil {
 		return fault.Wrap(fault.ErrIntegrity, err, "the journal's %s record is damaged", what)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -102,7 +103,7 @@ func TestCorrectDryRun(t *testing.T) {
 	if !res.DryRun || res.Correction != nil || len(res.Scope) != 2 || res.Scope[0].DecisionID != "b" || res.Scope[1].DecisionID != "c" {
 		t.Fatalf("dry run: %+v", res)
 	}
-	if res.Rollback.Counts != (ChangeCounts{Deleted: 2}) || !res.Rollback.DryRun {
+	if res.Rollback.Counts != (port.ChangeCounts{Deleted: 2}) || !res.Rollback.DryRun {
 		t.Errorf("rollback preview %+v", res.Rollback)
 	}
 	if len(e.repo.cps) != cps || len(e.j.writes) != writes || len(e.archiver.staged) != 0 || len(e.corrections.cs) != 0 {
@@ -161,7 +162,7 @@ func TestCorrectWithoutReexecution(t *testing.T) {
 		t.Errorf("correcting a reverted decision: %v", err)
 	}
 	// The finisher is idempotent: recovery may run it again.
-	op := Operation{ID: c.ID(), Kind: kindCorrection, Detail: mustJSON(t, correctionDetail{DecisionID: "b", Reason: "b was wrong", Scope: prm.Scope})}
+	op := port.Operation{ID: c.ID(), Kind: kindCorrection, Detail: mustJSON(t, correctionDetail{DecisionID: "b", Reason: "b was wrong", Scope: prm.Scope})}
 	if err := e.ops.finishCorrection(context.Background(), op); err != nil || len(e.corrections.cs) != 1 {
 		t.Errorf("finishing again: %v, %d corrections", err, len(e.corrections.cs))
 	}
@@ -209,7 +210,7 @@ func TestCorrectReexecutes(t *testing.T) {
 func TestCorrectReexecutionFails(t *testing.T) {
 	e := newUseCaseEnv(t)
 	p := ranABC(t, e)
-	e.exec.results["b"] = ExecResult{ExitCode: 4}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 4}
 	res, err := correctB(e, nil)
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || df.DecisionID != "b" || !strings.Contains(err.Error(), "is recorded, but re-execution stopped") {
@@ -227,7 +228,7 @@ func TestCorrectReexecutionFails(t *testing.T) {
 	// (the correction path used to drop TimedOut).
 	e = newUseCaseEnv(t)
 	ranABC(t, e)
-	e.exec.results["b"] = ExecResult{ExitCode: -1, TimedOut: true}
+	e.exec.results["b"] = port.ExecResult{ExitCode: -1, TimedOut: true}
 	_, err = correctB(e, nil)
 	if !errors.As(err, &df) || !df.TimedOut || !strings.Contains(err.Error(), `decision "b" timed out`) {
 		t.Fatalf("timed-out re-execution: %v", err)
@@ -236,7 +237,7 @@ func TestCorrectReexecutionFails(t *testing.T) {
 	// Interrupted while re-executing.
 	e = newUseCaseEnv(t)
 	ranABC(t, e)
-	e.exec.results["c"] = ExecResult{Interrupted: true}
+	e.exec.results["c"] = port.ExecResult{Interrupted: true}
 	res, err = correctB(e, nil)
 	if !errors.Is(err, context.Canceled) || !errors.As(err, &df) || df.DecisionID != "c" || res.Correction.Status() != correction.Failed {
 		t.Errorf("interrupted: %v, %+v", err, res)
@@ -376,12 +377,12 @@ func TestRevertDecisionsFailuresLeaveNothingBehind(t *testing.T) {
 func TestRevertDecisionsIncompleteUndoKeepsArchive(t *testing.T) {
 	e := newUseCaseEnv(t)
 	ranABC(t, e)
-	e.r.applyErr = &IncompleteUndoError{Cause: errors.New("disk full"), Undo: errors.New("still full")}
+	e.r.applyErr = &port.IncompleteUndoError{Cause: errors.New("disk full"), Undo: errors.New("still full")}
 	_, err := correctB(e, nil)
 	if err == nil || !strings.Contains(err.Error(), "plan recover") {
 		t.Fatalf("err = %v", err)
 	}
-	if e.j.op == nil || e.j.op.Direction != Backward || e.j.op.Kind != kindCorrection {
+	if e.j.op == nil || e.j.op.Direction != port.Backward || e.j.op.Kind != kindCorrection {
 		t.Fatalf("journal %+v, want a backward correction", e.j.op)
 	}
 	if len(e.archiver.discards) != 0 || len(e.archiver.staged) != 1 {
@@ -418,7 +419,7 @@ func TestArchiveItems(t *testing.T) {
 
 func TestFinishRejectsDamagedDetail(t *testing.T) {
 	e := newUseCaseEnv(t)
-	err := e.ops.finishCorrection(context.Background(), Operation{ID: "0123456789abcdef01234567", Kind: kindCorrection, Detail: []byte("{not json")})
+	err := e.ops.finishCorrection(context.Background(), port.Operation{ID: "0123456789abcdef01234567", Kind: kindCorrection, Detail: []byte("{not json")})
 	if !errors.Is(err, fault.ErrIntegrity) || len(e.archiver.published) != 0 {
 		t.Errorf("damaged detail: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -76,15 +77,15 @@ func (l *fakeLocker) take(purpose string) func() error {
 }
 
 type fakeJournal struct {
-	op         *Operation
-	writes     []Operation
+	op         *port.Operation
+	writes     []port.Operation
 	clears     int
 	pendingErr error
-	writeErr   func(n int, op Operation) error // n counts writes from 1
+	writeErr   func(n int, op port.Operation) error // n counts writes from 1
 	clearErr   error
 }
 
-func (j *fakeJournal) Write(op Operation) error {
+func (j *fakeJournal) Write(op port.Operation) error {
 	if j.writeErr != nil {
 		if err := j.writeErr(len(j.writes)+1, op); err != nil {
 			return err
@@ -96,7 +97,7 @@ func (j *fakeJournal) Write(op Operation) error {
 	return nil
 }
 
-func (j *fakeJournal) Pending() (*Operation, error) {
+func (j *fakeJournal) Pending() (*port.Operation, error) {
 	if j.pendingErr != nil {
 		return nil, j.pendingErr
 	}
@@ -197,12 +198,12 @@ func (s *fakeSnap) Track() func() {
 	}
 }
 
-func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (Snapshot, error) {
+func (s *fakeSnap) Snapshot(_ context.Context, _ port.Progress, also ...tree.Hash) (port.Snapshot, error) {
 	if s.onSnapshot != nil {
 		s.onSnapshot()
 	}
 	if s.err != nil {
-		return Snapshot{}, s.err
+		return port.Snapshot{}, s.err
 	}
 	s.snaps++
 	if s.tracking > 0 {
@@ -216,10 +217,10 @@ func (s *fakeSnap) Snapshot(_ context.Context, _ Progress, also ...tree.Hash) (S
 			size += e.Size
 		}
 	}
-	return Snapshot{Root: s.store.put(s.live), Files: files, Bytes: size, StoredBytes: 1, Warnings: s.warnings}, nil
+	return port.Snapshot{Root: s.store.put(s.live), Files: files, Bytes: size, StoredBytes: 1, Warnings: s.warnings}, nil
 }
 
-func (s *fakeSnap) Scan(context.Context, Progress) ([]tree.Entry, error) {
+func (s *fakeSnap) Scan(context.Context, port.Progress) ([]tree.Entry, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -249,26 +250,26 @@ type fakeRestorer struct {
 	diffsGiven    int      // applies whose comparison the caller made (ApplyDiff)
 }
 
-func (r *fakeRestorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p Progress) (ApplyStats, error) {
+func (r *fakeRestorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p port.Progress) (port.ApplyStats, error) {
 	r.diffsGiven++
 	if got, err := r.snap.store.DiffTrees(from, to); err == nil && len(got) != len(changes) {
-		return ApplyStats{}, fmt.Errorf("ApplyDiff given %d changes, the trees differ in %d", len(changes), len(got))
+		return port.ApplyStats{}, fmt.Errorf("ApplyDiff given %d changes, the trees differ in %d", len(changes), len(got))
 	}
 	return r.Apply(ctx, from, to, p)
 }
 
-func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ Progress) (ApplyStats, error) {
+func (r *fakeRestorer) Apply(_ context.Context, from, to tree.Hash, _ port.Progress) (port.ApplyStats, error) {
 	r.applies = append(r.applies, [2]tree.Hash{from, to})
 	if r.applyErr != nil {
-		return ApplyStats{}, r.applyErr
+		return port.ApplyStats{}, r.applyErr
 	}
 	return r.set(to)
 }
 
-func (r *fakeRestorer) Reconcile(_ context.Context, to tree.Hash) (ApplyStats, error) {
+func (r *fakeRestorer) Reconcile(_ context.Context, to tree.Hash) (port.ApplyStats, error) {
 	r.reconciles = append(r.reconciles, to)
 	if r.reconcileErr != nil {
-		return ApplyStats{}, r.reconcileErr
+		return port.ApplyStats{}, r.reconcileErr
 	}
 	return r.set(to)
 }
@@ -304,17 +305,17 @@ func (r *fakeRestorer) Unrecorded(_ context.Context, trees ...tree.Hash) ([]stri
 	return out, nil
 }
 
-func (r *fakeRestorer) set(to tree.Hash) (ApplyStats, error) {
+func (r *fakeRestorer) set(to tree.Hash) (port.ApplyStats, error) {
 	if r.snap == nil {
-		return ApplyStats{Written: 1}, nil
+		return port.ApplyStats{Written: 1}, nil
 	}
 	want, err := r.snap.store.Flatten(to)
 	if err != nil {
-		return ApplyStats{}, err
+		return port.ApplyStats{}, err
 	}
 	n := len(tree.Diff(r.snap.live, want))
 	r.snap.live = want
-	return ApplyStats{Written: n}, nil
+	return port.ApplyStats{Written: n}, nil
 }
 
 type fakeRepo struct {
@@ -452,14 +453,14 @@ func (r *fakeRepo) Update(ctx context.Context, id checkpoint.ID, fn func(*checkp
 }
 
 type fakeHistory struct {
-	recs      map[string]HistoryRecord
+	recs      map[string]port.HistoryRecord
 	recordErr error
 	listErr   error
 }
 
 // Record keeps a copy of r, its times in UTC, as the database adapter does (application/oplogtest
 // holds both to that).
-func (h *fakeHistory) Record(_ context.Context, r HistoryRecord) error {
+func (h *fakeHistory) Record(_ context.Context, r port.HistoryRecord) error {
 	if h.recordErr != nil {
 		return h.recordErr
 	}
@@ -477,7 +478,7 @@ func (h *fakeHistory) Has(_ context.Context, id string) (bool, error) {
 	return ok, nil
 }
 
-func (h *fakeHistory) Get(_ context.Context, id string) (HistoryRecord, error) {
+func (h *fakeHistory) Get(_ context.Context, id string) (port.HistoryRecord, error) {
 	r, ok := h.recs[id]
 	if !ok {
 		return r, fault.NotFound("operation %s not found", id)
@@ -487,16 +488,16 @@ func (h *fakeHistory) Get(_ context.Context, id string) (HistoryRecord, error) {
 }
 
 // List returns the history oldest first (by start, then ID), as the database adapter does.
-func (h *fakeHistory) List(context.Context) ([]HistoryRecord, error) {
+func (h *fakeHistory) List(context.Context) ([]port.HistoryRecord, error) {
 	if h.listErr != nil {
 		return nil, h.listErr
 	}
-	out := make([]HistoryRecord, 0, len(h.recs))
+	out := make([]port.HistoryRecord, 0, len(h.recs))
 	for _, r := range h.recs {
 		r.Reverted = slices.Clone(r.Reverted)
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b HistoryRecord) int {
+	slices.SortFunc(out, func(a, b port.HistoryRecord) int {
 		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
 			return c
 		}

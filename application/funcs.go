@@ -1,64 +1,29 @@
 package application
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
 
-// DecisionFunc is a decision a host program implements in Go instead of a shell command. It runs
-// exactly where a shell decision runs, so it gets the same pre_decision checkpoint, running record,
-// outcome (result tree, artifacts, exit code), retries, on_failure policy, correction and revert.
-//
-// RunDecision changes the workspace rooted at dir. Its result is the attempt's outcome:
-//   - nil: succeeded (exit code 0);
-//   - an error: failed; its message goes to the attempt's log, and its exit code is the error's
-//     ExitCode() when it has that method (as *exec.ExitError has), else 1;
-//   - returning once ctx is done: interrupted (cancelled), or timed out (the decision's timeout; exit
-//     code 124, as timeout(1) reports).
-//
-// A panic is recovered and recorded as a failure (exit code 2) with its stack in the log. A
-// function must stop changing the workspace when it returns: plan records the outcome then.
-type DecisionFunc interface {
-	RunDecision(ctx context.Context, dir string, d DecisionCall) error
-}
-
-// DecisionCall is the decision a DecisionFunc runs.
-type DecisionCall struct {
-	ID      string
-	Attempt int
-	Env     map[string]string
-	// Log is the attempt's log (`plan log ID`), also shown live when the caller asked for it.
-	Log io.Writer
-}
-
-// Func adapts a plain function to DecisionFunc.
-type Func func(ctx context.Context, dir string, d DecisionCall) error
-
-// RunDecision calls f.
-func (f Func) RunDecision(ctx context.Context, dir string, d DecisionCall) error {
-	return f(ctx, dir, d)
-}
-
 // funcRegistry holds the functions registered by name in this process.
 type funcRegistry struct {
 	mu    sync.RWMutex
-	funcs map[string]DecisionFunc
+	funcs map[string]port.DecisionFunc
 }
 
-func newFuncRegistry() *funcRegistry { return &funcRegistry{funcs: map[string]DecisionFunc{}} }
+func newFuncRegistry() *funcRegistry { return &funcRegistry{funcs: map[string]port.DecisionFunc{}} }
 
 // Register makes fn the Go function called name, which decisions name with
 // plan.FuncCommand(name, host) as their command (RunRequest) or ExecRequest.FuncName. A name is
 // registered once per process.
-func (s *PlanService) Register(name string, fn DecisionFunc) error {
+func (s *PlanService) Register(name string, fn port.DecisionFunc) error {
 	if _, err := plan.FuncCommand(name, s.ops.hostName()); err != nil {
 		return err
 	}
@@ -88,7 +53,7 @@ func (o *Operations) hostName() string {
 // funcOf returns the Go function a decision's command names, from the call's own (extra) or the
 // registered ones; nil, nil for a shell command. A Go function this process does not have is a
 // conflict naming the program that has it: the plan CLI in particular cannot run one.
-func (o *Operations) funcOf(id, run string, extra map[string]DecisionFunc) (DecisionFunc, error) {
+func (o *Operations) funcOf(id, run string, extra map[string]port.DecisionFunc) (port.DecisionFunc, error) {
 	name, host, ok := plan.ParseFuncCommand(run)
 	if !ok {
 		return nil, nil
@@ -109,7 +74,7 @@ func (o *Operations) funcOf(id, run string, extra map[string]DecisionFunc) (Deci
 
 // funcsReady checks, before anything changes, that every decision of ids that is a Go function can
 // run here.
-func (o *Operations) funcsReady(p *plan.Plan, ids []string, extra map[string]DecisionFunc) error {
+func (o *Operations) funcsReady(p *plan.Plan, ids []string, extra map[string]port.DecisionFunc) error {
 	for _, id := range ids {
 		d, err := p.Decision(id)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
@@ -14,9 +15,9 @@ import (
 // writing <decision>.txt, and shell decisions write theirs as e.writes does.
 func (e *useCaseEnv) funcsRun() *[]string {
 	var called []string
-	e.exec.run = func(c Command) {
+	e.exec.run = func(c port.Command) {
 		if c.Func != nil {
-			if err := c.Func.RunDecision(context.Background(), "/ws", DecisionCall{ID: c.DecisionID, Attempt: c.Attempt}); err != nil {
+			if err := c.Func.RunDecision(context.Background(), "/ws", port.DecisionCall{ID: c.DecisionID, Attempt: c.Attempt}); err != nil {
 				panic(err)
 			}
 			return
@@ -26,8 +27,8 @@ func (e *useCaseEnv) funcsRun() *[]string {
 	return &called
 }
 
-func (e *useCaseEnv) goFunc(called *[]string, name string) Func {
-	return func(_ context.Context, dir string, d DecisionCall) error {
+func (e *useCaseEnv) goFunc(called *[]string, name string) port.Func {
+	return func(_ context.Context, dir string, d port.DecisionCall) error {
 		*called = append(*called, name+":"+d.ID+"@"+dir)
 		e.setFile(d.ID+".txt", name)
 		return nil
@@ -110,7 +111,7 @@ func TestExecRefusesWhatItCannotRun(t *testing.T) {
 
 func TestRegisterRefusesBadFunctions(t *testing.T) {
 	e := newUseCaseEnv(t)
-	fn := Func(func(context.Context, string, DecisionCall) error { return nil })
+	fn := port.Func(func(context.Context, string, port.DecisionCall) error { return nil })
 	if err := e.ps.Register("Bad", fn); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("bad name: %v", err)
 	}
@@ -138,7 +139,7 @@ func TestRunCallsGoFunctionsByName(t *testing.T) {
 	if len(e.exec.calls) != 0 || len(e.repo.cps) != 0 {
 		t.Fatal("a refused run ran something")
 	}
-	res, err := e.runPlan(t, RunRequest{Decisions: decisions, Funcs: map[string]DecisionFunc{"gen": e.goFunc(called, "gen")}})
+	res, err := e.runPlan(t, RunRequest{Decisions: decisions, Funcs: map[string]port.DecisionFunc{"gen": e.goFunc(called, "gen")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestCorrectingGoDecisions(t *testing.T) {
 	}
 	// The host that has the functions re-executes them.
 	*called = nil
-	res, err = e.cs.Correct(ctx, CorrectRequest{DecisionID: "one", Reason: "again", Funcs: map[string]DecisionFunc{"one": e.goFunc(called, "one")}})
+	res, err = e.cs.Correct(ctx, CorrectRequest{DecisionID: "one", Reason: "again", Funcs: map[string]port.DecisionFunc{"one": e.goFunc(called, "one")}})
 	if err != nil || strings.Join(res.Reexecuted, ",") != "one,two" || strings.Join(*called, " ") != "one:one@/ws" {
 		t.Fatalf("re-execution: %+v %v, called %v", res, err, *called)
 	}

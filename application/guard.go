@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -15,7 +16,7 @@ type lockKey struct{}
 // Finisher completes the database side of a journaled operation of one kind after its workspace side
 // reached the target tree. It MUST be idempotent: recovery may call it for an operation whose
 // database commit already happened before a crash.
-type Finisher func(ctx context.Context, op Operation) error
+type Finisher func(ctx context.Context, op port.Operation) error
 
 // Recorder records the live workspace as a checkpoint of type pre_recover and returns its ID.
 // Recovery calls it before it changes a workspace that holds work done after the crash.
@@ -35,9 +36,9 @@ type Guard struct {
 	// that an interrupted operation was finished (and where work found since was recorded).
 	OnRecover func(RecoverResult)
 
-	locker    Locker
-	journal   Journal
-	restorer  Restorer
+	locker    port.Locker
+	journal   port.Journal
+	restorer  port.Restorer
 	finishers map[string]Finisher
 	repairs   []func(ctx context.Context) error
 	recorder  Recorder
@@ -46,7 +47,7 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard.
-func NewGuard(l Locker, j Journal, r Restorer) *Guard {
+func NewGuard(l port.Locker, j port.Journal, r port.Restorer) *Guard {
 	return &Guard{locker: l, journal: j, restorer: r, finishers: map[string]Finisher{}}
 }
 
@@ -133,16 +134,16 @@ func (g *Guard) EnterIfFree(ctx context.Context, purpose string) (context.Contex
 // RecoverResult says what recovery found and did.
 type RecoverResult struct {
 	Recovered bool
-	Operation *Operation
+	Operation *port.Operation
 	// Outcome is "completed" (the operation was finished) or "rolled_back" (undone).
 	Outcome string
-	Stats   ApplyStats
+	Stats   port.ApplyStats
 	// Recorded is the pre_recover checkpoint that holds Unrecorded, the live paths recovery found
 	// in neither the source nor the target tree; empty when there were none.
 	Recorded   string
 	Unrecorded []string
 	// Pending is the interrupted operation a read-only command found and left alone.
-	Pending *Operation
+	Pending *port.Operation
 }
 
 // Recover finishes or undoes an operation a crash left behind. It is what `plan recover` runs; every
@@ -168,7 +169,7 @@ func (g *Guard) enterNoRecover(ctx context.Context) (context.Context, func(), er
 }
 
 // Pending reports the operation a crash left behind, if any, without taking the lock.
-func (g *Guard) Pending() (*Operation, error) { return g.journal.Pending() }
+func (g *Guard) Pending() (*port.Operation, error) { return g.journal.Pending() }
 
 func (g *Guard) recover(ctx context.Context) (RecoverResult, error) {
 	res, err := g.recoverJournal(ctx)
@@ -196,7 +197,7 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 		return res, err
 	}
 	switch op.Direction {
-	case Forward:
+	case port.Forward:
 		if res.Stats, err = g.restorer.Reconcile(ctx, to); err != nil {
 			return res, fmt.Errorf("finish %s %s: %w", op.Kind, op.ID, err)
 		}
@@ -213,7 +214,7 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 			}
 		}
 		res.Outcome = "completed"
-	case Backward:
+	case port.Backward:
 		if res.Stats, err = g.restorer.Reconcile(ctx, from); err != nil {
 			return res, fmt.Errorf("undo %s %s: %w", op.Kind, op.ID, err)
 		}
@@ -229,7 +230,7 @@ func (g *Guard) recoverJournal(ctx context.Context) (RecoverResult, error) {
 
 // recordUnrecorded records, as a pre_recover checkpoint, whatever the live workspace holds that
 // neither tree of the interrupted operation does, before recovery overwrites or removes it.
-func (g *Guard) recordUnrecorded(ctx context.Context, op *Operation, res *RecoverResult, from, to tree.Hash) error {
+func (g *Guard) recordUnrecorded(ctx context.Context, op *port.Operation, res *RecoverResult, from, to tree.Hash) error {
 	paths, err := g.restorer.Unrecorded(ctx, from, to)
 	if err != nil {
 		return fmt.Errorf("compare the workspace with interrupted %s %s (nothing was changed): %w", op.Kind, op.ID, err)
@@ -260,7 +261,7 @@ func summarizePaths(paths []string) string {
 }
 
 // unfinished is the error of a finishLater change left journaled.
-func unfinished(op Operation, err error) error {
+func unfinished(op port.Operation, err error) error {
 	return fmt.Errorf("%w; the %s stays journaled: `plan recover` finishes it", err, op.Kind)
 }
 
@@ -275,13 +276,13 @@ func unfinished(op Operation, err error) error {
 // into the empty directory it made, where undoing would only leave a half-made workspace), whose
 // failure once journaled leaves it Forward, so `plan recover` (or the next mutating command)
 // finishes it once the cause (a store or database out of reach) is gone; the error says so.
-func (g *Guard) change(ctx context.Context, op Operation, changes []tree.Change, p Progress, finishLater bool) (ApplyStats, error) {
+func (g *Guard) change(ctx context.Context, op port.Operation, changes []tree.Change, p port.Progress, finishLater bool) (port.ApplyStats, error) {
 	from, to := op.Source, op.Target
-	op.Direction = Forward
+	op.Direction = port.Forward
 	if err := g.journal.Write(op); err != nil {
-		return ApplyStats{}, fmt.Errorf("write journal: %w", err)
+		return port.ApplyStats{}, fmt.Errorf("write journal: %w", err)
 	}
-	var stats ApplyStats
+	var stats port.ApplyStats
 	var applyErr error
 	if changes != nil {
 		stats, applyErr = g.restorer.ApplyDiff(ctx, from, to, changes, p)
@@ -292,10 +293,10 @@ func (g *Guard) change(ctx context.Context, op Operation, changes []tree.Change,
 		if finishLater {
 			return stats, unfinished(op, applyErr)
 		}
-		var ie *IncompleteUndoError
+		var ie *port.IncompleteUndoError
 		if errors.As(applyErr, &ie) {
 			// The source tree could not be put back: leave a Backward journal so the next command retries.
-			op.Direction = Backward
+			op.Direction = port.Backward
 			if err := g.journal.Write(op); err != nil {
 				return stats, errors.Join(applyErr, fmt.Errorf("write journal: %w", err))
 			}
@@ -329,13 +330,13 @@ func (g *Guard) change(ctx context.Context, op Operation, changes []tree.Change,
 
 // undo puts the source tree back after the forward step succeeded but the operation could not be
 // recorded, so the workspace and the database agree on the state before the operation.
-func (g *Guard) undo(ctx context.Context, op Operation, from tree.Hash, cause error) error {
-	op.Direction = Backward
+func (g *Guard) undo(ctx context.Context, op port.Operation, from tree.Hash, cause error) error {
+	op.Direction = port.Backward
 	if err := g.journal.Write(op); err != nil {
 		return errors.Join(cause, fmt.Errorf("write journal: %w", err))
 	}
 	if _, err := g.restorer.Reconcile(context.WithoutCancel(ctx), from); err != nil {
-		return &IncompleteUndoError{Cause: cause, Undo: err}
+		return &port.IncompleteUndoError{Cause: cause, Undo: err}
 	}
 	if err := g.journal.Clear(); err != nil {
 		return errors.Join(cause, fmt.Errorf("clear journal: %w", err))
@@ -349,17 +350,3 @@ func (g *Guard) hit(name string) error {
 	}
 	return g.Failpoint(name)
 }
-
-// IncompleteUndoError is returned by a Restorer when a failed Apply could not put the source tree
-// back. The workspace is then mixed until recovery succeeds.
-type IncompleteUndoError struct {
-	Cause error // why the forward step failed
-	Undo  error // why putting the source back failed
-}
-
-func (e *IncompleteUndoError) Error() string {
-	return fmt.Sprintf("%v; putting the workspace back also failed (%v): run `plan recover` once the cause is fixed", e.Cause, e.Undo)
-}
-
-// Unwrap exposes both causes.
-func (e *IncompleteUndoError) Unwrap() []error { return []error{e.Cause, e.Undo} }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -17,7 +18,7 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 	for name, setup := range map[string]func(e *guardEnv){
 		"apply": func(e *guardEnv) { e.r.applyErr = errors.New("unexpected EOF") },
 		"incomplete": func(e *guardEnv) {
-			e.r.applyErr = &IncompleteUndoError{Cause: errors.New("EOF"), Undo: errors.New("ENOSPC")}
+			e.r.applyErr = &port.IncompleteUndoError{Cause: errors.New("EOF"), Undo: errors.New("ENOSPC")}
 		},
 		"finisher":       func(e *guardEnv) { e.finErr = errors.New("database lost") },
 		"applied marker": func(e *guardEnv) { e.g.Failpoint = func(n string) error { return errors.New("injected " + n) } },
@@ -29,7 +30,7 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 			if err == nil || !strings.HasSuffix(err.Error(), "; the rollback stays journaled: `plan recover` finishes it") {
 				t.Fatalf("change (finishLater) = %v", err)
 			}
-			if e.j.op == nil || e.j.op.Direction != Forward || len(e.j.writes) != 1 || e.j.clears != 0 {
+			if e.j.op == nil || e.j.op.Direction != port.Forward || len(e.j.writes) != 1 || e.j.clears != 0 {
 				t.Fatalf("journal %+v (%d writes, %d clears), want the one Forward write kept", e.j.op, len(e.j.writes), e.j.clears)
 			}
 			if len(e.r.reconciles) != 0 {
@@ -67,7 +68,7 @@ func TestRollbackNeverUndo(t *testing.T) {
 	if !errors.Is(err, e.r.applyErr) || !strings.Contains(err.Error(), "`plan recover` finishes it") {
 		t.Fatalf("rollback = %v", err)
 	}
-	if e.j.op == nil || e.j.op.Direction != Forward || e.j.op.TargetCheckpoint != cp.ID() {
+	if e.j.op == nil || e.j.op.Direction != port.Forward || e.j.op.TargetCheckpoint != cp.ID() {
 		t.Errorf("journal %+v, want the rollback to %s kept Forward", e.j.op, cp.ID())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -21,7 +22,7 @@ type guardEnv struct {
 	j      *fakeJournal
 	r      *fakeRestorer
 	g      *Guard
-	fins   []Operation
+	fins   []port.Operation
 	finErr error
 	hits   []string
 }
@@ -29,7 +30,7 @@ type guardEnv struct {
 func newGuardEnv() *guardEnv {
 	e := &guardEnv{l: &fakeLocker{}, j: &fakeJournal{}, r: &fakeRestorer{}}
 	e.g = NewGuard(e.l, e.j, e.r)
-	e.g.Register("rollback", func(_ context.Context, op Operation) error {
+	e.g.Register("rollback", func(_ context.Context, op port.Operation) error {
 		e.fins = append(e.fins, op)
 		return e.finErr
 	})
@@ -40,8 +41,8 @@ func newGuardEnv() *guardEnv {
 	return e
 }
 
-func pendingOp(dir Direction) *Operation {
-	return &Operation{
+func pendingOp(dir port.Direction) *port.Operation {
+	return &port.Operation{
 		ID: "0123456789abcdef01234567", Kind: "rollback", Direction: dir,
 		Source: srcTree, Target: dstTree, TargetCheckpoint: "t", BackupCheckpoint: "b",
 	}
@@ -49,7 +50,7 @@ func pendingOp(dir Direction) *Operation {
 
 func TestEnterRecoversForward(t *testing.T) {
 	e := newGuardEnv()
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	ctx, release, err := e.g.Enter(context.Background(), "checkpoint create")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestEnterRecoversForward(t *testing.T) {
 	if len(e.r.applies) != 0 {
 		t.Errorf("recovery used Apply: %v", e.r.applies)
 	}
-	if len(e.fins) != 1 || e.fins[0].ID != pendingOp(Forward).ID {
+	if len(e.fins) != 1 || e.fins[0].ID != pendingOp(port.Forward).ID {
 		t.Errorf("finisher calls %+v, want one for the pending operation", e.fins)
 	}
 	if e.j.op != nil || e.j.clears != 1 {
@@ -80,7 +81,7 @@ func TestEnterRecoversForward(t *testing.T) {
 
 func TestEnterRecoversBackward(t *testing.T) {
 	e := newGuardEnv()
-	e.j.op = pendingOp(Backward)
+	e.j.op = pendingOp(port.Backward)
 	_, release, err := e.g.Enter(context.Background(), "rollback")
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +100,9 @@ func TestEnterRecoversBackward(t *testing.T) {
 
 func TestRecoverReportsOutcome(t *testing.T) {
 	for _, c := range []struct {
-		dir     Direction
+		dir     port.Direction
 		outcome string
-	}{{Forward, "completed"}, {Backward, "rolled_back"}} {
+	}{{port.Forward, "completed"}, {port.Backward, "rolled_back"}} {
 		e := newGuardEnv()
 		e.j.op = pendingOp(c.dir)
 		if p, err := e.g.Pending(); err != nil || p == nil || p.Direction != c.dir {
@@ -149,7 +150,7 @@ func TestEnterFailsWhenJournalUnreadable(t *testing.T) {
 func TestEnterLockError(t *testing.T) {
 	e := newGuardEnv()
 	e.l.err = fault.Conflict("busy: pid 1")
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	if _, _, err := e.g.Enter(context.Background(), "rollback"); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("Enter = %v, want ErrConflict", err)
 	}
@@ -168,7 +169,7 @@ func TestNestedEnterDoesNotRelock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A journal appearing now belongs to the outer operation: the nested Enter must not recover it.
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	ctx2, release2, err := e.g.Enter(ctx, "inner")
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestNestedEnterDoesNotRelock(t *testing.T) {
 	// Recover within the held lock does not lock either, and does recover.
 	ctx, release, _ = e.g.Enter(context.Background(), "outer2")
 	defer release()
-	e.j.op = pendingOp(Backward)
+	e.j.op = pendingOp(port.Backward)
 	res, err := e.g.Recover(ctx)
 	if err != nil || !res.Recovered || e.l.locks != 2 {
 		t.Errorf("Recover inside Enter: %+v, %v, locks %d", res, err, e.l.locks)
@@ -206,14 +207,14 @@ func TestRecoverFailuresKeepJournal(t *testing.T) {
 		"finisher fails":   func(e *guardEnv) { e.finErr = errors.New("database locked") },
 		"no finisher":      func(e *guardEnv) { e.j.op.Kind = "unknown-kind" },
 		"bad direction":    func(e *guardEnv) { e.j.op.Direction = "sideways" },
-		"undo fails":       func(e *guardEnv) { e.j.op.Direction = Backward; e.r.reconcileErr = errors.New("EPERM") },
+		"undo fails":       func(e *guardEnv) { e.j.op.Direction = port.Backward; e.r.reconcileErr = errors.New("EPERM") },
 		"clear fails":      func(e *guardEnv) { e.j.clearErr = errors.New("EIO") },
 		"journal pending?": func(e *guardEnv) { e.j.pendingErr = errors.New("EIO") },
 	}
 	for name, setup := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := newGuardEnv()
-			e.j.op = pendingOp(Forward)
+			e.j.op = pendingOp(port.Forward)
 			setup(e)
 			if _, _, err := e.g.Enter(context.Background(), "x"); err == nil {
 				t.Fatal("Enter succeeded")
@@ -230,9 +231,9 @@ func TestRecoverFailuresKeepJournal(t *testing.T) {
 
 func TestRecoverIgnoresCancellation(t *testing.T) {
 	e := newGuardEnv()
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	var finCtxErr error
-	e.g.Register("rollback", func(ctx context.Context, _ Operation) error {
+	e.g.Register("rollback", func(ctx context.Context, _ port.Operation) error {
 		finCtxErr = ctx.Err()
 		return nil
 	})
@@ -251,7 +252,7 @@ func TestRecoverIfIdle(t *testing.T) {
 	e := newGuardEnv()
 	repairs := 0
 	e.g.AddRepair(func(context.Context) error { repairs++; return nil })
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	// A read-only command never acts on a journal, free lock or not: it reports it.
 	for _, busy := range []bool{true, false} {
 		e.l.busy = busy
@@ -283,7 +284,7 @@ func TestRecoverIfIdle(t *testing.T) {
 // Recovery never destroys work done after the crash: what neither tree holds is recorded as a
 // pre_recover checkpoint before the workspace is touched, and the caller hears of it.
 func TestRecoveryRecordsWorkDoneAfterTheCrash(t *testing.T) {
-	for _, dir := range []Direction{Forward, Backward} {
+	for _, dir := range []port.Direction{port.Forward, port.Backward} {
 		e := newGuardEnv()
 		e.j.op = pendingOp(dir)
 		e.r.unrecorded = []string{"new-work.txt", "a.txt"}
@@ -328,7 +329,7 @@ func TestRecoveryRefusesWhatItCannotRecord(t *testing.T) {
 	}
 	for name, arrange := range cases {
 		e := newGuardEnv()
-		e.j.op = pendingOp(Forward)
+		e.j.op = pendingOp(port.Forward)
 		e.r.unrecorded = []string{"a", "b", "c", "d"}
 		arrange(e)
 		_, err := e.g.Recover(context.Background())
@@ -343,9 +344,9 @@ func TestRecoveryRefusesWhatItCannotRecord(t *testing.T) {
 
 func TestRepairsRunAfterRecovery(t *testing.T) {
 	e := newGuardEnv()
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	var order []string
-	e.g.Register("rollback", func(context.Context, Operation) error {
+	e.g.Register("rollback", func(context.Context, port.Operation) error {
 		order = append(order, "finish")
 		return nil
 	})
@@ -370,9 +371,9 @@ func TestRepairsRunAfterRecovery(t *testing.T) {
 	}
 }
 
-func runOp() Operation {
+func runOp() port.Operation {
 	op := *pendingOp("")
-	op.Counts = ChangeCounts{Added: 1}
+	op.Counts = port.ChangeCounts{Added: 1}
 	return op
 }
 
@@ -385,13 +386,13 @@ func TestRunSuccess(t *testing.T) {
 	if stats.Written != 1 {
 		t.Errorf("stats %+v", stats)
 	}
-	if len(e.j.writes) != 1 || e.j.writes[0].Direction != Forward || e.j.writes[0].Target != dstTree {
+	if len(e.j.writes) != 1 || e.j.writes[0].Direction != port.Forward || e.j.writes[0].Target != dstTree {
 		t.Errorf("journal writes %+v, want one Forward", e.j.writes)
 	}
 	if !slices.Equal(e.r.applies, [][2]tree.Hash{{srcTree, dstTree}}) {
 		t.Errorf("applies %v", e.r.applies)
 	}
-	if len(e.fins) != 1 || e.fins[0].Direction != Forward {
+	if len(e.fins) != 1 || e.fins[0].Direction != port.Forward {
 		t.Errorf("finisher %+v", e.fins)
 	}
 	if e.j.op != nil {
@@ -404,16 +405,16 @@ func TestRunSuccess(t *testing.T) {
 
 func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 	e := newGuardEnv()
-	e.r.applyErr = &IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
+	e.r.applyErr = &port.IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
 	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
-	var ie *IncompleteUndoError
+	var ie *port.IncompleteUndoError
 	if !errors.As(err, &ie) {
 		t.Fatalf("run = %v, want the IncompleteUndoError", err)
 	}
-	if e.j.op == nil || e.j.op.Direction != Backward {
+	if e.j.op == nil || e.j.op.Direction != port.Backward {
 		t.Fatalf("journal %+v, want Backward", e.j.op)
 	}
-	if len(e.j.writes) != 2 || e.j.writes[0].Direction != Forward {
+	if len(e.j.writes) != 2 || e.j.writes[0].Direction != port.Forward {
 		t.Errorf("writes %+v, want Forward then Backward", e.j.writes)
 	}
 	if len(e.fins) != 0 {
@@ -433,8 +434,8 @@ func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 	}
 	// A journal that cannot be turned Backward reports both failures.
 	e = newGuardEnv()
-	e.r.applyErr = &IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
-	e.j.writeErr = func(n int, _ Operation) error {
+	e.r.applyErr = &port.IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
+	e.j.writeErr = func(n int, _ port.Operation) error {
 		if n == 2 {
 			return errors.New("journal EIO")
 		}
@@ -485,11 +486,11 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
-			var ie *IncompleteUndoError
+			var ie *port.IncompleteUndoError
 			if errors.As(err, &ie) {
 				t.Fatalf("undo reported incomplete: %v", err)
 			}
-			if len(e.j.writes) != 2 || e.j.writes[0].Direction != Forward || e.j.writes[1].Direction != Backward {
+			if len(e.j.writes) != 2 || e.j.writes[0].Direction != port.Forward || e.j.writes[1].Direction != port.Backward {
 				t.Errorf("journal writes %+v, want Forward then Backward", e.j.writes)
 			}
 			if !slices.Equal(e.r.reconciles, []tree.Hash{srcTree}) {
@@ -505,11 +506,11 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 	e.finErr = errors.New("database is locked")
 	e.r.reconcileErr = errors.New("EPERM")
 	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
-	var ie *IncompleteUndoError
+	var ie *port.IncompleteUndoError
 	if !errors.As(err, &ie) || !errors.Is(err, e.finErr) {
 		t.Fatalf("run = %v, want an IncompleteUndoError carrying the finisher's error", err)
 	}
-	if e.j.op == nil || e.j.op.Direction != Backward {
+	if e.j.op == nil || e.j.op.Direction != port.Backward {
 		t.Fatalf("journal %+v, want Backward", e.j.op)
 	}
 	e.r.reconcileErr = nil
@@ -524,7 +525,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 	// Turning the journal Backward fails: both errors are reported and nothing is reconciled.
 	e = newGuardEnv()
 	e.finErr = errors.New("database is locked")
-	e.j.writeErr = func(n int, _ Operation) error {
+	e.j.writeErr = func(n int, _ port.Operation) error {
 		if n == 2 {
 			return errors.New("journal EIO")
 		}
@@ -551,7 +552,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err != nil {
 		t.Fatalf("run = %v, want success past the commit point", err)
 	}
-	if len(e.fins) != 1 || e.j.op == nil || e.j.op.Direction != Forward {
+	if len(e.fins) != 1 || e.j.op == nil || e.j.op.Direction != port.Forward {
 		t.Fatalf("finisher calls %d, journal %+v", len(e.fins), e.j.op)
 	}
 	if _, release, err := e.g.Enter(context.Background(), "next"); err != nil {
@@ -580,7 +581,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 
 func TestRunRefusesBadInput(t *testing.T) {
 	e := newGuardEnv()
-	e.j.writeErr = func(int, Operation) error { return errors.New("ENOSPC") }
+	e.j.writeErr = func(int, port.Operation) error { return errors.New("ENOSPC") }
 	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "ENOSPC") {
 		t.Errorf("journal write failure: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -13,7 +14,7 @@ import (
 // from the index it already holds, and whether the newest checkpoint's tree is there, checked
 // without reading its data (doctor and verify read more).
 type StoreSummary struct {
-	Usage StoreUsage
+	Usage port.StoreUsage
 	// Problem says what is wrong ("" when nothing the check sees is).
 	Problem string
 }

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
 
 func TestStoreSummary(t *testing.T) {
 	e := newUseCaseEnv(t)
-	e.health.usage = StoreUsage{Packs: 2, Objects: 10}
+	e.health.usage = port.StoreUsage{Packs: 2, Objects: 10}
 	if sum := e.ms.Summary(context.Background(), nil); sum.Problem != "" || sum.Usage.Packs != 2 {
 		t.Errorf("no checkpoint: %+v", sum)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 )
 
@@ -42,7 +43,7 @@ type stepEntry struct {
 
 // stepOutcome is what a committed log step did, for the use case to report.
 type stepOutcome struct {
-	entry LoggedOperation
+	entry port.LoggedOperation
 	// restored are the decisions given back the status they had; reverted those reverted again.
 	restored, reverted []string
 }
@@ -59,7 +60,7 @@ func stepDetail(step logStep) ([]byte, error) {
 
 // logStep does the log step op's detail carries, if any, inside the rollback's transaction (after
 // the rollback is recorded), and keeps its outcome for takeStep.
-func (o *Operations) logStep(ctx context.Context, op Operation) error {
+func (o *Operations) logStep(ctx context.Context, op port.Operation) error {
 	step := stepOf(op)
 	if step == nil {
 		return nil
@@ -68,7 +69,7 @@ func (o *Operations) logStep(ctx context.Context, op Operation) error {
 		return fmt.Errorf("%s %s: no operation log to record it in", step.Entry.Kind, op.ID)
 	}
 	e := step.Entry
-	out := stepOutcome{entry: LoggedOperation{
+	out := stepOutcome{entry: port.LoggedOperation{
 		ID: op.ID, Kind: e.Kind, Args: e.Args, Plan: e.Plan, StartedAt: e.StartedAt, FinishedAt: o.clock.Now(),
 		Outcome: OutcomeOK, Checkpoints: []checkpoint.ID{op.TargetCheckpoint, op.BackupCheckpoint},
 	}}
@@ -89,7 +90,7 @@ func (o *Operations) logStep(ctx context.Context, op Operation) error {
 // one by one would), then reverts every attempt started after the target: the rollback did so for
 // those that stood, and an attempt an undone rollback had reverted that started after the target
 // must stay reverted. Then it logs the undo and marks what it undid.
-func (o *Operations) undoStep(ctx context.Context, op Operation, step *logStep, out *stepOutcome) error {
+func (o *Operations) undoStep(ctx context.Context, op port.Operation, step *logStep, out *stepOutcome) error {
 	for _, id := range step.Undone {
 		r, err := o.unrevert(ctx, id)
 		if err != nil {
@@ -158,7 +159,7 @@ func (o *Operations) redoStep(ctx context.Context, step *logStep, out *stepOutco
 
 // stepOf is the log step op's journal detail carries (nil for a rollback without one; a detail
 // that does not parse has none: rollbackMode reads it as a rollback of files and states).
-func stepOf(op Operation) *logStep {
+func stepOf(op port.Operation) *logStep {
 	var d rollbackDetail
 	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil {
 		return nil

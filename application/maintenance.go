@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -23,25 +24,25 @@ type MaintenanceService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
 	corrections correction.Repository
-	archiver    Archiver
-	metrics     Metrics
+	archiver    port.Archiver
+	metrics     port.Metrics
 	// Its own collaborators.
-	store    StoreHealth
-	settings Settings
-	log      OperationLog // nil: the budget knows no undo to keep a safety checkpoint for
+	store    port.StoreHealth
+	settings port.Settings
+	log      port.OperationLog // nil: the budget knows no undo to keep a safety checkpoint for
 }
 
 // MaintenanceParams are MaintenanceService's collaborators beyond the shared core.
 type MaintenanceParams struct {
 	Ops      *Operations
-	Store    StoreHealth
-	Settings Settings
+	Store    port.StoreHealth
+	Settings port.Settings
 	// Log, when set, lets the disk budget keep the safety checkpoint of the newest undo.
-	Log OperationLog
+	Log port.OperationLog
 }
 
 // NewMaintenanceService returns the service.
@@ -54,7 +55,7 @@ type PruneRequest struct {
 	Keep      int
 	OlderThan time.Duration // 0: no age condition
 	// Classes decide first for the checkpoints they match (see RetentionClass).
-	Classes []RetentionClass
+	Classes []port.RetentionClass
 	// Calendar keeps, beyond the newest Keep, the newest checkpoint of recent hours, days, weeks
 	// and months (see checkpoint.Calendar).
 	Calendar checkpoint.Calendar
@@ -71,7 +72,7 @@ type PruneResult struct {
 	Rules map[checkpoint.ID]string
 	// UndoLost are the operations whose safety checkpoint the prune deleted (or would): `plan undo`
 	// steps past them, taking them back together with the operation before them.
-	UndoLost []LoggedOperation
+	UndoLost []port.LoggedOperation
 }
 
 // Prune deletes checkpoints beyond the newest Keep (and, with OlderThan, only those older than
@@ -185,7 +186,7 @@ func (s *MaintenanceService) Prune(ctx context.Context, req PruneRequest) (_ Pru
 
 // undoLost lists the operations `plan undo` could still take back whose safety checkpoint is in
 // deleted.
-func (s *MaintenanceService) undoLost(ctx context.Context, deleted []checkpoint.ID) ([]LoggedOperation, error) {
+func (s *MaintenanceService) undoLost(ctx context.Context, deleted []checkpoint.ID) ([]port.LoggedOperation, error) {
 	if s.ops.oplog == nil || len(deleted) == 0 {
 		return nil, nil
 	}
@@ -193,7 +194,7 @@ func (s *MaintenanceService) undoLost(ctx context.Context, deleted []checkpoint.
 	if err != nil {
 		return nil, err
 	}
-	var lost []LoggedOperation
+	var lost []port.LoggedOperation
 	for _, op := range ops {
 		if undoable(op) && slices.Contains(deleted, op.UndoCheckpoint) {
 			lost = append(lost, op)
@@ -208,13 +209,13 @@ type RetentionResult struct {
 	Archives    ArchivePruneResult
 }
 
-func firstClass(classes []RetentionClass, cp *checkpoint.Checkpoint) (RetentionClass, bool) {
+func firstClass(classes []port.RetentionClass, cp *checkpoint.Checkpoint) (port.RetentionClass, bool) {
 	for _, c := range classes {
 		if c.Matches(cp) {
 			return c, true
 		}
 	}
-	return RetentionClass{}, false
+	return port.RetentionClass{}, false
 }
 
 // PruneByPolicy prunes checkpoints by the configured retention policy (its checkpoint rule and its
@@ -254,17 +255,17 @@ func (s *MaintenanceService) ApplyRetention(ctx context.Context) (RetentionResul
 
 // GC removes every object no checkpoint and no live attempt needs (in a shared store, of any
 // workspace).
-func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport, err error) {
+func (s *MaintenanceService) GC(ctx context.Context, req port.GCRequest) (_ port.GCReport, err error) {
 	ctx, done := s.ops.begin(ctx, "gc", "")
 	defer done(&err)
 	ctx, release, err := s.guard.Enter(ctx, "gc")
 	if err != nil {
-		return GCReport{}, err
+		return port.GCReport{}, err
 	}
 	defer release()
 	roots, err := s.roots(ctx)
 	if err != nil {
-		return GCReport{}, err
+		return port.GCReport{}, err
 	}
 	if req.Aggressive {
 		return s.store.Repack(roots, req.Progress)
@@ -277,13 +278,13 @@ func (s *MaintenanceService) GC(ctx context.Context, req GCRequest) (_ GCReport,
 // of index files). It is a no-op when none is due, and when the workspace lock is taken or an
 // operation is pending (a later command does it). The CLI runs it after every command; a host
 // embedding the services calls it after its own. It copies and decides nothing, unlike gc.
-func (s *MaintenanceService) Consolidate(ctx context.Context) (ConsolidationReport, error) {
+func (s *MaintenanceService) Consolidate(ctx context.Context) (port.ConsolidationReport, error) {
 	if !s.store.ConsolidationDue() {
-		return ConsolidationReport{}, nil
+		return port.ConsolidationReport{}, nil
 	}
 	_, release, ok, err := s.guard.EnterIfFree(ctx, "consolidate")
 	if err != nil || !ok {
-		return ConsolidationReport{}, err
+		return port.ConsolidationReport{}, err
 	}
 	defer release()
 	return s.store.Consolidate()
@@ -361,7 +362,7 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 			return VerifyResult{}, err
 		}
 	}
-	v := &verifier{store: s.store, readData: readData, objects: map[tree.Hash]string{}, trees: map[tree.Hash][]ObjectProblem{}}
+	v := &verifier{store: s.store, readData: readData, objects: map[tree.Hash]string{}, trees: map[tree.Hash][]port.ObjectProblem{}}
 	var res VerifyResult
 	for _, cp := range cps {
 		if err := ctx.Err(); err != nil {
@@ -405,10 +406,10 @@ func (s *MaintenanceService) Verify(ctx context.Context, ref string, readData bo
 }
 
 type verifier struct {
-	store    StoreHealth
+	store    port.StoreHealth
 	readData bool
-	objects  map[tree.Hash]string          // checked objects → problem ("" when fine)
-	trees    map[tree.Hash][]ObjectProblem // checked trees → problems below them (relative paths)
+	objects  map[tree.Hash]string               // checked objects → problem ("" when fine)
+	trees    map[tree.Hash][]port.ObjectProblem // checked trees → problems below them (relative paths)
 	retried  int
 	failed   error // the store stopped answering or refused a read (unavailable, denied): no verdict
 }
@@ -448,22 +449,22 @@ func (v *verifier) check(h tree.Hash) string {
 }
 
 // tree returns the problems under tree h, with paths prefixed by prefix.
-func (v *verifier) tree(h tree.Hash, prefix string) []ObjectProblem {
+func (v *verifier) tree(h tree.Hash, prefix string) []port.ObjectProblem {
 	rel, ok := v.trees[h]
 	if !ok {
 		rel = v.scanTree(h)
 		v.trees[h] = rel
 	}
-	out := make([]ObjectProblem, 0, len(rel))
+	out := make([]port.ObjectProblem, 0, len(rel))
 	for _, p := range rel {
-		out = append(out, ObjectProblem{Path: join(prefix, p.Path), Problem: p.Problem})
+		out = append(out, port.ObjectProblem{Path: join(prefix, p.Path), Problem: p.Problem})
 	}
 	return out
 }
 
-func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
+func (v *verifier) scanTree(h tree.Hash) []port.ObjectProblem {
 	if p := v.check(h); p != "" {
-		return []ObjectProblem{{Path: ".", Problem: p}}
+		return []port.ObjectProblem{{Path: ".", Problem: p}}
 	}
 	entries, err := v.store.ListTree(h)
 	if noVerdict(err) {
@@ -471,14 +472,14 @@ func (v *verifier) scanTree(h tree.Hash) []ObjectProblem {
 		return nil
 	}
 	if err != nil {
-		return []ObjectProblem{{Path: ".", Problem: err.Error()}}
+		return []port.ObjectProblem{{Path: ".", Problem: err.Error()}}
 	}
-	var out []ObjectProblem
+	var out []port.ObjectProblem
 	for _, e := range entries {
 		switch e.Kind {
 		case tree.KindFile:
 			if p := v.check(e.Hash); p != "" {
-				out = append(out, ObjectProblem{Path: e.Path, Problem: p})
+				out = append(out, port.ObjectProblem{Path: e.Path, Problem: p})
 			}
 		case tree.KindDir:
 			// A problem with the subtree itself (path ".") is named by the directory's path: join
@@ -503,7 +504,7 @@ func join(prefix, p string) string {
 type Stats struct {
 	Checkpoints        int
 	LogicalBytes       int64
-	Store              StoreUsage
+	Store              port.StoreUsage
 	DedupRatio         float64
 	AvgCheckpoint      time.Duration
 	P95Checkpoint      time.Duration

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -215,7 +216,7 @@ func TestMaintenanceListErrors(t *testing.T) {
 	if _, err := e.ms.Prune(context.Background(), PruneRequest{Keep: 1}); !errors.Is(err, boom) {
 		t.Errorf("prune: %v", err)
 	}
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 0 {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 0 {
 		t.Errorf("gc: %v (collect called %d times)", err, len(e.health.roots))
 	}
 	if _, err := e.ms.Verify(context.Background(), "", false); !errors.Is(err, boom) {
@@ -278,7 +279,7 @@ func TestApplyRetention(t *testing.T) {
 	if _, ok, err := e.ms.ApplyRetention(context.Background()); ok || !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("bad policy: ok=%v err=%v", ok, err)
 	}
-	e.settings = fakeSettings{rule: RetentionRule{Keep: 1, OlderThan: 36 * time.Hour}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Keep: 1, OlderThan: 36 * time.Hour}, ok: true}
 	res, ok, err := e.ms.ApplyRetention(context.Background())
 	if !ok || err != nil || !slices.Equal(res.Checkpoints.Deleted, ids(cps[2:]...)) {
 		t.Fatalf("keep 1 older than 36h: %+v ok=%v err=%v", res, ok, err)
@@ -295,7 +296,7 @@ func TestGCRoots(t *testing.T) {
 	b := e.checkpointAt(t, baseTime.Add(-time.Hour), tree.Sum([]byte("b")), checkpoint.Stats{})
 
 	// No plan: the checkpoints' roots, oldest first (the order a re-encoding gc pairs them in).
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[0]; !slices.Equal(got, []tree.Hash{a.Root(), b.Root()}) {
@@ -315,7 +316,7 @@ func TestGCRoots(t *testing.T) {
 	if err := e.plans.Save(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[1]; !slices.Equal(got, []tree.Hash{a.Root(), b.Root(), kept, undone}) {
@@ -331,7 +332,7 @@ func TestGCRoots(t *testing.T) {
 	if err := e.plans.Save(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); err != nil {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.health.roots[2]; !slices.Contains(got, kept) || !slices.Contains(got, other) {
@@ -340,16 +341,16 @@ func TestGCRoots(t *testing.T) {
 
 	boom := errors.New("db down")
 	e.plans.currentErr = boom
-	if _, err := e.ms.GC(underLock(), GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 3 {
+	if _, err := e.ms.GC(underLock(), port.GCRequest{}); !errors.Is(err, boom) || len(e.health.roots) != 3 {
 		t.Errorf("plans failing: %v", err)
 	}
 	e.plans.currentErr = nil
 	e.health.collectErr = boom
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, boom) {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); !errors.Is(err, boom) {
 		t.Errorf("collect failing: %v", err)
 	}
 	e.l.err = fault.Conflict("busy")
-	if _, err := e.ms.GC(context.Background(), GCRequest{}); !errors.Is(err, fault.ErrConflict) {
+	if _, err := e.ms.GC(context.Background(), port.GCRequest{}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("busy: %v", err)
 	}
 }
@@ -498,7 +499,7 @@ func TestStats(t *testing.T) {
 	for range 5 {
 		e.metrics.failures = append(e.metrics.failures, "disk full")
 	}
-	e.health.usage = StoreUsage{Packs: 3, Objects: 40, StoredBytes: 4000, RawBytes: 9000}
+	e.health.usage = port.StoreUsage{Packs: 3, Objects: 40, StoredBytes: 4000, RawBytes: 9000}
 	// What the store wrote each day, decision results and records included, not only the
 	// checkpoints' own new objects; a day with writes and no checkpoint is listed too.
 	e.health.written = map[string]int64{"2025-02-26": 7, "2025-02-27": 150, "2025-02-28": 10_000_000}
@@ -571,7 +572,7 @@ func TestCheckpointFailuresAreCounted(t *testing.T) {
 func TestVerifyReadDataScansTheWholeStore(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.checkpointAt(t, baseTime.Add(-time.Hour), e.health.dir(fileE("a.txt", tree.Sum([]byte("a")))), checkpoint.Stats{})
-	e.health.scan = []ObjectProblem{{Path: "pack p1", Problem: "record at offset 40: content does not match its hash"}}
+	e.health.scan = []port.ObjectProblem{{Path: "pack p1", Problem: "record at offset 40: content does not match its hash"}}
 	res, err := e.ms.Verify(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +644,7 @@ func TestPruneArchives(t *testing.T) {
 	// The retention policy covers archives too, with or without a checkpoint rule; the unfinished
 	// correction's archive is still kept.
 	e.archiver.removeErr = nil
-	e.settings = fakeSettings{rule: RetentionRule{Archives: &ArchiveRetention{Keep: 0}}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Archives: &port.ArchiveRetention{Keep: 0}}, ok: true}
 	rr, ok, err := e.ms.ApplyRetention(context.Background())
 	if !ok || err != nil || len(rr.Checkpoints.Deleted) != 0 || !slices.Equal(rr.Archives.Deleted, []string{cs[1].ID()}) {
 		t.Fatalf("archive retention: %+v, %v, %v", rr, ok, err)
@@ -699,7 +700,7 @@ func TestVerifyStopsWhenTheStoreDoesNotAnswer(t *testing.T) {
 func TestGCAggressiveRepacks(t *testing.T) {
 	e := newUseCaseEnv(t)
 	a := e.checkpointAt(t, baseTime.Add(-time.Hour), tree.Sum([]byte("a")), checkpoint.Stats{})
-	r, err := e.ms.GC(context.Background(), GCRequest{Aggressive: true})
+	r, err := e.ms.GC(context.Background(), port.GCRequest{Aggressive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/plan"
 )
 
@@ -61,7 +62,7 @@ func TestRollbackAcrossPlans(t *testing.T) {
 
 	log := &fakeOpLog{}
 	hs := NewHistoryService(e.ops, log)
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: res.OperationID, Kind: "rollback", Outcome: "ok", UndoCheckpoint: res.Backup.ID()}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{ID: res.OperationID, Kind: "rollback", Outcome: "ok", UndoCheckpoint: res.Backup.ID()}); err != nil {
 		t.Fatal(err)
 	}
 	u, err := hs.Undo(context.Background(), UndoRequest{})

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -31,20 +32,20 @@ type Operations struct {
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
 	corrections correction.Repository
-	snap        Snapshotter
-	store       TreeStore
+	snap        port.Snapshotter
+	store       port.TreeStore
 	guard       *Guard
-	tx          Transactor
-	history     History
-	clock       Clock
-	git         GitProbe
-	metrics     Metrics
-	exec        Executor
-	archiver    Archiver
-	trees       TreeWriter
+	tx          port.Transactor
+	history     port.History
+	clock       port.Clock
+	git         port.GitProbe
+	metrics     port.Metrics
+	exec        port.Executor
+	archiver    port.Archiver
+	trees       port.TreeWriter
 	// oplog is the operation log, once a HistoryService is built on this core: a use case logs its
 	// own operation through it, and folds the entry into its last transaction (see commitLogged).
-	oplog OperationLog
+	oplog port.OperationLog
 	funcs *funcRegistry
 	host  string
 	// steps holds, by rollback ID, what an undo's or a redo's log step did (see logstep.go), for
@@ -57,22 +58,22 @@ type OperationsParams struct {
 	Checkpoints checkpoint.Repository
 	Plans       plan.Repository
 	Corrections correction.Repository
-	Snapshotter Snapshotter
-	Store       TreeStore
+	Snapshotter port.Snapshotter
+	Store       port.TreeStore
 	Guard       *Guard
-	Tx          Transactor
-	History     History
-	Clock       Clock
-	Git         GitProbe
-	Metrics     Metrics
-	Executor    Executor
-	Archiver    Archiver
+	Tx          port.Transactor
+	History     port.History
+	Clock       port.Clock
+	Git         port.GitProbe
+	Metrics     port.Metrics
+	Executor    port.Executor
+	Archiver    port.Archiver
 	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
-	Trees TreeWriter
+	Trees port.TreeWriter
 	// Log is the operation log the services record their operations in (`plan history`, `plan
 	// undo`); nil records nothing until NewHistoryService gives it one. With it, what the next
 	// `plan undo` and `plan redo` roll back to is protected like a live decision's checkpoint.
-	Log OperationLog
+	Log port.OperationLog
 	// Host names the program the services run in, for the decisions it runs as Go functions
 	// (DecisionFunc): a `plan correct` from the CLI, which cannot call them, names it. "" is
 	// "a Go host program".
@@ -368,7 +369,7 @@ func (o *Operations) undoNeeds(ctx context.Context, out map[checkpoint.ID]string
 
 // rollbackMode reads a rollback's restore mode from its journal detail; a rollback journaled
 // before modes existed restores both.
-func rollbackMode(op Operation) RestoreMode {
+func rollbackMode(op port.Operation) RestoreMode {
 	var d rollbackDetail
 	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil || d.Mode == "" {
 		return RestoreBoth
@@ -393,7 +394,7 @@ var loggedKinds = map[string]string{kindRollback: "rollback", kindCorrection: "c
 // as the undo's: `plan undo` then takes it back as it would have. A step of another operation
 // (undo's, redo's) is logged by its finisher; one without a safety checkpoint (a clone's) has no
 // undo; one logged already is left as it is.
-func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
+func (o *Operations) logRecovered(ctx context.Context, op port.Operation) error {
 	kind, ok := loggedKinds[op.Kind]
 	if !ok || op.BackupCheckpoint == "" || stepOf(op) != nil || o.oplog == nil {
 		return nil
@@ -413,7 +414,7 @@ func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
 			used = append(used, id)
 		}
 	}
-	return o.oplog.Add(ctx, LoggedOperation{
+	return o.oplog.Add(ctx, port.LoggedOperation{
 		ID: op.ID, Kind: kind, Args: []string{"(finished by plan recover)"}, Plan: operationPlan(op),
 		StartedAt: op.StartedAt, FinishedAt: o.clock.Now(), Outcome: OutcomeOK, Checkpoints: used,
 		UndoCheckpoint: op.BackupCheckpoint,
@@ -422,7 +423,7 @@ func (o *Operations) logRecovered(ctx context.Context, op Operation) error {
 
 // operationPlan names the plan a journaled operation's decisions belong to: a correction's own
 // plan, which need not be the current one; "" (the current plan) for a rollback.
-func operationPlan(op Operation) string {
+func operationPlan(op port.Operation) string {
 	if op.Kind != kindCorrection {
 		return ""
 	}

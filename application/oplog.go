@@ -4,45 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 )
 
-// LoggedOperation is one entry of the operation log (`plan history`): a command that changed the
-// workspace or its store, as it ended.
-type LoggedOperation struct {
-	ID   string
-	Kind string // init, checkpoint, run, exec, decision, rollback, correct, revert, undo, redo, resolve, prune, gc, recover, delete, pin, unpin
-	Args []string
-	// Plan names the plan the operation worked on ("" for none).
-	Plan                  string
-	StartedAt, FinishedAt time.Time
-	// Outcome is OutcomeOK, or how it failed: Outcome's name for its error ("conflict",
-	// "integrity", …) or its caller's (OutcomeUsage); a decision entry's is its attempt's status.
-	Outcome string
-	// Checkpoints are the checkpoints it created or used.
-	Checkpoints []checkpoint.ID
-	// UndoCheckpoint, when set, is the safety checkpoint taken just before the operation changed
-	// the workspace: `plan undo` rolls back to it.
-	UndoCheckpoint checkpoint.ID
-	// UndoneBy is the undo operation that undid this one ("" while it stands).
-	UndoneBy string
-}
-
 // stateOnly says whether op is a rollback that went through and changed decision states only
 // (`--mode state`, `rewind --state`): the one kind of standing rollback without a safety
 // checkpoint.
-func stateOnly(op LoggedOperation) bool {
+func stateOnly(op port.LoggedOperation) bool {
 	return op.Kind == "rollback" && op.Outcome == OutcomeOK && op.UndoCheckpoint == "" && op.UndoneBy == ""
 }
 
 // undoable says whether `plan undo` may pick op: a workspace change with a safety checkpoint that
 // went through and was not undone already. Undo entries themselves are not undone (undo walks back
 // through the log, as jj's does).
-func undoable(op LoggedOperation) bool {
+func undoable(op port.LoggedOperation) bool {
 	switch op.Kind {
 	case "correct", "revert", "rollback":
 		// Its safety checkpoint is logged only once it went through (the correction is recorded,
@@ -63,15 +42,15 @@ type HistoryService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
-	history     History
-	log         OperationLog
+	history     port.History
+	log         port.OperationLog
 }
 
 // NewHistoryService returns the service. When ops was built without an operation log
 // (OperationsParams.Log), it records the services' operations in log from now on.
-func NewHistoryService(ops *Operations, log OperationLog) *HistoryService {
+func NewHistoryService(ops *Operations, log port.OperationLog) *HistoryService {
 	if ops.oplog == nil {
 		ops.oplog = log
 	}
@@ -79,13 +58,13 @@ func NewHistoryService(ops *Operations, log OperationLog) *HistoryService {
 }
 
 // Record appends op to the log, giving it an ID when it has none.
-func (s *HistoryService) Record(ctx context.Context, op LoggedOperation) (LoggedOperation, error) {
+func (s *HistoryService) Record(ctx context.Context, op port.LoggedOperation) (port.LoggedOperation, error) {
 	op = s.ops.stamp(op)
 	return op, s.log.Add(ctx, op)
 }
 
 // stamp gives op an ID and an end when it has none.
-func (o *Operations) stamp(op LoggedOperation) LoggedOperation {
+func (o *Operations) stamp(op port.LoggedOperation) port.LoggedOperation {
 	if op.ID == "" {
 		op.ID = ident.New(o.clock.Now())
 	}
@@ -96,12 +75,12 @@ func (o *Operations) stamp(op LoggedOperation) LoggedOperation {
 }
 
 // record appends op to the operation log.
-func (o *Operations) record(ctx context.Context, op LoggedOperation) error {
+func (o *Operations) record(ctx context.Context, op port.LoggedOperation) error {
 	return o.oplog.Add(ctx, o.stamp(op))
 }
 
 // List returns the log newest first (limit 0: all), only plan's operations when plan is not "".
-func (s *HistoryService) List(ctx context.Context, limit int, plan string) ([]LoggedOperation, error) {
+func (s *HistoryService) List(ctx context.Context, limit int, plan string) ([]port.LoggedOperation, error) {
 	if limit < 0 {
 		return nil, fault.Invalid("--limit must be zero (all) or more")
 	}
@@ -140,7 +119,7 @@ func (e *ValidationFailedError) Unwrap() error { return e.Err }
 func (o *Operations) validate(ctx context.Context, cmd string, undo checkpoint.ID, live io.Writer) error {
 	id := ident.New(o.clock.Now())
 	logPath := "logs/validate-" + id + ".log"
-	res, err := o.exec.Execute(ctx, Command{Script: cmd, LogPath: logPath, Token: "validate-" + id}, live)
+	res, err := o.exec.Execute(ctx, port.Command{Script: cmd, LogPath: logPath, Token: "validate-" + id}, live)
 	switch {
 	case err != nil:
 		return &ValidationFailedError{Command: cmd, Undo: undo, Log: logPath, Err: err}

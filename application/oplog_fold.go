@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+
+	"github.com/planhq/plan/application/port"
 )
 
 // foldError is a failure to write the folded entry: the change it rode along with is then made
@@ -21,7 +23,7 @@ func (e *foldError) Error() string { return "operation log: " + e.err.Error() }
 // entry is only complete once they ran.
 func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.Context) error) error {
 	r := recordingOf(ctx)
-	replacer, ok := o.oplog.(OperationReplacer)
+	replacer, ok := o.oplog.(port.OperationReplacer)
 	if r == nil || !ok {
 		return change(ctx)
 	}
@@ -29,7 +31,7 @@ func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.C
 	if off || decisions {
 		return change(ctx)
 	}
-	var folded LoggedOperation
+	var folded port.LoggedOperation
 	err := o.tx.Do(ctx, func(ctx context.Context) error {
 		if err := change(ctx); err != nil {
 			return err
@@ -54,7 +56,7 @@ func (o *Operations) commitLogged(ctx context.Context, change func(ctx context.C
 }
 
 // sameEntry says whether a and b log the same thing (their finishing times aside).
-func sameEntry(a, b LoggedOperation) bool {
+func sameEntry(a, b port.LoggedOperation) bool {
 	return a.ID == b.ID && a.Kind == b.Kind && slices.Equal(a.Args, b.Args) && a.Plan == b.Plan &&
 		a.StartedAt.Equal(b.StartedAt) && a.Outcome == b.Outcome && slices.Equal(a.Checkpoints, b.Checkpoints) &&
 		a.UndoCheckpoint == b.UndoCheckpoint && a.UndoneBy == b.UndoneBy

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 )
 
@@ -21,13 +22,13 @@ type replacingLog struct {
 	replaceErr error
 }
 
-func (l *replacingLog) Replace(_ context.Context, op LoggedOperation) error {
+func (l *replacingLog) Replace(_ context.Context, op port.LoggedOperation) error {
 	if l.replaceErr != nil {
 		return l.replaceErr
 	}
 	l.replaces++
 	l.inTx = append(l.inTx, l.tx.calls)
-	l.ops = slices.DeleteFunc(l.ops, func(x LoggedOperation) bool { return x.ID == op.ID })
+	l.ops = slices.DeleteFunc(l.ops, func(x port.LoggedOperation) bool { return x.ID == op.ID })
 	l.put(op)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -15,17 +16,17 @@ import (
 // fakeOpLog is an in-memory OperationLog: copies of its entries, in UTC, newest first by start,
 // then ID, as the database adapter keeps them (application/oplogtest holds both to that).
 type fakeOpLog struct {
-	ops     []LoggedOperation
+	ops     []port.LoggedOperation
 	listErr error
 	addErr  error
 	markErr error
 }
 
-func (l *fakeOpLog) Add(_ context.Context, op LoggedOperation) error {
+func (l *fakeOpLog) Add(_ context.Context, op port.LoggedOperation) error {
 	if l.addErr != nil {
 		return l.addErr
 	}
-	if slices.ContainsFunc(l.ops, func(x LoggedOperation) bool { return x.ID == op.ID }) {
+	if slices.ContainsFunc(l.ops, func(x port.LoggedOperation) bool { return x.ID == op.ID }) {
 		return fault.Conflict("operation %s already exists", op.ID)
 	}
 	l.put(op)
@@ -33,10 +34,10 @@ func (l *fakeOpLog) Add(_ context.Context, op LoggedOperation) error {
 }
 
 // put stores a copy of op in its place in the log.
-func (l *fakeOpLog) put(op LoggedOperation) {
+func (l *fakeOpLog) put(op port.LoggedOperation) {
 	op = copyOp(op)
 	op.StartedAt, op.FinishedAt = op.StartedAt.UTC(), op.FinishedAt.UTC()
-	i, _ := slices.BinarySearchFunc(l.ops, op, func(x, op LoggedOperation) int {
+	i, _ := slices.BinarySearchFunc(l.ops, op, func(x, op port.LoggedOperation) int {
 		if c := op.StartedAt.Compare(x.StartedAt); c != 0 {
 			return c
 		}
@@ -45,16 +46,16 @@ func (l *fakeOpLog) put(op LoggedOperation) {
 	l.ops = slices.Insert(l.ops, i, op)
 }
 
-func copyOp(op LoggedOperation) LoggedOperation {
+func copyOp(op port.LoggedOperation) port.LoggedOperation {
 	op.Args, op.Checkpoints = slices.Clone(op.Args), slices.Clone(op.Checkpoints)
 	return op
 }
 
-func (l *fakeOpLog) List(_ context.Context, limit int, planName string) ([]LoggedOperation, error) {
+func (l *fakeOpLog) List(_ context.Context, limit int, planName string) ([]port.LoggedOperation, error) {
 	if l.listErr != nil {
 		return nil, l.listErr
 	}
-	var out []LoggedOperation
+	var out []port.LoggedOperation
 	for _, op := range l.ops {
 		if planName == "" || op.Plan == planName {
 			out = append(out, copyOp(op))
@@ -81,7 +82,7 @@ func (l *fakeOpLog) MarkUndone(_ context.Context, id, by string) error {
 
 // rolledBackToB runs a, b and c and rolls back to b's pre_decision checkpoint, which the service
 // logs (its ID is the rollback's operation ID, its undo point the pre_rollback checkpoint).
-func rolledBackToB(t *testing.T, e *useCaseEnv, hs *HistoryService) (RollbackResult, LoggedOperation) {
+func rolledBackToB(t *testing.T, e *useCaseEnv, hs *HistoryService) (RollbackResult, port.LoggedOperation) {
 	t.Helper()
 	p := ranABC(t, e)
 	b, _ := p.Decision("b")
@@ -101,7 +102,7 @@ func rolledBackToB(t *testing.T, e *useCaseEnv, hs *HistoryService) (RollbackRes
 		t.Fatalf("the rollback's log entry: %+v", op)
 	}
 	op.Plan = "p"
-	l.ops = []LoggedOperation{op}
+	l.ops = []port.LoggedOperation{op}
 	return res, op
 }
 
@@ -190,24 +191,24 @@ func TestUndoDryRunChangesNothing(t *testing.T) {
 }
 
 func TestUndoPicksTheNewestUndoableOperation(t *testing.T) {
-	ok := LoggedOperation{ID: "x", Kind: "rollback", Outcome: "ok", UndoCheckpoint: "cp"}
+	ok := port.LoggedOperation{ID: "x", Kind: "rollback", Outcome: "ok", UndoCheckpoint: "cp"}
 	for _, c := range []struct {
 		name string
-		mod  func(*LoggedOperation)
+		mod  func(*port.LoggedOperation)
 		want bool
 	}{
-		{"rollback", func(*LoggedOperation) {}, true},
-		{"correction", func(o *LoggedOperation) { o.Kind = "correct" }, true},
-		{"surgical revert", func(o *LoggedOperation) { o.Kind = "revert" }, true},
-		{"decision", func(o *LoggedOperation) { o.Kind = "decision" }, true},
-		{"validation failed", func(o *LoggedOperation) { o.Outcome = "validation_failed" }, true},
-		{"undo", func(o *LoggedOperation) { o.Kind = "undo" }, false},
-		{"checkpoint", func(o *LoggedOperation) { o.Kind = "checkpoint" }, false},
+		{"rollback", func(*port.LoggedOperation) {}, true},
+		{"correction", func(o *port.LoggedOperation) { o.Kind = "correct" }, true},
+		{"surgical revert", func(o *port.LoggedOperation) { o.Kind = "revert" }, true},
+		{"decision", func(o *port.LoggedOperation) { o.Kind = "decision" }, true},
+		{"validation failed", func(o *port.LoggedOperation) { o.Outcome = "validation_failed" }, true},
+		{"undo", func(o *port.LoggedOperation) { o.Kind = "undo" }, false},
+		{"checkpoint", func(o *port.LoggedOperation) { o.Kind = "checkpoint" }, false},
 		// Its safety checkpoint is logged only once the change went through, whatever failed after.
-		{"failed after the change", func(o *LoggedOperation) { o.Outcome = "internal" }, true},
-		{"failed decision", func(o *LoggedOperation) { o.Kind, o.Outcome = "decision", "failed" }, true},
-		{"no safety checkpoint", func(o *LoggedOperation) { o.UndoCheckpoint = "" }, false},
-		{"undone", func(o *LoggedOperation) { o.UndoneBy = "y" }, false},
+		{"failed after the change", func(o *port.LoggedOperation) { o.Outcome = "internal" }, true},
+		{"failed decision", func(o *port.LoggedOperation) { o.Kind, o.Outcome = "decision", "failed" }, true},
+		{"no safety checkpoint", func(o *port.LoggedOperation) { o.UndoCheckpoint = "" }, false},
+		{"undone", func(o *port.LoggedOperation) { o.UndoneBy = "y" }, false},
 	} {
 		op := ok
 		c.mod(&op)
@@ -304,11 +305,11 @@ func TestHistoryRecordAndList(t *testing.T) {
 	e := newUseCaseEnv(t)
 	log := &fakeOpLog{}
 	hs := NewHistoryService(e.ops, log)
-	op, err := hs.Record(context.Background(), LoggedOperation{Kind: "checkpoint", Plan: "p", Outcome: "ok"})
+	op, err := hs.Record(context.Background(), port.LoggedOperation{Kind: "checkpoint", Plan: "p", Outcome: "ok"})
 	if err != nil || op.ID == "" || !op.FinishedAt.Equal(e.clock.t) {
 		t.Fatalf("recorded %+v, %v: want an ID and the clock's time", op, err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "given", Kind: "gc", Outcome: "ok", FinishedAt: baseTime}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{ID: "given", Kind: "gc", Outcome: "ok", FinishedAt: baseTime}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := hs.List(context.Background(), 0, "")
@@ -322,7 +323,7 @@ func TestHistoryRecordAndList(t *testing.T) {
 		t.Errorf("negative limit: %v", err)
 	}
 	log.addErr = errors.New("db down")
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "gc"}); !errors.Is(err, log.addErr) {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{Kind: "gc"}); !errors.Is(err, log.addErr) {
 		t.Errorf("log failing: %v", err)
 	}
 }
@@ -366,7 +367,7 @@ func TestUndoWithoutAPlan(t *testing.T) {
 	}
 	log := &fakeOpLog{}
 	hs := NewHistoryService(e.ops, log)
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: rb.OperationID, Kind: "rollback", Outcome: "ok", UndoCheckpoint: rb.Backup.ID()}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{ID: rb.OperationID, Kind: "rollback", Outcome: "ok", UndoCheckpoint: rb.Backup.ID()}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := hs.Undo(context.Background(), UndoRequest{})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -24,28 +25,28 @@ import (
 //   - a context marked Unrecorded records nothing (a command the log does not keep, a dry run).
 type Recording struct {
 	mu    sync.Mutex
-	entry LoggedOperation
+	entry port.LoggedOperation
 	// decisions logs each decision attempt started since the operation began as its own entry.
 	decisions bool
 	off       bool
 	// folded is the entry as the operation's last transaction wrote it (see commitLogged), nil
 	// until then, and foldLog the log it was written to.
-	folded  *LoggedOperation
-	foldLog OperationReplacer
+	folded  *port.LoggedOperation
+	foldLog port.OperationReplacer
 	// also are entries of operations it ran as steps of its own that stand on their own in the
 	// log (run --rerun-changed's rollback), written after its entry and before its decisions'.
-	also []LoggedOperation
+	also []port.LoggedOperation
 }
 
 // snapshot is the entry so far, whether the operation logs its decisions, and whether it records.
-func (r *Recording) snapshot() (LoggedOperation, bool, bool) {
+func (r *Recording) snapshot() (port.LoggedOperation, bool, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.entry, r.decisions, r.off
 }
 
 // fold notes that the operation's entry was written as e, in its last transaction, to log.
-func (r *Recording) fold(e LoggedOperation, log OperationReplacer) {
+func (r *Recording) fold(e port.LoggedOperation, log port.OperationReplacer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.folded, r.foldLog = &e, log
@@ -55,7 +56,7 @@ func (r *Recording) fold(e LoggedOperation, log OperationReplacer) {
 // (the CLI's command line); plan the plan it works on ("" for the current one or none).
 func NewRecording(kind string, args []string, plan string, start time.Time) *Recording {
 	return &Recording{
-		entry:     LoggedOperation{Kind: kind, Args: slices.Clone(args), Plan: plan, StartedAt: start.UTC()},
+		entry:     port.LoggedOperation{Kind: kind, Args: slices.Clone(args), Plan: plan, StartedAt: start.UTC()},
 		decisions: kind == "run" || kind == "exec",
 	}
 }
@@ -87,7 +88,7 @@ func recordingOf(ctx context.Context) *Recording {
 }
 
 // note lets fn fill in what the running service knows about the operation ctx records.
-func note(ctx context.Context, fn func(op *LoggedOperation)) {
+func note(ctx context.Context, fn func(op *port.LoggedOperation)) {
 	r := recordingOf(ctx)
 	if r == nil || r.off {
 		return
@@ -99,7 +100,7 @@ func note(ctx context.Context, fn func(op *LoggedOperation)) {
 
 // noteAlso adds to the operation ctx records the entry of an operation it ran as a step that
 // stands on its own in the log (and in undo's walk): run --rerun-changed's rollback.
-func noteAlso(ctx context.Context, op LoggedOperation) {
+func noteAlso(ctx context.Context, op port.LoggedOperation) {
 	r := recordingOf(ctx)
 	if r == nil || r.off {
 		return
@@ -110,7 +111,7 @@ func noteAlso(ctx context.Context, op LoggedOperation) {
 }
 
 // noteUse adds a checkpoint the operation used (a rollback's target).
-func noteUse(op *LoggedOperation, id checkpoint.ID) {
+func noteUse(op *port.LoggedOperation, id checkpoint.ID) {
 	if id != "" && !slices.Contains(op.Checkpoints, id) {
 		op.Checkpoints = append(op.Checkpoints, id)
 	}
@@ -197,7 +198,7 @@ func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) e
 	if err != nil || skip {
 		return err
 	}
-	var decisions []LoggedOperation
+	var decisions []port.LoggedOperation
 	if r.decisions {
 		if p, err := o.namedPlan(ctx, entry.Plan); err == nil {
 			entry.Plan = p.Name()
@@ -229,7 +230,7 @@ func (o *Operations) finish(ctx context.Context, r *Recording, outcome string) e
 // it made (created since it started) added to those it used. skip says it is no operation to log:
 // refused before it changed anything (bad input, nothing found, a busy workspace), which would
 // only fill the log with noise.
-func (o *Operations) entryAsEnded(ctx context.Context, entry LoggedOperation, outcome string) (LoggedOperation, bool, error) {
+func (o *Operations) entryAsEnded(ctx context.Context, entry port.LoggedOperation, outcome string) (port.LoggedOperation, bool, error) {
 	entry.Outcome = outcome
 	entry.Checkpoints = slices.Clone(entry.Checkpoints)
 	created, err := o.checkpoints.ListSince(ctx, entry.StartedAt)
@@ -256,8 +257,8 @@ func (o *Operations) entryAsEnded(ctx context.Context, entry LoggedOperation, ou
 }
 
 // attemptsSince are the log entries of p's decision attempts started at or after start.
-func attemptsSince(p *plan.Plan, start time.Time) []LoggedOperation {
-	var out []LoggedOperation
+func attemptsSince(p *plan.Plan, start time.Time) []port.LoggedOperation {
+	var out []port.LoggedOperation
 	for _, d := range p.Decisions() {
 		for _, a := range d.Attempts() {
 			if a.StartedAt.Before(start) {
@@ -271,7 +272,7 @@ func attemptsSince(p *plan.Plan, start time.Time) []LoggedOperation {
 			if a.CheckpointID != "" {
 				cps = append(cps, a.CheckpointID)
 			}
-			out = append(out, LoggedOperation{
+			out = append(out, port.LoggedOperation{
 				Kind: "decision", Args: []string{d.ID()}, Plan: p.Name(), StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
 				Outcome: outcome, Checkpoints: cps, UndoCheckpoint: a.CheckpointID,
 			})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
@@ -61,7 +62,7 @@ func withLog(e *useCaseEnv) (*fakeOpLog, *HistoryService) {
 	return log, NewHistoryService(e.ops, log)
 }
 
-func kinds(ops []LoggedOperation) string {
+func kinds(ops []port.LoggedOperation) string {
 	var out []string
 	for _, op := range ops {
 		out = append(out, op.Kind+"("+strings.Join(op.Args, " ")+")")
@@ -103,7 +104,7 @@ func TestServicesLogTheirOwnOperations(t *testing.T) {
 		func() error { _, err := e.ms.Prune(ctx, PruneRequest{Keep: 10, DryRun: true}); return err },
 		func() error { _, err := e.ms.PruneArchives(ctx, PruneRequest{Keep: 10}); return err },
 		func() error { _, err := e.ms.PruneArchives(ctx, PruneRequest{Keep: 10, DryRun: true}); return err },
-		func() error { _, err := e.ms.GC(ctx, GCRequest{}); return err },
+		func() error { _, err := e.ms.GC(ctx, port.GCRequest{}); return err },
 		func() error {
 			_, err := e.cps.Rollback(ctx, RollbackRequest{Ref: string(latestOf(a).CheckpointID), DryRun: true})
 			return err
@@ -143,7 +144,7 @@ func TestRefusedOperationsAreNotLogged(t *testing.T) {
 	if len(log.ops) != 0 {
 		t.Fatalf("refusals were logged: %s", kinds(log.ops))
 	}
-	e.exec.results["f"] = ExecResult{ExitCode: 3}
+	e.exec.results["f"] = port.ExecResult{ExitCode: 3}
 	if _, err := e.ps.Exec(ctx, ExecRequest{ID: "f", Command: "false"}); err == nil {
 		t.Fatal("the failing decision succeeded")
 	}
@@ -159,7 +160,7 @@ func TestCheckpointRefusedByValidationIsNotLogged(t *testing.T) {
 	log, _ := withLog(e)
 	e.setFile("a.txt", "a")
 	ctx := context.Background()
-	e.exec.results[""] = ExecResult{ExitCode: 1}
+	e.exec.results[""] = port.ExecResult{ExitCode: 1}
 	_, err := e.cps.Create(ctx, CreateRequest{Note: "n", Check: &CheckRequest{Command: "false"}})
 	var nv *NotValidError
 	if !errors.As(err, &nv) || len(e.repo.cps) != 0 {
@@ -169,7 +170,7 @@ func TestCheckpointRefusedByValidationIsNotLogged(t *testing.T) {
 		t.Fatalf("the refused checkpoint was logged: %+v", log.ops)
 	}
 	// The same checkpoint once the check passes is.
-	e.exec.results[""] = ExecResult{}
+	e.exec.results[""] = port.ExecResult{}
 	if _, err := e.cps.Create(ctx, CreateRequest{Note: "n", Check: &CheckRequest{Command: "true"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ type failAfter struct {
 	n int
 }
 
-func (l *failAfter) Add(ctx context.Context, op LoggedOperation) error {
+func (l *failAfter) Add(ctx context.Context, op port.LoggedOperation) error {
 	if l.n == 0 {
 		return errors.New("log full")
 	}

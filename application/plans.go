@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -71,10 +72,10 @@ type PlanService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	guard       *Guard
-	clock       Clock
+	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
-	exec        Executor
+	exec        port.Executor
 }
 
 // NewPlanService returns the service.
@@ -102,7 +103,7 @@ type RunRequest struct {
 	// Funcs are Go functions this run may call, beside the registered ones (PlanService.Register):
 	// a decision whose Run is "go-func:NAME" (this host) or plan.FuncCommand(NAME, host) is the
 	// function called NAME.
-	Funcs map[string]DecisionFunc
+	Funcs map[string]port.DecisionFunc
 	// RerunChanged re-executes from the first succeeded decision whose definition changed (see
 	// rerun.go); without it such decisions are reported and skipped.
 	RerunChanged bool
@@ -196,7 +197,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 	if err := s.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
-	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
+	note(ctx, func(op *port.LoggedOperation) { op.Plan = p.Name() })
 	res := RunResult{Plan: p, Changed: changed}
 	if len(changed) > 0 && req.RerunChanged {
 		rb, err := s.rerunFrom(ctx, p, changed[0].ID, req)
@@ -206,7 +207,7 @@ func (s *PlanService) Run(ctx context.Context, req RunRequest) (_ RunResult, err
 		res.Rerun = &rb
 		if rb.Backup != nil && rb.Target != nil {
 			// The rollback stands on its own in the log: plan undo walks back through the re-run.
-			noteAlso(ctx, LoggedOperation{
+			noteAlso(ctx, port.LoggedOperation{
 				ID: rb.OperationID, Kind: "rollback", Args: []string{"--rerun-changed", changed[0].ID}, Plan: p.Name(),
 				StartedAt: rb.Backup.CreatedAt(), FinishedAt: rb.Backup.CreatedAt(), Outcome: OutcomeOK,
 				Checkpoints: []checkpoint.ID{rb.Target.ID(), rb.Backup.ID()}, UndoCheckpoint: rb.Backup.ID(),
@@ -362,7 +363,7 @@ type ExecRequest struct {
 	// Func is the decision as a Go function, recorded as plan.FuncCommand(FuncName, host) (FuncName
 	// defaults to the decision's ID, which defaults to FuncName-N, or func-N without a FuncName).
 	// With FuncName alone, the registered function of that name.
-	Func     DecisionFunc
+	Func     port.DecisionFunc
 	FuncName string
 	Live     io.Writer
 	Events   func(Event)
@@ -414,9 +415,9 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	case err != nil:
 		return RunResult{}, err
 	}
-	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
+	note(ctx, func(op *port.LoggedOperation) { op.Plan = p.Name() })
 	run := req.Command
-	var funcs map[string]DecisionFunc
+	var funcs map[string]port.DecisionFunc
 	if req.Func != nil || req.FuncName != "" {
 		if req.ID == "" {
 			req.ID = nextDecisionID(p, slug(cmp.Or(req.FuncName, "func")))
@@ -426,7 +427,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 			return RunResult{}, err
 		}
 		if req.Func != nil {
-			funcs = map[string]DecisionFunc{fname: req.Func}
+			funcs = map[string]port.DecisionFunc{fname: req.Func}
 		}
 	}
 	if req.ID == "" {
@@ -445,7 +446,7 @@ func (s *PlanService) Exec(ctx context.Context, req ExecRequest) (_ RunResult, e
 	if err := s.plans.Save(ctx, p); err != nil {
 		return RunResult{}, err
 	}
-	note(ctx, func(op *LoggedOperation) { op.Plan = p.Name() })
+	note(ctx, func(op *port.LoggedOperation) { op.Plan = p.Name() })
 	res := RunResult{Plan: p, Ran: []string{req.ID}}
 	r, err := s.ops.execute(ctx, p, req.ID, req.Live, req.Events, req.Warn, funcs)
 	if err != nil {

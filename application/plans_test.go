@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -98,7 +99,7 @@ func TestRunAndResume(t *testing.T) {
 func TestRunFailureStopsAndSkipsTheRest(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.writes()
-	e.exec.results["b"] = ExecResult{ExitCode: 2}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 2}
 	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c")})
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || df.DecisionID != "b" || *df.ExitCode != 2 || df.TimedOut {
@@ -123,7 +124,7 @@ func TestRunFailureStopsAndSkipsTheRest(t *testing.T) {
 
 func TestRunTimeoutAndInterrupt(t *testing.T) {
 	e := newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{ExitCode: -1, TimedOut: true}
+	e.exec.results["a"] = port.ExecResult{ExitCode: -1, TimedOut: true}
 	_, err := e.runPlan(t, RunRequest{Decisions: defs("a")})
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || !df.TimedOut || err.Error() != `decision "a" timed out` {
@@ -131,7 +132,7 @@ func TestRunTimeoutAndInterrupt(t *testing.T) {
 	}
 
 	e = newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{Interrupted: true}
+	e.exec.results["a"] = port.ExecResult{Interrupted: true}
 	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")})
 	if !errors.As(err, &df) || !errors.Is(err, context.Canceled) || df.Status != plan.Interrupted || df.ExitCode != nil {
 		t.Fatalf("interrupt: %v", err)
@@ -145,7 +146,7 @@ func TestRunTimeoutAndInterrupt(t *testing.T) {
 func TestRunRollbackOnFailure(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.writes()
-	e.exec.results["b"] = ExecResult{ExitCode: 1}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 1}
 	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b"), OnFailure: RollbackOnFailure})
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || df.DecisionID != "b" {
@@ -164,8 +165,8 @@ func TestRunRollbackOnFailure(t *testing.T) {
 
 	// The failed decision's checkpoint disappeared while it ran: nothing to roll back to.
 	e = newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{ExitCode: 1}
-	e.exec.run = func(Command) {
+	e.exec.results["a"] = port.ExecResult{ExitCode: 1}
+	e.exec.run = func(port.Command) {
 		for id, cp := range e.repo.cps {
 			if cp.Type() == checkpoint.PreDecision {
 				delete(e.repo.cps, id)
@@ -180,7 +181,7 @@ func TestRunRollbackOnFailure(t *testing.T) {
 	// A rollback that fails is reported together with the failure.
 	e = newUseCaseEnv(t)
 	e.writes()
-	e.exec.results["a"] = ExecResult{ExitCode: 1}
+	e.exec.results["a"] = port.ExecResult{ExitCode: 1}
 	e.r.applyErr = errors.New("disk full")
 	_, err = e.runPlan(t, RunRequest{Decisions: defs("a"), OnFailure: RollbackOnFailure})
 	if !errors.As(err, &df) || !errors.Is(err, e.r.applyErr) || !strings.Contains(err.Error(), "roll back after the failure") {
@@ -232,7 +233,7 @@ func TestRunSaveFailures(t *testing.T) {
 	}
 	// Saving the skipped decisions after a failure.
 	e := newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{ExitCode: 1}
+	e.exec.results["a"] = port.ExecResult{ExitCode: 1}
 	e.plans.saveErr, e.plans.failSaveAt = boom, 4
 	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")}); !errors.Is(err, boom) {
 		t.Errorf("save failing after the failure: %v", err)
@@ -253,7 +254,7 @@ func TestRunCheckpointAndRecordFailures(t *testing.T) {
 	// The decision ran, but what it changed cannot be recorded: the attempt is still closed.
 	e = newUseCaseEnv(t)
 	boom := errors.New("scan failed")
-	e.exec.run = func(Command) { e.snap.err = boom }
+	e.exec.run = func(port.Command) { e.snap.err = boom }
 	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `record what decision "a" changed`) {
 		t.Fatalf("record failing: %v", err)
@@ -317,11 +318,11 @@ func TestExec(t *testing.T) {
 		t.Errorf("warnings %q", e.warnings)
 	}
 
-	e.exec.results["z"] = ExecResult{Interrupted: true}
+	e.exec.results["z"] = port.ExecResult{Interrupted: true}
 	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "z", Command: "make z"}); !errors.As(err, &df) || !errors.Is(err, context.Canceled) {
 		t.Errorf("interrupted exec: %v", err)
 	}
-	e.exec.results["t"] = ExecResult{ExitCode: -1, TimedOut: true}
+	e.exec.results["t"] = port.ExecResult{ExitCode: -1, TimedOut: true}
 	if _, err := e.ps.Exec(context.Background(), ExecRequest{ID: "t", Command: "make t"}); err == nil || err.Error() != `decision "t" timed out` {
 		t.Errorf("timed out exec: %v", err)
 	}
@@ -391,7 +392,7 @@ func TestStatusAndLog(t *testing.T) {
 		t.Errorf("log without a plan: %v", err)
 	}
 
-	e.exec.results["a"] = ExecResult{ExitCode: 1}
+	e.exec.results["a"] = port.ExecResult{ExitCode: 1}
 	_, _ = e.runPlan(t, RunRequest{Decisions: defs("a", "b")})
 	delete(e.exec.results, "a")
 	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -22,12 +23,12 @@ type ReadService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
 	checkpoints checkpoint.Repository
-	store       TreeStore
-	exp         Exporter
+	store       port.TreeStore
+	exp         port.Exporter
 }
 
 // NewReadService returns the service.
-func NewReadService(ops *Operations, exp Exporter) *ReadService {
+func NewReadService(ops *Operations, exp port.Exporter) *ReadService {
 	return &ReadService{ops: ops, exp: exp, checkpoints: ops.checkpoints, store: ops.store}
 }
 
@@ -168,7 +169,7 @@ type RestoreToRequest struct {
 	Ref      string
 	Target   string   // absolute; must not exist or be an empty directory
 	Paths    []string // checkpoint-relative paths to copy (with what is under them); none means all
-	Progress Progress
+	Progress port.Progress
 }
 
 // RestoreToResult is what a copy wrote.
@@ -176,7 +177,7 @@ type RestoreToResult struct {
 	Checkpoint *checkpoint.Checkpoint
 	Target     string
 	Paths      []string
-	Stats      ExportStats
+	Stats      port.ExportStats
 }
 
 // RestoreTo copies checkpoint ref, or the given paths of it (each with the directories above it, so
@@ -281,7 +282,7 @@ type Pending struct {
 
 // Pending compares the live workspace with its head (a walk of the workspace, as a
 // checkpoint takes; nothing is stored).
-func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) {
+func (s *ReadService) Pending(ctx context.Context, p port.Progress) (Pending, error) {
 	latest, err := s.ops.head(ctx)
 	if err != nil {
 		return Pending{}, err
@@ -295,7 +296,7 @@ func (s *ReadService) Pending(ctx context.Context, p Progress) (Pending, error) 
 
 // liveChanges compares checkpoint cp (nil: none, so everything live is added) with the live
 // workspace, walking it as a checkpoint does and storing nothing.
-func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint, p Progress) ([]tree.Change, error) {
+func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint, p port.Progress) ([]tree.Change, error) {
 	changes, _, err := o.liveChangesReadable(ctx, cp, p)
 	return changes, err
 }
@@ -303,7 +304,7 @@ func (o *Operations) liveChanges(ctx context.Context, cp *checkpoint.Checkpoint,
 // liveChangesReadable is liveChanges that also returns the live paths the walk could not read
 // (when the snapshotter says: ReadableScanner), and leaves the changes at or under them out: a
 // checkpoint taken now would not record them, nor would a rollback touch them.
-func (o *Operations) liveChangesReadable(ctx context.Context, cp *checkpoint.Checkpoint, p Progress) ([]tree.Change, []string, error) {
+func (o *Operations) liveChangesReadable(ctx context.Context, cp *checkpoint.Checkpoint, p port.Progress) ([]tree.Change, []string, error) {
 	var old []tree.Entry
 	if cp != nil {
 		var err error
@@ -314,7 +315,7 @@ func (o *Operations) liveChangesReadable(ctx context.Context, cp *checkpoint.Che
 	var live []tree.Entry
 	var unreadable []string
 	var err error
-	if rs, ok := o.snap.(ReadableScanner); ok {
+	if rs, ok := o.snap.(port.ReadableScanner); ok {
 		live, unreadable, err = rs.ScanReadable(ctx, p)
 	} else {
 		live, err = o.snap.Scan(ctx, p)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -15,7 +16,7 @@ import (
 // the lock holder, so nobody else can be part-way through the operation.
 func TestRecoverIfIdleUnderTheLockRecovers(t *testing.T) {
 	e := newGuardEnv()
-	e.j.op = pendingOp(Forward)
+	e.j.op = pendingOp(port.Forward)
 	res, err := e.g.RecoverIfIdle(underLock())
 	if err != nil || !res.Recovered || res.Outcome != "completed" || res.Pending != nil || e.j.op != nil || len(e.fins) != 1 {
 		t.Errorf("%+v, %v; journal %+v, finishes %d", res, err, e.j.op, len(e.fins))
@@ -31,9 +32,9 @@ func TestRecoverIfIdleReportsAJournalThatAppearedBeforeTheLock(t *testing.T) {
 	e := newGuardEnv()
 	repairs := 0
 	e.g.AddRepair(func(context.Context) error { repairs++; return nil })
-	e.l.onTake = func() { e.j.op = pendingOp(Backward) }
+	e.l.onTake = func() { e.j.op = pendingOp(port.Backward) }
 	res, err := e.g.RecoverIfIdle(context.Background())
-	if err != nil || res.Recovered || res.Pending == nil || res.Pending.Direction != Backward {
+	if err != nil || res.Recovered || res.Pending == nil || res.Pending.Direction != port.Backward {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	if len(e.r.reconciles) != 0 || repairs != 0 || e.j.op == nil || e.l.held {
@@ -58,7 +59,7 @@ func TestSummarizePaths(t *testing.T) {
 
 // crashedRollback leaves the journal of a rollback of the use-case env that was killed after it
 // journaled: the workspace is still at the source.
-func crashedRollback(t *testing.T, e *useCaseEnv) (Operation, *checkpoint.Checkpoint) {
+func crashedRollback(t *testing.T, e *useCaseEnv) (port.Operation, *checkpoint.Checkpoint) {
 	t.Helper()
 	p := ranABC(t, e)
 	b, _ := p.Decision("b")
@@ -77,7 +78,7 @@ func crashedRollback(t *testing.T, e *useCaseEnv) (Operation, *checkpoint.Checkp
 	}
 	e.g.Failpoint = nil
 	op := e.j.writes[0]
-	if op.Direction != Forward || op.Kind != kindRollback {
+	if op.Direction != port.Forward || op.Kind != kindRollback {
 		t.Fatalf("journaled %+v", op)
 	}
 	e.j.op = &op
@@ -140,13 +141,13 @@ func pathsOf(entries []tree.Entry) string {
 // cannot read, is the current plan.
 func TestOperationPlan(t *testing.T) {
 	for _, c := range []struct {
-		op   Operation
+		op   port.Operation
 		want string
 	}{
-		{Operation{Kind: kindCorrection, Detail: []byte(`{"plan":"q"}`)}, "q"},
-		{Operation{Kind: kindCorrection, Detail: []byte(`{`)}, ""},
-		{Operation{Kind: kindCorrection, Detail: []byte(`{}`)}, ""},
-		{Operation{Kind: kindRollback, Detail: []byte(`{"plan":"q"}`)}, ""},
+		{port.Operation{Kind: kindCorrection, Detail: []byte(`{"plan":"q"}`)}, "q"},
+		{port.Operation{Kind: kindCorrection, Detail: []byte(`{`)}, ""},
+		{port.Operation{Kind: kindCorrection, Detail: []byte(`{}`)}, ""},
+		{port.Operation{Kind: kindRollback, Detail: []byte(`{"plan":"q"}`)}, ""},
 	} {
 		if got := operationPlan(c.op); got != c.want {
 			t.Errorf("%s %s: %q, want %q", c.op.Kind, c.op.Detail, got, c.want)
@@ -160,11 +161,11 @@ func TestRunUndoWhoseJournalCannotBeCleared(t *testing.T) {
 	e := newGuardEnv()
 	e.finErr = errors.New("database locked")
 	e.j.clearErr = errors.New("EIO")
-	_, err := e.g.change(context.Background(), *pendingOp(Forward), nil, nil, false)
+	_, err := e.g.change(context.Background(), *pendingOp(port.Forward), nil, nil, false)
 	if !errors.Is(err, e.finErr) || !errors.Is(err, e.j.clearErr) || !strings.Contains(err.Error(), "clear journal") {
 		t.Fatalf("err = %v", err)
 	}
-	if e.j.op == nil || e.j.op.Direction != Backward {
+	if e.j.op == nil || e.j.op.Direction != port.Backward {
 		t.Fatalf("journal %+v, want it left backward", e.j.op)
 	}
 	e.j.clearErr = nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -47,7 +48,7 @@ func newClassEnv(t *testing.T) classEnv {
 	return e
 }
 
-var testClasses = []RetentionClass{
+var testClasses = []port.RetentionClass{
 	{Labels: map[string]string{"release": "v1"}, Forever: true},
 	{Type: checkpoint.PreDecision, OlderThan: time.Hour},
 }
@@ -86,28 +87,28 @@ func TestPruneClassesDecideBeforeKeep(t *testing.T) {
 func TestRetentionClassMatchesAndNames(t *testing.T) {
 	e := newClassEnv(t)
 	for _, c := range []struct {
-		class RetentionClass
+		class port.RetentionClass
 		cp    *checkpoint.Checkpoint
 		want  bool
 	}{
-		{RetentionClass{}, e.manual, true},
-		{RetentionClass{Type: checkpoint.PreDecision}, e.youngPre, true},
-		{RetentionClass{Type: checkpoint.PreDecision}, e.manual, false},
-		{RetentionClass{Labels: map[string]string{"release": "v1"}}, e.release, true},
-		{RetentionClass{Labels: map[string]string{"release": "v2"}}, e.release, false},
-		{RetentionClass{Labels: map[string]string{"release": "v1", "team": "y"}}, e.release, false},
-		{RetentionClass{Type: checkpoint.PreDecision, Labels: map[string]string{"release": "v1"}}, e.release, false},
+		{port.RetentionClass{}, e.manual, true},
+		{port.RetentionClass{Type: checkpoint.PreDecision}, e.youngPre, true},
+		{port.RetentionClass{Type: checkpoint.PreDecision}, e.manual, false},
+		{port.RetentionClass{Labels: map[string]string{"release": "v1"}}, e.release, true},
+		{port.RetentionClass{Labels: map[string]string{"release": "v2"}}, e.release, false},
+		{port.RetentionClass{Labels: map[string]string{"release": "v1", "team": "y"}}, e.release, false},
+		{port.RetentionClass{Type: checkpoint.PreDecision, Labels: map[string]string{"release": "v1"}}, e.release, false},
 	} {
 		if got := c.class.Matches(c.cp); got != c.want {
 			t.Errorf("%s matches %s %v: %v, want %v", c.class, c.cp.Type(), c.cp.Labels(), got, c.want)
 		}
 	}
 	for _, c := range []struct {
-		class RetentionClass
+		class port.RetentionClass
 		want  string
 	}{
-		{RetentionClass{}, "every checkpoint"},
-		{RetentionClass{Type: checkpoint.Manual, Labels: map[string]string{"z": "1", "a": "2"}}, "type manual, label a=2, label z=1"},
+		{port.RetentionClass{}, "every checkpoint"},
+		{port.RetentionClass{Type: checkpoint.Manual, Labels: map[string]string{"z": "1", "a": "2"}}, "type manual, label a=2, label z=1"},
 	} {
 		if got := c.class.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)
@@ -122,7 +123,7 @@ func TestPruneByPolicy(t *testing.T) {
 		t.Errorf("no policy: %v", err)
 	}
 	// A policy for archives alone is no checkpoint policy.
-	e.settings = fakeSettings{rule: RetentionRule{Archives: &ArchiveRetention{Keep: 1}}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Archives: &port.ArchiveRetention{Keep: 1}}, ok: true}
 	if _, err := e.ms.PruneByPolicy(context.Background(), false); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("archives-only policy: %v", err)
 	}
@@ -132,7 +133,7 @@ func TestPruneByPolicy(t *testing.T) {
 	}
 
 	// Classes alone: what no class matches is kept, however many there are.
-	e.settings = fakeSettings{rule: RetentionRule{Classes: testClasses}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Classes: testClasses}, ok: true}
 	res, err := e.ms.PruneByPolicy(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestPruneByPolicy(t *testing.T) {
 	}
 
 	// With keep and older_than for the rest.
-	e.settings = fakeSettings{rule: RetentionRule{Keep: 1, OlderThan: 90 * time.Hour, Classes: testClasses}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Keep: 1, OlderThan: 90 * time.Hour, Classes: testClasses}, ok: true}
 	res, err = e.ms.PruneByPolicy(context.Background(), false)
 	if err != nil || !slices.Equal(res.Deleted, []checkpoint.ID{e.oldManual.ID()}) {
 		t.Errorf("keep 1 older than 90h: deleted %v, %v", res.Deleted, err)
@@ -155,7 +156,7 @@ func TestPruneByPolicy(t *testing.T) {
 // After a run the same policy applies, classes included.
 func TestApplyRetentionUsesTheClasses(t *testing.T) {
 	e := newClassEnv(t)
-	e.settings = fakeSettings{rule: RetentionRule{Classes: testClasses}, ok: true}
+	e.settings = fakeSettings{rule: port.RetentionRule{Classes: testClasses}, ok: true}
 	res, ok, err := e.ms.ApplyRetention(context.Background())
 	if err != nil || !ok || !slices.Equal(res.Checkpoints.Deleted, []checkpoint.ID{e.oldPre.ID()}) {
 		t.Errorf("deleted %v, ok %v, %v", res.Checkpoints.Deleted, ok, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
@@ -15,7 +16,7 @@ import (
 // succeed after; other decisions write <id>.txt and succeed.
 func (e *useCaseEnv) flaky(id string, fails int) {
 	n := 0
-	e.exec.run = func(c Command) {
+	e.exec.run = func(c port.Command) {
 		if c.DecisionID != id {
 			e.setFile(c.DecisionID+".txt", c.Script)
 			return
@@ -23,11 +24,11 @@ func (e *useCaseEnv) flaky(id string, fails int) {
 		n++
 		if n <= fails {
 			e.setFile("junk.txt", "attempt junk")
-			e.exec.results[id] = ExecResult{ExitCode: 1}
+			e.exec.results[id] = port.ExecResult{ExitCode: 1}
 			return
 		}
 		e.setFile(id+".txt", c.Script)
-		e.exec.results[id] = ExecResult{}
+		e.exec.results[id] = port.ExecResult{}
 	}
 }
 
@@ -119,7 +120,7 @@ func TestRunRetryWhoseRestoreFails(t *testing.T) {
 
 func TestRunDoesNotRetryAnInterruption(t *testing.T) {
 	e := newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{Interrupted: true}
+	e.exec.results["a"] = port.ExecResult{Interrupted: true}
 	res, err := e.runPlan(t, RunRequest{Decisions: withDef(defs("a"), "a", func(d *plan.Definition) { d.Retries = 3 })})
 	if !errors.Is(err, context.Canceled) || len(e.exec.calls) != 1 || res.Retried["a"] != 0 {
 		t.Errorf("err = %v, %d calls, retried %d", err, len(e.exec.calls), res.Retried["a"])
@@ -144,14 +145,14 @@ func TestRunRefusesRetriesWithoutCheckpoints(t *testing.T) {
 
 // validating makes every decision's command succeed and its validation end with vres (or fail to
 // start with verr).
-func (e *useCaseEnv) validating(vres ExecResult, verr error) {
-	e.exec.run = func(c Command) {
+func (e *useCaseEnv) validating(vres port.ExecResult, verr error) {
+	e.exec.run = func(c port.Command) {
 		if c.Append { // the validation: same decision, appended to its log
 			e.exec.results[c.DecisionID] = vres
 			return
 		}
 		e.setFile(c.DecisionID+".txt", c.Script)
-		e.exec.results[c.DecisionID] = ExecResult{}
+		e.exec.results[c.DecisionID] = port.ExecResult{}
 		e.exec.startErr[c.DecisionID] = verr // checked before the next call, the validation, runs
 	}
 }
@@ -162,7 +163,7 @@ func TestRunValidation(t *testing.T) {
 	}
 	t.Run("passes", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.validating(ExecResult{}, nil)
+		e.validating(port.ExecResult{}, nil)
 		if _, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a"))}); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +174,7 @@ func TestRunValidation(t *testing.T) {
 	})
 	t.Run("fails", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.validating(ExecResult{ExitCode: 3}, nil)
+		e.validating(port.ExecResult{ExitCode: 3}, nil)
 		res, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a", "b"))})
 		var df *DecisionFailedError
 		if !errors.As(err, &df) || !df.Validation || err.Error() != `decision "a" failed its validation (exit code 3)` {
@@ -189,7 +190,7 @@ func TestRunValidation(t *testing.T) {
 	})
 	t.Run("times out", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.validating(ExecResult{ExitCode: -1, TimedOut: true}, nil)
+		e.validating(port.ExecResult{ExitCode: -1, TimedOut: true}, nil)
 		_, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a"))})
 		if err == nil || err.Error() != `decision "a" failed its validation (timed out)` {
 			t.Errorf("err = %v", err)
@@ -197,7 +198,7 @@ func TestRunValidation(t *testing.T) {
 	})
 	t.Run("cannot start", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.validating(ExecResult{}, errors.New("no shell"))
+		e.validating(port.ExecResult{}, errors.New("no shell"))
 		_, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a"))})
 		if err == nil || err.Error() != `decision "a" failed its validation` {
 			t.Errorf("err = %v", err)
@@ -211,7 +212,7 @@ func TestRunValidation(t *testing.T) {
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.validating(ExecResult{Interrupted: true}, nil)
+		e.validating(port.ExecResult{Interrupted: true}, nil)
 		res, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a"))})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v", err)
@@ -222,7 +223,7 @@ func TestRunValidation(t *testing.T) {
 	})
 	t.Run("not run after a failure", func(t *testing.T) {
 		e := newUseCaseEnv(t)
-		e.exec.results["a"] = ExecResult{ExitCode: 2}
+		e.exec.results["a"] = port.ExecResult{ExitCode: 2}
 		_, err := e.runPlan(t, RunRequest{Decisions: validated(defs("a"))})
 		if err == nil || err.Error() != `decision "a" failed with exit code 2` || len(e.exec.calls) != 1 {
 			t.Errorf("err = %v, %d calls", err, len(e.exec.calls))
@@ -233,7 +234,7 @@ func TestRunValidation(t *testing.T) {
 func TestRunContinuesPastAFailureWhenToldTo(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.writes()
-	e.exec.results["b"] = ExecResult{ExitCode: 1}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 1}
 	res, err := e.runPlan(t, RunRequest{Decisions: withDef(defs("a", "b", "c"), "b", func(d *plan.Definition) { d.OnFailure = string(ContinueOnFailure) })})
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || df.DecisionID != "b" || !strings.Contains(err.Error(), "1 decision(s) failed and the run went on past them") {
@@ -251,7 +252,7 @@ func TestRunContinuesPastAFailureWhenToldTo(t *testing.T) {
 
 	// An interruption stops the run whatever the policy says.
 	e = newUseCaseEnv(t)
-	e.exec.results["a"] = ExecResult{Interrupted: true}
+	e.exec.results["a"] = port.ExecResult{Interrupted: true}
 	res, err = e.runPlan(t, RunRequest{Decisions: defs("a", "b"), OnFailure: ContinueOnFailure})
 	if !errors.Is(err, context.Canceled) || len(res.Failed) != 0 || len(e.exec.calls) != 1 {
 		t.Errorf("interrupted with continue: %v, failed %v, %d calls", err, res.Failed, len(e.exec.calls))
@@ -262,7 +263,7 @@ func TestRunContinuesPastAFailureWhenToldTo(t *testing.T) {
 func TestRunDecisionPolicyOverridesTheRun(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.writes()
-	e.exec.results["b"] = ExecResult{ExitCode: 1}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 1}
 	res, err := e.runPlan(t, RunRequest{
 		Decisions: withDef(defs("a", "b"), "b", func(d *plan.Definition) { d.OnFailure = string(RollbackOnFailure) }),
 		OnFailure: StopOnFailure,
@@ -279,7 +280,7 @@ func TestPlansSummaries(t *testing.T) {
 		t.Errorf("no plans: %v, %v", ps, err)
 	}
 	e.writes()
-	e.exec.results["b"] = ExecResult{ExitCode: 1}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 1}
 	if _, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b", "c")}); err == nil {
 		t.Fatal("b should fail")
 	}

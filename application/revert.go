@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -41,7 +42,7 @@ type RevertRequest struct {
 	// new attempt (pre_decision checkpoint, artifacts); later decisions are not run again.
 	Run      string
 	DryRun   bool
-	Progress Progress
+	Progress port.Progress
 	Live     io.Writer
 	Events   func(Event)
 	Warn     func(string)
@@ -52,7 +53,7 @@ type RevertResult struct {
 	Correction *correction.Correction // nil unless it was applied
 	Item       correction.Item        // the reverted attempt
 	Paths      []RevertPath
-	Counts     ChangeCounts // what the change does to the workspace
+	Counts     port.ChangeCounts // what the change does to the workspace
 	Backup     *checkpoint.Checkpoint
 	DryRun     bool
 	Refused    bool // conflicts and ConflictRefuse: nothing was changed
@@ -197,7 +198,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 	if err != nil {
 		return res, errors.Join(err, s.archiver.Discard(id))
 	}
-	op := Operation{
+	op := port.Operation{
 		ID: id, Kind: kindRevert, Source: safety.Root(), Target: target,
 		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.clock.Now(),
 		Counts: res.Counts, Detail: detail,
@@ -208,7 +209,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		}
 		return res, fmt.Errorf("revert %s: %w", req.DecisionID, err)
 	}
-	note(ctx, func(op *LoggedOperation) {
+	note(ctx, func(op *port.LoggedOperation) {
 		if op.Kind != "revert" {
 			return
 		}
@@ -323,7 +324,7 @@ func slurp(r io.ReadCloser, err error) ([]byte, error) {
 // finishRevert is the database side of a surgical revert; recovery calls it too. It publishes the
 // archive, then marks the decision reverted, records the history and the correction (kind surgical)
 // in one transaction. Every step is idempotent.
-func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
+func (o *Operations) finishRevert(ctx context.Context, op port.Operation) error {
 	var d revertDetail
 	return o.finishArchived(ctx, op, &d, "revert", func(ctx context.Context, dir string) error {
 		p, err := o.plan(ctx, d.Plan)
@@ -344,7 +345,7 @@ func (o *Operations) finishRevert(ctx context.Context, op Operation) error {
 			return err
 		}
 		now := o.clock.Now()
-		if err := o.history.Record(ctx, HistoryRecord{
+		if err := o.history.Record(ctx, port.HistoryRecord{
 			ID: op.ID, Kind: kindRevert, TargetCheckpoint: op.TargetCheckpoint, BackupCheckpoint: op.BackupCheckpoint,
 			StartedAt: op.StartedAt, FinishedAt: now, Added: op.Counts.Added, Modified: op.Counts.Modified,
 			Deleted: op.Counts.Deleted, Reverted: []string{d.DecisionID},

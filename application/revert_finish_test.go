@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -117,7 +118,7 @@ func TestRevertDecisionStopsWhenTheSafetyCheckpointCannotBeRead(t *testing.T) {
 
 // interruptedRevert runs a surgical revert of a that "dies" once the workspace has changed and
 // returns the forward operation the journal held, with its detail changed by spoil.
-func interruptedRevert(t *testing.T, e *useCaseEnv, spoil func(*revertDetail)) Operation {
+func interruptedRevert(t *testing.T, e *useCaseEnv, spoil func(*revertDetail)) port.Operation {
 	t.Helper()
 	ranEditsAB(t, e)
 	e.g.Failpoint = func(name string) error {
@@ -130,9 +131,9 @@ func interruptedRevert(t *testing.T, e *useCaseEnv, spoil func(*revertDetail)) O
 		t.Fatal("the failpoint did not fire")
 	}
 	e.g.Failpoint = nil
-	var op *Operation
+	var op *port.Operation
 	for i := range e.j.writes {
-		if w := e.j.writes[i]; w.Kind == kindRevert && w.Direction == Forward {
+		if w := e.j.writes[i]; w.Kind == kindRevert && w.Direction == port.Forward {
 			op = &w
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -83,7 +84,7 @@ func ranEditsAB(t *testing.T, e *useCaseEnv) {
 	t.Helper()
 	withTrees(e)
 	e.putLive("f.txt", fBefore)
-	e.exec.run = func(c Command) {
+	e.exec.run = func(c port.Command) {
 		switch c.DecisionID {
 		case "a":
 			e.putLive("f.txt", "ONE\ntwo\nthree\nfour\nfive\n")
@@ -380,9 +381,9 @@ func TestRevertDecisionInterruptedIsFinishedByRecovery(t *testing.T) {
 	}
 	e.g.Failpoint = nil
 	// What the journal held when the process "died": the forward revert.
-	var op *Operation
+	var op *port.Operation
 	for i := range e.j.writes {
-		if w := e.j.writes[i]; w.Kind == kindRevert && w.Direction == Forward {
+		if w := e.j.writes[i]; w.Kind == kindRevert && w.Direction == port.Forward {
 			op = &w
 		}
 	}
@@ -417,7 +418,7 @@ func TestRevertDecisionInterruptedIsFinishedByRecovery(t *testing.T) {
 
 func TestFinishRevertRejectsDamagedDetail(t *testing.T) {
 	e := newUseCaseEnv(t)
-	err := e.ops.finishRevert(context.Background(), Operation{ID: "0123456789abcdef01234567", Kind: kindRevert, Detail: []byte("{")})
+	err := e.ops.finishRevert(context.Background(), port.Operation{ID: "0123456789abcdef01234567", Kind: kindRevert, Detail: []byte("{")})
 	if !errors.Is(err, fault.ErrIntegrity) || len(e.archiver.published) != 0 {
 		t.Errorf("damaged detail: %v", err)
 	}
@@ -448,7 +449,7 @@ func TestRevertDecisionRunsTheReplacement(t *testing.T) {
 func TestRevertDecisionReplacementFails(t *testing.T) {
 	e := newUseCaseEnv(t)
 	ranEditsAB(t, e)
-	e.exec.results["b"] = ExecResult{ExitCode: 2}
+	e.exec.results["b"] = port.ExecResult{ExitCode: 2}
 	res, err := e.cs.RevertDecision(context.Background(), revertReq("b", func(r *RevertRequest) { r.Run = "make b2" }))
 	if err == nil || !strings.Contains(err.Error(), "is recorded, but its replacement did not succeed") {
 		t.Fatalf("err = %v", err)

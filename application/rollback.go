@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
@@ -15,7 +16,7 @@ import (
 // partial restore goes to, the journaled change (journalTo), and its finisher, the database side
 // of a rollback (finishRollback), which recovery also runs for a rollback a crash interrupted.
 
-func (o *Operations) previewRollback(ctx context.Context, target *checkpoint.Checkpoint, p Progress) (RollbackResult, error) {
+func (o *Operations) previewRollback(ctx context.Context, target *checkpoint.Checkpoint, p port.Progress) (RollbackResult, error) {
 	want, err := o.entries(target)
 	if err != nil {
 		return RollbackResult{}, err
@@ -60,7 +61,7 @@ type restoreSpec struct {
 	// those paths of target; req.Progress, Warn and NeverUndo go to the journaled change.
 	req RollbackRequest
 	// op is the journaled kind and the detail its finisher needs (nil: a plain rollback).
-	op *Operation
+	op *port.Operation
 	// backup is the safety checkpoint the caller already recorded (a correction's
 	// pre_correction); nil has restore record a pre_rollback one.
 	backup *checkpoint.Checkpoint
@@ -156,13 +157,13 @@ func (o *Operations) mergedTree(ctx context.Context, target, backup *checkpoint.
 
 // journalTo takes the workspace, recorded as backup, to tree root (target's, or a partial
 // restore's graft of it) under the journal: restore's last step, the journaled change.
-func (o *Operations) journalTo(ctx context.Context, target *checkpoint.Checkpoint, root tree.Hash, req RollbackRequest, op *Operation, backup *checkpoint.Checkpoint) (RollbackResult, error) {
+func (o *Operations) journalTo(ctx context.Context, target *checkpoint.Checkpoint, root tree.Hash, req RollbackRequest, op *port.Operation, backup *checkpoint.Checkpoint) (RollbackResult, error) {
 	changes, err := o.store.DiffTrees(backup.Root(), root)
 	if err != nil {
 		return RollbackResult{}, fmt.Errorf("compare with checkpoint %s: %w", target.ID(), err)
 	}
 	if op == nil {
-		op = &Operation{Kind: kindRollback}
+		op = &port.Operation{Kind: kindRollback}
 	}
 	if op.ID == "" {
 		op.ID = ident.New(o.clock.Now())
@@ -191,7 +192,7 @@ func (o *Operations) journalTo(ctx context.Context, target *checkpoint.Checkpoin
 
 // finishRollback is the database side of a rollback: count it on the target, mark later decisions
 // reverted and record it in the history, in one transaction. It is idempotent.
-func (o *Operations) finishRollback(ctx context.Context, op Operation) error {
+func (o *Operations) finishRollback(ctx context.Context, op port.Operation) error {
 	return o.tx.Do(ctx, func(ctx context.Context) error {
 		done, err := o.history.Has(ctx, op.ID)
 		if err != nil || done {
@@ -206,7 +207,7 @@ func (o *Operations) finishRollback(ctx context.Context, op Operation) error {
 
 // recordRollback is finishRollback's body for callers that already run a transaction and checked
 // that op is not recorded yet.
-func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
+func (o *Operations) recordRollback(ctx context.Context, op port.Operation) error {
 	var target *checkpoint.Checkpoint
 	err := o.checkpoints.Update(ctx, op.TargetCheckpoint, func(c *checkpoint.Checkpoint) error {
 		c.RecordRollback()
@@ -222,7 +223,7 @@ func (o *Operations) recordRollback(ctx context.Context, op Operation) error {
 			return err
 		}
 	}
-	return o.history.Record(ctx, HistoryRecord{
+	return o.history.Record(ctx, port.HistoryRecord{
 		ID: op.ID, Kind: op.Kind, TargetCheckpoint: op.TargetCheckpoint,
 		BackupCheckpoint: op.BackupCheckpoint, StartedAt: op.StartedAt, FinishedAt: o.clock.Now(),
 		Added: op.Counts.Added, Modified: op.Counts.Modified, Deleted: op.Counts.Deleted, Reverted: reverted,
@@ -245,7 +246,7 @@ func (o *Operations) restoreState(ctx context.Context, target *checkpoint.Checkp
 			return err
 		}
 		res.RevertedDecisions = reverted
-		return o.history.Record(ctx, HistoryRecord{
+		return o.history.Record(ctx, port.HistoryRecord{
 			ID: id, Kind: kindRollback, TargetCheckpoint: target.ID(),
 			StartedAt: o.clock.Now(), FinishedAt: o.clock.Now(), Reverted: reverted,
 		})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -40,7 +41,7 @@ func TestRollbackPathsRestoresOnlyThosePaths(t *testing.T) {
 	if e.liveContent(t, "a.txt") != "make a" || e.liveContent(t, "b.txt") != "my b" || e.livePaths() != "a.txt b.txt c.txt" {
 		t.Errorf("workspace: %s, a.txt %q, b.txt %q", e.livePaths(), e.liveContent(t, "a.txt"), e.liveContent(t, "b.txt"))
 	}
-	if res.Mode != RestoreFiles || res.Counts != (ChangeCounts{Modified: 1}) || w.calls != 1 {
+	if res.Mode != RestoreFiles || res.Counts != (port.ChangeCounts{Modified: 1}) || w.calls != 1 {
 		t.Errorf("result mode %s counts %+v, trees stored %d", res.Mode, res.Counts, w.calls)
 	}
 	// The safety checkpoint holds both hand edits, so nothing the restore replaced is lost.
@@ -82,7 +83,7 @@ func TestRollbackPathsDryRunChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// b.txt goes back to b's content; c.txt, which the checkpoint does not hold, goes.
-	if !res.DryRun || res.Mode != RestoreFiles || res.Counts != (ChangeCounts{Modified: 1, Deleted: 1}) {
+	if !res.DryRun || res.Mode != RestoreFiles || res.Counts != (port.ChangeCounts{Modified: 1, Deleted: 1}) {
 		t.Errorf("preview %+v", res)
 	}
 	if e.liveContent(t, "b.txt") != "my b" || len(e.repo.cps) != cps || e.l.locks != locks || len(e.j.writes) != 0 {
@@ -216,7 +217,7 @@ func TestRollbackValidate(t *testing.T) {
 	e = newUseCaseEnv(t)
 	target = editedAfterABC(t, e)
 	e.exec.run = nil
-	e.exec.results[""] = ExecResult{ExitCode: 1}
+	e.exec.results[""] = port.ExecResult{ExitCode: 1}
 	res, err = e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(target.ID()), Validate: "make test"})
 	var vf *ValidationFailedError
 	if !errors.As(err, &vf) || vf.ExitCode == nil || *vf.ExitCode != 1 || vf.Undo != res.Backup.ID() || vf.Command != "make test" {
@@ -227,13 +228,13 @@ func TestRollbackValidate(t *testing.T) {
 	}
 
 	// A validation cut short is a cancellation, not a validation failure.
-	e.exec.results[""] = ExecResult{Interrupted: true}
+	e.exec.results[""] = port.ExecResult{Interrupted: true}
 	_, err = e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(res.Backup.ID()), Validate: "make test"})
 	if !errors.Is(err, context.Canceled) || errors.As(err, &vf) {
 		t.Errorf("interrupted validation: %v", err)
 	}
 	// One that timed out failed.
-	e.exec.results[""] = ExecResult{TimedOut: true}
+	e.exec.results[""] = port.ExecResult{TimedOut: true}
 	_, err = e.cps.Rollback(context.Background(), RollbackRequest{Ref: string(target.ID()), Validate: "make test"})
 	if !errors.As(err, &vf) {
 		t.Errorf("timed-out validation: %v", err)

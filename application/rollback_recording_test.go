@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -26,8 +27,8 @@ type historyFailingGet struct {
 	err error
 }
 
-func (h historyFailingGet) Get(context.Context, string) (HistoryRecord, error) {
-	return HistoryRecord{}, h.err
+func (h historyFailingGet) Get(context.Context, string) (port.HistoryRecord, error) {
+	return port.HistoryRecord{}, h.err
 }
 
 // preDecisionOf is the pre_decision checkpoint of decision id's latest attempt.
@@ -203,7 +204,7 @@ func TestRollbackStateModeFailsWhenThePlansCannotBeRead(t *testing.T) {
 func TestDecisionWhoseChangesCannotBeReadIsStillFinished(t *testing.T) {
 	e := newUseCaseEnv(t)
 	lost := fault.Integrity("tree is missing")
-	e.exec.run = func(c Command) {
+	e.exec.run = func(c port.Command) {
 		e.setFile(c.DecisionID+".txt", c.Script)
 		e.store.err = lost
 	}

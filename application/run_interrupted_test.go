@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 )
@@ -40,7 +41,7 @@ func TestRunUndoesAnInterruptedAttemptUnderRollback(t *testing.T) {
 	e = newUseCaseEnv(t)
 	runningPlan(t, e)
 	e.writes()
-	e.exec.results["a"] = ExecResult{ExitCode: 1}
+	e.exec.results["a"] = port.ExecResult{ExitCode: 1}
 	res, err = e.runPlan(t, RunRequest{Decisions: defs("a", "b"), OnFailure: RollbackOnFailure})
 	var df *DecisionFailedError
 	if !errors.As(err, &df) || df.DecisionID != "a" {

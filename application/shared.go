@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -18,15 +19,15 @@ import (
 // workspaces: `plan workspaces` (and its retire), and the source of `plan clone`.
 type SharedStoreService struct {
 	url     string
-	store   SharedStore
-	records SharedRecords
-	db      SharedDatabase
-	machine Machine
+	store   port.SharedStore
+	records port.SharedRecords
+	db      port.SharedDatabase
+	machine port.Machine
 }
 
 // NewSharedStoreService returns the use cases of the shared store url (as the user named it) that
 // store and records reach; db is the database its workspaces share, nil when none was named.
-func NewSharedStoreService(url string, store SharedStore, records SharedRecords, db SharedDatabase, machine Machine) *SharedStoreService {
+func NewSharedStoreService(url string, store port.SharedStore, records port.SharedRecords, db port.SharedDatabase, machine port.Machine) *SharedStoreService {
 	return &SharedStoreService{url: url, store: store, records: records, db: db, machine: machine}
 }
 
@@ -132,7 +133,7 @@ func (s *SharedStoreService) Checkpoint(ctx context.Context, id, ref string) (So
 	if err != nil {
 		return SourceCheckpoint{}, err
 	}
-	var found []RecordedCheckpoint
+	var found []port.RecordedCheckpoint
 	for _, c := range list {
 		if retired && !c.Pinned {
 			continue // a retired workspace keeps only its pinned checkpoints

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -15,9 +16,9 @@ import (
 // Fakes of a shared store, its records, its database and this machine, for SharedStoreService.
 
 type fakeSharedStore struct {
-	listing     []StoredWorkspace
+	listing     []port.StoredWorkspace
 	listErr     error
-	descriptors map[string]WorkspaceDescriptor
+	descriptors map[string]port.WorkspaceDescriptor
 	descErr     error
 	retired     map[string]time.Time
 	retiredErr  error
@@ -33,11 +34,11 @@ func (s *fakeSharedStore) DescriptorLocation(id string) string {
 	return "/stores/shared/workspaces/" + id + ".json"
 }
 
-func (s *fakeSharedStore) Workspaces() ([]StoredWorkspace, error) { return s.listing, s.listErr }
+func (s *fakeSharedStore) Workspaces() ([]port.StoredWorkspace, error) { return s.listing, s.listErr }
 
-func (s *fakeSharedStore) Descriptor(id string) (WorkspaceDescriptor, bool, error) {
+func (s *fakeSharedStore) Descriptor(id string) (port.WorkspaceDescriptor, bool, error) {
 	if s.descErr != nil {
-		return WorkspaceDescriptor{}, false, s.descErr
+		return port.WorkspaceDescriptor{}, false, s.descErr
 	}
 	d, ok := s.descriptors[id]
 	return d, ok, nil
@@ -69,7 +70,7 @@ func (s *fakeSharedStore) Retire(id, host string, now time.Time) (time.Time, boo
 func (s *fakeSharedStore) Now() (time.Time, error) { return s.now, s.nowErr }
 
 type fakeSharedRecords struct {
-	byID         map[string][]RecordedCheckpoint // newest first; a key without checkpoints is a workspace with records
+	byID         map[string][]port.RecordedCheckpoint // newest first; a key without checkpoints is a workspace with records
 	committedErr error
 	listErr      error
 }
@@ -79,23 +80,23 @@ func (r *fakeSharedRecords) Committed(id string) (bool, error) {
 	return ok, r.committedErr
 }
 
-func (r *fakeSharedRecords) Checkpoints(id string) ([]RecordedCheckpoint, error) {
+func (r *fakeSharedRecords) Checkpoints(id string) ([]port.RecordedCheckpoint, error) {
 	return r.byID[id], r.listErr
 }
 
 type fakeSharedDB struct {
-	rows    []DatabaseWorkspace
+	rows    []port.DatabaseWorkspace
 	rowsErr error
 	byID    map[string]*fakeWorkspaceCheckpoints
 	openErr error
 	closed  int
 }
 
-func (d *fakeSharedDB) Workspaces(context.Context) ([]DatabaseWorkspace, error) {
+func (d *fakeSharedDB) Workspaces(context.Context) ([]port.DatabaseWorkspace, error) {
 	return d.rows, d.rowsErr
 }
 
-func (d *fakeSharedDB) Checkpoints(_ context.Context, id string) (WorkspaceCheckpoints, error) {
+func (d *fakeSharedDB) Checkpoints(_ context.Context, id string) (port.WorkspaceCheckpoints, error) {
 	if d.openErr != nil {
 		return nil, d.openErr
 	}
@@ -179,11 +180,11 @@ func wantErr(t *testing.T, what string, err, kind error, text string) {
 // workspaces.
 func TestSharedStoreWorkspaces(t *testing.T) {
 	ctx := context.Background()
-	store := &fakeSharedStore{listing: []StoredWorkspace{
+	store := &fakeSharedStore{listing: []port.StoredWorkspace{
 		{ID: "not-a-workspace"},
-		{ID: wsC, Descriptor: &WorkspaceDescriptor{WorkspaceID: wsC, Root: "/c", Host: "h", CreatedAt: sharedT0}, Checkpoints: 1, LastCheckpointAt: sharedT0},
+		{ID: wsC, Descriptor: &port.WorkspaceDescriptor{WorkspaceID: wsC, Root: "/c", Host: "h", CreatedAt: sharedT0}, Checkpoints: 1, LastCheckpointAt: sharedT0},
 		{ID: wsB, Checkpoints: 2, LastCheckpointAt: sharedT0.Add(time.Hour)},
-		{ID: wsA, Descriptor: &WorkspaceDescriptor{WorkspaceID: wsA, Root: "/a", Host: "h", CreatedAt: sharedT0}, Retired: true, RetiredAt: sharedT0.Add(2 * time.Hour)},
+		{ID: wsA, Descriptor: &port.WorkspaceDescriptor{WorkspaceID: wsA, Root: "/a", Host: "h", CreatedAt: sharedT0}, Retired: true, RetiredAt: sharedT0.Add(2 * time.Hour)},
 	}}
 	svc := NewSharedStoreService("file:///stores/shared", store, &fakeSharedRecords{}, nil, fakeMachine{})
 	ws, err := svc.Workspaces(ctx, false)
@@ -195,7 +196,7 @@ func TestSharedStoreWorkspaces(t *testing.T) {
 		t.Fatalf("the workspaces, with the retired: %+v, %v", ws, err)
 	}
 
-	db := &fakeSharedDB{rows: []DatabaseWorkspace{
+	db := &fakeSharedDB{rows: []port.DatabaseWorkspace{
 		{ID: wsB, Root: "/b", Host: "db-host", CreatedAt: sharedT0.Add(-time.Hour), Checkpoints: 5, Newest: sharedT0.Add(3 * time.Hour)},
 		{ID: wsC, Root: "/elsewhere", Host: "db-host", Checkpoints: 4, Newest: sharedT0},
 		{ID: "0123456789abcdef01234567"}, // the database's, its content in another store
@@ -216,7 +217,7 @@ func TestSharedStoreWorkspaces(t *testing.T) {
 		t.Error("a database that cannot list: no error")
 	}
 
-	store.listing = []StoredWorkspace{store.listing[1], {ID: wsB, DescriptorDamaged: true}}
+	store.listing = []port.StoredWorkspace{store.listing[1], {ID: wsB, DescriptorDamaged: true}}
 	_, err = svc.Workspaces(ctx, false)
 	wantErr(t, "a damaged descriptor", err, fault.ErrIntegrity, "/stores/shared/workspaces/"+wsB+".json")
 	store.listErr = fault.Integrity("damaged records")
@@ -231,7 +232,7 @@ func TestSharedStoreWorkspaces(t *testing.T) {
 func TestSharedStoreCheckpointFromRecords(t *testing.T) {
 	ctx := context.Background()
 	c1, c2, c3 := "aaaa00000000000000000001", "aaaa00000000000000000002", "bbbb00000000000000000003"
-	recs := &fakeSharedRecords{byID: map[string][]RecordedCheckpoint{
+	recs := &fakeSharedRecords{byID: map[string][]port.RecordedCheckpoint{
 		wsA: {{ID: c3, Root: tree.Sum([]byte("3")), CreatedAt: sharedT0.Add(2 * time.Hour)}, {ID: c2, CreatedAt: sharedT0.Add(time.Hour)}, {ID: c1, Pinned: true, CreatedAt: sharedT0}},
 		wsB: nil,
 	}}
@@ -291,7 +292,7 @@ func TestSharedStoreCheckpointFromTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	newest, older := "cccc00000000000000000002", "cccc00000000000000000001"
 	inRecords := "dddd00000000000000000001"
-	recs := &fakeSharedRecords{byID: map[string][]RecordedCheckpoint{
+	recs := &fakeSharedRecords{byID: map[string][]port.RecordedCheckpoint{
 		wsA: {{ID: inRecords}}, wsB: {{ID: inRecords}}, wsC: {{ID: inRecords, Pinned: true}},
 	}}
 	db := &fakeSharedDB{byID: map[string]*fakeWorkspaceCheckpoints{
@@ -336,12 +337,12 @@ func TestSharedStoreCheckpointFromTheDatabase(t *testing.T) {
 // Before retiring: the workspace must be in the store; its directory is live or gone on this
 // machine, unknown elsewhere or when the store does not say where it is.
 func TestSharedStoreRetireCheck(t *testing.T) {
-	store := &fakeSharedStore{descriptors: map[string]WorkspaceDescriptor{
+	store := &fakeSharedStore{descriptors: map[string]port.WorkspaceDescriptor{
 		wsA: {WorkspaceID: wsA, Root: "/a", Host: "here"},
 		wsB: {WorkspaceID: wsB, Root: "/b", Host: "there"},
 		wsC: {WorkspaceID: wsC, Host: "here"},
 	}}
-	recs := &fakeSharedRecords{byID: map[string][]RecordedCheckpoint{"0123456789abcdef01234567": nil}}
+	recs := &fakeSharedRecords{byID: map[string][]port.RecordedCheckpoint{"0123456789abcdef01234567": nil}}
 	m := fakeMachine{host: "here", configured: map[string]string{"/a": wsA}}
 	svc := NewSharedStoreService("file:///stores/shared", store, recs, nil, m)
 
@@ -378,7 +379,7 @@ func TestSharedStoreRetireCheck(t *testing.T) {
 	if r, err := svc.RetireCheck(wsB); err != nil || !r.Already || !r.RetiredAt.Equal(sharedT0) {
 		t.Errorf("a workspace retired before: %+v, %v", r, err)
 	}
-	store.descriptors[wsB] = WorkspaceDescriptor{}
+	store.descriptors[wsB] = port.WorkspaceDescriptor{}
 	_, err = svc.RetireCheck(wsB)
 	wantErr(t, "a damaged descriptor", err, fault.ErrIntegrity, "the workspace descriptor /stores/shared/workspaces/"+wsB+".json is damaged")
 	recs.committedErr = errors.New("cannot list")

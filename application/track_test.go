@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -51,10 +52,10 @@ func TestDecisionCommandsTrackTheWorkspace(t *testing.T) {
 // plainSnap is a Snapshotter that cannot follow changes (no Track): every snapshot reads it all.
 type plainSnap struct{ s *fakeSnap }
 
-func (p plainSnap) Snapshot(ctx context.Context, pr Progress, also ...tree.Hash) (Snapshot, error) {
+func (p plainSnap) Snapshot(ctx context.Context, pr port.Progress, also ...tree.Hash) (port.Snapshot, error) {
 	return p.s.Snapshot(ctx, pr, also...)
 }
-func (p plainSnap) Scan(ctx context.Context, pr Progress) ([]tree.Entry, error) {
+func (p plainSnap) Scan(ctx context.Context, pr port.Progress) ([]tree.Entry, error) {
 	return p.s.Scan(ctx, pr)
 }
 func (p plainSnap) OpenLive(path string) (io.ReadCloser, error) { return p.s.OpenLive(path) }
@@ -64,7 +65,7 @@ func (p plainSnap) OpenLive(path string) (io.ReadCloser, error) { return p.s.Ope
 func TestRunWithoutChangeTracking(t *testing.T) {
 	e := newUseCaseEnv(t)
 	e.writes()
-	if _, ok := any(plainSnap{e.snap}).(ChangeTracker); ok {
+	if _, ok := any(plainSnap{e.snap}).(port.ChangeTracker); ok {
 		t.Fatal("plainSnap must not be a ChangeTracker")
 	}
 	e.ops = NewOperations(OperationsParams{

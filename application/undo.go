@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
@@ -35,7 +36,7 @@ type UndoRequest struct {
 	DryRun bool
 	// To names a log entry (its ID or a unique prefix): restore the state right after it.
 	To       string
-	Progress Progress
+	Progress port.Progress
 	Warn     func(string)
 }
 
@@ -44,11 +45,11 @@ type UndoResult struct {
 	// Undone is the oldest operation undone: the one whose safety checkpoint the workspace went back
 	// to. All are every operation undone, newest first (Undone last); Skipped those of them whose
 	// safety checkpoint was deleted, stepped past.
-	Undone  LoggedOperation
-	All     []LoggedOperation
-	Skipped []LoggedOperation
+	Undone  port.LoggedOperation
+	All     []port.LoggedOperation
+	Skipped []port.LoggedOperation
 	// Operation is the undo's own log entry (zero when dry).
-	Operation LoggedOperation
+	Operation port.LoggedOperation
 	Rollback  RollbackResult
 	// Restored are the decisions the undone operations had reverted that got their status back.
 	Restored []string
@@ -66,7 +67,7 @@ var workspaceNeutral = map[string]bool{
 
 // after reports whether op finished after e (the log's order for undo --to; ties go by ID, which is
 // time-ordered).
-func after(op, e LoggedOperation) bool {
+func after(op, e port.LoggedOperation) bool {
 	if !op.FinishedAt.Equal(e.FinishedAt) {
 		return op.FinishedAt.After(e.FinishedAt)
 	}
@@ -75,7 +76,7 @@ func after(op, e LoggedOperation) bool {
 
 // undid returns the IDs of the operations an undo entry undid, as its Args name them:
 // [KIND ID MORE…] for a plain undo, [--to ENTRY ID…] for undo --to.
-func undid(u LoggedOperation) []string {
+func undid(u port.LoggedOperation) []string {
 	if len(u.Args) >= 2 && u.Args[0] == "--to" {
 		return u.Args[2:]
 	}
@@ -86,8 +87,8 @@ func undid(u LoggedOperation) []string {
 }
 
 // findEntry finds a log entry by ID or unique prefix.
-func findEntry(ops []LoggedOperation, ref string) (LoggedOperation, error) {
-	var found []LoggedOperation
+func findEntry(ops []port.LoggedOperation, ref string) (port.LoggedOperation, error) {
+	var found []port.LoggedOperation
 	for _, op := range ops {
 		if op.ID == ref {
 			return op, nil
@@ -98,7 +99,7 @@ func findEntry(ops []LoggedOperation, ref string) (LoggedOperation, error) {
 	}
 	switch len(found) {
 	case 0:
-		return LoggedOperation{}, fault.NotFound("no operation %q in the log (plan history lists them)", ref)
+		return port.LoggedOperation{}, fault.NotFound("no operation %q in the log (plan history lists them)", ref)
 	case 1:
 		return found[0], nil
 	}
@@ -106,7 +107,7 @@ func findEntry(ops []LoggedOperation, ref string) (LoggedOperation, error) {
 	for i, op := range found {
 		ids[i] = op.ID
 	}
-	return LoggedOperation{}, fault.Invalid("operation prefix %q is ambiguous: %s", ref, strings.Join(ids, ", "))
+	return port.LoggedOperation{}, fault.Invalid("operation prefix %q is ambiguous: %s", ref, strings.Join(ids, ", "))
 }
 
 // safetyCheckpoint reads op's safety checkpoint; gone is true when it was deleted.
@@ -120,7 +121,7 @@ func (s *HistoryService) safetyCheckpoint(ctx context.Context, id checkpoint.ID)
 
 // chooseUndo picks what a plain undo takes back: the newest standing operation, and past it, when
 // its safety checkpoint is gone, the next ones until one whose checkpoint is left.
-func (s *HistoryService) chooseUndo(ctx context.Context, ops []LoggedOperation, res *UndoResult) (*checkpoint.Checkpoint, error) {
+func (s *HistoryService) chooseUndo(ctx context.Context, ops []port.LoggedOperation, res *UndoResult) (*checkpoint.Checkpoint, error) {
 	for _, op := range ops {
 		if stateOnly(op) {
 			// Going past it would undo an older operation, files and all, while the one the user
@@ -152,12 +153,12 @@ func (s *HistoryService) chooseUndo(ctx context.Context, ops []LoggedOperation, 
 
 // chooseUndoTo picks what undo --to ENTRY takes back: every standing operation that finished after
 // ENTRY; the workspace goes back to the safety checkpoint of the oldest of them.
-func (s *HistoryService) chooseUndoTo(ctx context.Context, ops []LoggedOperation, ref string, res *UndoResult) (LoggedOperation, *checkpoint.Checkpoint, error) {
+func (s *HistoryService) chooseUndoTo(ctx context.Context, ops []port.LoggedOperation, ref string, res *UndoResult) (port.LoggedOperation, *checkpoint.Checkpoint, error) {
 	e, err := findEntry(ops, ref)
 	if err != nil {
 		return e, nil, err
 	}
-	byID := map[string]LoggedOperation{}
+	byID := map[string]port.LoggedOperation{}
 	for _, op := range ops {
 		byID[op.ID] = op
 	}
@@ -218,7 +219,7 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 	var target *checkpoint.Checkpoint
 	args := []string{}
 	if req.To != "" {
-		var e LoggedOperation
+		var e port.LoggedOperation
 		if e, target, err = s.chooseUndoTo(ctx, ops, req.To, &res); err != nil {
 			return res, err
 		}
@@ -254,7 +255,7 @@ func (s *HistoryService) Undo(ctx context.Context, req UndoRequest) (UndoResult,
 	// The log step (the undo's entry, what it marks undone, the decision states it gives back)
 	// commits with the rollback: see logstep.go.
 	res.Rollback, err = s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		op: &Operation{ID: id, Kind: kindRollback, Detail: detail}})
+		op: &port.Operation{ID: id, Kind: kindRollback, Detail: detail}})
 	if err != nil {
 		return res, fmt.Errorf("undo %s %s: %w", res.Undone.Kind, res.Undone.ID, err)
 	}
@@ -281,17 +282,17 @@ func appendNew(to []string, xs ...string) []string {
 // RedoRequest asks to take back the newest undo.
 type RedoRequest struct {
 	DryRun   bool
-	Progress Progress
+	Progress port.Progress
 	Warn     func(string)
 }
 
 // RedoResult says what was (or, dry, would be) redone.
 type RedoResult struct {
 	// Undo is the undo taken back; Redone the operations it had undone, which stand again.
-	Undo   LoggedOperation
-	Redone []LoggedOperation
+	Undo   port.LoggedOperation
+	Redone []port.LoggedOperation
 	// Operation is the redo's own log entry (zero when dry).
-	Operation LoggedOperation
+	Operation port.LoggedOperation
 	Rollback  RollbackResult
 	// Reverted are the decisions the redone operations had reverted, reverted again; Restored those
 	// the undo had reverted, back as they were.
@@ -301,8 +302,8 @@ type RedoResult struct {
 
 // chooseRedo finds the newest undo that stands, refusing when an operation that changed the
 // workspace came after it (a redo would throw that away).
-func chooseRedo(ops []LoggedOperation) (LoggedOperation, error) {
-	var blocker *LoggedOperation
+func chooseRedo(ops []port.LoggedOperation) (port.LoggedOperation, error) {
+	var blocker *port.LoggedOperation
 	for i, op := range ops {
 		switch {
 		case op.Kind == "undo" && op.UndoneBy == "":
@@ -318,7 +319,7 @@ func chooseRedo(ops []LoggedOperation) (LoggedOperation, error) {
 			}
 		}
 	}
-	return LoggedOperation{}, fault.NotFound("nothing to redo: no undo is left that was not redone")
+	return port.LoggedOperation{}, fault.NotFound("nothing to redo: no undo is left that was not redone")
 }
 
 // Redo takes back the newest undo that stands (see the top of this file): the workspace and the
@@ -379,7 +380,7 @@ func (s *HistoryService) Redo(ctx context.Context, req RedoRequest) (RedoResult,
 		return res, err
 	}
 	res.Rollback, err = s.ops.restore(ctx, restoreSpec{target: target, req: RollbackRequest{Mode: RestoreBoth, Progress: req.Progress, Warn: req.Warn},
-		op: &Operation{ID: id, Kind: kindRollback, Detail: detail}})
+		op: &port.Operation{ID: id, Kind: kindRollback, Detail: detail}})
 	if err != nil {
 		return res, fmt.Errorf("redo undo %s: %w", u.ID, err)
 	}

@@ -3,6 +3,8 @@ package application
 import (
 	"context"
 	"testing"
+
+	"github.com/planhq/plan/application/port"
 )
 
 // crashed stands for a kill: the failpoint that raises it stops the use case where it is, the
@@ -78,10 +80,10 @@ func TestLogStepNeedsALog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.logStep(context.Background(), Operation{ID: "op1", Kind: kindRollback, Detail: detail}); err == nil {
+	if err := e.ops.logStep(context.Background(), port.Operation{ID: "op1", Kind: kindRollback, Detail: detail}); err == nil {
 		t.Fatal("a log step without an operation log succeeded")
 	}
-	if err := e.ops.logStep(context.Background(), Operation{ID: "op2", Kind: kindRollback, Detail: bothDetailForTest(t)}); err != nil {
+	if err := e.ops.logStep(context.Background(), port.Operation{ID: "op2", Kind: kindRollback, Detail: bothDetailForTest(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.ops.takeStep("op2"); ok {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -14,16 +15,18 @@ import (
 
 // loggedABC runs a, b and c (the run logs each decision as its own entry, as every run does); it
 // returns the decisions' entries in run order.
-func loggedABC(t *testing.T, e *useCaseEnv, hs *HistoryService) []LoggedOperation {
+func loggedABC(t *testing.T, e *useCaseEnv, hs *HistoryService) []port.LoggedOperation {
 	t.Helper()
 	ranABC(t, e)
 	logged, err := hs.List(context.Background(), 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []LoggedOperation
+	var out []port.LoggedOperation
 	for _, id := range []string{"a", "b", "c"} {
-		i := slices.IndexFunc(logged, func(op LoggedOperation) bool { return op.Kind == "decision" && slices.Equal(op.Args, []string{id}) })
+		i := slices.IndexFunc(logged, func(op port.LoggedOperation) bool {
+			return op.Kind == "decision" && slices.Equal(op.Args, []string{id})
+		})
 		if i < 0 {
 			t.Fatalf("decision %s was not logged: %+v", id, logged)
 		}
@@ -169,14 +172,14 @@ func TestRedoRefusesAfterANewOperation(t *testing.T) {
 	// A checkpoint changes nothing, a run whose decisions were all skipped logged none: redo may
 	// cross them; a decision may not.
 	for _, kind := range []string{"checkpoint", "run"} {
-		if _, err := hs.Record(context.Background(), LoggedOperation{Kind: kind, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
+		if _, err := hs.Record(context.Background(), port.LoggedOperation{Kind: kind, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := hs.Redo(context.Background(), RedoRequest{DryRun: true}); err != nil {
 		t.Fatalf("redo across a checkpoint and an empty run: %v", err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{ID: "zzz", Kind: "decision", Outcome: "ok", UndoCheckpoint: "x", StartedAt: e.clock.Now()}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{ID: "zzz", Kind: "decision", Outcome: "ok", UndoCheckpoint: "x", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.livePaths()
@@ -192,15 +195,15 @@ func TestRedoRefusesAfterANewOperation(t *testing.T) {
 func TestRedoRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		undo LoggedOperation
+		undo port.LoggedOperation
 		want string
 	}{
-		{"no checkpoints", LoggedOperation{ID: "u1", Kind: "undo", Args: []string{"decision", "d"}}, "does not name the checkpoint"},
-		{"older plan", LoggedOperation{ID: "u1", Kind: "undo", Args: []string{"decision", "d"}, Checkpoints: []checkpoint.ID{"a", "b"}}, "older plan"},
+		{"no checkpoints", port.LoggedOperation{ID: "u1", Kind: "undo", Args: []string{"decision", "d"}}, "does not name the checkpoint"},
+		{"older plan", port.LoggedOperation{ID: "u1", Kind: "undo", Args: []string{"decision", "d"}, Checkpoints: []checkpoint.ID{"a", "b"}}, "older plan"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newUseCaseEnv(t)
-			log := &fakeOpLog{ops: []LoggedOperation{c.undo}}
+			log := &fakeOpLog{ops: []port.LoggedOperation{c.undo}}
 			if _, err := NewHistoryService(e.ops, log).Redo(context.Background(), RedoRequest{}); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want %q", err, c.want)
 			}
@@ -274,14 +277,14 @@ func TestUndoToRefusals(t *testing.T) {
 	if _, err := hs.Undo(context.Background(), UndoRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "undo", Args: []string{"decision", ops[0].ID}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{Kind: "undo", Args: []string{"decision", ops[0].ID}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID}); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "came before it") {
 		t.Errorf("undo across an undo of an earlier entry: %v", err)
 	}
 	log.ops = log.ops[1:]
-	if _, err := hs.Record(context.Background(), LoggedOperation{Kind: "redo", Args: []string{"undo", "unknown"}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
+	if _, err := hs.Record(context.Background(), port.LoggedOperation{Kind: "redo", Args: []string{"undo", "unknown"}, Outcome: "ok", StartedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hs.Undo(context.Background(), UndoRequest{To: ops[1].ID}); !errors.Is(err, fault.ErrNotFound) {
@@ -297,11 +300,11 @@ func TestUndoToRefusals(t *testing.T) {
 }
 
 func TestUndidAndAfter(t *testing.T) {
-	if got := undid(LoggedOperation{Args: []string{"x"}}); got != nil {
+	if got := undid(port.LoggedOperation{Args: []string{"x"}}); got != nil {
 		t.Errorf("undid of a malformed entry: %v", got)
 	}
-	a := LoggedOperation{ID: "a", FinishedAt: baseTime}
-	b := LoggedOperation{ID: "b", FinishedAt: baseTime}
+	a := port.LoggedOperation{ID: "a", FinishedAt: baseTime}
+	b := port.LoggedOperation{ID: "b", FinishedAt: baseTime}
 	if !after(b, a) || after(a, b) {
 		t.Error("ties go by ID")
 	}
@@ -366,18 +369,18 @@ func TestRerevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	// q is current now; the record names p's decisions bare (its own plan) and q's qualified.
-	e.history.recs["op1"] = HistoryRecord{ID: "op1", StartedAt: e.clock.Now(), Reverted: []string{"a", "q/x", "gone/y"}}
+	e.history.recs["op1"] = port.HistoryRecord{ID: "op1", StartedAt: e.clock.Now(), Reverted: []string{"a", "q/x", "gone/y"}}
 	got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op1", Plan: "p"})
 	if err != nil || !slices.Contains(got, "a") || !slices.Contains(got, "q/x") {
 		t.Fatalf("%v, %v", got, err)
 	}
 	// The operation's plan unnamed: the current plan's decisions are the bare ones.
-	e.history.recs["op2"] = HistoryRecord{ID: "op2", StartedAt: e.clock.Now(), Reverted: []string{"b"}}
+	e.history.recs["op2"] = port.HistoryRecord{ID: "op2", StartedAt: e.clock.Now(), Reverted: []string{"b"}}
 	if got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op2"}); err != nil || len(got) != 0 {
 		t.Errorf("b is not q's: %v, %v", got, err)
 	}
 	// Nothing recorded as reverted, no record at all: nothing to do.
-	e.history.recs["op3"] = HistoryRecord{ID: "op3"}
+	e.history.recs["op3"] = port.HistoryRecord{ID: "op3"}
 	if got, err := e.ops.rerevert(context.Background(), stepEntry{ID: "op3"}); err != nil || got != nil {
 		t.Errorf("%v, %v", got, err)
 	}
@@ -389,7 +392,7 @@ func TestRerevert(t *testing.T) {
 		t.Errorf("plans unreadable: %v", err)
 	}
 	e2 := newUseCaseEnv(t)
-	e2.history.recs["op1"] = HistoryRecord{ID: "op1", Reverted: []string{"a"}}
+	e2.history.recs["op1"] = port.HistoryRecord{ID: "op1", Reverted: []string{"a"}}
 	if got, err := e2.ops.rerevert(context.Background(), stepEntry{ID: "op1"}); err != nil || got != nil {
 		t.Errorf("no plan: %v, %v", got, err)
 	}
@@ -446,7 +449,7 @@ func TestUndoAndRedoRecordFailures(t *testing.T) {
 }
 
 // uniquePrefix is the shortest prefix of id no other entry shares.
-func uniquePrefix(ops []LoggedOperation, id string) string {
+func uniquePrefix(ops []port.LoggedOperation, id string) string {
 	for n := 1; n < len(id); n++ {
 		shared := false
 		for _, op := range ops {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -14,12 +15,12 @@ type readableSnap struct {
 	unreadable []string
 }
 
-func (s readableSnap) ScanReadable(ctx context.Context, p Progress) ([]tree.Entry, []string, error) {
+func (s readableSnap) ScanReadable(ctx context.Context, p port.Progress) ([]tree.Entry, []string, error) {
 	live, err := s.Scan(ctx, p)
 	return live, s.unreadable, err
 }
 
-func (s readableSnap) Snapshot(ctx context.Context, p Progress, also ...tree.Hash) (Snapshot, error) {
+func (s readableSnap) Snapshot(ctx context.Context, p port.Progress, also ...tree.Hash) (port.Snapshot, error) {
 	snap, err := s.fakeSnap.Snapshot(ctx, p, also...)
 	snap.Unreadable = s.unreadable
 	return snap, err

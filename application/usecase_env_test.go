@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -298,24 +299,24 @@ func (r *fakeCorrections) Update(ctx context.Context, id string, fn func(*correc
 // fakeExecutor "runs" a decision by calling run (which may change the fake workspace) and returning
 // the result configured for its ID (exit 0 when none is).
 type fakeExecutor struct {
-	run      func(c Command)
-	results  map[string]ExecResult
+	run      func(c port.Command)
+	results  map[string]port.ExecResult
 	startErr map[string]error
 	logs     map[string]string
 	openErr  error
 	reapErr  error
 	reaped   []string
-	calls    []Command
+	calls    []port.Command
 }
 
 func newFakeExecutor() *fakeExecutor {
-	return &fakeExecutor{results: map[string]ExecResult{}, startErr: map[string]error{}, logs: map[string]string{}}
+	return &fakeExecutor{results: map[string]port.ExecResult{}, startErr: map[string]error{}, logs: map[string]string{}}
 }
 
-func (x *fakeExecutor) Execute(_ context.Context, c Command, live io.Writer) (ExecResult, error) {
+func (x *fakeExecutor) Execute(_ context.Context, c port.Command, live io.Writer) (port.ExecResult, error) {
 	x.calls = append(x.calls, c)
 	if err := x.startErr[c.DecisionID]; err != nil {
-		return ExecResult{}, err
+		return port.ExecResult{}, err
 	}
 	if x.run != nil {
 		x.run(c)
@@ -349,7 +350,7 @@ type fakeArchiver struct {
 	hasErr      error
 	usage       int64
 	usageErr    error
-	staged      map[string][]ArchiveItem
+	staged      map[string][]port.ArchiveItem
 	published   map[string]bool
 	stageErr    error
 	publishErr  error
@@ -360,10 +361,10 @@ type fakeArchiver struct {
 }
 
 func newFakeArchiver() *fakeArchiver {
-	return &fakeArchiver{staged: map[string][]ArchiveItem{}, published: map[string]bool{}}
+	return &fakeArchiver{staged: map[string][]port.ArchiveItem{}, published: map[string]bool{}}
 }
 
-func (a *fakeArchiver) Stage(_ context.Context, id string, items []ArchiveItem) error {
+func (a *fakeArchiver) Stage(_ context.Context, id string, items []port.ArchiveItem) error {
 	if a.stageErr != nil {
 		return a.stageErr
 	}
@@ -427,10 +428,10 @@ type fakeHealth struct {
 	roots      [][]tree.Hash
 	collectErr error
 	repacked   int
-	usage      StoreUsage
+	usage      port.StoreUsage
 	written    map[string]int64
 	writtenErr error
-	scan       []ObjectProblem // what ScanStore reports
+	scan       []port.ObjectProblem // what ScanStore reports
 	scanErr    error
 	scans      int
 	missing    []string // what MissingRecords reports
@@ -439,7 +440,7 @@ type fakeHealth struct {
 	// consolidation, consolidateErr.
 	consolidateDue bool
 	consolidations int
-	consolidation  ConsolidationReport
+	consolidation  port.ConsolidationReport
 	consolidateErr error
 }
 
@@ -447,7 +448,7 @@ func (h *fakeHealth) MissingRecords(context.Context) ([]string, error) {
 	return h.missing, h.missingErr
 }
 
-func (h *fakeHealth) ScanStore() ([]ObjectProblem, error) {
+func (h *fakeHealth) ScanStore() ([]port.ObjectProblem, error) {
 	h.scans++
 	return h.scan, h.scanErr
 }
@@ -491,27 +492,27 @@ func (h *fakeHealth) CheckObject(hash tree.Hash, _ bool) error {
 	return nil
 }
 
-func (h *fakeHealth) Collect(roots []tree.Hash, _ *time.Duration) (GCReport, error) {
+func (h *fakeHealth) Collect(roots []tree.Hash, _ *time.Duration) (port.GCReport, error) {
 	h.roots = append(h.roots, roots)
 	if h.collectErr != nil {
-		return GCReport{}, h.collectErr
+		return port.GCReport{}, h.collectErr
 	}
-	return GCReport{LiveObjects: len(roots)}, nil
+	return port.GCReport{LiveObjects: len(roots)}, nil
 }
 
-func (h *fakeHealth) Repack(roots []tree.Hash, _ Progress) (GCReport, error) {
+func (h *fakeHealth) Repack(roots []tree.Hash, _ port.Progress) (port.GCReport, error) {
 	r, err := h.Collect(roots, nil)
 	h.repacked++
-	r.Repack = &RepackReport{Objects: r.LiveObjects}
+	r.Repack = &port.RepackReport{Objects: r.LiveObjects}
 	return r, err
 }
 
-func (h *fakeHealth) Usage() StoreUsage { return h.usage }
+func (h *fakeHealth) Usage() port.StoreUsage { return h.usage }
 
 func (h *fakeHealth) WrittenPerDay() (map[string]int64, error) { return h.written, h.writtenErr }
 
 type fakeSettings struct {
-	rule RetentionRule
+	rule port.RetentionRule
 	ok   bool
 	err  error
 	// check is the configured check command; checkErr what reading it fails with.
@@ -568,7 +569,7 @@ func newUseCaseEnv(t *testing.T) *useCaseEnv {
 	t.Helper()
 	e := &useCaseEnv{
 		l: &fakeLocker{}, j: &fakeJournal{}, store: newFakeStore(), repo: newFakeRepo(),
-		history: &fakeHistory{recs: map[string]HistoryRecord{}}, tx: &fakeTx{}, clock: &fakeClock{t: baseTime},
+		history: &fakeHistory{recs: map[string]port.HistoryRecord{}}, tx: &fakeTx{}, clock: &fakeClock{t: baseTime},
 		plans: newFakePlans(), corrections: newFakeCorrections(), exec: newFakeExecutor(), archiver: newFakeArchiver(),
 		health: newFakeHealth(), metrics: &fakeMetrics{},
 	}
@@ -593,13 +594,13 @@ func (e *useCaseEnv) rewire() {
 	e.ms = NewMaintenanceService(MaintenanceParams{Ops: e.ops, Store: e.health, Settings: &e.settings})
 }
 
-func (s *fakeSettings) Retention() (RetentionRule, bool, error) { return s.rule, s.ok, s.err }
+func (s *fakeSettings) Retention() (port.RetentionRule, bool, error) { return s.rule, s.ok, s.err }
 
 func (e *useCaseEnv) warn(msg string) { e.warnings = append(e.warnings, msg) }
 
 // writes makes the fake executor add or replace one file per decision: <decision>.txt.
 func (e *useCaseEnv) writes() {
-	e.exec.run = func(c Command) {
+	e.exec.run = func(c port.Command) {
 		e.setFile(c.DecisionID+".txt", c.Script)
 	}
 }
@@ -659,7 +660,7 @@ func (e *useCaseEnv) checkpointAt(t *testing.T, at time.Time, root tree.Hash, st
 
 func (h *fakeHealth) ConsolidationDue() bool { return h.consolidateDue }
 
-func (h *fakeHealth) Consolidate() (ConsolidationReport, error) {
+func (h *fakeHealth) Consolidate() (port.ConsolidationReport, error) {
 	h.consolidations++
 	return h.consolidation, h.consolidateErr
 }

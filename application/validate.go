@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/ident"
 )
 
@@ -13,7 +14,7 @@ import (
 // interrupted is pending, no conflict a surgical revert left is unresolved, and the configured check
 // command (validate.command in .plan/config.yaml), when there is one, succeeded.
 type Validation struct {
-	Pending   *Operation
+	Pending   *port.Operation
 	Conflicts []OpenConflict
 	// Command is the configured check ("" when none is); it runs only when nothing above failed.
 	Command string
@@ -86,7 +87,7 @@ func (o *Operations) validateWorkspace(ctx context.Context, command string, live
 	id := ident.New(o.clock.Now())
 	v.Log = "logs/check-" + id + ".log"
 	v.Ran = true
-	res, err := o.exec.Execute(ctx, Command{Script: command, LogPath: v.Log, Token: "check-" + id}, live)
+	res, err := o.exec.Execute(ctx, port.Command{Script: command, LogPath: v.Log, Token: "check-" + id}, live)
 	switch {
 	case err != nil:
 		v.CommandError = err.Error()

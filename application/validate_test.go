@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 )
@@ -24,20 +25,20 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("passing: %+v, %v", v, err)
 	}
 	// Failing, timed out, not startable.
-	e.exec.results[""] = ExecResult{ExitCode: 2}
+	e.exec.results[""] = port.ExecResult{ExitCode: 2}
 	v, _ = e.ms.Validate(context.Background(), nil)
 	if v.OK() || !strings.Contains(strings.Join(v.Problems(), ";"), `the check "make test" failed with exit code 2`) {
 		t.Errorf("failing: %v", v.Problems())
 	}
-	e.exec.results[""] = ExecResult{TimedOut: true}
+	e.exec.results[""] = port.ExecResult{TimedOut: true}
 	if v, _ = e.ms.Validate(context.Background(), nil); v.OK() || !strings.Contains(v.Problems()[0], "timed out") {
 		t.Errorf("timed out: %v", v.Problems())
 	}
-	e.exec.results[""] = ExecResult{Interrupted: true}
+	e.exec.results[""] = port.ExecResult{Interrupted: true}
 	if _, err := e.ms.Validate(context.Background(), nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("interrupted: %v", err)
 	}
-	e.exec.results[""] = ExecResult{}
+	e.exec.results[""] = port.ExecResult{}
 	e.exec.startErr[""] = errors.New("no shell")
 	if v, _ = e.ms.Validate(context.Background(), nil); v.OK() || !strings.Contains(v.Problems()[0], "could not run: no shell") {
 		t.Errorf("not startable: %v", v.Problems())
@@ -45,7 +46,7 @@ func TestValidate(t *testing.T) {
 	delete(e.exec.startErr, "")
 	// Pending operation and conflicts: reported, the check does not run.
 	calls := len(e.exec.calls)
-	e.j.op = &Operation{ID: "op1", Kind: kindRollback}
+	e.j.op = &port.Operation{ID: "op1", Kind: kindRollback}
 	e.surgicalWith(t, corrA, "b", correction.Conflict{Path: "cfg.txt", Why: "w", Written: "cfg.txt"})
 	v, err = e.ms.Validate(context.Background(), nil)
 	if err != nil || v.OK() || v.Ran || len(e.exec.calls) != calls || len(v.Problems()) != 2 ||
@@ -79,13 +80,13 @@ func TestCreateWithValidation(t *testing.T) {
 		t.Fatalf("passing: %v", err)
 	}
 	n := len(e.repo.cps)
-	e.exec.results[""] = ExecResult{ExitCode: 1}
+	e.exec.results[""] = port.ExecResult{ExitCode: 1}
 	_, err = e.cps.Create(context.Background(), CreateRequest{Type: checkpoint.Manual, Check: &CheckRequest{Command: "false"}})
 	var nv *NotValidError
 	if !errors.As(err, &nv) || !strings.HasPrefix(err.Error(), "the workspace did not validate; no checkpoint was taken: the check \"false\" failed") || len(e.repo.cps) != n {
 		t.Fatalf("failing: %v (%d checkpoints, %d before)", err, len(e.repo.cps), n)
 	}
-	e.exec.results[""] = ExecResult{Interrupted: true}
+	e.exec.results[""] = port.ExecResult{Interrupted: true}
 	if _, err := e.cps.Create(context.Background(), CreateRequest{Check: &CheckRequest{Command: "x"}}); !errors.Is(err, context.Canceled) || len(e.repo.cps) != n {
 		t.Fatalf("interrupted: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -33,15 +33,15 @@ func cp(n int) checkpoint.ID { return checkpoint.ID(fmt.Sprintf("cccc%020d", n))
 func sameTime(got, want time.Time) bool { return got.Equal(want) && got.Location() == time.UTC }
 
 // record is a history record with every field set, started n seconds after base.
-func record(n int) application.HistoryRecord {
-	return application.HistoryRecord{
+func record(n int) port.HistoryRecord {
+	return port.HistoryRecord{
 		ID: ID(n), Kind: "rollback", TargetCheckpoint: cp(n), BackupCheckpoint: cp(100 + n),
 		StartedAt: at(n), FinishedAt: at(n).Add(1500 * time.Microsecond),
 		Added: n, Modified: 2 * n, Deleted: 3 * n, Reverted: []string{"b", "a"},
 	}
 }
 
-func diffRecord(got, want application.HistoryRecord) error {
+func diffRecord(got, want port.HistoryRecord) error {
 	if got.ID != want.ID || got.Kind != want.Kind || got.TargetCheckpoint != want.TargetCheckpoint ||
 		got.BackupCheckpoint != want.BackupCheckpoint || !sameTime(got.StartedAt, want.StartedAt) ||
 		!sameTime(got.FinishedAt, want.FinishedAt) || got.Added != want.Added || got.Modified != want.Modified ||
@@ -52,7 +52,7 @@ func diffRecord(got, want application.HistoryRecord) error {
 }
 
 // History runs the rollback history's suite against fresh histories made by newHistory.
-func History(t *testing.T, newHistory func(t *testing.T) application.History) {
+func History(t *testing.T, newHistory func(t *testing.T) port.History) {
 	ctx := context.Background()
 	t.Run("record, has and get", func(t *testing.T) {
 		h := newHistory(t)
@@ -77,7 +77,7 @@ func History(t *testing.T, newHistory func(t *testing.T) application.History) {
 			t.Fatal(err)
 		}
 		// A record with nothing reverted and no backup (a correction's revert step may have none).
-		bare := application.HistoryRecord{ID: ID(2), Kind: "correct", TargetCheckpoint: cp(2), StartedAt: at(2), FinishedAt: at(3)}
+		bare := port.HistoryRecord{ID: ID(2), Kind: "correct", TargetCheckpoint: cp(2), StartedAt: at(2), FinishedAt: at(3)}
 		if err := h.Record(ctx, bare); err != nil {
 			t.Fatal(err)
 		}
@@ -140,15 +140,15 @@ func History(t *testing.T, newHistory func(t *testing.T) application.History) {
 }
 
 // operation is a logged operation with every field set, started n seconds after base.
-func operation(n int, planName string) application.LoggedOperation {
-	return application.LoggedOperation{
+func operation(n int, planName string) port.LoggedOperation {
+	return port.LoggedOperation{
 		ID: ID(n), Kind: "rollback", Args: []string{"rollback", fmt.Sprint(n), "--mode", "files"}, Plan: planName,
 		StartedAt: at(n), FinishedAt: at(n).Add(time.Millisecond), Outcome: "ok",
 		Checkpoints: []checkpoint.ID{cp(n), cp(100 + n)}, UndoCheckpoint: cp(200 + n),
 	}
 }
 
-func diffOperation(got, want application.LoggedOperation) error {
+func diffOperation(got, want port.LoggedOperation) error {
 	if got.ID != want.ID || got.Kind != want.Kind || !slices.Equal(got.Args, want.Args) || got.Plan != want.Plan ||
 		!sameTime(got.StartedAt, want.StartedAt) || !sameTime(got.FinishedAt, want.FinishedAt) || got.Outcome != want.Outcome ||
 		!slices.Equal(got.Checkpoints, want.Checkpoints) || got.UndoCheckpoint != want.UndoCheckpoint || got.UndoneBy != want.UndoneBy {
@@ -157,7 +157,7 @@ func diffOperation(got, want application.LoggedOperation) error {
 	return nil
 }
 
-func opIDs(ops []application.LoggedOperation) []string {
+func opIDs(ops []port.LoggedOperation) []string {
 	out := make([]string, len(ops))
 	for i, op := range ops {
 		out[i] = op.ID
@@ -167,9 +167,9 @@ func opIDs(ops []application.LoggedOperation) []string {
 
 // OperationLog runs the operation log's suite against fresh logs made by newLog. A log that is
 // also an application.OperationReplacer has its Replace checked too.
-func OperationLog(t *testing.T, newLog func(t *testing.T) application.OperationLog) {
+func OperationLog(t *testing.T, newLog func(t *testing.T) port.OperationLog) {
 	ctx := context.Background()
-	list := func(t *testing.T, l application.OperationLog, limit int, planName string) []application.LoggedOperation {
+	list := func(t *testing.T, l port.OperationLog, limit int, planName string) []port.LoggedOperation {
 		t.Helper()
 		ops, err := l.List(ctx, limit, planName)
 		if err != nil {
@@ -183,8 +183,8 @@ func OperationLog(t *testing.T, newLog func(t *testing.T) application.OperationL
 			t.Fatalf("list of none: %v", opIDs(ops))
 		}
 		full := operation(1, "p")
-		bare := application.LoggedOperation{ID: ID(2), Kind: "gc", StartedAt: at(2), FinishedAt: at(2), Outcome: "integrity"}
-		for _, op := range []application.LoggedOperation{full, bare} {
+		bare := port.LoggedOperation{ID: ID(2), Kind: "gc", StartedAt: at(2), FinishedAt: at(2), Outcome: "integrity"}
+		for _, op := range []port.LoggedOperation{full, bare} {
 			if err := l.Add(ctx, op); err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +219,7 @@ func OperationLog(t *testing.T, newLog func(t *testing.T) application.OperationL
 		l := newLog(t)
 		tie := operation(9, "p")
 		tie.ID, tie.StartedAt = ID(0), at(3) // starts with 3, sorts before it by ID
-		for _, op := range []application.LoggedOperation{operation(3, "p"), operation(1, "p"), tie, operation(4, "p"), operation(2, "p")} {
+		for _, op := range []port.LoggedOperation{operation(3, "p"), operation(1, "p"), tie, operation(4, "p"), operation(2, "p")} {
 			if err := l.Add(ctx, op); err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +296,7 @@ func OperationLog(t *testing.T, newLog func(t *testing.T) application.OperationL
 	})
 	t.Run("replace", func(t *testing.T) {
 		l := newLog(t)
-		r, ok := l.(application.OperationReplacer)
+		r, ok := l.(port.OperationReplacer)
 		if !ok {
 			t.Skip("this log does not replace entries")
 		}
@@ -312,7 +312,7 @@ func OperationLog(t *testing.T, newLog func(t *testing.T) application.OperationL
 			t.Fatal(err)
 		}
 		// An ID there is replaced whole: every field, the start (and so its place) too.
-		whole := application.LoggedOperation{ID: ID(2), Kind: "decision", Args: []string{"a"}, Plan: "q", StartedAt: at(0), FinishedAt: at(5), Outcome: "conflict"}
+		whole := port.LoggedOperation{ID: ID(2), Kind: "decision", Args: []string{"a"}, Plan: "q", StartedAt: at(0), FinishedAt: at(5), Outcome: "conflict"}
 		if err := r.Replace(ctx, whole); err != nil {
 			t.Fatal(err)
 		}

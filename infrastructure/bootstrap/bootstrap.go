@@ -27,6 +27,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -76,7 +77,7 @@ type Config struct {
 	// is the program's base name (os.Args[0]).
 	Host string
 	// Funcs are Go functions registered by name (PlanService.Register) when the app starts.
-	Funcs map[string]application.DecisionFunc
+	Funcs map[string]port.DecisionFunc
 
 	made *madeDirs // what Init made, for Open to take back when the graph fails
 }
@@ -118,12 +119,12 @@ func persistenceProviders() []any {
 	return []any{
 		newDB,
 		func(d *persistence.DB) checkpoint.Repository { return persistence.NewCheckpoints(d) },
-		func(d *persistence.DB) application.History { return persistence.NewHistory(d) },
-		func(d *persistence.DB) application.Transactor { return persistence.NewTransactor(d) },
+		func(d *persistence.DB) port.History { return persistence.NewHistory(d) },
+		func(d *persistence.DB) port.Transactor { return persistence.NewTransactor(d) },
 		func(d *persistence.DB) plan.Repository { return persistence.NewPlans(d) },
 		func(d *persistence.DB) correction.Repository { return persistence.NewCorrections(d) },
-		func(d *persistence.DB) application.Metrics { return persistence.NewMetrics(d) },
-		func(d *persistence.DB) application.OperationLog { return persistence.NewOperationLog(d) },
+		func(d *persistence.DB) port.Metrics { return persistence.NewMetrics(d) },
+		func(d *persistence.DB) port.OperationLog { return persistence.NewOperationLog(d) },
 	}
 }
 
@@ -223,10 +224,10 @@ func workspaceProviders() []any {
 		newScanner,
 		newRestorer,
 		newSnapshotter,
-		func(s *watch.Snapshotter) application.Snapshotter { return s },
-		func(r *workspace.Restorer) application.Restorer { return r },
-		func(s *objectstore.Store) application.Exporter { return workspace.NewExporter(s) },
-		func(l workspace.Layout) application.Journal { return workspace.NewJournal(l) },
+		func(s *watch.Snapshotter) port.Snapshotter { return s },
+		func(r *workspace.Restorer) port.Restorer { return r },
+		func(s *objectstore.Store) port.Exporter { return workspace.NewExporter(s) },
+		func(l workspace.Layout) port.Journal { return workspace.NewJournal(l) },
 		func(l workspace.Layout, cfg Config) *workspace.Locker {
 			lk := workspace.NewLocker(l)
 			if cfg.LockWait > 0 {
@@ -234,16 +235,16 @@ func workspaceProviders() []any {
 			}
 			return lk
 		},
-		func(l *workspace.Locker, s *objectstore.Store) application.Locker { return NewStoreLocker(l, s) },
-		func(l workspace.Layout) application.GitProbe { return workspace.NewGitHead(l) },
-		func(s *objectstore.Store) application.TreeStore { return s },
-		func(s *objectstore.Store) application.TreeWriter { return s },
-		func(l workspace.Layout) application.Executor { return executor.NewShell(l) },
-		func(l workspace.Layout, s *objectstore.Store) application.Archiver { return archive.New(l, s) },
-		func(s *Setup, st *objectstore.Store, r *objectstore.Records, d *persistence.DB) (application.StoreHealth, error) {
+		func(l *workspace.Locker, s *objectstore.Store) port.Locker { return NewStoreLocker(l, s) },
+		func(l workspace.Layout) port.GitProbe { return workspace.NewGitHead(l) },
+		func(s *objectstore.Store) port.TreeStore { return s },
+		func(s *objectstore.Store) port.TreeWriter { return s },
+		func(l workspace.Layout) port.Executor { return executor.NewShell(l) },
+		func(l workspace.Layout, s *objectstore.Store) port.Archiver { return archive.New(l, s) },
+		func(s *Setup, st *objectstore.Store, r *objectstore.Records, d *persistence.DB) (port.StoreHealth, error) {
 			return newHealth(s, st, r, d)
 		},
-		func(l workspace.Layout) application.Settings { return maintenance.NewSettings(l) },
+		func(l workspace.Layout) port.Settings { return maintenance.NewSettings(l) },
 	}
 }
 
@@ -254,7 +255,7 @@ var ApplicationModule = fx.Module("application", fx.Provide(append(kernelProvide
 
 // kernelProviders are what the services share: the clock, the guard and the shared core.
 func kernelProviders() []any {
-	return []any{func() application.Clock { return systemClock{} }, NewGuard, NewOperations}
+	return []any{func() port.Clock { return systemClock{} }, NewGuard, NewOperations}
 }
 
 // serviceProviders are the use cases, what a host's graph sees of plan.
@@ -302,7 +303,7 @@ func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db
 
 // NewGuard returns the workspace guard with the release binary's failpoints (no-ops unless
 // PLAN_FAILPOINT arms one).
-func NewGuard(l application.Locker, j application.Journal, r application.Restorer) *application.Guard {
+func NewGuard(l port.Locker, j port.Journal, r port.Restorer) *application.Guard {
 	g := application.NewGuard(l, j, r)
 	g.Failpoint = failpoint.Hit
 	return g
@@ -314,18 +315,18 @@ type OperationsIn struct {
 	Checkpoints checkpoint.Repository
 	Plans       plan.Repository
 	Corrections correction.Repository
-	Snapshotter application.Snapshotter
-	Store       application.TreeStore
+	Snapshotter port.Snapshotter
+	Store       port.TreeStore
 	Guard       *application.Guard
-	Tx          application.Transactor
-	History     application.History
-	Clock       application.Clock
-	Git         application.GitProbe
-	Metrics     application.Metrics
-	Executor    application.Executor
-	Archiver    application.Archiver
-	Trees       application.TreeWriter
-	Log         application.OperationLog
+	Tx          port.Transactor
+	History     port.History
+	Clock       port.Clock
+	Git         port.GitProbe
+	Metrics     port.Metrics
+	Executor    port.Executor
+	Archiver    port.Archiver
+	Trees       port.TreeWriter
+	Log         port.OperationLog
 	Config      Config
 }
 
@@ -359,7 +360,7 @@ func NewPlanService(ops *application.Operations, cfg Config) (*application.PlanS
 }
 
 // NewMaintenanceService builds the maintenance use cases from the graph.
-func NewMaintenanceService(ops *application.Operations, store application.StoreHealth, settings application.Settings, log application.OperationLog) *application.MaintenanceService {
+func NewMaintenanceService(ops *application.Operations, store port.StoreHealth, settings port.Settings, log port.OperationLog) *application.MaintenanceService {
 	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings, Log: log})
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
@@ -42,9 +43,9 @@ func TestModuleExportsServicesOnly(t *testing.T) {
 	for what, invoke := range map[string]any{
 		"the guard":                 func(*application.Guard) {},
 		"the shared core":           func(*application.Operations) {},
-		"the journal":               func(application.Journal) {},
+		"the journal":               func(port.Journal) {},
 		"the checkpoint repository": func(checkpoint.Repository) {},
-		"the operation log":         func(application.OperationLog) {},
+		"the operation log":         func(port.OperationLog) {},
 		"the setup":                 func(*bootstrap.Setup) {},
 	} {
 		if err := fx.ValidateApp(bootstrap.Module(cfg), fx.Invoke(invoke), fx.NopLogger); err == nil || !strings.Contains(err.Error(), "missing type") {

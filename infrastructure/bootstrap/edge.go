@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/infrastructure/internal/agents"
 	"github.com/planhq/plan/infrastructure/internal/config"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
@@ -161,14 +161,14 @@ func (s *Setup) DatabaseShown() string { return s.Target().Shown() }
 
 // Heal retires damaged or missing copies of stored objects that have an intact copy, under the
 // workspace lock (plan verify --repair).
-func (a *App) Heal(ctx context.Context) (application.HealReport, error) {
+func (a *App) Heal(ctx context.Context) (port.HealReport, error) {
 	ctx, release, err := a.Services.Guard.Enter(ctx, "verify --repair")
 	if err != nil {
-		return application.HealReport{}, err
+		return port.HealReport{}, err
 	}
 	defer release()
 	r, err := maintenance.HealStore(ctx, a.Services.Layout, a.internals.Store)
-	return application.HealReport{
+	return port.HealReport{
 		Healed: r.Healed, Unhealed: r.Unhealed, Spent: r.Spent, PacksRewritten: r.PacksRewritten, IdxDropped: r.IdxDropped,
 	}, err
 }

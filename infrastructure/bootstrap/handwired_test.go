@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/archive"
@@ -95,7 +96,7 @@ func TestOneServiceGetsAllOfRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := bootstrap.LayoutAt(root)
-	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "correction", Direction: application.Forward,
+	op := port.Operation{ID: "0123456789abcdef01234567", Kind: "correction", Direction: port.Forward,
 		Source: cp.Root(), Target: cp.Root(), TargetCheckpoint: cp.ID(), BackupCheckpoint: cp.ID(),
 		Detail: []byte(`"not a correction record"`)}
 	if err := workspace.NewJournal(l).Write(op); err != nil {

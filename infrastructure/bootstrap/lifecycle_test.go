@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -83,7 +84,7 @@ func TestPruneAndGCShrinkToWhatTheKeptCheckpointsNeed(t *testing.T) {
 	if err != nil || len(pr.Kept) != 5 || len(pr.Deleted) != 45 {
 		t.Fatalf("prune: %+v, %v", pr, err)
 	}
-	if _, err := app.Services.Maintenance.GC(ctx, application.GCRequest{}); err != nil {
+	if _, err := app.Services.Maintenance.GC(ctx, port.GCRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	after := storeBytes(t, dir)

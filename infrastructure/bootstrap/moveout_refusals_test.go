@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 )
@@ -59,7 +59,7 @@ func TestMoveOutRefusalsMoveNothing(t *testing.T) {
 	}
 
 	// An interrupted operation: recover first.
-	bootstrap.TestJournal(t, root, application.Operation{ID: "op-1", Kind: "rollback"})
+	bootstrap.TestJournal(t, root, port.Operation{ID: "op-1", Kind: "rollback"})
 	if _, err := bootstrap.MoveOut(ctx, root, o.getenv); !errors.Is(err, fault.ErrConflict) || !strings.Contains(err.Error(), "plan recover") {
 		t.Fatalf("MoveOut with a pending operation: %v", err)
 	}

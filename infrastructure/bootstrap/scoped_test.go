@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/persistence"
@@ -106,10 +107,10 @@ func TestScopedRefusesABadName(t *testing.T) {
 func TestConfigFuncsAreRegistered(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	write := application.Func(func(_ context.Context, dir string, _ application.DecisionCall) error {
+	write := port.Func(func(_ context.Context, dir string, _ port.DecisionCall) error {
 		return os.WriteFile(filepath.Join(dir, "f.txt"), []byte("f\n"), 0o600)
 	})
-	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: dir, Init: true, Funcs: map[string]application.DecisionFunc{"write": write}})
+	app, err := bootstrap.Open(ctx, bootstrap.Config{Root: dir, Init: true, Funcs: map[string]port.DecisionFunc{"write": write}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestConfigFuncsAreRegistered(t *testing.T) {
 		t.Errorf("f.txt: %q %v", b, err)
 	}
 
-	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: t.TempDir(), Init: true, Funcs: map[string]application.DecisionFunc{"Bad Name": write}})
+	_, err = bootstrap.Open(ctx, bootstrap.Config{Root: t.TempDir(), Init: true, Funcs: map[string]port.DecisionFunc{"Bad Name": write}})
 	if !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("a bad function name: %v", err)
 	}

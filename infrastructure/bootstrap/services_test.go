@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -75,7 +76,7 @@ func TestMaintenanceOnRealAdapters(t *testing.T) {
 		t.Errorf("the pruned checkpoint: %v", err)
 	}
 
-	gc, err := svc.Maintenance.GC(ctx, application.GCRequest{})
+	gc, err := svc.Maintenance.GC(ctx, port.GCRequest{})
 	if err != nil || gc.LiveObjects == 0 {
 		t.Fatalf("gc: %+v %v", gc, err)
 	}

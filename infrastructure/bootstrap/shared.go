@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/bucket"
@@ -65,7 +66,7 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (svc *application.SharedS
 		o.be = b
 	}
 	// A nil database is no database: never a typed nil behind the port.
-	var db application.SharedDatabase
+	var db port.SharedDatabase
 	if cfg.DB != "" {
 		dsn := withPassword(cfg.DB, getenv)
 		if o.db, err = persistence.Open(ctx, dsn, false, persistence.WithoutWorkspace()); err != nil {
@@ -112,16 +113,16 @@ func (s sharedStore) DescriptorLocation(id string) string {
 // which says where the workspace was made, so `plan workspaces` can name it without any database.
 func descriptorName(id string) string { return "workspaces/" + id + ".json" }
 
-func (s sharedStore) Workspaces() ([]application.StoredWorkspace, error) {
+func (s sharedStore) Workspaces() ([]port.StoredWorkspace, error) {
 	v, err := storeindex.ReadForListing(s.be)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]application.StoredWorkspace, 0, len(v.Workspaces))
+	out := make([]port.StoredWorkspace, 0, len(v.Workspaces))
 	for _, w := range v.Workspaces {
-		sw := application.StoredWorkspace{ID: w.ID, DescriptorDamaged: w.DescriptorDamaged, Retired: w.Retired != nil}
+		sw := port.StoredWorkspace{ID: w.ID, DescriptorDamaged: w.DescriptorDamaged, Retired: w.Retired != nil}
 		if d := w.Descriptor; d != nil {
-			sw.Descriptor = &application.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}
+			sw.Descriptor = &port.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}
 		}
 		if w.Retired != nil {
 			sw.RetiredAt = w.Retired.RetiredAt
@@ -135,19 +136,19 @@ func (s sharedStore) Workspaces() ([]application.StoredWorkspace, error) {
 	return out, nil
 }
 
-func (s sharedStore) Descriptor(id string) (application.WorkspaceDescriptor, bool, error) {
+func (s sharedStore) Descriptor(id string) (port.WorkspaceDescriptor, bool, error) {
 	b, err := s.be.ReadFile(descriptorName(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return application.WorkspaceDescriptor{}, false, nil
+		return port.WorkspaceDescriptor{}, false, nil
 	}
 	if err != nil {
-		return application.WorkspaceDescriptor{}, false, err
+		return port.WorkspaceDescriptor{}, false, err
 	}
 	var d storeindex.Descriptor
 	if json.Unmarshal(b, &d) != nil {
 		d = storeindex.Descriptor{} // one that does not parse names no workspace: damaged
 	}
-	return application.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}, true, nil
+	return port.WorkspaceDescriptor{WorkspaceID: d.WorkspaceID, Root: d.Root, Host: d.Host, CreatedAt: d.CreatedAt}, true, nil
 }
 
 func (s sharedStore) Retirement(id string) (bool, time.Time, error) {
@@ -177,14 +178,14 @@ func (s sharedStore) Committed(id string) (bool, error) {
 	return len(names) > 0, err
 }
 
-func (s sharedStore) Checkpoints(id string) ([]application.RecordedCheckpoint, error) {
+func (s sharedStore) Checkpoints(id string) ([]port.RecordedCheckpoint, error) {
 	sum, err := persistence.SummarizeLedger(s.records(id))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]application.RecordedCheckpoint, len(sum.List))
+	out := make([]port.RecordedCheckpoint, len(sum.List))
 	for i, c := range sum.List {
-		out[i] = application.RecordedCheckpoint{ID: c.ID, Root: c.Root, CreatedAt: c.CreatedAt, Pinned: c.Pinned}
+		out[i] = port.RecordedCheckpoint{ID: c.ID, Root: c.Root, CreatedAt: c.CreatedAt, Pinned: c.Pinned}
 	}
 	return out, nil
 }
@@ -195,19 +196,19 @@ type sharedDatabase struct {
 	dsn string
 }
 
-func (d sharedDatabase) Workspaces(ctx context.Context) ([]application.DatabaseWorkspace, error) {
+func (d sharedDatabase) Workspaces(ctx context.Context) ([]port.DatabaseWorkspace, error) {
 	rows, err := d.db.Workspaces(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]application.DatabaseWorkspace, len(rows))
+	out := make([]port.DatabaseWorkspace, len(rows))
 	for i, r := range rows {
-		out[i] = application.DatabaseWorkspace{ID: r.ID, Root: r.Root, Host: r.Host, CreatedAt: r.CreatedAt, Checkpoints: r.Checkpoints, Newest: r.Newest}
+		out[i] = port.DatabaseWorkspace{ID: r.ID, Root: r.Root, Host: r.Host, CreatedAt: r.CreatedAt, Checkpoints: r.Checkpoints, Newest: r.Newest}
 	}
 	return out, nil
 }
 
-func (d sharedDatabase) Checkpoints(ctx context.Context, id string) (application.WorkspaceCheckpoints, error) {
+func (d sharedDatabase) Checkpoints(ctx context.Context, id string) (port.WorkspaceCheckpoints, error) {
 	db, err := persistence.Open(ctx, d.dsn, false, persistence.WithWorkspace(id))
 	if err != nil {
 		return nil, err

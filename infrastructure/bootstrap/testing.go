@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
 
@@ -27,7 +27,7 @@ func TestLock(t testing.TB, root string) (unlock func() error) {
 }
 
 // TestJournal writes op as the journal of the workspace at root: an operation a crash interrupted.
-func TestJournal(t testing.TB, root string, op application.Operation) {
+func TestJournal(t testing.TB, root string, op port.Operation) {
 	t.Helper()
 	l, err := LayoutAt(root)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -172,7 +173,7 @@ func (s *browseSource) Load(ctx context.Context) (tui.Snapshot, error) {
 	return snap, nil
 }
 
-func (s *browseSource) list(ctx context.Context) ([]*checkpoint.Checkpoint, []application.LoggedOperation, error) {
+func (s *browseSource) list(ctx context.Context) ([]*checkpoint.Checkpoint, []port.LoggedOperation, error) {
 	s.open.RLock()
 	defer s.open.RUnlock()
 	cps, err := s.app.Services.Checkpoints.List(ctx)
@@ -181,7 +182,7 @@ func (s *browseSource) list(ctx context.Context) ([]*checkpoint.Checkpoint, []ap
 }
 
 // signature changes when the timeline does: a checkpoint or a log entry added, deleted or undone.
-func signature(cps []*checkpoint.Checkpoint, ops []application.LoggedOperation) string {
+func signature(cps []*checkpoint.Checkpoint, ops []port.LoggedOperation) string {
 	sig := fmt.Sprintf("%d/%d", len(cps), len(ops))
 	if n := len(cps); n > 0 {
 		sig += "/" + string(cps[0].ID()) + "/" + string(cps[n-1].ID())
@@ -251,7 +252,7 @@ func checkpointEntry(cp *checkpoint.Checkpoint, short string) tui.Entry {
 	return e
 }
 
-func operationEntry(op application.LoggedOperation) tui.Entry {
+func operationEntry(op port.LoggedOperation) tui.Entry {
 	e := tui.Entry{Key: "op:" + op.ID, Time: op.StartedAt, Kind: op.Kind, Who: op.Plan, ID: op.ID,
 		Summary: "plan " + shellJoin(op.Args), Rewind: string(op.UndoCheckpoint), Plan: op.Plan}
 	switch {

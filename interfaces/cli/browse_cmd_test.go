@@ -12,7 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/interfaces/tui"
@@ -319,7 +319,7 @@ func TestBrowseEntries(t *testing.T) {
 	if e := checkpointEntry(cp, ""); e.Kind != "future" || e.Who != "build" || e.ID != "01abc" {
 		t.Fatalf("%+v", e)
 	}
-	op := application.LoggedOperation{ID: "op1", Kind: "revert", Outcome: "conflict", Args: []string{"revert", "d1"}}
+	op := port.LoggedOperation{ID: "op1", Kind: "revert", Outcome: "conflict", Args: []string{"revert", "d1"}}
 	if e := operationEntry(op); e.Flag != "conflict" || e.Summary != "plan revert d1" || e.Rewind != "" {
 		t.Fatalf("%+v", e)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/xrash/smetrics"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/secret"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/view"
@@ -67,7 +68,7 @@ type handler struct {
 	quiet    bool
 	notFound error
 	// pending is an operation a crash interrupted that this (read-only) command left alone.
-	pending *application.Operation
+	pending *port.Operation
 	// exactRoot says root is the workspace itself, not where to start looking for one: init and
 	// clone name the directory they make a workspace of.
 	exactRoot bool
@@ -561,7 +562,7 @@ func (h *handler) emit(v any, text func(w io.Writer)) error {
 // scrubbed of what a terminal would act on.
 func (h *handler) warn(msg string) { _, _ = fmt.Fprintf(h.r.Stderr, "plan: warning: %s\n", scrub(msg)) }
 
-func (h *handler) progress() application.Progress {
+func (h *handler) progress() port.Progress {
 	if !h.r.ProgressTerminal || h.json || h.quiet {
 		return nil
 	}

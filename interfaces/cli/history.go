@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/view"
@@ -76,7 +77,7 @@ func (h *handler) historyCommands() []*ucli.Command {
 	}
 }
 
-func newOperationView(op application.LoggedOperation) view.Operation {
+func newOperationView(op port.LoggedOperation) view.Operation {
 	v := view.Operation{ID: op.ID, Kind: op.Kind, StartedAt: op.StartedAt.UTC().Format(time.RFC3339), FinishedAt: op.FinishedAt.UTC().Format(time.RFC3339),
 		Args: append([]string{}, op.Args...), Outcome: op.Outcome, Checkpoints: []string{}, Plan: optional(op.Plan),
 		UndoCheckpoint: optional(string(op.UndoCheckpoint)), UndoneBy: optional(op.UndoneBy)}
@@ -120,7 +121,7 @@ const historyWidth = 100
 // writeHistory prints the log two lines an entry, as jj's op log does: the entry's ID, kind,
 // outcome and start time, then, indented, the command (cut to fit) and the checkpoints it made or
 // used, by their short names.
-func writeHistory(w io.Writer, p palette, ops []application.LoggedOperation, shorts map[checkpoint.ID]string) {
+func writeHistory(w io.Writer, p palette, ops []port.LoggedOperation, shorts map[checkpoint.ID]string) {
 	kindW, outW := len("KIND"), len("OUTCOME")
 	outcomes := make([]string, len(ops))
 	for i, op := range ops {

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestHistoryTextFitsIn100Columns(t *testing.T) {
 	at := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
 	long := strings.Repeat("é", 300) // cut by characters, not bytes
-	ops := []application.LoggedOperation{
+	ops := []port.LoggedOperation{
 		{ID: "01a213e5b161a1295b35874e", Kind: "exec", Args: []string{"exec", "--id", "big", "--", "sh", "-c", long},
 			StartedAt: at, Outcome: "ok", Checkpoints: []checkpoint.ID{"01a213e5b124eba3a1ba44f6", "01a213e5b15281b333988612"}},
 		{ID: "01a213e5b157e0d2a6b76b99", Kind: "rollback", Args: []string{"rollback", "--to-checkpoint", "@~1"},

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -194,7 +195,7 @@ func (h *handler) gc(c *ucli.Context) error {
 	if err := noExtraArgs(c, 0); err != nil {
 		return err
 	}
-	req := application.GCRequest{Aggressive: c.Bool("aggressive"), Progress: h.progress()}
+	req := port.GCRequest{Aggressive: c.Bool("aggressive"), Progress: h.progress()}
 	if g := c.String("grace"); c.IsSet("grace") {
 		d, err := time.ParseDuration(g)
 		if err != nil || d < 0 {
@@ -253,7 +254,7 @@ func pruneTable(c *ucli.Context, app *bootstrap.App, res application.PruneResult
 
 // writeGC is gc's text: what was reclaimed (or that the store grew, never a negative size
 // reclaimed), re-encoded, repacked or kept, and a shared store's phases.
-func writeGC(w io.Writer, r application.GCReport) {
+func writeGC(w io.Writer, r port.GCReport) {
 	if r.BytesReclaimed >= 0 {
 		_, _ = fmt.Fprintf(w, "Reclaimed %s (%d packs deleted, %d rewritten; %d live objects kept).\n",
 			humanBytes(r.BytesReclaimed), r.PacksDeleted, r.PacksRewritten, r.LiveObjects)
@@ -295,7 +296,7 @@ func (h *handler) verify(c *ucli.Context) error {
 		return usagef("--repair needs --read-data: healing starts from reading every stored byte")
 	}
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
-		var heal *application.HealReport
+		var heal *port.HealReport
 		if c.Bool("repair") {
 			rep, err := app.Heal(c.Context)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/plan"
 	"github.com/planhq/plan/domain/tree"
@@ -292,7 +293,7 @@ func (h *handler) status(c *ucli.Context) error {
 	})
 }
 
-func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *application.Operation) view.WorkspaceState {
+func newWorkspaceStateView(app *bootstrap.App, p application.Pending, op *port.Operation) view.WorkspaceState {
 	v := view.WorkspaceState{Root: app.Services.Layout.Root}
 	if p.Latest != nil {
 		v.LatestCheckpoint = optional(string(p.Latest.ID()))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/bootstrap"
@@ -168,7 +168,7 @@ func TestStatusTellsWhatIsPending(t *testing.T) {
 	if err := root.UnmarshalText([]byte(jsonField(t, mustPlan(t, dir, "--json", "checkpoint", "show", id), "root_tree"))); err != nil {
 		t.Fatal(err)
 	}
-	op := application.Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: application.Forward,
+	op := port.Operation{ID: "0123456789abcdef01234567", Kind: "rollback", Direction: port.Forward,
 		Source: root, Target: root, TargetCheckpoint: checkpoint.ID(id), StartedAt: time.Now()}
 	bootstrap.TestJournal(t, dir, op)
 	if err := json.Unmarshal([]byte(mustPlan(t, dir, "--json", "status").stdout), &v); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 )
 
 // progressDelay is how long an operation runs before a bar appears: quick commands print nothing.
@@ -25,7 +25,7 @@ type termProgress struct {
 	bar   *progressbar.ProgressBar
 }
 
-var _ application.Progress = (*termProgress)(nil)
+var _ port.Progress = (*termProgress)(nil)
 
 func (p *termProgress) Start(label string, total int64) {
 	p.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/view"
 )
@@ -220,7 +221,7 @@ func planFileInside(root, file string) []string {
 
 // warnUndoLost says which operations a retention prune took the safety checkpoint of: plan undo
 // steps past them now.
-func (h *handler) warnUndoLost(lost []application.LoggedOperation) {
+func (h *handler) warnUndoLost(lost []port.LoggedOperation) {
 	if len(lost) == 0 {
 		return
 	}

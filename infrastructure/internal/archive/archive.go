@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
@@ -47,7 +47,7 @@ func New(l workspace.Layout, store *objectstore.Store) *Archive {
 	return &Archive{dir: l.Archive(), store: store}
 }
 
-var _ application.Archiver = (*Archive)(nil)
+var _ port.Archiver = (*Archive)(nil)
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -80,7 +80,7 @@ func (a *Archive) staging(id string) string { return filepath.Join(a.dir, stagin
 func (a *Archive) Dir(id string) string { return filepath.Join(a.dir, id) }
 
 // Stage writes the archive of items into the staging directory and syncs it.
-func (a *Archive) Stage(ctx context.Context, id string, items []application.ArchiveItem) error {
+func (a *Archive) Stage(ctx context.Context, id string, items []port.ArchiveItem) error {
 	if err := ident.ValidateFull("correction", id); err != nil {
 		return err
 	}

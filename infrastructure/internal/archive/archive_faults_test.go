@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/tests/testkit"
@@ -18,7 +18,7 @@ import (
 func TestStageArchivesAnEmptyDirectory(t *testing.T) {
 	f := newFixture(t)
 	root := f.build(t, map[string]spec{"out/empty": {dir: true}, "out/f": file("x", 0o644)})
-	items := []application.ArchiveItem{{DecisionID: "d", Attempt: 2, ResultTree: root, Artifacts: []artifact.Artifact{
+	items := []port.ArchiveItem{{DecisionID: "d", Attempt: 2, ResultTree: root, Artifacts: []artifact.Artifact{
 		{Path: "out/empty", Change: tree.Added},
 		art("out/f", tree.Added, "x"),
 	}}}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
@@ -124,7 +124,7 @@ func exists(p string) bool {
 }
 
 // items builds the archive of two reverted decisions.
-func (f fixture) items(t *testing.T) []application.ArchiveItem {
+func (f fixture) items(t *testing.T) []port.ArchiveItem {
 	t.Helper()
 	treeA := f.build(t, map[string]spec{
 		"README.md":       file("hello\n", 0o644),
@@ -138,7 +138,7 @@ func (f fixture) items(t *testing.T) []application.ArchiveItem {
 		"data.json": file("{}\n", 0o640),
 		"empty":     file("", 0o644),
 	})
-	return []application.ArchiveItem{
+	return []port.ArchiveItem{
 		{DecisionID: "gen", Attempt: 2, ResultTree: treeA, Artifacts: []artifact.Artifact{
 			art("README.md", tree.Modified, "hello\n"),
 			art("escape", tree.Added, "../../../../etc/passwd"),
@@ -456,7 +456,7 @@ func TestStageIntegrityErrors(t *testing.T) {
 		"escaping deletion path": art("../outside", tree.Deleted, "x"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
+			items := []port.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
 			err := f.arch.Stage(context.Background(), id1, items)
 			faulttest.Require(t, err, fault.ErrIntegrity, name)
 			if exists(filepath.Join(f.layout.State(), "outside")) || exists(filepath.Join(f.layout.Archive(), "outside")) {
@@ -469,7 +469,7 @@ func TestStageIntegrityErrors(t *testing.T) {
 func TestStageMissingObjects(t *testing.T) {
 	f := newFixture(t)
 	// A result tree that was never stored.
-	items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: tree.Sum([]byte("no such tree")),
+	items := []port.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: tree.Sum([]byte("no such tree")),
 		Artifacts: []artifact.Artifact{art("a", tree.Added, "x")}}}
 	faulttest.Require(t, f.arch.Stage(context.Background(), id1, items), fault.ErrIntegrity, "missing tree")
 
@@ -490,7 +490,7 @@ func TestStageInvalidDecisionID(t *testing.T) {
 	f := newFixture(t)
 	root := f.build(t, map[string]spec{"a": file("x", 0o644)})
 	for _, d := range []string{"", "..", "../x", "/abs"} {
-		items := []application.ArchiveItem{{DecisionID: d, Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{art("a", tree.Added, "x")}}}
+		items := []port.ArchiveItem{{DecisionID: d, Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{art("a", tree.Added, "x")}}}
 		err := f.arch.Stage(context.Background(), id1, items)
 		if err == nil {
 			t.Fatalf("decision ID %q accepted", d)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
@@ -27,7 +27,7 @@ func TestStageFailsWhenTheManifestCannotBeWritten(t *testing.T) {
 		paths[p] = file("small", 0o644)
 		arts = append(arts, art(p, tree.Added, "small"))
 	}
-	items := []application.ArchiveItem{{DecisionID: "gen", Attempt: 1, ResultTree: f.build(t, paths), Artifacts: arts}}
+	items := []port.ArchiveItem{{DecisionID: "gen", Attempt: 1, ResultTree: f.build(t, paths), Artifacts: arts}}
 
 	// Every artifact fits under the limit; the manifest listing forty of them does not.
 	testkit.SkipUnderTestLog(t)

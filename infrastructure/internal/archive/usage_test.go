@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/fault/faulttest"
@@ -20,7 +20,7 @@ const id3 = "00112233445566778899aabb"
 
 // publish stages and publishes items as correction id's archive and returns the bytes of regular
 // files it holds: the archived files' contents plus the manifest (symlinks hold no data).
-func (f fixture) publish(t *testing.T, id string, items []application.ArchiveItem, contents ...string) int64 {
+func (f fixture) publish(t *testing.T, id string, items []port.ArchiveItem, contents ...string) int64 {
 	t.Helper()
 	if err := f.arch.Stage(context.Background(), id, items); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestStageRefusesContentThatDoesNotMatchTheRecord(t *testing.T) {
 		"symlink": {Path: "link", Change: tree.Added, Size: 13, SHA256: sha("recorded-target")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
+			items := []port.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{a}}}
 			err := f.arch.Stage(context.Background(), id1, items)
 			faulttest.Require(t, err, fault.ErrIntegrity, name)
 			if exists(filepath.Join(f.staging(id1), archive.ManifestName)) {
@@ -144,7 +144,7 @@ func TestStageRefusesContentThatDoesNotMatchTheRecord(t *testing.T) {
 func TestStageRefusesToOverwriteAnArchivedFile(t *testing.T) {
 	f := newFixture(t)
 	root := f.build(t, map[string]spec{"a.txt": file("a", 0o644)})
-	items := []application.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{
+	items := []port.ArchiveItem{{DecisionID: "d", Attempt: 1, ResultTree: root, Artifacts: []artifact.Artifact{
 		art("a.txt", tree.Added, "a"), art("a.txt", tree.Added, "a"),
 	}}}
 	if err := f.arch.Stage(context.Background(), id1, items); err == nil {

@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
@@ -42,7 +42,7 @@ type Shell struct {
 // NewShell returns the executor for the workspace in l.
 func NewShell(l workspace.Layout) *Shell { return &Shell{layout: l, Grace: 3 * time.Second} }
 
-var _ application.Executor = (*Shell)(nil)
+var _ port.Executor = (*Shell)(nil)
 
 func (s *Shell) logFile(rel string) (string, error) {
 	clean := filepath.Clean(filepath.FromSlash(rel))
@@ -53,13 +53,13 @@ func (s *Shell) logFile(rel string) (string, error) {
 }
 
 // Execute runs c.
-func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writer) (application.ExecResult, error) {
+func (s *Shell) Execute(ctx context.Context, c port.Command, live io.Writer) (port.ExecResult, error) {
 	path, err := s.logFile(c.LogPath)
 	if err != nil {
-		return application.ExecResult{}, err
+		return port.ExecResult{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return application.ExecResult{}, err
+		return port.ExecResult{}, err
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if c.Append {
@@ -67,12 +67,12 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 	}
 	logf, err := os.OpenFile(path, flags, 0o600) // #nosec -- validated above
 	if err != nil {
-		return application.ExecResult{}, fmt.Errorf("create log: %w", err)
+		return port.ExecResult{}, fmt.Errorf("create log: %w", err)
 	}
 	defer func() { _ = logf.Close() }()
 	if c.Banner != "" {
 		if _, err := fmt.Fprintf(logf, "--- %s ---\n", c.Banner); err != nil {
-			return application.ExecResult{}, fmt.Errorf("write log: %w", err)
+			return port.ExecResult{}, fmt.Errorf("write log: %w", err)
 		}
 		if live != nil {
 			_, _ = fmt.Fprintf(live, "--- %s ---\n", c.Banner)
@@ -107,7 +107,7 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 	}
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
-		return application.ExecResult{}, fmt.Errorf("start /bin/sh: %w", err)
+		return port.ExecResult{}, fmt.Errorf("start /bin/sh: %w", err)
 	}
 	// Where the process table cannot be searched by environment (no /proc), Reap finds the group
 	// through this record; it goes once the decision is over.
@@ -124,7 +124,7 @@ func (s *Shell) Execute(ctx context.Context, c application.Command, live io.Writ
 		defer t.Stop()
 		timeout = t.C
 	}
-	var res application.ExecResult
+	var res port.ExecResult
 	var waitErr error
 	select {
 	case waitErr = <-done:

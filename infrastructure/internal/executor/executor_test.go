@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/executor"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
@@ -60,7 +60,7 @@ func (e env) log(t *testing.T, rel string) string {
 	return string(b)
 }
 
-func (e env) exec(t *testing.T, ctx context.Context, c application.Command, live io.Writer) application.ExecResult {
+func (e env) exec(t *testing.T, ctx context.Context, c port.Command, live io.Writer) port.ExecResult {
 	t.Helper()
 	if c.LogPath == "" {
 		c.LogPath = "logs/" + t.Name() + ".log"
@@ -160,7 +160,7 @@ func TestExitCodes(t *testing.T) {
 		"echo x; exit 255":           255,
 		"(exit 4); echo after; true": 0,
 	} {
-		res := e.exec(t, context.Background(), application.Command{Script: script}, nil)
+		res := e.exec(t, context.Background(), port.Command{Script: script}, nil)
 		if res.ExitCode != want || res.TimedOut || res.Interrupted {
 			t.Errorf("%q: %+v, want exit code %d", script, res, want)
 		}
@@ -170,7 +170,7 @@ func TestExitCodes(t *testing.T) {
 func TestEnvironmentAndDirectory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := application.Command{
+	c := port.Command{
 		DecisionID: "build-1",
 		Attempt:    3,
 		Token:      "tok-123",
@@ -193,7 +193,7 @@ func TestEnvInheritsAndOverridesProcessEnvironment(t *testing.T) {
 	t.Setenv("PLAN_TEST_INHERITED", "from-parent")
 	t.Setenv("PLAN_TEST_OVERRIDDEN", "parent")
 	e := newEnv(t)
-	c := application.Command{
+	c := port.Command{
 		Env:    map[string]string{"PLAN_TEST_OVERRIDDEN": "decision"},
 		Script: `echo "$PLAN_TEST_INHERITED $PLAN_TEST_OVERRIDDEN" > out.txt`,
 	}
@@ -207,7 +207,7 @@ func TestEnvInheritsAndOverridesProcessEnvironment(t *testing.T) {
 // them by overriding it.
 func TestDecisionEnvCannotOverrideToken(t *testing.T) {
 	e := newEnv(t)
-	c := application.Command{
+	c := port.Command{
 		Token:  "real-token",
 		Env:    map[string]string{executor.TokenVar: "fake", "PLAN_DECISION_ID": "fake"},
 		Script: `echo "$PLAN_ATTEMPT_TOKEN $PLAN_DECISION_ID" > out.txt`,
@@ -221,7 +221,7 @@ func TestDecisionEnvCannotOverrideToken(t *testing.T) {
 func TestOutputGoesToLogAndLive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := application.Command{Script: "echo to-stdout; echo to-stderr >&2; printf 'no newline'", LogPath: "logs/sub/dir/a.log"}
+	c := port.Command{Script: "echo to-stdout; echo to-stderr >&2; printf 'no newline'", LogPath: "logs/sub/dir/a.log"}
 	var live bytes.Buffer
 	res := e.exec(t, context.Background(), c, &live)
 	if res.ExitCode != 0 {
@@ -243,7 +243,7 @@ func TestOutputGoesToLogAndLive(t *testing.T) {
 	}
 
 	// The same log path again: the log holds only the new attempt's output.
-	e.exec(t, context.Background(), application.Command{Script: "echo second", LogPath: "logs/sub/dir/a.log"}, nil)
+	e.exec(t, context.Background(), port.Command{Script: "echo second", LogPath: "logs/sub/dir/a.log"}, nil)
 	if got := e.log(t, "logs/sub/dir/a.log"); got != "second\n" {
 		t.Fatalf("rewritten log %q", got)
 	}
@@ -262,7 +262,7 @@ func TestOutputGoesToLogAndLive(t *testing.T) {
 func TestTimeoutStopsWholeProcessGroup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := application.Command{
+	c := port.Command{
 		Script:  "sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait",
 		Timeout: time.Second, // long enough for the shell to start even on a loaded machine
 	}
@@ -289,7 +289,7 @@ func TestGroupKilledEvenWhenShellExitsOnTerm(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// The child ignores SIGTERM and outlives the shell: only the final SIGKILL to the group stops it.
-	c := application.Command{
+	c := port.Command{
 		Script: "(trap '' TERM; echo > trapped; exec sleep 30) & echo $! > child.pid; " +
 			"while [ ! -f trapped ]; do sleep 0.01; done; echo > ready; wait",
 	}
@@ -303,7 +303,7 @@ func TestGroupKilledEvenWhenShellExitsOnTerm(t *testing.T) {
 func TestBackgroundChildKilledAfterNormalExit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := application.Command{Script: "sleep 30 & echo $! > child.pid; exit 0"}
+	c := port.Command{Script: "sleep 30 & echo $! > child.pid; exit 0"}
 	start := time.Now()
 	res := e.exec(t, context.Background(), c, nil)
 	if res.ExitCode != 0 || res.TimedOut || res.Interrupted {
@@ -318,7 +318,7 @@ func TestBackgroundChildKilledAfterNormalExit(t *testing.T) {
 func TestLiveOutputDoesNotWaitForGrandchildHoldingPipe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := application.Command{Script: "sleep 30 & echo $! > child.pid; echo started"}
+	c := port.Command{Script: "sleep 30 & echo $! > child.pid; echo started"}
 	var live bytes.Buffer
 	start := time.Now()
 	res := e.exec(t, context.Background(), c, &live)
@@ -339,7 +339,7 @@ func TestContextCancelInterrupts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx, cancelled := e.cancelWhen(t, "child.pid")
-	c := application.Command{Script: "sleep 30 & echo $! > child.tmp && mv child.tmp child.pid; wait", Timeout: time.Minute}
+	c := port.Command{Script: "sleep 30 & echo $! > child.tmp && mv child.tmp child.pid; wait", Timeout: time.Minute}
 	res := e.exec(t, ctx, c, nil)
 	if !res.Interrupted || res.TimedOut {
 		t.Fatalf("%+v, want interrupted", res)
@@ -357,7 +357,7 @@ func TestCancelledContextBeforeStart(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := e.exec(t, ctx, application.Command{Script: "sleep 30"}, nil)
+	res := e.exec(t, ctx, port.Command{Script: "sleep 30"}, nil)
 	if !res.Interrupted {
 		t.Fatalf("%+v, want interrupted", res)
 	}
@@ -367,7 +367,7 @@ func TestTermTrapGetsToCleanUp(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// SIGTERM comes first, so a decision can clean up and choose its exit code.
-	c := application.Command{Script: "trap 'echo cleaning; exit 7' TERM; sleep 30 & echo > ready; wait"}
+	c := port.Command{Script: "trap 'echo cleaning; exit 7' TERM; sleep 30 & echo > ready; wait"}
 	ctx, _ := e.cancelWhen(t, "ready")
 	res := e.exec(t, ctx, c, nil)
 	if !res.Interrupted || res.ExitCode != 7 {
@@ -381,7 +381,7 @@ func TestGraceEscalatesToKill(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.shell.Grace = 300 * time.Millisecond
-	c := application.Command{
+	c := port.Command{
 		Script: "trap '' TERM; echo $$ > shell.pid; sleep 20 & echo $! > child.pid; echo > ready; wait; sleep 20",
 	}
 	ctx, cancelled := e.cancelWhen(t, "ready")
@@ -409,7 +409,7 @@ func TestLogPathValidation(t *testing.T) {
 		"../x", "/abs/logs/x", e.layout.State() + "/logs/x", "logs", "logs/", ".", "", "x.log",
 		"archive/x", "logsx/y", "logs/../x", "logs/../../x", "logs/../objects/x", "./../logs/x",
 	} {
-		res, err := e.shell.Execute(context.Background(), application.Command{Script: "echo ran > ran.txt", LogPath: p}, nil)
+		res, err := e.shell.Execute(context.Background(), port.Command{Script: "echo ran > ran.txt", LogPath: p}, nil)
 		if !errors.Is(err, fault.ErrIntegrity) || fault.Kind(err) != fault.ErrIntegrity {
 			t.Errorf("log path %q: %+v, %v; want integrity error", p, res, err)
 		}
@@ -421,7 +421,7 @@ func TestLogPathValidation(t *testing.T) {
 		}
 	}
 	// A path that cleans to one inside logs/ is fine.
-	if _, err := e.shell.Execute(context.Background(), application.Command{Script: "true", LogPath: "logs/../logs/ok.log"}, nil); err != nil {
+	if _, err := e.shell.Execute(context.Background(), port.Command{Script: "true", LogPath: "logs/../logs/ok.log"}, nil); err != nil {
 		t.Fatalf("logs/../logs/ok.log: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(e.layout.Logs(), "ok.log")); err != nil {
@@ -445,7 +445,7 @@ func TestExecuteFailsWhenLogCannotBeCreated(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.layout.Logs(), "blocked"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.shell.Execute(context.Background(), application.Command{Script: "echo ran > ran.txt", LogPath: "logs/blocked/x.log"}, nil)
+	_, err := e.shell.Execute(context.Background(), port.Command{Script: "echo ran > ran.txt", LogPath: "logs/blocked/x.log"}, nil)
 	if err == nil {
 		t.Fatal("Execute succeeded without a log")
 	}
@@ -545,7 +545,7 @@ func TestReapFindsProcessEscapedFromExecute(t *testing.T) {
 	token := fmt.Sprintf("escape-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// The shell waits until the child has left its session, so the group kill at the end of
 	// Execute cannot reach it.
-	c := application.Command{Token: token, Script: "setsid sh -c 'echo > escaped; exec sleep 30' > /dev/null 2>&1 & " +
+	c := port.Command{Token: token, Script: "setsid sh -c 'echo > escaped; exec sleep 30' > /dev/null 2>&1 & " +
 		"while [ ! -f escaped ]; do sleep 0.01; done; echo $! > child.pid"}
 	if res := e.exec(t, context.Background(), c, nil); res.ExitCode != 0 {
 		t.Fatalf("%+v", res)

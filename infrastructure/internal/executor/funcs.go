@@ -8,13 +8,13 @@ import (
 	"maps"
 	"runtime/debug"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 )
 
 // runFunc runs a decision that is a Go function of the host program, as Execute runs a shell
 // decision: in the workspace root, output to the log (and live), within the decision's timeout,
 // stopped by cancellation. Execute returns only once the function has returned.
-func (s *Shell) runFunc(ctx context.Context, c application.Command, logf io.Writer, live io.Writer) application.ExecResult {
+func (s *Shell) runFunc(ctx context.Context, c port.Command, logf io.Writer, live io.Writer) port.ExecResult {
 	w := logf
 	if live != nil {
 		w = io.MultiWriter(logf, live)
@@ -24,10 +24,10 @@ func (s *Shell) runFunc(ctx context.Context, c application.Command, logf io.Writ
 		fctx, cancel = context.WithTimeout(ctx, c.Timeout)
 	}
 	defer cancel()
-	err := callFunc(fctx, c.Func, s.layout.Root, application.DecisionCall{
+	err := callFunc(fctx, c.Func, s.layout.Root, port.DecisionCall{
 		ID: c.DecisionID, Attempt: c.Attempt, Env: maps.Clone(c.Env), Log: w,
 	})
-	var res application.ExecResult
+	var res port.ExecResult
 	switch {
 	case ctx.Err() != nil:
 		res.Interrupted = true
@@ -62,7 +62,7 @@ func (p *panicked) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value,
 
 // callFunc calls fn, turning a panic into an error: a bug in a host's decision fails the decision,
 // not the program that records it.
-func callFunc(ctx context.Context, fn application.DecisionFunc, dir string, d application.DecisionCall) (err error) {
+func callFunc(ctx context.Context, fn port.DecisionFunc, dir string, d port.DecisionCall) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &panicked{value: v, stack: debug.Stack()}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 )
 
 // A Go-function decision runs as a shell one does: in the workspace root, output in its log and
@@ -26,30 +26,30 @@ func TestGoFunctionDecisions(t *testing.T) {
 	}()
 	for _, c := range []struct {
 		name    string
-		fn      application.Func
+		fn      port.Func
 		timeout time.Duration
 		cancel  bool
-		want    application.ExecResult
+		want    port.ExecResult
 		log     string
 	}{
-		{name: "succeeds", fn: func(_ context.Context, dir string, d application.DecisionCall) error {
+		{name: "succeeds", fn: func(_ context.Context, dir string, d port.DecisionCall) error {
 			_, _ = d.Log.Write([]byte("hello " + d.ID + " " + d.Env["K"] + "\n"))
 			return os.WriteFile(filepath.Join(dir, "out.txt"), []byte("x"), 0o600)
 		}, log: "hello d v\n"},
-		{name: "fails", fn: func(context.Context, string, application.DecisionCall) error { return errors.New("no luck") },
-			want: application.ExecResult{ExitCode: 1}, log: "plan: decision d failed: no luck\n"},
-		{name: "exit code", fn: func(context.Context, string, application.DecisionCall) error { return exitErr },
-			want: application.ExecResult{ExitCode: 7}, log: "exit status 7"},
-		{name: "panics", fn: func(context.Context, string, application.DecisionCall) error { panic("boom") },
-			want: application.ExecResult{ExitCode: 2}, log: "panic: boom"},
-		{name: "times out", timeout: 20 * time.Millisecond, fn: func(ctx context.Context, _ string, _ application.DecisionCall) error {
+		{name: "fails", fn: func(context.Context, string, port.DecisionCall) error { return errors.New("no luck") },
+			want: port.ExecResult{ExitCode: 1}, log: "plan: decision d failed: no luck\n"},
+		{name: "exit code", fn: func(context.Context, string, port.DecisionCall) error { return exitErr },
+			want: port.ExecResult{ExitCode: 7}, log: "exit status 7"},
+		{name: "panics", fn: func(context.Context, string, port.DecisionCall) error { panic("boom") },
+			want: port.ExecResult{ExitCode: 2}, log: "panic: boom"},
+		{name: "times out", timeout: 20 * time.Millisecond, fn: func(ctx context.Context, _ string, _ port.DecisionCall) error {
 			<-ctx.Done()
 			return ctx.Err()
-		}, want: application.ExecResult{ExitCode: 124, TimedOut: true}, log: "timed out after 20ms"},
-		{name: "interrupted", cancel: true, fn: func(ctx context.Context, _ string, _ application.DecisionCall) error {
+		}, want: port.ExecResult{ExitCode: 124, TimedOut: true}, log: "timed out after 20ms"},
+		{name: "interrupted", cancel: true, fn: func(ctx context.Context, _ string, _ port.DecisionCall) error {
 			<-ctx.Done()
 			return ctx.Err()
-		}, want: application.ExecResult{Interrupted: true}},
+		}, want: port.ExecResult{Interrupted: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -59,7 +59,7 @@ func TestGoFunctionDecisions(t *testing.T) {
 				time.AfterFunc(20*time.Millisecond, cancel)
 			}
 			var live bytes.Buffer
-			res, err := e.shell.Execute(ctx, application.Command{
+			res, err := e.shell.Execute(ctx, port.Command{
 				DecisionID: "d", Attempt: 1, Script: "go-func:f@h", Env: map[string]string{"K": "v"}, Timeout: c.timeout,
 				LogPath: "logs/d.1.log", Func: c.fn,
 			}, &live)
@@ -76,8 +76,8 @@ func TestGoFunctionDecisions(t *testing.T) {
 	}
 	// Without a live writer the log alone has the output.
 	e := newEnv(t)
-	if _, err := e.shell.Execute(context.Background(), application.Command{DecisionID: "q", LogPath: "logs/q.1.log",
-		Func: application.Func(func(_ context.Context, _ string, d application.DecisionCall) error {
+	if _, err := e.shell.Execute(context.Background(), port.Command{DecisionID: "q", LogPath: "logs/q.1.log",
+		Func: port.Func(func(_ context.Context, _ string, d port.DecisionCall) error {
 			_, err := d.Log.Write([]byte("quiet\n"))
 			return err
 		})}, nil); err != nil || e.log(t, "logs/q.1.log") != "quiet\n" {

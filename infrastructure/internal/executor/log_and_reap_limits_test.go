@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/tests/testkit"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
+	"github.com/planhq/plan/tests/testkit"
+
 	"github.com/planhq/plan/infrastructure/internal/executor"
 )
 
@@ -36,7 +37,7 @@ func TestExecuteDoesNotRunWhenTheBannerCannotBeLogged(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 1024, Max: old.Max}); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}
-	_, err := e.shell.Execute(context.Background(), application.Command{
+	_, err := e.shell.Execute(context.Background(), port.Command{
 		DecisionID: "a", Attempt: 1, Script: "echo ran > ran.txt", LogPath: "logs/a.1.log",
 		Append: true, Banner: "validate: test -f out",
 	}, nil)

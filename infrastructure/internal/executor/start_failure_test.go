@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 )
 
 // A log path naming an existing directory cannot be opened as the log: Execute refuses before the
@@ -17,7 +17,7 @@ func TestExecuteFailsWhenLogIsADirectory(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.layout.Logs(), "dir.log"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.shell.Execute(context.Background(), application.Command{Script: "echo ran > ran.txt", LogPath: "logs/dir.log"}, nil)
+	_, err := e.shell.Execute(context.Background(), port.Command{Script: "echo ran > ran.txt", LogPath: "logs/dir.log"}, nil)
 	if err == nil {
 		t.Fatal("Execute succeeded with a directory as its log")
 	}
@@ -31,7 +31,7 @@ func TestExecuteFailsWhenLogIsADirectory(t *testing.T) {
 func TestExecuteFailsWhenTheShellCannotStart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.shell.Execute(context.Background(), application.Command{
+	_, err := e.shell.Execute(context.Background(), port.Command{
 		Script: "echo ran > ran.txt", LogPath: "logs/x.log", Env: map[string]string{"BAD": "a\x00b"},
 	}, nil)
 	if err == nil {

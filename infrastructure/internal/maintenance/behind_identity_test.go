@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
@@ -259,7 +260,7 @@ func TestACheckpointRowLostByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := time.Duration(0)
-	_, err = app.Services.Maintenance.GC(ctx, application.GCRequest{Grace: &zero})
+	_, err = app.Services.Maintenance.GC(ctx, port.GCRequest{Grace: &zero})
 	_ = app.Close()
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), "plan doctor --rebuild") {
 		t.Fatalf("gc from a database that lost a row: %v", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -18,15 +18,15 @@ func TestRetentionCalendar(t *testing.T) {
 	cases := []struct {
 		name    string
 		content string
-		rule    application.RetentionRule
+		rule    port.RetentionRule
 		invalid string
 	}{
 		{name: "daily alone", content: "retention:\n  keep_daily: 7\n",
-			rule: application.RetentionRule{Calendar: checkpoint.Calendar{Daily: 7}}},
+			rule: port.RetentionRule{Calendar: checkpoint.Calendar{Daily: 7}}},
 		{name: "every rule with keep", content: "retention:\n  keep: 2\n  keep_hourly: 24\n  keep_daily: 7\n  keep_weekly: 4\n  keep_monthly: 12\n",
-			rule: application.RetentionRule{Keep: 2, Calendar: checkpoint.Calendar{Hourly: 24, Daily: 7, Weekly: 4, Monthly: 12}}},
+			rule: port.RetentionRule{Keep: 2, Calendar: checkpoint.Calendar{Hourly: 24, Daily: 7, Weekly: 4, Monthly: 12}}},
 		{name: "calendar with older_than", content: "retention:\n  keep_weekly: 4\n  older_than: 48h\n",
-			rule: application.RetentionRule{OlderThan: 48 * time.Hour, Calendar: checkpoint.Calendar{Weekly: 4}}},
+			rule: port.RetentionRule{OlderThan: 48 * time.Hour, Calendar: checkpoint.Calendar{Weekly: 4}}},
 		{name: "calendar with a bad age", content: "retention:\n  keep_weekly: 4\n  older_than: soon\n", invalid: "retention.older_than"},
 		{name: "zero", content: "retention:\n  keep_daily: 0\n", invalid: "retention.keep_daily must be at least 1"},
 		{name: "negative", content: "retention:\n  keep_monthly: -1\n", invalid: "retention.keep_monthly must be at least 1"},

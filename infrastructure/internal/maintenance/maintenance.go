@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -82,7 +82,7 @@ func (h *Health) WithGrace(d time.Duration) *Health {
 	return h
 }
 
-var _ application.StoreHealth = (*Health)(nil)
+var _ port.StoreHealth = (*Health)(nil)
 
 // ListTree returns one directory's entries, names in Path.
 func (h *Health) ListTree(hash tree.Hash) ([]tree.Entry, error) {
@@ -109,9 +109,9 @@ func (h *Health) CheckObject(hash tree.Hash, readData bool) error {
 // Collect removes every object unreachable from roots. A shared store has writers in other
 // workspaces, under no lock this one holds: it is collected in two phases (objectstore.SharedGC),
 // and what is live is computed afresh for each, from roots and from every workspace's records.
-func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (port.GCReport, error) {
 	if err := h.rootsCover(roots); err != nil {
-		return application.GCReport{}, err
+		return port.GCReport{}, err
 	}
 	if h.store.Shared() {
 		return h.collectShared(roots, grace)
@@ -121,18 +121,18 @@ func (h *Health) Collect(roots []tree.Hash, grace *time.Duration) (application.G
 }
 
 // collectPrivate collects a private store and returns what it kept live.
-func (h *Health) collectPrivate(roots []tree.Hash) (application.GCReport, map[tree.Hash]struct{}, error) {
+func (h *Health) collectPrivate(roots []tree.Hash) (port.GCReport, map[tree.Hash]struct{}, error) {
 	// What the checkpoints name, without the delta bases: GC re-encodes a kept object whose base
 	// only pruned checkpoints named, so that base goes with them.
 	live, err := h.store.Referenced(roots)
 	if err != nil {
-		return application.GCReport{}, nil, fmt.Errorf("find live objects (nothing was deleted): %w", err)
+		return port.GCReport{}, nil, fmt.Errorf("find live objects (nothing was deleted): %w", err)
 	}
 	r, err := h.store.GCFrom(live, roots)
 	if err != nil {
-		return application.GCReport{}, nil, err
+		return port.GCReport{}, nil, err
 	}
-	return application.GCReport{
+	return port.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: len(live), ObjectsReencoded: r.ObjectsReencoded,
 	}, live, nil
@@ -141,12 +141,12 @@ func (h *Health) collectPrivate(roots []tree.Hash) (application.GCReport, map[tr
 // Repack collects (see Collect), then rewrites what is live as compactly as it can (see
 // objectstore.Repack). A shared store is refused before anything is done: its writers hold no lock
 // in common with it, and a repack deletes every pack at once.
-func (h *Health) Repack(roots []tree.Hash, p application.Progress) (application.GCReport, error) {
+func (h *Health) Repack(roots []tree.Hash, p port.Progress) (port.GCReport, error) {
 	if h.store.Shared() {
-		return application.GCReport{}, fault.Invalid("gc --aggressive repacks a private store only: a shared store's writers hold no lock in common with it (nothing was done; run gc without --aggressive)")
+		return port.GCReport{}, fault.Invalid("gc --aggressive repacks a private store only: a shared store's writers hold no lock in common with it (nothing was done; run gc without --aggressive)")
 	}
 	if err := h.rootsCover(roots); err != nil {
-		return application.GCReport{}, err
+		return port.GCReport{}, err
 	}
 	rep, live, err := h.collectPrivate(roots)
 	if err != nil {
@@ -156,7 +156,7 @@ func (h *Health) Repack(roots []tree.Hash, p application.Progress) (application.
 	if err != nil {
 		return rep, err
 	}
-	rep.Repack = &application.RepackReport{Objects: r.Objects, Bundles: r.Bundles, Bundled: r.Bundled, Similar: r.Similar,
+	rep.Repack = &port.RepackReport{Objects: r.Objects, Bundles: r.Bundles, Bundled: r.Bundled, Similar: r.Similar,
 		PacksDeleted: r.PacksDeleted, BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter, Kept: r.Kept}
 	if !r.Kept {
 		rep.BytesReclaimed += r.BytesBefore - r.BytesAfter
@@ -193,14 +193,14 @@ func (h *Health) rootsCover(roots []tree.Hash) error {
 	return nil
 }
 
-func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (application.GCReport, error) {
+func (h *Health) collectShared(roots []tree.Hash, grace *time.Duration) (port.GCReport, error) {
 	d := h.grace
 	if grace != nil {
 		d = *grace
 	}
 	live := func() ([]tree.Hash, []tree.Hash, error) { return h.sharedRoots(roots) }
 	r, err := h.store.SharedGC(live, d)
-	rep := application.GCReport{
+	rep := port.GCReport{
 		PacksDeleted: r.PacksDeleted, PacksRewritten: r.PacksRewritten, BytesReclaimed: r.BytesReclaimed,
 		LiveObjects: r.LiveObjects, Shared: true, Grace: d, PacksCondemned: r.PacksCondemned, PacksKept: r.PacksKept,
 		MarksPending: r.MarksPending, ObjectsReencoded: r.ObjectsReencoded,
@@ -247,14 +247,14 @@ func incomplete(be objectstore.Backend, id string, d *storeindex.Descriptor, why
 }
 
 // ScanStore reads every pack end to end.
-func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
+func (h *Health) ScanStore() ([]port.ObjectProblem, error) {
 	ps, err := h.store.ScanPacks()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]application.ObjectProblem, 0, len(ps))
+	out := make([]port.ObjectProblem, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, application.ObjectProblem{Path: "pack " + p.Pack, Problem: p.Problem})
+		out = append(out, port.ObjectProblem{Path: "pack " + p.Pack, Problem: p.Problem})
 	}
 	if h.records != nil {
 		bad, err := h.records.Verify()
@@ -262,7 +262,7 @@ func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
 			return out, err
 		}
 		for _, b := range bad {
-			out = append(out, application.ObjectProblem{Path: "record " + b,
+			out = append(out, port.ObjectProblem{Path: "record " + b,
 				Problem: "damaged (its bytes do not match its name): `plan doctor --repair` replaces it with a new baseline record"})
 		}
 	}
@@ -270,15 +270,15 @@ func (h *Health) ScanStore() ([]application.ObjectProblem, error) {
 }
 
 // Usage reports the store's size.
-func (h *Health) Usage() application.StoreUsage {
+func (h *Health) Usage() port.StoreUsage {
 	s := h.store.Stats()
-	u := application.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
+	u := port.StoreUsage{Packs: s.Packs, Objects: s.Objects, StoredBytes: s.StoredBytes, RawBytes: s.RawBytes}
 	if h.store.Shared() {
 		u.Location = h.store.Backend().Location("")
 	}
 	if b, ok := h.store.Backend().(interface{ Stats() bucket.CacheStats }); ok {
 		c := b.Stats()
-		u.Cache = &application.CacheUsage{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
+		u.Cache = &port.CacheUsage{Hits: c.Hits, Misses: c.Misses, DownloadedBytes: c.DownloadedBytes,
 			CachedBytes: c.CachedBytes, LimitBytes: c.CacheLimit}
 	}
 	return u
@@ -290,9 +290,9 @@ func (h *Health) ConsolidationDue() bool { return h.store.ConsolidationDue() }
 
 // Consolidate merges the store's small packs (see objectstore.Store.Consolidate); the caller holds
 // the workspace lock.
-func (h *Health) Consolidate() (application.ConsolidationReport, error) {
+func (h *Health) Consolidate() (port.ConsolidationReport, error) {
 	c, err := h.store.Consolidate()
-	return application.ConsolidationReport{PacksMerged: c.PacksMerged, PacksWritten: c.PacksWritten,
+	return port.ConsolidationReport{PacksMerged: c.PacksMerged, PacksWritten: c.PacksWritten,
 		BytesWritten: c.BytesWritten, BytesRemoved: c.BytesRemoved}, err
 }
 
@@ -351,28 +351,28 @@ func NewSettings(l workspace.Layout) *Settings {
 	return &Settings{path: config.Path(l.State())}
 }
 
-var _ application.Settings = (*Settings)(nil)
+var _ port.Settings = (*Settings)(nil)
 
 // Retention returns the configured policy.
-func (s *Settings) Retention() (application.RetentionRule, bool, error) {
+func (s *Settings) Retention() (port.RetentionRule, bool, error) {
 	c, err := config.Load(s.path)
 	if err != nil {
-		return application.RetentionRule{}, false, err
+		return port.RetentionRule{}, false, err
 	}
 	if c.Retention == nil {
-		return application.RetentionRule{}, false, nil
+		return port.RetentionRule{}, false, nil
 	}
 	cal, err := s.calendar(c.Retention)
 	if err != nil {
-		return application.RetentionRule{}, false, err
+		return port.RetentionRule{}, false, err
 	}
 	if c.Retention.Keep == nil && cal.IsZero() && c.Retention.OlderThan != "" {
-		return application.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep (or a keep_hourly … keep_monthly rule)", s.path)
+		return port.RetentionRule{}, false, fault.Invalid("%s: retention.older_than needs retention.keep (or a keep_hourly … keep_monthly rule)", s.path)
 	}
 	if c.Retention.Keep == nil && cal.IsZero() && c.Retention.Archives == nil && len(c.Retention.Classes) == 0 {
-		return application.RetentionRule{}, false, nil
+		return port.RetentionRule{}, false, nil
 	}
-	rule := application.RetentionRule{Calendar: cal}
+	rule := port.RetentionRule{Calendar: cal}
 	if c.Retention.Keep == nil && !cal.IsZero() {
 		d, err := s.age("retention.older_than", c.Retention.OlderThan)
 		if err != nil {
@@ -399,11 +399,11 @@ func (s *Settings) Retention() (application.RetentionRule, bool, error) {
 		if err != nil {
 			return rule, false, err
 		}
-		rule.Archives = &application.ArchiveRetention{Keep: *a.Keep, OlderThan: d}
+		rule.Archives = &port.ArchiveRetention{Keep: *a.Keep, OlderThan: d}
 	}
 	for i, cl := range c.Retention.Classes {
 		key := fmt.Sprintf("retention.classes[%d]", i)
-		class := application.RetentionClass{Labels: cl.Labels}
+		class := port.RetentionClass{Labels: cl.Labels}
 		if cl.Type == "" && len(cl.Labels) == 0 {
 			return rule, false, fault.Invalid("%s: %s needs a type or labels to match", s.path, key)
 		}
@@ -509,8 +509,8 @@ func (h *Health) WorkspaceBytes(roots []tree.Hash) (int64, error) {
 }
 
 var (
-	_ application.BudgetSettings = (*Settings)(nil)
-	_ application.WorkspaceUsage = (*Health)(nil)
+	_ port.BudgetSettings = (*Settings)(nil)
+	_ port.WorkspaceUsage = (*Health)(nil)
 )
 
 // age parses an optional positive duration setting.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
@@ -44,7 +44,7 @@ func TestRetention(t *testing.T) {
 	cases := []struct {
 		name    string
 		content *string
-		rule    application.RetentionRule
+		rule    port.RetentionRule
 		ok      bool
 		invalid string // substring of the invalid-input error; "" for none
 	}{
@@ -54,7 +54,7 @@ func TestRetention(t *testing.T) {
 		{name: "unknown top-level key", content: ptr("retension:\n  keep: 3\n"), invalid: "field retension not found"},
 		{name: "retention without keep", content: ptr("retention:\n  older_than: 24h\n"), invalid: "retention.older_than needs retention.keep"},
 		{name: "classes", content: ptr("retention:\n  classes:\n    - type: pre_decision\n      older_than: 168h\n    - labels: {phase: milestone}\n      keep: forever\n"),
-			rule: application.RetentionRule{Classes: []application.RetentionClass{{Type: "pre_decision", OlderThan: 168 * time.Hour},
+			rule: port.RetentionRule{Classes: []port.RetentionClass{{Type: "pre_decision", OlderThan: 168 * time.Hour},
 				{Labels: map[string]string{"phase": "milestone"}, Forever: true}}}, ok: true},
 		{name: "class matching nothing", content: ptr("retention:\n  classes:\n    - older_than: 1h\n"), invalid: "needs a type or labels"},
 		{name: "class of an unknown type", content: ptr("retention:\n  classes:\n    - type: weekly\n      older_than: 1h\n"), invalid: "unknown checkpoint type"},
@@ -64,16 +64,16 @@ func TestRetention(t *testing.T) {
 		{name: "class bad label", content: ptr("retention:\n  classes:\n    - labels: {Bad: x}\n      keep: forever\n"), invalid: "label key"},
 		{name: "class bad age", content: ptr("retention:\n  classes:\n    - type: manual\n      older_than: soon\n"), invalid: "retention.classes[0].older_than"},
 		{name: "archives only", content: ptr("retention:\n  archives:\n    keep: 0\n"),
-			rule: application.RetentionRule{Archives: &application.ArchiveRetention{}}, ok: true},
+			rule: port.RetentionRule{Archives: &port.ArchiveRetention{}}, ok: true},
 		{name: "both", content: ptr("retention:\n  keep: 2\n  archives:\n    keep: 5\n    older_than: 720h\n"),
-			rule: application.RetentionRule{Keep: 2, Archives: &application.ArchiveRetention{Keep: 5, OlderThan: 720 * time.Hour}}, ok: true},
+			rule: port.RetentionRule{Keep: 2, Archives: &port.ArchiveRetention{Keep: 5, OlderThan: 720 * time.Hour}}, ok: true},
 		{name: "archives without keep", content: ptr("retention:\n  archives:\n    older_than: 1h\n"), invalid: "retention.archives.keep"},
 		{name: "archives negative keep", content: ptr("retention:\n  archives:\n    keep: -1\n"), invalid: "retention.archives.keep"},
 		{name: "archives bad age", content: ptr("retention:\n  archives:\n    keep: 1\n    older_than: soon\n"), invalid: "retention.archives.older_than"},
 		{name: "empty retention", content: ptr("retention: {}\n")},
-		{name: "keep only", content: ptr("retention:\n  keep: 50\n"), rule: application.RetentionRule{Keep: 50}, ok: true},
+		{name: "keep only", content: ptr("retention:\n  keep: 50\n"), rule: port.RetentionRule{Keep: 50}, ok: true},
 		{name: "keep and older_than", content: ptr("retention:\n  keep: 3\n  older_than: 168h\n"),
-			rule: application.RetentionRule{Keep: 3, OlderThan: 168 * time.Hour}, ok: true},
+			rule: port.RetentionRule{Keep: 3, OlderThan: 168 * time.Hour}, ok: true},
 		{name: "keep 0", content: ptr("retention:\n  keep: 0\n"), invalid: "retention.keep must be at least 1"},
 		{name: "keep negative", content: ptr("retention:\n  keep: -2\n"), invalid: "retention.keep must be at least 1"},
 		{name: "bad duration", content: ptr("retention:\n  keep: 1\n  older_than: a week\n"), invalid: `retention.older_than "a week" is not a positive duration`},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 )
@@ -52,7 +53,7 @@ func TestSharedGCRefusesWhileAWorkspacesRecordsAreMissing(t *testing.T) {
 	}
 	zero := new(time.Duration)
 	gc := func() error {
-		_, err := mine.Services.Maintenance.GC(ctx, application.GCRequest{Grace: zero})
+		_, err := mine.Services.Maintenance.GC(ctx, port.GCRequest{Grace: zero})
 		return err
 	}
 	names := recordNames(t, dir, id)
@@ -120,7 +121,7 @@ func TestSharedGCDescriptors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, lost+".json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := mine.Services.Maintenance.GC(ctx, application.GCRequest{Grace: zero})
+	_, err := mine.Services.Maintenance.GC(ctx, port.GCRequest{Grace: zero})
 	if !errors.Is(err, fault.ErrIntegrity) || !strings.Contains(err.Error(), lost) {
 		t.Fatalf("gc with a damaged descriptor and no records: %v", err)
 	}
@@ -130,7 +131,7 @@ func TestSharedGCDescriptors(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(ws, lost+".json"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mine.Services.Maintenance.GC(ctx, application.GCRequest{Grace: zero}); err != nil {
+	if _, err := mine.Services.Maintenance.GC(ctx, port.GCRequest{Grace: zero}); err != nil {
 		t.Fatalf("gc with directories among the descriptors: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/infrastructure/internal/maintenance"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
@@ -70,7 +71,7 @@ func TestSharedGCReadsEveryWorkspacesRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := new(time.Duration)
-	if _, err := mine.Services.Maintenance.GC(ctx, application.GCRequest{Grace: zero}); err != nil {
+	if _, err := mine.Services.Maintenance.GC(ctx, port.GCRequest{Grace: zero}); err != nil {
 		t.Fatalf("gc with a stray file among the records: %v", err)
 	}
 	packs := func() int {
@@ -92,7 +93,7 @@ func TestSharedGCReadsEveryWorkspacesRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Were gc to skip them, what only their checkpoints use would look dead.
-	_, err = mine.Services.Maintenance.GC(ctx, application.GCRequest{Grace: zero})
+	_, err = mine.Services.Maintenance.GC(ctx, port.GCRequest{Grace: zero})
 	if err == nil || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), theirs.WorkspaceID()) {
 		t.Fatalf("gc with another workspace's records damaged: %v", err)
 	}

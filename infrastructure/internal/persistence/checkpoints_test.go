@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -176,7 +176,7 @@ func TestTransactorIsAtomic(t *testing.T) {
 		if err := repo.Add(ctx, newCP(t, id1, time.Now())); err != nil {
 			t.Fatal(err)
 		}
-		rec := application.HistoryRecord{ID: "op1", Kind: "rollback", TargetCheckpoint: id1, BackupCheckpoint: id2,
+		rec := port.HistoryRecord{ID: "op1", Kind: "rollback", TargetCheckpoint: id1, BackupCheckpoint: id2,
 			StartedAt: time.Now(), FinishedAt: time.Now()}
 		boom := errors.New("crash before commit")
 		err := tx.Do(ctx, func(ctx context.Context) error {
@@ -224,7 +224,7 @@ func TestHistory(t *testing.T) {
 		ctx := context.Background()
 		h := NewHistory(e.open(t))
 		t0 := time.Date(2025, 2, 3, 4, 5, 6, 7, time.UTC)
-		recs := []application.HistoryRecord{
+		recs := []port.HistoryRecord{
 			{ID: "b", Kind: "rollback", TargetCheckpoint: id1, BackupCheckpoint: id2, StartedAt: t0.Add(time.Minute), FinishedAt: t0.Add(2 * time.Minute), Added: 1, Modified: 2, Deleted: 3, Reverted: []string{"d1", "d2"}},
 			{ID: "a", Kind: "correction", TargetCheckpoint: id2, BackupCheckpoint: id3, StartedAt: t0, FinishedAt: t0.Add(time.Second)},
 		}

@@ -3,8 +3,8 @@ package persistence
 import (
 	"testing"
 
-	"github.com/planhq/plan/application"
 	"github.com/planhq/plan/application/oplogtest"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/checkpoint/checkpointtest"
 	"github.com/planhq/plan/domain/correction"
@@ -37,7 +37,7 @@ func TestCorrectionRepositoryContract(t *testing.T) {
 // The gorm rollback history meets the contract the use cases' fake is held to, on each engine.
 func TestHistoryContract(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
-		oplogtest.History(t, func(t *testing.T) application.History { return NewHistory(e.open(t)) })
+		oplogtest.History(t, func(t *testing.T) port.History { return NewHistory(e.open(t)) })
 	})
 }
 
@@ -45,6 +45,6 @@ func TestHistoryContract(t *testing.T) {
 // each engine.
 func TestOperationLogContract(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
-		oplogtest.OperationLog(t, func(t *testing.T) application.OperationLog { return NewOperationLog(e.open(t)) })
+		oplogtest.OperationLog(t, func(t *testing.T) port.OperationLog { return NewOperationLog(e.open(t)) })
 	})
 }

@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/ident"
 	"github.com/planhq/plan/domain/tree"
@@ -374,7 +374,7 @@ type Transactor struct{ db *DB }
 // NewTransactor returns the unit of work of d.
 func NewTransactor(d *DB) *Transactor { return &Transactor{db: d} }
 
-var _ application.Transactor = (*Transactor)(nil)
+var _ port.Transactor = (*Transactor)(nil)
 
 // Do runs fn in a transaction, or in the caller's when ctx already carries one.
 func (t *Transactor) Do(ctx context.Context, fn func(ctx context.Context) error) error {

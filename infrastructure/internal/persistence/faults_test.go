@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
 	"github.com/planhq/plan/domain/fault"
@@ -152,7 +152,7 @@ func TestFailedWritesAreReported(t *testing.T) {
 		}
 		check("add checkpoint", cps.Add(ctx, newCP(t, id2, at)))
 		check("delete checkpoint", cps.Delete(ctx, id1))
-		check("record operation", NewHistory(db).Record(ctx, application.HistoryRecord{ID: "op", Kind: "rollback"}))
+		check("record operation", NewHistory(db).Record(ctx, port.HistoryRecord{ID: "op", Kind: "rollback"}))
 		check("add correction", corrections.Add(ctx, newCorrection(t, corr2, at)))
 		check("update correction", corrections.Update(ctx, corr1, func(c *correction.Correction) error { return c.StartReexecution() }))
 		check("record checkpoint failure", NewMetrics(db).RecordCheckpointFailure(ctx, at, "disk full"))

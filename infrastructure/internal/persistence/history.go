@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -35,10 +35,10 @@ type History struct{ db *DB }
 // NewHistory returns the history on d.
 func NewHistory(d *DB) *History { return &History{db: d} }
 
-var _ application.History = (*History)(nil)
+var _ port.History = (*History)(nil)
 
 // Record inserts a finished operation.
-func (h *History) Record(ctx context.Context, r application.HistoryRecord) error {
+func (h *History) Record(ctx context.Context, r port.HistoryRecord) error {
 	rev, err := json.Marshal(append([]string{}, r.Reverted...))
 	if err != nil {
 		return err
@@ -66,21 +66,21 @@ func (h *History) Has(ctx context.Context, id string) (bool, error) {
 }
 
 // Get returns one record.
-func (h *History) Get(ctx context.Context, id string) (application.HistoryRecord, error) {
+func (h *History) Get(ctx context.Context, id string) (port.HistoryRecord, error) {
 	var row historyRow
 	if err := h.db.scoped(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
-		return application.HistoryRecord{}, notFound(err, "operation %s not found", id)
+		return port.HistoryRecord{}, notFound(err, "operation %s not found", id)
 	}
 	return row.toRecord()
 }
 
 // List returns the history, oldest first.
-func (h *History) List(ctx context.Context) ([]application.HistoryRecord, error) {
+func (h *History) List(ctx context.Context) ([]port.HistoryRecord, error) {
 	var rows []historyRow
 	if err := h.db.scoped(ctx).Order("started_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list history: %w", err)
 	}
-	out := make([]application.HistoryRecord, 0, len(rows))
+	out := make([]port.HistoryRecord, 0, len(rows))
 	for _, r := range rows {
 		rec, err := r.toRecord()
 		if err != nil {
@@ -91,12 +91,12 @@ func (h *History) List(ctx context.Context) ([]application.HistoryRecord, error)
 	return out, nil
 }
 
-func (r historyRow) toRecord() (application.HistoryRecord, error) {
+func (r historyRow) toRecord() (port.HistoryRecord, error) {
 	var rev []string
 	if err := json.Unmarshal([]byte(r.Reverted), &rev); err != nil {
-		return application.HistoryRecord{}, fault.Wrap(fault.ErrIntegrity, err, "the record of operation %s is damaged", r.ID)
+		return port.HistoryRecord{}, fault.Wrap(fault.ErrIntegrity, err, "the record of operation %s is damaged", r.ID)
 	}
-	return application.HistoryRecord{
+	return port.HistoryRecord{
 		ID: r.ID, Kind: r.Kind, TargetCheckpoint: checkpoint.ID(r.TargetCheckpoint), BackupCheckpoint: checkpoint.ID(r.BackupCheckpoint),
 		StartedAt: time.Unix(0, r.StartedAt).UTC(), FinishedAt: time.Unix(0, r.FinishedAt).UTC(),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted, Reverted: rev,

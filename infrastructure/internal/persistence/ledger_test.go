@@ -15,7 +15,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -190,7 +190,7 @@ func rebuildReproducesTheDatabase(t *testing.T, e engine) {
 						return err
 					}
 				}
-				return hist.Record(ctx, application.HistoryRecord{ID: fmt.Sprintf("op%04d", i), Kind: "rollback", TargetCheckpoint: target,
+				return hist.Record(ctx, port.HistoryRecord{ID: fmt.Sprintf("op%04d", i), Kind: "rollback", TargetCheckpoint: target,
 					BackupCheckpoint: target, StartedAt: now(i), FinishedAt: now(i + 1), Added: 1, Reverted: reverted})
 			})
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 )
 
 // Metrics records checkpoint failures for `plan stats`.
@@ -14,7 +14,7 @@ type Metrics struct{ db *DB }
 // NewMetrics returns the metrics on d.
 func NewMetrics(d *DB) *Metrics { return &Metrics{db: d} }
 
-var _ application.Metrics = (*Metrics)(nil)
+var _ port.Metrics = (*Metrics)(nil)
 
 // RecordCheckpointFailure counts one failed checkpoint.
 func (m *Metrics) RecordCheckpointFailure(ctx context.Context, at time.Time, reason string) error {

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 )
@@ -36,12 +36,12 @@ type OperationLog struct{ db *DB }
 // NewOperationLog returns the log on d.
 func NewOperationLog(d *DB) *OperationLog { return &OperationLog{db: d} }
 
-var _ application.OperationLog = (*OperationLog)(nil)
+var _ port.OperationLog = (*OperationLog)(nil)
 
-var _ application.OperationReplacer = (*OperationLog)(nil)
+var _ port.OperationReplacer = (*OperationLog)(nil)
 
 // Add appends a finished operation.
-func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) error {
+func (l *OperationLog) Add(ctx context.Context, op port.LoggedOperation) error {
 	row, err := l.row(op)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (l *OperationLog) Add(ctx context.Context, op application.LoggedOperation) 
 // Replace writes op whole under its ID: inserted, or replacing the entry of that ID. In the
 // caller's transaction (a command folds its entry into its own last one), it adds no durable write
 // of its own: the transaction's single record holds the entry with the rest of the change.
-func (l *OperationLog) Replace(ctx context.Context, op application.LoggedOperation) error {
+func (l *OperationLog) Replace(ctx context.Context, op port.LoggedOperation) error {
 	row, err := l.row(op)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (l *OperationLog) Replace(ctx context.Context, op application.LoggedOperati
 	})
 }
 
-func (l *OperationLog) row(op application.LoggedOperation) (operationRow, error) {
+func (l *OperationLog) row(op port.LoggedOperation) (operationRow, error) {
 	args, err := json.Marshal(append([]string{}, op.Args...))
 	if err != nil {
 		return operationRow{}, err
@@ -106,7 +106,7 @@ func (l *OperationLog) MarkUndone(ctx context.Context, id, by string) error {
 
 // List returns the operations newest first, at most limit of them (0: all), only those of plan
 // when it is not "".
-func (l *OperationLog) List(ctx context.Context, limit int, plan string) ([]application.LoggedOperation, error) {
+func (l *OperationLog) List(ctx context.Context, limit int, plan string) ([]port.LoggedOperation, error) {
 	q := l.db.scoped(ctx).Order("started_at DESC, id DESC")
 	if plan != "" {
 		q = q.Where("plan = ?", plan)
@@ -118,9 +118,9 @@ func (l *OperationLog) List(ctx context.Context, limit int, plan string) ([]appl
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
 	}
-	out := make([]application.LoggedOperation, 0, len(rows))
+	out := make([]port.LoggedOperation, 0, len(rows))
 	for _, r := range rows {
-		op := application.LoggedOperation{
+		op := port.LoggedOperation{
 			ID: r.ID, Kind: r.Kind, Plan: r.Plan, StartedAt: time.Unix(0, r.StartedAt).UTC(),
 			FinishedAt: time.Unix(0, r.FinishedAt).UTC(), Outcome: r.Outcome,
 			UndoCheckpoint: checkpoint.ID(r.UndoCheckpoint), UndoneBy: r.UndoneBy,

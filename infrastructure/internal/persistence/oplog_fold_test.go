@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 )
@@ -104,5 +104,5 @@ func TestCheckpointAndFoldedEntryAreOneRecord(t *testing.T) {
 	if _, err := NewCheckpoints(db2).Get(ctx, checkpoint.ID(id1)); err != nil {
 		t.Fatal(err)
 	}
-	var _ application.OperationReplacer = log
+	var _ port.OperationReplacer = log
 }

@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 )
 
-func loggedOp(id, plan string, at int) application.LoggedOperation {
+func loggedOp(id, plan string, at int) port.LoggedOperation {
 	start := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC).Add(time.Duration(at) * time.Minute)
-	return application.LoggedOperation{
+	return port.LoggedOperation{
 		ID: id, Kind: "run", Args: []string{"run", "--plan", "it's \"quoted\""}, Plan: plan,
 		StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond), Outcome: "ok",
 		Checkpoints:    []checkpoint.ID{checkpoint.ID(id1), checkpoint.ID(id2)},
@@ -33,7 +33,7 @@ func TestOperationLogRoundTrip(t *testing.T) {
 		log := NewOperationLog(e.open(t))
 		a, b, c := loggedOp("op-a", "p1", 0), loggedOp("op-b", "p2", 1), loggedOp("op-c", "p1", 2)
 		c.Args, c.Checkpoints, c.UndoCheckpoint = nil, nil, ""
-		for _, op := range []application.LoggedOperation{a, b, c} {
+		for _, op := range []port.LoggedOperation{a, b, c} {
 			if err := log.Add(ctx, op); err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestOperationLogRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Args = []string{} // no arguments reads back as an empty list
-		want := []application.LoggedOperation{c, b, a}
+		want := []port.LoggedOperation{c, b, a}
 		if !reflect.DeepEqual(all, want) {
 			t.Fatalf("list:\n got %+v\nwant %+v", all, want)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
@@ -151,7 +151,7 @@ func TestDamagedPlanAndHistoryRowsAreIntegrity(t *testing.T) {
 		t.Run("history", func(t *testing.T) {
 			db := e.open(t)
 			h := NewHistory(db)
-			if err := h.Record(ctx, application.HistoryRecord{ID: "op1", Kind: "rollback", Reverted: []string{"a"}}); err != nil {
+			if err := h.Record(ctx, port.HistoryRecord{ID: "op1", Kind: "rollback", Reverted: []string{"a"}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.gorm.Exec(`UPDATE history SET reverted = '["a"'`).Error; err != nil {

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/timing"
@@ -47,7 +47,7 @@ type Snapshotter struct {
 	mu sync.Mutex
 	// local, inside the service's own process, takes the snapshot there (its periodic and idle
 	// checkpoints) instead of asking the socket it serves.
-	local func(ctx context.Context, also []tree.Hash) (application.Snapshot, error)
+	local func(ctx context.Context, also []tree.Hash) (port.Snapshot, error)
 	// served says a snapshot of this process was the service's answer.
 	served atomic.Bool
 	// walkOnly says the service is never asked (PLAN_WATCH=0, read by the composition root).
@@ -55,8 +55,8 @@ type Snapshotter struct {
 }
 
 var (
-	_ application.Snapshotter   = (*Snapshotter)(nil)
-	_ application.ChangeTracker = (*Snapshotter)(nil)
+	_ port.Snapshotter   = (*Snapshotter)(nil)
+	_ port.ChangeTracker = (*Snapshotter)(nil)
 )
 
 // NewSnapshotter wraps the scanner of the workspace laid out by l, storing into store.
@@ -71,7 +71,7 @@ func (s *Snapshotter) WalkOnly(on bool) { s.walkOnly.Store(on) }
 // Snapshot asks the service for the snapshot, and walks when it does not answer (or tracking
 // is off: WalkOnly, or a run's own tracker is in force). A service that failed to answer is
 // named in the snapshot's warnings; none running is not.
-func (s *Snapshotter) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
+func (s *Snapshotter) Snapshot(ctx context.Context, p port.Progress, also ...tree.Hash) (port.Snapshot, error) {
 	s.mu.Lock()
 	local := s.local
 	s.mu.Unlock()
@@ -129,17 +129,17 @@ func (s *Snapshotter) Placed(ctx context.Context, files []workspace.Placed, tras
 }
 
 // ask gets a snapshot from the service.
-func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Snapshot, error) {
+func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (port.Snapshot, error) {
 	if !supported() {
-		return application.Snapshot{}, errNoService
+		return port.Snapshot{}, errNoService
 	}
 	defer timing.Span("snapshot.watch")()
 	var r reply
 	if err := call(ctx, s.layout, request{Op: opSnapshot, Workspace: s.layout.Root, Also: also}, &r); err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if r.Snapshot == nil || r.Snapshot.Root.IsZero() {
-		return application.Snapshot{}, errors.New("an answer without a snapshot")
+		return port.Snapshot{}, errors.New("an answer without a snapshot")
 	}
 	// What the service stored is in packs this process has not loaded yet. When it stored nothing
 	// and the tree is one this process's view already holds (no change since a snapshot the view
@@ -148,11 +148,11 @@ func (s *Snapshotter) ask(ctx context.Context, also []tree.Hash) (application.Sn
 	if r.Snapshot.StoredBytes != 0 || !s.store.Present(r.Snapshot.Root) {
 		defer timing.Span("snapshot.watch.refresh")()
 		if err := s.store.Refresh(); err != nil {
-			return application.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
+			return port.Snapshot{}, fmt.Errorf("refresh the store after the service's snapshot: %w", err)
 		}
 	}
 	if !s.store.Present(r.Snapshot.Root) {
-		return application.Snapshot{}, fmt.Errorf("the service answered with tree %s, which the store does not hold", r.Snapshot.Root)
+		return port.Snapshot{}, fmt.Errorf("the service answered with tree %s, which the store does not hold", r.Snapshot.Root)
 	}
 	return *r.Snapshot, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
 )
@@ -59,11 +59,11 @@ type request struct {
 
 // reply is one JSON line of an answer: keep-alives (Wait) until the result or an error.
 type reply struct {
-	Wait      bool                  `json:"wait,omitempty"`
-	Workspace string                `json:"workspace,omitempty"`
-	Error     string                `json:"error,omitempty"`
-	Snapshot  *application.Snapshot `json:"snapshot,omitempty"`
-	Status    *Status               `json:"status,omitempty"`
+	Wait      bool           `json:"wait,omitempty"`
+	Workspace string         `json:"workspace,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Snapshot  *port.Snapshot `json:"snapshot,omitempty"`
+	Status    *Status        `json:"status,omitempty"`
 	// Vouched is how many of the placed files the service took the restore's word for; Trash
 	// that it removes the request's trash directory (after this answer).
 	Vouched int  `json:"vouched,omitempty"`

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -244,11 +244,11 @@ func (s *Server) outlived(now time.Time) string {
 // one may have removed what the tracker's tree names: the tracker checks every object it reuses
 // against that view, each directory it confirmed whole again as soon as the view lost anything;
 // see workspace's prepare and objectstore.Batch.Epoch).
-func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Snapshot, error) {
+func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (port.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.store.Refresh(); err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	snap, err := s.snap.Scanner.Snapshot(ctx, nil, also...)
 	if err == nil && snap.StoredBytes > 0 {
@@ -268,7 +268,7 @@ func (s *Server) snapshot(ctx context.Context, also []tree.Hash) (application.Sn
 
 // lockedSnapshot is a snapshot the service takes for itself (not for a command, which holds the
 // lock when it asks): it takes the workspace lock first, waiting as long as it is busy.
-func (s *Server) lockedSnapshot(ctx context.Context) (application.Snapshot, error) {
+func (s *Server) lockedSnapshot(ctx context.Context) (port.Snapshot, error) {
 	for {
 		release, err := s.locker.Lock(ctx, "watch")
 		if err == nil {
@@ -277,13 +277,13 @@ func (s *Server) lockedSnapshot(ctx context.Context) (application.Snapshot, erro
 			return snap, err
 		}
 		if !errors.Is(err, fault.ErrConflict) {
-			return application.Snapshot{}, err
+			return port.Snapshot{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return application.Snapshot{}, ctx.Err()
+			return port.Snapshot{}, ctx.Err()
 		case <-s.stopc:
-			return application.Snapshot{}, errors.New("stopped")
+			return port.Snapshot{}, errors.New("stopped")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

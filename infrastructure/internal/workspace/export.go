@@ -11,7 +11,7 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
@@ -35,7 +35,7 @@ type Exporter struct{ store *objectstore.Store }
 func NewExporter(store *objectstore.Store) *Exporter { return &Exporter{store: store} }
 
 // Export implements application.Exporter.
-func (x *Exporter) Export(ctx context.Context, entries []tree.Entry, target string, p application.Progress) (stats application.ExportStats, err error) {
+func (x *Exporter) Export(ctx context.Context, entries []tree.Entry, target string, p port.Progress) (stats port.ExportStats, err error) {
 	target = filepath.Clean(target)
 	if err := exportTarget(target); err != nil {
 		return stats, err

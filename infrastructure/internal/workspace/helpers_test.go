@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/tests/testkit/treetest"
@@ -104,7 +104,7 @@ func (w *testWS) clear() {
 	}
 }
 
-func (w *testWS) snapshot() application.Snapshot {
+func (w *testWS) snapshot() port.Snapshot {
 	w.t.Helper()
 	s, err := w.sc.Snapshot(w.t.Context(), nil)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -25,25 +25,25 @@ type Journal struct{ path string }
 // journalRecord is the stored form of an application.Operation. Never rename a field: a journal
 // written by one version must be recovered by the next.
 type journalRecord struct {
-	ID               string                   `json:"id"`
-	Kind             string                   `json:"kind"`
-	Direction        application.Direction    `json:"direction"`
-	Source           tree.Hash                `json:"source_tree"`
-	Target           tree.Hash                `json:"target_tree"`
-	TargetCheckpoint string                   `json:"target_checkpoint"`
-	BackupCheckpoint string                   `json:"backup_checkpoint"`
-	StartedAt        time.Time                `json:"started_at"`
-	Counts           application.ChangeCounts `json:"counts"`
-	Detail           []byte                   `json:"detail,omitempty"`
+	ID               string            `json:"id"`
+	Kind             string            `json:"kind"`
+	Direction        port.Direction    `json:"direction"`
+	Source           tree.Hash         `json:"source_tree"`
+	Target           tree.Hash         `json:"target_tree"`
+	TargetCheckpoint string            `json:"target_checkpoint"`
+	BackupCheckpoint string            `json:"backup_checkpoint"`
+	StartedAt        time.Time         `json:"started_at"`
+	Counts           port.ChangeCounts `json:"counts"`
+	Detail           []byte            `json:"detail,omitempty"`
 }
 
 // NewJournal returns the journal of the workspace in l.
 func NewJournal(l Layout) *Journal { return &Journal{path: l.JournalFile()} }
 
-var _ application.Journal = (*Journal)(nil)
+var _ port.Journal = (*Journal)(nil)
 
 // Write records op durably.
-func (j *Journal) Write(op application.Operation) error {
+func (j *Journal) Write(op port.Operation) error {
 	defer timing.Span("journal")()
 	b, err := json.MarshalIndent(journalRecord{
 		ID: op.ID, Kind: op.Kind, Direction: op.Direction, Source: op.Source, Target: op.Target,
@@ -57,7 +57,7 @@ func (j *Journal) Write(op application.Operation) error {
 }
 
 // Pending returns the recorded operation or nil.
-func (j *Journal) Pending() (*application.Operation, error) {
+func (j *Journal) Pending() (*port.Operation, error) {
 	b, err := os.ReadFile(j.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -72,10 +72,10 @@ func (j *Journal) Pending() (*application.Operation, error) {
 		return nil, fault.Wrap(fault.ErrIntegrity, err, "the operation journal %s is damaged; run `plan doctor`", j.path)
 	case r.ID == "" || r.Source.IsZero() || r.Target.IsZero():
 		return nil, fault.Integrity("the operation journal %s is damaged (no operation or trees); run `plan doctor`", j.path)
-	case r.Direction != application.Forward && r.Direction != application.Backward:
+	case r.Direction != port.Forward && r.Direction != port.Backward:
 		return nil, fault.Integrity("the operation journal %s names an unknown direction %q; run `plan doctor`", j.path, r.Direction)
 	}
-	return &application.Operation{
+	return &port.Operation{
 		ID: r.ID, Kind: r.Kind, Direction: r.Direction, Source: r.Source, Target: r.Target,
 		TargetCheckpoint: checkpoint.ID(r.TargetCheckpoint), BackupCheckpoint: checkpoint.ID(r.BackupCheckpoint),
 		StartedAt: r.StartedAt, Counts: r.Counts, Detail: r.Detail,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 )
 
@@ -27,7 +27,7 @@ type Locker struct {
 // NewLocker returns the lock of the workspace in l.
 func NewLocker(l Layout) *Locker { return &Locker{path: l.LockFile(), Wait: 2 * time.Second} }
 
-var _ application.Locker = (*Locker)(nil)
+var _ port.Locker = (*Locker)(nil)
 
 func (l *Locker) ownerPath() string { return l.path + ".owner" }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/tests/testkit"
 )
 
@@ -67,7 +67,7 @@ func TestModeOnlyRestoreFailuresPutTheSourceBack(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "chmod") {
 				t.Fatalf("Apply: %v, want a chmod error wrapping %v", err, tc.want)
 			}
-			var ie *application.IncompleteUndoError
+			var ie *port.IncompleteUndoError
 			if errors.As(err, &ie) {
 				t.Fatalf("the undo failed: %v", err)
 			}

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/failpoint"
@@ -53,20 +53,20 @@ func NewRestorer(l Layout, store *objectstore.Store, sc *Scanner) *Restorer {
 		foldsCase: sync.OnceValue(func() bool { return foldsCase(l.State()) })}
 }
 
-var _ application.Restorer = (*Restorer)(nil)
+var _ port.Restorer = (*Restorer)(nil)
 
 // Apply turns the workspace from tree from into tree to; on failure it puts from back.
-func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p application.Progress) (application.ApplyStats, error) {
+func (r *Restorer) Apply(ctx context.Context, from, to tree.Hash, p port.Progress) (port.ApplyStats, error) {
 	changes, err := r.store.DiffTrees(from, to)
 	if err != nil {
-		return application.ApplyStats{}, fmt.Errorf("compare trees: %w", err)
+		return port.ApplyStats{}, fmt.Errorf("compare trees: %w", err)
 	}
 	return r.ApplyDiff(ctx, from, to, changes, p)
 }
 
 // ApplyDiff is Apply given the comparison of the two trees (DiffTrees(from, to)), which a rollback
 // made already to count and journal what it changes.
-func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p application.Progress) (stats application.ApplyStats, err error) {
+func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []tree.Change, p port.Progress) (stats port.ApplyStats, err error) {
 	endPrepare := timing.Span("restore.prepare")
 	unreadable, err := loadUnreadable(r.layout, from, to)
 	var kept []string
@@ -78,7 +78,7 @@ func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []
 	}
 	endPrepare()
 	if err != nil {
-		return application.ApplyStats{}, err
+		return port.ApplyStats{}, err
 	}
 	defer func() { stats.Kept = append(stats.Kept, kept...) }()
 	stats, touched, err := r.apply(ctx, changes, p, r.Failpoint)
@@ -88,7 +88,7 @@ func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []
 		// every such failure ended as an IncompleteUndoError with a mixed workspace: the in-process
 		// undo, which is what the "=error" action exists to exercise, could never succeed.
 		if _, uerr := r.reconcile(context.WithoutCancel(ctx), from, noFailpoint); uerr != nil {
-			return stats, &application.IncompleteUndoError{Cause: err, Undo: uerr}
+			return stats, &port.IncompleteUndoError{Cause: err, Undo: uerr}
 		}
 	}
 	return stats, err
@@ -97,29 +97,29 @@ func (r *Restorer) ApplyDiff(ctx context.Context, from, to tree.Hash, changes []
 func noFailpoint(string) error { return nil }
 
 // Reconcile makes the workspace equal to tree to, whatever it holds now.
-func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (application.ApplyStats, error) {
+func (r *Restorer) Reconcile(ctx context.Context, to tree.Hash) (port.ApplyStats, error) {
 	return r.reconcile(ctx, to, r.Failpoint)
 }
 
-func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string) error) (application.ApplyStats, error) {
+func (r *Restorer) reconcile(ctx context.Context, to tree.Hash, hit func(string) error) (port.ApplyStats, error) {
 	live, unreadable, err := r.scanner.ScanReadable(ctx, nil)
 	if err != nil {
-		return application.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
+		return port.ApplyStats{}, fmt.Errorf("scan the workspace: %w", err)
 	}
 	want, err := r.store.Flatten(to)
 	if err != nil {
-		return application.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
+		return port.ApplyStats{}, fmt.Errorf("read target tree: %w", err)
 	}
 	recorded, err := loadUnreadable(r.layout, to)
 	if err != nil {
-		return application.ApplyStats{}, err
+		return port.ApplyStats{}, err
 	}
 	changes, kept, err := r.untouched(tree.Diff(live, want), to, append(unreadable, recorded...))
 	if err != nil {
-		return application.ApplyStats{}, err
+		return port.ApplyStats{}, err
 	}
 	if err := r.refuseCaseCollisions(to, want); err != nil {
-		return application.ApplyStats{}, err
+		return port.ApplyStats{}, err
 	}
 	stats, _, err := r.apply(ctx, changes, nil, hit)
 	stats.Kept = append(stats.Kept, kept...)
@@ -206,7 +206,7 @@ type applier struct {
 	staging  string
 	mu       sync.Mutex      // guards verified, stats, staged, written and unsure while files are placed in parallel
 	verified map[string]bool // directories checked to be real directories (not symlinks)
-	stats    application.ApplyStats
+	stats    port.ApplyStats
 	// staged is each staged file's stat key once its content and mode were written (by path);
 	// written the stat cache entries of the files put in place (see place); unsure the paths whose
 	// stat cache entries no stat taken right after the write can vouch for.
@@ -223,21 +223,21 @@ type applier struct {
 
 // apply performs changes. touched reports whether the workspace itself was modified (staging
 // inside .plan/ does not count), so the caller knows whether an undo is needed.
-func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p application.Progress, hit func(string) error) (application.ApplyStats, bool, error) {
+func (r *Restorer) apply(ctx context.Context, changes []tree.Change, p port.Progress, hit func(string) error) (port.ApplyStats, bool, error) {
 	if len(changes) == 0 {
-		return application.ApplyStats{}, false, nil
+		return port.ApplyStats{}, false, nil
 	}
 	for _, ch := range changes {
 		if err := tree.ValidatePath(ch.Path); err != nil {
-			return application.ApplyStats{}, false, fault.Wrap(fault.ErrIntegrity, err, "refusing to restore")
+			return port.ApplyStats{}, false, fault.Wrap(fault.ErrIntegrity, err, "refusing to restore")
 		}
 		if reserved(ch.Path) {
-			return application.ApplyStats{}, false, fault.Integrity("refusing to restore %q: no snapshot holds .plan or .git", ch.Path)
+			return port.ApplyStats{}, false, fault.Integrity("refusing to restore %q: no snapshot holds .plan or .git", ch.Path)
 		}
 	}
 	root, err := os.OpenRoot(r.layout.Root)
 	if err != nil {
-		return application.ApplyStats{}, false, fmt.Errorf("open workspace: %w", err)
+		return port.ApplyStats{}, false, fmt.Errorf("open workspace: %w", err)
 	}
 	defer func() { _ = root.Close() }()
 	a := &applier{r: r, hit: hit, root: root, staging: r.layout.Staging(), verified: map[string]bool{},
@@ -304,7 +304,7 @@ func reserved(rel string) bool {
 
 // stage writes every new file and symlink under .plan/staging, verifying content hashes. Nothing in
 // the workspace changes here.
-func (a *applier) stage(ctx context.Context, changes []tree.Change, p application.Progress) (map[int]string, error) {
+func (a *applier) stage(ctx context.Context, changes []tree.Change, p port.Progress) (map[int]string, error) {
 	if err := a.root.RemoveAll(a.staging); err != nil {
 		return nil, fmt.Errorf("clear staging: %w", err)
 	}

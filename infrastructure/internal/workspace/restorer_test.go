@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
@@ -71,7 +71,7 @@ func buildB(w *testWS) {
 }
 
 // twoTrees records A and B and leaves the workspace holding B.
-func twoTrees(t *testing.T) (w *testWS, a, b application.Snapshot, wantA, wantB []tree.Entry) {
+func twoTrees(t *testing.T) (w *testWS, a, b port.Snapshot, wantA, wantB []tree.Entry) {
 	t.Helper()
 	w = newTestWS(t)
 	buildA(w)
@@ -490,7 +490,7 @@ func TestApplyFailureRestoresSource(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), fp) {
 				t.Fatalf("Apply = %v, want the injected failure", err)
 			}
-			var ie *application.IncompleteUndoError
+			var ie *port.IncompleteUndoError
 			if errors.As(err, &ie) {
 				t.Fatalf("undo failed: %v", err)
 			}
@@ -517,7 +517,7 @@ func TestApplyIncompleteUndo(t *testing.T) {
 		return nil
 	}
 	_, err := w.r.Apply(t.Context(), b.Root, a.Root, nil)
-	var ie *application.IncompleteUndoError
+	var ie *port.IncompleteUndoError
 	if !errors.As(err, &ie) {
 		t.Fatalf("Apply = %v, want *IncompleteUndoError", err)
 	}
@@ -575,7 +575,7 @@ func TestApplyImmutableFileRollsBack(t *testing.T) {
 	if err == nil || !errors.Is(err, fs.ErrPermission) {
 		t.Fatalf("Apply over an immutable file = %v, want a permission error", err)
 	}
-	var ie *application.IncompleteUndoError
+	var ie *port.IncompleteUndoError
 	if errors.As(err, &ie) {
 		t.Fatalf("undo failed: %v", err)
 	}

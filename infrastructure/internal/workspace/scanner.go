@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
@@ -55,7 +55,7 @@ func NewScanner(l Layout, store *objectstore.Store) *Scanner {
 	return &Scanner{layout: l, store: store, workers: max(2, runtime.GOMAXPROCS(0)), clock: time.Now, newWatcher: startWatcher}
 }
 
-var _ application.Snapshotter = (*Scanner)(nil)
+var _ port.Snapshotter = (*Scanner)(nil)
 
 // node is one directory of a scan.
 type node struct {
@@ -170,33 +170,33 @@ type job struct {
 
 // Snapshot stores every new object of the live workspace and returns the durable root tree. The
 // ignore rules recorded in the trees also names apply on top of the live ones (see Ignore).
-func (s *Scanner) Snapshot(ctx context.Context, p application.Progress, also ...tree.Hash) (application.Snapshot, error) {
+func (s *Scanner) Snapshot(ctx context.Context, p port.Progress, also ...tree.Hash) (port.Snapshot, error) {
 	if tr := s.tracking(); tr != nil {
 		return s.trackedSnapshot(ctx, tr, p, also)
 	}
 	sc, root, err := s.run(ctx, p, true, also, nil)
 	if err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	return sc.finish(root, true)
 }
 
 // finish stores the trees of a walked snapshot, commits them and, with saveCache, writes the stat
 // cache when anything differs from it.
-func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error) {
+func (sc *scan) finish(root *node, saveCache bool) (port.Snapshot, error) {
 	s := sc.s
 	rootHash, err := sc.buildTrees(root)
 	if err != nil {
 		sc.batch.Abort()
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if err := sc.batch.Commit(); err != nil {
 		sc.batch.Abort()
-		return application.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
+		return port.Snapshot{}, fmt.Errorf("make objects durable: %w", err)
 	}
 	unreadable, err := sc.recordUnreadable(rootHash)
 	if err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	files, bytes := root.files, root.bytes
 	stamp := sc.endStamp()
@@ -208,7 +208,7 @@ func (sc *scan) finish(root *node, saveCache bool) (application.Snapshot, error)
 			sc.warnings = append(sc.warnings, "could not save the stat cache: "+err.Error())
 		}
 	}
-	return application.Snapshot{
+	return port.Snapshot{
 		Root: rootHash, Files: files, Bytes: bytes, StoredBytes: sc.stored, Warnings: sc.warnings, Unreadable: unreadable,
 	}, nil
 }
@@ -258,14 +258,14 @@ func (sc *scan) cannotRead(rel string, err error) bool {
 }
 
 // Scan returns the live workspace as an ordered entry list, storing nothing.
-func (s *Scanner) Scan(ctx context.Context, p application.Progress) ([]tree.Entry, error) {
+func (s *Scanner) Scan(ctx context.Context, p port.Progress) ([]tree.Entry, error) {
 	entries, _, err := s.ScanReadable(ctx, p)
 	return entries, err
 }
 
 // ScanReadable is Scan that also returns, sorted, the live paths it could not read (permission
 // denied), which the entries leave out.
-func (s *Scanner) ScanReadable(ctx context.Context, p application.Progress) ([]tree.Entry, []string, error) {
+func (s *Scanner) ScanReadable(ctx context.Context, p port.Progress) ([]tree.Entry, []string, error) {
 	sc, root, err := s.run(ctx, p, false, nil, nil)
 	if err != nil {
 		return nil, nil, err
@@ -281,7 +281,7 @@ func (s *Scanner) ScanReadable(ctx context.Context, p application.Progress) ([]t
 
 // run walks the whole workspace (watching every directory with w, when set) and hashes what the
 // stat cache does not vouch for.
-func (s *Scanner) run(ctx context.Context, p application.Progress, store bool, also []tree.Hash, w watcher) (*scan, *node, error) {
+func (s *Scanner) run(ctx context.Context, p port.Progress, store bool, also []tree.Hash, w watcher) (*scan, *node, error) {
 	ig, err := s.ignoreWith(also)
 	if err != nil {
 		return nil, nil, err
@@ -679,7 +679,7 @@ func displayRel(rel string) string {
 }
 
 // hashAll reads and hashes every queued file with a few workers, storing content when snapshotting.
-func (sc *scan) hashAll(ctx context.Context, p application.Progress) error {
+func (sc *scan) hashAll(ctx context.Context, p port.Progress) error {
 	if len(sc.jobs) == 0 {
 		return nil
 	}

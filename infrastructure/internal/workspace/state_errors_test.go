@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/tests/testkit"
@@ -112,8 +112,8 @@ func TestJournalClearAndWriteFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := NewJournal(l)
-	op := application.Operation{
-		ID: "op1", Kind: "rollback", Direction: application.Forward,
+	op := port.Operation{
+		ID: "op1", Kind: "rollback", Direction: port.Forward,
 		Source: tree.Sum([]byte("s")), Target: tree.Sum([]byte("t")), StartedAt: time.Unix(1, 0).UTC(),
 	}
 	if err := j.Write(op); err == nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
 )
@@ -24,11 +24,11 @@ func TestJournal(t *testing.T) {
 	if err := j.Clear(); err != nil {
 		t.Fatalf("clearing an empty journal: %v", err)
 	}
-	op := application.Operation{
-		ID: "0123456789abcdef01234567", Kind: "rollback", Direction: application.Forward,
+	op := port.Operation{
+		ID: "0123456789abcdef01234567", Kind: "rollback", Direction: port.Forward,
 		Source: tree.Sum([]byte("a")), Target: tree.Sum([]byte("b")),
 		TargetCheckpoint: "t", BackupCheckpoint: "b", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
-		Counts: application.ChangeCounts{Added: 1, Modified: 2, Deleted: 3}, Detail: []byte(`{"x":1}`),
+		Counts: port.ChangeCounts{Added: 1, Modified: 2, Deleted: 3}, Detail: []byte(`{"x":1}`),
 	}
 	if err := j.Write(op); err != nil {
 		t.Fatal(err)
@@ -41,11 +41,11 @@ func TestJournal(t *testing.T) {
 		!got.StartedAt.Equal(op.StartedAt) || got.Counts != op.Counts || string(got.Detail) != string(op.Detail) {
 		t.Errorf("round trip: %+v, want %+v", got, op)
 	}
-	op.Direction = application.Backward
+	op.Direction = port.Backward
 	if err := j.Write(op); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := j.Pending(); got.Direction != application.Backward {
+	if got, _ := j.Pending(); got.Direction != port.Backward {
 		t.Errorf("Write did not replace the record: %+v", got)
 	}
 	// Atomic replacement leaves no temp files behind.
@@ -92,7 +92,7 @@ func TestJournalDamaged(t *testing.T) {
 	if op, err := j.Pending(); err == nil || op != nil {
 		t.Errorf("journal is a directory: %+v, %v", op, err)
 	}
-	if err := j.Write(application.Operation{ID: "x"}); err == nil {
+	if err := j.Write(port.Operation{ID: "x"}); err == nil {
 		t.Error("Write over a directory succeeded")
 	}
 }

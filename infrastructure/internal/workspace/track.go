@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
-	"github.com/planhq/plan/application"
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 )
 
@@ -258,7 +258,7 @@ type tracking struct {
 	walks, updates int
 }
 
-var _ application.ChangeTracker = (*Scanner)(nil)
+var _ port.ChangeTracker = (*Scanner)(nil)
 
 // TrackOff turns tracking off for good, for the reason why (what the user set): Track then
 // follows nothing and every snapshot walks. Call it before the first Track.
@@ -312,17 +312,17 @@ func (s *Scanner) tracking() *tracking {
 // (a directory replaced between an event and now): the snapshot walks instead.
 var errUncertain = errors.New("the workspace changed in a way the events do not cover")
 
-func (s *Scanner) trackedSnapshot(ctx context.Context, tr *tracking, p application.Progress, also []tree.Hash) (application.Snapshot, error) {
+func (s *Scanner) trackedSnapshot(ctx context.Context, tr *tracking, p port.Progress, also []tree.Hash) (port.Snapshot, error) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	ig, err := s.ignoreWith(also)
 	if err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if tr.off != "" {
 		sc, root, err := s.run(ctx, p, true, also, nil)
 		if err != nil {
-			return application.Snapshot{}, err
+			return port.Snapshot{}, err
 		}
 		return sc.finish(root, true)
 	}
@@ -345,7 +345,7 @@ func (s *Scanner) trackedSnapshot(ctx context.Context, tr *tracking, p applicati
 		}
 		tr.root = nil
 		if !errors.Is(err, errUncertain) {
-			return application.Snapshot{}, err
+			return port.Snapshot{}, err
 		}
 	}
 	return s.walkTracked(ctx, tr, p, also)
@@ -353,7 +353,7 @@ func (s *Scanner) trackedSnapshot(ctx context.Context, tr *tracking, p applicati
 
 // walkTracked is a full walk that (re)starts watching: every directory it opens is watched before
 // it is listed.
-func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.Progress, also []tree.Hash) (application.Snapshot, error) {
+func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p port.Progress, also []tree.Hash) (port.Snapshot, error) {
 	tr.walks++
 	if tr.w != nil {
 		tr.w.close()
@@ -368,7 +368,7 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 	tr.root = nil
 	sc, root, err := s.run(ctx, p, true, also, tr.w)
 	if err != nil {
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	snap, err := sc.finish(root, true)
 	if err != nil {
@@ -399,34 +399,34 @@ func (s *Scanner) walkTracked(ctx context.Context, tr *tracking, p application.P
 const restatAfterWalk = "the last snapshot walked the workspace while it could change"
 
 // update is an incremental snapshot: tr.root brought up to date with what d names, then stored.
-func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p application.Progress) (application.Snapshot, error) {
+func (s *Scanner) update(ctx context.Context, tr *tracking, ig *Ignore, d dirtySet, p port.Progress) (port.Snapshot, error) {
 	sc := &scan{s: s, ignore: ig, old: &statCache{}, store: true, w: tr.w, incremental: true, linkedSeen: map[inode]bool{},
 		restatAll: d.restatAll != ""}
 	sc.batch = s.store.NewBatch()
 	root := tr.root
 	if err := sc.applyDirty(ctx, root, d); err != nil {
 		sc.abort()
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	var linked []*node
 	sc.epoch, sc.epochOK = sc.batch.Epoch()
 	sc.prepare(root, &linked)
 	if err := sc.restatLinked(linked); err != nil {
 		sc.abort()
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if err := sc.hashAll(ctx, p); err != nil {
 		sc.abort()
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if err := ctx.Err(); err != nil { // cancelled while the last files were stored: commit nothing
 		sc.abort()
-		return application.Snapshot{}, err
+		return port.Snapshot{}, err
 	}
 	if len(sc.unreadable) > 0 {
 		// Something became unreadable: a walk records it (and keeps no tree to update).
 		sc.abort()
-		return application.Snapshot{}, errUncertain
+		return port.Snapshot{}, errUncertain
 	}
 	snap, err := sc.finish(root, false)
 	if err != nil {
