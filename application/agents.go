@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/artifact"
 	"github.com/planhq/plan/domain/checkpoint"
@@ -30,7 +31,7 @@ import (
 type AgentService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
-	guard       *Guard
+	guard       *kernel.Guard
 	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository

@@ -1,5 +1,7 @@
 package application
 
+import "github.com/planhq/plan/application/internal/kernel"
+
 // App is the use cases of one workspace: the one value the CLI and a host program both work
 // through (the composition root builds it; package plan hands it to hosts as App.Services).
 type App struct {
@@ -19,3 +21,6 @@ type Workspace struct {
 	Name, Root string
 	App
 }
+
+// RecoverResult is what recovering an interrupted operation did (the kernel's guard reports it).
+type RecoverResult = kernel.RecoverResult

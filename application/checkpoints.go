@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
@@ -20,7 +21,7 @@ import (
 type CheckpointService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
-	guard       *Guard
+	guard       *kernel.Guard
 	clock       port.Clock
 	checkpoints checkpoint.Repository
 	store       port.TreeStore

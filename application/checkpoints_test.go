@@ -42,12 +42,12 @@ func newSvcEnv(t *testing.T) *svcEnv {
 	e.snap = &fakeSnap{store: e.store, content: map[string][]byte{}}
 	e.l, e.j = &fakeLocker{}, &fakeJournal{}
 	e.r = &fakeRestorer{snap: e.snap}
-	e.g = NewGuard(e.l, e.j, e.r)
 	e.ops = NewOperations(OperationsParams{
 		Checkpoints: e.repo, Plans: newFakePlans(), Corrections: newFakeCorrections(), Snapshotter: e.snap, Store: e.store,
-		Guard: e.g, Tx: e.tx, History: e.history, Clock: &fakeClock{t: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)},
+		Locker: e.l, Journal: e.j, Restorer: e.r, Tx: e.tx, History: e.history, Clock: &fakeClock{t: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)},
 		Git: fakeGit{commit: strings.Repeat("c", 40), ok: true}, Executor: newFakeExecutor(), Archiver: newFakeArchiver(),
 	})
+	e.g = e.ops.guard
 	e.svc = NewCheckpointService(e.ops)
 	return e
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 )
 
@@ -56,7 +57,7 @@ func TestConsolidateRunsOnlyWhenDueAndFree(t *testing.T) {
 	}
 
 	// Inside a command that holds the lock, it consolidates under that lock.
-	locked := context.WithValue(ctx, lockKey{}, "run")
+	locked := kernel.TestLocked(ctx, "run")
 	e.health.consolidateErr = nil
 	locks := e.l.locks
 	if _, err := e.ms.Consolidate(locked); err != nil || e.l.locks != locks {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -29,7 +30,7 @@ const kindCorrection = "correction"
 type CorrectionService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
-	guard       *Guard
+	guard       *kernel.Guard
 	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository

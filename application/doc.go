@@ -8,10 +8,10 @@
 // No service reaches into another. `plan correct` enters at CorrectionService.Correct, which runs
 // RevertDecisions (the journaled revert step) and then ApplyCorrection (the re-execution).
 //
-// Guard (guard.go) serialises mutating use cases (the workspace lock) and recovers interrupted
-// operations; NewOperations wires all of recovery into it, in one fixed order. The layer knows
-// nothing of gorm, fx, urfave/cli or the filesystem layout: adapters in infrastructure implement
-// the ports (ports.go).
+// The guard (internal/kernel, which nothing outside application can import) serialises mutating
+// use cases (the workspace lock) and recovers interrupted operations; NewOperations builds it and
+// wires all of recovery into it, in one fixed order. The layer knows nothing of gorm, fx,
+// urfave/cli or the filesystem layout: adapters in infrastructure implement the ports (port/).
 //
 // Its two invariants:
 //   - every mutating use case runs under the workspace lock and first recovers any operation a

@@ -26,7 +26,7 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newGuardEnv()
 			setup(e)
-			_, err := e.g.change(context.Background(), runOp(), nil, nil, true)
+			_, err := e.g.Change(context.Background(), runOp(), nil, nil, true)
 			if err == nil || !strings.HasSuffix(err.Error(), "; the rollback stays journaled: `plan recover` finishes it") {
 				t.Fatalf("change (finishLater) = %v", err)
 			}
@@ -48,7 +48,7 @@ func TestRunToFinishLeavesTheJournalForward(t *testing.T) {
 	}
 	// Success is run's.
 	e := newGuardEnv()
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, true); err != nil || e.j.op != nil || len(e.fins) != 1 {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, true); err != nil || e.j.op != nil || len(e.fins) != 1 {
 		t.Errorf("success: %v, journal %+v, %d finisher calls", err, e.j.op, len(e.fins))
 	}
 }

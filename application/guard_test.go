@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/fault"
 	"github.com/planhq/plan/domain/tree"
@@ -21,7 +22,7 @@ type guardEnv struct {
 	l      *fakeLocker
 	j      *fakeJournal
 	r      *fakeRestorer
-	g      *Guard
+	g      *kernel.Guard
 	fins   []port.Operation
 	finErr error
 	hits   []string
@@ -29,7 +30,7 @@ type guardEnv struct {
 
 func newGuardEnv() *guardEnv {
 	e := &guardEnv{l: &fakeLocker{}, j: &fakeJournal{}, r: &fakeRestorer{}}
-	e.g = NewGuard(e.l, e.j, e.r)
+	e.g = kernel.NewGuard(e.l, e.j, e.r)
 	e.g.Register("rollback", func(_ context.Context, op port.Operation) error {
 		e.fins = append(e.fins, op)
 		return e.finErr
@@ -70,7 +71,7 @@ func TestEnterRecoversForward(t *testing.T) {
 	if e.l.locks != 1 || e.l.purposes[0] != "checkpoint create" || !e.l.held {
 		t.Errorf("lock: %+v", e.l)
 	}
-	if ctx.Value(lockKey{}) == nil {
+	if !kernel.TestHoldsLock(ctx) {
 		t.Error("returned context does not carry the lock")
 	}
 	release()
@@ -238,7 +239,7 @@ func TestRecoverIgnoresCancellation(t *testing.T) {
 		return nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx = context.WithValue(ctx, lockKey{}, "held")
+	ctx = kernel.TestLocked(ctx, "held")
 	cancel()
 	if _, err := e.g.Recover(ctx); err != nil {
 		t.Fatal(err)
@@ -379,7 +380,7 @@ func runOp() port.Operation {
 
 func TestRunSuccess(t *testing.T) {
 	e := newGuardEnv()
-	stats, err := e.g.change(context.Background(), runOp(), nil, nil, false)
+	stats, err := e.g.Change(context.Background(), runOp(), nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestRunSuccess(t *testing.T) {
 func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 	e := newGuardEnv()
 	e.r.applyErr = &port.IncompleteUndoError{Cause: errors.New("EPERM"), Undo: errors.New("ENOSPC")}
-	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
+	_, err := e.g.Change(context.Background(), runOp(), nil, nil, false)
 	var ie *port.IncompleteUndoError
 	if !errors.As(err, &ie) {
 		t.Fatalf("run = %v, want the IncompleteUndoError", err)
@@ -441,7 +442,7 @@ func TestRunIncompleteUndoTurnsJournalBackward(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "journal EIO") || !errors.As(err, &ie) {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "journal EIO") || !errors.As(err, &ie) {
 		t.Errorf("run = %v", err)
 	}
 }
@@ -450,7 +451,7 @@ func TestRunPlainApplyErrorClearsJournal(t *testing.T) {
 	e := newGuardEnv()
 	boom := errors.New("permission denied")
 	e.r.applyErr = boom
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) {
 		t.Fatalf("run = %v", err)
 	}
 	if e.j.op != nil || e.j.clears != 1 {
@@ -460,7 +461,7 @@ func TestRunPlainApplyErrorClearsJournal(t *testing.T) {
 		t.Errorf("finisher %v or failpoints %v after a failed apply", e.fins, e.hits)
 	}
 	e.j.clearErr = errors.New("EIO")
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) || !strings.Contains(err.Error(), "EIO") {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, boom) || !strings.Contains(err.Error(), "EIO") {
 		t.Errorf("run with failing Clear = %v", err)
 	}
 }
@@ -482,7 +483,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newGuardEnv()
 			setup(e)
-			_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
+			_, err := e.g.Change(context.Background(), runOp(), nil, nil, false)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
@@ -505,7 +506,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 	e := newGuardEnv()
 	e.finErr = errors.New("database is locked")
 	e.r.reconcileErr = errors.New("EPERM")
-	_, err := e.g.change(context.Background(), runOp(), nil, nil, false)
+	_, err := e.g.Change(context.Background(), runOp(), nil, nil, false)
 	var ie *port.IncompleteUndoError
 	if !errors.As(err, &ie) || !errors.Is(err, e.finErr) {
 		t.Fatalf("run = %v, want an IncompleteUndoError carrying the finisher's error", err)
@@ -531,7 +532,7 @@ func TestRunFailureBeforeCommitUndoes(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, e.finErr) || !strings.Contains(err.Error(), "journal EIO") {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); !errors.Is(err, e.finErr) || !strings.Contains(err.Error(), "journal EIO") {
 		t.Errorf("run = %v", err)
 	}
 	if len(e.r.reconciles) != 0 {
@@ -549,7 +550,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err != nil {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); err != nil {
 		t.Fatalf("run = %v, want success past the commit point", err)
 	}
 	if len(e.fins) != 1 || e.j.op == nil || e.j.op.Direction != port.Forward {
@@ -565,13 +566,13 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 	}
 	e = newGuardEnv()
 	e.j.clearErr = errors.New("EIO")
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err != nil {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); err != nil {
 		t.Errorf("a journal that cannot be cleared after the commit point failed the operation: %v", err)
 	}
 	e = newGuardEnv()
 	op := runOp()
 	op.Kind = "unregistered"
-	if _, err := e.g.change(context.Background(), op, nil, nil, false); err == nil || !strings.Contains(err.Error(), "no finisher") {
+	if _, err := e.g.Change(context.Background(), op, nil, nil, false); err == nil || !strings.Contains(err.Error(), "no finisher") {
 		t.Errorf("unregistered kind: %v", err)
 	}
 	if e.j.op != nil || !slices.Equal(e.r.reconciles, []tree.Hash{srcTree}) {
@@ -582,7 +583,7 @@ func TestRunPastCommitPointSucceeds(t *testing.T) {
 func TestRunRefusesBadInput(t *testing.T) {
 	e := newGuardEnv()
 	e.j.writeErr = func(int, port.Operation) error { return errors.New("ENOSPC") }
-	if _, err := e.g.change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "ENOSPC") {
+	if _, err := e.g.Change(context.Background(), runOp(), nil, nil, false); err == nil || !strings.Contains(err.Error(), "ENOSPC") {
 		t.Errorf("journal write failure: %v", err)
 	}
 	if len(e.r.applies) != 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -23,7 +24,7 @@ import (
 type MaintenanceService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
-	guard       *Guard
+	guard       *kernel.Guard
 	clock       port.Clock
 	checkpoints checkpoint.Repository
 	plans       plan.Repository
@@ -34,6 +35,7 @@ type MaintenanceService struct {
 	store    port.StoreHealth
 	settings port.Settings
 	log      port.OperationLog // nil: the budget knows no undo to keep a safety checkpoint for
+	healer   port.StoreHealer  // nil: Heal refuses
 }
 
 // MaintenanceParams are MaintenanceService's collaborators beyond the shared core.
@@ -43,11 +45,13 @@ type MaintenanceParams struct {
 	Settings port.Settings
 	// Log, when set, lets the disk budget keep the safety checkpoint of the newest undo.
 	Log port.OperationLog
+	// Healer, when set, repairs the store (Heal); without one Heal refuses.
+	Healer port.StoreHealer
 }
 
 // NewMaintenanceService returns the service.
 func NewMaintenanceService(p MaintenanceParams) *MaintenanceService {
-	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings, log: p.Log, guard: p.Ops.guard, clock: p.Ops.clock, checkpoints: p.Ops.checkpoints, plans: p.Ops.plans, corrections: p.Ops.corrections, archiver: p.Ops.archiver, metrics: p.Ops.metrics}
+	return &MaintenanceService{ops: p.Ops, store: p.Store, settings: p.Settings, log: p.Log, healer: p.Healer, guard: p.Ops.guard, clock: p.Ops.clock, checkpoints: p.Ops.checkpoints, plans: p.Ops.plans, corrections: p.Ops.corrections, archiver: p.Ops.archiver, metrics: p.Ops.metrics}
 }
 
 // PruneRequest describes `plan checkpoint prune`.

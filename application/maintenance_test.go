@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -206,7 +207,9 @@ func (r failingRepo) Delete(ctx context.Context, id checkpoint.ID) error {
 
 // underLock is a context that already holds the workspace lock, as inside another use case: Enter
 // neither locks nor recovers, so a failing fake is first met where the test means it to be.
-func underLock() context.Context { return context.WithValue(context.Background(), lockKey{}, "test") }
+func underLock() context.Context {
+	return kernel.TestLocked(context.Background(), "test")
+}
 
 func TestMaintenanceListErrors(t *testing.T) {
 	boom := errors.New("checkpoints table gone")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -34,7 +35,7 @@ type Operations struct {
 	corrections correction.Repository
 	snap        port.Snapshotter
 	store       port.TreeStore
-	guard       *Guard
+	guard       *kernel.Guard
 	tx          port.Transactor
 	history     port.History
 	clock       port.Clock
@@ -60,14 +61,20 @@ type OperationsParams struct {
 	Corrections correction.Repository
 	Snapshotter port.Snapshotter
 	Store       port.TreeStore
-	Guard       *Guard
-	Tx          port.Transactor
-	History     port.History
-	Clock       port.Clock
-	Git         port.GitProbe
-	Metrics     port.Metrics
-	Executor    port.Executor
-	Archiver    port.Archiver
+	// Locker, Journal and Restorer are what the guard (the workspace lock, the journaled change
+	// and crash recovery) is built on; Failpoint, when set, is called at each step of a journaled
+	// change (the release binary's crash hooks).
+	Locker    port.Locker
+	Journal   port.Journal
+	Restorer  port.Restorer
+	Failpoint func(name string) error
+	Tx        port.Transactor
+	History   port.History
+	Clock     port.Clock
+	Git       port.GitProbe
+	Metrics   port.Metrics
+	Executor  port.Executor
+	Archiver  port.Archiver
 	// Trees stores a surgical revert's target tree; without it RevertDecision refuses.
 	Trees port.TreeWriter
 	// Log is the operation log the services record their operations in (`plan history`, `plan
@@ -84,11 +91,12 @@ type OperationsParams struct {
 func NewOperations(p OperationsParams) *Operations {
 	o := &Operations{
 		checkpoints: p.Checkpoints, plans: p.Plans, corrections: p.Corrections, snap: p.Snapshotter,
-		store: p.Store, guard: p.Guard, tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
+		store: p.Store, guard: kernel.NewGuard(p.Locker, p.Journal, p.Restorer), tx: p.Tx, history: p.History, clock: p.Clock, git: p.Git,
 		metrics: p.Metrics, exec: p.Executor, archiver: p.Archiver, trees: p.Trees,
 		oplog: p.Log, funcs: newFuncRegistry(), host: p.Host,
 	}
-	g := p.Guard
+	g := o.guard
+	g.Failpoint = p.Failpoint
 	g.Register(kindRollback, o.finishRollback)
 	g.Register(kindCorrection, o.finishCorrection)
 	g.Register(kindRevert, o.finishRevert)
@@ -148,7 +156,7 @@ func (o *Operations) take(ctx context.Context, req CreateRequest) (*checkpoint.C
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the workspace: %w", err)
 	}
-	if err := o.guard.hit("checkpoint.stored"); err != nil {
+	if err := o.guard.Hit("checkpoint.stored"); err != nil {
 		return nil, err
 	}
 	if req.Warn != nil {

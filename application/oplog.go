@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/fault"
@@ -41,7 +42,7 @@ func undoable(op port.LoggedOperation) bool {
 type HistoryService struct {
 	ops *Operations
 	// The parts of the shared core this service uses, taken from it when it is built.
-	guard       *Guard
+	guard       *kernel.Guard
 	clock       port.Clock
 	checkpoints checkpoint.Repository
 	history     port.History

@@ -42,21 +42,6 @@ func TestRecoverIfIdleReportsAJournalThatAppearedBeforeTheLock(t *testing.T) {
 	}
 }
 
-func TestSummarizePaths(t *testing.T) {
-	for _, c := range []struct {
-		paths []string
-		want  string
-	}{
-		{[]string{"a"}, "a"},
-		{[]string{"a", "b", "c"}, "a, b, c"},
-		{[]string{"a", "b", "c", "d", "e"}, "a, b, c and 2 more"},
-	} {
-		if got := summarizePaths(c.paths); got != c.want {
-			t.Errorf("%v: %q, want %q", c.paths, got, c.want)
-		}
-	}
-}
-
 // crashedRollback leaves the journal of a rollback of the use-case env that was killed after it
 // journaled: the workspace is still at the source.
 func crashedRollback(t *testing.T, e *useCaseEnv) (port.Operation, *checkpoint.Checkpoint) {
@@ -161,7 +146,7 @@ func TestRunUndoWhoseJournalCannotBeCleared(t *testing.T) {
 	e := newGuardEnv()
 	e.finErr = errors.New("database locked")
 	e.j.clearErr = errors.New("EIO")
-	_, err := e.g.change(context.Background(), *pendingOp(port.Forward), nil, nil, false)
+	_, err := e.g.Change(context.Background(), *pendingOp(port.Forward), nil, nil, false)
 	if !errors.Is(err, e.finErr) || !errors.Is(err, e.j.clearErr) || !strings.Contains(err.Error(), "clear journal") {
 		t.Fatalf("err = %v", err)
 	}

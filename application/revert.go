@@ -203,7 +203,7 @@ func (s *CorrectionService) RevertDecision(ctx context.Context, req RevertReques
 		TargetCheckpoint: pre.ID(), BackupCheckpoint: safety.ID(), StartedAt: s.clock.Now(),
 		Counts: res.Counts, Detail: detail,
 	}
-	if _, err := s.guard.change(ctx, op, nil, req.Progress, false); err != nil {
+	if _, err := s.guard.Change(ctx, op, nil, req.Progress, false); err != nil {
 		if pending, perr := s.guard.Pending(); perr == nil && pending == nil {
 			err = errors.Join(err, s.archiver.Discard(id))
 		}

@@ -176,7 +176,7 @@ func (o *Operations) journalTo(ctx context.Context, target *checkpoint.Checkpoin
 	if changes == nil {
 		changes = []tree.Change{} // compared: nothing differs (nil would have the restorer compare again)
 	}
-	stats, err := o.guard.change(ctx, *op, changes, req.Progress, req.NeverUndo)
+	stats, err := o.guard.Change(ctx, *op, changes, req.Progress, req.NeverUndo)
 	if err != nil {
 		return RollbackResult{Target: target, Backup: backup}, fmt.Errorf("roll back to %s: %w", target.ID(), err)
 	}

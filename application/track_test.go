@@ -70,9 +70,10 @@ func TestRunWithoutChangeTracking(t *testing.T) {
 	}
 	e.ops = NewOperations(OperationsParams{
 		Checkpoints: e.repo, Plans: e.plans, Corrections: e.corrections, Snapshotter: plainSnap{e.snap}, Store: e.store,
-		Guard: e.g, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+		Locker: e.l, Journal: e.j, Restorer: e.r, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
 		Executor: e.exec, Archiver: e.archiver,
 	})
+	e.g = e.ops.guard
 	e.ps = NewPlanService(e.ops)
 	res, err := e.runPlan(t, RunRequest{Decisions: defs("a", "b")})
 	if err != nil {

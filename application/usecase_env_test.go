@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planhq/plan/application/internal/kernel"
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/correction"
@@ -541,7 +542,7 @@ type useCaseEnv struct {
 	l           *fakeLocker
 	j           *fakeJournal
 	r           *fakeRestorer
-	g           *Guard
+	g           *kernel.Guard
 	store       *fakeStore
 	snap        *fakeSnap
 	repo        *fakeRepo
@@ -575,12 +576,12 @@ func newUseCaseEnv(t *testing.T) *useCaseEnv {
 	}
 	e.snap = &fakeSnap{store: e.store, content: map[string][]byte{}}
 	e.r = &fakeRestorer{snap: e.snap}
-	e.g = NewGuard(e.l, e.j, e.r)
 	e.ops = NewOperations(OperationsParams{
 		Checkpoints: e.repo, Plans: e.plans, Corrections: e.corrections, Snapshotter: e.snap, Store: e.store,
-		Guard: e.g, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
+		Locker: e.l, Journal: e.j, Restorer: e.r, Tx: e.tx, History: e.history, Clock: e.clock, Git: fakeGit{}, Metrics: e.metrics,
 		Executor: e.exec, Archiver: e.archiver,
 	})
+	e.g = e.ops.guard
 	e.rewire()
 	return e
 }

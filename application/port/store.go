@@ -130,6 +130,12 @@ type HealReport struct {
 	PacksRewritten, IdxDropped int
 }
 
+// StoreHealer retires damaged or missing copies of stored objects that have an intact copy
+// (in the store, the workspace or the archive): `plan verify --repair`.
+type StoreHealer interface {
+	Heal(ctx context.Context) (HealReport, error)
+}
+
 // StoreHealth is what the maintenance use cases need from the object store.
 type StoreHealth interface {
 	// ListTree returns one stored directory's entries (Path holds the bare name).

@@ -245,6 +245,7 @@ func workspaceProviders() []any {
 			return newHealth(s, st, r, d)
 		},
 		func(l workspace.Layout) port.Settings { return maintenance.NewSettings(l) },
+		func(l workspace.Layout, s *objectstore.Store) port.StoreHealer { return maintenance.NewHealer(l, s) },
 	}
 }
 
@@ -255,7 +256,7 @@ var ApplicationModule = fx.Module("application", fx.Provide(append(kernelProvide
 
 // kernelProviders are what the services share: the clock, the guard and the shared core.
 func kernelProviders() []any {
-	return []any{func() port.Clock { return systemClock{} }, NewGuard, NewOperations}
+	return []any{func() port.Clock { return systemClock{} }, NewOperations}
 }
 
 // serviceProviders are the use cases, what a host's graph sees of plan.
@@ -301,14 +302,6 @@ func newHealth(s *Setup, store *objectstore.Store, recs *objectstore.Records, db
 	return h, nil
 }
 
-// NewGuard returns the workspace guard with the release binary's failpoints (no-ops unless
-// PLAN_FAILPOINT arms one).
-func NewGuard(l port.Locker, j port.Journal, r port.Restorer) *application.Guard {
-	g := application.NewGuard(l, j, r)
-	g.Failpoint = failpoint.Hit
-	return g
-}
-
 // OperationsIn is what the shared core needs from the graph.
 type OperationsIn struct {
 	fx.In
@@ -317,7 +310,9 @@ type OperationsIn struct {
 	Corrections correction.Repository
 	Snapshotter port.Snapshotter
 	Store       port.TreeStore
-	Guard       *application.Guard
+	Locker      port.Locker
+	Journal     port.Journal
+	Restorer    port.Restorer
 	Tx          port.Transactor
 	History     port.History
 	Clock       port.Clock
@@ -334,7 +329,9 @@ type OperationsIn struct {
 func NewOperations(in OperationsIn) *application.Operations {
 	return application.NewOperations(application.OperationsParams{
 		Checkpoints: in.Checkpoints, Plans: in.Plans, Corrections: in.Corrections, Snapshotter: in.Snapshotter,
-		Store: in.Store, Guard: in.Guard, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
+		Store: in.Store, Locker: in.Locker, Journal: in.Journal, Restorer: in.Restorer,
+		// The release binary's crash hooks: no-ops unless PLAN_FAILPOINT arms one.
+		Failpoint: failpoint.Hit, Tx: in.Tx, History: in.History, Clock: in.Clock, Git: in.Git,
 		Metrics: in.Metrics, Executor: in.Executor, Archiver: in.Archiver, Trees: in.Trees, Log: in.Log,
 		Host: hostName(in.Config.Host),
 	})
@@ -360,8 +357,8 @@ func NewPlanService(ops *application.Operations, cfg Config) (*application.PlanS
 }
 
 // NewMaintenanceService builds the maintenance use cases from the graph.
-func NewMaintenanceService(ops *application.Operations, store port.StoreHealth, settings port.Settings, log port.OperationLog) *application.MaintenanceService {
-	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings, Log: log})
+func NewMaintenanceService(ops *application.Operations, store port.StoreHealth, settings port.Settings, log port.OperationLog, healer port.StoreHealer) *application.MaintenanceService {
+	return application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: store, Settings: settings, Log: log, Healer: healer})
 }
 
 // StoreLocker is the workspace lock as the use cases see it: taking it also brings the object
@@ -423,7 +420,6 @@ type Services struct {
 	History     *application.HistoryService
 	Read        *application.ReadService
 	Agents      *application.AgentService
-	Guard       *application.Guard
 }
 
 // App is the use cases Services holds.

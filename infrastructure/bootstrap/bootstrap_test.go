@@ -41,7 +41,7 @@ func TestModuleExportsServicesOnly(t *testing.T) {
 		t.Fatalf("a service is not exported: %v", err)
 	}
 	for what, invoke := range map[string]any{
-		"the guard":                 func(*application.Guard) {},
+		"the workspace lock":        func(port.Locker) {},
 		"the shared core":           func(*application.Operations) {},
 		"the journal":               func(port.Journal) {},
 		"the checkpoint repository": func(checkpoint.Repository) {},

@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/infrastructure/internal/agents"
 	"github.com/planhq/plan/infrastructure/internal/config"
 	"github.com/planhq/plan/infrastructure/internal/fsx"
@@ -158,20 +157,6 @@ func (s *Setup) Rebuild(ctx context.Context, now time.Time) (RebuildResult, erro
 
 // DatabaseShown names the database as messages show it (a path, or a DSN without its password).
 func (s *Setup) DatabaseShown() string { return s.Target().Shown() }
-
-// Heal retires damaged or missing copies of stored objects that have an intact copy, under the
-// workspace lock (plan verify --repair).
-func (a *App) Heal(ctx context.Context) (port.HealReport, error) {
-	ctx, release, err := a.Services.Guard.Enter(ctx, "verify --repair")
-	if err != nil {
-		return port.HealReport{}, err
-	}
-	defer release()
-	r, err := maintenance.HealStore(ctx, a.Services.Layout, a.internals.Store)
-	return port.HealReport{
-		Healed: r.Healed, Unhealed: r.Unhealed, Spent: r.Spent, PacksRewritten: r.PacksRewritten, IdxDropped: r.IdxDropped,
-	}, err
-}
 
 // StoreLocation is where the store's content is read from (a directory or a bucket URL).
 func (a *App) StoreLocation() string { return a.internals.Store.Backend().Location("") }

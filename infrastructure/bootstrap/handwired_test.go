@@ -54,15 +54,15 @@ func TestWireByHand(t *testing.T) {
 	defer store.Close()
 	scanner := workspace.NewScanner(l, store)
 	restorer := workspace.NewRestorer(l, store, scanner)
-	guard := bootstrap.NewGuard(bootstrap.NewStoreLocker(workspace.NewLocker(l), store), workspace.NewJournal(l), restorer)
 	ops := application.NewOperations(application.OperationsParams{
 		Checkpoints: persistence.NewCheckpoints(db), Plans: persistence.NewPlans(db), Corrections: persistence.NewCorrections(db),
-		Snapshotter: scanner, Store: store, Guard: guard, Tx: persistence.NewTransactor(db), History: persistence.NewHistory(db),
+		Snapshotter: scanner, Store: store,
+		Locker: bootstrap.NewStoreLocker(workspace.NewLocker(l), store), Journal: workspace.NewJournal(l), Restorer: restorer, Tx: persistence.NewTransactor(db), History: persistence.NewHistory(db),
 		Clock: clock{}, Git: workspace.NewGitHead(l), Metrics: persistence.NewMetrics(db),
 		Executor: executor.NewShell(l), Archiver: archive.New(l, store), Trees: store,
 	})
 	plans, corrections := application.NewPlanService(ops), application.NewCorrectionService(ops)
-	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store, recs), Settings: maintenance.NewSettings(l)})
+	ms := application.NewMaintenanceService(application.MaintenanceParams{Ops: ops, Store: maintenance.NewHealth(store, recs), Settings: maintenance.NewSettings(l), Healer: maintenance.NewHealer(l, store)})
 
 	if _, err := plans.Exec(ctx, application.ExecRequest{ID: "mk", Command: "echo wrong > out.txt"}); err != nil {
 		t.Fatal(err)

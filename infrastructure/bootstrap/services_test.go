@@ -196,7 +196,7 @@ func TestStaleCorrectionClosedOnRealAdapters(t *testing.T) {
 	}
 
 	app = reopen(t, dir)
-	if _, err := app.Services.Guard.RecoverIfIdle(ctx); err != nil {
+	if _, err := app.Services.Maintenance.RecoverIfIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c, err := app.Services.Corrections.Show(ctx, id)

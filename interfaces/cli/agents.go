@@ -118,7 +118,7 @@ func (h *handler) hook(c *ucli.Context) error {
 		return h.reply(h.hookFailure(root, ev, err))
 	}
 	defer func() { _ = app.Close() }()
-	app.Services.Guard.OnRecover = h.reportRecovery
+	app.Services.Maintenance.OnRecover(h.reportRecovery)
 	reply := h.act(c.Context, app, ev)
 	// Every checkpoint a hook takes is a pack: merged as after any other command, so that a long
 	// session's later calls do not read more index files than its first. A hook that plan watch

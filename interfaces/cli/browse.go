@@ -165,7 +165,7 @@ func (s *browseSource) Load(ctx context.Context) (tui.Snapshot, error) {
 	s.mu.Unlock()
 	snap := tui.Snapshot{Entries: entries}
 	s.open.RLock()
-	op, err := s.app.Services.Guard.Pending()
+	op, err := s.app.Services.Maintenance.Interrupted()
 	s.open.RUnlock()
 	if err == nil && op != nil {
 		snap.Pending = fmt.Sprintf("an interrupted %s (%s) is pending: `plan recover` finishes it", op.Kind, op.ID)

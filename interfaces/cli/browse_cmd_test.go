@@ -15,6 +15,7 @@ import (
 	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/checkpoint"
 	"github.com/planhq/plan/domain/tree"
+	"github.com/planhq/plan/infrastructure/bootstrap"
 	"github.com/planhq/plan/interfaces/tui"
 )
 
@@ -270,13 +271,9 @@ func TestBrowseSourceTimelineAndActions(t *testing.T) {
 	}
 
 	// The workspace's lock held by another: the action is refused as busy, and may be retried.
-	locker := source(t, dir)
-	_, release, err := locker.app.Services.Guard.Enter(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := bootstrap.TestLock(t, dir)
 	o := s.Do(ctx, tui.Action{Kind: tui.Undo})
-	release()
+	_ = unlock()
 	if !o.Failed || !o.Busy || !strings.Contains(o.Text, "busy") {
 		t.Fatalf("a held lock: %+v", o)
 	}

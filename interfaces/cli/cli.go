@@ -473,8 +473,8 @@ func (h *handler) open(ctx context.Context, init bool) (*bootstrap.App, error) {
 // changes the workspace recovers it when it takes the lock (and says so); a read-only command
 // leaves it alone, because recovery changes the workspace.
 func (h *handler) recoverFirst(ctx context.Context, app *bootstrap.App) error {
-	app.Services.Guard.OnRecover = h.reportRecovery
-	res, err := app.Services.Guard.RecoverIfIdle(ctx)
+	app.Services.Maintenance.OnRecover(h.reportRecovery)
+	res, err := app.Services.Maintenance.RecoverIfIdle(ctx)
 	if err != nil {
 		return err
 	}

@@ -298,7 +298,7 @@ func (h *handler) verify(c *ucli.Context) error {
 	return h.with(c.Context, false, func(app *bootstrap.App) error {
 		var heal *port.HealReport
 		if c.Bool("repair") {
-			rep, err := app.Heal(c.Context)
+			rep, err := app.Services.Maintenance.Heal(c.Context)
 			if err != nil {
 				return err
 			}

@@ -149,7 +149,7 @@ func (h *handler) recoverCmd(c *ucli.Context) error {
 		return err
 	}
 	defer func() { _ = app.Close() }()
-	res, err := app.Services.Guard.Recover(c.Context)
+	res, err := app.Services.Maintenance.Recover(c.Context)
 	// Then an interrupted clone, whose journal (if it got that far) was just finished.
 	var clone *cloneMarker
 	cloneOp := ""

@@ -195,7 +195,7 @@ func (h *handler) clone(c *ucli.Context) error {
 		adopted = true
 		req := application.RollbackRequest{Ref: string(cp.ID()), Progress: h.progress(), Warn: h.warn, NeverUndo: true}
 		if _, err := svc.Rollback(c.Context, req); err != nil {
-			if op, perr := app.Services.Guard.Pending(); perr != nil || op != nil || !onlyState(dir, state) {
+			if op, perr := app.Services.Maintenance.Interrupted(); perr != nil || op != nil || !onlyState(dir, state) {
 				// Journaled (its error says `plan recover` finishes it), or DIR holds more than
 				// .plan: the clone stands as far as it went.
 				return fmt.Errorf("materialise checkpoint %s in %s: %w", src.ID, dir, err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/planhq/plan/application/port"
 	"github.com/planhq/plan/domain/tree"
 	"github.com/planhq/plan/infrastructure/internal/objectstore"
 	"github.com/planhq/plan/infrastructure/internal/workspace"
@@ -125,4 +126,24 @@ func hashFile(p string) (tree.Hash, int64, error) {
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	return tree.Hash(h.Sum(nil)), n, err
+}
+
+// Healer is the store's repair as the maintenance use cases drive it (port.StoreHealer): HealStore
+// on one workspace's layout and store.
+type Healer struct {
+	layout workspace.Layout
+	store  *objectstore.Store
+}
+
+// NewHealer returns the repair of the store s of the workspace laid out as l.
+func NewHealer(l workspace.Layout, s *objectstore.Store) *Healer { return &Healer{layout: l, store: s} }
+
+var _ port.StoreHealer = (*Healer)(nil)
+
+// Heal runs HealStore; the caller holds the workspace lock.
+func (h *Healer) Heal(ctx context.Context) (port.HealReport, error) {
+	r, err := HealStore(ctx, h.layout, h.store)
+	return port.HealReport{
+		Healed: r.Healed, Unhealed: r.Unhealed, Spent: r.Spent, PacksRewritten: r.PacksRewritten, IdxDropped: r.IdxDropped,
+	}, err
 }

@@ -1,4 +1,4 @@
-package application
+package kernel
 
 import (
 	"context"
@@ -265,7 +265,7 @@ func unfinished(op port.Operation, err error) error {
 	return fmt.Errorf("%w; the %s stays journaled: `plan recover` finishes it", err, op.Kind)
 }
 
-// change is the journaled change: journal op (Forward), take the workspace from op.Source to
+// Change is the journaled change: journal op (Forward), take the workspace from op.Source to
 // op.Target (changes, when the caller compared the trees already), run op's kind's finisher (the
 // database side), then remove the journal. The finisher's transaction is the commit point of every
 // rollback, correction and revert. Before it, any failure puts the source tree back (the journal
@@ -276,7 +276,7 @@ func unfinished(op port.Operation, err error) error {
 // into the empty directory it made, where undoing would only leave a half-made workspace), whose
 // failure once journaled leaves it Forward, so `plan recover` (or the next mutating command)
 // finishes it once the cause (a store or database out of reach) is gone; the error says so.
-func (g *Guard) change(ctx context.Context, op port.Operation, changes []tree.Change, p port.Progress, finishLater bool) (port.ApplyStats, error) {
+func (g *Guard) Change(ctx context.Context, op port.Operation, changes []tree.Change, p port.Progress, finishLater bool) (port.ApplyStats, error) {
 	from, to := op.Source, op.Target
 	op.Direction = port.Forward
 	if err := g.journal.Write(op); err != nil {
@@ -307,7 +307,7 @@ func (g *Guard) change(ctx context.Context, op port.Operation, changes []tree.Ch
 		}
 		return stats, applyErr
 	}
-	err := g.hit(op.Kind + ".applied")
+	err := g.Hit(op.Kind + ".applied")
 	if err == nil {
 		fin, ok := g.finishers[op.Kind]
 		if !ok {
@@ -322,7 +322,7 @@ func (g *Guard) change(ctx context.Context, op port.Operation, changes []tree.Ch
 		}
 		return stats, g.undo(ctx, op, from, err)
 	}
-	if g.hit(op.Kind+".recorded") == nil {
+	if g.Hit(op.Kind+".recorded") == nil {
 		_ = g.journal.Clear() // see above: past the commit point, a leftover journal is harmless
 	}
 	return stats, nil
@@ -344,7 +344,8 @@ func (g *Guard) undo(ctx context.Context, op port.Operation, from tree.Hash, cau
 	return cause
 }
 
-func (g *Guard) hit(name string) error {
+// Hit is the failpoint of a journaled change's step name: an error when a crash test armed it.
+func (g *Guard) Hit(name string) error {
 	if g.Failpoint == nil {
 		return nil
 	}
